@@ -1,0 +1,68 @@
+#!/bin/sh
+# Build QEMU 10.0 (Debian's source package) with the pvrdma device overlaid.
+#   scripts/build.sh [ninja targets...]
+# Incremental: the source is fetched once, the hook patch applied once, our
+# files copied only when they changed, configure run only when its options
+# changed.  Everything lives under build/ (git-ignored).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+b=$top/build
+"$top/scripts/deps.sh"
+
+# --- 1. Debian's QEMU 10.0.x source, fetched once -------------------------
+src=$(ls -d "$b"/src/qemu-10.0.*/ 2>/dev/null | head -n1 || true)
+if [ -z "$src" ]; then
+    mkdir -p "$b/src"
+    (cd "$b/src" && apt-get source -q qemu/trixie)
+    src=$(ls -d "$b"/src/qemu-10.0.*/ 2>/dev/null | head -n1 || true)
+    [ -n "$src" ] || { echo "build.sh: no QEMU 10.0.x source in trixie" >&2; exit 1; }
+fi
+src=${src%/}
+
+# --- 2. hook patch (3 files), re-applied only if the patch changed --------
+hooked="meson.build hw/Kconfig hw/meson.build tests/qtest/meson.build"
+sum=$(sha256sum "$top/patches/qemu-hooks.patch" | cut -d' ' -f1)
+if [ "$(cat "$src/.pvrdma-hooks" 2>/dev/null)" != "$sum" ]; then
+    for f in $hooked; do
+        [ -f "$src/$f.pvrdma-orig" ] || cp "$src/$f" "$src/$f.pvrdma-orig"
+        cp "$src/$f.pvrdma-orig" "$src/$f"
+    done
+    (cd "$src" && patch -s -p1 < "$top/patches/qemu-hooks.patch")
+    echo "$sum" > "$src/.pvrdma-hooks"
+fi
+
+# --- 3. overlay our directories (copy only what changed) -------------------
+overlay() { # repo-dir tree-dir
+    [ -d "$top/$1" ] || return 0
+    (cd "$top/$1" && find . -type f ! -name '*.o' ! -name '*~') | while read -r f; do
+        d="$src/$2/$f"
+        if ! cmp -s "$top/$1/$f" "$d"; then
+            mkdir -p "$(dirname "$d")"
+            cp "$top/$1/$f" "$d"
+        fi
+    done
+}
+overlay hw/rdma hw/rdma
+overlay backend hw/rdma/backend
+overlay include include
+overlay tests/qtest tests/qtest
+
+# --- 4. configure a lean x86_64 system emulator ----------------------------
+opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
+ --python=/usr/bin/python3 --without-default-features --disable-docs \
+ --disable-werror --enable-fdt=system --enable-trace-backends=log \
+ --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
+ ${PVRDMA_CONFIGURE_EXTRA:-}"
+q=$b/qemu
+if [ ! -f "$q/build.ninja" ] || [ "$(cat "$q/.pvrdma-opts" 2>/dev/null)" != "$opts" ]; then
+    rm -rf "$q"; mkdir -p "$q"
+    # shellcheck disable=SC2086
+    (cd "$q" && "$src/configure" --cc="ccache gcc" --cxx="ccache g++" $opts)
+    echo "$opts" > "$q/.pvrdma-opts"
+fi
+
+# --- 5. build -----------------------------------------------------------------
+if [ $# -eq 0 ]; then
+    set -- qemu-system-x86_64 tests/qtest/pvrdma-test
+fi
+ninja -C "$q" "$@"

@@ -1,0 +1,1 @@
+#include "qemu/osdep.h"

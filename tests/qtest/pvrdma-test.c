@@ -1,0 +1,2 @@
+#include "qemu/osdep.h"
+int main(int argc, char **argv) { return 0; }
