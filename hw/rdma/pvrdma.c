@@ -1,1 +1,382 @@
+/*
+ * QEMU VMware paravirtual RDMA device (PVRDMA): PCI/QOM glue.
+ *
+ * The device logic lives in PvrdmaCore (pvrdma_core.h); this file maps the
+ * BARs onto it, provides guest memory access and interrupts, and checks the
+ * configuration.  The Linux vmw_pvrdma driver requires the device to be
+ * function 1 of a slot whose function 0 is a vmxnet3 NIC; the port MAC and
+ * node GUID follow that NIC.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/module.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/msi.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "system/dma.h"
+#include "hw/net/vmxnet3_defs.h"
+#include "hw/rdma/pvrdma_core.h"
+#include "trace/trace-hw_rdma.h"
+
+#define TYPE_PVRDMA "pvrdma"
+OBJECT_DECLARE_SIMPLE_TYPE(PvrdmaState, PVRDMA)
+
+#define PVRDMA_REGS_BAR_SIZE    0x1000
+
+struct PvrdmaState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion uar;
+    QEMUBH *bh;
+    QEMUTimer *timer;
+    PvrdmaLimits lim;
+    PvrdmaCore core;
+};
+
+/* ------------------------------------------------------------------ */
+/* Host services for the core                                          */
+
+static bool pvrdma_dma_read(void *opaque, uint64_t gpa, void *buf, size_t len)
+{
+    return pci_dma_read(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
+}
+
+static bool pvrdma_dma_write(void *opaque, uint64_t gpa, const void *buf,
+                             size_t len)
+{
+    return pci_dma_write(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
+}
+
+/* Map guest RAM only: MMIO or unassigned addresses are refused. */
+static void *pvrdma_map(void *opaque, uint64_t gpa, uint64_t *len,
+                        bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
+    DMADirection dir = is_write ? DMA_DIRECTION_FROM_DEVICE :
+                                  DMA_DIRECTION_TO_DEVICE;
+    dma_addr_t l = *len;
+    hwaddr xlat, tl = *len;
+    MemoryRegion *mr;
+    void *p;
+
+    {
+        RCU_READ_LOCK_GUARD();
+        mr = address_space_translate(as, gpa, &xlat, &tl, is_write,
+                                     MEMTXATTRS_UNSPECIFIED);
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (is_write && mr->readonly)) {
+            return NULL;
+        }
+    }
+    l = MIN(l, tl);
+    p = dma_memory_map(as, gpa, &l, dir, MEMTXATTRS_UNSPECIFIED);
+    *len = p ? l : 0;
+    return p;
+}
+
+static void pvrdma_unmap(void *opaque, void *host, uint64_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
+
+    dma_memory_unmap(as, host, len,
+                     is_write ? DMA_DIRECTION_FROM_DEVICE :
+                                DMA_DIRECTION_TO_DEVICE,
+                     is_write ? len : 0);
+}
+
+static void pvrdma_notify(void *opaque, unsigned vector)
+{
+    PvrdmaState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+
+    if (msix_enabled(pdev)) {
+        msix_notify(pdev, vector);
+        return;
+    }
+    /* One vector only: the driver's handler serves command responses. */
+    if (vector != PVRDMA_INTR_VECTOR_RESPONSE) {
+        return;
+    }
+    if (msi_enabled(pdev)) {
+        msi_notify(pdev, 0);
+    } else {
+        s->core.icr |= PVRDMA_INTR_CAUSE_RESPONSE;
+        pci_set_irq(pdev, 1);
+    }
+}
+
+static void pvrdma_kick(void *opaque, unsigned delay_ms)
+{
+    PvrdmaState *s = opaque;
+
+    if (delay_ms) {
+        timer_mod(s->timer, qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
+    } else {
+        qemu_bh_schedule(s->bh);
+    }
+}
+
+static VMXNET3State *pvrdma_nic(PvrdmaState *s)
+{
+    PCIDevice *f0 = pci_get_function_0(PCI_DEVICE(s));
+
+    return f0 ? (VMXNET3State *)object_dynamic_cast(OBJECT(f0), TYPE_VMXNET3)
+              : NULL;
+}
+
+static void pvrdma_get_mac(void *opaque, uint8_t mac[6])
+{
+    VMXNET3State *nic = pvrdma_nic(opaque);
+
+    if (nic) {
+        memcpy(mac, nic->conf.macaddr.a, 6);
+    } else {
+        memset(mac, 0, 6);
+    }
+}
+
+static uint64_t pvrdma_uar_base(void *opaque)
+{
+    return pci_get_bar_addr(PCI_DEVICE(opaque), PVRDMA_BAR_UAR);
+}
+
+static int64_t pvrdma_now_ms(void *opaque)
+{
+    return qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+}
+
+static const PvrdmaHostOps pvrdma_host_ops = {
+    .dma_read = pvrdma_dma_read,
+    .dma_write = pvrdma_dma_write,
+    .map = pvrdma_map,
+    .unmap = pvrdma_unmap,
+    .notify = pvrdma_notify,
+    .kick = pvrdma_kick,
+    .get_mac = pvrdma_get_mac,
+    .uar_base = pvrdma_uar_base,
+    .now_ms = pvrdma_now_ms,
+};
+
+static void pvrdma_run(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    pvrdma_core_run(&s->core);
+}
+
+/* ------------------------------------------------------------------ */
+/* BARs                                                                */
+
+static uint64_t pvrdma_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    PvrdmaState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t val = pvrdma_core_reg_read(&s->core, addr);
+
+    if (addr == PVRDMA_REG_ICR && !msix_enabled(pdev) && !msi_enabled(pdev)) {
+        pci_set_irq(pdev, 0);
+    }
+    return val;
+}
+
+static void pvrdma_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                              unsigned size)
+{
+    PvrdmaState *s = opaque;
+
+    pvrdma_core_reg_write(&s->core, addr, val);
+}
+
+static const MemoryRegionOps pvrdma_regs_ops = {
+    .read = pvrdma_regs_read,
+    .write = pvrdma_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .impl = { .min_access_size = 4, .max_access_size = 4 },
+    .valid = { .min_access_size = 4, .max_access_size = 4 },
+};
+
+static uint64_t pvrdma_uar_read(void *opaque, hwaddr addr, unsigned size)
+{
+    trace_pvrdma_uar_read(addr);
+    return 0;
+}
+
+static void pvrdma_uar_write(void *opaque, hwaddr addr, uint64_t val,
+                             unsigned size)
+{
+    PvrdmaState *s = opaque;
+
+    pvrdma_core_uar_write(&s->core, addr, val);
+}
+
+static const MemoryRegionOps pvrdma_uar_ops = {
+    .read = pvrdma_uar_read,
+    .write = pvrdma_uar_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .impl = { .min_access_size = 4, .max_access_size = 4 },
+    .valid = { .min_access_size = 4, .max_access_size = 4 },
+};
+
+/* ------------------------------------------------------------------ */
+/* QOM                                                                 */
+
+static void pvrdma_realize(PCIDevice *pdev, Error **errp)
+{
+    PvrdmaState *s = PVRDMA(pdev);
+    PCIDevice *f0 = pci_get_function_0(pdev);
+    const char *bad = pvrdma_limits_check(&s->lim);
+    g_autofree char *mac = NULL;
+    VMXNET3State *nic;
+    int ret;
+
+    if (bad) {
+        error_setg(errp, "pvrdma: %s", bad);
+        return;
+    }
+    if (PCI_FUNC(pdev->devfn) == 0 || !f0) {
+        error_setg(errp, "pvrdma: must be function 1 of a slot whose "
+                   "function 0 is a vmxnet3 NIC");
+        error_append_hint(errp, "Use e.g. -device vmxnet3,addr=4.0,"
+                          "multifunction=on,netdev=... "
+                          "-device pvrdma,addr=4.1\n");
+        return;
+    }
+    nic = pvrdma_nic(s);
+    if (!nic) {
+        error_setg(errp, "pvrdma: function 0 of this slot is '%s', "
+                   "not vmxnet3", object_get_typename(OBJECT(f0)));
+        error_append_hint(errp, "The Linux vmw_pvrdma driver pairs with a "
+                          "vmxnet3 NIC at function 0 of the same slot.\n");
+        return;
+    }
+
+    pdev->config[PCI_INTERRUPT_PIN] = 1;
+    memory_region_init_io(&s->regs, OBJECT(s), &pvrdma_regs_ops, s,
+                          "pvrdma-regs", PVRDMA_REGS_BAR_SIZE);
+    memory_region_init_io(&s->uar, OBJECT(s), &pvrdma_uar_ops, s,
+                          "pvrdma-uar",
+                          (uint64_t)s->lim.max_uar * PVRDMA_PAGE_SIZE);
+
+    ret = msix_init_exclusive_bar(pdev, PVRDMA_MAX_INTERRUPTS,
+                                  PVRDMA_BAR_MSIX, errp);
+    if (ret) {
+        return;
+    }
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        msix_vector_use(pdev, v);
+    }
+    pci_register_bar(pdev, PVRDMA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+    pci_register_bar(pdev, PVRDMA_BAR_UAR, PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->uar);
+    ret = msi_init(pdev, 0, 1, true, false, errp);
+    if (ret) {
+        msix_unuse_all_vectors(pdev);
+        msix_uninit_exclusive_bar(pdev);
+        return;
+    }
+
+    s->bh = qemu_bh_new_guarded(pvrdma_run, s,
+                                &DEVICE(pdev)->mem_reentrancy_guard);
+    s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_run, s);
+    pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
+    mac = qemu_mac_strdup_printf(nic->conf.macaddr.a);
+    trace_pvrdma_realize(mac);
+}
+
+static void pvrdma_exit(PCIDevice *pdev)
+{
+    PvrdmaState *s = PVRDMA(pdev);
+
+    pvrdma_core_fini(&s->core);
+    qemu_bh_delete(s->bh);
+    timer_free(s->timer);
+    msi_uninit(pdev);
+    msix_unuse_all_vectors(pdev);
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static void pvrdma_reset_hold(Object *obj, ResetType type)
+{
+    PvrdmaState *s = PVRDMA(obj);
+
+    pvrdma_core_reset(&s->core);
+    pci_set_irq(PCI_DEVICE(s), 0);
+}
+
+static const Property pvrdma_props[] = {
+    DEFINE_PROP_UINT32("max-qp", PvrdmaState, lim.max_qp, PVRDMA_DEF_MAX_QP),
+    DEFINE_PROP_UINT32("max-qp-wr", PvrdmaState, lim.max_qp_wr,
+                       PVRDMA_DEF_MAX_QP_WR),
+    DEFINE_PROP_UINT32("max-sge", PvrdmaState, lim.max_sge,
+                       PVRDMA_DEF_MAX_SGE),
+    DEFINE_PROP_UINT32("max-cq", PvrdmaState, lim.max_cq, PVRDMA_DEF_MAX_CQ),
+    DEFINE_PROP_UINT32("max-cqe", PvrdmaState, lim.max_cqe,
+                       PVRDMA_DEF_MAX_CQE),
+    DEFINE_PROP_UINT32("max-mr", PvrdmaState, lim.max_mr, PVRDMA_DEF_MAX_MR),
+    DEFINE_PROP_UINT64("max-mr-size", PvrdmaState, lim.max_mr_size,
+                       PVRDMA_DEF_MAX_MR_SIZE),
+    DEFINE_PROP_UINT32("max-pd", PvrdmaState, lim.max_pd, PVRDMA_DEF_MAX_PD),
+    DEFINE_PROP_UINT32("max-ah", PvrdmaState, lim.max_ah, PVRDMA_DEF_MAX_AH),
+    DEFINE_PROP_UINT32("max-srq", PvrdmaState, lim.max_srq,
+                       PVRDMA_DEF_MAX_SRQ),
+    DEFINE_PROP_UINT32("max-srq-wr", PvrdmaState, lim.max_srq_wr,
+                       PVRDMA_DEF_MAX_SRQ_WR),
+    DEFINE_PROP_UINT32("max-srq-sge", PvrdmaState, lim.max_srq_sge,
+                       PVRDMA_DEF_MAX_SRQ_SGE),
+    DEFINE_PROP_UINT32("max-uar", PvrdmaState, lim.max_uar,
+                       PVRDMA_DEF_MAX_UAR),
+    DEFINE_PROP_UINT32("gid-table-len", PvrdmaState, lim.gid_tbl_len,
+                       PVRDMA_DEF_GID_TBL_LEN),
+    DEFINE_PROP_UINT32("max-rd-atomic", PvrdmaState, lim.max_qp_rd_atom,
+                       PVRDMA_DEF_MAX_RD_ATOM),
+};
+
+static const VMStateDescription vmstate_pvrdma = {
+    .name = "pvrdma",
+    .unmigratable = 1,      /* guest rings and MR mappings: not yet */
+};
+
+static void pvrdma_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+    k->realize = pvrdma_realize;
+    k->exit = pvrdma_exit;
+    k->vendor_id = PVRDMA_VENDOR_ID;
+    k->device_id = PVRDMA_DEVICE_ID;
+    k->revision = 0x00;
+    k->class_id = PCI_CLASS_NETWORK_OTHER;
+    dc->desc = "VMware paravirtual RDMA (PVRDMA) HCA";
+    dc->vmsd = &vmstate_pvrdma;
+    rc->phases.hold = pvrdma_reset_hold;
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    device_class_set_props(dc, pvrdma_props);
+}
+
+static const TypeInfo pvrdma_info = {
+    .name = TYPE_PVRDMA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(PvrdmaState),
+    .class_init = pvrdma_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { }
+    },
+};
+
+static void pvrdma_register_types(void)
+{
+    type_register_static(&pvrdma_info);
+}
+
+type_init(pvrdma_register_types)

@@ -1,0 +1,149 @@
+/*
+ * pvrdma: guest rings.  All index arithmetic and every access to a ring
+ * element goes through here.  Geometry is checked once, when the ring is
+ * mapped; afterwards an index is only ever used modulo nelems.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+
+bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
+                      const uint64_t *pages, uint32_t npages,
+                      uint32_t first_page, uint32_t state_off,
+                      uint32_t nelems, uint32_t elem_size)
+{
+    uint64_t need;
+    uint32_t i;
+
+    memset(r, 0, sizeof(*r));
+    r->name = name;
+    if (!pvrdma_is_pow2(nelems) || !pvrdma_is_pow2(elem_size) ||
+        elem_size > PVRDMA_PAGE_SIZE || first_page >= npages ||
+        state_off + sizeof(struct pvrdma_ring) > PVRDMA_PAGE_SIZE) {
+        PVRDMA_GUEST_ERR(c, "%s ring: bad geometry (%u x %u bytes, %u pages)",
+                         name, nelems, elem_size, npages);
+        return false;
+    }
+    need = (uint64_t)nelems * elem_size;
+    if (need > (uint64_t)(npages - first_page) * PVRDMA_PAGE_SIZE) {
+        PVRDMA_GUEST_ERR(c, "%s ring: %u x %u bytes do not fit in %u pages",
+                         name, nelems, elem_size, npages - first_page);
+        return false;
+    }
+    r->page = g_new0(void *, npages);
+    r->npages = npages;
+    for (i = 0; i < npages; i++) {
+        uint64_t len = PVRDMA_PAGE_SIZE;
+
+        if (pages[i] & (PVRDMA_PAGE_SIZE - 1)) {
+            PVRDMA_GUEST_ERR(c, "%s ring: page %u address 0x%" PRIx64
+                             " not page aligned", name, i, pages[i]);
+            goto fail;
+        }
+        r->page[i] = c->ops->map(c->opaque, pages[i], &len, true);
+        if (r->page[i] && len < PVRDMA_PAGE_SIZE) {
+            c->ops->unmap(c->opaque, r->page[i], len, true);
+            r->page[i] = NULL;
+        }
+        if (!r->page[i]) {
+            PVRDMA_GUEST_ERR(c, "%s ring: page %u at 0x%" PRIx64
+                             " is not RAM", name, i, pages[i]);
+            goto fail;
+        }
+    }
+    r->first_page = first_page;
+    r->nelems = nelems;
+    r->elem_size = elem_size;
+    r->state = (struct pvrdma_ring *)((uint8_t *)r->page[0] + state_off);
+    r->priv = 0;
+    return true;
+
+fail:
+    pvrdma_ring_free(c, r);
+    return false;
+}
+
+void pvrdma_ring_free(PvrdmaCore *c, PvrdmaRing *r)
+{
+    uint32_t i;
+
+    if (r->page) {
+        for (i = 0; i < r->npages; i++) {
+            if (r->page[i]) {
+                c->ops->unmap(c->opaque, r->page[i], PVRDMA_PAGE_SIZE, true);
+            }
+        }
+        g_free(r->page);
+    }
+    memset(r, 0, sizeof(*r));
+}
+
+void *pvrdma_ring_elem(const PvrdmaRing *r, uint32_t idx)
+{
+    uint64_t off = (uint64_t)(idx & (r->nelems - 1)) * r->elem_size;
+    uint64_t pg = r->first_page + off / PVRDMA_PAGE_SIZE;
+
+    if (!r->page || pg >= r->npages) {
+        return NULL;    /* unreachable after pvrdma_ring_init's checks */
+    }
+    return (uint8_t *)r->page[pg] + off % PVRDMA_PAGE_SIZE;
+}
+
+bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod)
+{
+    uint32_t v = pvrdma_atomic_load(&r->state->prod_tail);
+
+    if (!pvrdma_idx_valid(v, r->nelems)) {
+        return false;
+    }
+    *prod = v;
+    return true;
+}
+
+bool pvrdma_ring_guest_cons(const PvrdmaRing *r, uint32_t *cons)
+{
+    uint32_t v = pvrdma_atomic_load(&r->state->cons_head);
+
+    if (!pvrdma_idx_valid(v, r->nelems)) {
+        return false;
+    }
+    *cons = v;
+    return true;
+}
+
+void pvrdma_ring_publish_cons(PvrdmaRing *r)
+{
+    pvrdma_atomic_store(&r->state->cons_head, r->priv);
+}
+
+void pvrdma_ring_publish_prod(PvrdmaRing *r)
+{
+    pvrdma_atomic_store(&r->state->prod_tail, r->priv);
+}
+
+void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index)
+{
+    uint32_t cons;
+
+    *bad_index = false;
+    if (!r->page) {
+        return NULL;
+    }
+    if (!pvrdma_ring_guest_cons(r, &cons)) {
+        *bad_index = true;
+        return NULL;
+    }
+    if (pvrdma_idx_used(r->priv, cons, r->nelems) >= r->nelems) {
+        return NULL;    /* full */
+    }
+    return pvrdma_ring_elem(r, r->priv);
+}
+
+void pvrdma_ring_prod_push(PvrdmaRing *r)
+{
+    r->priv = pvrdma_idx_next(r->priv, r->nelems);
+    pvrdma_ring_publish_prod(r);
+}

@@ -1,0 +1,392 @@
+/*
+ * pvrdma device logic, free of QEMU's device model (the igb_core split).
+ *
+ * PvrdmaCore owns every guest-controlled value: registers, the DSR copy,
+ * the command channel, resource tables, guest rings and the data path.
+ * It touches guest memory and raises interrupts only through PvrdmaHostOps,
+ * so unit tests drive it against plain host memory.
+ *
+ * Threading: every entry point runs with the caller's lock held (the BQL in
+ * QEMU); the core has no threads of its own.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_PVRDMA_CORE_H
+#define HW_RDMA_PVRDMA_CORE_H
+
+#include "hw/rdma/pvrdma_port.h"
+#include "hw/rdma/pvrdma_abi.h"
+
+typedef struct PvrdmaCore PvrdmaCore;
+typedef struct PvrdmaTransport PvrdmaTransport;
+
+/* What the core asks of its host (QEMU glue or a unit test). */
+typedef struct PvrdmaHostOps {
+    /* Copy to/from guest physical memory; false if not backed by memory. */
+    bool (*dma_read)(void *opaque, uint64_t gpa, void *buf, size_t len);
+    bool (*dma_write)(void *opaque, uint64_t gpa, const void *buf, size_t len);
+    /*
+     * Map guest RAM for direct access.  *len may come back shorter (end of
+     * a RAM block); NULL if gpa is not RAM.  Every map is undone by exactly
+     * one unmap with the returned pointer and length.
+     */
+    void *(*map)(void *opaque, uint64_t gpa, uint64_t *len, bool is_write);
+    void (*unmap)(void *opaque, void *host, uint64_t len, bool is_write);
+    /* Raise interrupt vector 0..2 (response, async, CQ). */
+    void (*notify)(void *opaque, unsigned vector);
+    /* Ask for pvrdma_core_run() to be called soon, or after delay_ms. */
+    void (*kick)(void *opaque, unsigned delay_ms);
+    /* Current MAC of the paired vmxnet3 function. */
+    void (*get_mac)(void *opaque, uint8_t mac[6]);
+    /* Guest physical address of the UAR BAR (to validate UAR pfns). */
+    uint64_t (*uar_base)(void *opaque);
+    /* Monotonic milliseconds (RNR timers). */
+    int64_t (*now_ms)(void *opaque);
+} PvrdmaHostOps;
+
+/* Limits: QOM properties, copied into the capabilities. */
+typedef struct PvrdmaLimits {
+    uint32_t max_qp;
+    uint32_t max_qp_wr;
+    uint32_t max_sge;
+    uint32_t max_cq;
+    uint32_t max_cqe;
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_ah;
+    uint32_t max_srq;
+    uint32_t max_srq_wr;
+    uint32_t max_srq_sge;
+    uint32_t max_uar;
+    uint32_t gid_tbl_len;
+    uint32_t max_qp_rd_atom;
+    uint64_t max_mr_size;
+} PvrdmaLimits;
+
+/* Defaults and hard bounds (validated at realize). */
+#define PVRDMA_DEF_MAX_QP        1024
+#define PVRDMA_HARD_MAX_QP       65536      /* driver masks handles 0xffff */
+#define PVRDMA_DEF_MAX_QP_WR     4096
+#define PVRDMA_HARD_MAX_QP_WR    32768
+#define PVRDMA_DEF_MAX_SGE       16
+#define PVRDMA_HARD_MAX_SGE      32         /* WQE stays within one page */
+#define PVRDMA_DEF_MAX_CQ        2048
+#define PVRDMA_HARD_MAX_CQ       65536
+#define PVRDMA_DEF_MAX_CQE       65536
+#define PVRDMA_HARD_MAX_CQE      (1u << 20)
+#define PVRDMA_DEF_MAX_MR        4096
+#define PVRDMA_HARD_MAX_MR       (1u << 20)
+#define PVRDMA_DEF_MAX_PD        1024
+#define PVRDMA_HARD_MAX_PD       65536
+#define PVRDMA_DEF_MAX_AH        1024
+#define PVRDMA_DEF_MAX_SRQ       512
+#define PVRDMA_HARD_MAX_SRQ      65536
+#define PVRDMA_DEF_MAX_SRQ_WR    4096
+#define PVRDMA_DEF_MAX_SRQ_SGE   16
+#define PVRDMA_DEF_MAX_UAR       512
+#define PVRDMA_HARD_MAX_UAR      4096
+#define PVRDMA_DEF_GID_TBL_LEN   16
+#define PVRDMA_HARD_GID_TBL_LEN  256
+#define PVRDMA_DEF_MAX_RD_ATOM   16
+#define PVRDMA_DEF_MAX_MR_SIZE   (1ull << 30)
+#define PVRDMA_MAX_RING_PAGES    64         /* async / CQ-notify rings */
+#define PVRDMA_RUN_BUDGET        64         /* WQEs per QP per run */
+#define PVRDMA_MAX_PKEYS         1
+#define PVRDMA_PKEY_DEFAULT      0xffff
+#define PVRDMA_GSI_QPN           1
+#define PVRDMA_GSI_QKEY          0x80010000u
+#define PVRDMA_FW_VER            0x0001000000000000ull
+
+/* Check limits; returns NULL or a static message naming the problem. */
+const char *pvrdma_limits_check(const PvrdmaLimits *l);
+void pvrdma_limits_default(PvrdmaLimits *l);
+
+/* ------------------------------------------------------------------ */
+/* Handle tables                                                       */
+
+typedef struct PvrdmaTable {
+    void **slot;
+    uint32_t size;      /* handles are in [first, size) */
+    uint32_t first;
+    uint32_t next;      /* next-fit cursor: delays reuse of a handle */
+    uint32_t used;
+} PvrdmaTable;
+
+void pvrdma_table_init(PvrdmaTable *t, uint32_t size, uint32_t first);
+void pvrdma_table_destroy(PvrdmaTable *t);
+/* Returns the new handle, or UINT32_MAX when full. */
+uint32_t pvrdma_table_alloc(PvrdmaTable *t, void *obj);
+/* NULL for any handle that is out of range or free. */
+void *pvrdma_table_get(const PvrdmaTable *t, uint32_t handle);
+void pvrdma_table_remove(PvrdmaTable *t, uint32_t handle);
+
+/* ------------------------------------------------------------------ */
+/* Guest rings                                                         */
+
+/* Index math of pvrdma_ring.h: indices in [0, 2N), N a power of two. */
+static inline bool pvrdma_idx_valid(uint32_t idx, uint32_t n)
+{
+    return (idx & ~((n << 1) - 1)) == 0;
+}
+
+static inline uint32_t pvrdma_idx_next(uint32_t idx, uint32_t n)
+{
+    return (idx + 1) & ((n << 1) - 1);
+}
+
+/* Number of entries between a valid consumer and producer index. */
+static inline uint32_t pvrdma_idx_used(uint32_t prod, uint32_t cons,
+                                       uint32_t n)
+{
+    return (prod - cons) & ((n << 1) - 1);
+}
+
+static inline bool pvrdma_is_pow2(uint32_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+/*
+ * A ring in guest memory, mapped once at creation.  Page 'first_page' holds
+ * element 0; 'state' points at the prod/cons pair in the ring-state page.
+ * 'priv' is the device's own index (consumer or producer): the copy in guest
+ * memory is written for the guest but never read back.
+ */
+typedef struct PvrdmaRing {
+    const char *name;
+    void **page;            /* host pointer per ring page */
+    uint32_t npages;
+    uint32_t first_page;
+    uint32_t nelems;        /* power of two */
+    uint32_t elem_size;     /* power of two, <= page size */
+    struct pvrdma_ring *state;
+    uint32_t priv;
+} PvrdmaRing;
+
+/* The one accessor for ring elements: idx is reduced modulo nelems. */
+void *pvrdma_ring_elem(const PvrdmaRing *r, uint32_t idx);
+/* Read the guest's producer index; false (guest error) if invalid. */
+bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod);
+/* Read the guest's consumer index; false (guest error) if invalid. */
+bool pvrdma_ring_guest_cons(const PvrdmaRing *r, uint32_t *cons);
+/* Publish the device's index (release store). */
+void pvrdma_ring_publish_cons(PvrdmaRing *r);
+void pvrdma_ring_publish_prod(PvrdmaRing *r);
+/* Producer side: slot to fill, or NULL if full / guest index invalid. */
+void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index);
+void pvrdma_ring_prod_push(PvrdmaRing *r);
+
+/* ------------------------------------------------------------------ */
+/* Guest memory                                                        */
+
+/* A run of guest memory mapped into the host. */
+typedef struct PvrdmaChunk {
+    uint64_t off;           /* offset of this chunk within its region */
+    uint64_t len;
+    uint8_t *host;
+} PvrdmaChunk;
+
+typedef struct PvrdmaMap {
+    PvrdmaChunk *chunk;
+    uint32_t nchunks;
+    uint64_t len;
+    bool writable;
+} PvrdmaMap;
+
+/* Read a page directory: npages guest page addresses. */
+bool pvrdma_pdir_read(PvrdmaCore *c, uint64_t pdir_gpa, uint32_t npages,
+                      uint64_t **pages_out);
+/* Map pages of 'page_size' bytes; contiguous runs become one chunk. */
+bool pvrdma_map_pages(PvrdmaCore *c, PvrdmaMap *m, const uint64_t *pages,
+                      uint32_t npages, uint64_t page_size);
+void pvrdma_map_release(PvrdmaCore *c, PvrdmaMap *m);
+/* Host pointer for [off, off+len) if it lies in one chunk, else NULL. */
+uint8_t *pvrdma_map_ptr(const PvrdmaMap *m, uint64_t off, uint64_t len);
+
+/* Scatter/gather list of host memory for one data transfer. */
+typedef struct PvrdmaIov {
+    uint8_t *host;
+    uint64_t len;
+    bool mapped;            /* mapped on demand (DMA MR): unmap after use */
+    bool is_write;
+} PvrdmaIov;
+
+typedef struct PvrdmaSg {
+    PvrdmaIov *iov;
+    uint32_t n, cap;
+    uint64_t len;
+} PvrdmaSg;
+
+void pvrdma_sg_release(PvrdmaCore *c, PvrdmaSg *sg);
+/* Append [off, off+len) of a mapping; false if out of range. */
+bool pvrdma_map_to_sg(const PvrdmaMap *m, uint64_t off, uint64_t len,
+                      PvrdmaSg *sg);
+/* Append guest physical memory, mapped now; false if not RAM. */
+bool pvrdma_gpa_to_sg(PvrdmaCore *c, uint64_t gpa, uint64_t len,
+                      bool is_write, PvrdmaSg *sg);
+/* Copy between scatter lists; returns bytes copied (min of lengths). */
+uint64_t pvrdma_sg_copy(PvrdmaSg *dst, uint64_t dst_off,
+                        const PvrdmaSg *src, uint64_t src_off, uint64_t len);
+
+/* ------------------------------------------------------------------ */
+/* Verbs objects                                                       */
+
+typedef struct PvrdmaUC {
+    uint32_t handle;
+    uint32_t uar;           /* UAR page index owned by this context */
+    uint32_t refs;          /* PDs and CQs */
+} PvrdmaUC;
+
+typedef struct PvrdmaPD {
+    uint32_t handle;
+    uint32_t ctx;           /* 0: kernel */
+    uint32_t refs;          /* MRs, QPs, SRQs */
+} PvrdmaPD;
+
+enum { PVRDMA_MR_USER, PVRDMA_MR_DMA, PVRDMA_MR_FRMR };
+
+typedef struct PvrdmaMR {
+    uint32_t handle;
+    uint32_t pd;
+    int kind;
+    uint32_t access;
+    uint32_t key;           /* lkey == rkey: handle << 8 | key byte */
+    bool valid;             /* FRMR: registered and not invalidated */
+    uint64_t iova;          /* first byte of the region */
+    uint64_t length;
+    uint64_t base;          /* iova of byte 0 of the first mapped page */
+    uint32_t max_pages;     /* FRMR */
+    PvrdmaMap map;
+} PvrdmaMR;
+
+typedef struct PvrdmaCQ {
+    uint32_t handle;
+    uint32_t ctx;
+    PvrdmaRing ring;
+    uint8_t armed;          /* PVRDMA_CQ_FLAG_ARMED{,_SOL} */
+    bool error;             /* overrun: CQ is unusable */
+    uint32_t refs;          /* QPs */
+} PvrdmaCQ;
+
+#define PVRDMA_CQ_FLAG_ARMED_SOL    (1u << 0)
+#define PVRDMA_CQ_FLAG_ARMED        (1u << 1)
+
+typedef struct PvrdmaSRQ {
+    uint32_t handle;
+    uint32_t pd;
+    PvrdmaRing ring;
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t limit;
+    uint32_t refs;          /* QPs */
+} PvrdmaSRQ;
+
+typedef struct PvrdmaQP {
+    uint32_t handle;        /* == qpn */
+    uint32_t qpn;
+    uint8_t type;
+    uint8_t state;
+    bool sq_sig_all;
+    bool is_srq;
+    uint32_t pd;
+    uint32_t scq, rcq, srq;
+    uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
+    struct pvrdma_qp_attr attr;     /* current attributes */
+    PvrdmaRing sq, rq;
+    bool queued;            /* on the run list */
+    bool rnr_wait;          /* head send waits for a receive */
+    int64_t rnr_deadline;   /* ms; 0: wait forever */
+    uint32_t events;        /* async events reported */
+} PvrdmaQP;
+
+/* ------------------------------------------------------------------ */
+/* Device                                                              */
+
+typedef struct PvrdmaGid {
+    union pvrdma_gid gid;
+    uint8_t type;           /* PVRDMA_GID_TYPE_FLAG_ROCE_V1/V2, 0: empty */
+} PvrdmaGid;
+
+struct PvrdmaCore {
+    const PvrdmaHostOps *ops;
+    void *opaque;
+    PvrdmaLimits lim;
+    const PvrdmaTransport *transport;
+
+    /* registers */
+    uint64_t dsr_gpa;
+    uint32_t err;
+    uint32_t icr;
+    uint32_t imr;
+    bool dsr_set;           /* DSRHIGH written: caps published */
+    bool active;
+    unsigned version;       /* effective ABI version (min of both sides) */
+
+    /* copy of the driver's half of the DSR, taken at activation */
+    uint64_t cmd_gpa, resp_gpa;
+    uint64_t uar_pfn;
+    PvrdmaRing async_ring;
+    PvrdmaRing cqn_ring;
+
+    PvrdmaTable uc, pd, mr, cq, qp, srq;
+    PvrdmaGid *gid;
+    uint32_t gsi_qp;        /* 0 if none */
+
+    /* data path */
+    GQueue run;             /* PvrdmaQP handles waiting to be served */
+    bool running;
+
+    /* counters (tests and info) */
+    uint64_t guest_errors;
+    uint64_t commands;
+    uint64_t doorbells;
+};
+
+#define PVRDMA_GUEST_ERR(c, fmt, ...) do { \
+        (c)->guest_errors++; \
+        pvrdma_log_guest_error(fmt, ##__VA_ARGS__); \
+    } while (0)
+
+void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
+                      const PvrdmaLimits *lim);
+void pvrdma_core_fini(PvrdmaCore *c);
+/* Device reset (PCI reset, CTL_RESET): every resource is freed. */
+void pvrdma_core_reset(PvrdmaCore *c);
+
+/* BAR1 */
+uint32_t pvrdma_core_reg_read(PvrdmaCore *c, uint32_t addr);
+void pvrdma_core_reg_write(PvrdmaCore *c, uint32_t addr, uint32_t val);
+/* BAR2: addr is the offset in the UAR BAR. */
+void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val);
+/* Serve queued work (BH / timer). */
+void pvrdma_core_run(PvrdmaCore *c);
+
+/* Internal API shared by the core's files. */
+void pvrdma_raise(PvrdmaCore *c, unsigned vector);
+void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
+void pvrdma_exec_command(PvrdmaCore *c);
+void pvrdma_destroy_all(PvrdmaCore *c);
+void pvrdma_ring_free(PvrdmaCore *c, PvrdmaRing *r);
+bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
+                      const uint64_t *pages, uint32_t npages,
+                      uint32_t first_page, uint32_t state_off,
+                      uint32_t nelems, uint32_t elem_size);
+
+PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle);
+PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn);
+PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key);
+int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+                     const struct pvrdma_qp_attr *a);
+void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
+void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
+void pvrdma_wake_rnr(PvrdmaCore *c);
+bool pvrdma_gid_is_local(PvrdmaCore *c, const uint8_t gid[16]);
+void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
+
+/* Effective UAR page owner check for doorbells. */
+uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
+
+#endif

@@ -1,0 +1,368 @@
+#!/bin/bash
+# Build the "real guest" image used by scripts/guest/run-vm.sh:
+#   build/guest/vmlinuz       Debian bookworm 6.1 kernel (linux-image-6.1.0-N-amd64)
+#   build/guest/initrd.img    busybox + rdma-core + perftest + iproute2 +
+#                             kernel modules + vmw_pvrdma.ko built from
+#                             Debian's linux-source-6.1 (unmodified)
+#   build/guest/manifest.txt  exact package versions, kernel, vermagic
+#
+# Everything comes from Debian packages (apt-get download / dpkg-deb -x);
+# only linux-headers-6.1.0-N-amd64 is installed on the host (to build the
+# module).  Cached: a key over this script, the init, and the exact package
+# versions; rebuilds only when one of those changes.
+#
+#   scripts/guest/build-image.sh [--force] [--quiet]
+#
+# Environment:
+#   PVRDMA_GUEST_KERNEL  kernel ABI to use, e.g. 6.1.0-56-amd64
+#                        (default: whatever linux-headers-amd64's candidate
+#                        in bookworm(-security) depends on)
+#   PVRDMA_GUEST_DIR     output directory (default build/guest)
+set -euo pipefail
+trap 'echo "build-image: ERROR: command failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+G=${PVRDMA_GUEST_DIR:-$top/build/guest}
+
+force=0 quiet=0
+for a in "$@"; do
+    case $a in
+        --force) force=1 ;;
+        --quiet|-q) quiet=1 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        *) echo "build-image.sh: unknown argument: $a" >&2; exit 2 ;;
+    esac
+done
+
+t0=$(date +%s.%N)
+say() { [ "$quiet" = 1 ] || echo "build-image: $*" >&2; }
+die() { echo "build-image: ERROR: $*" >&2; exit 1; }
+elapsed() { awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+# apt-get download as root warns that _apt cannot write the target dir
+APT_DL=(apt-get -q -o APT::Sandbox::User=root download)
+[ "$(id -u)" = 0 ] || APT_DL=(apt-get -q download)
+
+for tool in apt-cache apt-get dpkg-deb depmod modinfo cpio gzip xz readelf make; do
+    command -v "$tool" >/dev/null || die "missing host tool '$tool' (run scripts/deps.sh)"
+done
+
+# ---------------------------------------------------------------------------
+# 1. Resolve the kernel ABI and the exact package versions
+# ---------------------------------------------------------------------------
+candidate() { # pkg -> candidate version (or empty)
+    apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}' | sed 's/^(none)$//'
+}
+
+USER_PKGS="busybox-static libc6 libgcc-s1
+ libibverbs1 ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils libibumad3
+ perftest libpci3 libudev1 zlib1g libnl-3-200 libnl-route-3-200
+ iproute2 libbpf1 libbsd0 libmd0 libcap2 libdb5.3 libelf1 libmnl0 libselinux1
+ libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2
+ libkrb5support0 libkeyutils1 libxtables12"
+declare -A VER
+resolve() {
+    KV=${PVRDMA_GUEST_KERNEL:-}
+    if [ -z "$KV" ]; then
+        hv=$(candidate linux-headers-amd64)
+        [ -n "$hv" ] || die "no candidate for linux-headers-amd64; is apt updated (scripts/deps.sh)?"
+        KV=$(apt-cache show "linux-headers-amd64=$hv" |
+             sed -n 's/^Depends:.*linux-headers-\(6\.1\.0-[0-9]*-amd64\).*/\1/p' | head -n1)
+        [ -n "$KV" ] || die "linux-headers-amd64 $hv does not depend on a 6.1.0-N-amd64 headers package (backports pinned?); set PVRDMA_GUEST_KERNEL=6.1.0-N-amd64"
+    fi
+    case $KV in 6.1.0-*-amd64) ;; *) die "PVRDMA_GUEST_KERNEL=$KV: expected 6.1.0-N-amd64" ;; esac
+
+    KPKGS="linux-image-$KV linux-headers-$KV linux-headers-${KV%-amd64}-common"
+
+    # one apt-cache call for all candidates
+    while read -r p v; do VER[$p]=$v; done < <(
+        # shellcheck disable=SC2086
+        apt-cache policy $KPKGS linux-source-6.1 $USER_PKGS 2>/dev/null |
+        awk '/^[^ ].*:$/ {p=substr($0,1,length($0)-1)} /Candidate:/ {print p, $2}')
+    for p in $KPKGS linux-source-6.1 $USER_PKGS; do
+        v=${VER[$p]:-}
+        [ -n "$v" ] && [ "$v" != "(none)" ] || die "package '$p' not available from apt (run scripts/deps.sh / apt-get update)"
+    done
+    KVER=${VER[linux-image-$KV]}
+    [ "${VER[linux-headers-$KV]}" = "$KVER" ] ||
+        die "linux-image-$KV ($KVER) and linux-headers-$KV (${VER[linux-headers-$KV]}) differ"
+    # linux-source-6.1 of exactly the kernel's version if the archive has it
+    SRCVER=$KVER
+    if ! apt-cache show "linux-source-6.1=$SRCVER" >/dev/null 2>&1; then
+        SRCVER=${VER[linux-source-6.1]}
+        say "WARNING: linux-source-6.1=$KVER not available, using $SRCVER"
+    fi
+    VER[linux-source-6.1]=$SRCVER
+    # Option ROMs for -kernel boot (linuxboot_dma.bin, kvmvapic.bin): Debian's
+    # QEMU source (+ds) has no prebuilt blobs and the lean build does not build
+    # pc-bios/optionrom, so take them from qemu-system-data, preferably the
+    # 10.0 build in bookworm-backports.
+    FWVER=$(apt-cache madison qemu-system-data 2>/dev/null | awk -F'|' '$2 ~ /1:10\.0\./ {gsub(/ /,"",$2); print $2; exit}')
+    [ -n "$FWVER" ] || FWVER=$(candidate qemu-system-data)
+    [ -n "$FWVER" ] || die "qemu-system-data not available from apt"
+    VER[qemu-system-data]=$FWVER
+}
+# Asking apt costs ~0.6 s a call: remember the answer until the apt lists,
+# the apt configuration, this script or PVRDMA_GUEST_KERNEL change.
+mkdir -p "$G"
+aptstamp=$( { stat -c '%n %Y %s' /var/lib/apt/lists/*_Packages* /var/lib/apt/lists/*_Release \
+        /etc/apt/sources.list /etc/apt/sources.list.d/* /etc/apt/preferences /etc/apt/preferences.d/* 2>/dev/null || true
+    echo "kernel=${PVRDMA_GUEST_KERNEL:-}"; cat "$0"; } | sha256sum | cut -d' ' -f1)
+if [ "$(sed -n 1p "$G/resolved" 2>/dev/null)" = "# $aptstamp" ]; then
+    . "$G/resolved"
+else
+    resolve
+    { echo "# $aptstamp"; declare -p KV KVER SRCVER VER; } > "$G/resolved.tmp"
+    mv "$G/resolved.tmp" "$G/resolved"
+fi
+KPKGS="linux-image-$KV linux-headers-$KV linux-headers-${KV%-amd64}-common"
+
+# ---------------------------------------------------------------------------
+# 2. Cache key
+# ---------------------------------------------------------------------------
+mkdir -p "$G"
+key=$( {
+    cat "$0" "$here/init"
+    echo "KV=$KV"
+    for p in $KPKGS linux-source-6.1 qemu-system-data $USER_PKGS; do echo "$p=${VER[$p]}"; done
+} | sha256sum | cut -d' ' -f1)
+if [ "$force" = 0 ] && [ -f "$G/vmlinuz" ] && [ -f "$G/initrd.img" ] && [ -f "$G/firmware/linuxboot_dma.bin" ] &&
+   [ "$(cat "$G/image.key" 2>/dev/null)" = "$key" ]; then
+    say "cached ($KV, key ${key:0:12}) in $(elapsed)s"
+    exit 0
+fi
+say "building guest image for $KV ($KVER) in $G"
+rm -f "$G/image.key"
+
+# ---------------------------------------------------------------------------
+# 3. Download the .debs (cached in $G/debs)
+# ---------------------------------------------------------------------------
+D=$G/debs
+mkdir -p "$D"
+debfile() { # pkg -> path of the cached .deb for VER[pkg], or empty
+    local v=${VER[$1]//:/%3a}
+    ls "$D/${1}_${v}_"*.deb 2>/dev/null | head -n1
+}
+need=()
+for p in "linux-image-$KV" linux-source-6.1 qemu-system-data $USER_PKGS; do
+    [ -n "$(debfile "$p")" ] || need+=("$p=${VER[$p]}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    say "downloading ${#need[@]} packages"
+    (cd "$D" && "${APT_DL[@]}" "${need[@]}" >/dev/null) ||
+        die "apt-get download failed for: ${need[*]}"
+fi
+for p in "linux-image-$KV" linux-source-6.1 qemu-system-data $USER_PKGS; do
+    [ -n "$(debfile "$p")" ] || die "download of $p=${VER[$p]} did not produce a .deb in $D"
+done
+
+# option ROMs -> $G/firmware (run-vm.sh passes -L $G/firmware)
+rm -rf "$G/firmware" "$G/firmware.x"; mkdir -p "$G/firmware.x"
+dpkg-deb -x "$(debfile qemu-system-data)" "$G/firmware.x"
+mkdir -p "$G/firmware"
+for f in linuxboot_dma.bin linuxboot.bin kvmvapic.bin multiboot_dma.bin pvh.bin; do
+    cp "$G/firmware.x/usr/share/qemu/$f" "$G/firmware/" || die "no $f in qemu-system-data"
+done
+rm -rf "$G/firmware.x"
+
+# ---------------------------------------------------------------------------
+# 4. Headers on the host (needed to build vmw_pvrdma.ko)
+# ---------------------------------------------------------------------------
+HDR=/usr/src/linux-headers-$KV
+hdr_installed() {
+    [ "$(dpkg-query -W -f='${Status} ${Version}' "linux-headers-$KV" 2>/dev/null)" = "install ok installed $KVER" ] &&
+    [ -f "$HDR/Makefile" ]
+}
+if ! hdr_installed; then
+    say "installing linux-headers-$KV=$KVER with apt"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "linux-headers-$KV=$KVER" "linux-headers-${KV%-amd64}-common=$KVER" >/dev/null ||
+        die "apt-get install linux-headers-$KV failed"
+    hdr_installed || die "linux-headers-$KV=$KVER still not installed"
+fi
+
+# ---------------------------------------------------------------------------
+# 5. Kernel package: extract once per version
+# ---------------------------------------------------------------------------
+K=$G/kernel/$KV
+if [ "$(cat "$K/.done" 2>/dev/null)" != "$KVER" ]; then
+    say "extracting linux-image-$KV"
+    rm -rf "$K"; mkdir -p "$K"
+    dpkg-deb -x "$(debfile "linux-image-$KV")" "$K"
+    [ -f "$K/boot/vmlinuz-$KV" ] || die "no boot/vmlinuz-$KV in linux-image-$KV"
+    echo "$KVER" > "$K/.done"
+fi
+KCONFIG=$K/boot/config-$KV
+
+# ---------------------------------------------------------------------------
+# 6. vmw_pvrdma.ko from linux-source-6.1 (unmodified), against the headers
+# ---------------------------------------------------------------------------
+S=$G/pvrdma-src/$SRCVER
+if [ ! -f "$S/.done" ]; then
+    say "extracting vmw_pvrdma from linux-source-6.1 $SRCVER"
+    rm -rf "$S"; mkdir -p "$S"
+    dpkg-deb --fsys-tarfile "$(debfile linux-source-6.1)" |
+        tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
+        tar -x -C "$S" --strip-components=1 \
+            linux-source-6.1/Makefile \
+            linux-source-6.1/drivers/infiniband/hw/vmw_pvrdma \
+            linux-source-6.1/include/uapi/rdma/vmw_pvrdma-abi.h ||
+        die "extracting vmw_pvrdma from linux-source-6.1 failed"
+    [ -f "$S/drivers/infiniband/hw/vmw_pvrdma/pvrdma_main.c" ] || die "no vmw_pvrdma sources in linux-source-6.1"
+    touch "$S/.done"
+fi
+mkver() { awk '/^VERSION =/{v=$3} /^PATCHLEVEL =/{p=$3} /^SUBLEVEL =/{s=$3} END{print v"."p"."s}' "$1"; }
+src_kv=$(mkver "$S/Makefile")
+hdr_kv=$(mkver "/usr/src/linux-headers-${KV%-amd64}-common/Makefile")
+if [ "$src_kv" != "$hdr_kv" ]; then
+    say "WARNING: linux-source is $src_kv but the headers are $hdr_kv"
+fi
+# The uapi ABI header the module compiles against comes from the headers
+# package; it must be the same as the source's copy.
+cmp -s "$S/include/uapi/rdma/vmw_pvrdma-abi.h" \
+       "/usr/src/linux-headers-${KV%-amd64}-common/include/uapi/rdma/vmw_pvrdma-abi.h" ||
+    say "WARNING: include/uapi/rdma/vmw_pvrdma-abi.h differs between source and headers"
+
+M=$G/pvrdma-mod/$KV-$SRCVER
+if [ ! -f "$M/vmw_pvrdma.ko" ]; then
+    say "building vmw_pvrdma.ko against $HDR"
+    rm -rf "$M"; mkdir -p "$M"
+    cp -r "$S/drivers/infiniband/hw/vmw_pvrdma/." "$M/"
+    make -s -C "$HDR" M="$M" CONFIG_INFINIBAND_VMWARE_PVRDMA=m -j"$(nproc)" modules \
+        > "$M/build.log" 2>&1 || { tail -n 30 "$M/build.log" >&2; die "vmw_pvrdma build failed (log: $M/build.log)"; }
+fi
+vm_mod=$(modinfo -F vermagic "$M/vmw_pvrdma.ko")
+vm_ker=$(modinfo -F vermagic "$K/lib/modules/$KV/kernel/drivers/infiniband/core/ib_core.ko")
+[ "$vm_mod" = "$vm_ker" ] || die "vermagic mismatch: vmw_pvrdma.ko '$vm_mod' vs kernel '$vm_ker'"
+
+# ---------------------------------------------------------------------------
+# 7. Root filesystem
+# ---------------------------------------------------------------------------
+R=$G/rootfs
+rm -rf "$R" "$G/rootfs.x"; mkdir -p "$G/rootfs.x"
+for p in $USER_PKGS; do
+    dpkg-deb -x "$(debfile "$p")" "$G/rootfs.x"
+done
+# merged /usr: move /bin /sbin /lib /lib64 contents under /usr
+mkdir -p "$R/usr"
+cp -a "$G/rootfs.x/." "$R/"
+rm -rf "$G/rootfs.x"
+for d in bin sbin lib lib64; do
+    mkdir -p "$R/usr/$d"
+    if [ -d "$R/$d" ] && [ ! -L "$R/$d" ]; then
+        cp -a "$R/$d/." "$R/usr/$d/"
+        rm -rf "${R:?}/$d"
+    fi
+    ln -s "usr/$d" "$R/$d"
+done
+# prune what a test guest never needs
+rm -rf "$R"/usr/share/{doc,man,info,locale,lintian,bug,bash-completion,zsh,pci.ids} \
+       "$R"/usr/lib/x86_64-linux-gnu/{gconv,tc,krb5,audit} \
+       "$R"/usr/lib/x86_64-linux-gnu/*.a \
+       "$R"/etc/{init.d,default,cron.daily,logrotate.d,apparmor.d} \
+       "$R"/usr/share/{perftest,iproute2}/*.sh 2>/dev/null || true
+# only the verbs providers we use: rxe (soft RoCE) and vmw_pvrdma
+for f in "$R"/etc/libibverbs.d/*.driver; do
+    case $(basename "$f") in rxe.driver|vmw_pvrdma.driver) ;; *) rm -f "$f" ;; esac
+done
+for f in "$R"/usr/lib/x86_64-linux-gnu/libibverbs/*.so; do
+    case $(basename "$f") in librxe-*|libvmw_pvrdma-*) ;; *) rm -f "$f" ;; esac
+done
+# (perftest links libmlx5.so.1 and libefa.so.1 directly: keep those)
+rm -f "$R"/usr/lib/x86_64-linux-gnu/libmlx4.so* \
+      "$R"/usr/lib/x86_64-linux-gnu/libhns.so* "$R"/usr/lib/x86_64-linux-gnu/libmana.so*
+
+# busybox applets for everything the packages do not provide
+bb=$R/usr/bin/busybox
+[ -x "$bb" ] || die "no busybox in busybox-static"
+for a in $("$bb" --list); do
+    case $a in busybox|linuxrc) continue ;; esac
+    if [ ! -e "$R/usr/bin/$a" ] && [ ! -e "$R/usr/sbin/$a" ] && [ ! -L "$R/usr/bin/$a" ]; then
+        ln -s busybox "$R/usr/bin/$a"
+    fi
+done
+ln -sf ../bin/busybox "$R/usr/sbin/modprobe"   # kernel's request_module path
+mkdir -p "$R"/{proc,sys,dev,tmp,run,root,mnt,var/tmp,etc}
+ln -sf /proc/self/mounts "$R/etc/mtab"
+echo "root:x:0:0:root:/root:/bin/sh" > "$R/etc/passwd"
+echo "root:x:0:" > "$R/etc/group"
+printf '127.0.0.1 localhost\n::1 localhost\n' > "$R/etc/hosts"
+echo pvrdma-guest > "$R/etc/hostname"
+install -m 0755 "$here/init" "$R/init"
+
+# shared-library closure: every NEEDED soname must be present in the tree
+sonames=$(find "$R" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
+missing=$(find "$R/usr" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
+    { xargs -0 readelf -d 2>/dev/null || true; } |
+    sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u | comm -23 - <(echo "$sonames"))
+[ -z "$missing" ] || die "shared libraries missing from the guest tree: $(echo $missing)"
+
+# kernel modules: closure of what the tests need, via depmod on the package
+KM=$K/lib/modules/$KV
+if [ ! -f "$KM/modules.dep" ] || [ "$KM/modules.dep" -ot "$K/.done" ]; then
+    depmod -b "$K" "$KV" || die "depmod on the kernel package failed"
+fi
+WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_cm
+ ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs"
+declare -A DEP
+while IFS=: read -r m deps; do
+    n=$(basename "$m" .ko); DEP[${n//-/_}]="$m:$deps"
+done < "$KM/modules.dep"
+declare -A HAVE
+add_mod() {
+    local n=${1//-/_} e m deps d
+    [ -z "${HAVE[$n]:-}" ] || return 0
+    e=${DEP[$n]:-}
+    if [ -z "$e" ]; then
+        grep -q "/$n.ko\$" "$KM/modules.builtin" || grep -q "/${n//_/-}.ko\$" "$KM/modules.builtin" ||
+            die "module $n is neither modular nor built in"
+        HAVE[$n]=builtin; return 0
+    fi
+    m=${e%%:*}; deps=${e#*:}
+    HAVE[$n]=$m
+    for d in $deps; do add_mod "$(basename "$d" .ko)"; done
+}
+for n in $WANT; do add_mod "$n"; done
+RM=$R/usr/lib/modules/$KV
+mkdir -p "$RM"
+builtin_list=
+for n in "${!HAVE[@]}"; do
+    m=${HAVE[$n]}
+    if [ "$m" = builtin ]; then builtin_list="$builtin_list $n"; continue; fi
+    mkdir -p "$RM/$(dirname "$m")"
+    cp "$KM/$m" "$RM/$m"
+done
+cp "$KM"/modules.builtin "$KM"/modules.builtin.modinfo "$KM"/modules.order "$RM/"
+mkdir -p "$RM/extra"
+cp "$M/vmw_pvrdma.ko" "$RM/extra/vmw_pvrdma.ko"
+depmod -b "$R" "$KV" || die "depmod on the guest tree failed"
+grep -q '^extra/vmw_pvrdma.ko:.*ib_uverbs' "$RM/modules.dep" || die "vmw_pvrdma not in guest modules.dep"
+
+# ---------------------------------------------------------------------------
+# 8. Manifest, cpio, kernel
+# ---------------------------------------------------------------------------
+{
+    echo "# pvrdma guest image (scripts/guest/build-image.sh)"
+    echo "kernel $KV $KVER"
+    echo "vmw_pvrdma.ko linux-source-6.1 $SRCVER (source $src_kv, headers $hdr_kv)"
+    echo "vermagic $vm_mod"
+    echo "modules:$(for n in "${!HAVE[@]}"; do [ "${HAVE[$n]}" = builtin ] || printf ' %s' "$n"; done | tr ' ' '\n' | sort | tr '\n' ' ')"
+    echo "builtin:$builtin_list"
+    for p in "linux-image-$KV" "linux-headers-$KV" linux-source-6.1 qemu-system-data $USER_PKGS; do
+        echo "deb $p ${VER[$p]}"
+    done
+    echo "key $key"
+} > "$G/manifest.txt"
+cp "$G/manifest.txt" "$R/etc/pvrdma-guest-manifest"
+
+# reproducible archive: fixed mtimes, sorted names, root-owned
+find "$R" -exec touch -h -d @0 {} +
+(cd "$R" && find . -mindepth 1 | LC_ALL=C sort |
+    cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -n -1 > "$G/initrd.img.tmp"
+mv "$G/initrd.img.tmp" "$G/initrd.img"
+cp "$K/boot/vmlinuz-$KV" "$G/vmlinuz"
+echo "$key" > "$G/image.key"
+say "done in $(elapsed)s: $G/vmlinuz, $G/initrd.img ($(du -k "$G/initrd.img" | cut -f1) KiB), manifest.txt"
