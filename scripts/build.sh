@@ -5,6 +5,8 @@
 # files copied only when they changed, configure run only when its options
 # changed.  Everything lives under build/ (git-ignored).
 set -eu
+# ccache through Debian's compiler symlinks (keeps configure's probes happy)
+export PATH=/usr/lib/ccache:$PATH
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
 "$top/scripts/deps.sh"
@@ -54,15 +56,27 @@ opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
  --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
  ${PVRDMA_CONFIGURE_EXTRA:-}"
 q=$b/qemu
-if [ ! -f "$q/build.ninja" ] || [ "$(cat "$q/.pvrdma-opts" 2>/dev/null)" != "$opts" ]; then
+stamp="cfg3 $opts"     # bump cfgN when the way we configure changes
+if [ ! -f "$q/build.ninja" ] || [ "$(cat "$q/.pvrdma-opts" 2>/dev/null)" != "$stamp" ]; then
     rm -rf "$q"; mkdir -p "$q"
     # shellcheck disable=SC2086
-    (cd "$q" && "$src/configure" --cc="ccache gcc" --cxx="ccache g++" $opts)
-    echo "$opts" > "$q/.pvrdma-opts"
+    (cd "$q" && "$src/configure" $opts)
+    echo "$stamp" > "$q/.pvrdma-opts"
 fi
 
 # --- 5. build -----------------------------------------------------------------
+# x86 option ROMs (linuxboot_dma.bin, kvmvapic.bin, ...) are built by make
+if [ -f "$q/pc-bios/optionrom/config.mak" ]; then
+    make -s -C "$q/pc-bios/optionrom" >/dev/null
+fi
 if [ $# -eq 0 ]; then
     set -- qemu-system-x86_64 tests/qtest/pvrdma-test
 fi
 ninja -C "$q" "$@"
+
+# --- 6. Debian firmware (seabios, ipxe) where the built binary looks -----------
+fw=$q/qemu-bundle/usr/local/share/qemu
+mkdir -p "$fw"
+for f in /usr/share/seabios/* /usr/lib/ipxe/qemu/* "$q"/pc-bios/optionrom/*.bin; do
+    [ -e "$fw/$(basename "$f")" ] || ln -s "$f" "$fw/$(basename "$f")"
+done

@@ -1,0 +1,129 @@
+# Helpers for guest test scripts (busybox ash).  run-vm.sh puts this file in
+# every guest as /usr/lib/pvrdma/guest-lib.sh; tests start with
+#     . /usr/lib/pvrdma/guest-lib.sh
+# Environment from /test.env (written by run-vm.sh):
+#   PVRDMA_VM        index of this VM (0, 1)      PVRDMA_VMS   number of VMs
+#   PVRDMA_IP        this VM's address (no /len)  PVRDMA_PREFIX prefix length
+#   PVRDMA_PEER_IP   the other VM's address (two-VM mode)
+#   PVRDMA_DEVICE    1 if a pvrdma device was given to this VM, else 0
+#   PVRDMA_NETIF     the vmxnet3 interface (set by /init), normally eth0
+
+PVRDMA_NETIF=${PVRDMA_NETIF:-eth0}
+PVRDMA_DEV=${PVRDMA_DEV:-vmw_pvrdma0}
+T0=$(cut -d' ' -f1 /proc/uptime)
+
+log() { echo "[$PVRDMA_VM $(cut -d' ' -f1 /proc/uptime)] $*"; }
+fail() { echo "FAIL: $*"; exit 1; }
+# skip: exit status 77 is reported as "skipped" by tests/guest/run.sh
+skip() { echo "SKIP: $*"; exit 77; }
+# run CMD...: log and run, fail the test if it fails
+run() { log "+ $*"; "$@" || fail "'$*' exited with $?"; }
+
+# host_sample TAG: ask the host harness to record QEMU's VmRSS under TAG
+# (run-vm.sh watches the console for this marker; it samples within ~0.1 s)
+host_sample() {
+    echo "PVRDMA-SAMPLE $1"
+    sleep 0.3
+}
+
+# ipv4_gid A.B.C.D -> 0000:0000:0000:0000:0000:ffff:aabb:ccdd (sysfs format)
+ipv4_gid() {
+    echo "$1" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4}'
+}
+
+# gid_index DEV IPV4 [TYPE]: index of the GID ::ffff:IPV4 of type TYPE
+# ("RoCE v2" by default, or "IB/RoCE v1") on port 1; prints nothing and
+# returns 1 when absent.
+gid_index() {
+    _dev=$1 _gid=$(ipv4_gid "$2") _type=${3:-RoCE v2}
+    _p=/sys/class/infiniband/$_dev/ports/1
+    for _f in "$_p"/gids/*; do
+        _n=${_f##*/}
+        [ "$(cat "$_f" 2>/dev/null)" = "$_gid" ] || continue
+        [ "$(cat "$_p/gid_attrs/types/$_n" 2>/dev/null)" = "$_type" ] || continue
+        echo "$_n"
+        return 0
+    done
+    return 1
+}
+
+# wait_gid DEV IPV4 [TYPE] [SECS]: wait for gid_index to succeed; prints it
+wait_gid() {
+    _i=0
+    while [ $_i -lt $((${4:-10} * 10)) ]; do
+        gid_index "$1" "$2" "${3:-RoCE v2}" && return 0
+        sleep 0.1; _i=$((_i + 1))
+    done
+    return 1
+}
+
+# dump_gids DEV: the non-zero GID table with types and netdevs (for logs)
+dump_gids() {
+    _p=/sys/class/infiniband/$1/ports/1
+    for _f in "$_p"/gids/*; do
+        _n=${_f##*/} _g=$(cat "$_f" 2>/dev/null)
+        case $_g in ""|0000:0000:0000:0000:0000:0000:0000:0000) continue ;; esac
+        echo "  gid[$_n] $_g $(cat "$_p/gid_attrs/types/$_n" 2>/dev/null) $(cat "$_p/gid_attrs/ndevs/$_n" 2>/dev/null)"
+    done
+}
+
+# wait_port PORT [SECS]: wait until something listens on TCP PORT locally
+wait_port() {
+    _i=0
+    _hex=$(printf '%04X' "$1")
+    while [ $_i -lt $((${2:-10} * 10)) ]; do
+        grep -q ":$_hex 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+        sleep 0.1; _i=$((_i + 1))
+    done
+    return 1
+}
+
+# pair NAME SECS "SERVER CMD" "CLIENT CMD": run a server in the background,
+# wait for its TCP port (PAIR_PORT, default 18515), run the client, wait for
+# the server; both limited to SECS seconds.  Output goes to /tmp/NAME.{srv,cli}
+# and is printed on failure.  Returns 0 only if both succeed.
+pair() {
+    _name=$1 _secs=$2 _srv=$3 _cli=$4
+    log "pair $_name: server: $_srv"
+    # shellcheck disable=SC2086
+    timeout "$_secs" $_srv > "/tmp/$_name.srv" 2>&1 &
+    _spid=$!
+    if ! wait_port "${PAIR_PORT:-18515}" 10; then
+        kill "$_spid" 2>/dev/null; wait "$_spid" 2>/dev/null
+        echo "--- $_name server output ---"; cat "/tmp/$_name.srv"
+        log "pair $_name: server did not listen on port ${PAIR_PORT:-18515}"
+        return 1
+    fi
+    log "pair $_name: client: $_cli"
+    # shellcheck disable=SC2086
+    timeout "$_secs" $_cli > "/tmp/$_name.cli" 2>&1
+    _crc=$?
+    wait "$_spid"
+    _src=$?
+    if [ $_crc != 0 ] || [ $_src != 0 ]; then
+        echo "--- $_name server output (rc $_src) ---"; cat "/tmp/$_name.srv"
+        echo "--- $_name client output (rc $_crc) ---"; cat "/tmp/$_name.cli"
+        log "pair $_name: FAILED (server rc $_src, client rc $_crc; 124/143 = timeout)"
+        return 1
+    fi
+    log "pair $_name: ok: $(grep -E 'bytes in|iters in|usec/iter' "/tmp/$_name.cli" | tail -n 1)"
+    return 0
+}
+
+# barrier NAME [SECS]: two-VM rendezvous over TCP (port 18600).  VM 0 waits
+# for VM 1 to connect, VM 1 retries connecting to VM 0.
+barrier() {
+    _port=${BARRIER_PORT:-18600}
+    if [ "$PVRDMA_VM" = 0 ]; then
+        echo "$1" | timeout "${2:-60}" nc -l -p "$_port" >/dev/null 2>&1 ||
+            fail "barrier $1: peer did not arrive within ${2:-60}s"
+    else
+        _i=0
+        until echo "$1" | nc -w 2 "$PVRDMA_PEER_IP" "$_port" >/dev/null 2>&1; do
+            _i=$((_i + 1))
+            [ $_i -lt "${2:-60}" ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
+            sleep 1
+        done
+    fi
+    log "barrier $1 passed"
+}

@@ -1,0 +1,311 @@
+#!/bin/bash
+# Boot one or two test guests under TCG, run a script in each, return its
+# exit status.
+#
+#   scripts/guest/run-vm.sh [options] SCRIPT [SCRIPT2]
+#
+# One SCRIPT and --vms 2 runs the same script in both VMs (it tells them
+# apart by $PVRDMA_VM); two SCRIPTs imply --vms 2.
+#
+# Each VM: q35, 1 vCPU, 1G, -accel tcg, direct kernel boot of the image from
+# scripts/guest/build-image.sh, console on ttyS0 -> <out>/vmN/console.log,
+#   -device vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=...
+#   -device pvrdma,addr=4.1                 (see --pvrdma)
+# One VM: the vmxnet3 sits alone on a QEMU hub.  Two VMs: their vmxnet3s
+# share a unix-socket dgram netdev (no slirp, no ports to collide).
+# VM N gets 10.0.0.(N+1)/24.
+#
+# Options:
+#   -n, --vms N          number of VMs (1 or 2)
+#   -t, --timeout SECS   per run, from QEMU start (default 300, env
+#                        PVRDMA_GUEST_TIMEOUT)
+#   -o, --out DIR        logs (default build/guest/runs/<script>-<time>)
+#   --pvrdma MODE        auto (default: add the device if this QEMU has it),
+#                        on, off  (env PVRDMA_DEVICE)
+#   -f, --file SRC[:DST] put a host file in the guest (default DST /SRCNAME)
+#   -e, --env NAME=VAL   add to the guest's /test.env (repeatable)
+#   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
+#   --machine TYPE       q35 (default) or pc (env PVRDMA_MACHINE)
+#   --append ARGS        extra kernel command line (env PVRDMA_GUEST_APPEND)
+#   -v, --verbose        copy the console(s) to stderr as they come
+#   --shell              one VM, console on this terminal, no script needed,
+#                        no timeout (quit with 'poweroff -f')
+#   --no-build           do not run build-image.sh first
+# Environment:
+#   QEMU                 default build/qemu/qemu-system-x86_64
+#   PVRDMA_DEVICE_ARGS   the -device string (default "pvrdma,addr=4.1")
+#   PVRDMA_QEMU_ARGS     extra QEMU arguments for every VM (word-split)
+#
+# Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, samples.txt
+# ("TAG VmRSS-KiB VmHWM-KiB secs" for each PVRDMA-SAMPLE marker the guest
+# printed, plus "start"/"ready"), rc, boot.secs.  <out>/result: summary.
+#
+# Exit status: the guest script's (first non-zero of two VMs);
+# 124 timeout, 125 guest/QEMU died without reporting, 2 usage/setup error.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+G=${PVRDMA_GUEST_DIR:-$top/build/guest}
+QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
+
+vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out= pvrdma=${PVRDMA_DEVICE:-auto}
+mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35}
+append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1
+files=() envs=() scripts=()
+
+die() { echo "run-vm: $*" >&2; exit 2; }
+need_arg() { [ $# -ge 2 ] || die "option $1 needs an argument"; }
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n|--vms) need_arg "$@"; vms=$2; shift 2 ;;
+        -t|--timeout) need_arg "$@"; timeout=$2; shift 2 ;;
+        -o|--out) need_arg "$@"; out=$2; shift 2 ;;
+        --pvrdma) need_arg "$@"; pvrdma=$2; shift 2 ;;
+        -f|--file) need_arg "$@"; files+=("$2"); shift 2 ;;
+        -e|--env) need_arg "$@"; envs+=("$2"); shift 2 ;;
+        --mem) need_arg "$@"; mem=$2; shift 2 ;;
+        --machine) need_arg "$@"; machine=$2; shift 2 ;;
+        --append) need_arg "$@"; append="$append $2"; shift 2 ;;
+        -v|--verbose) verbose=1; shift ;;
+        --shell) shell=1; shift ;;
+        --no-build) build=0; shift ;;
+        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+        --) shift; scripts+=("$@"); break ;;
+        -*) die "unknown option $1 (see --help)" ;;
+        *) scripts+=("$1"); shift ;;
+    esac
+done
+case $pvrdma in auto|on|off) ;; *) die "--pvrdma must be auto, on or off" ;; esac
+case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
+if [ "$shell" = 1 ]; then
+    vms=1
+    [ ${#scripts[@]} -le 1 ] || die "--shell takes at most one script"
+else
+    [ ${#scripts[@]} -ge 1 ] || die "no guest script given (see --help)"
+fi
+[ ${#scripts[@]} -le 2 ] || die "at most two scripts"
+[ "$vms" != 0 ] || vms=$(( ${#scripts[@]} > 1 ? 2 : 1 ))
+case $vms in 1|2) ;; *) die "--vms must be 1 or 2" ;; esac
+[ ${#scripts[@]} -le "$vms" ] || die "two scripts need --vms 2"
+for s in "${scripts[@]}"; do [ -f "$s" ] || die "no such script: $s"; done
+
+[ -x "$QEMU" ] || die "QEMU not found at $QEMU (build it with scripts/build.sh, or set QEMU=)"
+if [ "$build" = 1 ]; then
+    "$here/build-image.sh" --quiet || die "guest image build failed"
+fi
+for f in vmlinuz initrd.img firmware/linuxboot_dma.bin; do
+    [ -f "$G/$f" ] || die "no $G/$f: run scripts/guest/build-image.sh"
+done
+
+# --- pvrdma device -----------------------------------------------------------
+has_pvrdma=0
+"$QEMU" -nodefaults -device help 2>/dev/null | grep -q '^name "pvrdma"' && has_pvrdma=1
+case $pvrdma in
+    auto) use_pvrdma=$has_pvrdma ;;
+    on) use_pvrdma=1
+        [ "$has_pvrdma" = 1 ] || echo "run-vm: WARNING: $QEMU has no 'pvrdma' device; QEMU will refuse to start" >&2 ;;
+    off) use_pvrdma=0 ;;
+esac
+PVRDMA_DEVICE_ARGS=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1}
+
+# --- output directory -----------------------------------------------------------
+if [ -z "$out" ]; then
+    base=$(basename "${scripts[0]:-shell}"); base=${base%.sh}
+    out=$G/runs/$base-$(date +%Y%m%d-%H%M%S)-$$
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+pids=() tails=() sockdir=
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
+    [ -z "$sockdir" ] || rm -rf "$sockdir"
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+if [ "$vms" = 2 ]; then
+    sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
+fi
+
+now() { date +%s.%N; }
+secs_since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# --- per-VM setup -------------------------------------------------------------
+declare -a qcmd_0 qcmd_1
+for i in $(seq 0 $((vms - 1))); do
+    d=$out/vm$i
+    rm -rf "$d"; mkdir -p "$d/extra/usr/lib/pvrdma"
+    ip=10.0.0.$((i + 1)) peer=10.0.0.$((2 - i))
+    script=${scripts[$i]:-${scripts[0]:-}}
+    if [ -n "$script" ]; then
+        cp "$script" "$d/extra/test.sh"
+    fi
+    cp "$here/guest-lib.sh" "$d/extra/usr/lib/pvrdma/guest-lib.sh"
+    for f in "${files[@]}"; do
+        src=${f%%:*} dst=${f#*:}
+        [ "$dst" != "$f" ] || dst=/$(basename "$src")
+        [ -f "$src" ] || die "--file: no such file: $src"
+        mkdir -p "$d/extra$(dirname "$dst")"
+        cp "$src" "$d/extra$dst"
+    done
+    {
+        echo "PVRDMA_VM=$i"
+        echo "PVRDMA_VMS=$vms"
+        echo "PVRDMA_IP=$ip"
+        echo "PVRDMA_PREFIX=24"
+        [ "$vms" = 1 ] || echo "PVRDMA_PEER_IP=$peer"
+        echo "PVRDMA_DEVICE=$use_pvrdma"
+        echo "PVRDMA_TEST=$(basename "${script:-shell}" .sh)"
+        for e in "${envs[@]}"; do
+            case $e in *=*) printf '%s=%q\n' "${e%%=*}" "${e#*=}" ;; *) die "--env wants NAME=VALUE: $e" ;; esac
+        done
+        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_TEST"
+        for e in "${envs[@]}"; do echo "export ${e%%=*}"; done
+    } > "$d/extra/test.env"
+    # second initramfs segment, appended to the image (the kernel unpacks both)
+    (cd "$d/extra" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) |
+        gzip -n -1 > "$d/extra.cpio.gz"
+    cat "$G/initrd.img" "$d/extra.cpio.gz" > "$d/initrd.img"
+
+    if [ "$vms" = 1 ]; then
+        netdev="hubport,id=n0,hubid=0"
+    else
+        netdev="dgram,id=n0,local.type=unix,local.path=$sockdir/vm$i.sock,remote.type=unix,remote.path=$sockdir/vm$((1 - i)).sock"
+    fi
+    kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off nokaslr pvrdma.ip=$ip/24"
+    [ -n "$script" ] || kapp="$kapp pvrdma.shell"
+    cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios -L /usr/lib/ipxe/qemu
+        -nodefaults -machine "$machine" -accel tcg -cpu max -smp 1 -m "$mem"
+        -display none -no-reboot -name "pvrdma-guest-vm$i"
+        -kernel "$G/vmlinuz" -initrd "$d/initrd.img"
+        -append "$kapp $append"
+        -netdev "$netdev"
+        -device "vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")
+    [ "$use_pvrdma" = 0 ] || cmd+=(-device "$PVRDMA_DEVICE_ARGS")
+    # shellcheck disable=SC2206
+    [ -z "${PVRDMA_QEMU_ARGS:-}" ] || cmd+=(${PVRDMA_QEMU_ARGS})
+    if [ "$shell" = 1 ]; then
+        cmd+=(-serial mon:stdio)
+    else
+        cmd+=(-serial "file:$d/console.log")
+    fi
+    printf '%q ' "${cmd[@]}" > "$d/qemu.cmdline"; echo >> "$d/qemu.cmdline"
+    eval "qcmd_$i=(\"\${cmd[@]}\")"
+done
+
+# --- interactive shell ----------------------------------------------------------
+if [ "$shell" = 1 ]; then
+    echo "run-vm: interactive guest (Ctrl-A X quits QEMU); logs in $out/vm0" >&2
+    exec "${qcmd_0[@]}" 2> "$out/vm0/qemu.stderr"
+fi
+
+# --- start ----------------------------------------------------------------------
+t0=$(now)
+declare -a start state rc boot lastsample
+for i in $(seq 0 $((vms - 1))); do
+    d=$out/vm$i
+    : > "$d/console.log"; : > "$d/samples.txt"
+    eval "cmd=(\"\${qcmd_$i[@]}\")"
+    "${cmd[@]}" < /dev/null > "$d/qemu.stderr" 2>&1 &
+    pids[$i]=$!
+    start[$i]=$(now); state[$i]=running; rc[$i]=; boot[$i]=; lastsample[$i]=0
+    if [ "$verbose" = 1 ]; then
+        tail -n +1 -F "$d/console.log" 2>/dev/null | sed -u "s/\r\$//; s/^/[vm$i] /" >&2 &
+        tails+=($!)
+    fi
+done
+
+rss() { # pid -> "VmRSS VmHWM" in KiB
+    awk '/^VmRSS:/{r=$2} /^VmHWM:/{h=$2} END{print (r==""?"-":r), (h==""?"-":h)}' "/proc/$1/status" 2>/dev/null || echo "- -"
+}
+for i in $(seq 0 $((vms - 1))); do
+    echo "start $(rss "${pids[$i]}") 0.0" >> "$out/vm$i/samples.txt"
+done
+
+tail_console() { # vm-index lines
+    tr -d '\r' < "$out/vm$1/console.log" | grep -av '^\s*$' | tail -n "$2" | sed 's/^/    /'
+}
+
+# --- wait -------------------------------------------------------------------------
+while :; do
+    running=0
+    for i in $(seq 0 $((vms - 1))); do
+        [ "${state[$i]}" = running ] || continue
+        d=$out/vm$i log=$d/console.log pid=${pids[$i]}
+        # RSS samples requested by the guest
+        n=$(grep -ac '^PVRDMA-SAMPLE ' "$log" || true)
+        if [ "$n" -gt "${lastsample[$i]}" ]; then
+            r=$(rss "$pid")
+            grep -a '^PVRDMA-SAMPLE ' "$log" | tr -d '\r' | sed -n "$((lastsample[$i] + 1)),${n}p" |
+                while read -r _ tag; do echo "$tag $r $(secs_since "${start[$i]}")"; done >> "$d/samples.txt"
+            lastsample[$i]=$n
+        fi
+        if [ -z "${boot[$i]}" ] && grep -aq '^PVRDMA-GUEST-READY' "$log"; then
+            boot[$i]=$(secs_since "${start[$i]}")
+            echo "${boot[$i]}" > "$d/boot.secs"
+            echo "ready $(rss "$pid") ${boot[$i]}" >> "$d/samples.txt"
+        fi
+        if grep -aq '^PVRDMA-GUEST-EXIT=' "$log"; then
+            rc[$i]=$(grep -a '^PVRDMA-GUEST-EXIT=' "$log" | head -n1 | tr -d '\r' | sed 's/.*=//')
+            echo "exit $(rss "$pid") $(secs_since "${start[$i]}")" >> "$d/samples.txt"
+            # the guest powers off by itself; give it a few seconds
+            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            if kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; fi
+            wait "$pid" 2>/dev/null || true
+            state[$i]=done
+            continue
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            qrc=0; wait "$pid" 2>/dev/null || qrc=$?
+            state[$i]=died rc[$i]=125
+            {
+                echo "run-vm: vm$i: QEMU exited (status $qrc) before the guest reported an exit status"
+                echo "  (kernel panic/oops, QEMU error, or the guest powered off early); last console lines:"
+                tail_console "$i" 25
+                if [ -s "$d/qemu.stderr" ]; then echo "  QEMU stderr:"; sed 's/^/    /' "$d/qemu.stderr" | tail -n 15; fi
+            } >&2
+            continue
+        fi
+        if [ "$(awk -v a="${start[$i]}" -v b="$(now)" -v t="$timeout" 'BEGIN{print (b-a > t)}')" = 1 ]; then
+            kill "$pid" 2>/dev/null || true
+            for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -9 "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+            state[$i]=timeout rc[$i]=124
+            {
+                echo "run-vm: vm$i: guest timed out after $timeout s; last console lines:"
+                tail_console "$i" 25
+            } >&2
+            continue
+        fi
+        running=$((running + 1))
+    done
+    [ "$running" -gt 0 ] || break
+    sleep 0.1
+done
+for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
+tails=()
+
+# --- result -------------------------------------------------------------------------
+final=0
+for i in $(seq 0 $((vms - 1))); do
+    echo "${rc[$i]}" > "$out/vm$i/rc"
+    if [ "${state[$i]}" = timeout ]; then final=124; fi
+done
+if [ "$final" = 0 ]; then
+    for i in $(seq 0 $((vms - 1))); do
+        if [ "${rc[$i]}" != 0 ]; then final=${rc[$i]}; break; fi
+    done
+fi
+{
+    for i in $(seq 0 $((vms - 1))); do
+        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=$(awk -v a="${start[$i]}" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')s pvrdma=$use_pvrdma log=$out/vm$i/console.log"
+    done
+    echo "exit $final after $(secs_since "$t0")s"
+} | tee "$out/result" | sed 's/^/run-vm: /' >&2
+case $final in ''|*[!0-9]*) final=125 ;; esac
+exit "$final"

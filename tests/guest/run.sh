@@ -1,0 +1,172 @@
+#!/bin/bash
+# End-to-end tests: boot real Linux guests (Debian 6.1 kernel, vmw_pvrdma
+# from Debian's linux-source) on the QEMU in build/qemu and run
+# tests/guest/NN-*.sh inside them.
+#
+#   tests/guest/run.sh [options] [NAME-OR-GLOB...]     e.g. run.sh 1 '*gid*'
+#
+# Prints one line per test, "ok NAME (SECSs)", "FAIL NAME: reason" or
+# "skip NAME: reason", then "N passed, N failed[, N skipped]".  Exit status
+# 1 if anything failed.
+#
+# Options:
+#   -l, --list             list the tests and their settings
+#   -v, --verbose          stream guest consoles to stderr
+#   --require-pvrdma       tests marked "requires: pvrdma" FAIL instead of
+#                          being skipped when the device is unavailable
+#                          (env PVRDMA_REQUIRE=1)
+#   --pvrdma auto|on|off   passed to run-vm.sh (env PVRDMA_DEVICE)
+#   -o, --out DIR          logs (default build/guest/results/<time>)
+#   -e, --env NAME=VAL     passed into every guest (e.g. PP_ITERS=20)
+# Arguments select tests: a number prefix (12), a name (11-pvrdma-gid) or a
+# glob ('*rxe*').
+#
+# Test headers (comment lines in the test file):
+#   # vms: 1|2               number of VMs (two: same script, $PVRDMA_VM 0/1)
+#   # timeout: SECS          QEMU run limit
+#   # requires: pvrdma       skip unless the pvrdma device is available
+#   # rss-growth: T1 T2 KiB  QEMU VmRSS may grow at most KiB between the
+#                            guest's "host_sample T1" and "host_sample T2"
+# A test exits 0 (pass), 77 (skip) or anything else (fail); fail() in the
+# guest prints "FAIL: reason", which becomes the reason here.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+G=${PVRDMA_GUEST_DIR:-$top/build/guest}
+QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
+export QEMU
+
+list=0 verbose=0 require=${PVRDMA_REQUIRE:-0} pvrdma=${PVRDMA_DEVICE:-auto} out=
+envs=() sel=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -l|--list) list=1; shift ;;
+        -v|--verbose) verbose=1; shift ;;
+        --require-pvrdma) require=1; shift ;;
+        --pvrdma) pvrdma=$2; shift 2 ;;
+        -o|--out) out=$2; shift 2 ;;
+        -e|--env) envs+=(-e "$2"); shift 2 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+        *) sel+=("$1"); shift ;;
+    esac
+done
+
+hdr() { # file key -> value of "# key: value"
+    sed -n "s/^# $2: *//p" "$1" | head -n1
+}
+
+tests=()
+for t in "$here"/[0-9][0-9]-*.sh; do
+    n=$(basename "$t" .sh)
+    if [ ${#sel[@]} -gt 0 ]; then
+        m=0
+        for s in "${sel[@]}"; do
+            s=${s%.sh}; s=${s##*/}
+            # shellcheck disable=SC2254
+            case $n in $s|$s-*) m=1 ;; esac
+        done
+        [ $m = 1 ] || continue
+    fi
+    tests+=("$t")
+done
+[ ${#tests[@]} -gt 0 ] || { echo "run.sh: no test matches: ${sel[*]}" >&2; exit 2; }
+
+if [ "$list" = 1 ]; then
+    for t in "${tests[@]}"; do
+        printf '%-32s vms=%s timeout=%s%s%s\n' "$(basename "$t" .sh)" \
+            "$(hdr "$t" vms)" "$(hdr "$t" timeout)" \
+            "$( [ -z "$(hdr "$t" requires)" ] || echo " requires=$(hdr "$t" requires)")" \
+            "$( [ -z "$(hdr "$t" rss-growth)" ] || echo " rss-growth=$(hdr "$t" rss-growth | tr ' ' ,)")"
+    done
+    exit 0
+fi
+
+[ -x "$QEMU" ] || { echo "run.sh: no QEMU at $QEMU (scripts/build.sh)" >&2; exit 2; }
+"$top/scripts/guest/build-image.sh" --quiet || { echo "run.sh: guest image build failed" >&2; exit 2; }
+
+has_pvrdma=0
+"$QEMU" -nodefaults -device help 2>/dev/null | grep -q '^name "pvrdma"' && has_pvrdma=1
+case $pvrdma in
+    auto) pvrdma_ok=$has_pvrdma; why="this QEMU has no pvrdma device" ;;
+    on) pvrdma_ok=1 ;;
+    off) pvrdma_ok=0; why="pvrdma disabled (--pvrdma off)" ;;
+    *) echo "run.sh: --pvrdma must be auto, on or off" >&2; exit 2 ;;
+esac
+
+[ -n "$out" ] || out=$G/results/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+echo "# guest tests: QEMU $QEMU (pvrdma device: $([ "$pvrdma_ok" = 1 ] && echo yes || echo no)), logs in $out" >&2
+
+pass=0 failn=0 skipn=0
+for t in "${tests[@]}"; do
+    n=$(basename "$t" .sh)
+    vms=$(hdr "$t" vms); vms=${vms:-1}
+    to=$(hdr "$t" timeout); to=${to:-300}
+    req=$(hdr "$t" requires)
+    if [ "$req" = pvrdma ] && [ "$pvrdma_ok" = 0 ]; then
+        if [ "$require" = 1 ]; then
+            echo "FAIL $n: $why (--require-pvrdma)"; failn=$((failn + 1))
+        else
+            echo "skip $n: $why"; skipn=$((skipn + 1))
+        fi
+        continue
+    fi
+    d=$out/$n
+    rm -rf "$d"
+    args=(--no-build -n "$vms" -t "$to" -o "$d" --pvrdma "$pvrdma"
+          -f "$here/common.sh:/usr/lib/pvrdma/tests-common.sh" "${envs[@]}")
+    [ "$verbose" = 0 ] || args+=(-v)
+    t0=$(date +%s.%N)
+    "$top/scripts/guest/run-vm.sh" "${args[@]}" "$t" 2> "$out/$n.harness.log"
+    rc=$?
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+    [ "$verbose" = 0 ] || cat "$out/$n.harness.log" >&2
+
+    reason=
+    first_line() { # pattern -> first matching console line (any VM), cleaned
+        for c in "$d"/vm*/console.log; do
+            tr -d '\r' < "$c" 2>/dev/null | grep -a -m1 -E "$1" | sed "s|^|$(basename "$(dirname "$c")"): |"
+        done | head -n1
+    }
+    case $rc in
+        0) ;;
+        77) reason=$(first_line '^SKIP: ' | sed 's/SKIP: //') ;;
+        124) reason=$(grep -m1 'timed out' "$out/$n.harness.log" | sed 's/^run-vm: //') ;;
+        125) reason=$(grep -m1 'QEMU exited' "$out/$n.harness.log" | sed 's/^run-vm: //')
+             p=$(first_line 'Kernel panic|BUG:|Oops|general protection') || true
+             [ -z "$p" ] || reason="$reason; guest: $p" ;;
+        *) reason=$(first_line '^FAIL: ' | sed 's/FAIL: //')
+           [ -n "$reason" ] || reason="guest script exited with status $rc" ;;
+    esac
+    [ -n "$reason" ] || [ "$rc" = 0 ] || reason="run-vm.sh exited with status $rc ($(tail -n1 "$out/$n.harness.log"))"
+
+    # host-side RSS check
+    extra=
+    rg=$(hdr "$t" rss-growth)
+    if [ "$rc" = 0 ] && [ -n "$rg" ]; then
+        set -- $rg
+        f=$d/vm0/samples.txt
+        a=$(awk -v t="$1" '$1==t {print $2; exit}' "$f" 2>/dev/null)
+        b=$(awk -v t="$2" '$1==t {print $2; exit}' "$f" 2>/dev/null)
+        case "$a$b" in
+            ''|*[!0-9]*) rc=1; reason="no RSS samples '$1'/'$2' in $f" ;;
+            *) g=$((b - a)); extra=", QEMU RSS +${g} KiB from $1 to $2"
+               if [ "$g" -gt "$3" ]; then rc=1; reason="QEMU RSS grew ${g} KiB between '$1' (${a} KiB) and '$2' (${b} KiB), limit $3 KiB"; fi ;;
+        esac
+    fi
+
+    if [ "$rc" = 0 ]; then
+        echo "ok $n (${secs}s$extra)"; pass=$((pass + 1))
+    elif [ "$rc" = 77 ]; then
+        echo "skip $n: ${reason:-skipped by the guest}"; skipn=$((skipn + 1))
+    else
+        echo "FAIL $n: $reason [logs: $d]"; failn=$((failn + 1))
+    fi
+done
+
+summary="$pass passed, $failn failed"
+[ "$skipn" = 0 ] || summary="$summary, $skipn skipped"
+echo "$summary"
+[ "$failn" = 0 ]

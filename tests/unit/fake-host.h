@@ -1,0 +1,65 @@
+/*
+ * Fake host for the pvrdma core unit tests: guest RAM is a malloc'd arena,
+ * interrupts, kicks and the clock are recorded / controlled by the tests.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_UNIT_FAKE_HOST_H
+#define PVRDMA_UNIT_FAKE_HOST_H
+
+#include "hw/rdma/pvrdma_core.h"
+
+#define FH_RAM_BASE     0x100000ull
+#define FH_RAM_SIZE     (64ull << 20)
+#define FH_UAR_BASE     0xfe000000ull
+#define FH_PAGE         PVRDMA_PAGE_SIZE
+
+typedef struct FhMapping {
+    void *host;
+    uint64_t len;
+    bool is_write;
+} FhMapping;
+
+typedef struct FakeHost {
+    uint8_t *ram;
+    uint64_t base, size;
+    /* MMIO hole inside the RAM range: neither mappable nor DMA-able */
+    uint64_t hole_start, hole_len;
+    /* if non-zero, a single map never crosses a multiple of this (RAM blocks) */
+    uint64_t block_size;
+    /* page allocator */
+    uint64_t next_free;
+
+    GArray *maps;           /* FhMapping: outstanding mappings */
+    uint64_t map_calls, unmap_calls;
+    uint64_t bad_unmaps;    /* unmap without a matching map */
+    uint64_t refused_maps;
+
+    GArray *irqs;           /* unsigned vectors, in order */
+    uint64_t kicks;
+    unsigned last_kick_delay;
+    uint8_t mac[6];
+    int64_t now;
+} FakeHost;
+
+extern const PvrdmaHostOps fh_ops;
+
+void fh_init(FakeHost *h);
+void fh_fini(FakeHost *h);
+/* Allocate n contiguous zeroed guest pages; returns their gpa. */
+uint64_t fh_alloc(FakeHost *h, uint32_t n);
+/* Skip n pages (makes the next allocation non-contiguous). */
+void fh_skip(FakeHost *h, uint32_t n);
+/* Host pointer for a gpa inside RAM (asserts). */
+void *fh_ptr(FakeHost *h, uint64_t gpa);
+/* Number of outstanding mappings. */
+unsigned fh_outstanding(const FakeHost *h);
+/* Number of times vector v was raised. */
+unsigned fh_irq_count(const FakeHost *h, unsigned v);
+/* Write a page directory for pages[0..n); returns its gpa. */
+uint64_t fh_make_pdir(FakeHost *h, const uint64_t *pages, uint32_t n);
+
+/* Common init for test binaries (TAP, verbose logging). */
+void fh_test_init(int *argc, char ***argv);
+
+#endif

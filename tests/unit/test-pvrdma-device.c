@@ -1,0 +1,1911 @@
+/*
+ * End-to-end tests of the pvrdma core through its register, command and
+ * doorbell interface, with guest structures laid out in the fake host's
+ * RAM the way the Linux vmw_pvrdma driver lays them out.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "fake-host.h"
+
+/* ------------------------------------------------------------------ */
+/* Device and driver-side helpers                                      */
+
+typedef struct Dev {
+    FakeHost h;
+    PvrdmaCore c;
+    uint64_t dsr, cmd, resp;
+    uint64_t async_pages[2], cqn_pages[2];
+} Dev;
+
+static const uint8_t test_gid[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1
+};
+
+static struct pvrdma_device_shared_region *dsr_of(Dev *d)
+{
+    return fh_ptr(&d->h, d->dsr);
+}
+
+static void dev_init(Dev *d, const PvrdmaLimits *lim)
+{
+    PvrdmaLimits l;
+
+    if (!lim) {
+        pvrdma_limits_default(&l);
+        lim = &l;
+    }
+    memset(d, 0, sizeof(*d));
+    fh_init(&d->h);
+    pvrdma_core_init(&d->c, &fh_ops, &d->h, lim);
+}
+
+/* What pvrdma_pci_probe does: DSR, slots, async/CQ-notify rings. */
+static void dev_write_dsr(Dev *d)
+{
+    struct pvrdma_device_shared_region *dsr;
+
+    d->dsr = fh_alloc(&d->h, 1);
+    d->cmd = fh_alloc(&d->h, 1);
+    d->resp = fh_alloc(&d->h, 1);
+    d->async_pages[0] = fh_alloc(&d->h, 1);
+    fh_skip(&d->h, 1);
+    d->async_pages[1] = fh_alloc(&d->h, 1);
+    d->cqn_pages[0] = fh_alloc(&d->h, 1);
+    d->cqn_pages[1] = fh_alloc(&d->h, 1);
+    dsr = dsr_of(d);
+    dsr->driver_version = PVRDMA_VERSION;
+    dsr->gos_info.bits_type_ver_misc = 1 | 1 << 2;
+    dsr->cmd_slot_dma = d->cmd;
+    dsr->resp_slot_dma = d->resp;
+    dsr->async_ring_pages.num_pages = 2;
+    dsr->async_ring_pages.pdir_dma = fh_make_pdir(&d->h, d->async_pages, 2);
+    dsr->cq_ring_pages.num_pages = 2;
+    dsr->cq_ring_pages.pdir_dma = fh_make_pdir(&d->h, d->cqn_pages, 2);
+    dsr->uar_pfn64 = FH_UAR_BASE / FH_PAGE;
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_DSRLOW, (uint32_t)d->dsr);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_DSRHIGH, d->dsr >> 32);
+}
+
+static void dev_setup(Dev *d, const PvrdmaLimits *lim)
+{
+    dev_init(d, lim);
+    dev_write_dsr(d);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d->c, PVRDMA_REG_ERR), ==, 0);
+    g_assert_true(d->c.active);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_IMR, 0);   /* unmask all */
+}
+
+/* CTL_RESET must release every guest mapping. */
+static void dev_fini(Dev *d)
+{
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    g_assert_false(d->c.active);
+    g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
+    g_assert_cmpuint(d->h.bad_unmaps, ==, 0);
+    pvrdma_core_fini(&d->c);
+    g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
+    fh_fini(&d->h);
+}
+
+/* Post a command, ring REQUEST, return REG_ERR (and the response). */
+static uint32_t dev_cmd(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
+                        union pvrdma_cmd_resp *rsp)
+{
+    union pvrdma_cmd_resp tmp;
+    uint32_t err;
+
+    if (!rsp) {
+        rsp = &tmp;
+    }
+    req->hdr.cmd = cmd;
+    req->hdr.response = 0x5a5a0000ull + cmd;
+    memcpy(fh_ptr(&d->h, d->cmd), req, sizeof(*req));
+    memset(fh_ptr(&d->h, d->resp), 0xee, sizeof(*rsp));
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_REQUEST, 0);
+    err = pvrdma_core_reg_read(&d->c, PVRDMA_REG_ERR);
+    memcpy(rsp, fh_ptr(&d->h, d->resp), sizeof(*rsp));
+    if (cmd < PVRDMA_CMD_MAX) {
+        g_assert_cmphex(rsp->hdr.ack, ==, PVRDMA_CMD_RESP(cmd));
+    }
+    g_assert_cmphex(rsp->hdr.response, ==, 0x5a5a0000ull + cmd);
+    g_assert_cmpuint(rsp->hdr.err, ==, err);
+    return err;
+}
+
+/* The command must fail with 'want' (0: any error) and count a guest error. */
+static void expect_err(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
+                       uint32_t want)
+{
+    uint64_t errs = d->c.guest_errors;
+    uint32_t err = dev_cmd(d, req, cmd, NULL);
+
+    g_assert_cmpuint(err, !=, 0);
+    if (want) {
+        g_assert_cmpuint(err, ==, want);
+    }
+    g_assert_cmpuint(d->c.guest_errors, >, errs);
+}
+
+static uint32_t create_pd(Dev *d, uint32_t ctx)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+
+    req.create_pd.ctx_handle = ctx;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_PD, &rsp), ==, 0);
+    return rsp.create_pd_resp.pd_handle;
+}
+
+static void bind_gid(Dev *d, uint32_t index, const uint8_t gid[16])
+{
+    union pvrdma_cmd_req req = { 0 };
+
+    req.create_bind.index = index;
+    req.create_bind.mtu = 1500;
+    memcpy(req.create_bind.new_gid, gid, 16);
+    req.create_bind.gid_type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_BIND, NULL), ==, 0);
+}
+
+/* ---- CQ ---- */
+
+typedef struct TCq {
+    uint32_t handle, cqe, npages;
+    uint64_t pages[64];
+    uint32_t cons;
+} TCq;
+
+static struct pvrdma_ring_state *cq_state(Dev *d, TCq *cq)
+{
+    return fh_ptr(&d->h, cq->pages[0]);
+}
+
+static void create_cq(Dev *d, TCq *cq, uint32_t cqe)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+
+    memset(cq, 0, sizeof(*cq));
+    cq->cqe = cqe;
+    cq->npages = 1 + (cqe * sizeof(struct pvrdma_cqe) + FH_PAGE - 1) / FH_PAGE;
+    g_assert_cmpuint(cq->npages, <=, G_N_ELEMENTS(cq->pages));
+    for (uint32_t i = 0; i < cq->npages; i++) {
+        cq->pages[i] = fh_alloc(&d->h, 1);
+        fh_skip(&d->h, 1);
+    }
+    req.create_cq.pdir_dma = fh_make_pdir(&d->h, cq->pages, cq->npages);
+    req.create_cq.ctx_handle = 0;
+    req.create_cq.cqe = cqe;
+    req.create_cq.nchunks = cq->npages;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_CQ, &rsp), ==, 0);
+    g_assert_cmpuint(rsp.create_cq_resp.cqe, ==, cqe);
+    cq->handle = rsp.create_cq_resp.cq_handle;
+}
+
+static bool poll_cq(Dev *d, TCq *cq, struct pvrdma_cqe *out)
+{
+    struct pvrdma_ring_state *rs = cq_state(d, cq);
+    uint32_t prod = rs->rx.prod_tail;
+    uint64_t off;
+
+    g_assert_true(pvrdma_idx_valid(prod, cq->cqe));
+    if (prod == cq->cons) {
+        return false;
+    }
+    off = (uint64_t)(cq->cons & (cq->cqe - 1)) * sizeof(*out);
+    memcpy(out, (uint8_t *)fh_ptr(&d->h, cq->pages[1 + off / FH_PAGE]) +
+           off % FH_PAGE, sizeof(*out));
+    cq->cons = pvrdma_idx_next(cq->cons, cq->cqe);
+    rs->rx.cons_head = cq->cons;
+    return true;
+}
+
+static void expect_cqe(Dev *d, TCq *cq, uint64_t wr_id, uint32_t status,
+                       uint32_t opcode, uint32_t byte_len, uint32_t qp)
+{
+    struct pvrdma_cqe e;
+
+    g_assert_true(poll_cq(d, cq, &e));
+    g_assert_cmphex(e.wr_id, ==, wr_id);
+    g_assert_cmpuint(e.status, ==, status);
+    g_assert_cmpuint(e.opcode, ==, opcode);
+    if (status == PVRDMA_WC_SUCCESS) {
+        g_assert_cmpuint(e.byte_len, ==, byte_len);
+    }
+    g_assert_cmpuint(e.qp, ==, qp);
+}
+
+static void expect_cq_empty(Dev *d, TCq *cq)
+{
+    struct pvrdma_cqe e;
+
+    g_assert_false(poll_cq(d, cq, &e));
+}
+
+/* ---- MR ---- */
+
+typedef struct TMr {
+    uint32_t handle, lkey, rkey;
+    uint64_t iova, len, first;
+    uint32_t npages;
+    uint64_t pages[64];
+} TMr;
+
+static void create_mr(Dev *d, TMr *mr, uint32_t pd, uint64_t iova,
+                      uint64_t len, uint32_t access)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+
+    memset(mr, 0, sizeof(*mr));
+    mr->iova = iova;
+    mr->len = len;
+    mr->first = iova & ~(uint64_t)(FH_PAGE - 1);
+    mr->npages = (iova + len - mr->first + FH_PAGE - 1) / FH_PAGE;
+    g_assert_cmpuint(mr->npages, <=, G_N_ELEMENTS(mr->pages));
+    for (uint32_t i = 0; i < mr->npages; i++) {
+        mr->pages[i] = fh_alloc(&d->h, 1);
+        if (i % 2) {
+            fh_skip(&d->h, 1);      /* pairs of contiguous pages */
+        }
+    }
+    req.create_mr.start = iova;
+    req.create_mr.length = len;
+    req.create_mr.pdir_dma = fh_make_pdir(&d->h, mr->pages, mr->npages);
+    req.create_mr.pd_handle = pd;
+    req.create_mr.access_flags = access;
+    req.create_mr.flags = 0;
+    req.create_mr.nchunks = mr->npages;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    mr->handle = rsp.create_mr_resp.mr_handle;
+    mr->lkey = rsp.create_mr_resp.lkey;
+    mr->rkey = rsp.create_mr_resp.rkey;
+}
+
+static uint8_t *mr_byte(Dev *d, TMr *mr, uint64_t va)
+{
+    uint64_t o = va - mr->first;
+
+    g_assert_cmpuint(va, >=, mr->iova);
+    g_assert_cmpuint(va, <, mr->iova + mr->len);
+    return (uint8_t *)fh_ptr(&d->h, mr->pages[o / FH_PAGE]) + o % FH_PAGE;
+}
+
+static void mr_write(Dev *d, TMr *mr, uint64_t va, const void *buf,
+                     uint64_t len)
+{
+    for (uint64_t i = 0; i < len; i++) {
+        *mr_byte(d, mr, va + i) = ((const uint8_t *)buf)[i];
+    }
+}
+
+static void mr_read(Dev *d, TMr *mr, uint64_t va, void *buf, uint64_t len)
+{
+    for (uint64_t i = 0; i < len; i++) {
+        ((uint8_t *)buf)[i] = *mr_byte(d, mr, va + i);
+    }
+}
+
+static void mr_fill(Dev *d, TMr *mr, uint8_t v)
+{
+    for (uint64_t i = 0; i < mr->len; i++) {
+        *mr_byte(d, mr, mr->iova + i) = v;
+    }
+}
+
+/* ---- QP ---- */
+
+typedef struct TQp {
+    uint32_t handle, qpn, type;
+    uint32_t send_wr, send_sge, recv_wr, recv_sge;
+    uint32_t sq_stride, rq_stride, send_chunks, recv_chunks, npages;
+    uint64_t pages[64];
+    uint32_t sq_prod, rq_prod;
+} TQp;
+
+static uint32_t pow2_ceil(uint32_t x)
+{
+    uint32_t p = 1;
+
+    while (p < x) {
+        p <<= 1;
+    }
+    return p;
+}
+
+static void fill_create_qp(Dev *d, TQp *qp, union pvrdma_cmd_req *req,
+                           uint32_t pd, uint32_t scq, uint32_t rcq,
+                           uint8_t type, uint32_t send_wr, uint32_t send_sge,
+                           uint32_t recv_wr, uint32_t recv_sge)
+{
+    memset(qp, 0, sizeof(*qp));
+    qp->type = type;
+    qp->send_wr = send_wr;
+    qp->send_sge = send_sge;
+    qp->recv_wr = recv_wr;
+    qp->recv_sge = recv_sge;
+    qp->sq_stride = pow2_ceil(sizeof(struct pvrdma_sq_wqe_hdr) +
+                              send_sge * sizeof(struct pvrdma_sge));
+    qp->rq_stride = pow2_ceil(sizeof(struct pvrdma_rq_wqe_hdr) +
+                              recv_sge * sizeof(struct pvrdma_sge));
+    qp->send_chunks = (send_wr * qp->sq_stride + FH_PAGE - 1) / FH_PAGE;
+    qp->recv_chunks = (recv_wr * qp->rq_stride + FH_PAGE - 1) / FH_PAGE;
+    qp->npages = 1 + qp->send_chunks + qp->recv_chunks;
+    g_assert_cmpuint(qp->npages, <=, G_N_ELEMENTS(qp->pages));
+    for (uint32_t i = 0; i < qp->npages; i++) {
+        qp->pages[i] = fh_alloc(&d->h, 1);
+        fh_skip(&d->h, 1);
+    }
+    memset(req, 0, sizeof(*req));
+    req->create_qp.pdir_dma = fh_make_pdir(&d->h, qp->pages, qp->npages);
+    req->create_qp.pd_handle = pd;
+    req->create_qp.send_cq_handle = scq;
+    req->create_qp.recv_cq_handle = rcq;
+    req->create_qp.max_send_wr = send_wr;
+    req->create_qp.max_recv_wr = recv_wr;
+    req->create_qp.max_send_sge = send_sge;
+    req->create_qp.max_recv_sge = recv_sge;
+    req->create_qp.total_chunks = qp->npages;
+    req->create_qp.send_chunks = qp->send_chunks;
+    req->create_qp.qp_type = type;
+}
+
+static void create_qp(Dev *d, TQp *qp, uint32_t pd, uint32_t scq,
+                      uint32_t rcq, uint8_t type)
+{
+    union pvrdma_cmd_req req;
+    union pvrdma_cmd_resp rsp;
+
+    fill_create_qp(d, qp, &req, pd, scq, rcq, type, 16, 4, 16, 4);
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_QP, &rsp), ==, 0);
+    qp->handle = rsp.create_qp_resp_v2.qp_handle;
+    qp->qpn = rsp.create_qp_resp_v2.qpn;
+    g_assert_cmpuint(rsp.create_qp_resp_v2.max_send_wr, ==, 16);
+    g_assert_cmpuint(rsp.create_qp_resp_v2.max_recv_sge, ==, 4);
+}
+
+static struct pvrdma_ring *qp_rings(Dev *d, TQp *qp)
+{
+    return fh_ptr(&d->h, qp->pages[0]);     /* [0] SQ, [1] RQ */
+}
+
+static void *sq_elem(Dev *d, TQp *qp, uint32_t idx)
+{
+    uint64_t off = (uint64_t)(idx & (qp->send_wr - 1)) * qp->sq_stride;
+
+    return (uint8_t *)fh_ptr(&d->h, qp->pages[1 + off / FH_PAGE]) +
+           off % FH_PAGE;
+}
+
+static void *rq_elem(Dev *d, TQp *qp, uint32_t idx)
+{
+    uint64_t off = (uint64_t)(idx & (qp->recv_wr - 1)) * qp->rq_stride;
+
+    return (uint8_t *)fh_ptr(&d->h, qp->pages[1 + qp->send_chunks +
+                                              off / FH_PAGE]) + off % FH_PAGE;
+}
+
+/* Write a send WQE (no doorbell). */
+static void put_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
+                     const struct pvrdma_sge *sge, uint32_t nsge)
+{
+    uint8_t *e = sq_elem(d, qp, qp->sq_prod);
+
+    hdr->num_sge = nsge;
+    hdr->total_len = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        hdr->total_len += sge[i].length;
+    }
+    memcpy(e, hdr, sizeof(*hdr));
+    if (nsge) {
+        memcpy(e + sizeof(*hdr), sge, nsge * sizeof(*sge));
+    }
+    qp->sq_prod = pvrdma_idx_next(qp->sq_prod, qp->send_wr);
+    __atomic_store_n(&qp_rings(d, qp)[0].prod_tail, qp->sq_prod,
+                     __ATOMIC_RELEASE);
+}
+
+static void ring_send(Dev *d, TQp *qp)
+{
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_SEND | qp->handle);
+}
+
+static void post_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
+                      const struct pvrdma_sge *sge, uint32_t nsge)
+{
+    put_send(d, qp, hdr, sge, nsge);
+    ring_send(d, qp);
+}
+
+static void post_recv(Dev *d, TQp *qp, uint64_t wr_id,
+                      const struct pvrdma_sge *sge, uint32_t nsge)
+{
+    uint8_t *e = rq_elem(d, qp, qp->rq_prod);
+    struct pvrdma_rq_wqe_hdr hdr = { .wr_id = wr_id, .num_sge = nsge };
+
+    for (uint32_t i = 0; i < nsge; i++) {
+        hdr.total_len += sge[i].length;
+    }
+    memcpy(e, &hdr, sizeof(hdr));
+    memcpy(e + sizeof(hdr), sge, nsge * sizeof(*sge));
+    qp->rq_prod = pvrdma_idx_next(qp->rq_prod, qp->recv_wr);
+    __atomic_store_n(&qp_rings(d, qp)[1].prod_tail, qp->rq_prod,
+                     __ATOMIC_RELEASE);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_RECV | qp->handle);
+}
+
+static uint32_t modify_qp(Dev *d, TQp *qp, uint32_t mask,
+                          struct pvrdma_qp_attr *a)
+{
+    union pvrdma_cmd_req req = { 0 };
+
+    req.modify_qp.qp_handle = qp->handle;
+    req.modify_qp.attr_mask = mask;
+    req.modify_qp.attrs = *a;
+    return dev_cmd(d, &req, PVRDMA_CMD_MODIFY_QP, NULL);
+}
+
+static uint32_t query_qp_state(Dev *d, TQp *qp)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+
+    req.query_qp.qp_handle = qp->handle;
+    req.query_qp.attr_mask = PVRDMA_QP_ATTR_MASK_ALL;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_QUERY_QP, &rsp), ==, 0);
+    return rsp.query_qp_resp.attrs.qp_state;
+}
+
+#define RC_ACCESS (PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_READ | \
+                   PVRDMA_ACCESS_REMOTE_ATOMIC)
+
+static void rc_to_init(Dev *d, TQp *qp)
+{
+    struct pvrdma_qp_attr a = { 0 };
+
+    a.qp_state = PVRDMA_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = 1;
+    a.qp_access_flags = RC_ACCESS;
+    g_assert_cmpuint(modify_qp(d, qp, PVRDMA_QP_STATE | PVRDMA_QP_PKEY_INDEX |
+                               PVRDMA_QP_PORT | PVRDMA_QP_ACCESS_FLAGS, &a),
+                     ==, 0);
+}
+
+static void rc_rtr_attrs(struct pvrdma_qp_attr *a, uint32_t dest_qpn)
+{
+    memset(a, 0, sizeof(*a));
+    a->qp_state = PVRDMA_QPS_RTR;
+    a->path_mtu = PVRDMA_MTU_1024;
+    a->dest_qp_num = dest_qpn;
+    a->rq_psn = 0x1234;
+    a->max_dest_rd_atomic = 1;
+    a->min_rnr_timer = 1;
+    memcpy(a->ah_attr.grh.dgid.raw, test_gid, 16);
+    a->ah_attr.grh.sgid_index = 0;
+    a->ah_attr.grh.hop_limit = 64;
+    a->ah_attr.port_num = 1;
+}
+
+#define RTR_MASK (PVRDMA_QP_STATE | PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU | \
+                  PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN | \
+                  PVRDMA_QP_MAX_DEST_RD_ATOMIC | PVRDMA_QP_MIN_RNR_TIMER)
+#define RTS_MASK (PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN | PVRDMA_QP_TIMEOUT | \
+                  PVRDMA_QP_RETRY_CNT | PVRDMA_QP_RNR_RETRY | \
+                  PVRDMA_QP_MAX_QP_RD_ATOMIC)
+
+static void rc_to_rts(Dev *d, TQp *qp, uint32_t dest_qpn, uint8_t rnr_retry)
+{
+    struct pvrdma_qp_attr a;
+
+    rc_to_init(d, qp);
+    rc_rtr_attrs(&a, dest_qpn);
+    g_assert_cmpuint(modify_qp(d, qp, RTR_MASK, &a), ==, 0);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = PVRDMA_QPS_RTS;
+    a.sq_psn = 0x1234;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = rnr_retry;
+    a.max_rd_atomic = 1;
+    g_assert_cmpuint(modify_qp(d, qp, RTS_MASK, &a), ==, 0);
+    g_assert_cmpuint(query_qp_state(d, qp), ==, PVRDMA_QPS_RTS);
+}
+
+/* Serve queued work until the device is idle (what the BH would do). */
+static void run_all(Dev *d)
+{
+    for (int i = 0; i < 1000 && d->c.run.length; i++) {
+        pvrdma_core_run(&d->c);
+    }
+    g_assert_cmpuint(d->c.run.length, ==, 0);
+}
+
+/* Two connected RC QPs with a CQ and an MR each. */
+typedef struct Pair {
+    Dev d;
+    uint32_t pd;
+    TCq cqa, cqb;
+    TQp a, b;
+    TMr mra, mrb;
+} Pair;
+
+#define MRA_IOVA 0x00007f0000000100ull
+#define MRA_LEN  (3 * FH_PAGE + 500)
+#define MRB_IOVA 0x00007f1000000f00ull
+#define MRB_LEN  (4 * FH_PAGE)
+#define MR_ACCESS (PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS)
+
+static void pair_setup(Pair *p, uint8_t rnr_retry)
+{
+    Dev *d = &p->d;
+
+    dev_setup(d, NULL);
+    p->pd = create_pd(d, 0);
+    bind_gid(d, 0, test_gid);
+    create_cq(d, &p->cqa, 64);
+    create_cq(d, &p->cqb, 128);
+    create_qp(d, &p->a, p->pd, p->cqa.handle, p->cqa.handle, PVRDMA_QPT_RC);
+    create_qp(d, &p->b, p->pd, p->cqb.handle, p->cqb.handle, PVRDMA_QPT_RC);
+    g_assert_cmpuint(p->a.qpn, !=, p->b.qpn);
+    create_mr(d, &p->mra, p->pd, MRA_IOVA, MRA_LEN, MR_ACCESS);
+    create_mr(d, &p->mrb, p->pd, MRB_IOVA, MRB_LEN, MR_ACCESS);
+    rc_to_rts(d, &p->a, p->b.qpn, rnr_retry);
+    rc_to_rts(d, &p->b, p->a.qpn, rnr_retry);
+    run_all(d);
+}
+
+static void pair_fini(Pair *p)
+{
+    expect_cq_empty(&p->d, &p->cqa);
+    expect_cq_empty(&p->d, &p->cqb);
+    dev_fini(&p->d);
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        seed = seed * 1103515245 + 12345;
+        buf[i] = seed >> 16;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+
+static void test_dsr_caps(void)
+{
+    Dev d;
+    struct pvrdma_device_caps caps_copy, *caps = &caps_copy;
+    static const uint8_t guid[8] = { 0x02, 0x50, 0x56, 0xff, 0xfe,
+                                     0xaa, 0xbb, 0xcc };
+
+    dev_init(&d, NULL);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_VERSION), ==,
+                     PVRDMA_VERSION);
+    g_assert_cmphex(pvrdma_core_reg_read(&d.c, PVRDMA_REG_MACL), ==,
+                    0xaa565000);
+    g_assert_cmphex(pvrdma_core_reg_read(&d.c, PVRDMA_REG_MACH), ==, 0xccbb);
+    /* ACTIVATE before the DSR is known */
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    g_assert_false(d.c.active);
+
+    dev_write_dsr(&d);
+    g_assert_cmphex(pvrdma_core_reg_read(&d.c, PVRDMA_REG_DSRLOW), ==,
+                    (uint32_t)d.dsr);
+    memcpy(caps, (uint8_t *)dsr_of(&d) +
+           offsetof(struct pvrdma_device_shared_region, caps), sizeof(*caps));
+    g_assert_cmpuint(caps->max_qp, ==, PVRDMA_DEF_MAX_QP);
+    g_assert_cmpuint(caps->max_cq, ==, PVRDMA_DEF_MAX_CQ);
+    g_assert_cmpuint(caps->max_sge, ==, PVRDMA_DEF_MAX_SGE);
+    g_assert_cmpuint(caps->max_qp_wr, ==, PVRDMA_DEF_MAX_QP_WR);
+    g_assert_cmpuint(caps->gid_tbl_len, ==, PVRDMA_DEF_GID_TBL_LEN);
+    g_assert_cmpuint(caps->gid_types, ==, PVRDMA_GID_TYPE_FLAG_ROCE_V2);
+    g_assert_cmpuint(caps->phys_port_cnt, ==, 1);
+    g_assert_cmpuint(caps->vendor_id, ==, PVRDMA_VENDOR_ID);
+    g_assert_cmpuint(caps->page_size_cap, ==, FH_PAGE);
+    g_assert_cmpuint(caps->atomic_ops, ==,
+                     PVRDMA_ATOMIC_OP_COMP_SWAP | PVRDMA_ATOMIC_OP_FETCH_ADD);
+    g_assert_cmpmem(&caps->node_guid, 8, guid, 8);  /* EUI-64 of the MAC */
+    g_assert_cmpmem(&caps->sys_image_guid, 8, guid, 8);
+    /* the driver's half of the DSR is untouched */
+    g_assert_cmpuint(dsr_of(&d)->cmd_slot_dma, ==, d.cmd);
+    g_assert_cmpuint(dsr_of(&d)->async_ring_pages.num_pages, ==, 2);
+
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), ==, 0);
+    g_assert_true(d.c.active);
+    g_assert_cmpuint(d.c.version, ==, PVRDMA_VERSION);
+    g_assert_cmpuint(fh_outstanding(&d.h), ==, 4);  /* 2 rings x 2 pages */
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_UNQUIESCE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), ==, 0);
+    /* moving the DSR while active is ignored */
+    {
+        uint64_t errs = d.c.guest_errors;
+
+        pvrdma_core_reg_write(&d.c, PVRDMA_REG_DSRLOW, 0x1000);
+        g_assert_cmpuint(d.c.dsr_gpa, ==, d.dsr);
+        g_assert_cmpuint(d.c.guest_errors, ==, errs + 1);
+    }
+    /* commands work; response interrupt only when unmasked */
+    {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+
+        req.query_port.port_num = 1;
+        g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_QUERY_PORT, &rsp), ==, 0);
+        g_assert_cmpuint(rsp.query_port_resp.attrs.state, ==,
+                         PVRDMA_PORT_ACTIVE);
+        g_assert_cmpuint(rsp.query_port_resp.attrs.gid_tbl_len, ==,
+                         PVRDMA_DEF_GID_TBL_LEN);
+        g_assert_cmpuint(fh_irq_count(&d.h, PVRDMA_INTR_VECTOR_RESPONSE), ==, 0);
+        pvrdma_core_reg_write(&d.c, PVRDMA_REG_IMR, 0);
+        memset(&req, 0, sizeof(req));
+        req.query_pkey.port_num = 1;
+        g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_QUERY_PKEY, &rsp), ==, 0);
+        g_assert_cmphex(rsp.query_pkey_resp.pkey, ==, 0xffff);
+        g_assert_cmpuint(fh_irq_count(&d.h, PVRDMA_INTR_VECTOR_RESPONSE), ==, 1);
+    }
+    /* reset, then the driver can start over */
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    g_assert_false(d.c.active);
+    g_assert_cmpuint(fh_outstanding(&d.h), ==, 0);
+    dev_write_dsr(&d);
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), ==, 0);
+    dev_fini(&d);
+}
+
+static void test_activate_refused(void)
+{
+    Dev d;
+    struct pvrdma_device_shared_region *dsr;
+    uint64_t errs;
+
+    dev_init(&d, NULL);
+    /* DSR address 0 */
+    errs = d.c.guest_errors;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_DSRLOW, 0);
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_DSRHIGH, 0);
+    g_assert_false(d.c.dsr_set);
+    g_assert_cmpuint(d.c.guest_errors, >, errs);
+    /* DSR outside RAM: no capabilities, ACTIVATE fails */
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_DSRLOW, 0);
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_DSRHIGH, 0x10);
+    g_assert_false(d.c.dsr_set);
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+
+    /* bad async ring geometry / unusable ring pages / old driver */
+    dev_write_dsr(&d);
+    dsr = dsr_of(&d);
+    dsr->async_ring_pages.num_pages = 1;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    dsr->async_ring_pages.num_pages = PVRDMA_MAX_RING_PAGES + 1;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    dsr->async_ring_pages.num_pages = 2;
+    /* CQ-notify ring page outside RAM: async ring must be released */
+    ((uint64_t *)fh_ptr(&d.h, ((uint64_t *)fh_ptr(&d.h,
+        dsr->cq_ring_pages.pdir_dma))[0]))[1] = FH_RAM_BASE + FH_RAM_SIZE;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    g_assert_false(d.c.active);
+    g_assert_cmpuint(fh_outstanding(&d.h), ==, 0);
+    ((uint64_t *)fh_ptr(&d.h, ((uint64_t *)fh_ptr(&d.h,
+        dsr->cq_ring_pages.pdir_dma))[0]))[1] = d.cqn_pages[1];
+    dsr->driver_version = PVRDMA_ROCEV1_VERSION - 1;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    dsr->driver_version = PVRDMA_VERSION;
+    dsr->cmd_slot_dma = 0;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    g_assert_false(d.c.active);
+    g_assert_cmpuint(fh_outstanding(&d.h), ==, 0);
+    /* commands and doorbells before activation */
+    errs = d.c.guest_errors;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), !=, 0);
+    pvrdma_core_uar_write(&d.c, 0, PVRDMA_UAR_QP_SEND | 2);
+    g_assert_cmpuint(d.c.guest_errors, ==, errs + 2);
+    /* an older driver (v19) is accepted at its version */
+    dsr->cmd_slot_dma = d.cmd;
+    dsr->driver_version = PVRDMA_PPN64_VERSION;
+    pvrdma_core_reg_write(&d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d.c, PVRDMA_REG_ERR), ==, 0);
+    g_assert_cmpuint(d.c.version, ==, PVRDMA_PPN64_VERSION);
+    dev_fini(&d);
+}
+
+static void test_send(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    uint8_t data[5000], got[5000];
+    struct pvrdma_sge sa[2], sb[2];
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_cqe e;
+    struct pvrdma_cqne *n;
+
+    pair_setup(&p, 7);
+    fill_pattern(data, sizeof(data), 1);
+    mr_fill(d, &p.mrb, 0xcc);
+    /* source: 2 SGEs crossing pages of MR A */
+    mr_write(d, &p.mra, MRA_IOVA + 50, data, sizeof(data));
+    sa[0] = (struct pvrdma_sge) { MRA_IOVA + 50, 3000, p.mra.lkey };
+    sa[1] = (struct pvrdma_sge) { MRA_IOVA + 3050, 2000, p.mra.lkey };
+    /* sink: 2 SGEs of MR B, 6000 bytes of room */
+    sb[0] = (struct pvrdma_sge) { MRB_IOVA + 10, 1000, p.mrb.lkey };
+    sb[1] = (struct pvrdma_sge) { MRB_IOVA + 8000, 5000, p.mrb.lkey };
+    post_recv(d, &p.b, 0xb1, sb, 2);
+    /* arm B's CQ: the receive completion is notified */
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | p.cqb.handle);
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(d, &p.a, &w, sa, 2);
+    g_assert_cmpuint(d->c.run.length, ==, 1);
+    g_assert_cmpuint(d->h.last_kick_delay, ==, 0);
+    run_all(d);
+
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 5000,
+               p.a.handle);
+    g_assert_true(poll_cq(d, &p.cqb, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
+    g_assert_cmpuint(e.byte_len, ==, 5000);
+    g_assert_cmpuint(e.qp, ==, p.b.handle);
+    g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
+    g_assert_cmpuint(e.network_hdr_type, ==, PVRDMA_NETWORK_IPV4);
+    g_assert_cmpmem(e.smac, 6, d->h.mac, 6);
+    g_assert_true(e.wc_flags & PVRDMA_WC_WITH_NETWORK_HDR_TYPE);
+    /* data landed in the two sink SGEs, nothing around them moved */
+    mr_read(d, &p.mrb, MRB_IOVA + 10, got, 1000);
+    g_assert_cmpmem(got, 1000, data, 1000);
+    mr_read(d, &p.mrb, MRB_IOVA + 8000, got, 4000);
+    g_assert_cmpmem(got, 4000, data + 1000, 4000);
+    g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 9), ==, 0xcc);
+    g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 1010), ==, 0xcc);
+    g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 12000), ==, 0xcc);
+    /* consumer indices published */
+    g_assert_cmpuint(qp_rings(d, &p.a)[0].cons_head, ==, 1);
+    g_assert_cmpuint(qp_rings(d, &p.b)[1].cons_head, ==, 1);
+    /* CQ notification for B only */
+    g_assert_cmpuint(fh_irq_count(&d->h, PVRDMA_INTR_VECTOR_CQ), ==, 1);
+    n = fh_ptr(&d->h, d->cqn_pages[1]);
+    g_assert_cmpuint(n[0].info, ==, p.cqb.handle);
+    g_assert_cmpuint(((struct pvrdma_ring_state *)
+                      fh_ptr(&d->h, d->cqn_pages[0]))->rx.prod_tail, ==, 1);
+
+    /* an unsignaled send completes silently on the requester */
+    post_recv(d, &p.b, 0xb2, sb, 2);
+    w.wr_id = 0xa2;
+    w.send_flags = 0;
+    w.opcode = PVRDMA_WR_SEND_WITH_IMM;
+    w.ex.imm_data = 0x11223344;
+    post_send(d, &p.a, &w, sa, 1);
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    g_assert_true(poll_cq(d, &p.cqb, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb2);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.byte_len, ==, 3000);
+    g_assert_cmphex(e.imm_data, ==, 0x11223344);
+    g_assert_true(e.wc_flags & PVRDMA_WC_WITH_IMM);
+    g_assert_cmpuint(fh_irq_count(&d->h, PVRDMA_INTR_VECTOR_CQ), ==, 1);
+    pair_fini(&p);
+}
+
+static void test_send_too_long(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 2000, 0 };
+    struct pvrdma_sge sb = { MRB_IOVA, 1000, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    sb.lkey = p.mrb.lkey;
+    post_recv(d, &p.b, 0xb1, &sb, 1);
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    /* responder: local length error; requester: remote invalid request */
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_LOC_LEN_ERR, PVRDMA_WC_RECV, 0,
+               p.b.handle);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_REM_INV_REQ_ERR, PVRDMA_WC_SEND, 0,
+               p.a.handle);
+    g_assert_cmpuint(query_qp_state(d, &p.a), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(query_qp_state(d, &p.b), ==, PVRDMA_QPS_ERR);
+    pair_fini(&p);
+}
+
+static void test_rdma_write(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    uint8_t data[6000], got[6000];
+    struct pvrdma_sge sa;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_cqe e;
+
+    pair_setup(&p, 7);
+    fill_pattern(data, sizeof(data), 2);
+    mr_fill(d, &p.mrb, 0x11);
+    mr_write(d, &p.mra, MRA_IOVA + 700, data, sizeof(data));
+    sa = (struct pvrdma_sge) { MRA_IOVA + 700, 6000, p.mra.lkey };
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = MRB_IOVA + 300;
+    w.wr.rdma.rkey = p.mrb.rkey;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 6000,
+               p.a.handle);
+    expect_cq_empty(d, &p.cqb);     /* plain WRITE: no receive consumed */
+    mr_read(d, &p.mrb, MRB_IOVA + 300, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 299), ==, 0x11);
+    g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 6300), ==, 0x11);
+
+    /* WRITE_WITH_IMM consumes a receive, byte_len is the write length */
+    {
+        struct pvrdma_sge sb = { MRB_IOVA, 16, p.mrb.lkey };
+
+        post_recv(d, &p.b, 0xb1, &sb, 1);
+    }
+    sa.length = 100;
+    w.wr_id = 0xa2;
+    w.opcode = PVRDMA_WR_RDMA_WRITE_WITH_IMM;
+    w.ex.imm_data = 0xdeadbeef;
+    w.wr.rdma.remote_addr = MRB_IOVA + 10000;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 100,
+               p.a.handle);
+    g_assert_true(poll_cq(d, &p.cqb, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV_RDMA_WITH_IMM);
+    g_assert_cmpuint(e.byte_len, ==, 100);
+    g_assert_cmphex(e.imm_data, ==, 0xdeadbeef);
+    g_assert_true(e.wc_flags & PVRDMA_WC_WITH_IMM);
+    mr_read(d, &p.mrb, MRB_IOVA + 10000, got, 100);
+    g_assert_cmpmem(got, 100, data, 100);
+    pair_fini(&p);
+}
+
+static void test_rdma_read(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    uint8_t data[9000], got[9000];
+    struct pvrdma_sge sa[3];
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    pair_setup(&p, 7);
+    fill_pattern(data, sizeof(data), 3);
+    mr_write(d, &p.mrb, MRB_IOVA + 4000, data, sizeof(data));
+    mr_fill(d, &p.mra, 0);
+    /* sink scattered over 3 SGEs of MR A */
+    sa[0] = (struct pvrdma_sge) { MRA_IOVA + 8000, 4000, p.mra.lkey };
+    sa[1] = (struct pvrdma_sge) { MRA_IOVA, 1, p.mra.lkey };
+    sa[2] = (struct pvrdma_sge) { MRA_IOVA + 1, 4999, p.mra.lkey };
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_RDMA_READ;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = MRB_IOVA + 4000;
+    w.wr.rdma.rkey = p.mrb.rkey;
+    post_send(d, &p.a, &w, sa, 3);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 9000,
+               p.a.handle);
+    mr_read(d, &p.mra, MRA_IOVA + 8000, got, 4000);
+    mr_read(d, &p.mra, MRA_IOVA, got + 4000, 5000);
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    pair_fini(&p);
+}
+
+static void test_atomics(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    const uint64_t raddr = MRB_IOVA + 0x100;    /* 8-aligned */
+    uint64_t v = 100, r;
+
+    pair_setup(&p, 7);
+    mr_write(d, &p.mrb, raddr, &v, 8);
+    sa = (struct pvrdma_sge) { MRA_IOVA + 8, 8, p.mra.lkey };
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.atomic.remote_addr = raddr;
+    w.wr.atomic.rkey = p.mrb.rkey;
+
+    /* fetch-add 5: remote 105, local gets 100 */
+    w.wr_id = 1;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.wr.atomic.compare_add = 5;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 1, PVRDMA_WC_SUCCESS, PVRDMA_WC_FETCH_ADD, 8,
+               p.a.handle);
+    mr_read(d, &p.mrb, raddr, &r, 8);
+    g_assert_cmpuint(r, ==, 105);
+    mr_read(d, &p.mra, MRA_IOVA + 8, &r, 8);
+    g_assert_cmpuint(r, ==, 100);
+
+    /* compare-swap matching: remote 7, local gets 105 */
+    w.wr_id = 2;
+    w.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
+    w.wr.atomic.compare_add = 105;
+    w.wr.atomic.swap = 7;
+    post_send(d, &p.a, &w, &sa, 1);
+    /* compare-swap not matching: remote stays 7, local gets 7 */
+    w.wr_id = 3;
+    w.wr.atomic.compare_add = 1;
+    w.wr.atomic.swap = 9;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 2, PVRDMA_WC_SUCCESS, PVRDMA_WC_COMP_SWAP, 8,
+               p.a.handle);
+    expect_cqe(d, &p.cqa, 3, PVRDMA_WC_SUCCESS, PVRDMA_WC_COMP_SWAP, 8,
+               p.a.handle);
+    mr_read(d, &p.mrb, raddr, &r, 8);
+    g_assert_cmpuint(r, ==, 7);
+    mr_read(d, &p.mra, MRA_IOVA + 8, &r, 8);
+    g_assert_cmpuint(r, ==, 7);
+
+    /* misaligned remote address: remote access error */
+    w.wr_id = 4;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.wr.atomic.remote_addr = raddr + 4;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 4, PVRDMA_WC_REM_ACCESS_ERR, PVRDMA_WC_FETCH_ADD, 0,
+               p.a.handle);
+    pair_fini(&p);
+}
+
+static void test_bad_rkey_flush(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 64, 0 }, ra = { MRA_IOVA, 64, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    uint8_t before[64], after[64];
+    uint64_t errs;
+
+    pair_setup(&p, 7);
+    sa.lkey = ra.lkey = p.mra.lkey;
+    mr_fill(d, &p.mrb, 0x77);
+    mr_read(d, &p.mrb, MRB_IOVA, before, 64);
+    post_recv(d, &p.a, 0xa0, &ra, 1);      /* flushed with the SQ */
+    errs = d->c.guest_errors;
+
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.wr.rdma.remote_addr = MRB_IOVA;
+    w.wr.rdma.rkey = p.mrb.rkey ^ 0x01;     /* wrong key byte */
+    w.wr_id = 1;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    put_send(d, &p.a, &w, &sa, 1);
+    w.wr_id = 2;
+    w.opcode = PVRDMA_WR_SEND;
+    put_send(d, &p.a, &w, &sa, 1);
+    w.wr_id = 3;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.wr.rdma.rkey = p.mrb.rkey;            /* good, but after the error */
+    w.send_flags = 0;
+    put_send(d, &p.a, &w, &sa, 1);
+    ring_send(d, &p.a);
+    run_all(d);
+
+    expect_cqe(d, &p.cqa, 1, PVRDMA_WC_REM_ACCESS_ERR, PVRDMA_WC_RDMA_WRITE, 0,
+               p.a.handle);
+    expect_cqe(d, &p.cqa, 2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               p.a.handle);
+    expect_cqe(d, &p.cqa, 3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RDMA_WRITE, 0,
+               p.a.handle);
+    expect_cqe(d, &p.cqa, 0xa0, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0,
+               p.a.handle);
+    expect_cq_empty(d, &p.cqa);
+    g_assert_cmpuint(d->c.guest_errors, >, errs);
+    g_assert_cmpuint(query_qp_state(d, &p.a), ==, PVRDMA_QPS_ERR);
+    /* the responder is not affected, its memory is untouched */
+    g_assert_cmpuint(query_qp_state(d, &p.b), ==, PVRDMA_QPS_RTS);
+    mr_read(d, &p.mrb, MRB_IOVA, after, 64);
+    g_assert_cmpmem(before, 64, after, 64);
+    g_assert_cmpuint(qp_rings(d, &p.a)[0].cons_head, ==, 3);
+    g_assert_cmpuint(qp_rings(d, &p.a)[1].cons_head, ==, 1);
+
+    /* WQEs posted to a QP in error are flushed too */
+    w.wr_id = 4;
+    post_send(d, &p.a, &w, &sa, 1);
+    ra.length = 8;
+    post_recv(d, &p.a, 0xa5, &ra, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 4, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RDMA_WRITE, 0,
+               p.a.handle);
+    expect_cqe(d, &p.cqa, 0xa5, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0,
+               p.a.handle);
+
+    /* other remote access violations on the good QP B -> A direction */
+    {
+        struct pvrdma_sge sb = { MRB_IOVA, 64, p.mrb.lkey };
+
+        w.wr_id = 5;
+        w.send_flags = PVRDMA_SEND_SIGNALED;
+        w.opcode = PVRDMA_WR_RDMA_READ;
+        w.wr.rdma.remote_addr = MRA_IOVA;
+        w.wr.rdma.rkey = p.mra.rkey;
+        post_send(d, &p.b, &w, &sb, 1);
+        run_all(d);
+        /* A is in error: nobody answers */
+        expect_cqe(d, &p.cqb, 5, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_RDMA_READ,
+                   0, p.b.handle);
+    }
+    pair_fini(&p);
+}
+
+static void test_remote_range(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 64, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    /* one byte past the end of MR B */
+    w.wr_id = 1;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = MRB_IOVA + MRB_LEN - 63;
+    w.wr.rdma.rkey = p.mrb.rkey;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 1, PVRDMA_WC_REM_ACCESS_ERR, PVRDMA_WC_RDMA_WRITE, 0,
+               p.a.handle);
+    pair_fini(&p);
+}
+
+static void test_local_prot(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA + MRA_LEN - 10, 11, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    /* local SGE beyond the MR: local protection error, nothing sent */
+    w.wr_id = 1;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = MRB_IOVA;
+    w.wr.rdma.rkey = p.mrb.rkey;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 1, PVRDMA_WC_LOC_PROT_ERR, PVRDMA_WC_RDMA_WRITE, 0,
+               p.a.handle);
+    pair_fini(&p);
+}
+
+static void test_rnr_recover(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 64, 0 }, sb = { MRB_IOVA, 64, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    pair_setup(&p, 7);      /* rnr_retry 7: wait forever */
+    sa.lkey = p.mra.lkey;
+    sb.lkey = p.mrb.lkey;
+    w.wr_id = 1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    g_assert_cmpuint(qp_rings(d, &p.a)[0].cons_head, ==, 0);
+    d->h.now += 1000000;
+    pvrdma_core_run(&d->c);
+    expect_cq_empty(d, &p.cqa);
+    post_recv(d, &p.b, 0xb1, &sb, 1);   /* RECV doorbell wakes the sender */
+    run_all(d);
+    expect_cqe(d, &p.cqa, 1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64,
+               p.a.handle);
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64,
+               p.b.handle);
+    pair_fini(&p);
+}
+
+/*
+ * RNR with a finite rnr_retry: the sender waits, asks the host for a run
+ * after the deadline (kick with a delay), and when that run happens the
+ * WQE must complete with RNR_RETRY_EXC_ERR.
+ */
+static void test_rnr_timeout(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 64, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_cqe e;
+    unsigned delay;
+
+    pair_setup(&p, 1);      /* rnr_retry 1, min_rnr_timer 1 */
+    sa.lkey = p.mra.lkey;
+    w.wr_id = 1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(d, &p.a, &w, &sa, 1);
+    d->h.last_kick_delay = 0;
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    delay = d->h.last_kick_delay;
+    g_assert_cmpuint(delay, ==, 20);        /* 10 * (1 + 1) * 1 ms */
+    /* the host's timer fires after the delay and runs the device */
+    d->h.now += delay;
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    if (!poll_cq(d, &p.cqa, &e)) {
+        g_test_message("BUG: no completion after the RNR deadline; "
+                       "QP queued=%d rnr_wait=%d run.length=%u",
+                       pvrdma_qp_get(&d->c, p.a.handle)->queued,
+                       pvrdma_qp_get(&d->c, p.a.handle)->rnr_wait,
+                       d->c.run.length);
+        g_test_fail();
+    } else {
+        g_assert_cmphex(e.wr_id, ==, 1);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_RNR_RETRY_EXC_ERR);
+    }
+    pair_fini(&p);
+}
+
+static void test_ud(void)
+{
+    Dev d;
+    TCq cq;
+    TQp a, b;
+    TMr mr;
+    uint32_t pd;
+    struct pvrdma_qp_attr at = { 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sa, sb;
+    struct pvrdma_cqe e;
+    uint8_t data[300], got[340];
+
+    dev_setup(&d, NULL);
+    pd = create_pd(&d, 0);
+    bind_gid(&d, 0, test_gid);
+    create_cq(&d, &cq, 32);
+    create_qp(&d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_UD);
+    create_qp(&d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_UD);
+    create_mr(&d, &mr, pd, 0x10000, 2 * FH_PAGE, PVRDMA_ACCESS_LOCAL_WRITE);
+    for (TQp *q = &a; q; q = q == &a ? &b : NULL) {
+        memset(&at, 0, sizeof(at));
+        at.qp_state = PVRDMA_QPS_INIT;
+        at.port_num = 1;
+        at.qkey = 0x1111;
+        g_assert_cmpuint(modify_qp(&d, q, PVRDMA_QP_STATE |
+                                   PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
+                                   PVRDMA_QP_QKEY, &at), ==, 0);
+        at.qp_state = PVRDMA_QPS_RTR;
+        g_assert_cmpuint(modify_qp(&d, q, PVRDMA_QP_STATE, &at), ==, 0);
+        at.qp_state = PVRDMA_QPS_RTS;
+        g_assert_cmpuint(modify_qp(&d, q, PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN,
+                                   &at), ==, 0);
+    }
+    fill_pattern(data, sizeof(data), 4);
+    mr_write(&d, &mr, 0x10000, data, sizeof(data));
+    sb = (struct pvrdma_sge) { 0x10000 + FH_PAGE - 20, 400, mr.lkey };
+    post_recv(&d, &b, 0xb1, &sb, 1);
+    sa = (struct pvrdma_sge) { 0x10000, 300, mr.lkey };
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.ud.remote_qpn = b.qpn;
+    w.wr.ud.remote_qkey = 0x1111;
+    memcpy(w.wr.ud.av.dgid, test_gid, 16);
+    post_send(&d, &a, &w, &sa, 1);
+    /* wrong qkey: silently dropped, the sender still succeeds */
+    w.wr_id = 0xa2;
+    w.wr.ud.remote_qkey = 0x2222;
+    post_send(&d, &a, &w, &sa, 1);
+    run_all(&d);
+    /* the responder's completion is written first (same CQ) */
+    g_assert_true(poll_cq(&d, &cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.byte_len, ==, 340);      /* GRH + payload */
+    g_assert_true(e.wc_flags & PVRDMA_WC_GRH);
+    g_assert_cmpuint(e.src_qp, ==, a.qpn);
+    g_assert_cmpuint(e.qp, ==, b.handle);
+    expect_cqe(&d, &cq, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300,
+               a.handle);
+    expect_cqe(&d, &cq, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300,
+               a.handle);
+    expect_cq_empty(&d, &cq);
+    mr_read(&d, &mr, 0x10000 + FH_PAGE - 20, got, 340);
+    g_assert_cmpmem(got + 40, 300, data, 300);
+    g_assert_cmphex(got[20], ==, 0x45);         /* IPv4 header in the GRH */
+    dev_fini(&d);
+}
+
+static void test_cmd_errors(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    union pvrdma_cmd_req req;
+    TQp q;
+    uint64_t errs;
+
+    pair_setup(&p, 7);
+
+    /* unknown command */
+    memset(&req, 0, sizeof(req));
+    expect_err(d, &req, PVRDMA_CMD_MAX, EINVAL);
+    expect_err(d, &req, 0xffffffff, EINVAL);
+    /* ports and pkeys */
+    req.query_port.port_num = 2;
+    expect_err(d, &req, PVRDMA_CMD_QUERY_PORT, EINVAL);
+    memset(&req, 0, sizeof(req));
+    req.query_pkey.port_num = 1;
+    req.query_pkey.index = 1;
+    expect_err(d, &req, PVRDMA_CMD_QUERY_PKEY, EINVAL);
+    /* bad handles */
+    for (uint32_t h = 0; h < 4; h++) {
+        static const uint32_t bad[] = { 0, 999, 0xffffff, 0xffffffff };
+
+        memset(&req, 0, sizeof(req));
+        req.destroy_pd.pd_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_DESTROY_PD, EINVAL);
+        req.destroy_cq.cq_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_DESTROY_CQ, EINVAL);
+        req.destroy_mr.mr_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_DESTROY_MR, EINVAL);
+        req.destroy_qp.qp_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_DESTROY_QP, EINVAL);
+        req.destroy_uc.ctx_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_DESTROY_UC, EINVAL);
+        req.destroy_srq.srq_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_DESTROY_SRQ, EINVAL);
+        memset(&req, 0, sizeof(req));
+        req.modify_qp.qp_handle = bad[h];
+        req.modify_qp.attr_mask = PVRDMA_QP_STATE;
+        expect_err(d, &req, PVRDMA_CMD_MODIFY_QP, EINVAL);
+        req.query_qp.qp_handle = bad[h];
+        expect_err(d, &req, PVRDMA_CMD_QUERY_QP, EINVAL);
+        memset(&req, 0, sizeof(req));
+        req.create_pd.ctx_handle = bad[h] ? bad[h] : 5;
+        expect_err(d, &req, PVRDMA_CMD_CREATE_PD, EINVAL);
+        memset(&req, 0, sizeof(req));
+        req.resize_cq.cq_handle = bad[h];
+        req.resize_cq.cqe = 64;
+        expect_err(d, &req, PVRDMA_CMD_RESIZE_CQ, EINVAL);
+    }
+    /* objects in use */
+    memset(&req, 0, sizeof(req));
+    req.destroy_pd.pd_handle = p.pd;
+    expect_err(d, &req, PVRDMA_CMD_DESTROY_PD, EBUSY);
+    req.destroy_cq.cq_handle = p.cqa.handle;
+    expect_err(d, &req, PVRDMA_CMD_DESTROY_CQ, EBUSY);
+
+    /* CQ geometry */
+    memset(&req, 0, sizeof(req));
+    req.create_cq.pdir_dma = fh_make_pdir(&d->h, p.cqa.pages, 2);
+    req.create_cq.cqe = 48;
+    req.create_cq.nchunks = 2;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EINVAL);
+    req.create_cq.cqe = PVRDMA_DEF_MAX_CQE * 2;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EINVAL);
+    req.create_cq.cqe = 64;
+    req.create_cq.nchunks = 1;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EINVAL);
+    req.create_cq.nchunks = 4;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EINVAL);
+    req.create_cq.nchunks = 2;
+    req.create_cq.cqe = 128;        /* 8 KiB of CQEs in one page */
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EINVAL);
+    req.create_cq.cqe = 64;
+    req.create_cq.pdir_dma += 8;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EFAULT);
+    req.create_cq.pdir_dma -= 8;
+    req.create_cq.ctx_handle = 3;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_CQ, EINVAL);
+    /* RESIZE_CQ beyond its pages */
+    memset(&req, 0, sizeof(req));
+    req.resize_cq.cq_handle = p.cqa.handle;
+    req.resize_cq.cqe = 128;
+    expect_err(d, &req, PVRDMA_CMD_RESIZE_CQ, EINVAL);
+
+    /* QP creation */
+    fill_create_qp(d, &q, &req, p.pd, p.cqa.handle, p.cqa.handle,
+                   PVRDMA_QPT_RC, 16, 4, 16, 4);
+    req.create_qp.pd_handle = 77;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.pd_handle = p.pd;
+    req.create_qp.recv_cq_handle = 77;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.recv_cq_handle = p.cqa.handle;
+    req.create_qp.qp_type = PVRDMA_QPT_UC;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EOPNOTSUPP);
+    req.create_qp.qp_type = PVRDMA_QPT_RC;
+    req.create_qp.max_send_wr = 12;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.max_send_wr = 16;
+    req.create_qp.max_send_sge = 0;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.max_send_sge = PVRDMA_DEF_MAX_SGE + 1;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.max_send_sge = 4;
+    req.create_qp.max_recv_wr = PVRDMA_DEF_MAX_QP_WR * 2;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.max_recv_wr = 16;
+    req.create_qp.max_inline_data = 64;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.max_inline_data = 0;
+    req.create_qp.send_chunks = req.create_qp.total_chunks;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.send_chunks = q.send_chunks;
+    req.create_qp.total_chunks = 1 + q.send_chunks;     /* no RQ pages */
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.total_chunks = q.npages;
+    req.create_qp.is_srq = 2;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+    req.create_qp.is_srq = 0;
+    /* a ring page outside RAM: no mapping leaks */
+    {
+        unsigned maps = fh_outstanding(&d->h);
+        uint64_t *tbl = fh_ptr(&d->h,
+                               *(uint64_t *)fh_ptr(&d->h,
+                                                   req.create_qp.pdir_dma));
+
+        tbl[q.npages - 1] = FH_RAM_BASE + FH_RAM_SIZE + FH_PAGE;
+        expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+        g_assert_cmpuint(fh_outstanding(&d->h), ==, maps);
+        tbl[q.npages - 1] = q.pages[q.npages - 1];
+        tbl[1] = FH_RAM_BASE + FH_RAM_SIZE + FH_PAGE;   /* SQ page */
+        expect_err(d, &req, PVRDMA_CMD_CREATE_QP, EINVAL);
+        g_assert_cmpuint(fh_outstanding(&d->h), ==, maps);
+        tbl[1] = q.pages[1];
+        /* the same request is fine once repaired */
+        g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_QP, NULL), ==, 0);
+    }
+
+    /* MR creation */
+    memset(&req, 0, sizeof(req));
+    req.create_mr.start = 0x1000;
+    req.create_mr.length = 2 * FH_PAGE;
+    req.create_mr.pd_handle = p.pd;
+    req.create_mr.nchunks = 2;
+    req.create_mr.pdir_dma = fh_make_pdir(&d->h, p.mra.pages, 2);
+    req.create_mr.access_flags = 1u << 7;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.access_flags = PVRDMA_ACCESS_REMOTE_WRITE;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    req.create_mr.flags = PVRDMA_MR_FLAG_DMA | PVRDMA_MR_FLAG_FRMR;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.flags = 0;
+    req.create_mr.nchunks = 3;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.nchunks = 2;
+    req.create_mr.length = 0;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.length = PVRDMA_DEF_MAX_MR_SIZE + 1;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.start = 0xfffffffffffff000ull;
+    req.create_mr.length = 0x2000;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.start = 0x1000;
+    req.create_mr.length = 2 * FH_PAGE;
+    req.create_mr.pd_handle = 0;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+    req.create_mr.pd_handle = p.pd;
+    {
+        unsigned maps = fh_outstanding(&d->h);
+        uint64_t *tbl = fh_ptr(&d->h, *(uint64_t *)fh_ptr(
+                                   &d->h, req.create_mr.pdir_dma));
+
+        tbl[1] = FH_RAM_BASE + FH_RAM_SIZE;
+        expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EFAULT);
+        g_assert_cmpuint(fh_outstanding(&d->h), ==, maps);
+        tbl[1] = p.mra.pages[1] + 1;
+        expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EFAULT);
+        g_assert_cmpuint(fh_outstanding(&d->h), ==, maps);
+    }
+    req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+    req.create_mr.nchunks = PVRDMA_MAX_FAST_REG_PAGES + 1;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_MR, EINVAL);
+
+    /* MODIFY_QP */
+    {
+        struct pvrdma_qp_attr a = { 0 };
+        TQp *qa = &p.a;
+
+        a.qp_state = PVRDMA_QPS_RTR;        /* RTS -> RTR not allowed */
+        errs = d->c.guest_errors;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_STATE, &a), ==, EINVAL);
+        a.qp_state = 7;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_STATE, &a), ==, EINVAL);
+        g_assert_cmpuint(modify_qp(d, qa, 1u << 21, &a), ==, EINVAL);
+        a.cur_qp_state = PVRDMA_QPS_INIT;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_CUR_STATE, &a), ==,
+                         EINVAL);
+        a.port_num = 2;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_PORT, &a), ==, EINVAL);
+        a.timeout = 32;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_TIMEOUT, &a), ==, EINVAL);
+        a.max_rd_atomic = 200;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_MAX_QP_RD_ATOMIC, &a), ==,
+                         EINVAL);
+        a.ah_attr.grh.sgid_index = PVRDMA_DEF_GID_TBL_LEN;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_AV, &a), ==, EINVAL);
+        g_assert_cmpuint(d->c.guest_errors, ==, errs + 8);
+        g_assert_cmpuint(query_qp_state(d, qa), ==, PVRDMA_QPS_RTS);
+        /* RESET -> INIT missing attributes, INIT -> RTR missing the AV */
+        a = (struct pvrdma_qp_attr) { .qp_state = PVRDMA_QPS_RESET };
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_STATE, &a), ==, 0);
+        a.qp_state = PVRDMA_QPS_INIT;
+        g_assert_cmpuint(modify_qp(d, qa, PVRDMA_QP_STATE, &a), ==, EINVAL);
+        rc_to_init(d, qa);
+        rc_rtr_attrs(&a, p.b.qpn);
+        g_assert_cmpuint(modify_qp(d, qa, RTR_MASK & ~PVRDMA_QP_AV, &a), ==,
+                         EINVAL);
+        a.dest_qp_num = 0x1000000;
+        g_assert_cmpuint(modify_qp(d, qa, RTR_MASK, &a), ==, EINVAL);
+        g_assert_cmpuint(query_qp_state(d, qa), ==, PVRDMA_QPS_INIT);
+    }
+
+    /* GID table */
+    memset(&req, 0, sizeof(req));
+    req.create_bind.index = PVRDMA_DEF_GID_TBL_LEN;
+    req.create_bind.gid_type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_BIND, EINVAL);
+    req.create_bind.index = 1;
+    req.create_bind.gid_type = 3;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_BIND, EINVAL);
+    memset(&req, 0, sizeof(req));
+    req.destroy_bind.index = 0;             /* holds test_gid, not zeros */
+    expect_err(d, &req, PVRDMA_CMD_DESTROY_BIND, EINVAL);
+    req.destroy_bind.index = 5;             /* empty */
+    expect_err(d, &req, PVRDMA_CMD_DESTROY_BIND, EINVAL);
+    memcpy(req.destroy_bind.dest_gid, test_gid, 16);
+    req.destroy_bind.index = 0;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_BIND, NULL), ==, 0);
+    g_assert_false(pvrdma_gid_is_local(&d->c, test_gid));
+
+    /* user contexts: UAR pfns */
+    memset(&req, 0, sizeof(req));
+    req.create_uc.pfn64 = FH_UAR_BASE / FH_PAGE;        /* driver's page */
+    expect_err(d, &req, PVRDMA_CMD_CREATE_UC, EINVAL);
+    req.create_uc.pfn64 = FH_UAR_BASE / FH_PAGE + PVRDMA_DEF_MAX_UAR;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_UC, EINVAL);
+    req.create_uc.pfn64 = 5;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_UC, EINVAL);
+    req.create_uc.pfn64 = FH_UAR_BASE / FH_PAGE + 3;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_UC, NULL), ==, 0);
+    expect_err(d, &req, PVRDMA_CMD_CREATE_UC, EBUSY);
+
+    /* SRQ */
+    memset(&req, 0, sizeof(req));
+    req.create_srq.pd_handle = p.pd;
+    req.create_srq.attrs.max_wr = 3;
+    req.create_srq.attrs.max_sge = 1;
+    req.create_srq.nchunks = 2;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_SRQ, EINVAL);
+    req.create_srq.attrs.max_wr = 4;
+    req.create_srq.srq_type = 1;
+    expect_err(d, &req, PVRDMA_CMD_CREATE_SRQ, EOPNOTSUPP);
+
+    /* doorbells on unknown objects / pages / offsets */
+    errs = d->c.guest_errors;
+    pvrdma_core_uar_write(&d->c, 0, PVRDMA_UAR_QP_SEND | 999);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET, PVRDMA_UAR_CQ_ARM | 999);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_SRQ_OFFSET, PVRDMA_UAR_SRQ_RECV | 3);
+    pvrdma_core_uar_write(&d->c, 5 * FH_PAGE, PVRDMA_UAR_QP_SEND | p.a.handle);
+    pvrdma_core_uar_write(&d->c, 3 * FH_PAGE, PVRDMA_UAR_QP_SEND | p.a.handle);
+    pvrdma_core_uar_write(&d->c, 12, 0);
+    g_assert_cmpuint(d->c.guest_errors, ==, errs + 6);
+    g_assert_cmpuint(d->c.run.length, ==, 0);
+    /* registers */
+    errs = d->c.guest_errors;
+    pvrdma_core_reg_read(&d->c, 0x100);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_VERSION, 1);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL, 9);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d->c, PVRDMA_REG_ERR), !=, 0);
+    g_assert_cmpuint(d->c.guest_errors, ==, errs + 3);
+    pair_fini(&p);
+}
+
+/* Tear objects down in driver order; each step succeeds, nothing leaks. */
+static void test_destroy(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    union pvrdma_cmd_req req;
+    union pvrdma_cmd_resp rsp;
+    unsigned base_maps;
+
+    pair_setup(&p, 7);
+    memset(&req, 0, sizeof(req));
+    req.destroy_qp.qp_handle = p.a.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_QP, &rsp), ==, 0);
+    req.destroy_qp.qp_handle = p.b.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_QP, &rsp), ==, 0);
+    expect_err(d, &req, PVRDMA_CMD_DESTROY_QP, EINVAL);     /* twice */
+    memset(&req, 0, sizeof(req));
+    req.destroy_mr.mr_handle = p.mra.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_MR, NULL), ==, 0);
+    req.destroy_mr.mr_handle = p.mrb.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_MR, NULL), ==, 0);
+    req.destroy_cq.cq_handle = p.cqa.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_CQ, NULL), ==, 0);
+    req.destroy_cq.cq_handle = p.cqb.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_CQ, NULL), ==, 0);
+    req.destroy_pd.pd_handle = p.pd;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_PD, NULL), ==, 0);
+    /* only the async and CQ-notify rings stay mapped */
+    base_maps = fh_outstanding(&d->h);
+    g_assert_cmpuint(base_maps, ==, 4);
+    /* the freed QP handle is not given out again at once */
+    {
+        uint32_t pd = create_pd(d, 0);
+        TCq cq;
+        TQp q;
+
+        create_cq(d, &cq, 64);
+        create_qp(d, &q, pd, cq.handle, cq.handle, PVRDMA_QPT_RC);
+        g_assert_cmpuint(q.handle, !=, p.a.handle);
+        g_assert_cmpuint(q.handle, !=, p.b.handle);
+        /* a doorbell for the destroyed QP is refused */
+        {
+            uint64_t errs = d->c.guest_errors;
+
+            pvrdma_core_uar_write(&d->c, 0, PVRDMA_UAR_QP_SEND | p.a.handle);
+            g_assert_cmpuint(d->c.guest_errors, ==, errs + 1);
+        }
+    }
+    dev_fini(d);
+}
+
+/* A QP in RTS with queued work destroyed before the run: nothing runs. */
+static void test_destroy_queued(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    union pvrdma_cmd_req req = { 0 };
+    struct pvrdma_sge sa = { MRA_IOVA, 64, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = MRB_IOVA;
+    w.wr.rdma.rkey = p.mrb.rkey;
+    post_send(d, &p.a, &w, &sa, 1);
+    g_assert_cmpuint(d->c.run.length, ==, 1);
+    req.destroy_qp.qp_handle = p.a.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==, 0);
+    g_assert_cmpuint(d->c.run.length, ==, 0);
+    pvrdma_core_run(&d->c);
+    pair_fini(&p);
+}
+
+/* CQ overrun: completion lost, CQ_ERR async event on vector 1. */
+static void test_cq_overrun(void)
+{
+    Dev d;
+    TCq cq;
+    TQp a;
+    uint32_t pd;
+    struct pvrdma_qp_attr at = { 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_eqe *eqe;
+    struct pvrdma_sge sge = { 0 };
+
+    dev_setup(&d, NULL);
+    pd = create_pd(&d, 0);
+    create_cq(&d, &cq, 2);
+    create_qp(&d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC);
+    rc_to_init(&d, &a);
+    for (int i = 0; i < 3; i++) {
+        w.wr_id = i;
+        w.opcode = PVRDMA_WR_SEND;
+        put_send(&d, &a, &w, &sge, 0);
+    }
+    at.qp_state = PVRDMA_QPS_ERR;
+    g_assert_cmpuint(modify_qp(&d, &a, PVRDMA_QP_STATE, &at), ==, 0);
+    run_all(&d);
+    expect_cqe(&d, &cq, 0, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               a.handle);
+    expect_cqe(&d, &cq, 1, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               a.handle);
+    expect_cq_empty(&d, &cq);
+    g_assert_cmpuint(fh_irq_count(&d.h, PVRDMA_INTR_VECTOR_ASYNC), ==, 1);
+    eqe = fh_ptr(&d.h, d.async_pages[1]);
+    g_assert_cmpuint(eqe[0].type, ==, PVRDMA_EVENT_CQ_ERR);
+    g_assert_cmpuint(eqe[0].info, ==, cq.handle);
+    dev_fini(&d);
+}
+
+/* Fast-register MR: register, RDMA WRITE through it, invalidate. */
+static void test_frmr(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sa;
+    uint64_t pl[2];
+    uint32_t h, key;
+    uint8_t data[4000], got[4000];
+    unsigned maps;
+    const uint64_t iova = 0x20000010;
+
+    pair_setup(&p, 7);
+    req.create_mr.pd_handle = p.pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+    req.create_mr.nchunks = 4;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    h = rsp.create_mr_resp.mr_handle;
+    key = h << 8 | 0x42;
+    pl[0] = fh_alloc(&d->h, 1);
+    fh_skip(&d->h, 3);
+    pl[1] = fh_alloc(&d->h, 1);
+    maps = fh_outstanding(&d->h);
+
+    /* before registration the key is refused */
+    fill_pattern(data, sizeof(data), 5);
+    mr_write(d, &p.mra, MRA_IOVA, data, sizeof(data));
+    sa = (struct pvrdma_sge) { MRA_IOVA, sizeof(data), p.mra.lkey };
+
+    w.wr_id = 0xf1;
+    w.opcode = PVRDMA_WR_FAST_REG_MR;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.fast_reg.iova_start = iova;
+    w.wr.fast_reg.pl_pdir_dma = fh_make_pdir(&d->h, pl, 2);
+    w.wr.fast_reg.page_shift = 12;
+    w.wr.fast_reg.page_list_len = 2;
+    w.wr.fast_reg.length = 5000;
+    w.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                                 PVRDMA_ACCESS_REMOTE_WRITE;
+    w.wr.fast_reg.rkey = key;
+    post_send(d, &p.b, &w, NULL, 0);
+    run_all(d);
+    expect_cqe(d, &p.cqb, 0xf1, PVRDMA_WC_SUCCESS, PVRDMA_WC_FAST_REG_MR, 0,
+               p.b.handle);
+    g_assert_cmpuint(fh_outstanding(&d->h), ==, maps + 2);
+
+    /* write 4000 bytes at iova+100: crosses from pl[0] into pl[1] */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = iova + 100;
+    w.wr.rdma.rkey = key;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 4000,
+               p.a.handle);
+    memcpy(got, (uint8_t *)fh_ptr(&d->h, pl[0]) + 0x10 + 100,
+           FH_PAGE - 0x10 - 100);
+    memcpy(got + FH_PAGE - 0x10 - 100, fh_ptr(&d->h, pl[1]),
+           4000 - (FH_PAGE - 0x10 - 100));
+    g_assert_cmpmem(got, 4000, data, 4000);
+
+    /* invalidate, then the same write is a remote access error */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xf2;
+    w.opcode = PVRDMA_WR_LOCAL_INV;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.ex.invalidate_rkey = key;
+    post_send(d, &p.b, &w, NULL, 0);
+    run_all(d);
+    expect_cqe(d, &p.cqb, 0xf2, PVRDMA_WC_SUCCESS, PVRDMA_WC_LOCAL_INV, 0,
+               p.b.handle);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa2;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = iova + 100;
+    w.wr.rdma.rkey = key;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa2, PVRDMA_WC_REM_ACCESS_ERR, PVRDMA_WC_RDMA_WRITE,
+               0, p.a.handle);
+    pair_fini(&p);
+}
+
+/* DMA MR: SGEs are guest physical addresses. */
+static void test_dma_mr(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sa, sb;
+    uint64_t buf;
+    uint8_t data[3000], got[3000];
+    unsigned maps;
+
+    pair_setup(&p, 7);
+    req.create_mr.pd_handle = p.pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_DMA;
+    req.create_mr.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    buf = fh_alloc(&d->h, 2);
+    fill_pattern(data, sizeof(data), 6);
+    memcpy((uint8_t *)fh_ptr(&d->h, buf) + 3000, data, sizeof(data));
+    maps = fh_outstanding(&d->h);
+
+    sb = (struct pvrdma_sge) { MRB_IOVA, 4000, p.mrb.lkey };
+    post_recv(d, &p.b, 0xb1, &sb, 1);
+    sa = (struct pvrdma_sge) { buf + 3000, 3000, rsp.create_mr_resp.lkey };
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000,
+               p.a.handle);
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000,
+               p.b.handle);
+    mr_read(d, &p.mrb, MRB_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    /* mapped on demand, unmapped after use */
+    g_assert_cmpuint(fh_outstanding(&d->h), ==, maps);
+
+    /* a physical range running off the end of RAM */
+    sa.addr = FH_RAM_BASE + FH_RAM_SIZE - 100;
+    sa.length = 200;
+    w.wr_id = 0xa2;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa2, PVRDMA_WC_LOC_PROT_ERR, PVRDMA_WC_SEND, 0,
+               p.a.handle);
+    g_assert_cmpuint(fh_outstanding(&d->h), ==, maps);
+    pair_fini(&p);
+}
+
+/* WQEs posted before RTS wait in the ring and run on the move to RTS. */
+static void test_post_before_rts(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_qp_attr a;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sa;
+    uint8_t data[64], got[64];
+
+    pair_setup(&p, 7);
+    /* take A back to RESET and up to RTR */
+    memset(&a, 0, sizeof(a));
+    a.qp_state = PVRDMA_QPS_RESET;
+    g_assert_cmpuint(modify_qp(d, &p.a, PVRDMA_QP_STATE, &a), ==, 0);
+    memset(qp_rings(d, &p.a), 0, 16);
+    p.a.sq_prod = p.a.rq_prod = 0;
+    rc_to_init(d, &p.a);
+    rc_rtr_attrs(&a, p.b.qpn);
+    g_assert_cmpuint(modify_qp(d, &p.a, RTR_MASK, &a), ==, 0);
+    fill_pattern(data, sizeof(data), 7);
+    mr_write(d, &p.mra, MRA_IOVA, data, sizeof(data));
+    sa = (struct pvrdma_sge) { MRA_IOVA, 64, p.mra.lkey };
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = MRB_IOVA + 64;
+    w.wr.rdma.rkey = p.mrb.rkey;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = PVRDMA_QPS_RTS;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    g_assert_cmpuint(modify_qp(d, &p.a, RTS_MASK, &a), ==, 0);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 64,
+               p.a.handle);
+    mr_read(d, &p.mrb, MRB_IOVA + 64, got, 64);
+    g_assert_cmpmem(got, 64, data, 64);
+    pair_fini(&p);
+}
+
+/* More WQEs than one run's budget: served over several runs, in order. */
+static void test_budget(void)
+{
+    Dev d;
+    TCq cq;
+    TQp a, b;
+    TMr mr;
+    uint32_t pd;
+    union pvrdma_cmd_req req;
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sa;
+    const uint32_t n = 200;
+
+    dev_setup(&d, NULL);
+    pd = create_pd(&d, 0);
+    bind_gid(&d, 0, test_gid);
+    create_cq(&d, &cq, 256);
+    fill_create_qp(&d, &a, &req, pd, cq.handle, cq.handle, PVRDMA_QPT_RC,
+                   256, 1, 1, 1);
+    g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_CREATE_QP, &rsp), ==, 0);
+    a.handle = rsp.create_qp_resp_v2.qp_handle;
+    a.qpn = rsp.create_qp_resp_v2.qpn;
+    create_qp(&d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC);
+    create_mr(&d, &mr, pd, 0x40000, FH_PAGE, MR_ACCESS);
+    rc_to_rts(&d, &a, b.qpn, 7);
+    rc_to_rts(&d, &b, a.qpn, 7);
+    run_all(&d);
+    sa = (struct pvrdma_sge) { 0x40000, 8, mr.lkey };
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.wr.atomic.remote_addr = 0x40000 + 8;
+    w.wr.atomic.rkey = mr.rkey;
+    w.wr.atomic.compare_add = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        w.wr_id = i;
+        w.send_flags = PVRDMA_SEND_SIGNALED;
+        put_send(&d, &a, &w, &sa, 1);
+    }
+    ring_send(&d, &a);
+    pvrdma_core_run(&d.c);
+    g_assert_cmpuint(qp_rings(&d, &a)[0].cons_head, ==, PVRDMA_RUN_BUDGET);
+    g_assert_cmpuint(d.c.run.length, ==, 1);    /* re-queued */
+    run_all(&d);
+    for (uint32_t i = 0; i < n; i++) {
+        expect_cqe(&d, &cq, i, PVRDMA_WC_SUCCESS, PVRDMA_WC_FETCH_ADD, 8,
+                   a.handle);
+    }
+    expect_cq_empty(&d, &cq);
+    g_assert_cmpuint(*(uint64_t *)mr_byte(&d, &mr, 0x40008), ==, n);
+    g_assert_cmpuint(*(uint64_t *)mr_byte(&d, &mr, 0x40000), ==, n - 1);
+    dev_fini(&d);
+}
+
+int main(int argc, char **argv)
+{
+    fh_test_init(&argc, &argv);
+    g_test_add_func("/pvrdma/dev/dsr-caps", test_dsr_caps);
+    g_test_add_func("/pvrdma/dev/activate-refused", test_activate_refused);
+    g_test_add_func("/pvrdma/dev/send", test_send);
+    g_test_add_func("/pvrdma/dev/send-too-long", test_send_too_long);
+    g_test_add_func("/pvrdma/dev/rdma-write", test_rdma_write);
+    g_test_add_func("/pvrdma/dev/rdma-read", test_rdma_read);
+    g_test_add_func("/pvrdma/dev/atomics", test_atomics);
+    g_test_add_func("/pvrdma/dev/bad-rkey-flush", test_bad_rkey_flush);
+    g_test_add_func("/pvrdma/dev/remote-range", test_remote_range);
+    g_test_add_func("/pvrdma/dev/local-prot", test_local_prot);
+    g_test_add_func("/pvrdma/dev/rnr-recover", test_rnr_recover);
+    g_test_add_func("/pvrdma/dev/rnr-timeout", test_rnr_timeout);
+    g_test_add_func("/pvrdma/dev/ud", test_ud);
+    g_test_add_func("/pvrdma/dev/cmd-errors", test_cmd_errors);
+    g_test_add_func("/pvrdma/dev/destroy", test_destroy);
+    g_test_add_func("/pvrdma/dev/destroy-queued", test_destroy_queued);
+    g_test_add_func("/pvrdma/dev/cq-overrun", test_cq_overrun);
+    g_test_add_func("/pvrdma/dev/frmr", test_frmr);
+    g_test_add_func("/pvrdma/dev/dma-mr", test_dma_mr);
+    g_test_add_func("/pvrdma/dev/post-before-rts", test_post_before_rts);
+    g_test_add_func("/pvrdma/dev/budget", test_budget);
+    return g_test_run();
+}
