@@ -153,7 +153,7 @@ uint8_t *pvrdma_map_ptr(const PvrdmaMap *m, uint64_t off, uint64_t len)
 {
     int64_t i = map_find(m, off);
 
-    if (i < 0 || off + len > m->chunk[i].off + m->chunk[i].len) {
+    if (i < 0 || len > m->chunk[i].len - (off - m->chunk[i].off)) {
         return NULL;
     }
     return m->chunk[i].host + (off - m->chunk[i].off);

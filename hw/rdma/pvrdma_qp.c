@@ -764,6 +764,7 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
             } else {
                 trace_pvrdma_rnr_wait(qp->qpn);
                 if (qp->rnr_deadline) {
+                    c->rnr_timer = true;
                     c->ops->kick(c->opaque, qp->rnr_deadline - now);
                 }
                 return;
@@ -806,6 +807,12 @@ void pvrdma_core_run(PvrdmaCore *c)
 
     if (c->running) {
         return;
+    }
+    if (c->rnr_timer) {
+        /* an RNR timer fired: waiting senders retry (and may time out) */
+        c->rnr_timer = false;
+        pvrdma_wake_rnr(c);
+        n = c->run.length;
     }
     c->running = true;
     /* serve the QPs queued now; those re-queued meanwhile wait a turn */
@@ -973,6 +980,9 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     }
 
     trace_pvrdma_qp_state(qp->qpn, cur, next);
+    if (next == PVRDMA_QPS_ERR) {
+        qp->rnr_wait = false;
+    }
     qp->state = next;
     qp->attr.qp_state = next;
     if (next == PVRDMA_QPS_RESET) {

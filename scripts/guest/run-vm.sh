@@ -176,7 +176,7 @@ for i in $(seq 0 $((vms - 1))); do
     else
         netdev="dgram,id=n0,local.type=unix,local.path=$sockdir/vm$i.sock,remote.type=unix,remote.path=$sockdir/vm$((1 - i)).sock"
     fi
-    kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off nokaslr pvrdma.ip=$ip/24"
+    kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24"
     [ -n "$script" ] || kapp="$kapp pvrdma.shell"
     cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios -L /usr/lib/ipxe/qemu
         -nodefaults -machine "$machine" -accel tcg -cpu max -smp 1 -m "$mem"

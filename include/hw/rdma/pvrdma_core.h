@@ -335,6 +335,7 @@ struct PvrdmaCore {
     /* data path */
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
+    bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
 
     /* counters (tests and info) */
     uint64_t guest_errors;

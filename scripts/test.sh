@@ -1,0 +1,93 @@
+#!/bin/bash
+# The project's test command (README, .ci/run): builds what is needed, then
+# runs unit tests, qtests, command-line checks and real-guest tests.
+# Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
+#   scripts/test.sh [unit|qtest|cmdline|guest]...   (default: all)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+pass=0 fail=0 skip=0
+failed=()
+ok()   { pass=$((pass + 1)); echo "ok $1${2:+ ($2)}"; }
+bad()  { fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1${2:+: $2}"; }
+skp()  { skip=$((skip + 1)); echo "skip $1${2:+: $2}"; }
+
+suites=${*:-unit qtest cmdline guest}
+need_qemu=0
+for s in $suites; do [ "$s" != unit ] && need_qemu=1; done
+
+# TAP lines from a log into our counters
+tap_count() { # file prefix
+    while IFS= read -r line; do
+        case $line in
+        "ok "*"# SKIP"*) skp "$2${line#ok }" ;;
+        "ok "*) ok "$2${line#ok [0-9]* }" ;;
+        "not ok "*) bad "$2${line#not ok [0-9]* }" ;;
+        esac
+    done < "$1"
+}
+
+if [ $need_qemu = 1 ]; then
+    t0=$(date +%s)
+    if ! scripts/build.sh > build/build.log 2>&1; then
+        tail -30 build/build.log
+        bad build "scripts/build.sh failed (build/build.log)"
+        echo "$pass passed, $fail failed"
+        exit 1
+    fi
+    echo "# build: $(( $(date +%s) - t0 )) s"
+fi
+
+for s in $suites; do
+    case $s in
+    unit)
+        if make -s -C tests/unit check > build/unit.log 2>&1; then :; fi
+        if ! grep -q '^\(not \)\?ok ' build/unit.log; then
+            cat build/unit.log | tail -20
+            bad unit "unit tests did not run (build/unit.log)"
+        fi
+        tap_count build/unit.log "unit: "
+        ;;
+    qtest)
+        bin=build/qemu/tests/qtest/pvrdma-test
+        export QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64
+        # one process per case, so one failure cannot hide the others
+        for p in $("$bin" -l | grep '^/'); do
+            if timeout 120 "$bin" --tap -p "$p" > build/qtest-case.log 2>&1 &&
+               grep -q '^ok ' build/qtest-case.log; then
+                ok "qtest: $p"
+            else
+                bad "qtest: $p" "$(grep -m1 'ERROR\|not ok\|Bail' build/qtest-case.log)"
+            fi
+        done
+        ;;
+    cmdline)
+        bash tests/cmdline.sh > build/cmdline.log 2>&1
+        tap_count build/cmdline.log "cmdline: "
+        ;;
+    guest)
+        if [ -x tests/guest/run.sh ]; then
+            tests/guest/run.sh > build/guest.log 2>&1
+            while IFS= read -r line; do
+                case $line in
+                "ok "*) ok "guest: ${line#ok }" ;;
+                "FAIL "*) bad "guest: ${line#FAIL }" ;;
+                "skip "*) skp "guest: ${line#skip }" ;;
+                esac
+            done < build/guest.log
+        else
+            skp guest "tests/guest/run.sh not present"
+        fi
+        ;;
+    esac
+done
+
+if [ $fail -gt 0 ]; then
+    echo "# failed: ${failed[*]}"
+fi
+if [ $skip -gt 0 ]; then
+    echo "$pass passed, $fail failed, $skip skipped"
+else
+    echo "$pass passed, $fail failed"
+fi
+[ $fail -eq 0 ]
