@@ -239,8 +239,7 @@ static bool map_dsr_ring(PvrdmaCore *c, PvrdmaRing *r, const char *name,
     uint64_t *pages;
     bool ok;
 
-    if (np < 2 || np > PVRDMA_MAX_RING_PAGES ||
-        !pvrdma_is_pow2((np - 1) * PVRDMA_PAGE_SIZE / elem_size)) {
+    if (np < 2 || np > PVRDMA_MAX_RING_PAGES) {
         PVRDMA_GUEST_ERR(c, "%s ring: bad page count %u", name, np);
         return false;
     }

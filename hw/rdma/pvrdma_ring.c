@@ -20,7 +20,7 @@ bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
 
     memset(r, 0, sizeof(*r));
     r->name = name;
-    if (!pvrdma_is_pow2(nelems) || !pvrdma_is_pow2(elem_size) ||
+    if (!nelems || nelems > (1u << 24) || !pvrdma_is_pow2(elem_size) ||
         elem_size > PVRDMA_PAGE_SIZE || first_page >= npages ||
         state_off + sizeof(struct pvrdma_ring) > PVRDMA_PAGE_SIZE) {
         PVRDMA_GUEST_ERR(c, "%s ring: bad geometry (%u x %u bytes, %u pages)",
@@ -57,6 +57,12 @@ bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
     r->first_page = first_page;
     r->nelems = nelems;
     r->elem_size = elem_size;
+    /* indices cycle through the low run of ones of 2N - 1 */
+    r->period = 1;
+    while ((((nelems << 1) - 1) & r->period) && r->period < (1u << 25)) {
+        r->period <<= 1;
+    }
+    r->slots = r->period / 2;
     r->state = (struct pvrdma_ring *)((uint8_t *)r->page[0] + state_off);
     r->priv = 0;
     return true;
@@ -96,7 +102,7 @@ bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod)
 {
     uint32_t v = pvrdma_atomic_load(&r->state->prod_tail);
 
-    if (!pvrdma_idx_valid(v, r->nelems)) {
+    if (v >= r->period) {
         return false;
     }
     *prod = v;
@@ -107,7 +113,7 @@ bool pvrdma_ring_guest_cons(const PvrdmaRing *r, uint32_t *cons)
 {
     uint32_t v = pvrdma_atomic_load(&r->state->cons_head);
 
-    if (!pvrdma_idx_valid(v, r->nelems)) {
+    if (v >= r->period) {
         return false;
     }
     *cons = v;
@@ -136,7 +142,7 @@ void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index)
         *bad_index = true;
         return NULL;
     }
-    if (pvrdma_idx_used(r->priv, cons, r->nelems) >= r->nelems) {
+    if (((r->priv - cons) & (r->period - 1)) >= r->slots) {
         return NULL;    /* full */
     }
     return pvrdma_ring_elem(r, r->priv);
@@ -144,6 +150,6 @@ void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index)
 
 void pvrdma_ring_prod_push(PvrdmaRing *r)
 {
-    r->priv = pvrdma_idx_next(r->priv, r->nelems);
+    r->priv = (r->priv + 1) & (r->period - 1);
     pvrdma_ring_publish_prod(r);
 }

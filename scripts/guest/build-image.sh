@@ -60,9 +60,9 @@ candidate() { # pkg -> candidate version (or empty)
 USER_PKGS="busybox-static libc6 libgcc-s1
  libibverbs1 ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils libibumad3
  perftest libpci3 libudev1 zlib1g libnl-3-200 libnl-route-3-200
- iproute2 libbpf1 libbsd0 libmd0 libcap2 libdb5.3 libelf1 libmnl0 libselinux1
+ iproute2 libbpf1 libbsd0 libmd0 libcap2 libelf1 libmnl0 libselinux1
  libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2
- libkrb5support0 libkeyutils1 libxtables12"
+ libkrb5support0 libkeyutils1"
 declare -A VER
 resolve() {
     KV=${PVRDMA_GUEST_KERNEL:-}
@@ -293,12 +293,40 @@ printf '127.0.0.1 localhost\n::1 localhost\n' > "$R/etc/hosts"
 echo pvrdma-guest > "$R/etc/hostname"
 install -m 0755 "$here/init" "$R/init"
 
-# shared-library closure: every NEEDED soname must be present in the tree
-sonames=$(find "$R" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
-missing=$(find "$R/usr" -type f \( -perm -u+x -o -name '*.so*' \) -print0 |
-    { xargs -0 readelf -d 2>/dev/null || true; } |
-    sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u | comm -23 - <(echo "$sonames"))
-[ -z "$missing" ] || die "shared libraries missing from the guest tree: $(echo $missing)"
+# iproute2 tools we do not use (they pull in libdb, libxtables, ...)
+rm -f "$R"/usr/sbin/{tc,bridge,devlink,dcb,tipc,vdpa,rtacct,rtmon,arpd,genl} \
+      "$R"/usr/bin/{lnstat,nstat,ctstat,rtstat,routel}
+
+# shared libraries: keep what the programs (and the dlopen()ed verbs
+# providers, libgcc_s for pthread_cancel) need, drop the rest; fail if a
+# NEEDED soname is missing
+LIBDIR=$R/usr/lib/x86_64-linux-gnu
+needed() { { readelf -d "$@" 2>/dev/null || true; } | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+declare -A KEEP
+todo=$(needed $(find "$R/usr/bin" "$R/usr/sbin" "$LIBDIR/libibverbs" -type f) | sort -u)
+todo="$todo libgcc_s.so.1 ld-linux-x86-64.so.2"
+missing=
+while [ -n "$todo" ]; do
+    next=
+    for so in $todo; do
+        [ -z "${KEEP[$so]:-}" ] || continue
+        if [ ! -e "$LIBDIR/$so" ]; then missing="$missing $so"; KEEP[$so]=missing; continue; fi
+        KEEP[$so]=1
+        next="$next $(needed "$(readlink -f "$LIBDIR/$so")")"
+    done
+    todo=$next
+done
+[ -z "$missing" ] || die "shared libraries missing from the guest tree:$missing"
+for f in "$LIBDIR"/*.so*; do
+    [ -L "$f" ] && continue
+    keep=0
+    for so in "${!KEEP[@]}"; do
+        [ "$(readlink -f "$LIBDIR/$so")" != "$f" ] || { keep=1; break; }
+    done
+    [ $keep = 1 ] || rm -f "$f"
+done
+find "$LIBDIR" -maxdepth 1 -xtype l -delete   # dangling dev/soname links
+rm -rf "$LIBDIR/rsocket"
 
 # kernel modules: closure of what the tests need, via depmod on the package
 KM=$K/lib/modules/$KV
@@ -337,7 +365,9 @@ for n in "${!HAVE[@]}"; do
 done
 cp "$KM"/modules.builtin "$KM"/modules.builtin.modinfo "$KM"/modules.order "$RM/"
 mkdir -p "$RM/extra"
-cp "$M/vmw_pvrdma.ko" "$RM/extra/vmw_pvrdma.ko"
+# stripped like Debian's own modules (the unstripped one stays in $M for
+# decoding oopses: gdb $M/vmw_pvrdma.ko)
+strip --strip-debug -o "$RM/extra/vmw_pvrdma.ko" "$M/vmw_pvrdma.ko"
 depmod -b "$R" "$KV" || die "depmod on the guest tree failed"
 grep -q '^extra/vmw_pvrdma.ko:.*ib_uverbs' "$RM/modules.dep" || die "vmw_pvrdma not in guest modules.dep"
 

@@ -179,7 +179,7 @@ for i in $(seq 0 $((vms - 1))); do
     kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24"
     [ -n "$script" ] || kapp="$kapp pvrdma.shell"
     cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios -L /usr/lib/ipxe/qemu
-        -nodefaults -machine "$machine" -accel tcg -cpu max -smp 1 -m "$mem"
+        -nodefaults -machine "$machine" -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem"
         -display none -no-reboot -name "pvrdma-guest-vm$i"
         -kernel "$G/vmlinuz" -initrd "$d/initrd.img"
         -append "$kapp $append"

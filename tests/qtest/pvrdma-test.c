@@ -418,7 +418,7 @@ static void test_activate_errors(void)
     qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
     g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
     /* a ring page directory pointing outside RAM */
-    dsr.async_ring_pages.num_pages = 2;
+    dsr.async_ring_pages.num_pages = 4;
     dsr.async_ring_pages.pdir_dma = 0xfffffffffffff000ull;
     qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
     g_assert_cmpuint(qpvrdma_activate(d), !=, 0);

@@ -122,11 +122,41 @@ static void test_ring_init_refused(void)
     for (int i = 0; i < 8; i++) {
         pages[i] = p + i * FH_PAGE;
     }
-    /* counts and sizes that are not powers of two */
-    ring_refused(&f, pages, 2, 1, 0, 3, 64);
+    /* zero counts, sizes that are not powers of two */
     ring_refused(&f, pages, 2, 1, 0, 0, 64);
     ring_refused(&f, pages, 2, 1, 0, 64, 48);
     ring_refused(&f, pages, 2, 1, 0, 64, 0);
+    /*
+     * The Linux driver sizes its async ring as (4 - 1) * 4096 / 8 = 1536
+     * entries; its macros then cycle indices through [0, 1024) over 512
+     * distinct slots.  The device must accept and follow that.
+     */
+    {
+        PvrdmaRing r;
+
+        g_assert_true(pvrdma_ring_init(&f.c, &r, "async", pages, 4, 1, 8,
+                                       1536, 8));
+        g_assert_cmpuint(r.period, ==, 1024);
+        g_assert_cmpuint(r.slots, ==, 512);
+        for (uint32_t i = 0; i < 1024; i++) {
+            uint8_t *e = pvrdma_ring_elem(&r, i);
+            bool inside = false;
+
+            for (int pg = 1; pg < 4; pg++) {
+                inside |= e >= (uint8_t *)r.page[pg] &&
+                          e < (uint8_t *)r.page[pg] + 4096;
+            }
+            g_assert_true(inside);
+            g_assert_true(e == pvrdma_ring_elem(&r, i & 511));
+        }
+        pvrdma_ring_free(&f.c, &r);
+        g_assert_true(pvrdma_ring_init(&f.c, &r, "cqn", pages, 4, 1, 8,
+                                       3072, 4));
+        g_assert_cmpuint(r.period, ==, 2048);
+        g_assert_cmpuint(r.slots, ==, 1024);
+        pvrdma_ring_free(&f.c, &r);
+        g_assert_cmpuint(fh_outstanding(&f.h), ==, 0);
+    }
     /* element larger than a page */
     ring_refused(&f, pages, 4, 1, 0, 1, 8192);
     /* first page beyond the pages */

@@ -157,10 +157,21 @@ typedef struct PvrdmaRing {
     void **page;            /* host pointer per ring page */
     uint32_t npages;
     uint32_t first_page;
-    uint32_t nelems;        /* power of two */
+    uint32_t nelems;        /* as the driver computes it (see below) */
     uint32_t elem_size;     /* power of two, <= page size */
     struct pvrdma_ring *state;
     uint32_t priv;
+    /*
+     * The driver's index macros (pvrdma_ring.h) with N = nelems: next is
+     * (i + 1) & (2N - 1), slot is i & (N - 1).  For N a power of two that
+     * is a ring of N slots with indices in [0, 2N).  The driver also sizes
+     * the async and CQ-notification rings as (pages - 1) * 4096 / size,
+     * which is not a power of two (1536, 3072): then indices cycle through
+     * [0, period) and only period / 2 slots are distinct.  The device
+     * follows the same arithmetic and never holds more than 'slots'.
+     */
+    uint32_t period;
+    uint32_t slots;
 } PvrdmaRing;
 
 /* The one accessor for ring elements: idx is reduced modulo nelems. */

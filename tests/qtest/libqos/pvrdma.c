@@ -129,20 +129,21 @@ void qpvrdma_setup_dsr(QPvrdma *d, uint32_t driver_version)
     d->dsr = qpvrdma_alloc(d, sizeof(dsr));
     d->cmd = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
     d->resp = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
-    for (int i = 0; i < 2; i++) {
+    /* 4 pages each, as the Linux driver (PVRDMA_NUM_RING_PAGES) */
+    for (int i = 0; i < 4; i++) {
         d->async_pages[i] = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
         d->cq_pages[i] = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
     }
-    d->async_pdir = qpvrdma_pdir(d, d->async_pages, 2);
-    d->cq_pdir = qpvrdma_pdir(d, d->cq_pages, 2);
+    d->async_pdir = qpvrdma_pdir(d, d->async_pages, 4);
+    d->cq_pdir = qpvrdma_pdir(d, d->cq_pages, 4);
 
     dsr.driver_version = driver_version;
     dsr.gos_info.bits_type_ver_misc = 2 | 1 << 2 | 1 << 6;
     dsr.cmd_slot_dma = d->cmd;
     dsr.resp_slot_dma = d->resp;
-    dsr.async_ring_pages.num_pages = 2;
+    dsr.async_ring_pages.num_pages = 4;
     dsr.async_ring_pages.pdir_dma = d->async_pdir;
-    dsr.cq_ring_pages.num_pages = 2;
+    dsr.cq_ring_pages.num_pages = 4;
     dsr.cq_ring_pages.pdir_dma = d->cq_pdir;
     if (driver_version >= PVRDMA_PPN64_VERSION) {
         dsr.uar_pfn64 = uar >> 12;

@@ -21,7 +21,7 @@ typedef struct QPvrdma {
     QPCIBar regs, uar;
     uint64_t dsr, cmd, resp;
     uint64_t async_pdir, cq_pdir;
-    uint64_t async_pages[2], cq_pages[2];
+    uint64_t async_pages[4], cq_pages[4];
     uint64_t msix_addr;         /* vector v writes its number here + 4*v */
 } QPvrdma;
 
