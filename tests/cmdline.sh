@@ -43,6 +43,8 @@ t max-sge-huge 1 'max-sge must be between 1 and 32' \
     $nic -device pvrdma,addr=4.1,max-sge=1000
 t gid-table-len-zero 1 'gid-table-len must be between 1 and 256' \
     $nic -device pvrdma,addr=4.1,gid-table-len=0
+t roce-version-3 1 'roce-version must be 1 or 2' \
+    $nic -device pvrdma,addr=4.1,roce-version=3
 t not-a-number 1 "Parameter 'max-cq' expects" \
     $nic -device pvrdma,addr=4.1,max-cq=lots
 t unknown-property 1 "can't apply global|Property 'pvrdma.no-such' not found|not found" \

@@ -337,6 +337,7 @@ static const Property pvrdma_props[] = {
                        PVRDMA_DEF_GID_TBL_LEN),
     DEFINE_PROP_UINT32("max-rd-atomic", PvrdmaState, lim.max_qp_rd_atom,
                        PVRDMA_DEF_MAX_RD_ATOM),
+    DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
 };
 
 static const VMStateDescription vmstate_pvrdma = {

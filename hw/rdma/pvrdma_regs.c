@@ -28,6 +28,7 @@ void pvrdma_limits_default(PvrdmaLimits *l)
         .gid_tbl_len = PVRDMA_DEF_GID_TBL_LEN,
         .max_qp_rd_atom = PVRDMA_DEF_MAX_RD_ATOM,
         .max_mr_size = PVRDMA_DEF_MAX_MR_SIZE,
+        .roce_version = 2,
     };
 }
 
@@ -73,6 +74,9 @@ const char *pvrdma_limits_check(const PvrdmaLimits *l)
     if (l->max_mr_size < PVRDMA_PAGE_SIZE ||
         l->max_mr_size > (uint64_t)PVRDMA_PAGE_DIR_MAX_PAGES * PVRDMA_PAGE_SIZE) {
         return "max-mr-size must be between 4 KiB and 1 GiB";
+    }
+    if (l->roce_version != 1 && l->roce_version != 2) {
+        return "roce-version must be 1 or 2";
     }
     if (l->max_qp_rd_atom < 1 || l->max_qp_rd_atom > 255) {
         return "max-rd-atomic must be between 1 and 255";
@@ -216,8 +220,9 @@ static void dsr_publish_caps(PvrdmaCore *c)
     caps.bmme_flags = PVRDMA_BMME_FLAG_LOCAL_INV |
                       PVRDMA_BMME_FLAG_REMOTE_INV |
                       PVRDMA_BMME_FLAG_FAST_REG_WR;
-    /* ROCE_V2 makes the Linux driver register both v1 and v2 GIDs */
-    caps.gid_types = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
+    /* the Linux driver registers GIDs of exactly this one type */
+    caps.gid_types = l->roce_version == 1 ? PVRDMA_GID_TYPE_FLAG_ROCE_V1 :
+                                            PVRDMA_GID_TYPE_FLAG_ROCE_V2;
     caps.max_fast_reg_page_list_len = PVRDMA_MAX_FAST_REG_PAGES;
 
     if (!c->ops->dma_write(c->opaque, c->dsr_gpa +

@@ -121,9 +121,11 @@ fi
 KPKGS="linux-image-$KV linux-headers-$KV linux-headers-${KV%-amd64}-common"
 
 # ---------------------------------------------------------------------------
-# 2. Cache key
+# 2. Cache key (under a lock: several harnesses may start at once)
 # ---------------------------------------------------------------------------
 mkdir -p "$G"
+exec 9> "$G/.lock"
+flock 9
 key=$( {
     cat "$0" "$here/init"
     echo "KV=$KV"
@@ -334,7 +336,9 @@ if [ ! -f "$KM/modules.dep" ] || [ "$KM/modules.dep" -ot "$K/.done" ]; then
     depmod -b "$K" "$KV" || die "depmod on the kernel package failed"
 fi
 WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_cm
- ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs"
+ ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs crc32_generic crc32_pclmul"
+# (rdma_rxe needs the "crc32" shash: CONFIG_CRYPTO_CRC32=m, loaded on demand
+# through modules.alias; it is not a symbol dependency)
 declare -A DEP
 while IFS=: read -r m deps; do
     n=$(basename "$m" .ko); DEP[${n//-/_}]="$m:$deps"
@@ -393,6 +397,7 @@ find "$R" -exec touch -h -d @0 {} +
 (cd "$R" && find . -mindepth 1 | LC_ALL=C sort |
     cpio --quiet -o -H newc -R 0:0 --reproducible) | gzip -n -1 > "$G/initrd.img.tmp"
 mv "$G/initrd.img.tmp" "$G/initrd.img"
-cp "$K/boot/vmlinuz-$KV" "$G/vmlinuz"
+cp "$K/boot/vmlinuz-$KV" "$G/vmlinuz.tmp"
+mv "$G/vmlinuz.tmp" "$G/vmlinuz"
 echo "$key" > "$G/image.key"
 say "done in $(elapsed)s: $G/vmlinuz, $G/initrd.img ($(du -k "$G/initrd.img" | cut -f1) KiB), manifest.txt"

@@ -35,11 +35,10 @@ ipv4_gid() {
 # ("RoCE v2" by default, or "IB/RoCE v1") on port 1; prints nothing and
 # returns 1 when absent.
 gid_index() {
-    _dev=$1 _gid=$(ipv4_gid "$2") _type=${3:-RoCE v2}
-    _p=/sys/class/infiniband/$_dev/ports/1
-    for _f in "$_p"/gids/*; do
+    _p=/sys/class/infiniband/$1/ports/1 _type=${3:-RoCE v2}
+    # one grep over the whole table: forking per entry is slow under TCG
+    for _f in $(grep -l -s -x "$(ipv4_gid "$2")" "$_p"/gids/*); do
         _n=${_f##*/}
-        [ "$(cat "$_f" 2>/dev/null)" = "$_gid" ] || continue
         [ "$(cat "$_p/gid_attrs/types/$_n" 2>/dev/null)" = "$_type" ] || continue
         echo "$_n"
         return 0
@@ -60,9 +59,9 @@ wait_gid() {
 # dump_gids DEV: the non-zero GID table with types and netdevs (for logs)
 dump_gids() {
     _p=/sys/class/infiniband/$1/ports/1
-    for _f in "$_p"/gids/*; do
-        _n=${_f##*/} _g=$(cat "$_f" 2>/dev/null)
-        case $_g in ""|0000:0000:0000:0000:0000:0000:0000:0000) continue ;; esac
+    grep -s -H . "$_p"/gids/* | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' |
+    while IFS= read -r _l; do
+        _f=${_l%%:*} _g=${_l#*:} _n=${_f##*/}
         echo "  gid[$_n] $_g $(cat "$_p/gid_attrs/types/$_n" 2>/dev/null) $(cat "$_p/gid_attrs/ndevs/$_n" 2>/dev/null)"
     done
 }
@@ -121,8 +120,8 @@ barrier() {
         _i=0
         until echo "$1" | nc -w 2 "$PVRDMA_PEER_IP" "$_port" >/dev/null 2>&1; do
             _i=$((_i + 1))
-            [ $_i -lt "${2:-60}" ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
-            sleep 1
+            [ $_i -lt $((${2:-60} * 4)) ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
+            sleep 0.25
         done
     fi
     log "barrier $1 passed"

@@ -387,6 +387,12 @@ static void test_activate(void)
     g_assert_cmpuint(caps.max_fast_reg_page_list_len, ==, 128);
     g_assert(memcmp(&caps.node_guid, guid, 8) == 0);
     g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    qpvrdma_stop(d);
+    d = qpvrdma_start("%s", ",roce-version=1");
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    qpvrdma_read_caps(d, &caps);
+    g_assert_cmpuint(caps.gid_types, ==, PVRDMA_GID_TYPE_FLAG_ROCE_V1);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
     /* a second activation is harmless */
     g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
     /* the DSR cannot move while active */

@@ -61,6 +61,11 @@ typedef struct PvrdmaLimits {
     uint32_t gid_tbl_len;
     uint32_t max_qp_rd_atom;
     uint64_t max_mr_size;
+    /*
+     * RoCE version of the GIDs (1 or 2).  The Linux driver accepts exactly
+     * one GID type and registers only GIDs of that type.
+     */
+    uint8_t roce_version;
 } PvrdmaLimits;
 
 /* Defaults and hard bounds (validated at realize). */
