@@ -67,7 +67,10 @@ for s in $suites; do
         ;;
     guest)
         if [ -x tests/guest/run.sh ]; then
-            tests/guest/run.sh > build/guest.log 2>&1
+            # two-VM tests (20-*) belong to the co-resident transport (not yet)
+            scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
+                bad guest-image "scripts/guest/build-image.sh failed"
+            tests/guest/run.sh --require-pvrdma "0*" "1*" > build/guest.log 2>&1
             while IFS= read -r line; do
                 case $line in
                 "ok "*) ok "guest: ${line#ok }" ;;
