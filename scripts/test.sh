@@ -70,7 +70,7 @@ for s in $suites; do
             # two-VM tests (20-*) belong to the co-resident transport (not yet)
             scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
                 bad guest-image "scripts/guest/build-image.sh failed"
-            tests/guest/run.sh --require-pvrdma "0*" "1*" > build/guest.log 2>&1
+            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" > build/guest.log 2>&1
             while IFS= read -r line; do
                 case $line in
                 "ok "*) ok "guest: ${line#ok }" ;;

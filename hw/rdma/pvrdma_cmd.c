@@ -191,7 +191,7 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                          union pvrdma_cmd_resp *rsp)
 {
     const struct pvrdma_cmd_create_mr *m = &req->create_mr;
-    uint32_t access = m->access_flags;
+    uint32_t access = m->access_flags & ~PVRDMA_ACCESS_OPTIONAL;
     PvrdmaMR *mr;
     uint64_t *pages = NULL;
     uint32_t h;

@@ -181,8 +181,8 @@ hdr_installed() {
 if ! hdr_installed; then
     say "installing linux-headers-$KV=$KVER with apt"
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        "linux-headers-$KV=$KVER" "linux-headers-${KV%-amd64}-common=$KVER" >/dev/null ||
-        die "apt-get install linux-headers-$KV failed"
+        "linux-headers-$KV=$KVER" "linux-headers-${KV%-amd64}-common=$KVER" > "$G/apt-headers.log" 2>&1 ||
+        { tail -n 20 "$G/apt-headers.log" >&2; die "apt-get install linux-headers-$KV failed (log: $G/apt-headers.log)"; }
     hdr_installed || die "linux-headers-$KV=$KVER still not installed"
 fi
 
@@ -197,7 +197,6 @@ if [ "$(cat "$K/.done" 2>/dev/null)" != "$KVER" ]; then
     [ -f "$K/boot/vmlinuz-$KV" ] || die "no boot/vmlinuz-$KV in linux-image-$KV"
     echo "$KVER" > "$K/.done"
 fi
-KCONFIG=$K/boot/config-$KV
 
 # ---------------------------------------------------------------------------
 # 6. vmw_pvrdma.ko from linux-source-6.1 (unmodified), against the headers
@@ -229,12 +228,16 @@ cmp -s "$S/include/uapi/rdma/vmw_pvrdma-abi.h" \
     say "WARNING: include/uapi/rdma/vmw_pvrdma-abi.h differs between source and headers"
 
 M=$G/pvrdma-mod/$KV-$SRCVER
-if [ ! -f "$M/vmw_pvrdma.ko" ]; then
+if [ ! -f "$M/vmw_pvrdma.ko" ] || [ "$(cat "$M/.flags" 2>/dev/null)" != prefix-map ]; then
     say "building vmw_pvrdma.ko against $HDR"
     rm -rf "$M"; mkdir -p "$M"
     cp -r "$S/drivers/infiniband/hw/vmw_pvrdma/." "$M/"
-    make -s -C "$HDR" M="$M" CONFIG_INFINIBAND_VMWARE_PVRDMA=m -j"$(nproc)" modules \
+    # -ffile-prefix-map: __FILE__ strings and the build-id do not depend on
+    # where build/ lives (reproducible module)
+    make -s -C "$HDR" M="$M" CONFIG_INFINIBAND_VMWARE_PVRDMA=m -j"$(nproc)" \
+        KCFLAGS="-ffile-prefix-map=$M/=drivers/infiniband/hw/vmw_pvrdma/" modules \
         > "$M/build.log" 2>&1 || { tail -n 30 "$M/build.log" >&2; die "vmw_pvrdma build failed (log: $M/build.log)"; }
+    echo prefix-map > "$M/.flags"
 fi
 vm_mod=$(modinfo -F vermagic "$M/vmw_pvrdma.ko")
 vm_ker=$(modinfo -F vermagic "$K/lib/modules/$KV/kernel/drivers/infiniband/core/ib_core.ko")
@@ -305,6 +308,7 @@ rm -f "$R"/usr/sbin/{tc,bridge,devlink,dcb,tipc,vdpa,rtacct,rtmon,arpd,genl} \
 LIBDIR=$R/usr/lib/x86_64-linux-gnu
 needed() { { readelf -d "$@" 2>/dev/null || true; } | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 declare -A KEEP
+# shellcheck disable=SC2046
 todo=$(needed $(find "$R/usr/bin" "$R/usr/sbin" "$LIBDIR/libibverbs" -type f) | sort -u)
 todo="$todo libgcc_s.so.1 ld-linux-x86-64.so.2"
 missing=
@@ -319,13 +323,10 @@ while [ -n "$todo" ]; do
     todo=$next
 done
 [ -z "$missing" ] || die "shared libraries missing from the guest tree:$missing"
+keepfiles=$(for so in "${!KEEP[@]}"; do readlink -f "$LIBDIR/$so"; done | sort -u)
 for f in "$LIBDIR"/*.so*; do
     [ -L "$f" ] && continue
-    keep=0
-    for so in "${!KEEP[@]}"; do
-        [ "$(readlink -f "$LIBDIR/$so")" != "$f" ] || { keep=1; break; }
-    done
-    [ $keep = 1 ] || rm -f "$f"
+    grep -qxF "$f" <<< "$keepfiles" || rm -f "$f"
 done
 find "$LIBDIR" -maxdepth 1 -xtype l -delete   # dangling dev/soname links
 rm -rf "$LIBDIR/rsocket"
@@ -341,7 +342,7 @@ WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_
 # through modules.alias; it is not a symbol dependency)
 declare -A DEP
 while IFS=: read -r m deps; do
-    n=$(basename "$m" .ko); DEP[${n//-/_}]="$m:$deps"
+    n=${m##*/}; n=${n%.ko}; DEP[${n//-/_}]="$m:$deps"
 done < "$KM/modules.dep"
 declare -A HAVE
 add_mod() {
@@ -355,7 +356,7 @@ add_mod() {
     fi
     m=${e%%:*}; deps=${e#*:}
     HAVE[$n]=$m
-    for d in $deps; do add_mod "$(basename "$d" .ko)"; done
+    for d in $deps; do d=${d##*/}; add_mod "${d%.ko}"; done
 }
 for n in $WANT; do add_mod "$n"; done
 RM=$R/usr/lib/modules/$KV

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Helpers for guest test scripts (busybox ash).  run-vm.sh puts this file in
 # every guest as /usr/lib/pvrdma/guest-lib.sh; tests start with
 #     . /usr/lib/pvrdma/guest-lib.sh
@@ -10,7 +11,6 @@
 
 PVRDMA_NETIF=${PVRDMA_NETIF:-eth0}
 PVRDMA_DEV=${PVRDMA_DEV:-vmw_pvrdma0}
-T0=$(cut -d' ' -f1 /proc/uptime)
 
 log() { echo "[$PVRDMA_VM $(cut -d' ' -f1 /proc/uptime)] $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -80,7 +80,8 @@ wait_port() {
 # pair NAME SECS "SERVER CMD" "CLIENT CMD": run a server in the background,
 # wait for its TCP port (PAIR_PORT, default 18515), run the client, wait for
 # the server; both limited to SECS seconds.  Output goes to /tmp/NAME.{srv,cli}
-# and is printed on failure.  Returns 0 only if both succeed.
+# and is printed on failure.  Returns 0 only if both succeed; the first
+# failure's first error line is kept in PAIR_ERR.
 pair() {
     _name=$1 _secs=$2 _srv=$3 _cli=$4
     log "pair $_name: server: $_srv"
@@ -103,6 +104,10 @@ pair() {
         echo "--- $_name server output (rc $_src) ---"; cat "/tmp/$_name.srv"
         echo "--- $_name client output (rc $_crc) ---"; cat "/tmp/$_name.cli"
         log "pair $_name: FAILED (server rc $_src, client rc $_crc; 124/143 = timeout)"
+        # first error line, for the one-line failure reason (PAIR_ERR)
+        _e=$(cat "/tmp/$_name.cli" "/tmp/$_name.srv" | grep -m1 -iE "fail|error|couldn|exceeded|unable|invalid") ||
+            _e="server rc $_src, client rc $_crc"
+        PAIR_ERR=${PAIR_ERR:-"$_name: $_e"}
         return 1
     fi
     log "pair $_name: ok: $(grep -E 'bytes in|iters in|usec/iter' "/tmp/$_name.cli" | tail -n 1)"

@@ -35,6 +35,10 @@
 #   QEMU                 default build/qemu/qemu-system-x86_64
 #   PVRDMA_DEVICE_ARGS   the -device string (default "pvrdma,addr=4.1")
 #   PVRDMA_QEMU_ARGS     extra QEMU arguments for every VM (word-split)
+#   PVRDMA_GUEST_CPU     -cpu model (default qemu64: boots faster than max)
+#   PVRDMA_GUEST_LOGLEVEL kernel console loglevel (default 4: warnings+)
+#   PVRDMA_PEER_GRACE    two VMs: once one fails, stop the other after this
+#                        many seconds (default 10) instead of its timeout
 #
 # Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, samples.txt
 # ("TAG VmRSS-KiB VmHWM-KiB secs" for each PVRDMA-SAMPLE marker the guest
@@ -49,7 +53,7 @@ top=$(cd "$here/../.." && pwd)
 G=${PVRDMA_GUEST_DIR:-$top/build/guest}
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 
-vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out= pvrdma=${PVRDMA_DEVICE:-auto}
+vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35}
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1
 files=() envs=() scripts=()
@@ -135,6 +139,7 @@ now() { date +%s.%N; }
 secs_since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # --- per-VM setup -------------------------------------------------------------
+# shellcheck disable=SC2034  # filled through eval below
 declare -a qcmd_0 qcmd_1
 for i in $(seq 0 $((vms - 1))); do
     d=$out/vm$i
@@ -209,12 +214,13 @@ declare -a start state rc boot lastsample
 for i in $(seq 0 $((vms - 1))); do
     d=$out/vm$i
     : > "$d/console.log"; : > "$d/samples.txt"
-    eval "cmd=(\"\${qcmd_$i[@]}\")"
+    eval "cmd=(\"\${qcmd_${i}[@]}\")"
     "${cmd[@]}" < /dev/null > "$d/qemu.stderr" 2>&1 &
     pids[$i]=$!
     start[$i]=$(now); state[$i]=running; rc[$i]=; boot[$i]=; lastsample[$i]=0
     if [ "$verbose" = 1 ]; then
-        tail -n +1 -F "$d/console.log" 2>/dev/null | sed -u "s/\r\$//; s/^/[vm$i] /" >&2 &
+        # --pid: tail ends with QEMU (killing sed alone would leave it behind)
+        tail -n +1 -F --pid="${pids[$i]}" "$d/console.log" 2>/dev/null | sed -u "s/\r\$//; s/^/[vm$i] /" >&2 &
         tails+=($!)
     fi
 done
@@ -227,15 +233,38 @@ for i in $(seq 0 $((vms - 1))); do
 done
 
 tail_console() { # vm-index lines
-    tr -d '\r' < "$out/vm$1/console.log" | grep -av '^\s*$' | tail -n "$2" | sed 's/^/    /'
+    { tr -d '\r' < "$out/vm$1/console.log" | grep -av '^\s*$' || true; } | tail -n "$2" | sed 's/^/    /'
 }
 
 # --- wait -------------------------------------------------------------------------
+# states: running -> exiting (reported, waiting for poweroff) -> done;
+# or died / timeout / aborted (killed because the other VM already failed)
+grace=${PVRDMA_PEER_GRACE:-10}
+failed_at=
+stop_vm() { # index: TERM, then KILL
+    local p=${pids[$1]}
+    kill "$p" 2>/dev/null || true
+    for _ in $(seq 1 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+}
+older_than() { awk -v a="$1" -v b="$(now)" -v t="$2" 'BEGIN{print (b-a > t) ? 1 : 0}'; }
+declare -a endt exit_deadline
 while :; do
-    running=0
+    active=0
     for i in $(seq 0 $((vms - 1))); do
-        [ "${state[$i]}" = running ] || continue
-        d=$out/vm$i log=$d/console.log pid=${pids[$i]}
+        d=$out/vm$i log=$out/vm$i/console.log pid=${pids[$i]}
+        case ${state[$i]} in
+            exiting)
+                if ! kill -0 "$pid" 2>/dev/null || [ "$(older_than "${exit_deadline[$i]}" 0)" = 1 ]; then
+                    stop_vm "$i"; state[$i]='done'
+                else
+                    active=$((active + 1))
+                fi
+                continue ;;
+            running) ;;
+            *) continue ;;
+        esac
         # RSS samples requested by the guest
         n=$(grep -ac '^PVRDMA-SAMPLE ' "$log" || true)
         if [ "$n" -gt "${lastsample[$i]}" ]; then
@@ -252,45 +281,59 @@ while :; do
         if grep -aq '^PVRDMA-GUEST-EXIT=' "$log"; then
             rc[$i]=$(grep -a '^PVRDMA-GUEST-EXIT=' "$log" | head -n1 | tr -d '\r' | sed 's/.*=//')
             echo "exit $(rss "$pid") $(secs_since "${start[$i]}")" >> "$d/samples.txt"
-            # the guest powers off by itself; give it a few seconds
-            for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            if kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null || true; fi
-            wait "$pid" 2>/dev/null || true
-            state[$i]=done
+            endt[$i]=$(secs_since "${start[$i]}")
+            # the guest powers off by itself; give it 5 s
+            state[$i]=exiting exit_deadline[$i]=$(awk -v t="$(now)" 'BEGIN{printf "%.3f", t + 5}')
+            [ "${rc[$i]}" = 0 ] || [ -n "$failed_at" ] || failed_at=$(now)
+            active=$((active + 1))
             continue
         fi
         if ! kill -0 "$pid" 2>/dev/null; then
             qrc=0; wait "$pid" 2>/dev/null || qrc=$?
-            state[$i]=died rc[$i]=125
+            state[$i]=died rc[$i]=125 endt[$i]=$(secs_since "${start[$i]}")
+            [ -n "$failed_at" ] || failed_at=$(now)
             {
                 echo "run-vm: vm$i: QEMU exited (status $qrc) before the guest reported an exit status"
-                echo "  (kernel panic/oops, QEMU error, or the guest powered off early); last console lines:"
+                echo "  (kernel panic/oops, QEMU error, or the guest powered off early)"
+                t=$(tr -d '\r' < "$log" | grep -a -m1 -E 'Kernel panic|BUG:|Oops|general protection fault|WARNING:' || true)
+                [ -z "$t" ] || echo "  first sign of trouble: $t"
+                echo "  last console lines:"
                 tail_console "$i" 25
                 if [ -s "$d/qemu.stderr" ]; then echo "  QEMU stderr:"; sed 's/^/    /' "$d/qemu.stderr" | tail -n 15; fi
             } >&2
             continue
         fi
-        if [ "$(awk -v a="${start[$i]}" -v b="$(now)" -v t="$timeout" 'BEGIN{print (b-a > t)}')" = 1 ]; then
-            kill "$pid" 2>/dev/null || true
-            for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -9 "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-            state[$i]=timeout rc[$i]=124
+        if [ "$(older_than "${start[$i]}" "$timeout")" = 1 ]; then
+            stop_vm "$i"
+            state[$i]=timeout rc[$i]=124 endt[$i]=$(secs_since "${start[$i]}")
+            [ -n "$failed_at" ] || failed_at=$(now)
             {
                 echo "run-vm: vm$i: guest timed out after $timeout s; last console lines:"
                 tail_console "$i" 25
             } >&2
             continue
         fi
-        running=$((running + 1))
+        # the other VM failed: this one would only wait for it until its timeout
+        if [ -n "$failed_at" ] && [ "$(older_than "$failed_at" "$grace")" = 1 ]; then
+            stop_vm "$i"
+            state[$i]=aborted rc[$i]=125 endt[$i]=$(secs_since "${start[$i]}")
+            {
+                echo "run-vm: vm$i: stopped $grace s after the other VM failed; last console lines:"
+                tail_console "$i" 10
+            } >&2
+            continue
+        fi
+        active=$((active + 1))
     done
-    [ "$running" -gt 0 ] || break
+    [ "$active" -gt 0 ] || break
     sleep 0.1
 done
 for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
 tails=()
 
 # --- result -------------------------------------------------------------------------
+# the first real failure wins (a timeout is 124); "aborted" VMs only count if
+# nothing else failed
 final=0
 for i in $(seq 0 $((vms - 1))); do
     echo "${rc[$i]}" > "$out/vm$i/rc"
@@ -298,12 +341,17 @@ for i in $(seq 0 $((vms - 1))); do
 done
 if [ "$final" = 0 ]; then
     for i in $(seq 0 $((vms - 1))); do
+        if [ "${state[$i]}" != aborted ] && [ "${rc[$i]}" != 0 ]; then final=${rc[$i]}; break; fi
+    done
+fi
+if [ "$final" = 0 ]; then
+    for i in $(seq 0 $((vms - 1))); do
         if [ "${rc[$i]}" != 0 ]; then final=${rc[$i]}; break; fi
     done
 fi
 {
     for i in $(seq 0 $((vms - 1))); do
-        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=$(awk -v a="${start[$i]}" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}')s pvrdma=$use_pvrdma log=$out/vm$i/console.log"
+        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s pvrdma=$use_pvrdma log=$out/vm$i/console.log"
     done
     echo "exit $final after $(secs_since "$t0")s"
 } | tee "$out/result" | sed 's/^/run-vm: /' >&2

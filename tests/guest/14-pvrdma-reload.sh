@@ -1,8 +1,9 @@
 # Unload/reload vmw_pvrdma 20 times with a short rc pingpong after each load.
 # (rmmod rather than "modprobe -r": busybox's modprobe -r also tries to
 # remove the dependencies, fails on ib_uverbs/ib_core which rdma_ucm still
-# holds, and returns 1 although vmw_pvrdma itself went away.)  The host samples QEMU's RSS at "warm" (after 3 rounds) and
-# "end"; run.sh fails the test if it grew by more than the limit below.
+# holds, and returns 1 although vmw_pvrdma itself went away.)
+# The host samples QEMU's RSS at "warm" (after 3 rounds) and "end"; run.sh
+# fails the test if it grew by more than the limit below.
 # vms: 1
 # timeout: 900
 # requires: pvrdma

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Test bodies shared by several guest tests (busybox ash).  tests/guest/run.sh
 # ships this file into every guest as /usr/lib/pvrdma/tests-common.sh, next
 # to /usr/lib/pvrdma/guest-lib.sh (scripts/guest/guest-lib.sh).
@@ -63,7 +64,7 @@ loopback_pingpongs() {
     for _s in 64 4096; do
         pair "srq-$_s" 60 "ibv_srq_pingpong $_o -q 4 -s $_s" "ibv_srq_pingpong $_o -q 4 -s $_s 127.0.0.1" || _bad=$((_bad + 1))
     done
-    [ $_bad = 0 ] || fail "$_bad of 9 loopback pingpongs on $_d failed"
+    [ $_bad = 0 ] || fail "$_bad of 9 loopback pingpongs on $_d failed (first: $PAIR_ERR)"
 }
 
 # loopback_perftest DEV GIDX: ib_send_lat and ib_write_bw on loopback
@@ -74,7 +75,7 @@ loopback_perftest() {
     pair write_bw 120 "ib_write_bw $_o -s 65536" "ib_write_bw $_o -s 65536 127.0.0.1" || _bad=$((_bad + 1))
     grep -E '^ *[0-9]' /tmp/send_lat.cli | tail -n 1 | sed 's/^/  send_lat: /'
     grep -E '^ *[0-9]' /tmp/write_bw.cli | tail -n 1 | sed 's/^/  write_bw: /'
-    [ $_bad = 0 ] || fail "$_bad of 2 perftest runs on $_d failed"
+    [ $_bad = 0 ] || fail "$_bad of 2 perftest runs on $_d failed (first: $PAIR_ERR)"
 }
 
 # two_vm_pingpongs DEV: VM 0 serves, VM 1 connects to it, rc then ud
@@ -92,14 +93,14 @@ two_vm_pingpongs() {
             _spid=$!
             wait_port 18515 10 || { cat "/tmp/$_n.srv"; fail "2vm $_n: server not listening"; }
             barrier "$_n-ready" 60
-            wait "$_spid" || { cat "/tmp/$_n.srv"; fail "2vm $_n: server failed"; }
+            wait "$_spid" || { cat "/tmp/$_n.srv"; fail "2vm $_n: server failed: $(grep -m1 -iE 'fail|error|couldn|exceeded' "/tmp/$_n.srv")"; }
             log "2vm $_n: server ok: $(grep -E 'bytes in' "/tmp/$_n.srv")"
         else
             barrier "$_n-ready" 60
             log "2vm $_n: client -> $PVRDMA_PEER_IP"
             # shellcheck disable=SC2086
             timeout 90 $_b $_o $_o2 -s "$_s" "$PVRDMA_PEER_IP" > "/tmp/$_n.cli" 2>&1 ||
-                { cat "/tmp/$_n.cli"; fail "2vm $_n: client failed"; }
+                { cat "/tmp/$_n.cli"; fail "2vm $_n: client failed: $(grep -m1 -iE 'fail|error|couldn|exceeded' "/tmp/$_n.cli")"; }
             log "2vm $_n: client ok: $(grep -E 'bytes in' "/tmp/$_n.cli")"
         fi
         barrier "$_n-done" 60

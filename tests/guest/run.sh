@@ -12,6 +12,9 @@
 # Options:
 #   -l, --list             list the tests and their settings
 #   -v, --verbose          stream guest consoles to stderr
+#   -j, --jobs N           run tests in parallel on N vCPUs (a two-VM test
+#                          counts 2; default 1, env PVRDMA_TEST_JOBS).  -j 2
+#                          fits a 2-core CI runner.
 #   --require-pvrdma       tests marked "requires: pvrdma" FAIL instead of
 #                          being skipped when the device is unavailable
 #                          (env PVRDMA_REQUIRE=1)
@@ -37,12 +40,13 @@ G=${PVRDMA_GUEST_DIR:-$top/build/guest}
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 export QEMU
 
-list=0 verbose=0 require=${PVRDMA_REQUIRE:-0} pvrdma=${PVRDMA_DEVICE:-auto} out=
+list=0 verbose=0 jobs=${PVRDMA_TEST_JOBS:-1} require=${PVRDMA_REQUIRE:-0} pvrdma=${PVRDMA_DEVICE:-auto} out=
 envs=() sel=()
 while [ $# -gt 0 ]; do
     case $1 in
         -l|--list) list=1; shift ;;
         -v|--verbose) verbose=1; shift ;;
+        -j|--jobs) jobs=$2; shift 2 ;;
         --require-pvrdma) require=1; shift ;;
         --pvrdma) pvrdma=$2; shift 2 ;;
         -o|--out) out=$2; shift 2 ;;
@@ -52,6 +56,8 @@ while [ $# -gt 0 ]; do
         *) sel+=("$1"); shift ;;
     esac
 done
+
+case $jobs in ''|*[!0-9]*|0) echo "run.sh: --jobs wants a number >= 1" >&2; exit 2 ;; esac
 
 hdr() { # file key -> value of "# key: value"
     sed -n "s/^# $2: *//p" "$1" | head -n1
@@ -99,20 +105,19 @@ esac
 mkdir -p "$out"
 echo "# guest tests: QEMU $QEMU (pvrdma device: $([ "$pvrdma_ok" = 1 ] && echo yes || echo no)), logs in $out" >&2
 
-pass=0 failn=0 skipn=0
-for t in "${tests[@]}"; do
+first_line() { # dir pattern -> first matching console line (any VM), cleaned
+    local c
+    for c in "$1"/vm*/console.log; do
+        tr -d '\r' < "$c" 2>/dev/null | grep -a -m1 -E "$2" | sed "s|^|$(basename "$(dirname "$c")"): |"
+    done | head -n1
+}
+
+# run_one TEST: run it, write its result line to $out/NAME.result
+run_one() {
+    local t=$1 n vms to d args t0 rc secs reason extra rg p q f a b g
     n=$(basename "$t" .sh)
     vms=$(hdr "$t" vms); vms=${vms:-1}
     to=$(hdr "$t" timeout); to=${to:-300}
-    req=$(hdr "$t" requires)
-    if [ "$req" = pvrdma ] && [ "$pvrdma_ok" = 0 ]; then
-        if [ "$require" = 1 ]; then
-            echo "FAIL $n: $why (--require-pvrdma)"; failn=$((failn + 1))
-        else
-            echo "skip $n: $why"; skipn=$((skipn + 1))
-        fi
-        continue
-    fi
     d=$out/$n
     rm -rf "$d"
     args=(--no-build -n "$vms" -t "$to" -o "$d" --pvrdma "$pvrdma"
@@ -125,19 +130,16 @@ for t in "${tests[@]}"; do
     [ "$verbose" = 0 ] || cat "$out/$n.harness.log" >&2
 
     reason=
-    first_line() { # pattern -> first matching console line (any VM), cleaned
-        for c in "$d"/vm*/console.log; do
-            tr -d '\r' < "$c" 2>/dev/null | grep -a -m1 -E "$1" | sed "s|^|$(basename "$(dirname "$c")"): |"
-        done | head -n1
-    }
     case $rc in
         0) ;;
-        77) reason=$(first_line '^SKIP: ' | sed 's/SKIP: //') ;;
+        77) reason=$(first_line "$d" '^SKIP: ' | sed 's/SKIP: //') ;;
         124) reason=$(grep -m1 'timed out' "$out/$n.harness.log" | sed 's/^run-vm: //') ;;
         125) reason=$(grep -m1 'QEMU exited' "$out/$n.harness.log" | sed 's/^run-vm: //')
-             p=$(first_line 'Kernel panic|BUG:|Oops|general protection') || true
-             [ -z "$p" ] || reason="$reason; guest: $p" ;;
-        *) reason=$(first_line '^FAIL: ' | sed 's/FAIL: //')
+             p=$(first_line "$d" 'Kernel panic|BUG:|Oops|general protection') || true
+             [ -z "$p" ] || reason="$reason; guest: $p"
+             q=$(cat "$d"/vm*/qemu.stderr 2>/dev/null | grep -v -m1 'warning:') || true
+             [ -z "$q" ] || reason="$reason; QEMU: $q" ;;
+        *) reason=$(first_line "$d" '^FAIL: ' | sed 's/FAIL: //')
            [ -n "$reason" ] || reason="guest script exited with status $rc" ;;
     esac
     [ -n "$reason" ] || [ "$rc" = 0 ] || reason="run-vm.sh exited with status $rc ($(tail -n1 "$out/$n.harness.log"))"
@@ -146,6 +148,7 @@ for t in "${tests[@]}"; do
     extra=
     rg=$(hdr "$t" rss-growth)
     if [ "$rc" = 0 ] && [ -n "$rg" ]; then
+        # shellcheck disable=SC2086
         set -- $rg
         f=$d/vm0/samples.txt
         a=$(awk -v t="$1" '$1==t {print $2; exit}' "$f" 2>/dev/null)
@@ -158,13 +161,64 @@ for t in "${tests[@]}"; do
     fi
 
     if [ "$rc" = 0 ]; then
-        echo "ok $n (${secs}s$extra)"; pass=$((pass + 1))
+        echo "ok $n (${secs}s$extra)"
     elif [ "$rc" = 77 ]; then
-        echo "skip $n: ${reason:-skipped by the guest}"; skipn=$((skipn + 1))
+        echo "skip $n: ${reason:-skipped by the guest}"
     else
-        echo "FAIL $n: $reason [logs: $d]"; failn=$((failn + 1))
+        echo "FAIL $n: $reason (${secs}s) [logs: $d]"
+    fi > "$out/$n.result"
+}
+
+# schedule: at most $jobs vCPUs busy (a two-VM test takes two); results are
+# printed in test order
+declare -A slot_of pid_of
+busy=0
+( for t in "${tests[@]}"; do
+    n=$(basename "$t" .sh)
+    rm -f "$out/$n.result"
+    req=$(hdr "$t" requires)
+    if [ "$req" = pvrdma ] && [ "$pvrdma_ok" = 0 ]; then
+        if [ "$require" = 1 ]; then
+            echo "FAIL $n: $why (--require-pvrdma)"
+        else
+            echo "skip $n: $why"
+        fi > "$out/$n.result"
+        continue
     fi
+    vms=$(hdr "$t" vms); vms=${vms:-1}
+    [ "$vms" -le "$jobs" ] || vms=$jobs
+    while [ $((busy + vms)) -gt "$jobs" ]; do
+        wait -n 2>/dev/null || true
+        busy=0
+        for m in "${!pid_of[@]}"; do
+            if kill -0 "${pid_of[$m]}" 2>/dev/null; then busy=$((busy + slot_of[$m])); else unset "pid_of[$m]"; fi
+        done
+    done
+    run_one "$t" &
+    pid_of[$n]=$! slot_of[$n]=$vms
+    busy=$((busy + vms))
+    if [ "$jobs" = 1 ]; then wait; busy=0; unset "pid_of[$n]"; fi
+  done
+  wait ) &
+sched=$!
+
+# print results in order as they appear
+pass=0 failn=0 skipn=0
+for t in "${tests[@]}"; do
+    n=$(basename "$t" .sh)
+    while [ ! -s "$out/$n.result" ]; do
+        kill -0 "$sched" 2>/dev/null || [ -s "$out/$n.result" ] || { echo "FAIL $n: harness error (no result)" > "$out/$n.result"; break; }
+        sleep 0.2
+    done
+    line=$(cat "$out/$n.result")
+    echo "$line"
+    case $line in
+        ok\ *) pass=$((pass + 1)) ;;
+        skip\ *) skipn=$((skipn + 1)) ;;
+        *) failn=$((failn + 1)) ;;
+    esac
 done
+wait "$sched" 2>/dev/null || true
 
 summary="$pass passed, $failn failed"
 [ "$skipn" = 0 ] || summary="$summary, $skipn skipped"

@@ -546,6 +546,9 @@ static void test_mr(void)
 
     key = create_mr(d, pd, buf + 100, 8000, PVRDMA_ACCESS_LOCAL_WRITE);
     g_assert_cmpuint(key, !=, 0);
+    /* optional bits (relaxed ordering, as perftest asks) are ignored */
+    g_assert_cmpuint(create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                               (1u << 20)), !=, 0);
 
     c.pd_handle = pd;
     c.start = buf;

@@ -181,6 +181,12 @@ enum pvrdma_qp_state {
 #define PVRDMA_ZERO_BASED               (1u << 5)
 #define PVRDMA_ACCESS_ON_DEMAND         (1u << 6)
 #define PVRDMA_ACCESS_FLAGS_ALL         ((1u << 7) - 1)
+/*
+ * ib_access_flags bits 20..29 are "optional" (IB_ACCESS_RELAXED_ORDERING is
+ * bit 20): a device may ignore them, and the Linux driver passes them
+ * through unchanged (perftest sets relaxed ordering).
+ */
+#define PVRDMA_ACCESS_OPTIONAL          (0x3ffu << 20)
 
 /* send flags */
 #define PVRDMA_SEND_FENCE               (1u << 0)
