@@ -115,6 +115,12 @@ static int cmd_create_uc(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     return 0;
 }
 
+static void uc_free(PvrdmaCore *c, PvrdmaUC *uc)
+{
+    pvrdma_table_remove(&c->uc, uc->handle);
+    g_free(uc);
+}
+
 static int cmd_destroy_uc(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                           union pvrdma_cmd_resp *rsp)
 {
@@ -128,8 +134,7 @@ static int cmd_destroy_uc(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EBUSY, "DESTROY_UC: context %u still has %u objects",
                        h, uc->refs);
     }
-    pvrdma_table_remove(&c->uc, h);
-    g_free(uc);
+    uc_free(c, uc);
     trace_pvrdma_destroy_uc(h);
     return 0;
 }
@@ -158,6 +163,13 @@ static int cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     return 0;
 }
 
+static void pd_free(PvrdmaCore *c, PvrdmaPD *pd)
+{
+    ctx_ref(c, pd->ctx, -1);
+    pvrdma_table_remove(&c->pd, pd->handle);
+    g_free(pd);
+}
+
 static int cmd_destroy_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                           union pvrdma_cmd_resp *rsp)
 {
@@ -171,9 +183,7 @@ static int cmd_destroy_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EBUSY, "DESTROY_PD: PD %u still has %u objects",
                        h, pd->refs);
     }
-    ctx_ref(c, pd->ctx, -1);
-    pvrdma_table_remove(&c->pd, h);
-    g_free(pd);
+    pd_free(c, pd);
     trace_pvrdma_destroy_pd(h);
     return 0;
 }
@@ -372,6 +382,14 @@ static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     return 0;
 }
 
+static void cq_free(PvrdmaCore *c, PvrdmaCQ *cq)
+{
+    ctx_ref(c, cq->ctx, -1);
+    pvrdma_ring_free(c, &cq->ring);
+    pvrdma_table_remove(&c->cq, cq->handle);
+    g_free(cq);
+}
+
 static int cmd_destroy_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                           union pvrdma_cmd_resp *rsp)
 {
@@ -385,10 +403,7 @@ static int cmd_destroy_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EBUSY, "DESTROY_CQ: CQ %u used by %u QPs", h,
                        cq->refs);
     }
-    ctx_ref(c, cq->ctx, -1);
-    pvrdma_ring_free(c, &cq->ring);
-    pvrdma_table_remove(&c->cq, h);
-    g_free(cq);
+    cq_free(c, cq);
     trace_pvrdma_destroy_cq(h);
     return 0;
 }
@@ -509,6 +524,14 @@ static int cmd_query_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     return 0;
 }
 
+static void srq_free(PvrdmaCore *c, PvrdmaSRQ *srq)
+{
+    pd_ref(c, srq->pd, -1);
+    pvrdma_ring_free(c, &srq->ring);
+    pvrdma_table_remove(&c->srq, srq->handle);
+    g_free(srq);
+}
+
 static int cmd_destroy_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                            union pvrdma_cmd_resp *rsp)
 {
@@ -522,10 +545,7 @@ static int cmd_destroy_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EBUSY, "DESTROY_SRQ: SRQ %u used by %u QPs", h,
                        srq->refs);
     }
-    pd_ref(c, srq->pd, -1);
-    pvrdma_ring_free(c, &srq->ring);
-    pvrdma_table_remove(&c->srq, h);
-    g_free(srq);
+    srq_free(c, srq);
     trace_pvrdma_destroy_srq(h);
     return 0;
 }
@@ -878,7 +898,10 @@ void pvrdma_exec_command(PvrdmaCore *c)
     pvrdma_raise(c, PVRDMA_INTR_VECTOR_RESPONSE);
 }
 
-/* Free every resource: driver reset, PCI reset, unrealize. */
+/*
+ * Free every resource: driver reset, PCI reset, unrealize.  Dependants go
+ * first, so each free releases its references on objects still alive.
+ */
 void pvrdma_destroy_all(PvrdmaCore *c)
 {
     uint32_t h;
@@ -893,12 +916,8 @@ void pvrdma_destroy_all(PvrdmaCore *c)
         }
     }
     for (h = 0; h < c->srq.size; h++) {
-        PvrdmaSRQ *srq = c->srq.slot[h];
-
-        if (srq) {
-            pvrdma_ring_free(c, &srq->ring);
-            pvrdma_table_remove(&c->srq, h);
-            g_free(srq);
+        if (c->srq.slot[h]) {
+            srq_free(c, c->srq.slot[h]);
         }
     }
     for (h = 0; h < c->mr.size; h++) {
@@ -907,24 +926,18 @@ void pvrdma_destroy_all(PvrdmaCore *c)
         }
     }
     for (h = 0; h < c->cq.size; h++) {
-        PvrdmaCQ *cq = c->cq.slot[h];
-
-        if (cq) {
-            pvrdma_ring_free(c, &cq->ring);
-            pvrdma_table_remove(&c->cq, h);
-            g_free(cq);
+        if (c->cq.slot[h]) {
+            cq_free(c, c->cq.slot[h]);
         }
     }
     for (h = 0; h < c->pd.size; h++) {
         if (c->pd.slot[h]) {
-            g_free(c->pd.slot[h]);
-            pvrdma_table_remove(&c->pd, h);
+            pd_free(c, c->pd.slot[h]);
         }
     }
     for (h = 0; h < c->uc.size; h++) {
         if (c->uc.slot[h]) {
-            g_free(c->uc.slot[h]);
-            pvrdma_table_remove(&c->uc, h);
+            uc_free(c, c->uc.slot[h]);
         }
     }
     c->gsi_qp = 0;
