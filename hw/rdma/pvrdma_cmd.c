@@ -95,23 +95,16 @@ static int cmd_create_uc(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EINVAL, "CREATE_UC: pfn 0x%" PRIx64
                        " is not a user UAR page", pfn);
     }
-    for (h = c->uc.first; h < c->uc.size; h++) {
-        uc = pvrdma_table_get(&c->uc, h);
-        if (uc && uc->uar == pfn - base) {
-            return CMD_ERR(c, EBUSY, "CREATE_UC: UAR page %u already in use",
-                           uc->uar);
-        }
-    }
+    /* a context's handle is its UAR page index: one context per page */
+    h = pfn - base;
     uc = g_new0(PvrdmaUC, 1);
-    h = pvrdma_table_alloc(&c->uc, uc);
-    if (h == UINT32_MAX) {
+    if (!pvrdma_table_insert(&c->uc, h, uc)) {
         g_free(uc);
-        return CMD_ERR(c, ENOMEM, "CREATE_UC: out of contexts");
+        return CMD_ERR(c, EBUSY, "CREATE_UC: UAR page %u already in use", h);
     }
     uc->handle = h;
-    uc->uar = pfn - base;
     rsp->create_uc_resp.ctx_handle = h;
-    trace_pvrdma_create_uc(h, uc->uar);
+    trace_pvrdma_create_uc(h);
     return 0;
 }
 

@@ -414,20 +414,13 @@ void pvrdma_core_reg_write(PvrdmaCore *c, uint32_t addr, uint32_t val)
     }
 }
 
-/* Context (0: kernel) that owns a UAR page index, or UINT32_MAX. */
+/*
+ * Context that owns a UAR page: page 0 is the kernel's (context 0), any
+ * other page belongs to the user context whose handle is that page index.
+ */
 static uint32_t uar_owner(PvrdmaCore *c, uint32_t page)
 {
-    if (page == 0) {
-        return 0;
-    }
-    for (uint32_t h = c->uc.first; h < c->uc.size; h++) {
-        PvrdmaUC *uc = pvrdma_table_get(&c->uc, h);
-
-        if (uc && uc->uar == page) {
-            return h;
-        }
-    }
-    return UINT32_MAX;
+    return page == 0 || pvrdma_table_get(&c->uc, page) ? page : UINT32_MAX;
 }
 
 void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)

@@ -44,6 +44,16 @@ uint32_t pvrdma_table_alloc(PvrdmaTable *t, void *obj)
     return UINT32_MAX;
 }
 
+bool pvrdma_table_insert(PvrdmaTable *t, uint32_t handle, void *obj)
+{
+    if (handle < t->first || handle >= t->size || t->slot[handle]) {
+        return false;
+    }
+    t->slot[handle] = obj;
+    t->used++;
+    return true;
+}
+
 void *pvrdma_table_get(const PvrdmaTable *t, uint32_t handle)
 {
     if (handle < t->first || handle >= t->size) {

@@ -121,6 +121,8 @@ void pvrdma_table_init(PvrdmaTable *t, uint32_t size, uint32_t first);
 void pvrdma_table_destroy(PvrdmaTable *t);
 /* Returns the new handle, or UINT32_MAX when full. */
 uint32_t pvrdma_table_alloc(PvrdmaTable *t, void *obj);
+/* Put obj at a handle the caller chose; false if out of range or taken. */
+bool pvrdma_table_insert(PvrdmaTable *t, uint32_t handle, void *obj);
 /* NULL for any handle that is out of range or free. */
 void *pvrdma_table_get(const PvrdmaTable *t, uint32_t handle);
 void pvrdma_table_remove(PvrdmaTable *t, uint32_t handle);
@@ -248,8 +250,7 @@ uint64_t pvrdma_sg_copy(PvrdmaSg *dst, uint64_t dst_off,
 /* Verbs objects                                                       */
 
 typedef struct PvrdmaUC {
-    uint32_t handle;
-    uint32_t uar;           /* UAR page index owned by this context */
+    uint32_t handle;        /* == the UAR page index it owns */
     uint32_t refs;          /* PDs and CQs */
 } PvrdmaUC;
 
