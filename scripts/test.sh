@@ -27,6 +27,7 @@ tap_count() { # file prefix
     done < "$1"
 }
 
+mkdir -p build
 if [ $need_qemu = 1 ]; then
     t0=$(date +%s)
     if ! scripts/build.sh > build/build.log 2>&1; then
