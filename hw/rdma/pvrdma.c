@@ -21,7 +21,11 @@
 #include "migration/vmstate.h"
 #include "system/dma.h"
 #include "hw/net/vmxnet3_defs.h"
+#include "hw/boards.h"
+#include "exec/ramblock.h"
+#include "qemu/units.h"
 #include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
 #include "trace/trace-hw_rdma.h"
 
 #define TYPE_PVRDMA "pvrdma"
@@ -37,6 +41,7 @@ struct PvrdmaState {
     QEMUBH *bh;
     QEMUTimer *timer;
     PvrdmaLimits lim;
+    char *rendezvous;       /* co-resident transport directory */
     PvrdmaCore core;
 };
 
@@ -117,7 +122,9 @@ static void pvrdma_kick(void *opaque, unsigned delay_ms)
     PvrdmaState *s = opaque;
 
     if (delay_ms) {
-        timer_mod(s->timer, qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
+        /* the earliest deadline wins; later waiters re-arm when it fires */
+        timer_mod_anticipate(s->timer,
+                             qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
     } else {
         qemu_bh_schedule(s->bh);
     }
@@ -225,7 +232,76 @@ static const MemoryRegionOps pvrdma_uar_ops = {
 };
 
 /* ------------------------------------------------------------------ */
+/* Co-resident transport                                               */
+
+static void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                                  void (*write)(void *), void *arg)
+{
+    qemu_set_fd_handler(fd, read, write, arg);
+}
+
+static const PvrdmaLoopOps pvrdma_loop_ops = {
+    .set_fd_handler = pvrdma_set_fd_handler,
+};
+
+static int pvrdma_add_region(RAMBlock *rb, void *opaque)
+{
+    GArray *regions = opaque;
+    PvrdmaShmRegion r;
+
+    if (qemu_ram_get_fd(rb) < 0 || !qemu_ram_is_shared(rb)) {
+        return 0;
+    }
+    r = (PvrdmaShmRegion) {
+        .host = qemu_ram_get_host_addr(rb),
+        .size = qemu_ram_get_used_length(rb),
+        .fd = qemu_ram_get_fd(rb),
+        .fd_offset = rb->fd_offset,
+    };
+    g_array_append_val(regions, r);
+    return 0;
+}
+
+/*
+ * Peers map our guest RAM: it must come from a shareable memory backend.
+ * Offer every shared, fd-backed RAM block.
+ */
+static bool pvrdma_join(PvrdmaState *s, Error **errp)
+{
+    MachineState *ms = MACHINE(qdev_get_machine());
+    g_autoptr(GArray) regions = g_array_new(false, false,
+                                            sizeof(PvrdmaShmRegion));
+    g_autofree char *err = NULL;
+    PvrdmaTransport *t;
+
+    if (!ms->ram || memory_region_get_fd(ms->ram) < 0 ||
+        !qemu_ram_is_shared(ms->ram->ram_block)) {
+        g_autofree char *sz = g_strdup_printf("%" PRIu64 "M",
+                                              ms->ram_size / MiB);
+
+        error_setg(errp, "pvrdma: rendezvous needs guest RAM that other "
+                   "QEMU processes can map");
+        error_append_hint(errp, "Add -object memory-backend-memfd,id=mem,"
+                          "size=%s,share=on -machine memory-backend=mem\n",
+                          sz);
+        return false;
+    }
+    qemu_ram_foreach_block(pvrdma_add_region, regions);
+    t = pvrdma_coresident_new(&s->core, s->rendezvous,
+                              (PvrdmaShmRegion *)regions->data, regions->len,
+                              &pvrdma_loop_ops, s, &err);
+    if (!t) {
+        error_setg(errp, "pvrdma: %s", err);
+        return false;
+    }
+    pvrdma_core_add_transport(&s->core, t);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
 /* QOM                                                                 */
+
+static void pvrdma_exit(PCIDevice *pdev);
 
 static void pvrdma_realize(PCIDevice *pdev, Error **errp)
 {
@@ -287,6 +363,10 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
                                 &DEVICE(pdev)->mem_reentrancy_guard);
     s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_run, s);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
+    if (s->rendezvous && !pvrdma_join(s, errp)) {
+        pvrdma_exit(pdev);
+        return;
+    }
     mac = qemu_mac_strdup_printf(nic->conf.macaddr.a);
     trace_pvrdma_realize(mac);
 }
@@ -338,6 +418,7 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_UINT32("max-rd-atomic", PvrdmaState, lim.max_qp_rd_atom,
                        PVRDMA_DEF_MAX_RD_ATOM),
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
+    DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
 };
 
 static const VMStateDescription vmstate_pvrdma = {

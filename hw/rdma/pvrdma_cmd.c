@@ -647,6 +647,7 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, ENOMEM, "CREATE_QP: out of QPs");
     }
     qp->handle = qp->qpn = h;
+    qp->slot = g_new0(PvrdmaSendSlot, m->max_send_wr);
     qp->type = m->qp_type;
     qp->state = PVRDMA_QPS_RESET;
     qp->sq_sig_all = m->sq_sig_all;
@@ -724,8 +725,10 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
     } else {
         pvrdma_table_remove(&c->qp, qp->handle);
     }
+    pvrdma_qp_gone(c, qp->qpn);
     pvrdma_ring_free(c, &qp->sq);
     pvrdma_ring_free(c, &qp->rq);
+    g_free(qp->slot);
     g_free(qp);
 }
 
@@ -787,6 +790,7 @@ static int cmd_create_bind(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     memcpy(c->gid[m->index].gid.raw, m->new_gid, 16);
     c->gid[m->index].type = m->gid_type;
     trace_pvrdma_create_bind(m->index, m->gid_type);
+    pvrdma_gids_changed(c);
     return 0;
 }
 
@@ -806,6 +810,7 @@ static int cmd_destroy_bind(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     memset(&c->gid[m->index], 0, sizeof(c->gid[m->index]));
     trace_pvrdma_destroy_bind(m->index);
+    pvrdma_gids_changed(c);
     return 0;
 }
 

@@ -405,6 +405,8 @@ static PvrdmaMR *remote_mr(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
                          " refused for QP %u", req->rkey, req->remote_addr,
                          len, dqp->qpn);
         pvrdma_sg_release(c, sg);
+        /* a remote access error is fatal for the responder's QP too */
+        pvrdma_qp_to_error(c, dqp);
         return NULL;
     }
     return mr;
@@ -477,10 +479,12 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
 
         if ((req->remote_addr & 7) ||
             !remote_mr(c, dqp, req, PVRDMA_ACCESS_REMOTE_ATOMIC, 8, &rem)) {
+            pvrdma_qp_to_error(c, dqp);
             return PVRDMA_WC_REM_ACCESS_ERR;
         }
         if (rem.n != 1 || rem.iov[0].len != 8) {
             pvrdma_sg_release(c, &rem);
+            pvrdma_qp_to_error(c, dqp);
             return PVRDMA_WC_REM_ACCESS_ERR;
         }
         p = (uint64_t *)rem.iov[0].host;
@@ -581,9 +585,12 @@ static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
     }
 }
 
-/* Execute one send WQE; returns a WC status or PVRDMA_TRANSPORT_RNR. */
+/*
+ * Execute one send WQE; returns a WC status, PVRDMA_TRANSPORT_RNR or
+ * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_req_done).
+ */
 static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
-                       uint32_t *byte_len)
+                       uint32_t *byte_len, uint64_t *cookie)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
     uint32_t op = h->opcode, sgid_index;
@@ -593,6 +600,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
     int st;
 
     *byte_len = 0;
+    *cookie = 0;
     if (!opcode_ok(qp, op)) {
         PVRDMA_GUEST_ERR(c, "QP %u: opcode %u not supported", qp->qpn, op);
         return PVRDMA_WC_LOC_QP_OP_ERR;
@@ -658,24 +666,52 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
     }
     memcpy(req.dgid, dgid, 16);
     c->ops->get_mac(c->opaque, req.smac);
+    req.rnr_retry = qp->attr.rnr_retry;
+    req.cookie = *cookie = ++c->next_cookie;
     *byte_len = req.local.len;
-    if (!c->transport->reaches(c, req.dgid)) {
+    st = -3;
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->reaches(t, req.dgid)) {
+            st = t->execute(t, &req);
+            break;
+        }
+    }
+    if (st == -3) {
         trace_pvrdma_unreachable(qp->qpn);
         st = qp->type == PVRDMA_QPT_RC ? PVRDMA_WC_RETRY_EXC_ERR :
                                          PVRDMA_WC_SUCCESS;
-    } else {
-        st = c->transport->execute(c, &req);
     }
     pvrdma_sg_release(c, &req.local);
     return st;
 }
 
-static bool fetch_send_wqe(PvrdmaQP *qp, SendWqe *w)
+static void fetch_send_wqe(PvrdmaQP *qp, uint32_t idx, SendWqe *w)
 {
-    memcpy(w, pvrdma_ring_elem(&qp->sq, qp->sq.priv),
+    memcpy(w, pvrdma_ring_elem(&qp->sq, idx),
            MIN(sizeof(*w), sizeof(w->hdr) +
                qp->max_send_sge * sizeof(w->sge[0])));
-    return true;
+}
+
+static PvrdmaSendSlot *send_slot(PvrdmaQP *qp, uint32_t idx)
+{
+    return &qp->slot[idx & (qp->sq.nelems - 1)];
+}
+
+static void slot_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendSlot *s,
+                     uint32_t status)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = s->wr_id;
+    e.qp = qp->handle;
+    e.opcode = wc_opcode(s->opcode);
+    e.status = status;
+    e.byte_len = s->byte_len;
+    e.src_qp = qp->qpn;
+    e.port_num = 1;
+    cq_post(c, qp->scq, &e, false);
 }
 
 /* Complete every posted WQE with WR_FLUSH_ERR (QP in error). */
@@ -683,17 +719,28 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
 {
     uint32_t prod, n = 0;
 
+    /* in flight: their late results will find no slot */
+    while (qp->sq.priv != qp->sq_head && n++ < qp->sq.nelems) {
+        PvrdmaSendSlot *s = send_slot(qp, qp->sq.priv);
+
+        slot_cqe(c, qp, s, PVRDMA_WC_WR_FLUSH_ERR);
+        memset(s, 0, sizeof(*s));
+        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+    }
+    qp->sq_head = qp->sq.priv;
     if (pvrdma_ring_guest_prod(&qp->sq, &prod) &&
         pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) <= qp->sq.nelems) {
+        n = 0;
         while (qp->sq.priv != prod && n++ < qp->sq.nelems) {
             SendWqe w;
 
-            fetch_send_wqe(qp, &w);
+            fetch_send_wqe(qp, qp->sq.priv, &w);
             qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
             send_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR, 0);
         }
-        pvrdma_ring_publish_cons(&qp->sq);
+        qp->sq_head = qp->sq.priv;
     }
+    pvrdma_ring_publish_cons(&qp->sq);
     if (!qp->is_srq && qp->rq.page &&
         pvrdma_ring_guest_prod(&qp->rq, &prod) &&
         pvrdma_idx_used(prod, qp->rq.priv, qp->rq.nelems) <= qp->rq.nelems) {
@@ -716,9 +763,66 @@ void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
     if (qp->state != PVRDMA_QPS_ERR) {
         trace_pvrdma_qp_state(qp->qpn, qp->state, PVRDMA_QPS_ERR);
         qp->state = PVRDMA_QPS_ERR;
+        qp->attr.qp_state = PVRDMA_QPS_ERR;
         qp->rnr_wait = false;
     }
     pvrdma_qp_schedule(c, qp);  /* flush from the run loop */
+}
+
+/*
+ * Complete finished WQEs in order, from the consumer index up to the
+ * first one still in flight.  The first error moves the QP to error.
+ */
+static void drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    bool moved = false;
+
+    while (qp->sq.priv != qp->sq_head) {
+        PvrdmaSendSlot *s = send_slot(qp, qp->sq.priv);
+        int st = s->status;
+
+        if (!s->done) {
+            break;
+        }
+        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+        moved = true;
+        if (st != PVRDMA_WC_SUCCESS || s->signaled) {
+            slot_cqe(c, qp, s, st);
+        }
+        memset(s, 0, sizeof(*s));
+        if (st != PVRDMA_WC_SUCCESS) {
+            pvrdma_ring_publish_cons(&qp->sq);
+            pvrdma_qp_to_error(c, qp);
+            return;
+        }
+    }
+    if (moved) {
+        pvrdma_ring_publish_cons(&qp->sq);
+    }
+}
+
+void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
+{
+    PvrdmaQP *qp = pvrdma_qp_get(c, qpn);
+    uint32_t i, n = 0;
+
+    if (!qp || !cookie || qp->state == PVRDMA_QPS_ERR) {
+        return;
+    }
+    for (i = qp->sq.priv; i != qp->sq_head && n++ < qp->sq.nelems;
+         i = pvrdma_idx_next(i, qp->sq.nelems)) {
+        PvrdmaSendSlot *s = send_slot(qp, i);
+
+        if (s->cookie == cookie && !s->done) {
+            s->done = true;
+            s->status = status;
+            trace_pvrdma_req_done(qpn, cookie, status);
+            drain_sq(c, qp);
+            /* a full window may have held back more WQEs */
+            pvrdma_qp_schedule(c, qp);
+            return;
+        }
+    }
 }
 
 static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
@@ -727,28 +831,33 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
 
     if (qp->state == PVRDMA_QPS_ERR) {
         flush_queues(c, qp);
+        pvrdma_qp_gone(c, qp->qpn);     /* peers' requests waiting on it */
         return;
     }
     if (qp->state != PVRDMA_QPS_RTS) {
         return;     /* WQEs wait in the ring until the QP is ready */
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod) ||
-        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) > qp->sq.nelems) {
+        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) > qp->sq.nelems ||
+        pvrdma_idx_used(prod, qp->sq_head, qp->sq.nelems) >
+        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems)) {
         PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
         pvrdma_qp_to_error(c, qp);
         return;
     }
-    while (qp->sq.priv != prod) {
+    while (qp->sq_head != prod) {
+        PvrdmaSendSlot *s;
+        uint64_t cookie;
         uint32_t len;
         SendWqe w;
         int st;
 
         if (!budget--) {
             pvrdma_qp_schedule(c, qp);
-            return;
+            break;
         }
-        fetch_send_wqe(qp, &w);
-        st = execute_wqe(c, qp, &w, &len);
+        fetch_send_wqe(qp, qp->sq_head, &w);
+        st = execute_wqe(c, qp, &w, &len, &cookie);
         if (st == PVRDMA_TRANSPORT_RNR) {
             int64_t now = c->ops->now_ms(c->opaque);
 
@@ -767,21 +876,25 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
                     c->rnr_timer = true;
                     c->ops->kick(c->opaque, qp->rnr_deadline - now);
                 }
-                return;
+                break;
             }
         }
         qp->rnr_wait = false;
-        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
-        pvrdma_ring_publish_cons(&qp->sq);
-        if (st != PVRDMA_WC_SUCCESS || qp->sq_sig_all ||
-            (w.hdr.send_flags & PVRDMA_SEND_SIGNALED)) {
-            send_cqe(c, qp, &w, st, len);
-        }
-        if (st != PVRDMA_WC_SUCCESS) {
-            pvrdma_qp_to_error(c, qp);
-            return;
+        s = send_slot(qp, qp->sq_head);
+        s->wr_id = w.hdr.wr_id;
+        s->opcode = w.hdr.opcode;
+        s->byte_len = len;
+        s->signaled = qp->sq_sig_all ||
+                      (w.hdr.send_flags & PVRDMA_SEND_SIGNALED);
+        s->cookie = cookie;
+        s->done = st != PVRDMA_TRANSPORT_PENDING;
+        s->status = s->done ? st : PVRDMA_WC_SUCCESS;
+        qp->sq_head = pvrdma_idx_next(qp->sq_head, qp->sq.nelems);
+        if (s->done && st != PVRDMA_WC_SUCCESS) {
+            break;      /* the QP goes to error when this one completes */
         }
     }
+    drain_sq(c, qp);
 }
 
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
@@ -789,7 +902,10 @@ void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
     pvrdma_wake_rnr(c);
 }
 
-/* A receive was posted: senders waiting on RNR try again. */
+/*
+ * A receive was posted (or an RNR timer fired): senders waiting on RNR try
+ * again, here and in the transports (requests of peers waiting here).
+ */
 void pvrdma_wake_rnr(PvrdmaCore *c)
 {
     for (uint32_t h = 0; h < c->qp.size; h++) {
@@ -797,6 +913,20 @@ void pvrdma_wake_rnr(PvrdmaCore *c)
 
         if (qp && qp->rnr_wait) {
             pvrdma_qp_schedule(c, qp);
+        }
+    }
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->wake) {
+            c->transports[i]->wake(c->transports[i]);
+        }
+    }
+}
+
+void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->qp_gone) {
+            c->transports[i]->qp_gone(c->transports[i], qpn);
         }
     }
 }
@@ -882,11 +1012,14 @@ static uint32_t required_attrs(uint8_t type, uint8_t cur, uint8_t next)
     return 0;
 }
 
-static void reset_rings(PvrdmaQP *qp)
+static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
 {
     qp->sq.priv = 0;
+    qp->sq_head = 0;
     qp->rq.priv = 0;
     qp->rnr_wait = false;
+    memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);
+    pvrdma_qp_gone(c, qp->qpn);
 }
 
 int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
@@ -986,7 +1119,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     qp->state = next;
     qp->attr.qp_state = next;
     if (next == PVRDMA_QPS_RESET) {
-        reset_rings(qp);
+        reset_rings(c, qp);
     } else if (next == PVRDMA_QPS_ERR) {
         pvrdma_qp_to_error(c, qp);
     } else if (next == PVRDMA_QPS_RTS) {

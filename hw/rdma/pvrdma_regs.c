@@ -91,7 +91,9 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     c->ops = ops;
     c->opaque = opaque;
     c->lim = *lim;
-    c->transport = &pvrdma_loopback_transport;
+    c->transports[0] = g_new(PvrdmaTransport, 1);
+    pvrdma_loopback_init(c->transports[0], c);
+    c->ntransports = 1;
     c->imr = ~0u;
     /* handle 0 is never valid: it catches uninitialised guest fields */
     pvrdma_table_init(&c->uc, lim->max_uar, 1);
@@ -107,6 +109,16 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
 void pvrdma_core_fini(PvrdmaCore *c)
 {
     pvrdma_core_reset(c);
+    for (unsigned i = c->ntransports; i-- > 0;) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->destroy) {
+            t->destroy(t);
+        } else {
+            g_free(t);
+        }
+    }
+    c->ntransports = 0;
     pvrdma_table_destroy(&c->uc);
     pvrdma_table_destroy(&c->pd);
     pvrdma_table_destroy(&c->mr);
@@ -124,6 +136,7 @@ void pvrdma_core_reset(PvrdmaCore *c)
     pvrdma_ring_free(c, &c->async_ring);
     pvrdma_ring_free(c, &c->cqn_ring);
     memset(c->gid, 0, sizeof(PvrdmaGid) * c->lim.gid_tbl_len);
+    pvrdma_gids_changed(c);
     c->dsr_gpa = 0;
     c->err = 0;
     c->icr = 0;
@@ -487,6 +500,25 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
     default:
         PVRDMA_GUEST_ERR(c, "doorbell at unknown UAR offset 0x%x", off);
         break;
+    }
+}
+
+bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
+{
+    if (c->ntransports >= PVRDMA_MAX_TRANSPORTS) {
+        return false;
+    }
+    c->transports[c->ntransports++] = t;
+    return true;
+}
+
+/* Tell the transports (peers learn our GIDs from them). */
+void pvrdma_gids_changed(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->gids_changed) {
+            c->transports[i]->gids_changed(c->transports[i]);
+        }
     }
 }
 

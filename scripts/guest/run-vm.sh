@@ -190,7 +190,15 @@ for i in $(seq 0 $((vms - 1))); do
         -append "$kapp $append"
         -netdev "$netdev"
         -device "vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")
-    [ "$use_pvrdma" = 0 ] || cmd+=(-device "$PVRDMA_DEVICE_ARGS")
+    if [ "$use_pvrdma" = 1 ] && [ "$vms" = 2 ]; then
+        # co-resident transport: peers map each other's guest RAM (memfd,
+        # share=on) and meet in a rendezvous directory
+        cmd+=(-object "memory-backend-memfd,id=mem,size=$mem,share=on"
+              -machine memory-backend=mem
+              -device "$PVRDMA_DEVICE_ARGS,rendezvous=$sockdir/rdma")
+    elif [ "$use_pvrdma" = 1 ]; then
+        cmd+=(-device "$PVRDMA_DEVICE_ARGS")
+    fi
     # shellcheck disable=SC2206
     [ -z "${PVRDMA_QEMU_ARGS:-}" ] || cmd+=(${PVRDMA_QEMU_ARGS})
     if [ "$shell" = 1 ]; then

@@ -96,6 +96,7 @@ typedef struct PvrdmaLimits {
 #define PVRDMA_DEF_MAX_MR_SIZE   (1ull << 30)
 #define PVRDMA_MAX_RING_PAGES    64         /* async / CQ-notify rings */
 #define PVRDMA_RUN_BUDGET        64         /* WQEs per QP per run */
+#define PVRDMA_MAX_TRANSPORTS    4
 #define PVRDMA_MAX_PKEYS         1
 #define PVRDMA_PKEY_DEFAULT      0xffff
 #define PVRDMA_GSI_QPN           1
@@ -298,6 +299,17 @@ typedef struct PvrdmaSRQ {
     uint32_t refs;          /* QPs */
 } PvrdmaSRQ;
 
+/* A send WQE between execution and completion (the requester's window). */
+typedef struct PvrdmaSendSlot {
+    uint64_t wr_id;
+    uint64_t cookie;        /* PvrdmaReq.cookie; 0: none */
+    uint32_t opcode;
+    uint32_t byte_len;
+    int32_t status;         /* PVRDMA_WC_* once done */
+    bool signaled;
+    bool done;
+} PvrdmaSendSlot;
+
 typedef struct PvrdmaQP {
     uint32_t handle;        /* == qpn */
     uint32_t qpn;
@@ -309,7 +321,14 @@ typedef struct PvrdmaQP {
     uint32_t scq, rcq, srq;
     uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
     struct pvrdma_qp_attr attr;     /* current attributes */
+    /*
+     * Send queue: sq.priv is the next WQE to complete (the consumer index
+     * the guest sees), sq_head the next to execute; the WQEs in between are
+     * in flight in a transport, described by slot[idx & (nelems - 1)].
+     */
     PvrdmaRing sq, rq;
+    uint32_t sq_head;
+    PvrdmaSendSlot *slot;
     bool queued;            /* on the run list */
     bool rnr_wait;          /* head send waits for a receive */
     int64_t rnr_deadline;   /* ms; 0: wait forever */
@@ -328,7 +347,10 @@ struct PvrdmaCore {
     const PvrdmaHostOps *ops;
     void *opaque;
     PvrdmaLimits lim;
-    const PvrdmaTransport *transport;
+    /* transports[0] is loopback; a request uses the first that reaches */
+    PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
+    unsigned ntransports;
+    uint64_t next_cookie;
 
     /* registers */
     uint64_t dsr_gpa;
@@ -401,6 +423,9 @@ void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_wake_rnr(PvrdmaCore *c);
+void pvrdma_gids_changed(PvrdmaCore *c);
+/* A QP is destroyed or reset: transports drop requests waiting on it. */
+void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 bool pvrdma_gid_is_local(PvrdmaCore *c, const uint8_t gid[16]);
 void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
 

@@ -31,6 +31,12 @@ extern unsigned pvrdma_standalone_log_guest_errors;
             fprintf(stderr, "pvrdma: " fmt "\n", ##__VA_ARGS__); \
         } \
     } while (0)
+/* host-side trouble (a peer process, the rendezvous): not guest errors */
+#define pvrdma_log_host(fmt, ...) do { \
+        if (pvrdma_standalone_log_guest_errors) { \
+            fprintf(stderr, "pvrdma: " fmt "\n", ##__VA_ARGS__); \
+        } \
+    } while (0)
 #define pvrdma_atomic_load(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define pvrdma_atomic_store(p, v)  __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #else
@@ -38,9 +44,11 @@ extern unsigned pvrdma_standalone_log_guest_errors;
 #include "qemu/log.h"
 #include "qemu/atomic.h"
 #include "qemu/bswap.h"
+#include "qemu/error-report.h"
 #include "trace/trace-hw_rdma.h"
 #define pvrdma_log_guest_error(fmt, ...) \
     qemu_log_mask(LOG_GUEST_ERROR, "pvrdma: " fmt "\n", ##__VA_ARGS__)
+#define pvrdma_log_host(fmt, ...) warn_report("pvrdma: " fmt, ##__VA_ARGS__)
 #define pvrdma_atomic_load(p)      qatomic_load_acquire(p)
 #define pvrdma_atomic_store(p, v)  qatomic_store_release((p), (v))
 #endif

@@ -1,0 +1,1218 @@
+/*
+ * pvrdma co-resident transport: VMs on one host exchange verbs through
+ * each other's guest RAM, with no HCA and no host kernel RDMA.
+ *
+ * Rendezvous.  Every device joins a directory named on its command line:
+ * it listens on "<node>.sock" there and connects to every socket already
+ * present (under an flock of "<dir>/.lock", so each pair of peers ends up
+ * with exactly one connection; sockets nobody listens on are removed).
+ *
+ * Handshake (vhost-user style).  Over the SOCK_SEQPACKET connection each
+ * side sends HELLO, one REGION message per shareable guest RAM block with
+ * the block's file descriptor (SCM_RIGHTS), then GIDS, its GID table (again
+ * whenever the guest changes it).  Each side maps the other's regions once.
+ *
+ * Data path: the responder copies.  The requester turns its local buffer
+ * into (region, offset, length) triples of its own RAM and sends REQ (plus
+ * MORE messages for long lists); the responder's device resolves its own
+ * side (receive WQE, or rkey) exactly as for loopback and copies straight
+ * between the two guests' memory -- one memcpy, no intermediate buffer --
+ * then answers RESP with the requester's completion status.  READ and
+ * atomics write the requester's memory the same way.
+ *
+ * RNR.  A request that finds no receive waits at the responder, in order
+ * with what follows it for the same QP, until a receive is posted or the
+ * requester's RNR retry budget runs out.
+ *
+ * A peer that goes away (EOF, or a malformed message: a peer is another
+ * process of the same user, but it runs a guest, so it is checked like
+ * one): its in-flight requests complete with RETRY_EXC_ERR (RC) and its
+ * waiting requests are dropped.
+ *
+ * Everything runs in the caller's event loop (QEMU's main loop, BQL held).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#else
+#define _GNU_SOURCE     /* accept4, MSG_CMSG_CLOEXEC */
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include "hw/rdma/rdma_backend.h"
+
+#define CR_MAGIC        0x70767264u     /* "pvrd" */
+#define CR_VERSION      1
+#define CR_MAX_MSG      (64 * 1024)
+#define CR_MAX_REGIONS  32
+#define CR_MAX_GIDS     PVRDMA_HARD_GID_TBL_LEN
+/* 2 GiB messages of 4 KiB pages, plus one extra entry per SGE */
+#define CR_MAX_REQ_SG   ((1u << 19) + PVRDMA_HARD_MAX_SGE)
+#define CR_MAX_INFLIGHT (1u << 20)      /* per peer */
+#define CR_RX_BATCH     64              /* messages per read callback */
+
+enum {
+    CR_HELLO = 1,
+    CR_REGION,
+    CR_GIDS,
+    CR_REQ,
+    CR_MORE,
+    CR_RESP,
+};
+
+typedef struct CrHdr {
+    uint32_t type;
+    uint32_t len;
+} CrHdr;
+
+typedef struct CrHello {
+    CrHdr h;
+    uint32_t magic;
+    uint32_t version;
+    uint64_t node;
+    uint32_t nregions;
+    uint32_t pad;
+} CrHello;
+
+typedef struct CrRegionMsg {
+    CrHdr h;
+    uint32_t index;
+    uint32_t pad;
+    uint64_t size;
+    uint64_t fd_offset;
+} CrRegionMsg;
+
+typedef struct CrGid {
+    uint8_t gid[16];
+    uint8_t type;
+    uint8_t pad[3];
+} CrGid;
+
+typedef struct CrGids {
+    CrHdr h;
+    uint32_t n;
+    uint32_t pad;
+    CrGid g[];
+} CrGids;
+
+typedef struct CrSge {
+    uint32_t region;
+    uint32_t pad;
+    uint64_t off;
+    uint64_t len;
+} CrSge;
+
+typedef struct CrReqMsg {
+    CrHdr h;
+    uint64_t cookie;
+    uint32_t opcode;
+    uint32_t send_flags;
+    uint32_t src_qpn;
+    uint32_t dest_qpn;
+    uint32_t qkey;
+    uint32_t rkey;
+    uint32_t imm;
+    uint8_t qp_type;
+    uint8_t rnr_retry;
+    uint8_t sgid_type;
+    uint8_t pad;
+    uint64_t remote_addr;
+    uint64_t compare_add;
+    uint64_t swap;
+    uint8_t sgid[16];
+    uint8_t dgid[16];
+    uint8_t smac[6];
+    uint8_t pad2[2];
+    uint64_t len;           /* sum of the sg lengths */
+    uint32_t nsg_total;     /* here and in the MORE messages that follow */
+    uint32_t nsg;           /* in this message */
+    CrSge sg[];
+} CrReqMsg;
+
+typedef struct CrMoreMsg {
+    CrHdr h;
+    uint64_t cookie;
+    uint32_t nsg;
+    uint32_t pad;
+    CrSge sg[];
+} CrMoreMsg;
+
+typedef struct CrRespMsg {
+    CrHdr h;
+    uint64_t cookie;
+    int32_t status;
+    uint32_t pad;
+} CrRespMsg;
+
+#define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
+#define CR_MORE_SG_MAX  ((CR_MAX_MSG - sizeof(CrMoreMsg)) / sizeof(CrSge))
+
+typedef struct CrTransport CrTransport;
+
+typedef struct CrOut {
+    size_t len;
+    int fd;                 /* sent with the message, then closed; -1 */
+    uint8_t data[];
+} CrOut;
+
+typedef struct CrPeer {
+    CrTransport *t;
+    int fd;
+    bool dead;
+    bool hello;
+    bool want_write;
+    uint64_t node;
+    uint32_t nregions;      /* announced in HELLO */
+    uint32_t nmapped;
+    struct {
+        uint8_t *host;
+        uint64_t size;
+    } region[CR_MAX_REGIONS];
+    CrGid *gids;
+    uint32_t ngids;
+    GQueue out;             /* CrOut waiting for the socket */
+    struct CrInReq *partial;    /* REQ still collecting MORE messages */
+    uint32_t inflight;      /* our requests it has not answered */
+} CrPeer;
+
+/* A peer's request at this responder. */
+typedef struct CrInReq {
+    CrPeer *peer;
+    PvrdmaReq req;          /* req.local points into the peer's RAM */
+    uint32_t nsg_total;
+    uint64_t len;
+    int64_t deadline;       /* RNR: ms, 0 = wait forever, -1 = not set */
+} CrInReq;
+
+/* One of our requests at a peer. */
+typedef struct CrFlight {
+    uint64_t cookie;        /* key */
+    CrPeer *peer;
+    uint32_t qpn;
+    bool rc;
+} CrFlight;
+
+struct CrTransport {
+    PvrdmaTransport t;
+    char *dir;
+    char *sock_path;
+    int lfd;
+    uint64_t node;
+    PvrdmaShmRegion *regions;
+    unsigned nregions;
+    const PvrdmaLoopOps *loop;
+    void *loop_opaque;
+    GPtrArray *peers;       /* CrPeer */
+    GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
+    GHashTable *flights;    /* cookie -> CrFlight */
+    bool reap;              /* some peer is dead: free it at a safe point */
+    uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
+};
+
+static void cr_peer_read(void *opaque);
+static void cr_peer_write(void *opaque);
+static void cr_reap(CrTransport *t);
+
+static CrTransport *cr(PvrdmaTransport *t)
+{
+    return (CrTransport *)t;
+}
+
+static void cr_watch(CrPeer *p)
+{
+    CrTransport *t = p->t;
+
+    t->loop->set_fd_handler(t->loop_opaque, p->fd, cr_peer_read,
+                            p->want_write ? cr_peer_write : NULL, p);
+}
+
+/* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
+static void cr_peer_fail(CrPeer *p, const char *why)
+{
+    if (!p->dead) {
+        if (why) {
+            pvrdma_log_host("co-resident peer %016" PRIx64 ": %s, dropped",
+                            p->node, why);
+        }
+        trace_pvrdma_cr_peer_gone(p->node);
+        p->dead = true;
+        p->t->reap = true;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                             */
+
+static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
+{
+    struct iovec iov = { (void *)buf, len };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    ssize_t n;
+
+    if (fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    do {
+        n = sendmsg(p->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return false;
+    }
+    if (n != (ssize_t)len) {
+        cr_peer_fail(p, n < 0 ? strerror(errno) : "short send");
+    }
+    return true;
+}
+
+/* Queue or send one message; fd (if >= 0) is duplicated. */
+static void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
+{
+    CrOut *o;
+
+    if (p->dead) {
+        return;
+    }
+    if (g_queue_is_empty(&p->out) && cr_sendmsg(p, buf, len, fd)) {
+        return;
+    }
+    o = g_malloc(sizeof(*o) + len);
+    o->len = len;
+    o->fd = fd >= 0 ? dup(fd) : -1;
+    memcpy(o->data, buf, len);
+    g_queue_push_tail(&p->out, o);
+    if (!p->want_write) {
+        p->want_write = true;
+        cr_watch(p);
+    }
+}
+
+static void cr_out_free(CrOut *o)
+{
+    if (o->fd >= 0) {
+        close(o->fd);
+    }
+    g_free(o);
+}
+
+static void cr_peer_write(void *opaque)
+{
+    CrPeer *p = opaque;
+    CrOut *o;
+
+    while (!p->dead && (o = g_queue_peek_head(&p->out))) {
+        if (!cr_sendmsg(p, o->data, o->len, o->fd)) {
+            return;     /* still full */
+        }
+        cr_out_free(g_queue_pop_head(&p->out));
+    }
+    if (!p->dead) {
+        p->want_write = false;
+        cr_watch(p);
+    }
+    cr_reap(p->t);
+}
+
+static void cr_send_gids(CrTransport *t, CrPeer *p)
+{
+    PvrdmaCore *c = t->t.core;
+    size_t len = sizeof(CrGids) + c->lim.gid_tbl_len * sizeof(CrGid);
+    CrGids *m = g_malloc0(len);
+
+    for (uint32_t i = 0; i < c->lim.gid_tbl_len; i++) {
+        if (c->gid[i].type) {
+            memcpy(m->g[m->n].gid, c->gid[i].gid.raw, 16);
+            m->g[m->n].type = c->gid[i].type;
+            m->n++;
+        }
+    }
+    len = sizeof(CrGids) + m->n * sizeof(CrGid);
+    m->h = (CrHdr) { CR_GIDS, len };
+    cr_send(p, m, len, -1);
+    g_free(m);
+}
+
+/* ------------------------------------------------------------------ */
+/* Peers                                                               */
+
+static CrPeer *cr_peer_new(CrTransport *t, int fd)
+{
+    CrPeer *p = g_new0(CrPeer, 1);
+    CrHello h = {
+        .h = { CR_HELLO, sizeof(h) },
+        .magic = CR_MAGIC,
+        .version = CR_VERSION,
+        .node = t->node,
+        .nregions = t->nregions,
+    };
+
+    p->t = t;
+    p->fd = fd;
+    g_queue_init(&p->out);
+    g_ptr_array_add(t->peers, p);
+    cr_watch(p);
+    cr_send(p, &h, sizeof(h), -1);
+    for (unsigned i = 0; i < t->nregions; i++) {
+        CrRegionMsg r = {
+            .h = { CR_REGION, sizeof(r) },
+            .index = i,
+            .size = t->regions[i].size,
+            .fd_offset = t->regions[i].fd_offset,
+        };
+
+        cr_send(p, &r, sizeof(r), t->regions[i].fd);
+    }
+    cr_send_gids(t, p);
+    return p;
+}
+
+static bool cr_peer_ready(const CrPeer *p)
+{
+    return !p->dead && p->hello && p->nmapped == p->nregions;
+}
+
+static CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (!cr_peer_ready(p)) {
+            continue;
+        }
+        for (uint32_t j = 0; j < p->ngids; j++) {
+            if (!memcmp(p->gids[j].gid, gid, 16)) {
+                return p;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void cr_inreq_free(CrInReq *r)
+{
+    g_free(r->req.local.iov);
+    g_free(r);
+}
+
+static void cr_respond(CrInReq *r, int status)
+{
+    CrRespMsg m = {
+        .h = { CR_RESP, sizeof(m) },
+        .cookie = r->req.cookie,
+        .status = status,
+    };
+
+    trace_pvrdma_cr_resp(r->req.dest_qpn, r->req.cookie, status);
+    if (r->peer) {
+        cr_send(r->peer, &m, sizeof(m), -1);
+    }
+}
+
+/* Free a dead peer: fail what it owes us, drop what it asked of us. */
+static void cr_peer_free(CrTransport *t, CrPeer *p)
+{
+    PvrdmaCore *c = t->t.core;
+    GHashTableIter it;
+    gpointer key, val;
+    GSList *done = NULL;
+
+    /* requests of this peer waiting for a receive here */
+    g_hash_table_iter_init(&it, t->waiting);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        GQueue *q = val;
+
+        for (GList *l = q->head; l;) {
+            GList *next = l->next;
+            CrInReq *r = l->data;
+
+            if (r->peer == p) {
+                cr_inreq_free(r);
+                g_queue_delete_link(q, l);
+            }
+            l = next;
+        }
+        if (g_queue_is_empty(q)) {
+            g_queue_free(q);
+            g_hash_table_iter_remove(&it);
+        }
+    }
+    if (p->partial) {
+        cr_inreq_free(p->partial);
+    }
+    /* our requests it will never answer */
+    g_hash_table_iter_init(&it, t->flights);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        CrFlight *f = val;
+
+        if (f->peer == p) {
+            g_hash_table_iter_steal(&it);
+            done = g_slist_prepend(done, f);
+        }
+    }
+    done = g_slist_reverse(done);
+    for (GSList *l = done; l; l = l->next) {
+        CrFlight *f = l->data;
+
+        /* RC: retries exhausted; UD: the datagram is lost, as on a wire */
+        pvrdma_req_done(c, f->qpn, f->cookie,
+                        f->rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS);
+        g_free(f);
+    }
+    g_slist_free(done);
+
+    t->loop->set_fd_handler(t->loop_opaque, p->fd, NULL, NULL, NULL);
+    close(p->fd);
+    g_queue_clear_full(&p->out, (GDestroyNotify)cr_out_free);
+    for (uint32_t i = 0; i < CR_MAX_REGIONS; i++) {
+        if (p->region[i].host) {
+            munmap(p->region[i].host, p->region[i].size);
+        }
+    }
+    g_free(p->gids);
+    g_free(p);
+}
+
+static void cr_reap(CrTransport *t)
+{
+    while (t->reap) {
+        t->reap = false;
+        for (guint i = 0; i < t->peers->len;) {
+            CrPeer *p = g_ptr_array_index(t->peers, i);
+
+            if (p->dead) {
+                g_ptr_array_remove_index(t->peers, i);
+                cr_peer_free(t, p);     /* may mark others dead: loop */
+            } else {
+                i++;
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Responder                                                           */
+
+static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
+{
+    PvrdmaCore *c = t->t.core;
+    PvrdmaQP *qp = pvrdma_qp_by_qpn(c, r->req.dest_qpn);
+    unsigned timer = qp ? qp->attr.min_rnr_timer : 0;
+
+    if (r->req.rnr_retry >= 7) {
+        return 0;
+    }
+    return c->ops->now_ms(c->opaque) +
+           10 * (1 + r->req.rnr_retry) * MAX(1, timer);
+}
+
+static void cr_arm_timer(CrTransport *t, int64_t deadline)
+{
+    PvrdmaCore *c = t->t.core;
+    int64_t now = c->ops->now_ms(c->opaque);
+
+    if (deadline > 0) {
+        c->rnr_timer = true;
+        c->ops->kick(c->opaque, MAX(1, deadline - now));
+    }
+}
+
+/*
+ * Serve the requests waiting on one QP, in order; stop at the first that
+ * still finds no receive.  Returns true when the queue is empty.
+ */
+static bool cr_serve_waiting(CrTransport *t, GQueue *q)
+{
+    PvrdmaCore *c = t->t.core;
+    CrInReq *r;
+
+    while ((r = g_queue_peek_head(q))) {
+        int st = pvrdma_responder(c, &r->req);
+
+        if (st == PVRDMA_TRANSPORT_RNR) {
+            if (r->deadline < 0) {
+                r->deadline = cr_rnr_deadline(t, r);
+            }
+            if (!r->deadline || c->ops->now_ms(c->opaque) < r->deadline) {
+                trace_pvrdma_rnr_wait(r->req.dest_qpn);
+                cr_arm_timer(t, r->deadline);
+                return false;
+            }
+            st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
+        }
+        g_queue_pop_head(q);
+        cr_respond(r, st);
+        if (st == PVRDMA_WC_RNR_RETRY_EXC_ERR) {
+            /* the requester QP is in error now: what it sent next fails */
+            for (GList *l = q->head; l;) {
+                GList *next = l->next;
+                CrInReq *o = l->data;
+
+                if (o->peer == r->peer && o->req.src_qpn == r->req.src_qpn) {
+                    cr_respond(o, PVRDMA_WC_RETRY_EXC_ERR);
+                    cr_inreq_free(o);
+                    g_queue_delete_link(q, l);
+                }
+                l = next;
+            }
+        }
+        cr_inreq_free(r);
+    }
+    return true;
+}
+
+static void cr_execute_in(CrTransport *t, CrInReq *r)
+{
+    gpointer key = GUINT_TO_POINTER(r->req.dest_qpn);
+    GQueue *q = g_hash_table_lookup(t->waiting, key);
+
+    trace_pvrdma_cr_req(r->req.dest_qpn, r->req.opcode, r->req.cookie,
+                        r->req.local.len);
+    if (!q) {
+        q = g_queue_new();
+        g_queue_push_tail(q, r);
+        if (cr_serve_waiting(t, q)) {
+            g_queue_free(q);
+        } else {
+            g_hash_table_insert(t->waiting, key, q);
+        }
+        return;
+    }
+    g_queue_push_tail(q, r);    /* behind a request waiting for a receive */
+}
+
+static void cr_wake(PvrdmaTransport *pt)
+{
+    CrTransport *t = cr(pt);
+    GHashTableIter it;
+    gpointer key, val;
+
+    g_hash_table_iter_init(&it, t->waiting);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        if (cr_serve_waiting(t, val)) {
+            g_queue_free(val);
+            g_hash_table_iter_remove(&it);
+        }
+    }
+    cr_reap(t);
+}
+
+static void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
+{
+    CrTransport *t = cr(pt);
+    GQueue *q = g_hash_table_lookup(t->waiting, GUINT_TO_POINTER(qpn));
+    CrInReq *r;
+
+    if (!q) {
+        return;
+    }
+    g_hash_table_remove(t->waiting, GUINT_TO_POINTER(qpn));
+    while ((r = g_queue_pop_head(q))) {
+        cr_respond(r, PVRDMA_WC_RETRY_EXC_ERR);     /* nobody answers */
+        cr_inreq_free(r);
+    }
+    g_queue_free(q);
+}
+
+/* Append a peer's sg entries to r->req.local (checked against its RAM). */
+static bool cr_add_sg(CrPeer *p, CrInReq *r, const CrSge *sg, uint32_t n)
+{
+    PvrdmaSg *l = &r->req.local;
+
+    if (n > r->nsg_total - l->n) {
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const CrSge *s = &sg[i];
+
+        if (s->region >= p->nregions || !s->len ||
+            s->off > p->region[s->region].size ||
+            s->len > p->region[s->region].size - s->off ||
+            s->len > r->len - l->len) {
+            return false;
+        }
+        l->iov[l->n++] = (PvrdmaIov) {
+            .host = p->region[s->region].host + s->off,
+            .len = s->len,
+            .is_write = true,
+        };
+        l->len += s->len;
+    }
+    return true;
+}
+
+static bool cr_rx_req(CrPeer *p, const CrReqMsg *m, size_t len)
+{
+    CrInReq *r;
+
+    if (len < sizeof(*m) || m->nsg > CR_REQ_SG_MAX ||
+        len != sizeof(*m) + m->nsg * sizeof(CrSge) ||
+        m->nsg > m->nsg_total || m->nsg_total > CR_MAX_REQ_SG ||
+        m->len > (1ull << 31) || p->partial || !cr_peer_ready(p)) {
+        return false;
+    }
+    r = g_new0(CrInReq, 1);
+    r->peer = p;
+    r->deadline = -1;
+    r->nsg_total = m->nsg_total;
+    r->len = m->len;
+    r->req = (PvrdmaReq) {
+        .cookie = m->cookie,
+        .opcode = m->opcode,
+        .send_flags = m->send_flags,
+        .src_qpn = m->src_qpn & 0xffffff,
+        .qp_type = m->qp_type,
+        .rnr_retry = m->rnr_retry,
+        .remote_addr = m->remote_addr,
+        .rkey = m->rkey,
+        .imm = m->imm,
+        .compare_add = m->compare_add,
+        .swap = m->swap,
+        .dest_qpn = m->dest_qpn & 0xffffff,
+        .qkey = m->qkey,
+        .sgid_type = m->sgid_type,
+    };
+    memcpy(r->req.sgid, m->sgid, 16);
+    memcpy(r->req.dgid, m->dgid, 16);
+    memcpy(r->req.smac, m->smac, 6);
+    r->req.local.iov = g_new(PvrdmaIov, MAX(1, m->nsg_total));
+    r->req.local.cap = MAX(1, m->nsg_total);
+    if (!cr_add_sg(p, r, m->sg, m->nsg)) {
+        cr_inreq_free(r);
+        return false;
+    }
+    if (r->req.local.n < r->nsg_total) {
+        p->partial = r;
+        return true;
+    }
+    if (r->req.local.len != r->len) {
+        cr_inreq_free(r);
+        return false;
+    }
+    cr_execute_in(p->t, r);
+    return true;
+}
+
+static bool cr_rx_more(CrPeer *p, const CrMoreMsg *m, size_t len)
+{
+    CrInReq *r = p->partial;
+
+    if (!r || len < sizeof(*m) || m->nsg > CR_MORE_SG_MAX ||
+        len != sizeof(*m) + m->nsg * sizeof(CrSge) ||
+        m->cookie != r->req.cookie || !cr_add_sg(p, r, m->sg, m->nsg)) {
+        return false;
+    }
+    if (r->req.local.n < r->nsg_total) {
+        return true;
+    }
+    p->partial = NULL;
+    if (r->req.local.len != r->len) {
+        cr_inreq_free(r);
+        return false;
+    }
+    cr_execute_in(p->t, r);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiving                                                           */
+
+static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
+{
+    struct stat st;
+    void *host;
+
+    if (len != sizeof(*m) || !p->hello || m->index >= p->nregions ||
+        p->region[m->index].host || fd < 0 || !m->size ||
+        m->size > INT64_MAX || m->fd_offset > INT64_MAX - m->size ||
+        (m->fd_offset & (getpagesize() - 1)) || fstat(fd, &st) ||
+        (S_ISREG(st.st_mode) &&
+         (uint64_t)st.st_size < m->fd_offset + m->size)) {
+        return false;
+    }
+    host = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                m->fd_offset);
+    if (host == MAP_FAILED) {
+        pvrdma_log_host("co-resident peer %016" PRIx64 ": cannot map its "
+                        "RAM: %s", p->node, strerror(errno));
+        return false;
+    }
+    p->region[m->index].host = host;
+    p->region[m->index].size = m->size;
+    p->nmapped++;
+    return true;
+}
+
+static bool cr_rx_gids(CrPeer *p, const CrGids *m, size_t len)
+{
+    if (len < sizeof(*m) || m->n > CR_MAX_GIDS ||
+        len != sizeof(*m) + m->n * sizeof(CrGid) || !p->hello) {
+        return false;
+    }
+    g_free(p->gids);
+    p->gids = g_memdup2(m->g, m->n * sizeof(CrGid));
+    p->ngids = m->n;
+    trace_pvrdma_cr_gids(p->node, m->n);
+    return true;
+}
+
+static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
+{
+    CrTransport *t = p->t;
+    CrFlight *f;
+
+    if (len != sizeof(*m)) {
+        return false;
+    }
+    f = g_hash_table_lookup(t->flights, &m->cookie);
+    if (!f || f->peer != p) {
+        return false;   /* never asked this peer */
+    }
+    if (m->status < 0 || m->status > PVRDMA_WC_GENERAL_ERR) {
+        return false;
+    }
+    g_hash_table_steal(t->flights, &m->cookie);
+    p->inflight--;
+    pvrdma_req_done(t->t.core, f->qpn, f->cookie, m->status);
+    g_free(f);
+    return true;
+}
+
+static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
+{
+    if (len != sizeof(*m) || p->hello || m->magic != CR_MAGIC ||
+        m->version != CR_VERSION || m->nregions > CR_MAX_REGIONS) {
+        return false;
+    }
+    p->hello = true;
+    p->node = m->node;
+    p->nregions = m->nregions;
+    trace_pvrdma_cr_peer(p->node, p->nregions);
+    return true;
+}
+
+static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
+{
+    const CrHdr *h = (const CrHdr *)buf;
+
+    if (len < sizeof(*h) || h->len != len) {
+        return false;
+    }
+    if (fd >= 0 && h->type != CR_REGION) {
+        return false;
+    }
+    if (!p->hello && h->type != CR_HELLO) {
+        return false;
+    }
+    switch (h->type) {
+    case CR_HELLO:
+        return cr_rx_hello(p, (const CrHello *)buf, len);
+    case CR_REGION:
+        return cr_rx_region(p, (const CrRegionMsg *)buf, len, fd);
+    case CR_GIDS:
+        return cr_rx_gids(p, (const CrGids *)buf, len);
+    case CR_REQ:
+        return cr_rx_req(p, (const CrReqMsg *)buf, len);
+    case CR_MORE:
+        return cr_rx_more(p, (const CrMoreMsg *)buf, len);
+    case CR_RESP:
+        return cr_rx_resp(p, (const CrRespMsg *)buf, len);
+    default:
+        return false;
+    }
+}
+
+static void cr_peer_read(void *opaque)
+{
+    CrPeer *p = opaque;
+    CrTransport *t = p->t;
+
+    for (int i = 0; i < CR_RX_BATCH && !p->dead; i++) {
+        union {
+            char buf[CMSG_SPACE(sizeof(int) * 4)];
+            struct cmsghdr align;
+        } u;
+        struct iovec iov = { t->rx, CR_MAX_MSG };
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1,
+            .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+        };
+        struct cmsghdr *cm;
+        int fd = -1, extra = 0;
+        ssize_t n;
+
+        n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        }
+        if (n <= 0) {
+            cr_peer_fail(p, n < 0 ? strerror(errno) : NULL);
+            break;
+        }
+        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                int nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                for (int k = 0; k < nfd; k++) {
+                    int f;
+
+                    memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                    if (fd < 0) {
+                        fd = f;
+                    } else {
+                        close(f);
+                        extra++;
+                    }
+                }
+            }
+        }
+        if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+            !cr_rx(p, t->rx, n, fd)) {
+            cr_peer_fail(p, "malformed message");
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    cr_reap(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Requester                                                           */
+
+static bool cr_reaches(PvrdmaTransport *pt, const uint8_t dgid[16])
+{
+    return cr_peer_for_gid(cr(pt), dgid) != NULL;
+}
+
+/* Our RAM as (region, offset); false if not in a shared region. */
+static bool cr_local_sge(CrTransport *t, const PvrdmaIov *v, CrSge *s)
+{
+    for (unsigned i = 0; i < t->nregions; i++) {
+        const PvrdmaShmRegion *r = &t->regions[i];
+        uintptr_t base = (uintptr_t)r->host, h = (uintptr_t)v->host;
+
+        if (h >= base && h - base <= r->size && v->len <= r->size - (h - base)) {
+            *s = (CrSge) { .region = i, .off = h - base, .len = v->len };
+            return true;
+        }
+    }
+    return false;
+}
+
+static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
+{
+    CrTransport *t = cr(pt);
+    CrPeer *p = cr_peer_for_gid(t, req->dgid);
+    bool rc = req->qp_type == PVRDMA_QPT_RC;
+    uint32_t nsg = 0, first, sent;
+    CrReqMsg *m;
+    CrFlight *f;
+    CrSge *sg;
+
+    if (!p) {
+        return rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS;
+    }
+    if (p->inflight >= CR_MAX_INFLIGHT) {
+        cr_peer_fail(p, "does not answer");     /* freed by the next event */
+        return rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS;
+    }
+    sg = g_new(CrSge, MAX(1, req->local.n));
+    for (uint32_t i = 0; i < req->local.n; i++) {
+        if (!req->local.iov[i].len) {
+            continue;
+        }
+        if (!cr_local_sge(t, &req->local.iov[i], &sg[nsg])) {
+            PVRDMA_GUEST_ERR(t->t.core, "QP %u: buffer outside shared guest "
+                             "RAM", req->src_qpn);
+            g_free(sg);
+            return PVRDMA_WC_LOC_PROT_ERR;
+        }
+        nsg++;
+    }
+    first = MIN(nsg, CR_REQ_SG_MAX);
+    m = g_malloc0(sizeof(*m) + first * sizeof(CrSge));
+    *m = (CrReqMsg) {
+        .h = { CR_REQ, sizeof(*m) + first * sizeof(CrSge) },
+        .cookie = req->cookie,
+        .opcode = req->opcode,
+        .send_flags = req->send_flags,
+        .src_qpn = req->src_qpn,
+        .dest_qpn = req->dest_qpn,
+        .qkey = req->qkey,
+        .rkey = req->rkey,
+        .imm = req->imm,
+        .qp_type = req->qp_type,
+        .rnr_retry = req->rnr_retry,
+        .sgid_type = req->sgid_type,
+        .remote_addr = req->remote_addr,
+        .compare_add = req->compare_add,
+        .swap = req->swap,
+        .len = req->local.len,
+        .nsg_total = nsg,
+        .nsg = first,
+    };
+    memcpy(m->sgid, req->sgid, 16);
+    memcpy(m->dgid, req->dgid, 16);
+    memcpy(m->smac, req->smac, 6);
+    memcpy(m->sg, sg, first * sizeof(CrSge));
+    cr_send(p, m, m->h.len, -1);
+    g_free(m);
+    for (sent = first; sent < nsg;) {
+        uint32_t k = MIN(nsg - sent, CR_MORE_SG_MAX);
+        CrMoreMsg *mm = g_malloc0(sizeof(*mm) + k * sizeof(CrSge));
+
+        mm->h = (CrHdr) { CR_MORE, sizeof(*mm) + k * sizeof(CrSge) };
+        mm->cookie = req->cookie;
+        mm->nsg = k;
+        memcpy(mm->sg, sg + sent, k * sizeof(CrSge));
+        cr_send(p, mm, mm->h.len, -1);
+        g_free(mm);
+        sent += k;
+    }
+    g_free(sg);
+    if (p->dead) {
+        /*
+         * The send failed.  No reaping here: the core is in the middle of
+         * this QP's send queue; the peer is freed at its next event.
+         */
+        return rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS;
+    }
+
+    f = g_new(CrFlight, 1);
+    *f = (CrFlight) {
+        .cookie = req->cookie, .peer = p, .qpn = req->src_qpn, .rc = rc,
+    };
+    g_hash_table_insert(t->flights, &f->cookie, f);
+    p->inflight++;
+    trace_pvrdma_cr_send(req->src_qpn, req->opcode, req->cookie,
+                         req->local.len);
+    return PVRDMA_TRANSPORT_PENDING;
+}
+
+static void cr_gids_changed(PvrdmaTransport *pt)
+{
+    CrTransport *t = cr(pt);
+
+    for (guint i = 0; i < t->peers->len; i++) {
+        cr_send_gids(t, g_ptr_array_index(t->peers, i));
+    }
+    cr_reap(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rendezvous                                                          */
+
+static void cr_accept(void *opaque)
+{
+    CrTransport *t = opaque;
+
+    for (;;) {
+        int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            break;
+        }
+        cr_peer_new(t, fd);
+    }
+    cr_reap(t);
+}
+
+static bool cr_sockaddr(const char *path, struct sockaddr_un *sa)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa->sun_path)) {
+        return false;
+    }
+    strcpy(sa->sun_path, path);
+    return true;
+}
+
+/* Connect to every listening peer in the directory; remove stale sockets. */
+static void cr_scan(CrTransport *t)
+{
+    DIR *d = opendir(t->dir);
+    struct dirent *e;
+
+    if (!d) {
+        return;
+    }
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        struct sockaddr_un sa;
+        char *path;
+        int fd;
+
+        if (n < 6 || strcmp(e->d_name + n - 5, ".sock")) {
+            continue;
+        }
+        path = g_build_filename(t->dir, e->d_name, NULL);
+        if (!strcmp(path, t->sock_path) || !cr_sockaddr(path, &sa)) {
+            g_free(path);
+            continue;
+        }
+        /* non-blocking: a peer with a full backlog is skipped, not waited */
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            cr_peer_new(t, fd);
+        } else {
+            if (fd >= 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
+                unlink(path);   /* its owner is gone */
+            }
+            if (fd >= 0) {
+                close(fd);
+            }
+        }
+        g_free(path);
+    }
+    closedir(d);
+}
+
+static void cr_destroy(PvrdmaTransport *pt)
+{
+    CrTransport *t = cr(pt);
+    GHashTableIter it;
+    gpointer key, val;
+
+    for (guint i = 0; i < t->peers->len; i++) {
+        cr_peer_fail(g_ptr_array_index(t->peers, i), NULL);
+    }
+    cr_reap(t);
+    g_hash_table_iter_init(&it, t->waiting);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        g_queue_free_full(val, (GDestroyNotify)cr_inreq_free);
+    }
+    g_hash_table_destroy(t->waiting);
+    g_hash_table_destroy(t->flights);
+    g_ptr_array_free(t->peers, true);
+    if (t->lfd >= 0) {
+        t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL, NULL);
+        close(t->lfd);
+        unlink(t->sock_path);
+    }
+    g_free(t->regions);
+    g_free(t->sock_path);
+    g_free(t->dir);
+    g_free(t->rx);
+    g_free(t);
+}
+
+unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
+{
+    CrTransport *t = cr(pt);
+    unsigned n = 0;
+
+    for (guint i = 0; i < t->peers->len; i++) {
+        n += cr_peer_ready(g_ptr_array_index(t->peers, i));
+    }
+    return n;
+}
+
+PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
+                                       const PvrdmaShmRegion *regions,
+                                       unsigned nregions,
+                                       const PvrdmaLoopOps *loop,
+                                       void *loop_opaque, char **err)
+{
+    CrTransport *t;
+    struct sockaddr_un sa;
+    char *lock;
+    int lockfd;
+
+    if (!nregions || nregions > CR_MAX_REGIONS) {
+        *err = g_strdup_printf("%u shareable RAM regions (1 to %u supported)",
+                               nregions, CR_MAX_REGIONS);
+        return NULL;
+    }
+    if (mkdir(dir, 0700) && errno != EEXIST) {
+        *err = g_strdup_printf("cannot create rendezvous directory %s: %s",
+                               dir, strerror(errno));
+        return NULL;
+    }
+    t = g_new0(CrTransport, 1);
+    t->t = (PvrdmaTransport) {
+        .name = "coresident",
+        .core = c,
+        .reaches = cr_reaches,
+        .execute = cr_execute,
+        .gids_changed = cr_gids_changed,
+        .wake = cr_wake,
+        .qp_gone = cr_qp_gone,
+        .destroy = cr_destroy,
+    };
+    t->dir = g_strdup(dir);
+    t->lfd = -1;
+    t->regions = g_memdup2(regions, nregions * sizeof(*regions));
+    t->nregions = nregions;
+    t->loop = loop;
+    t->loop_opaque = loop_opaque;
+    t->peers = g_ptr_array_new();
+    t->waiting = g_hash_table_new(NULL, NULL);
+    t->flights = g_hash_table_new(g_int64_hash, g_int64_equal);
+    t->rx = g_malloc(CR_MAX_MSG);
+    do {
+        t->node = (uint64_t)g_random_int() << 32 | g_random_int();
+    } while (!t->node);
+    t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", dir, t->node);
+    if (!cr_sockaddr(t->sock_path, &sa)) {
+        *err = g_strdup_printf("rendezvous path %s is too long for a unix "
+                               "socket (at most %zu characters)", dir,
+                               sizeof(sa.sun_path) - 22);
+        cr_destroy(&t->t);
+        return NULL;
+    }
+
+    lock = g_build_filename(dir, ".lock", NULL);
+    lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    g_free(lock);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX)) {
+        *err = g_strdup_printf("cannot lock rendezvous directory %s: %s",
+                               dir, strerror(errno));
+        if (lockfd >= 0) {
+            close(lockfd);
+        }
+        cr_destroy(&t->t);
+        return NULL;
+    }
+    t->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (t->lfd < 0 || bind(t->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+        listen(t->lfd, 64)) {
+        *err = g_strdup_printf("cannot listen on %s: %s", t->sock_path,
+                               strerror(errno));
+        if (t->lfd >= 0) {
+            close(t->lfd);
+            t->lfd = -1;
+            unlink(t->sock_path);
+        }
+        close(lockfd);
+        cr_destroy(&t->t);
+        return NULL;
+    }
+    cr_scan(t);
+    close(lockfd);      /* releases the lock */
+    loop->set_fd_handler(loop_opaque, t->lfd, cr_accept, NULL, t);
+    cr_reap(t);
+    return &t->t;
+}
