@@ -616,10 +616,10 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
     if (op == PVRDMA_WR_FAST_REG_MR) {
         return fast_reg(c, qp, w);
     }
-    if (h->send_flags & PVRDMA_SEND_INLINE) {
-        PVRDMA_GUEST_ERR(c, "QP %u: inline data not supported", qp->qpn);
-        return PVRDMA_WC_LOC_QP_OP_ERR;
-    }
+    /*
+     * PVRDMA_SEND_INLINE: the driver reports max_inline_data 0 and its WQE
+     * has no room for payload, so the SGEs (lkeys) carry the data as usual.
+     */
     sink = op == PVRDMA_WR_RDMA_READ || op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
            op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
     st = resolve_sges(c, qp->pd, w->sge, h->num_sge, sink, &req.local);
