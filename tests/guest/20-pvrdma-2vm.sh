@@ -1,4 +1,7 @@
-# rc/ud/srq pingpong between two VMs over vmw_pvrdma0 (VM 0 serves).
+# rc/ud/srq pingpong between two VMs over vmw_pvrdma0 and the co-resident
+# transport (VM 0 serves), with data validation (-c) and several sizes: rc
+# and srq from 1 byte to 64 KiB (16 pages, so several SGE pages per message),
+# ud up to the active MTU (1024).
 # vms: 2
 # timeout: 400
 # requires: pvrdma
@@ -6,4 +9,4 @@
 
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 barrier pvrdma-up 60
-two_vm_pingpongs vmw_pvrdma0
+two_vm_pingpongs vmw_pvrdma0 "rc:1 rc:4096 rc:65536 ud:1 ud:512 ud:1024 srq:1 srq:4096 srq:65536"

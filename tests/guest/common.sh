@@ -78,31 +78,117 @@ loopback_perftest() {
     [ $_bad = 0 ] || fail "$_bad of 2 perftest runs on $_d failed (first: $PAIR_ERR)"
 }
 
-# two_vm_pingpongs DEV: VM 0 serves, VM 1 connects to it, rc then ud
+# two_vm_pingpongs DEV [CASES]: VM 0 serves, VM 1 connects to it; CASES are
+# KIND:SIZE with KIND rc, ud or srq (default "rc:4096 ud:1024 srq:4096"),
+# every run with data validation (-c).  All cases run; the test fails at the
+# end if any failed.
 two_vm_pingpongs() {
-    _d=$1
+    _d=$1 _cases=${2:-rc:4096 ud:1024 srq:4096} _bad=0 _n=0
     _x=$(roce_v2_gid "$_d")
     _o="-d $_d -g $_x -n $PP_ITERS -r $PP_RXDEPTH -c"
-    for _t in rc-4096:ibv_rc_pingpong:4096 ud-1024:ibv_ud_pingpong:1024 srq-4096:ibv_srq_pingpong:4096; do
-        _n=${_t%%:*} _rest=${_t#*:}; _b=${_rest%%:*} _s=${_rest#*:}
-        case $_b in ibv_srq_pingpong) _o2="-q 4" ;; *) _o2= ;; esac
-        if [ "$PVRDMA_VM" = 0 ]; then
-            log "2vm $_n: server"
-            # shellcheck disable=SC2086
-            timeout 90 $_b $_o $_o2 -s "$_s" > "/tmp/$_n.srv" 2>&1 &
-            _spid=$!
-            wait_port 18515 10 || { cat "/tmp/$_n.srv"; fail "2vm $_n: server not listening"; }
-            barrier "$_n-ready" 60
-            wait "$_spid" || { cat "/tmp/$_n.srv"; fail "2vm $_n: server failed: $(grep -m1 -iE 'fail|error|couldn|exceeded' "/tmp/$_n.srv")"; }
-            log "2vm $_n: server ok: $(grep -E 'bytes in' "/tmp/$_n.srv")"
-        else
-            barrier "$_n-ready" 60
-            log "2vm $_n: client -> $PVRDMA_PEER_IP"
-            # shellcheck disable=SC2086
-            timeout 90 $_b $_o $_o2 -s "$_s" "$PVRDMA_PEER_IP" > "/tmp/$_n.cli" 2>&1 ||
-                { cat "/tmp/$_n.cli"; fail "2vm $_n: client failed: $(grep -m1 -iE 'fail|error|couldn|exceeded' "/tmp/$_n.cli")"; }
-            log "2vm $_n: client ok: $(grep -E 'bytes in' "/tmp/$_n.cli")"
-        fi
-        barrier "$_n-done" 60
+    for _t in $_cases; do
+        _k=${_t%%:*} _s=${_t#*:} _o2=
+        [ "$_k" != srq ] || _o2="-q 4"
+        _n=$((_n + 1))
+        vm_pair "$_k-$_s" 90 tcp:18515 "ibv_${_k}_pingpong $_o $_o2 -s $_s" \
+            "ibv_${_k}_pingpong $_o $_o2 -s $_s $PVRDMA_PEER_IP" || { _bad=$((_bad + 1)); continue; }
+        # both sides print "N bytes in S seconds = R Mbit/sec" and
+        # "N iters in S seconds = U usec/iter" when every iteration completed
+        _l=$(grep -E "^$((_s * 2 * PP_ITERS)) bytes in " "/tmp/$_k-$_s.out") &&
+            grep -qE "^$PP_ITERS iters in .* usec/iter" "/tmp/$_k-$_s.out" ||
+            { cat "/tmp/$_k-$_s.out"; PAIR_ERR=${PAIR_ERR:-"$_k-$_s: no '$((_s * 2 * PP_ITERS)) bytes in' / '$PP_ITERS iters' line"}; _bad=$((_bad + 1)); continue; }
+        log "$_k-$_s: ok: $_l"
     done
+    [ $_bad = 0 ] || fail "$_bad of $_n two-VM pingpongs on $_d failed (first: $PAIR_ERR)"
+}
+
+# listening tcp:PORT|cm:PORT: something listens on TCP PORT, or an rdma_cm
+# ID listens on PORT, in this VM now (rping and perftest -R listen through
+# rdma_cm, not TCP)
+listening() {
+    case $1 in
+        tcp:*) grep -q ":$(printf '%04X' "${1#tcp:}") 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null ;;
+        cm:*) rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
+        *) return 1 ;;
+    esac
+}
+
+# vm_pair NAME SECS LISTEN "SERVER CMD" "CLIENT CMD": one client/server run
+# across the two VMs: VM 0 starts SERVER in the background and waits until
+# it listens (LISTEN is tcp:PORT or cm:PORT), VM 1 then runs CLIENT (which
+# names $PVRDMA_PEER_IP itself); both limited to SECS seconds.  Both VMs
+# pass the barriers NAME-ready and NAME-done whatever happens, so a failed
+# case does not stop the next one.  Output in /tmp/NAME.out; returns this
+# VM's side's status (0 ok) and keeps the first failure line in PAIR_ERR.
+vm_pair() {
+    _name=$1 _secs=$2 _lis=$3 _srv=$4 _cli=$5 _rc=0
+    if [ "$PVRDMA_VM" = 0 ]; then
+        log "$_name: server: $_srv"
+        # shellcheck disable=SC2086
+        timeout "$_secs" $_srv > "/tmp/$_name.out" 2>&1 &
+        _spid=$!
+        # wait until it listens (at most 15 s), not longer than it lives
+        _i=0
+        until listening "$_lis"; do
+            _i=$((_i + 1))
+            sleep 0.1
+            if [ $_i -ge 150 ] || ! kill -0 "$_spid" 2>/dev/null; then
+                log "$_name: server does not listen on $_lis"; _rc=1; break
+            fi
+        done
+        barrier "$_name-ready" 60
+        wait "$_spid" || _rc=$?
+    else
+        barrier "$_name-ready" 60
+        log "$_name: client: $_cli"
+        # shellcheck disable=SC2086
+        timeout "$_secs" $_cli > "/tmp/$_name.out" 2>&1 || _rc=$?
+    fi
+    barrier "$_name-done" 60
+    if [ "$_rc" != 0 ]; then
+        echo "--- $_name output (rc $_rc; 124/143 = timeout) ---"; cat "/tmp/$_name.out"
+        _e=$(grep -m1 -iE "fail|error|couldn|exceeded|unable|invalid|mismatch|reject" "/tmp/$_name.out") || _e="rc $_rc"
+        PAIR_ERR=${PAIR_ERR:-"$_name ($([ "$PVRDMA_VM" = 0 ] && echo server || echo client)): $_e"}
+        log "$_name: FAILED (rc $_rc)"
+        return 1
+    fi
+    return 0
+}
+
+# perf_result FILE: the last result line of a perftest run (first field the
+# message size), or nothing
+perf_result() {
+    grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$1" | tail -n 1
+}
+
+# perf_check NAME FIELD: the client's perftest output has a result line
+# whose FIELD-th column is a positive number; prints it.  Returns 1 if not.
+perf_check() {
+    _l=$(perf_result "/tmp/$1.out")
+    _v=$(echo "$_l" | awk -v f="$2" '{print $f}')
+    if [ -z "$_l" ] || ! awk -v v="$_v" 'BEGIN{exit !(v + 0 > 0)}'; then
+        cat "/tmp/$1.out"
+        PAIR_ERR=${PAIR_ERR:-"$1: no result line with a positive column $2"}
+        log "$1: no result line with a positive column $2"
+        return 1
+    fi
+    log "$1: $_l"
+}
+
+# perftest_2vm DEV "OPTS" LISTEN "TEST:SIZE ...": each perftest TEST with
+# message SIZE between the two VMs (VM 0 serves); all run, the test fails at
+# the end if any failed.  The client's last result line must have a positive
+# average: column 6 (t_avg, usec) for *_lat, column 4 (BW average, MB/s) for
+# *_bw.
+perftest_2vm() {
+    _d=$1 _po=$2 _lis=$3 _bad=0 _n=0
+    for _t in $4; do
+        _b=${_t%%:*} _s=${_t#*:} _n=$((_n + 1))
+        _o="-d $_d $_po -F -n $PERF_ITERS -s $_s"
+        vm_pair "$_b" 120 "$_lis" "$_b $_o" "$_b $_o $PVRDMA_PEER_IP" || { _bad=$((_bad + 1)); continue; }
+        [ "$PVRDMA_VM" = 1 ] || continue
+        case $_b in *_lat) _c=6 ;; *) _c=4 ;; esac
+        perf_check "$_b" "$_c" || _bad=$((_bad + 1))
+    done
+    [ $_bad = 0 ] || fail "$_bad of $_n perftest runs on $_d failed (first: $PAIR_ERR)"
 }
