@@ -94,9 +94,12 @@ two_vm_pingpongs() {
             "ibv_${_k}_pingpong $_o $_o2 -s $_s $PVRDMA_PEER_IP" || { _bad=$((_bad + 1)); continue; }
         # both sides print "N bytes in S seconds = R Mbit/sec" and
         # "N iters in S seconds = U usec/iter" when every iteration completed
-        _l=$(grep -E "^$((_s * 2 * PP_ITERS)) bytes in " "/tmp/$_k-$_s.out") &&
-            grep -qE "^$PP_ITERS iters in .* usec/iter" "/tmp/$_k-$_s.out" ||
-            { cat "/tmp/$_k-$_s.out"; PAIR_ERR=${PAIR_ERR:-"$_k-$_s: no '$((_s * 2 * PP_ITERS)) bytes in' / '$PP_ITERS iters' line"}; _bad=$((_bad + 1)); continue; }
+        if ! _l=$(grep -E "^$((_s * 2 * PP_ITERS)) bytes in " "/tmp/$_k-$_s.out") ||
+           ! grep -qE "^$PP_ITERS iters in .* usec/iter" "/tmp/$_k-$_s.out"; then
+            cat "/tmp/$_k-$_s.out"
+            PAIR_ERR=${PAIR_ERR:-"$_k-$_s: no '$((_s * 2 * PP_ITERS)) bytes in' / '$PP_ITERS iters' line"}
+            _bad=$((_bad + 1)); continue
+        fi
         log "$_k-$_s: ok: $_l"
     done
     [ $_bad = 0 ] || fail "$_bad of $_n two-VM pingpongs on $_d failed (first: $PAIR_ERR)"
