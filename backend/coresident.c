@@ -1119,6 +1119,11 @@ static void cr_destroy(PvrdmaTransport *pt)
     g_free(t);
 }
 
+void pvrdma_coresident_leave(PvrdmaTransport *pt)
+{
+    unlink(cr(pt)->sock_path);
+}
+
 unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
