@@ -55,7 +55,8 @@
 #define CR_MAX_GIDS     PVRDMA_HARD_GID_TBL_LEN
 /* 2 GiB messages of 4 KiB pages, plus one extra entry per SGE */
 #define CR_MAX_REQ_SG   ((1u << 19) + PVRDMA_HARD_MAX_SGE)
-#define CR_MAX_INFLIGHT (1u << 20)      /* per peer */
+#define CR_MAX_INFLIGHT (1u << 20)      /* our requests at one peer */
+#define CR_MAX_WAITING  (1u << 16)      /* one peer's requests waiting here */
 #define CR_RX_BATCH     64              /* messages per read callback */
 
 enum {
@@ -180,6 +181,7 @@ typedef struct CrPeer {
     GQueue out;             /* CrOut waiting for the socket */
     struct CrInReq *partial;    /* REQ still collecting MORE messages */
     uint32_t inflight;      /* our requests it has not answered */
+    uint32_t nreqs;         /* its requests held here (CrInReq alive) */
 } CrPeer;
 
 /* A peer's request at this responder. */
@@ -409,6 +411,9 @@ static CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])
 
 static void cr_inreq_free(CrInReq *r)
 {
+    if (r->peer) {
+        r->peer->nreqs--;
+    }
     g_free(r->req.local.iov);
     g_free(r);
 }
@@ -596,6 +601,12 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         }
         return;
     }
+    if (r->peer->nreqs > CR_MAX_WAITING) {
+        /* a guest flooding a QP that never receives: no unbounded queue */
+        cr_respond(r, PVRDMA_WC_RNR_RETRY_EXC_ERR);
+        cr_inreq_free(r);
+        return;
+    }
     g_queue_push_tail(q, r);    /* behind a request waiting for a receive */
 }
 
@@ -671,6 +682,7 @@ static bool cr_rx_req(CrPeer *p, const CrReqMsg *m, size_t len)
     }
     r = g_new0(CrInReq, 1);
     r->peer = p;
+    p->nreqs++;
     r->deadline = -1;
     r->nsg_total = m->nsg_total;
     r->len = m->len;
