@@ -57,6 +57,7 @@
 #define CR_MAX_REQ_SG   ((1u << 19) + PVRDMA_HARD_MAX_SGE)
 #define CR_MAX_INFLIGHT (1u << 20)      /* per peer */
 #define CR_RX_BATCH     64              /* messages per read callback */
+#define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
 
 enum {
     CR_HELLO = 1,
@@ -1146,6 +1147,13 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                nregions, CR_MAX_REGIONS);
         return NULL;
     }
+    /* before anything is created: the socket path must fit in sun_path */
+    if (strlen(dir) + CR_SOCK_NAME >= sizeof(sa.sun_path)) {
+        *err = g_strdup_printf("rendezvous path %s is too long for a unix "
+                               "socket (at most %zu characters)", dir,
+                               sizeof(sa.sun_path) - 1 - CR_SOCK_NAME);
+        return NULL;
+    }
     if (mkdir(dir, 0700) && errno != EEXIST) {
         *err = g_strdup_printf("cannot create rendezvous directory %s: %s",
                                dir, strerror(errno));
@@ -1176,13 +1184,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();
     } while (!t->node);
     t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", dir, t->node);
-    if (!cr_sockaddr(t->sock_path, &sa)) {
-        *err = g_strdup_printf("rendezvous path %s is too long for a unix "
-                               "socket (at most %zu characters)", dir,
-                               sizeof(sa.sun_path) - 22);
-        cr_destroy(&t->t);
-        return NULL;
-    }
+    cr_sockaddr(t->sock_path, &sa);     /* fits: checked above */
 
     lock = g_build_filename(dir, ".lock", NULL);
     lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
