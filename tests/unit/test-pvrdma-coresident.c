@@ -24,7 +24,7 @@
 /* Wire format of backend/coresident.c (for the fake peer)             */
 
 #define CR_MAGIC        0x70767264u
-#define CR_VERSION      1
+#define CR_VERSION      2
 #define CR_MAX_MSG      (64 * 1024)
 
 enum {
@@ -2003,7 +2003,7 @@ static void test_malformed(void)
     h.magic ^= 1;
     bad_message(&x.b, path, HS_NONE, &h, sizeof(h), -1, "HELLO bad magic");
     h = hello_msg();
-    h.version = 2;
+    h.version = CR_VERSION + 1;
     bad_message(&x.b, path, HS_NONE, &h, sizeof(h), -1, "HELLO version");
     h = hello_msg();
     h.nregions = 33;
