@@ -34,6 +34,7 @@ enum {
     CR_REQ,
     CR_MORE,
     CR_RESP,
+    CR_CANCEL,
 };
 
 typedef struct CrHdr {
@@ -119,6 +120,12 @@ typedef struct CrRespMsg {
     int32_t status;
     uint32_t pad;
 } CrRespMsg;
+
+typedef struct CrCancelMsg {
+    CrHdr h;
+    uint32_t src_qpn;
+    uint32_t pad;
+} CrCancelMsg;
 
 /* sg entries that fit in one REQ / MORE message */
 #define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
@@ -1405,6 +1412,68 @@ static void test_responder_qp_gone(void)
     x_fini(&x);
 }
 
+/*
+ * The requester's QP is destroyed, reset or moved to error while its sends
+ * wait at the responder for a receive: they must not be delivered when a
+ * receive shows up later (the QP that sent them is gone, and so may be the
+ * memory they would be read from).
+ */
+static void test_requester_qp_gone(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    Side a2, b2, a3, b3;
+    struct pvrdma_sge g, r;
+    struct pvrdma_qp_attr at = { 0 };
+    union pvrdma_cmd_req req = { 0 };
+
+    x_setup(&x, 7);
+    side_init(&a2, &x.a, PVRDMA_QPT_RC);
+    side_init(&b2, &x.b, PVRDMA_QPT_RC);
+    rc_connect(&a2, &b2, 7);
+    side_init(&a3, &x.a, PVRDMA_QPT_RC);
+    side_init(&b3, &x.b, PVRDMA_QPT_RC);
+    rc_connect(&a3, &b3, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(&a2, 0, 64);
+    send_wqe(&a2, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(&a3, 0, 64);
+    send_wqe(&a3, 0xa3, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+
+    /* sa destroyed, a2 reset, a3 to error */
+    req.destroy_qp.qp_handle = sa->qp.handle;
+    g_assert_cmpuint(dev_cmd(&x.a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==,
+                     0);
+    at.qp_state = PVRDMA_QPS_RESET;
+    g_assert_cmpuint(modify_qp(&x.a.d, &a2.qp, PVRDMA_QP_STATE, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_ERR;
+    g_assert_cmpuint(modify_qp(&x.a.d, &a3.qp, PVRDMA_QP_STATE, &at), ==, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(&a3, 0xa3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+
+    r = mr_sge(sb, 0, 64);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    r = mr_sge(&b2, 0, 64);
+    post_recv(&x.b.d, &b2.qp, 0xb2, &r, 1);
+    r = mr_sge(&b3, 0, 64);
+    post_recv(&x.b.d, &b3.qp, 0xb3, &r, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    expect_cq_empty(&x.b.d, &b2.cq);
+    expect_cq_empty(&x.b.d, &b3.cq);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    g_assert_cmpuint(peers(&x.b), ==, 1);
+    expect_cq_empty(&x.a.d, &a2.cq);
+    expect_cq_empty(&x.a.d, &a3.cq);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    vm_fini(&x.a);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
 /* A requester QP towards gid on v, connected to dest's QP (fresh objects). */
 static void side_reconnect(Side *s, Vm *v, Side *dest, uint8_t rnr)
 {
@@ -1835,6 +1904,46 @@ static void test_fake_peer(void)
     g_assert_cmpuint(peers(&a), ==, 1);
     g_assert_cmpuint(qp_state(&sa), ==, PVRDMA_QPS_RTS);
 
+    /*
+     * The fake's sends wait for a receive; it cancels them (its QP is
+     * gone): they are answered and never delivered.  A CANCEL for a QP
+     * with nothing waiting is fine.
+     */
+    {
+        CrCancelMsg c = { { CR_CANCEL, sizeof(c) }, 77 };
+        struct pvrdma_sge r;
+        Side sc;
+
+        side_init(&sc, &a, PVRDMA_QPT_RC);
+        rc_to_rts_gid(&a.d, &sc.qp, 77, fgid, 7);
+        m = req_msg(0x1005, PVRDMA_WR_SEND, sc.qp.qpn, sg, 1, 1, 3000);
+        fake_send(&f, m, m->h.len, -1);
+        m->cookie = 0x1006;
+        m->opcode = PVRDMA_WR_RDMA_WRITE;
+        m->rkey = sc.mr.rkey;
+        m->remote_addr = S_IOVA;
+        fake_send(&f, m, m->h.len, -1);
+        g_free(m);
+        PUMP(&a);
+        g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==,
+                        -1);
+        c.src_qpn = 78;
+        fake_send(&f, &c, sizeof(c), -1);
+        PUMP(&a);
+        g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==,
+                        -1);
+        c.src_qpn = 77;
+        fake_send(&f, &c, sizeof(c), -1);
+        PUMP(&a);
+        g_assert_cmpint(fake_resp(&f, 0x1005), ==, PVRDMA_WC_WR_FLUSH_ERR);
+        g_assert_cmpint(fake_resp(&f, 0x1006), ==, PVRDMA_WC_WR_FLUSH_ERR);
+        r = mr_sge(&sc, 0, 4000);
+        post_recv(&a.d, &sc.qp, 0xc1, &r, 1);
+        PUMP(&a);
+        expect_cq_empty(&a.d, &sc.cq);
+        g_assert_cmpuint(peers(&a), ==, 1);
+    }
+
     /* a's WRITE reaches the fake as a list of a's RAM */
     {
         g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
@@ -1877,6 +1986,47 @@ static void test_fake_peer(void)
         PUMP(&a);
         side_expect_cqe(&sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
                         5000);
+
+        /*
+         * a destroys a QP with two requests at the fake: one CANCEL naming
+         * it; the fake's late answers are still welcome.
+         */
+        {
+            union pvrdma_cmd_req req = { 0 };
+            CrCancelMsg c;
+            uint64_t cookie[2];
+            Side sd;
+
+            side_init(&sd, &a, PVRDMA_QPT_RC);
+            rc_to_rts_gid(&a.d, &sd.qp, 77, fgid, 7);
+            g = mr_sge(&sd, 0, 10);
+            send_wqe(&sd, 0xd1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+            send_wqe(&sd, 0xd2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+            PUMP(&a);
+            for (int i = 0; i < 2; i++) {
+                fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+                g_assert_cmpuint(m->src_qpn, ==, sd.qp.qpn);
+                cookie[i] = m->cookie;
+            }
+            req.destroy_qp.qp_handle = sd.qp.handle;
+            g_assert_cmpuint(dev_cmd(&a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
+                             ==, 0);
+            PUMP(&a);
+            g_assert_cmpint(fake_expect(&f, &c, sizeof(c), CR_CANCEL), ==,
+                            sizeof(c));
+            g_assert_cmpuint(c.src_qpn, ==, sd.qp.qpn);
+            g_assert_cmpint(fake_recv(&f, buf, CR_MAX_MSG, &(int) { 0 }), ==,
+                            -1);
+            for (int i = 0; i < 2; i++) {
+                resp.cookie = cookie[i];
+                resp.status = PVRDMA_WC_WR_FLUSH_ERR;
+                fake_send(&f, &resp, sizeof(resp), -1);
+            }
+            PUMP(&a);
+            g_assert_cmpuint(peers(&a), ==, 1);
+            expect_cq_empty(&a.d, &sd.cq);
+            g = mr_sge(&sa, 5000, 5000);
+        }
 
         /* an answer with a status that does not exist: the peer goes */
         rdma_wqe(&sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, 0x5000, 0x4242, 0);
@@ -2247,6 +2397,17 @@ static void test_malformed(void)
         side_expect_cqe(&x.sa, 0xa7, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
     }
 
+    /* CANCEL */
+    {
+        CrCancelMsg c = { { CR_CANCEL, sizeof(c) - 4 }, 1 };
+
+        bad_message(&x.b, path, HS_READY, &c, sizeof(c) - 4, -1,
+                    "CANCEL short");
+        c.h.len = sizeof(c);
+        bad_message(&x.b, path, HS_NONE, &c, sizeof(c), -1,
+                    "CANCEL before HELLO");
+    }
+
     /* RESP */
     resp.h.type = CR_RESP;
     bad_message(&x.b, path, HS_READY, &resp, sizeof(resp), -1,
@@ -2296,6 +2457,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/rnr-timeout", test_rnr_timeout);
     g_test_add_func("/pvrdma/cr/bad-rkey", test_bad_rkey);
     g_test_add_func("/pvrdma/cr/responder-qp-gone", test_responder_qp_gone);
+    g_test_add_func("/pvrdma/cr/requester-qp-gone", test_requester_qp_gone);
     g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);
