@@ -1012,6 +1012,58 @@ static void test_atomics(void)
     x_fini(&x);
 }
 
+/*
+ * A DMA MR on the requester: its SGEs are guest physical addresses, mapped
+ * for the request and unmapped when the core hands it over; the peer still
+ * finds the bytes (SEND) and its READ lands there.
+ */
+static void test_dma_mr(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_sge g, r;
+    uint8_t data[6000], got[6000];
+    uint64_t buf;
+    unsigned maps;
+
+    x_setup(&x, 7);
+    req.create_mr.pd_handle = sa->pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_DMA;
+    req.create_mr.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    g_assert_cmpuint(dev_cmd(&x.a.d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    buf = fh_alloc(&x.a.d.h, 4);
+    fill_pattern(data, sizeof(data), 11);
+    memcpy((uint8_t *)fh_ptr(&x.a.d.h, buf) + 1000, data, sizeof(data));
+    maps = fh_outstanding(&x.a.d.h);
+
+    r = mr_sge(sb, 0, 8000);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    g = (struct pvrdma_sge) { buf + 1000, sizeof(data),
+                              rsp.create_mr_resp.lkey };
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g_assert_cmpuint(fh_outstanding(&x.a.d.h), ==, maps);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 6000);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 6000);
+    mr_read(&x.b.d, &sb->mr, S_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    fill_pattern(data, sizeof(data), 12);
+    mr_write(&x.b.d, &sb->mr, S_IOVA + 10, data, sizeof(data));
+    g.addr = buf + 7000;
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA + 10, sb->mr.rkey,
+             0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 6000);
+    g_assert_cmpmem((uint8_t *)fh_ptr(&x.a.d.h, buf) + 7000, sizeof(data),
+                    data, sizeof(data));
+    g_assert_cmpuint(fh_outstanding(&x.a.d.h), ==, maps);
+    g_assert_cmpuint(x.a.d.h.bad_unmaps, ==, 0);
+    x_fini(&x);
+}
+
 /* An MR of npages guest pages laid out by 'stride' (runs of 'run' pages). */
 typedef struct BigMr {
     uint32_t handle, lkey, rkey;
@@ -1578,6 +1630,47 @@ static void test_peer_gone(void)
     PUMP(&x.a);
     side_expect_cqe(&a3, 0xa6, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
     expect_cq_empty(&x.a.d, &a2.cq);
+    vm_fini(&x.a);
+    env_fini(&x.e);
+}
+
+/*
+ * The peer goes while requests are still queued in the requester (its
+ * socket was full): every one of them completes, the first with
+ * RETRY_EXC_ERR, the rest flushed; nothing leaks.
+ */
+static void test_peer_gone_backlog(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    FhWatch *w;
+    int sz = 1;
+    const unsigned n = 15;
+
+    x_setup(&x, 7);
+    w = peer_watch(&x.a);
+    g_assert_nonnull(w);
+    g_assert_cmpint(setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)),
+                    ==, 0);
+    for (unsigned i = 0; i < n; i++) {
+        struct pvrdma_sge g = mr_sge(sa, i * 100, 100);
+
+        rdma_wqe(sa, 0x100 + i, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA,
+                 sb->mr.rkey, 0);
+    }
+    PUMP(&x.a);
+    g_assert_nonnull(peer_watch(&x.a)->write);
+    vm_fini(&x.b);
+    PUMP(&x.a);
+    side_expect_cqe(sa, 0x100, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_RDMA_WRITE,
+                    0);
+    for (unsigned i = 1; i < n; i++) {
+        side_expect_cqe(sa, 0x100 + i, PVRDMA_WC_WR_FLUSH_ERR,
+                        PVRDMA_WC_RDMA_WRITE, 0);
+    }
+    expect_cq_empty(&x.a.d, &sa->cq);
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&x.a.d.h), ==, 1);
     vm_fini(&x.a);
     env_fini(&x.e);
 }
@@ -2451,6 +2544,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/write", test_write);
     g_test_add_func("/pvrdma/cr/read", test_read);
     g_test_add_func("/pvrdma/cr/atomics", test_atomics);
+    g_test_add_func("/pvrdma/cr/dma-mr", test_dma_mr);
     g_test_add_func("/pvrdma/cr/many-sg", test_many_sg);
     g_test_add_func("/pvrdma/cr/ud", test_ud);
     g_test_add_func("/pvrdma/cr/rnr-recover", test_rnr_recover);
@@ -2459,6 +2553,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/responder-qp-gone", test_responder_qp_gone);
     g_test_add_func("/pvrdma/cr/requester-qp-gone", test_requester_qp_gone);
     g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
+    g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);
     return g_test_run();
