@@ -227,12 +227,14 @@ struct CrTransport {
     GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
     GHashTable *flights;    /* cookie -> CrFlight */
     bool reap;              /* some peer is dead: free it at a safe point */
+    bool accept_paused;     /* out of descriptors: listener not watched */
     uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
 };
 
 static void cr_peer_read(void *opaque);
 static void cr_peer_write(void *opaque);
 static void cr_reap(CrTransport *t);
+static void cr_accept(void *opaque);
 
 static CrTransport *cr(PvrdmaTransport *t)
 {
@@ -518,6 +520,11 @@ static void cr_reap(CrTransport *t)
             if (p->dead) {
                 g_ptr_array_remove_index(t->peers, i);
                 cr_peer_free(t, p);     /* may mark others dead: loop */
+                if (t->accept_paused) {
+                    t->accept_paused = false;   /* descriptors were freed */
+                    t->loop->set_fd_handler(t->loop_opaque, t->lfd,
+                                            cr_accept, NULL, t);
+                }
             } else {
                 i++;
             }
@@ -1123,6 +1130,17 @@ static void cr_accept(void *opaque)
         int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /*
+                 * Out of descriptors: the listener would stay readable and
+                 * spin the loop.  Stop accepting until a peer is freed.
+                 */
+                pvrdma_log_host("co-resident: out of file descriptors, "
+                                "not accepting peers for now");
+                t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL,
+                                        NULL);
+                t->accept_paused = true;
+            }
             break;
         }
         cr_peer_new(t, fd);
