@@ -22,7 +22,9 @@
  *
  * RNR.  A request that finds no receive waits at the responder, in order
  * with what follows it for the same QP, until a receive is posted or the
- * requester's RNR retry budget runs out.
+ * requester's RNR retry budget runs out.  When the requester's QP is
+ * destroyed, reset or moved to error, it sends CANCEL: what that QP still
+ * has waiting at the peer is dropped, never delivered later.
  *
  * A peer that goes away (EOF, or a malformed message: a peer is another
  * process of the same user, but it runs a guest, so it is checked like
@@ -49,14 +51,16 @@
 #include "hw/rdma/rdma_backend.h"
 
 #define CR_MAGIC        0x70767264u     /* "pvrd" */
-#define CR_VERSION      1
+#define CR_VERSION      2
 #define CR_MAX_MSG      (64 * 1024)
 #define CR_MAX_REGIONS  32
 #define CR_MAX_GIDS     PVRDMA_HARD_GID_TBL_LEN
 /* 2 GiB messages of 4 KiB pages, plus one extra entry per SGE */
 #define CR_MAX_REQ_SG   ((1u << 19) + PVRDMA_HARD_MAX_SGE)
-#define CR_MAX_INFLIGHT (1u << 20)      /* per peer */
+#define CR_MAX_INFLIGHT (1u << 20)      /* our requests at one peer */
+#define CR_MAX_WAITING  (1u << 16)      /* one peer's requests waiting here */
 #define CR_RX_BATCH     64              /* messages per read callback */
+#define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
 
 enum {
     CR_HELLO = 1,
@@ -65,6 +69,7 @@ enum {
     CR_REQ,
     CR_MORE,
     CR_RESP,
+    CR_CANCEL,
 };
 
 typedef struct CrHdr {
@@ -151,6 +156,13 @@ typedef struct CrRespMsg {
     uint32_t pad;
 } CrRespMsg;
 
+/* The requester's QP src_qpn is gone: drop its requests still waiting. */
+typedef struct CrCancelMsg {
+    CrHdr h;
+    uint32_t src_qpn;
+    uint32_t pad;
+} CrCancelMsg;
+
 #define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
 #define CR_MORE_SG_MAX  ((CR_MAX_MSG - sizeof(CrMoreMsg)) / sizeof(CrSge))
 
@@ -180,6 +192,7 @@ typedef struct CrPeer {
     GQueue out;             /* CrOut waiting for the socket */
     struct CrInReq *partial;    /* REQ still collecting MORE messages */
     uint32_t inflight;      /* our requests it has not answered */
+    uint32_t nreqs;         /* its requests held here (CrInReq alive) */
 } CrPeer;
 
 /* A peer's request at this responder. */
@@ -197,6 +210,7 @@ typedef struct CrFlight {
     CrPeer *peer;
     uint32_t qpn;
     bool rc;
+    bool cancelled;         /* CANCEL sent for its QP */
 } CrFlight;
 
 struct CrTransport {
@@ -213,12 +227,14 @@ struct CrTransport {
     GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
     GHashTable *flights;    /* cookie -> CrFlight */
     bool reap;              /* some peer is dead: free it at a safe point */
+    bool accept_paused;     /* out of descriptors: listener not watched */
     uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
 };
 
 static void cr_peer_read(void *opaque);
 static void cr_peer_write(void *opaque);
 static void cr_reap(CrTransport *t);
+static void cr_accept(void *opaque);
 
 static CrTransport *cr(PvrdmaTransport *t)
 {
@@ -409,6 +425,9 @@ static CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])
 
 static void cr_inreq_free(CrInReq *r)
 {
+    if (r->peer) {
+        r->peer->nreqs--;
+    }
     g_free(r->req.local.iov);
     g_free(r);
 }
@@ -501,6 +520,11 @@ static void cr_reap(CrTransport *t)
             if (p->dead) {
                 g_ptr_array_remove_index(t->peers, i);
                 cr_peer_free(t, p);     /* may mark others dead: loop */
+                if (t->accept_paused) {
+                    t->accept_paused = false;   /* descriptors were freed */
+                    t->loop->set_fd_handler(t->loop_opaque, t->lfd,
+                                            cr_accept, NULL, t);
+                }
             } else {
                 i++;
             }
@@ -596,6 +620,12 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         }
         return;
     }
+    if (r->peer->nreqs > CR_MAX_WAITING) {
+        /* a guest flooding a QP that never receives: no unbounded queue */
+        cr_respond(r, PVRDMA_WC_RNR_RETRY_EXC_ERR);
+        cr_inreq_free(r);
+        return;
+    }
     g_queue_push_tail(q, r);    /* behind a request waiting for a receive */
 }
 
@@ -615,12 +645,44 @@ static void cr_wake(PvrdmaTransport *pt)
     cr_reap(t);
 }
 
+/*
+ * Our QP qpn is gone: tell every peer that holds requests of it to drop
+ * them.  The flights stay until the peer answers them.
+ */
+static void cr_cancel_flights(CrTransport *t, uint32_t qpn)
+{
+    GHashTableIter it;
+    gpointer key, val;
+    GPtrArray *told = g_ptr_array_new();
+
+    g_hash_table_iter_init(&it, t->flights);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        CrFlight *f = val;
+
+        if (f->qpn != qpn || f->cancelled) {
+            continue;
+        }
+        f->cancelled = true;
+        if (!g_ptr_array_find(told, f->peer, NULL)) {
+            CrCancelMsg m = {
+                .h = { CR_CANCEL, sizeof(m) },
+                .src_qpn = qpn,
+            };
+
+            g_ptr_array_add(told, f->peer);
+            cr_send(f->peer, &m, sizeof(m), -1);
+        }
+    }
+    g_ptr_array_free(told, true);
+}
+
 static void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
 {
     CrTransport *t = cr(pt);
     GQueue *q = g_hash_table_lookup(t->waiting, GUINT_TO_POINTER(qpn));
     CrInReq *r;
 
+    cr_cancel_flights(t, qpn);
     if (!q) {
         return;
     }
@@ -671,6 +733,7 @@ static bool cr_rx_req(CrPeer *p, const CrReqMsg *m, size_t len)
     }
     r = g_new0(CrInReq, 1);
     r->peer = p;
+    p->nreqs++;
     r->deadline = -1;
     r->nsg_total = m->nsg_total;
     r->len = m->len;
@@ -796,6 +859,39 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
     return true;
 }
 
+/* The peer's QP src_qpn is gone: drop its requests waiting here. */
+static bool cr_rx_cancel(CrPeer *p, const CrCancelMsg *m, size_t len)
+{
+    CrTransport *t = p->t;
+    GHashTableIter it;
+    gpointer key, val;
+
+    if (len != sizeof(*m)) {
+        return false;
+    }
+    g_hash_table_iter_init(&it, t->waiting);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        GQueue *q = val;
+
+        for (GList *l = q->head; l;) {
+            GList *next = l->next;
+            CrInReq *r = l->data;
+
+            if (r->peer == p && r->req.src_qpn == (m->src_qpn & 0xffffff)) {
+                cr_respond(r, PVRDMA_WC_WR_FLUSH_ERR);
+                cr_inreq_free(r);
+                g_queue_delete_link(q, l);
+            }
+            l = next;
+        }
+        if (g_queue_is_empty(q)) {
+            g_queue_free(q);
+            g_hash_table_iter_remove(&it);
+        }
+    }
+    return true;
+}
+
 static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
 {
     if (len != sizeof(*m) || p->hello || m->magic != CR_MAGIC ||
@@ -835,6 +931,8 @@ static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
         return cr_rx_more(p, (const CrMoreMsg *)buf, len);
     case CR_RESP:
         return cr_rx_resp(p, (const CrRespMsg *)buf, len);
+    case CR_CANCEL:
+        return cr_rx_cancel(p, (const CrCancelMsg *)buf, len);
     default:
         return false;
     }
@@ -1032,6 +1130,17 @@ static void cr_accept(void *opaque)
         int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /*
+                 * Out of descriptors: the listener would stay readable and
+                 * spin the loop.  Stop accepting until a peer is freed.
+                 */
+                pvrdma_log_host("co-resident: out of file descriptors, "
+                                "not accepting peers for now");
+                t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL,
+                                        NULL);
+                t->accept_paused = true;
+            }
             break;
         }
         cr_peer_new(t, fd);
@@ -1119,6 +1228,11 @@ static void cr_destroy(PvrdmaTransport *pt)
     g_free(t);
 }
 
+void pvrdma_coresident_leave(PvrdmaTransport *pt)
+{
+    unlink(cr(pt)->sock_path);
+}
+
 unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
@@ -1144,6 +1258,13 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     if (!nregions || nregions > CR_MAX_REGIONS) {
         *err = g_strdup_printf("%u shareable RAM regions (1 to %u supported)",
                                nregions, CR_MAX_REGIONS);
+        return NULL;
+    }
+    /* before anything is created: the socket path must fit in sun_path */
+    if (strlen(dir) + CR_SOCK_NAME >= sizeof(sa.sun_path)) {
+        *err = g_strdup_printf("rendezvous path %s is too long for a unix "
+                               "socket (at most %zu characters)", dir,
+                               sizeof(sa.sun_path) - 1 - CR_SOCK_NAME);
         return NULL;
     }
     if (mkdir(dir, 0700) && errno != EEXIST) {
@@ -1176,13 +1297,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();
     } while (!t->node);
     t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", dir, t->node);
-    if (!cr_sockaddr(t->sock_path, &sa)) {
-        *err = g_strdup_printf("rendezvous path %s is too long for a unix "
-                               "socket (at most %zu characters)", dir,
-                               sizeof(sa.sun_path) - 22);
-        cr_destroy(&t->t);
-        return NULL;
-    }
+    cr_sockaddr(t->sock_path, &sa);     /* fits: checked above */
 
     lock = g_build_filename(dir, ".lock", NULL);
     lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

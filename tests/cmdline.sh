@@ -49,6 +49,27 @@ t not-a-number 1 "Parameter 'max-cq' expects" \
     $nic -device pvrdma,addr=4.1,max-cq=lots
 t unknown-property 1 "can't apply global|Property 'pvrdma.no-such' not found|not found" \
     $nic -device pvrdma,addr=4.1,no-such=1
+# co-resident transport: guest RAM must be shareable; sane rendezvous path
+rdv=$(mktemp -d /tmp/pvrdma-cmdline.XXXXXX)
+t rendezvous-private-ram 1 'memory-backend-memfd,id=mem,size=.*,share=on' \
+    $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+t rendezvous-memfd-not-shared 1 'rendezvous needs guest RAM that other' \
+    -object memory-backend-memfd,id=mem,size=128M,share=off \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+t rendezvous-path-too-long 1 'too long for a unix socket' \
+    -object memory-backend-memfd,id=mem,size=128M,share=on \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,rendezvous=$rdv/$(printf 'x%.0s' $(seq 100))
+t rendezvous-not-a-dir 1 'cannot (create|lock) rendezvous directory' \
+    -object memory-backend-memfd,id=mem,size=128M,share=on \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,rendezvous=/dev/null/x
+TMO=3 t rendezvous-good-config-runs 124 '' \
+    -object memory-backend-memfd,id=mem,size=128M,share=on \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+rm -rf "$rdv"
 # a good configuration comes up and keeps running (killed by timeout: 124)
 TMO=3 t good-config-runs 124 '' $nic -device pvrdma,addr=4.1
 echo "1..$n"

@@ -11,6 +11,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "qemu/module.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
@@ -20,6 +21,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "system/dma.h"
+#include "system/system.h"
 #include "hw/net/vmxnet3_defs.h"
 #include "hw/boards.h"
 #include "exec/ramblock.h"
@@ -42,6 +44,8 @@ struct PvrdmaState {
     QEMUTimer *timer;
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
+    PvrdmaTransport *coresident;
+    Notifier exit_notifier;
     PvrdmaCore core;
 };
 
@@ -262,6 +266,16 @@ static int pvrdma_add_region(RAMBlock *rb, void *opaque)
     return 0;
 }
 
+/* QEMU exits without unrealizing devices: leave the directory tidy. */
+static void pvrdma_exit_notify(Notifier *n, void *data)
+{
+    PvrdmaState *s = container_of(n, PvrdmaState, exit_notifier);
+
+    if (s->coresident) {
+        pvrdma_coresident_leave(s->coresident);
+    }
+}
+
 /*
  * Peers map our guest RAM: it must come from a shareable memory backend.
  * Offer every shared, fd-backed RAM block.
@@ -295,7 +309,20 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
         return false;
     }
     pvrdma_core_add_transport(&s->core, t);
+    s->coresident = t;
+    s->exit_notifier.notify = pvrdma_exit_notify;
+    qemu_add_exit_notifier(&s->exit_notifier);
     return true;
+}
+
+/* "peers": co-resident peers connected now (qom-get; tests, management) */
+static void pvrdma_get_peers(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    PvrdmaState *s = PVRDMA(obj);
+    uint32_t n = s->coresident ? pvrdma_coresident_peers(s->coresident) : 0;
+
+    visit_type_uint32(v, name, &n, errp);
 }
 
 /* ------------------------------------------------------------------ */
@@ -375,7 +402,11 @@ static void pvrdma_exit(PCIDevice *pdev)
 {
     PvrdmaState *s = PVRDMA(pdev);
 
+    if (s->coresident) {
+        qemu_remove_exit_notifier(&s->exit_notifier);
+    }
     pvrdma_core_fini(&s->core);
+    s->coresident = NULL;     /* freed with the core */
     qemu_bh_delete(s->bh);
     timer_free(s->timer);
     msi_uninit(pdev);
@@ -443,6 +474,10 @@ static void pvrdma_class_init(ObjectClass *klass, void *data)
     rc->phases.hold = pvrdma_reset_hold;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     device_class_set_props(dc, pvrdma_props);
+    object_class_property_add(klass, "peers", "uint32", pvrdma_get_peers,
+                              NULL, NULL, NULL);
+    object_class_property_set_description(klass, "peers",
+        "co-resident peers connected through the rendezvous directory");
 }
 
 static const TypeInfo pvrdma_info = {

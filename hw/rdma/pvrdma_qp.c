@@ -915,9 +915,15 @@ void pvrdma_wake_rnr(PvrdmaCore *c)
             pvrdma_qp_schedule(c, qp);
         }
     }
+    /*
+     * Transports serve waiting requests from the run loop, not here: this
+     * may be a receive doorbell on a vCPU thread, and serving copies data.
+     */
     for (unsigned i = 0; i < c->ntransports; i++) {
         if (c->transports[i]->wake) {
-            c->transports[i]->wake(c->transports[i]);
+            c->wake_transports = true;
+            c->ops->kick(c->opaque, 0);
+            break;
         }
     }
 }
@@ -945,6 +951,15 @@ void pvrdma_core_run(PvrdmaCore *c)
         n = c->run.length;
     }
     c->running = true;
+    if (c->wake_transports) {
+        c->wake_transports = false;
+        for (unsigned i = 0; i < c->ntransports; i++) {
+            if (c->transports[i]->wake) {
+                c->transports[i]->wake(c->transports[i]);
+            }
+        }
+        n = c->run.length;
+    }
     /* serve the QPs queued now; those re-queued meanwhile wait a turn */
     while (n-- && c->run.length) {
         uint32_t h = GPOINTER_TO_UINT(g_queue_pop_head(&c->run));

@@ -337,7 +337,8 @@ if [ ! -f "$KM/modules.dep" ] || [ "$KM/modules.dep" -ot "$K/.done" ]; then
     depmod -b "$K" "$KV" || die "depmod on the kernel package failed"
 fi
 WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_cm
- ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs crc32_generic crc32_pclmul"
+ ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs crc32_generic crc32_pclmul
+ nvme_rdma nvmet_rdma brd"
 # (rdma_rxe needs the "crc32" shash: CONFIG_CRYPTO_CRC32=m, loaded on demand
 # through modules.alias; it is not a symbol dependency)
 declare -A DEP

@@ -9,6 +9,7 @@
 #include "libqtest.h"
 #include "libqos/pvrdma.h"
 #include "hw/pci/pci_regs.h"
+#include "qobject/qdict.h"
 
 /* ------------------------------------------------------------------ */
 /* Guest-side helpers, written the way the Linux driver lays things out */
@@ -136,7 +137,7 @@ static uint32_t modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,
     return qpvrdma_cmd(d, &c, sizeof(c), &r);
 }
 
-static void bind_gid(QPvrdma *d, uint32_t index)
+static void bind_gid_raw(QPvrdma *d, uint32_t index, const uint8_t gid[16])
 {
     struct pvrdma_cmd_create_bind c = { .hdr.cmd = PVRDMA_CMD_CREATE_BIND,
                                         .index = index, .mtu = 1024,
@@ -144,12 +145,19 @@ static void bind_gid(QPvrdma *d, uint32_t index)
                                             PVRDMA_GID_TYPE_FLAG_ROCE_V2 };
     union pvrdma_cmd_resp r;
 
-    memcpy(c.new_gid, test_gid, 16);
+    memcpy(c.new_gid, gid, 16);
     cmd_ok(d, &c, sizeof(c), &r);
 }
 
-/* RESET -> INIT -> RTR -> RTS, connected to dest_qpn (RC) or for UD. */
-static void qp_to_rts(QPvrdma *d, TQp *qp, uint8_t type, uint32_t dest_qpn)
+static void bind_gid(QPvrdma *d, uint32_t index)
+{
+    bind_gid_raw(d, index, test_gid);
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to dest_qpn at dgid (RC) or UD. */
+static void qp_to_rts_gid(QPvrdma *d, TQp *qp, uint8_t type,
+                          uint32_t dest_qpn, const uint8_t dgid[16],
+                          uint8_t rnr_retry)
 {
     struct pvrdma_qp_attr a = { 0 };
 
@@ -168,7 +176,7 @@ static void qp_to_rts(QPvrdma *d, TQp *qp, uint8_t type, uint32_t dest_qpn)
     a.rq_psn = 100;
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 1;
-    memcpy(a.ah_attr.grh.dgid.raw, test_gid, 16);
+    memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
     a.ah_attr.grh.sgid_index = 0;
     a.ah_attr.port_num = 1;
     g_assert_cmpuint(modify_qp(d, qp->handle, PVRDMA_QP_STATE |
@@ -181,7 +189,7 @@ static void qp_to_rts(QPvrdma *d, TQp *qp, uint8_t type, uint32_t dest_qpn)
     a.sq_psn = 100;
     a.timeout = 14;
     a.retry_cnt = 7;
-    a.rnr_retry = 7;
+    a.rnr_retry = rnr_retry;
     a.max_rd_atomic = 1;
     g_assert_cmpuint(modify_qp(d, qp->handle, PVRDMA_QP_STATE |
                                PVRDMA_QP_SQ_PSN |
@@ -189,6 +197,11 @@ static void qp_to_rts(QPvrdma *d, TQp *qp, uint8_t type, uint32_t dest_qpn)
                                 PVRDMA_QP_TIMEOUT | PVRDMA_QP_RETRY_CNT |
                                 PVRDMA_QP_RNR_RETRY |
                                 PVRDMA_QP_MAX_QP_RD_ATOMIC : 0), &a), ==, 0);
+}
+
+static void qp_to_rts(QPvrdma *d, TQp *qp, uint8_t type, uint32_t dest_qpn)
+{
+    qp_to_rts_gid(d, qp, type, dest_qpn, test_gid, 7);
 }
 
 /* User MR over [gpa, gpa+len); the IOVA is the guest physical address. */
@@ -1545,6 +1558,369 @@ static void test_intx(void)
     g_free(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* Co-resident transport: two QEMU processes, one rendezvous directory  */
+
+static const uint8_t peer_gid[2][16] = {
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1 },
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2 },
+};
+
+/* One "VM": device, PD, CQ, an MR over a 4-page buffer. */
+typedef struct Peer {
+    QPvrdma *d;
+    uint32_t pd;
+    TCq cq;
+    TQp qp;
+    uint64_t buf;
+    uint32_t key;
+} Peer;
+
+static uint32_t peer_count(QPvrdma *d)
+{
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'qom-get', 'arguments': "
+                         "{ 'path': '/machine/peripheral/rdma0', "
+                         "'property': 'peers' } }");
+    uint32_t n;
+
+    g_assert(qdict_haskey(r, "return"));
+    n = qdict_get_int(r, "return");
+    qobject_unref(r);
+    return n;
+}
+
+/* Remove a rendezvous directory (sockets, lock file) after a test. */
+static void rm_dir(const char *dir)
+{
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *n;
+
+    while (d && (n = g_dir_read_name(d))) {
+        g_autofree char *f = g_build_filename(dir, n, NULL);
+
+        unlink(f);
+    }
+    if (d) {
+        g_dir_close(d);
+    }
+    g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
+/* Wait (real time: the peers are other processes) until d sees n peers. */
+static void wait_peers(QPvrdma *d, uint32_t n)
+{
+    for (int i = 0; i < 500 && peer_count(d) != n; i++) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(peer_count(d), ==, n);
+}
+
+static void peer_start(Peer *p, const char *dir, unsigned i)
+{
+    g_autofree char *extra = g_strdup_printf(
+        ",id=rdma0,rendezvous=%s -m 128M -machine memory-backend=mem "
+        "-object memory-backend-memfd,id=mem,size=128M,share=on", dir);
+
+    memset(p, 0, sizeof(*p));
+    p->d = qpvrdma_start_active(extra);
+    bind_gid_raw(p->d, 0, peer_gid[i]);
+    p->pd = create_pd(p->d, 0);
+    create_cq(p->d, &p->cq, 64);
+    p->buf = qpvrdma_alloc(p->d, 4 * 4096);
+    p->key = create_mr(p->d, p->pd, p->buf, 4 * 4096,
+                       PVRDMA_ACCESS_LOCAL_WRITE | PVRDMA_ACCESS_REMOTE_WRITE |
+                       PVRDMA_ACCESS_REMOTE_READ | PVRDMA_ACCESS_REMOTE_ATOMIC);
+}
+
+/* Connect RC QPs of a and b (created here) with the given RNR retry. */
+static void peers_connect(Peer *a, Peer *b, uint8_t type, uint8_t rnr_retry)
+{
+    create_qp(a->d, &a->qp, a->pd, a->cq.handle, a->cq.handle, type, 16, 0);
+    create_qp(b->d, &b->qp, b->pd, b->cq.handle, b->cq.handle, type, 16, 0);
+    qp_to_rts_gid(a->d, &a->qp, type, b->qp.qpn, peer_gid[1], rnr_retry);
+    qp_to_rts_gid(b->d, &b->qp, type, a->qp.qpn, peer_gid[0], rnr_retry);
+}
+
+/* Poll a CQ on a while the other process works (real time). */
+static void expect_peer_cqe(Peer *p, uint64_t wr_id, uint32_t opcode,
+                            uint32_t status, uint32_t len)
+{
+    struct pvrdma_cqe e;
+    bool got = false;
+
+    for (int i = 0; i < 200 && !got; i++) {
+        got = poll_cq(p->d, &p->cq, &e);
+        if (!got) {
+            g_usleep(5 * 1000);
+        }
+    }
+    g_assert(got);
+    g_assert_cmphex(e.wr_id, ==, wr_id);
+    g_assert_cmpuint(e.status, ==, status);
+    if (status == PVRDMA_WC_SUCCESS) {
+        g_assert_cmpuint(e.opcode, ==, opcode);
+        g_assert_cmpuint(e.byte_len, ==, len);
+    }
+}
+
+static void peer_fill(Peer *p, uint64_t off, size_t len, uint8_t seed)
+{
+    fill(p->d, p->buf + off, len, seed);
+}
+
+/* Bytes at a's buf+aoff equal b's buf+boff (two processes). */
+static void peers_same(Peer *a, uint64_t aoff, Peer *b, uint64_t boff,
+                       size_t len)
+{
+    g_autofree uint8_t *x = g_malloc(len);
+    g_autofree uint8_t *y = g_malloc(len);
+
+    qtest_memread(a->d->qts, a->buf + aoff, x, len);
+    qtest_memread(b->d->qts, b->buf + boff, y, len);
+    g_assert(memcmp(x, y, len) == 0);
+}
+
+static uint8_t qp_state(QPvrdma *d, uint32_t handle)
+{
+    struct pvrdma_cmd_query_qp q = { .hdr.cmd = PVRDMA_CMD_QUERY_QP,
+                                     .qp_handle = handle,
+                                     .attr_mask = PVRDMA_QP_STATE };
+    union pvrdma_cmd_resp r;
+
+    cmd_ok(d, &q, sizeof(q), &r);
+    return r.query_qp_resp.attrs.qp_state;
+}
+
+static void test_cr_rc(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b;
+    struct pvrdma_sq_wqe_hdr h;
+    struct pvrdma_sge s;
+
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    wait_peers(b.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+
+    /* SEND across pages into two receive SGEs worth of buffer */
+    peer_fill(&a, 0, 4 * 4096, 5);
+    post_recv(b.d, &b.qp, 0xb1, b.buf + 1, 9000, b.key);
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf + 3, 9000, a.key, 0, 0);
+    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 9000);
+    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 9000);
+    peers_same(&a, 3, &b, 1, 9000);
+
+    /* WRITE into b, READ back from b */
+    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000, a.key,
+            b.buf + 8000, b.key);
+    expect_peer_cqe(&a, 0xa2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
+    peers_same(&a, 100, &b, 8000, 5000);
+    peer_fill(&b, 0, 4096, 77);
+    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 0xa3, a.buf + 12000, 3000,
+            a.key, b.buf + 7, b.key);
+    expect_peer_cqe(&a, 0xa3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 3000);
+    peers_same(&a, 12000, &b, 7, 3000);
+
+    /* fetch-add and compare-swap on b's memory, old value lands in a */
+    qtest_writeq(b.d->qts, b.buf + 64, 1000);
+    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa4, .num_sge = 1,
+                                     .opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                                     .send_flags = PVRDMA_SEND_SIGNALED };
+    h.wr.atomic.remote_addr = b.buf + 64;
+    h.wr.atomic.rkey = b.key;
+    h.wr.atomic.compare_add = 24;
+    s = (struct pvrdma_sge) { a.buf + 8, 8, a.key };
+    post_send(a.d, &a.qp, &h, &s, true);
+    expect_peer_cqe(&a, 0xa4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
+    g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1000);
+    g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 1024);
+    h.wr_id = 0xa5;
+    h.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
+    h.wr.atomic.compare_add = 1024;
+    h.wr.atomic.swap = 5;
+    post_send(a.d, &a.qp, &h, &s, true);
+    expect_peer_cqe(&a, 0xa5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
+    g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1024);
+    g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 5);
+
+    /* RNR: the send waits at b until b posts its receive */
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa6, a.buf, 64, a.key, 0, 0);
+    g_usleep(50 * 1000);
+    cq_empty(a.d, &a.cq);
+    post_recv(b.d, &b.qp, 0xb6, b.buf + 4096, 64, b.key);
+    expect_peer_cqe(&b, 0xb6, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    expect_peer_cqe(&a, 0xa6, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    peers_same(&a, 0, &b, 4096, 64);
+
+    /* bad rkey: error on both sides, both QPs in error, receives flushed */
+    post_recv(b.d, &b.qp, 0xb7, b.buf, 64, b.key);
+    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key, b.buf,
+            b.key ^ 0x80);
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa8, a.buf, 16, a.key, 0, 0);
+    expect_peer_cqe(&a, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    expect_peer_cqe(&a, 0xa8, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
+    expect_peer_cqe(&b, 0xb7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_ERR);
+
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
+static void test_cr_access(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b;
+    uint32_t ro;
+
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    /* a WRITE to a read-only MR of b: access error, b untouched */
+    ro = create_mr(b.d, b.pd, b.buf, 4096, PVRDMA_ACCESS_REMOTE_READ);
+    peer_fill(&b, 0, 64, 1);
+    peer_fill(&a, 0, 64, 2);
+    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 1, a.buf, 64, a.key, b.buf, ro);
+    expect_peer_cqe(&a, 1, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    g_assert_cmpuint(qtest_readb(b.d->qts, b.buf), ==, 1);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+
+    /* a READ past the end of b's MR */
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 2, a.buf, 64, a.key,
+            b.buf + 4 * 4096 - 32, b.key);
+    expect_peer_cqe(&a, 2, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
+static void test_cr_ud(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    struct pvrdma_sq_wqe_hdr h = { 0 };
+    struct pvrdma_sge s;
+    struct pvrdma_cqe e;
+    uint8_t grh[40];
+    Peer a, b;
+
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_UD, 7);
+    peer_fill(&a, 0, 4096, 9);
+    post_recv(b.d, &b.qp, 0xb1, b.buf, 40 + 1024, b.key);
+    h.wr_id = 0xa1;
+    h.num_sge = 1;
+    h.opcode = PVRDMA_WR_SEND_WITH_IMM;
+    h.send_flags = PVRDMA_SEND_SIGNALED;
+    h.ex.imm_data = 0x5555;
+    h.wr.ud.remote_qpn = b.qp.qpn;
+    h.wr.ud.remote_qkey = 0x11111111;
+    memcpy(h.wr.ud.av.dgid, peer_gid[1], 16);
+    s = (struct pvrdma_sge) { a.buf, 1024, a.key };
+    post_send(a.d, &a.qp, &h, &s, true);
+    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
+    for (int i = 0; i < 200 && !poll_cq(b.d, &b.cq, &e); i++) {
+        g_usleep(5 * 1000);
+        e.wr_id = 0;
+    }
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.byte_len, ==, 40 + 1024);
+    g_assert_cmpuint(e.src_qp, ==, a.qp.qpn);
+    g_assert_cmphex(e.imm_data, ==, 0x5555);
+    g_assert(e.wc_flags & PVRDMA_WC_GRH);
+    peers_same(&a, 0, &b, 40, 1024);
+    qtest_memread(b.d->qts, b.buf, grh, 40);
+    g_assert_cmphex(grh[20], ==, 0x45);
+    g_assert(memcmp(grh + 32, peer_gid[0] + 12, 4) == 0);   /* source IP */
+
+    /* to a GID nobody has: the datagram is lost, the send completes */
+    h.wr_id = 0xa2;
+    h.wr.ud.av.dgid[15] = 99;
+    post_send(a.d, &a.qp, &h, &s, true);
+    expect_peer_cqe(&a, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
+static void test_cr_peer_gone(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b;
+
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    /* a SEND waits at b for a receive (RNR, retry forever); b goes away */
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf, 64, a.key, 0, 0);
+    g_usleep(50 * 1000);
+    cq_empty(a.d, &a.cq);
+    qpvrdma_stop(b.d);
+    expect_peer_cqe(&a, 0xa1, 0, PVRDMA_WC_RETRY_EXC_ERR, 0);
+    expect_peer_cqe(&a, 0xa2, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_ERR);
+    wait_peers(a.d, 0);
+
+    /* a new peer joins the same directory: traffic works again */
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peer_fill(&a, 0, 256, 3);
+    post_recv(b.d, &b.qp, 0xb3, b.buf + 1024, 256, b.key);
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa3, a.buf, 256, a.key, 0, 0);
+    expect_peer_cqe(&a, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 256);
+    expect_peer_cqe(&b, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 256);
+    peers_same(&a, 0, &b, 1024, 256);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
+static void test_cr_rnr_timeout(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b;
+
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 1);
+    /* no receive at b, rnr_retry 1: the sender gives up */
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    for (int i = 0; i < 500; i++) {
+        struct pvrdma_cqe e;
+
+        /* b's RNR timer runs on b's virtual clock */
+        qtest_clock_step(b.d->qts, 10 * 1000 * 1000);  /* 10 ms */
+        if (poll_cq(a.d, &a.cq, &e)) {
+            g_assert_cmphex(e.wr_id, ==, 0xa1);
+            g_assert_cmpuint(e.status, ==, PVRDMA_WC_RNR_RETRY_EXC_ERR);
+            break;
+        }
+        g_assert_cmpint(i, <, 499);
+        g_usleep(2 * 1000);
+    }
+    /* a receive posted later is not consumed by the failed send */
+    post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
+    cq_empty(b.d, &b.cq);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1575,5 +1951,10 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/irq/intx", test_intx);
     qtest_add_func("/pvrdma/reset-during-work", test_reset_during_work);
     qtest_add_func("/pvrdma/teardown", test_teardown);
+    qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
+    qtest_add_func("/pvrdma/coresident/access", test_cr_access);
+    qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
+    qtest_add_func("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
+    qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
     return g_test_run();
 }

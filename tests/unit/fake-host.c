@@ -3,6 +3,11 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#define _GNU_SOURCE     /* memfd_create */
+#include <dirent.h>
+#include <poll.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include "fake-host.h"
 
 /* The one definition the standalone core needs (pvrdma_port.h). */
@@ -116,6 +121,11 @@ static void fh_kick(void *opaque, unsigned delay_ms)
 
     h->kicks++;
     h->last_kick_delay = delay_ms;
+    if (!delay_ms) {
+        h->run_pending = true;
+    } else if (!h->timer_due || h->now + delay_ms < h->timer_due) {
+        h->timer_due = h->now + delay_ms;
+    }
 }
 
 static void fh_get_mac(void *opaque, uint8_t mac[6])
@@ -149,27 +159,65 @@ const PvrdmaHostOps fh_ops = {
     .now_ms = fh_now_ms,
 };
 
-void fh_init(FakeHost *h)
+static void fh_init_common(FakeHost *h)
 {
     static const uint8_t mac[6] = { 0x00, 0x50, 0x56, 0xaa, 0xbb, 0xcc };
 
-    memset(h, 0, sizeof(*h));
     h->base = FH_RAM_BASE;
-    h->size = FH_RAM_SIZE;
-    h->ram = g_malloc0(h->size);
     h->next_free = h->base;
     h->maps = g_array_new(FALSE, FALSE, sizeof(FhMapping));
     h->irqs = g_array_new(FALSE, FALSE, sizeof(unsigned));
+    h->watches = g_array_new(FALSE, FALSE, sizeof(FhWatch));
     memcpy(h->mac, mac, 6);
     h->now = 1000;
 }
 
+void fh_init(FakeHost *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->size = FH_RAM_SIZE;
+    h->ram = g_malloc0(h->size);
+    h->memfd = -1;
+    fh_init_common(h);
+}
+
+void fh_init_memfd(FakeHost *h, uint64_t ram_size)
+{
+    void *ram;
+
+    memset(h, 0, sizeof(*h));
+    h->size = ram_size;
+    h->memfd = memfd_create("fake-guest-ram", MFD_CLOEXEC);
+    g_assert_cmpint(h->memfd, >=, 0);
+    g_assert_cmpint(ftruncate(h->memfd, ram_size), ==, 0);
+    ram = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_SHARED, h->memfd,
+               0);
+    g_assert_true(ram != MAP_FAILED);
+    h->ram = ram;
+    fh_init_common(h);
+}
+
 void fh_fini(FakeHost *h)
 {
-    g_free(h->ram);
+    g_assert_cmpuint(h->watches->len, ==, 0);
+    if (h->memfd >= 0) {
+        munmap(h->ram, h->size);
+        close(h->memfd);
+    } else {
+        g_free(h->ram);
+    }
     g_array_free(h->maps, TRUE);
     g_array_free(h->irqs, TRUE);
+    g_array_free(h->watches, TRUE);
     memset(h, 0, sizeof(*h));
+}
+
+void fh_shm_region(FakeHost *h, PvrdmaShmRegion *r)
+{
+    g_assert_cmpint(h->memfd, >=, 0);
+    *r = (PvrdmaShmRegion) {
+        .host = h->ram, .size = h->size, .fd = h->memfd, .fd_offset = 0,
+    };
 }
 
 uint64_t fh_alloc(FakeHost *h, uint32_t n)
@@ -226,4 +274,162 @@ uint64_t fh_make_pdir(FakeHost *h, const uint64_t *pages, uint32_t n)
         }
     }
     return dir;
+}
+
+/* ------------------------------------------------------------------ */
+/* Event loop                                                          */
+
+static FhWatch *fh_watch_find(FakeHost *h, int fd)
+{
+    for (guint i = 0; i < h->watches->len; i++) {
+        FhWatch *w = &g_array_index(h->watches, FhWatch, i);
+
+        if (w->fd == fd) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+static void fh_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                              void (*write)(void *), void *arg)
+{
+    FakeHost *h = opaque;
+    FhWatch *w = fh_watch_find(h, fd);
+
+    g_assert_cmpint(fd, >=, 0);
+    if (!read && !write) {
+        if (w) {
+            g_array_remove_index(h->watches, w - (FhWatch *)h->watches->data);
+        }
+        return;
+    }
+    if (!w) {
+        FhWatch n = { .fd = fd };
+
+        g_array_append_val(h->watches, n);
+        w = &g_array_index(h->watches, FhWatch, h->watches->len - 1);
+    }
+    w->read = read;
+    w->write = write;
+    w->arg = arg;
+}
+
+const PvrdmaLoopOps fh_loop_ops = {
+    .set_fd_handler = fh_set_fd_handler,
+};
+
+unsigned fh_watch_count(const FakeHost *h)
+{
+    return h->watches->len;
+}
+
+/* Run the cores whose kick is due; true if any ran. */
+static bool fh_run_due(FakeHost *const *hosts, unsigned n)
+{
+    bool ran = false;
+
+    for (unsigned i = 0; i < n; i++) {
+        FakeHost *h = hosts[i];
+        bool timer = h->timer_due && h->now >= h->timer_due;
+
+        if (!h->core || (!h->run_pending && !timer)) {
+            continue;
+        }
+        h->run_pending = false;
+        if (timer) {
+            h->timer_due = 0;
+        }
+        pvrdma_core_run(h->core);
+        ran = true;
+    }
+    return ran;
+}
+
+/* Poll once without waiting and dispatch; true if any fd was ready. */
+static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
+{
+    g_autofree struct pollfd *pfd = NULL;
+    g_autofree unsigned *owner = NULL;
+    unsigned k = 0, total = 0;
+    int r;
+
+    for (unsigned i = 0; i < n; i++) {
+        total += hosts[i]->watches->len;
+    }
+    if (!total) {
+        return false;
+    }
+    pfd = g_new0(struct pollfd, total);
+    owner = g_new0(unsigned, total);
+    for (unsigned i = 0; i < n; i++) {
+        for (guint j = 0; j < hosts[i]->watches->len; j++) {
+            FhWatch *w = &g_array_index(hosts[i]->watches, FhWatch, j);
+
+            pfd[k].fd = w->fd;
+            pfd[k].events = (w->read ? POLLIN : 0) | (w->write ? POLLOUT : 0);
+            owner[k++] = i;
+        }
+    }
+    do {
+        r = poll(pfd, k, 0);
+    } while (r < 0 && errno == EINTR);
+    g_assert_cmpint(r, >=, 0);
+    if (!r) {
+        return false;
+    }
+    /*
+     * Handlers may remove or add watches (and close fds): look each one
+     * up again.  A stale readiness at worst calls a non-blocking handler
+     * that finds nothing to do.
+     */
+    for (unsigned i = 0; i < k; i++) {
+        FakeHost *h = hosts[owner[i]];
+        FhWatch *w;
+
+        if (!pfd[i].revents) {
+            continue;
+        }
+        w = fh_watch_find(h, pfd[i].fd);
+        if (w && w->read &&
+            (pfd[i].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+            w->read(w->arg);
+        }
+        w = fh_watch_find(h, pfd[i].fd);
+        if (w && w->write &&
+            (pfd[i].revents & (POLLOUT | POLLHUP | POLLERR | POLLNVAL))) {
+            w->write(w->arg);
+        }
+    }
+    return true;
+}
+
+bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms)
+{
+    int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+
+    for (;;) {
+        bool ran = fh_run_due(hosts, n);
+
+        if (!fh_poll_once(hosts, n) && !ran) {
+            return true;
+        }
+        if (g_get_monotonic_time() > deadline) {
+            return false;
+        }
+    }
+}
+
+unsigned fh_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    unsigned n = 0;
+
+    g_assert_nonnull(d);
+    while ((e = readdir(d))) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n - 1;   /* the directory's own fd */
 }

@@ -1,6 +1,9 @@
 /*
- * Fake host for the pvrdma core unit tests: guest RAM is a malloc'd arena,
- * interrupts, kicks and the clock are recorded / controlled by the tests.
+ * Fake host for the pvrdma core unit tests: guest RAM is a malloc'd arena
+ * (or a memfd, for the co-resident transport), interrupts, kicks and the
+ * clock are recorded / controlled by the tests.  A tiny poll() loop serves
+ * the fd handlers the co-resident transport registers and runs the core
+ * when it asked to be kicked.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -8,6 +11,7 @@
 #define PVRDMA_UNIT_FAKE_HOST_H
 
 #include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
 
 #define FH_RAM_BASE     0x100000ull
 #define FH_RAM_SIZE     (64ull << 20)
@@ -20,9 +24,18 @@ typedef struct FhMapping {
     bool is_write;
 } FhMapping;
 
+/* An fd handler registered through PvrdmaLoopOps.set_fd_handler. */
+typedef struct FhWatch {
+    int fd;
+    void (*read)(void *);
+    void (*write)(void *);
+    void *arg;
+} FhWatch;
+
 typedef struct FakeHost {
     uint8_t *ram;
     uint64_t base, size;
+    int memfd;              /* RAM is a MAP_SHARED memfd; -1: malloc'd */
     /* MMIO hole inside the RAM range: neither mappable nor DMA-able */
     uint64_t hole_start, hole_len;
     /* if non-zero, a single map never crosses a multiple of this (RAM blocks) */
@@ -40,12 +53,36 @@ typedef struct FakeHost {
     unsigned last_kick_delay;
     uint8_t mac[6];
     int64_t now;
+
+    /* event loop (fh_pump) */
+    GArray *watches;        /* FhWatch */
+    PvrdmaCore *core;       /* run by fh_pump when kicked; NULL: none */
+    bool run_pending;       /* kick(0) not yet served */
+    int64_t timer_due;      /* kick(delay): run when now >= this; 0: none */
 } FakeHost;
 
 extern const PvrdmaHostOps fh_ops;
+/* loop_opaque is the FakeHost whose fh_pump serves the handlers */
+extern const PvrdmaLoopOps fh_loop_ops;
 
 void fh_init(FakeHost *h);
+/* Same, with ram_size bytes of guest RAM in a memfd mapped MAP_SHARED. */
+void fh_init_memfd(FakeHost *h, uint64_t ram_size);
+/* Asserts that no fd handler is left registered. */
 void fh_fini(FakeHost *h);
+/* h's RAM as a region peers can map (fh_init_memfd only). */
+void fh_shm_region(FakeHost *h, PvrdmaShmRegion *r);
+/*
+ * Serve hosts[0..n): run each core whose kick is due, poll every fd
+ * registered on these hosts and call the handlers, until nothing is ready
+ * and no run is due.  Time does not advance (h->now is the tests').  False
+ * if still busy after timeout_ms of wall-clock time (a livelock).
+ */
+bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms);
+/* Number of fds registered on h. */
+unsigned fh_watch_count(const FakeHost *h);
+/* Number of open fds of this process (/proc/self/fd). */
+unsigned fh_open_fds(void);
 /* Allocate n contiguous zeroed guest pages; returns their gpa. */
 uint64_t fh_alloc(FakeHost *h, uint32_t n);
 /* Skip n pages (makes the next allocation non-contiguous). */

@@ -375,6 +375,7 @@ struct PvrdmaCore {
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
     bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
+    bool wake_transports;   /* receives posted: transports' wake() to run */
 
     /* counters (tests and info) */
     uint64_t guest_errors;

@@ -117,6 +117,8 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        unsigned nregions,
                                        const PvrdmaLoopOps *loop,
                                        void *loop_opaque, char **err);
+/* Process exit: remove our socket from the rendezvous directory. */
+void pvrdma_coresident_leave(PvrdmaTransport *t);
 /* Number of connected peers (tests, info). */
 unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 

@@ -1,0 +1,109 @@
+/*
+ * Driver-side helpers for the device tests (fake-driver.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_UNIT_FAKE_DRIVER_H
+#define PVRDMA_UNIT_FAKE_DRIVER_H
+
+#include "fake-host.h"
+
+typedef struct Dev {
+    FakeHost h;
+    PvrdmaCore c;
+    uint64_t dsr, cmd, resp;
+    uint64_t async_pages[2], cqn_pages[2];
+} Dev;
+
+typedef struct TCq {
+    uint32_t handle, cqe, npages;
+    uint64_t pages[64];
+    uint32_t cons;
+} TCq;
+
+typedef struct TMr {
+    uint32_t handle, lkey, rkey;
+    uint64_t iova, len, first;
+    uint32_t npages;
+    uint64_t pages[64];
+} TMr;
+
+typedef struct TQp {
+    uint32_t handle, qpn, type;
+    uint32_t send_wr, send_sge, recv_wr, recv_sge;
+    uint32_t sq_stride, rq_stride, send_chunks, recv_chunks, npages;
+    uint64_t pages[64];
+    uint32_t sq_prod, rq_prod;
+} TQp;
+
+#define RC_ACCESS (PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_READ | \
+                   PVRDMA_ACCESS_REMOTE_ATOMIC)
+
+#define RTR_MASK (PVRDMA_QP_STATE | PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU | \
+                  PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN | \
+                  PVRDMA_QP_MAX_DEST_RD_ATOMIC | PVRDMA_QP_MIN_RNR_TIMER)
+
+#define RTS_MASK (PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN | PVRDMA_QP_TIMEOUT | \
+                  PVRDMA_QP_RETRY_CNT | PVRDMA_QP_RNR_RETRY | \
+                  PVRDMA_QP_MAX_QP_RD_ATOMIC)
+
+extern const uint8_t test_gid[16];
+
+struct pvrdma_device_shared_region *dsr_of(Dev *d);
+void dev_init(Dev *d, const PvrdmaLimits *lim);
+void dev_write_dsr(Dev *d);
+void dev_setup(Dev *d, const PvrdmaLimits *lim);
+/* CTL_RESET must release every guest mapping. */
+void dev_fini(Dev *d);
+uint32_t dev_cmd(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
+                 union pvrdma_cmd_resp *rsp);
+void expect_err(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
+                uint32_t want);
+uint32_t create_pd(Dev *d, uint32_t ctx);
+void bind_gid(Dev *d, uint32_t index, const uint8_t gid[16]);
+struct pvrdma_ring_state *cq_state(Dev *d, TCq *cq);
+void create_cq(Dev *d, TCq *cq, uint32_t cqe);
+bool poll_cq(Dev *d, TCq *cq, struct pvrdma_cqe *out);
+void expect_cqe(Dev *d, TCq *cq, uint64_t wr_id, uint32_t status,
+                uint32_t opcode, uint32_t byte_len, uint32_t qp);
+void expect_cq_empty(Dev *d, TCq *cq);
+void create_mr(Dev *d, TMr *mr, uint32_t pd, uint64_t iova,
+               uint64_t len, uint32_t access);
+uint8_t *mr_byte(Dev *d, TMr *mr, uint64_t va);
+void mr_write(Dev *d, TMr *mr, uint64_t va, const void *buf,
+              uint64_t len);
+void mr_read(Dev *d, TMr *mr, uint64_t va, void *buf, uint64_t len);
+void mr_fill(Dev *d, TMr *mr, uint8_t v);
+uint32_t pow2_ceil(uint32_t x);
+void fill_create_qp(Dev *d, TQp *qp, union pvrdma_cmd_req *req,
+                    uint32_t pd, uint32_t scq, uint32_t rcq,
+                    uint8_t type, uint32_t send_wr, uint32_t send_sge,
+                    uint32_t recv_wr, uint32_t recv_sge);
+void create_qp(Dev *d, TQp *qp, uint32_t pd, uint32_t scq,
+               uint32_t rcq, uint8_t type);
+struct pvrdma_ring *qp_rings(Dev *d, TQp *qp);
+void *sq_elem(Dev *d, TQp *qp, uint32_t idx);
+void *rq_elem(Dev *d, TQp *qp, uint32_t idx);
+void put_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
+              const struct pvrdma_sge *sge, uint32_t nsge);
+void ring_send(Dev *d, TQp *qp);
+void post_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
+               const struct pvrdma_sge *sge, uint32_t nsge);
+void post_recv(Dev *d, TQp *qp, uint64_t wr_id,
+               const struct pvrdma_sge *sge, uint32_t nsge);
+uint32_t modify_qp(Dev *d, TQp *qp, uint32_t mask,
+                   struct pvrdma_qp_attr *a);
+uint32_t query_qp_state(Dev *d, TQp *qp);
+void rc_to_init(Dev *d, TQp *qp);
+/* RTR attributes towards dest_qpn at test_gid (or dgid) */
+void rc_rtr_attrs(struct pvrdma_qp_attr *a, uint32_t dest_qpn);
+void rc_rtr_attrs_gid(struct pvrdma_qp_attr *a, uint32_t dest_qpn,
+                      const uint8_t dgid[16]);
+void rc_to_rts(Dev *d, TQp *qp, uint32_t dest_qpn, uint8_t rnr_retry);
+void rc_to_rts_gid(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
+                   uint8_t rnr_retry);
+/* Serve queued work until the device is idle (what the BH would do). */
+void run_all(Dev *d);
+void fill_pattern(uint8_t *buf, size_t len, uint32_t seed);
+
+#endif

@@ -1,0 +1,2560 @@
+/*
+ * Tests of the co-resident transport (backend/coresident.c).  Two or three
+ * devices, each with a fake host whose guest RAM is a memfd, live in this
+ * process as if they were VMs on one host: they meet in a temporary
+ * rendezvous directory and exchange verbs through each other's RAM.  The
+ * fake hosts' poll loop (fh_pump) plays the main loops of the VMs; leaving
+ * a VM out of a pump models a VM that has not run yet.  A fake peer, a raw
+ * socket speaking the wire format, checks how a device treats a peer that
+ * misbehaves.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#define _GNU_SOURCE     /* memfd_create */
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include "fake-driver.h"
+
+/* ------------------------------------------------------------------ */
+/* Wire format of backend/coresident.c (for the fake peer)             */
+
+#define CR_MAGIC        0x70767264u
+#define CR_VERSION      2
+#define CR_MAX_MSG      (64 * 1024)
+
+enum {
+    CR_HELLO = 1,
+    CR_REGION,
+    CR_GIDS,
+    CR_REQ,
+    CR_MORE,
+    CR_RESP,
+    CR_CANCEL,
+};
+
+typedef struct CrHdr {
+    uint32_t type;
+    uint32_t len;
+} CrHdr;
+
+typedef struct CrHello {
+    CrHdr h;
+    uint32_t magic;
+    uint32_t version;
+    uint64_t node;
+    uint32_t nregions;
+    uint32_t pad;
+} CrHello;
+
+typedef struct CrRegionMsg {
+    CrHdr h;
+    uint32_t index;
+    uint32_t pad;
+    uint64_t size;
+    uint64_t fd_offset;
+} CrRegionMsg;
+
+typedef struct CrGid {
+    uint8_t gid[16];
+    uint8_t type;
+    uint8_t pad[3];
+} CrGid;
+
+typedef struct CrGids {
+    CrHdr h;
+    uint32_t n;
+    uint32_t pad;
+    CrGid g[];
+} CrGids;
+
+typedef struct CrSge {
+    uint32_t region;
+    uint32_t pad;
+    uint64_t off;
+    uint64_t len;
+} CrSge;
+
+typedef struct CrReqMsg {
+    CrHdr h;
+    uint64_t cookie;
+    uint32_t opcode;
+    uint32_t send_flags;
+    uint32_t src_qpn;
+    uint32_t dest_qpn;
+    uint32_t qkey;
+    uint32_t rkey;
+    uint32_t imm;
+    uint8_t qp_type;
+    uint8_t rnr_retry;
+    uint8_t sgid_type;
+    uint8_t pad;
+    uint64_t remote_addr;
+    uint64_t compare_add;
+    uint64_t swap;
+    uint8_t sgid[16];
+    uint8_t dgid[16];
+    uint8_t smac[6];
+    uint8_t pad2[2];
+    uint64_t len;
+    uint32_t nsg_total;
+    uint32_t nsg;
+    CrSge sg[];
+} CrReqMsg;
+
+typedef struct CrMoreMsg {
+    CrHdr h;
+    uint64_t cookie;
+    uint32_t nsg;
+    uint32_t pad;
+    CrSge sg[];
+} CrMoreMsg;
+
+typedef struct CrRespMsg {
+    CrHdr h;
+    uint64_t cookie;
+    int32_t status;
+    uint32_t pad;
+} CrRespMsg;
+
+typedef struct CrCancelMsg {
+    CrHdr h;
+    uint32_t src_qpn;
+    uint32_t pad;
+} CrCancelMsg;
+
+/* sg entries that fit in one REQ / MORE message */
+#define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
+#define CR_MORE_SG_MAX  ((CR_MAX_MSG - sizeof(CrMoreMsg)) / sizeof(CrSge))
+
+/* ------------------------------------------------------------------ */
+/* VMs                                                                 */
+
+#define VM_RAM      (64ull << 20)
+#define CR_MR_ACCESS (PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS)
+
+typedef struct Vm {
+    Dev d;
+    PvrdmaTransport *t;
+    uint8_t gid[16];        /* ::ffff:10.0.0.<id>, bound by vm_up */
+    uint8_t id;
+} Vm;
+
+static void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    gid[12] = net;
+    gid[15] = id;
+}
+
+/* A device with memfd RAM that joined dir; activated, no GID yet. */
+static void vm_init(Vm *v, const char *dir, uint8_t id)
+{
+    PvrdmaLimits l;
+    PvrdmaShmRegion r;
+    char *err = NULL;
+
+    memset(v, 0, sizeof(*v));
+    pvrdma_limits_default(&l);
+    fh_init_memfd(&v->d.h, VM_RAM);
+    v->d.h.mac[5] = id;
+    pvrdma_core_init(&v->d.c, &fh_ops, &v->d.h, &l);
+    v->d.h.core = &v->d.c;
+    fh_shm_region(&v->d.h, &r);
+    v->t = pvrdma_coresident_new(&v->d.c, dir, &r, 1, &fh_loop_ops, &v->d.h,
+                                 &err);
+    g_assert_null(err);
+    g_assert_nonnull(v->t);
+    g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
+    dev_write_dsr(&v->d);
+    pvrdma_core_reg_write(&v->d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&v->d.c, PVRDMA_REG_ERR), ==, 0);
+    pvrdma_core_reg_write(&v->d.c, PVRDMA_REG_IMR, 0);
+    v->id = id;
+    make_gid(v->gid, 10, id);
+}
+
+/* The guest driver registers the VM's GID. */
+static void vm_up(Vm *v)
+{
+    bind_gid(&v->d, 0, v->gid);
+}
+
+/* The VM stops: reset, every mapping released, every fd handler gone. */
+static void vm_fini(Vm *v)
+{
+    dev_fini(&v->d);
+}
+
+static unsigned peers(Vm *v)
+{
+    return pvrdma_coresident_peers(v->t);
+}
+
+static bool reaches(Vm *v, const uint8_t gid[16])
+{
+    return v->t->reaches(v->t, gid);
+}
+
+static void pump_vms(Vm *const *v, unsigned n)
+{
+    FakeHost *h[8];
+
+    g_assert_cmpuint(n, <=, G_N_ELEMENTS(h));
+    for (unsigned i = 0; i < n; i++) {
+        h[i] = &v[i]->d.h;
+    }
+    g_assert_true(fh_pump(h, n, 20000));
+}
+
+/* Let these VMs run until none has anything left to do. */
+#define PUMP(...) \
+    pump_vms((Vm *const[]) { __VA_ARGS__ }, \
+             sizeof((Vm *const[]) { __VA_ARGS__ }) / sizeof(Vm *))
+
+static void unbind_gid(Dev *d, uint32_t index, const uint8_t gid[16])
+{
+    union pvrdma_cmd_req req = { 0 };
+
+    req.destroy_bind.index = index;
+    memcpy(req.destroy_bind.dest_gid, gid, 16);
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_BIND, NULL), ==, 0);
+}
+
+/* The fd handler of v's connection to its (only or first) peer. */
+static FhWatch *peer_watch(Vm *v)
+{
+    for (guint i = 0; i < v->d.h.watches->len; i++) {
+        FhWatch *w = &g_array_index(v->d.h.watches, FhWatch, i);
+        int listening = 0;
+        socklen_t sl = sizeof(listening);
+
+        g_assert_cmpint(getsockopt(w->fd, SOL_SOCKET, SO_ACCEPTCONN,
+                                   &listening, &sl), ==, 0);
+        if (!listening) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rendezvous directory and fd accounting                              */
+
+typedef struct Env {
+    char *dir;
+    unsigned fds;
+} Env;
+
+static unsigned count_socks(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    unsigned n = 0;
+
+    g_assert_nonnull(d);
+    while ((e = readdir(d))) {
+        n += g_str_has_suffix(e->d_name, ".sock");
+    }
+    closedir(d);
+    return n;
+}
+
+/* The path of the only socket in dir (g_free it). */
+static char *only_sock(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *path = NULL;
+
+    g_assert_nonnull(d);
+    while ((e = readdir(d))) {
+        if (g_str_has_suffix(e->d_name, ".sock")) {
+            g_assert_null(path);
+            path = g_build_filename(dir, e->d_name, NULL);
+        }
+    }
+    closedir(d);
+    g_assert_nonnull(path);
+    return path;
+}
+
+static void rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+
+    if (!d) {
+        unlink(path);
+        return;
+    }
+    while ((e = readdir(d))) {
+        char *p;
+
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) {
+            continue;
+        }
+        p = g_build_filename(path, e->d_name, NULL);
+        rm_tree(p);
+        g_free(p);
+    }
+    closedir(d);
+    g_assert_cmpint(rmdir(path), ==, 0);
+}
+
+static void env_init(Env *e)
+{
+    e->fds = fh_open_fds();
+    e->dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    g_assert_nonnull(e->dir);
+}
+
+/* Every device left: no socket in the directory, no fd leaked. */
+static void env_fini(Env *e)
+{
+    g_assert_cmpuint(count_socks(e->dir), ==, 0);
+    rm_tree(e->dir);
+    g_free(e->dir);
+    g_assert_cmpuint(fh_open_fds(), ==, e->fds);
+}
+
+/* ------------------------------------------------------------------ */
+/* One side of a connection: PD, CQ, QP and an MR on a VM              */
+
+typedef struct Side {
+    Vm *v;
+    uint32_t pd;
+    TCq cq;
+    TQp qp;
+    TMr mr;
+} Side;
+
+#define S_IOVA  0x00007f0000000100ull
+#define S_LEN   (12 * FH_PAGE)
+
+static void side_init(Side *s, Vm *v, uint8_t type)
+{
+    memset(s, 0, sizeof(*s));
+    s->v = v;
+    s->pd = create_pd(&v->d, 0);
+    create_cq(&v->d, &s->cq, 128);
+    create_qp(&v->d, &s->qp, s->pd, s->cq.handle, s->cq.handle, type);
+    create_mr(&v->d, &s->mr, s->pd, S_IOVA, S_LEN, CR_MR_ACCESS);
+}
+
+static void rc_connect(Side *a, Side *b, uint8_t rnr_retry)
+{
+    rc_to_rts_gid(&a->v->d, &a->qp, b->qp.qpn, b->v->gid, rnr_retry);
+    rc_to_rts_gid(&b->v->d, &b->qp, a->qp.qpn, a->v->gid, rnr_retry);
+}
+
+static void side_expect_cqe(Side *s, uint64_t wr_id, uint32_t status,
+                            uint32_t opcode, uint32_t byte_len)
+{
+    expect_cqe(&s->v->d, &s->cq, wr_id, status, opcode, byte_len,
+               s->qp.handle);
+}
+
+static uint32_t qp_state(Side *s)
+{
+    return query_qp_state(&s->v->d, &s->qp);
+}
+
+/* Two VMs in one rendezvous directory, RC QPs connected across them. */
+typedef struct X {
+    Env e;
+    Vm a, b;
+    Side sa, sb;
+} X;
+
+static void x_setup(X *x, uint8_t rnr_retry)
+{
+    env_init(&x->e);
+    vm_init(&x->a, x->e.dir, 1);
+    vm_init(&x->b, x->e.dir, 2);
+    vm_up(&x->a);
+    vm_up(&x->b);
+    PUMP(&x->a, &x->b);
+    g_assert_cmpuint(peers(&x->a), ==, 1);
+    g_assert_cmpuint(peers(&x->b), ==, 1);
+    g_assert_true(reaches(&x->a, x->b.gid));
+    g_assert_true(reaches(&x->b, x->a.gid));
+    side_init(&x->sa, &x->a, PVRDMA_QPT_RC);
+    side_init(&x->sb, &x->b, PVRDMA_QPT_RC);
+    rc_connect(&x->sa, &x->sb, rnr_retry);
+    PUMP(&x->a, &x->b);
+}
+
+static void x_fini(X *x)
+{
+    expect_cq_empty(&x->a.d, &x->sa.cq);
+    expect_cq_empty(&x->b.d, &x->sb.cq);
+    vm_fini(&x->a);
+    vm_fini(&x->b);
+    env_fini(&x->e);
+}
+
+static void send_wqe(Side *s, uint64_t wr_id, uint32_t opcode, uint32_t flags,
+                     const struct pvrdma_sge *sge, uint32_t nsge)
+{
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    w.wr_id = wr_id;
+    w.opcode = opcode;
+    w.send_flags = flags;
+    post_send(&s->v->d, &s->qp, &w, sge, nsge);
+}
+
+static void rdma_wqe(Side *s, uint64_t wr_id, uint32_t opcode,
+                     const struct pvrdma_sge *sge, uint32_t nsge,
+                     uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    w.wr_id = wr_id;
+    w.opcode = opcode;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.ex.imm_data = imm;
+    w.wr.rdma.remote_addr = raddr;
+    w.wr.rdma.rkey = rkey;
+    post_send(&s->v->d, &s->qp, &w, sge, nsge);
+}
+
+static struct pvrdma_sge mr_sge(Side *s, uint64_t off, uint32_t len)
+{
+    return (struct pvrdma_sge) { S_IOVA + off, len, s->mr.lkey };
+}
+
+/* ------------------------------------------------------------------ */
+/* Rendezvous                                                          */
+
+/* Two devices find each other; GIDs are learned and forgotten. */
+static void test_join(void)
+{
+    Env e;
+    Vm a, b;
+    uint8_t gid2[16];
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    g_assert_cmpuint(count_socks(e.dir), ==, 1);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    vm_init(&b, e.dir, 2);
+    g_assert_cmpuint(count_socks(e.dir), ==, 2);
+    PUMP(&a, &b);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_cmpuint(peers(&b), ==, 1);
+    /* one connection per pair: each has its listener and one peer socket */
+    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 2);
+    g_assert_cmpuint(fh_watch_count(&b.d.h), ==, 2);
+
+    /* no GID bound yet: nothing to reach */
+    g_assert_false(reaches(&a, b.gid));
+    g_assert_false(reaches(&b, a.gid));
+    vm_up(&b);
+    PUMP(&a, &b);
+    g_assert_true(reaches(&a, b.gid));
+    g_assert_false(reaches(&b, a.gid));
+    /* a device's own GIDs go through loopback, not to its peers */
+    g_assert_false(reaches(&b, b.gid));
+    vm_up(&a);
+    make_gid(gid2, 11, 2);
+    bind_gid(&b.d, 3, gid2);
+    PUMP(&a, &b);
+    g_assert_true(reaches(&b, a.gid));
+    g_assert_true(reaches(&a, b.gid));
+    g_assert_true(reaches(&a, gid2));
+
+    /* DESTROY_BIND: the peer forgets that GID only */
+    unbind_gid(&b.d, 0, b.gid);
+    PUMP(&a, &b);
+    g_assert_false(reaches(&a, b.gid));
+    g_assert_true(reaches(&a, gid2));
+    g_assert_cmpuint(peers(&a), ==, 1);
+
+    /* b leaves: its socket goes, a forgets it */
+    vm_fini(&b);
+    g_assert_cmpuint(count_socks(e.dir), ==, 1);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    g_assert_false(reaches(&a, gid2));
+    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 1);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+/* A socket file nobody listens on is removed when a device joins. */
+static void test_stale_socket(void)
+{
+    Env e;
+    Vm a;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    char *stale, *other;
+    int fd;
+
+    env_init(&e);
+    stale = g_build_filename(e.dir, "00000000deadbeef.sock", NULL);
+    other = g_build_filename(e.dir, "notes.txt", NULL);
+    g_assert_cmpuint(strlen(stale), <, sizeof(sa.sun_path));
+    strcpy(sa.sun_path, stale);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    close(fd);      /* the file stays, nobody listens */
+    g_assert_true(g_file_set_contents(other, "x", 1, NULL));
+    g_assert_true(g_file_test(stale, G_FILE_TEST_EXISTS));
+
+    vm_init(&a, e.dir, 1);
+    g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_test(other, G_FILE_TEST_EXISTS));
+    g_assert_cmpuint(count_socks(e.dir), ==, 1);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 1);
+    vm_fini(&a);
+    g_free(stale);
+    g_free(other);
+    env_fini(&e);
+}
+
+/* Joining fails cleanly: a message, no fd, no socket, nothing created. */
+static void test_join_errors(void)
+{
+    Env e;
+    Vm a;
+    PvrdmaLimits l;
+    PvrdmaShmRegion r;
+    struct sockaddr_un sa;
+    const size_t max = sizeof(sa.sun_path) - 1 -
+                       strlen("/0123456789abcdef.sock");
+    char *dir, *err = NULL, *want;
+    GString *s;
+
+    env_init(&e);
+    memset(&a, 0, sizeof(a));
+    pvrdma_limits_default(&l);
+    fh_init_memfd(&a.d.h, VM_RAM);
+    pvrdma_core_init(&a.d.c, &fh_ops, &a.d.h, &l);
+    fh_shm_region(&a.d.h, &r);
+
+    /* no region to offer */
+    g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, &r, 0, &fh_loop_ops,
+                                        &a.d.h, &err));
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err, "shareable RAM regions"));
+    g_clear_pointer(&err, g_free);
+
+    /* the parent of the directory does not exist */
+    dir = g_build_filename(e.dir, "no", "such", NULL);
+    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, &r, 1, &fh_loop_ops,
+                                        &a.d.h, &err));
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err, "cannot create rendezvous directory"));
+    g_clear_pointer(&err, g_free);
+    g_free(dir);
+
+    /* the longest directory a socket path fits in works ... */
+    s = g_string_new(e.dir);
+    g_string_append(s, "/");
+    g_assert_cmpuint(s->len, <, max);
+    while (s->len < max) {
+        g_string_append_c(s, 'd');
+    }
+    g_assert_cmpuint(s->len, ==, max);
+    a.t = pvrdma_coresident_new(&a.d.c, s->str, &r, 1, &fh_loop_ops, &a.d.h,
+                                &err);
+    g_assert_null(err);
+    g_assert_nonnull(a.t);
+    g_assert_true(pvrdma_core_add_transport(&a.d.c, a.t));
+    g_assert_cmpuint(count_socks(s->str), ==, 1);
+
+    /* ... one more character is refused with a message that says so */
+    g_string_append_c(s, 'd');
+    g_assert_null(pvrdma_coresident_new(&a.d.c, s->str, &r, 1, &fh_loop_ops,
+                                        &a.d.h, &err));
+    g_assert_nonnull(err);
+    want = g_strdup_printf("at most %zu characters", max);
+    if (!err || !strstr(err, "too long") || !strstr(err, want)) {
+        g_test_message("error message '%s' does not say '%s'", err, want);
+        g_test_fail();
+    }
+    g_free(want);
+    g_clear_pointer(&err, g_free);
+    /* and leaves nothing behind */
+    g_assert_false(g_file_test(s->str, G_FILE_TEST_EXISTS));
+    g_string_free(s, TRUE);
+
+    pvrdma_core_fini(&a.d.c);
+    fh_fini(&a.d.h);
+    env_fini(&e);
+}
+
+/* A third device joins: everyone sees two peers, traffic between all. */
+static void test_three(void)
+{
+    Env e;
+    Vm a, b, c;
+    Side ac, ca, bc, cb;
+    struct pvrdma_sge sg, sr;
+    uint8_t d1[3000], d2[2000], got[3000];
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_init(&b, e.dir, 2);
+    vm_up(&a);
+    vm_up(&b);
+    PUMP(&a, &b);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    vm_init(&c, e.dir, 3);
+    vm_up(&c);
+    PUMP(&a, &b, &c);
+    g_assert_cmpuint(count_socks(e.dir), ==, 3);
+    g_assert_cmpuint(peers(&a), ==, 2);
+    g_assert_cmpuint(peers(&b), ==, 2);
+    g_assert_cmpuint(peers(&c), ==, 2);
+    for (Vm *v = &a; v; v = v == &a ? &b : v == &b ? &c : NULL) {
+        g_assert_cmpuint(fh_watch_count(&v->d.h), ==, 3);
+        g_assert_true(reaches(v, a.gid) || v == &a);
+        g_assert_true(reaches(v, b.gid) || v == &b);
+        g_assert_true(reaches(v, c.gid) || v == &c);
+    }
+
+    side_init(&ac, &a, PVRDMA_QPT_RC);
+    side_init(&ca, &c, PVRDMA_QPT_RC);
+    side_init(&bc, &b, PVRDMA_QPT_RC);
+    side_init(&cb, &c, PVRDMA_QPT_RC);
+    rc_connect(&ac, &ca, 7);
+    rc_connect(&bc, &cb, 7);
+
+    /* a writes into c, b sends to c, c reads from a */
+    fill_pattern(d1, sizeof(d1), 31);
+    fill_pattern(d2, sizeof(d2), 32);
+    mr_write(&a.d, &ac.mr, S_IOVA, d1, sizeof(d1));
+    mr_write(&b.d, &bc.mr, S_IOVA + 100, d2, sizeof(d2));
+    sg = mr_sge(&ac, 0, sizeof(d1));
+    rdma_wqe(&ac, 0xa1, PVRDMA_WR_RDMA_WRITE, &sg, 1, S_IOVA + 5000,
+             ca.mr.rkey, 0);
+    sr = mr_sge(&cb, 0, 4096);
+    post_recv(&c.d, &cb.qp, 0xc1, &sr, 1);
+    sg = mr_sge(&bc, 100, sizeof(d2));
+    send_wqe(&bc, 0xb1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &sg, 1);
+    PUMP(&a, &b, &c);
+    side_expect_cqe(&ac, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+                    sizeof(d1));
+    side_expect_cqe(&bc, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, sizeof(d2));
+    side_expect_cqe(&cb, 0xc1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, sizeof(d2));
+    mr_read(&c.d, &ca.mr, S_IOVA + 5000, got, sizeof(d1));
+    g_assert_cmpmem(got, sizeof(d1), d1, sizeof(d1));
+    mr_read(&c.d, &cb.mr, S_IOVA, got, sizeof(d2));
+    g_assert_cmpmem(got, sizeof(d2), d2, sizeof(d2));
+
+    sg = mr_sge(&ca, 8000, sizeof(d1));
+    rdma_wqe(&ca, 0xc2, PVRDMA_WR_RDMA_READ, &sg, 1, S_IOVA, ac.mr.rkey, 0);
+    PUMP(&a, &b, &c);
+    side_expect_cqe(&ca, 0xc2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ,
+                    sizeof(d1));
+    mr_read(&c.d, &ca.mr, S_IOVA + 8000, got, sizeof(d1));
+    g_assert_cmpmem(got, sizeof(d1), d1, sizeof(d1));
+
+    /* the middle one leaves; the other two keep each other */
+    vm_fini(&b);
+    PUMP(&a, &c);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_cmpuint(peers(&c), ==, 1);
+    g_assert_false(reaches(&a, b.gid));
+    sg = mr_sge(&ac, 0, 100);
+    rdma_wqe(&ac, 0xa3, PVRDMA_WR_RDMA_WRITE, &sg, 1, S_IOVA + 20000,
+             ca.mr.rkey, 0);
+    PUMP(&a, &c);
+    side_expect_cqe(&ac, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 100);
+    mr_read(&c.d, &ca.mr, S_IOVA + 20000, got, 100);
+    g_assert_cmpmem(got, 100, d1, 100);
+    expect_cq_empty(&a.d, &ac.cq);
+    expect_cq_empty(&c.d, &ca.cq);
+    expect_cq_empty(&c.d, &cb.cq);
+    vm_fini(&a);
+    vm_fini(&c);
+    env_fini(&e);
+}
+
+/* ------------------------------------------------------------------ */
+/* Data path                                                           */
+
+static void test_send(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    uint8_t data[5000], got[5000];
+    struct pvrdma_sge ga[2], gb[2];
+    struct pvrdma_cqe e;
+
+    x_setup(&x, 7);
+    fill_pattern(data, sizeof(data), 1);
+    mr_fill(&x.b.d, &sb->mr, 0xcc);
+    mr_write(&x.a.d, &sa->mr, S_IOVA + 50, data, sizeof(data));
+    ga[0] = mr_sge(sa, 50, 3000);
+    ga[1] = mr_sge(sa, 3050, 2000);
+    gb[0] = mr_sge(sb, 10, 1000);
+    gb[1] = mr_sge(sb, 8000, 5000);
+    post_recv(&x.b.d, &sb->qp, 0xb1, gb, 2);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, ga, 2);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 5000);
+    g_assert_true(poll_cq(&x.b.d, &sb->cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
+    g_assert_cmpuint(e.byte_len, ==, 5000);
+    g_assert_cmpuint(e.qp, ==, sb->qp.handle);
+    g_assert_cmpuint(e.src_qp, ==, sa->qp.qpn);
+    g_assert_cmpmem(e.smac, 6, x.a.d.h.mac, 6);     /* the sender's MAC */
+    g_assert_cmpuint(e.network_hdr_type, ==, PVRDMA_NETWORK_IPV4);
+    g_assert_true(e.wc_flags & PVRDMA_WC_WITH_NETWORK_HDR_TYPE);
+    g_assert_false(e.wc_flags & PVRDMA_WC_WITH_IMM);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 10, got, 1000);
+    g_assert_cmpmem(got, 1000, data, 1000);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 8000, got, 4000);
+    g_assert_cmpmem(got, 4000, data + 1000, 4000);
+    g_assert_cmphex(*mr_byte(&x.b.d, &sb->mr, S_IOVA + 9), ==, 0xcc);
+    g_assert_cmphex(*mr_byte(&x.b.d, &sb->mr, S_IOVA + 1010), ==, 0xcc);
+    g_assert_cmphex(*mr_byte(&x.b.d, &sb->mr, S_IOVA + 12000), ==, 0xcc);
+    g_assert_cmpuint(qp_rings(&x.a.d, &sa->qp)[0].cons_head, ==, 1);
+    g_assert_cmpuint(qp_rings(&x.b.d, &sb->qp)[1].cons_head, ==, 1);
+
+    /* SEND_WITH_IMM, unsignaled: silent at the requester */
+    gb[0] = mr_sge(sb, 20000, 4000);
+    post_recv(&x.b.d, &sb->qp, 0xb2, gb, 1);
+    {
+        struct pvrdma_sq_wqe_hdr w = { 0 };
+
+        w.wr_id = 0xa2;
+        w.opcode = PVRDMA_WR_SEND_WITH_IMM;
+        w.ex.imm_data = 0x11223344;
+        post_send(&x.a.d, &sa->qp, &w, ga, 1);
+    }
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    g_assert_cmpuint(qp_rings(&x.a.d, &sa->qp)[0].cons_head, ==, 2);
+    g_assert_true(poll_cq(&x.b.d, &sb->cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb2);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
+    g_assert_cmpuint(e.byte_len, ==, 3000);
+    g_assert_cmphex(e.imm_data, ==, 0x11223344);
+    g_assert_true(e.wc_flags & PVRDMA_WC_WITH_IMM);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 20000, got, 3000);
+    g_assert_cmpmem(got, 3000, data, 3000);
+
+    /* SEND_WITH_INV: invalidates a fast-registered MR of the responder */
+    {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        struct pvrdma_sq_wqe_hdr w = { 0 };
+        uint64_t pl[2];
+        uint32_t key;
+
+        req.create_mr.pd_handle = sb->pd;
+        req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+        req.create_mr.nchunks = 2;
+        g_assert_cmpuint(dev_cmd(&x.b.d, &req, PVRDMA_CMD_CREATE_MR, &rsp),
+                         ==, 0);
+        key = rsp.create_mr_resp.mr_handle << 8 | 0x5e;
+        pl[0] = fh_alloc(&x.b.d.h, 1);
+        pl[1] = fh_alloc(&x.b.d.h, 1);
+        w.wr_id = 0xbf;
+        w.opcode = PVRDMA_WR_FAST_REG_MR;
+        w.send_flags = PVRDMA_SEND_SIGNALED;
+        w.wr.fast_reg.iova_start = 0x30000000;
+        w.wr.fast_reg.pl_pdir_dma = fh_make_pdir(&x.b.d.h, pl, 2);
+        w.wr.fast_reg.page_shift = 12;
+        w.wr.fast_reg.page_list_len = 2;
+        w.wr.fast_reg.length = 2 * FH_PAGE;
+        w.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                                     PVRDMA_ACCESS_REMOTE_WRITE;
+        w.wr.fast_reg.rkey = key;
+        post_send(&x.b.d, &sb->qp, &w, NULL, 0);
+        PUMP(&x.a, &x.b);
+        side_expect_cqe(sb, 0xbf, PVRDMA_WC_SUCCESS, PVRDMA_WC_FAST_REG_MR, 0);
+        g_assert_true(pvrdma_mr_by_key(&x.b.d.c, key)->valid);
+
+        gb[0] = mr_sge(sb, 0, 100);
+        post_recv(&x.b.d, &sb->qp, 0xb3, gb, 1);
+        memset(&w, 0, sizeof(w));
+        w.wr_id = 0xa3;
+        w.opcode = PVRDMA_WR_SEND_WITH_INV;
+        w.send_flags = PVRDMA_SEND_SIGNALED;
+        w.ex.invalidate_rkey = key;
+        ga[0].length = 64;
+        post_send(&x.a.d, &sa->qp, &w, ga, 1);
+        PUMP(&x.a, &x.b);
+        side_expect_cqe(sa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+        g_assert_true(poll_cq(&x.b.d, &sb->cq, &e));
+        g_assert_cmphex(e.wr_id, ==, 0xb3);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 64);
+        g_assert_true(e.wc_flags & PVRDMA_WC_WITH_INVALIDATE);
+        g_assert_false(pvrdma_mr_by_key(&x.b.d.c, key)->valid);
+        mr_read(&x.b.d, &sb->mr, S_IOVA, got, 64);
+        g_assert_cmpmem(got, 64, data, 64);
+
+        /* invalidating an rkey that is no FRMR: both QPs to error */
+        post_recv(&x.b.d, &sb->qp, 0xb4, gb, 1);
+        w.wr_id = 0xa4;
+        w.ex.invalidate_rkey = sb->mr.rkey;
+        post_send(&x.a.d, &sa->qp, &w, ga, 1);
+        PUMP(&x.a, &x.b);
+        side_expect_cqe(sa, 0xa4, PVRDMA_WC_REM_INV_REQ_ERR, PVRDMA_WC_SEND,
+                        0);
+        side_expect_cqe(sb, 0xb4, PVRDMA_WC_REM_INV_REQ_ERR, PVRDMA_WC_RECV,
+                        0);
+        g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+        g_assert_cmpuint(qp_state(sb), ==, PVRDMA_QPS_ERR);
+    }
+    x_fini(&x);
+}
+
+static void test_write(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    uint8_t data[6000], got[6000];
+    struct pvrdma_sge g, r;
+    struct pvrdma_cqe e;
+
+    x_setup(&x, 7);
+    fill_pattern(data, sizeof(data), 2);
+    mr_fill(&x.b.d, &sb->mr, 0x11);
+    mr_write(&x.a.d, &sa->mr, S_IOVA + 700, data, sizeof(data));
+    g = mr_sge(sa, 700, 6000);
+    rdma_wqe(sa, 0xa1, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 300,
+             sb->mr.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 6000);
+    expect_cq_empty(&x.b.d, &sb->cq);   /* no receive consumed */
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 300, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    g_assert_cmphex(*mr_byte(&x.b.d, &sb->mr, S_IOVA + 299), ==, 0x11);
+    g_assert_cmphex(*mr_byte(&x.b.d, &sb->mr, S_IOVA + 6300), ==, 0x11);
+
+    /* WRITE_WITH_IMM consumes a receive; byte_len is the write's */
+    r = mr_sge(sb, 0, 16);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    g.length = 100;
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_WRITE_WITH_IMM, &g, 1, S_IOVA + 10000,
+             sb->mr.rkey, 0xdeadbeef);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 100);
+    g_assert_true(poll_cq(&x.b.d, &sb->cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV_RDMA_WITH_IMM);
+    g_assert_cmpuint(e.byte_len, ==, 100);
+    g_assert_cmphex(e.imm_data, ==, 0xdeadbeef);
+    g_assert_cmpuint(e.src_qp, ==, sa->qp.qpn);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 10000, got, 100);
+    g_assert_cmpmem(got, 100, data, 100);
+
+    /*
+     * A burst through a nearly full socket: the requester queues what the
+     * socket refuses and sends it when the peer has read; all complete,
+     * in order, every write landed.
+     */
+    {
+        FhWatch *w = peer_watch(&x.a);
+        int sz = 1;
+        const unsigned n = 15;
+
+        g_assert_nonnull(w);
+        g_assert_cmpint(setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sz,
+                                   sizeof(sz)), ==, 0);
+        for (unsigned i = 0; i < n; i++) {
+            struct pvrdma_sq_wqe_hdr h = { 0 };
+            struct pvrdma_sge s = mr_sge(sa, 700 + i * 300, 300);
+
+            h.wr_id = 0x100 + i;
+            h.opcode = PVRDMA_WR_RDMA_WRITE;
+            h.send_flags = PVRDMA_SEND_SIGNALED;
+            h.wr.rdma.remote_addr = S_IOVA + 40000 - i * 300;
+            h.wr.rdma.rkey = sb->mr.rkey;
+            put_send(&x.a.d, &sa->qp, &h, &s, 1);
+        }
+        ring_send(&x.a.d, &sa->qp);
+        PUMP(&x.a);
+        w = peer_watch(&x.a);
+        g_assert_nonnull(w);
+        g_assert_nonnull(w->write);     /* waiting for room in the socket */
+        expect_cq_empty(&x.a.d, &sa->cq);
+        PUMP(&x.a, &x.b);
+        g_assert_null(peer_watch(&x.a)->write);
+        for (unsigned i = 0; i < n; i++) {
+            side_expect_cqe(sa, 0x100 + i, PVRDMA_WC_SUCCESS,
+                            PVRDMA_WC_RDMA_WRITE, 300);
+            mr_read(&x.b.d, &sb->mr, S_IOVA + 40000 - i * 300, got, 300);
+            g_assert_cmpmem(got, 300, data + i * 300, 300);
+        }
+    }
+    x_fini(&x);
+}
+
+static void test_read(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    uint8_t data[9000], got[9000];
+    struct pvrdma_sge g[3];
+
+    x_setup(&x, 7);
+    fill_pattern(data, sizeof(data), 3);
+    mr_write(&x.b.d, &sb->mr, S_IOVA + 4000, data, sizeof(data));
+    mr_fill(&x.a.d, &sa->mr, 0);
+    g[0] = mr_sge(sa, 8000, 4000);
+    g[1] = mr_sge(sa, 0, 1);
+    g[2] = mr_sge(sa, 1, 4999);
+    rdma_wqe(sa, 0xa1, PVRDMA_WR_RDMA_READ, g, 3, S_IOVA + 4000,
+             sb->mr.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 9000);
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 8000, got, 4000);
+    mr_read(&x.a.d, &sa->mr, S_IOVA, got + 4000, 5000);
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    g_assert_cmpuint(*mr_byte(&x.a.d, &sa->mr, S_IOVA + 12000), ==, 0);
+    x_fini(&x);
+}
+
+static void test_atomics(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    const uint64_t raddr = S_IOVA + 0x100;
+    struct pvrdma_sge g;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    uint64_t v = 100, r;
+
+    x_setup(&x, 7);
+    mr_write(&x.b.d, &sb->mr, raddr, &v, 8);
+    g = mr_sge(sa, 8, 8);
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.atomic.remote_addr = raddr;
+    w.wr.atomic.rkey = sb->mr.rkey;
+
+    /* fetch-add 5: remote 105, local gets 100 */
+    w.wr_id = 1;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.wr.atomic.compare_add = 5;
+    post_send(&x.a.d, &sa->qp, &w, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 1, PVRDMA_WC_SUCCESS, PVRDMA_WC_FETCH_ADD, 8);
+    mr_read(&x.b.d, &sb->mr, raddr, &r, 8);
+    g_assert_cmpuint(r, ==, 105);
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 8, &r, 8);
+    g_assert_cmpuint(r, ==, 100);
+
+    /* compare-swap that matches, then one that does not */
+    w.wr_id = 2;
+    w.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
+    w.wr.atomic.compare_add = 105;
+    w.wr.atomic.swap = 7;
+    post_send(&x.a.d, &sa->qp, &w, &g, 1);
+    g.addr = S_IOVA + 16;
+    w.wr_id = 3;
+    w.wr.atomic.compare_add = 1;
+    w.wr.atomic.swap = 9;
+    post_send(&x.a.d, &sa->qp, &w, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 2, PVRDMA_WC_SUCCESS, PVRDMA_WC_COMP_SWAP, 8);
+    side_expect_cqe(sa, 3, PVRDMA_WC_SUCCESS, PVRDMA_WC_COMP_SWAP, 8);
+    mr_read(&x.b.d, &sb->mr, raddr, &r, 8);
+    g_assert_cmpuint(r, ==, 7);
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 8, &r, 8);
+    g_assert_cmpuint(r, ==, 105);
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 16, &r, 8);
+    g_assert_cmpuint(r, ==, 7);
+
+    /* the other way round: b adds to a's memory */
+    v = 1000;
+    mr_write(&x.a.d, &sa->mr, S_IOVA + 64, &v, 8);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xb1;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.atomic.remote_addr = S_IOVA + 64;
+    w.wr.atomic.rkey = sa->mr.rkey;
+    w.wr.atomic.compare_add = (uint64_t)-1;
+    g = mr_sge(sb, 0, 8);
+    post_send(&x.b.d, &sb->qp, &w, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_FETCH_ADD, 8);
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 64, &r, 8);
+    g_assert_cmpuint(r, ==, 999);
+    mr_read(&x.b.d, &sb->mr, S_IOVA, &r, 8);
+    g_assert_cmpuint(r, ==, 1000);
+
+    /* misaligned remote address: remote access error, both QPs in error */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 4;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.atomic.remote_addr = raddr + 4;
+    w.wr.atomic.rkey = sb->mr.rkey;
+    g = mr_sge(sa, 8, 8);
+    post_send(&x.a.d, &sa->qp, &w, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 4, PVRDMA_WC_REM_ACCESS_ERR, PVRDMA_WC_FETCH_ADD, 0);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qp_state(sb), ==, PVRDMA_QPS_ERR);
+    mr_read(&x.b.d, &sb->mr, raddr, &r, 8);
+    g_assert_cmpuint(r, ==, 7);
+    x_fini(&x);
+}
+
+/*
+ * A DMA MR on the requester: its SGEs are guest physical addresses, mapped
+ * for the request and unmapped when the core hands it over; the peer still
+ * finds the bytes (SEND) and its READ lands there.
+ */
+static void test_dma_mr(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_sge g, r;
+    uint8_t data[6000], got[6000];
+    uint64_t buf;
+    unsigned maps;
+
+    x_setup(&x, 7);
+    req.create_mr.pd_handle = sa->pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_DMA;
+    req.create_mr.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    g_assert_cmpuint(dev_cmd(&x.a.d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    buf = fh_alloc(&x.a.d.h, 4);
+    fill_pattern(data, sizeof(data), 11);
+    memcpy((uint8_t *)fh_ptr(&x.a.d.h, buf) + 1000, data, sizeof(data));
+    maps = fh_outstanding(&x.a.d.h);
+
+    r = mr_sge(sb, 0, 8000);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    g = (struct pvrdma_sge) { buf + 1000, sizeof(data),
+                              rsp.create_mr_resp.lkey };
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g_assert_cmpuint(fh_outstanding(&x.a.d.h), ==, maps);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 6000);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 6000);
+    mr_read(&x.b.d, &sb->mr, S_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    fill_pattern(data, sizeof(data), 12);
+    mr_write(&x.b.d, &sb->mr, S_IOVA + 10, data, sizeof(data));
+    g.addr = buf + 7000;
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA + 10, sb->mr.rkey,
+             0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 6000);
+    g_assert_cmpmem((uint8_t *)fh_ptr(&x.a.d.h, buf) + 7000, sizeof(data),
+                    data, sizeof(data));
+    g_assert_cmpuint(fh_outstanding(&x.a.d.h), ==, maps);
+    g_assert_cmpuint(x.a.d.h.bad_unmaps, ==, 0);
+    x_fini(&x);
+}
+
+/* An MR of npages guest pages laid out by 'stride' (runs of 'run' pages). */
+typedef struct BigMr {
+    uint32_t handle, lkey, rkey;
+    uint64_t iova;
+    uint32_t npages;
+    uint64_t *pages;
+} BigMr;
+
+static void big_mr(Dev *d, BigMr *mr, uint32_t pd, uint64_t iova,
+                   uint32_t npages, uint32_t run)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+
+    mr->iova = iova;
+    mr->npages = npages;
+    mr->pages = g_new(uint64_t, npages);
+    for (uint32_t i = 0; i < npages; i++) {
+        mr->pages[i] = fh_alloc(&d->h, 1);
+        if (i % run == run - 1) {
+            fh_skip(&d->h, 1);
+        }
+    }
+    req.create_mr.start = iova;
+    req.create_mr.length = (uint64_t)npages * FH_PAGE;
+    req.create_mr.pdir_dma = fh_make_pdir(&d->h, mr->pages, npages);
+    req.create_mr.pd_handle = pd;
+    req.create_mr.access_flags = CR_MR_ACCESS;
+    req.create_mr.nchunks = npages;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    mr->handle = rsp.create_mr_resp.mr_handle;
+    mr->lkey = rsp.create_mr_resp.lkey;
+    mr->rkey = rsp.create_mr_resp.rkey;
+}
+
+static void big_fill(Dev *d, BigMr *mr, uint32_t seed)
+{
+    for (uint32_t i = 0; i < mr->npages; i++) {
+        fill_pattern(fh_ptr(&d->h, mr->pages[i]), FH_PAGE, seed + i);
+    }
+}
+
+/* Does every page of mr on d hold what every page of src on s holds? */
+static bool big_equal(Dev *d, BigMr *mr, Dev *s, BigMr *src)
+{
+    g_assert_cmpuint(mr->npages, ==, src->npages);
+    for (uint32_t i = 0; i < mr->npages; i++) {
+        if (memcmp(fh_ptr(&d->h, mr->pages[i]), fh_ptr(&s->h, src->pages[i]),
+                   FH_PAGE)) {
+            g_test_message("page %u differs", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * One message over thousands of discontiguous pages: the request carries
+ * one (region, offset, length) entry per page, more than a REQ holds, so
+ * it continues in MORE messages (two of them here).
+ */
+static void test_many_sg(void)
+{
+    const uint32_t npages = 6000;
+    const uint64_t len = (uint64_t)npages * FH_PAGE;
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    BigMr ma, mb;
+    struct pvrdma_sge g;
+
+    g_assert_cmpuint(npages, >, CR_REQ_SG_MAX + CR_MORE_SG_MAX);
+    x_setup(&x, 7);
+    big_mr(&x.a.d, &ma, sa->pd, 0x10000000, npages, 1);    /* all apart */
+    big_mr(&x.b.d, &mb, sb->pd, 0x20000000, npages, 3);    /* runs of 3 */
+    big_fill(&x.a.d, &ma, 1000);
+
+    /* SEND: a's list goes to b, b copies into its receive buffer */
+    g = (struct pvrdma_sge) { mb.iova, len, mb.lkey };
+    post_recv(&x.b.d, &sb->qp, 0xb1, &g, 1);
+    g = (struct pvrdma_sge) { ma.iova, len, ma.lkey };
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, len);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, len);
+    g_assert_true(big_equal(&x.b.d, &mb, &x.a.d, &ma));
+
+    /* READ: b copies its MR into a's discontiguous pages */
+    big_fill(&x.b.d, &mb, 50000);
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, mb.iova, mb.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, len);
+    g_assert_true(big_equal(&x.a.d, &ma, &x.b.d, &mb));
+
+    /* WRITE of all but the first and last 100 bytes, at an offset */
+    big_fill(&x.a.d, &ma, 90000);
+    g = (struct pvrdma_sge) { ma.iova + 100, len - 200, ma.lkey };
+    rdma_wqe(sa, 0xa3, PVRDMA_WR_RDMA_WRITE, &g, 1, mb.iova + 100, mb.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+                    len - 200);
+    g_assert_cmpmem((uint8_t *)fh_ptr(&x.b.d.h, mb.pages[0]) + 100,
+                    FH_PAGE - 100,
+                    (uint8_t *)fh_ptr(&x.a.d.h, ma.pages[0]) + 100,
+                    FH_PAGE - 100);
+    g_assert_cmpmem(fh_ptr(&x.b.d.h, mb.pages[npages / 2]), FH_PAGE,
+                    fh_ptr(&x.a.d.h, ma.pages[npages / 2]), FH_PAGE);
+    g_assert_cmpmem(fh_ptr(&x.b.d.h, mb.pages[npages - 1]), FH_PAGE - 100,
+                    fh_ptr(&x.a.d.h, ma.pages[npages - 1]), FH_PAGE - 100);
+    /* the 100 bytes at each end kept the READ's data */
+    {
+        uint8_t want[100];
+
+        fill_pattern(want, 100, 50000);
+        g_assert_cmpmem(fh_ptr(&x.b.d.h, mb.pages[0]), 100, want, 100);
+    }
+    g_free(ma.pages);
+    g_free(mb.pages);
+    x_fini(&x);
+}
+
+static void ud_to_rts(Dev *d, TQp *q, uint32_t qkey)
+{
+    struct pvrdma_qp_attr at = { 0 };
+
+    at.qp_state = PVRDMA_QPS_INIT;
+    at.port_num = 1;
+    at.qkey = qkey;
+    g_assert_cmpuint(modify_qp(d, q, PVRDMA_QP_STATE | PVRDMA_QP_PKEY_INDEX |
+                               PVRDMA_QP_PORT | PVRDMA_QP_QKEY, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_RTR;
+    g_assert_cmpuint(modify_qp(d, q, PVRDMA_QP_STATE, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_RTS;
+    g_assert_cmpuint(modify_qp(d, q, PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN, &at),
+                     ==, 0);
+}
+
+static void ud_send(Side *s, uint64_t wr_id, const struct pvrdma_sge *g,
+                    uint32_t qpn, uint32_t qkey, const uint8_t dgid[16])
+{
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    w.wr_id = wr_id;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.ud.remote_qpn = qpn;
+    w.wr.ud.remote_qkey = qkey;
+    memcpy(w.wr.ud.av.dgid, dgid, 16);
+    post_send(&s->v->d, &s->qp, &w, g, 1);
+}
+
+/* UD across: the receiver gets a GRH naming both ends, then the payload. */
+static void test_ud(void)
+{
+    Env e;
+    Vm a, b;
+    Side sa, sb;
+    struct pvrdma_sge g, r;
+    struct pvrdma_cqe c;
+    uint8_t data[300], got[340], nobody[16];
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_init(&b, e.dir, 2);
+    vm_up(&a);
+    vm_up(&b);
+    side_init(&sa, &a, PVRDMA_QPT_UD);
+    side_init(&sb, &b, PVRDMA_QPT_UD);
+    ud_to_rts(&a.d, &sa.qp, 0x1111);
+    ud_to_rts(&b.d, &sb.qp, 0x1111);
+    PUMP(&a, &b);
+
+    fill_pattern(data, sizeof(data), 4);
+    mr_write(&a.d, &sa.mr, S_IOVA, data, sizeof(data));
+    mr_fill(&b.d, &sb.mr, 0xee);
+    r = mr_sge(&sb, FH_PAGE - 20, 400);
+    post_recv(&b.d, &sb.qp, 0xb1, &r, 1);
+    g = mr_sge(&sa, 0, sizeof(data));
+    ud_send(&sa, 0xa1, &g, sb.qp.qpn, 0x1111, b.gid);
+    /* wrong qkey, unknown QP, unknown GID: lost, the sender succeeds */
+    ud_send(&sa, 0xa2, &g, sb.qp.qpn, 0x2222, b.gid);
+    ud_send(&sa, 0xa3, &g, sb.qp.qpn + 100, 0x1111, b.gid);
+    make_gid(nobody, 10, 99);
+    ud_send(&sa, 0xa4, &g, sb.qp.qpn, 0x1111, nobody);
+    PUMP(&a, &b);
+    side_expect_cqe(&sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300);
+    side_expect_cqe(&sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300);
+    side_expect_cqe(&sa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300);
+    side_expect_cqe(&sa, 0xa4, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300);
+    g_assert_true(poll_cq(&b.d, &sb.cq, &c));
+    g_assert_cmphex(c.wr_id, ==, 0xb1);
+    g_assert_cmpuint(c.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(c.opcode, ==, PVRDMA_WC_RECV);
+    g_assert_cmpuint(c.byte_len, ==, 340);     /* GRH + payload */
+    g_assert_true(c.wc_flags & PVRDMA_WC_GRH);
+    g_assert_cmpuint(c.src_qp, ==, sa.qp.qpn);
+    g_assert_cmpuint(c.qp, ==, sb.qp.handle);
+    g_assert_cmpmem(c.smac, 6, a.d.h.mac, 6);
+    expect_cq_empty(&b.d, &sb.cq);
+    mr_read(&b.d, &sb.mr, S_IOVA + FH_PAGE - 20, got, sizeof(got));
+    g_assert_cmpmem(got + 40, 300, data, 300);
+    /* RoCEv2 over IPv4: an IPv4 header in the GRH's last 20 bytes */
+    g_assert_cmphex(got[20], ==, 0x45);
+    g_assert_cmpuint(got[29], ==, 17);                  /* UDP */
+    g_assert_cmpmem(got + 32, 4, a.gid + 12, 4);        /* source */
+    g_assert_cmpmem(got + 36, 4, b.gid + 12, 4);        /* destination */
+    g_assert_cmphex(*mr_byte(&b.d, &sb.mr, S_IOVA + FH_PAGE - 21), ==, 0xee);
+    g_assert_cmphex(*mr_byte(&b.d, &sb.mr, S_IOVA + FH_PAGE + 320), ==, 0xee);
+
+    /* no receive posted: a UD datagram is dropped, not held (no RNR) */
+    ud_send(&sa, 0xa5, &g, sb.qp.qpn, 0x1111, b.gid);
+    PUMP(&a, &b);
+    side_expect_cqe(&sa, 0xa5, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300);
+    post_recv(&b.d, &sb.qp, 0xb2, &r, 1);
+    PUMP(&a, &b);
+    expect_cq_empty(&b.d, &sb.cq);
+
+    /* and back, b to a */
+    r = mr_sge(&sa, 8192, 400);
+    post_recv(&a.d, &sa.qp, 0xa9, &r, 1);
+    g = mr_sge(&sb, FH_PAGE + 20, 300);
+    ud_send(&sb, 0xb9, &g, sa.qp.qpn, 0x1111, a.gid);
+    PUMP(&a, &b);
+    side_expect_cqe(&sb, 0xb9, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 300);
+    side_expect_cqe(&sa, 0xa9, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 340);
+    mr_read(&a.d, &sa.mr, S_IOVA + 8192, got, sizeof(got));
+    g_assert_cmpmem(got + 32, 4, b.gid + 12, 4);
+    g_assert_cmpmem(got + 40, 300, data, 300);
+
+    expect_cq_empty(&a.d, &sa.cq);
+    expect_cq_empty(&b.d, &sb.cq);
+    vm_fini(&a);
+    vm_fini(&b);
+    env_fini(&e);
+}
+
+/* ------------------------------------------------------------------ */
+/* RNR and errors                                                      */
+
+/* Sends wait at the responder until receives are posted, in order. */
+static void test_rnr_recover(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    struct pvrdma_sge g[2], r[2];
+    uint8_t d0[64], d1[64], got[64];
+
+    x_setup(&x, 7);     /* rnr_retry 7: wait forever */
+    fill_pattern(d0, 64, 5);
+    fill_pattern(d1, 64, 6);
+    mr_write(&x.a.d, &sa->mr, S_IOVA, d0, 64);
+    mr_write(&x.a.d, &sa->mr, S_IOVA + 64, d1, 64);
+    g[0] = mr_sge(sa, 0, 64);
+    g[1] = mr_sge(sa, 64, 64);
+    r[0] = mr_sge(sb, 1000, 64);
+    r[1] = mr_sge(sb, 2000, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g[0], 1);
+    send_wqe(sa, 0xa2, PVRDMA_WR_SEND_WITH_IMM, PVRDMA_SEND_SIGNALED, &g[1],
+             1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    g_assert_cmpuint(qp_rings(&x.a.d, &sa->qp)[0].cons_head, ==, 0);
+    x.a.d.h.now += 1000000;
+    x.b.d.h.now += 1000000;
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r[0], 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    post_recv(&x.b.d, &sb->qp, 0xb2, &r[1], 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+    side_expect_cqe(sb, 0xb2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 1000, got, 64);
+    g_assert_cmpmem(got, 64, d0, 64);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 2000, got, 64);
+    g_assert_cmpmem(got, 64, d1, 64);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_RTS);
+    x_fini(&x);
+}
+
+/* A finite rnr_retry runs out: RNR_RETRY_EXC_ERR at the requester. */
+static void test_rnr_timeout(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    struct pvrdma_sge g, r;
+
+    x_setup(&x, 1);     /* rnr_retry 1, min_rnr_timer 1: 20 ms */
+    r = mr_sge(sa, 4096, 64);
+    post_recv(&x.a.d, &sa->qp, 0xa0, &r, 1);   /* flushed with the error */
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    send_wqe(sa, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    /* the responder asked for a run at the deadline */
+    g_assert_cmpint(x.b.d.h.timer_due, ==, x.b.d.h.now + 20);
+    x.a.d.h.now += 19;
+    x.b.d.h.now += 19;
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    x.a.d.h.now += 1;
+    x.b.d.h.now += 1;
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_RNR_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+    side_expect_cqe(sa, 0xa0, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qp_state(sb), ==, PVRDMA_QPS_RTS);
+    /* the dropped sends do not come back when a receive shows up */
+    r = mr_sge(sb, 0, 64);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    x_fini(&x);
+}
+
+/* A bad rkey: REM_ACCESS_ERR at the requester, responder QP in error. */
+static void test_bad_rkey(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    struct pvrdma_sge g, ra, rb;
+    uint8_t before[256], after[256];
+
+    x_setup(&x, 7);
+    mr_fill(&x.b.d, &sb->mr, 0x77);
+    mr_read(&x.b.d, &sb->mr, S_IOVA, before, sizeof(before));
+    ra = mr_sge(sa, 8192, 64);
+    rb = mr_sge(sb, 8192, 64);
+    post_recv(&x.a.d, &sa->qp, 0xa0, &ra, 1);
+    post_recv(&x.b.d, &sb->qp, 0xb0, &rb, 1);
+    rb.addr += 64;
+    post_recv(&x.b.d, &sb->qp, 0xb1, &rb, 1);
+    g = mr_sge(sa, 0, 256);
+    rdma_wqe(sa, 0xa1, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA, sb->mr.rkey ^ 1,
+             0);
+    send_wqe(sa, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_REM_ACCESS_ERR, PVRDMA_WC_RDMA_WRITE,
+                    0);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+    side_expect_cqe(sa, 0xa0, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+    /* the responder's QP is in error, its receives flushed, memory intact */
+    g_assert_cmpuint(qp_state(sb), ==, PVRDMA_QPS_ERR);
+    side_expect_cqe(sb, 0xb0, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0);
+    mr_read(&x.b.d, &sb->mr, S_IOVA, after, sizeof(after));
+    g_assert_cmpmem(before, sizeof(before), after, sizeof(after));
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    g_assert_cmpuint(peers(&x.b), ==, 1);
+    x_fini(&x);
+}
+
+/* The responder's QP goes to error or away while a request waits on it. */
+static void test_responder_qp_gone(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    Side a2, b2;
+    struct pvrdma_sge g;
+    struct pvrdma_qp_attr at = { 0 };
+    union pvrdma_cmd_req req = { 0 };
+
+    x_setup(&x, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    at.qp_state = PVRDMA_QPS_ERR;
+    g_assert_cmpuint(modify_qp(&x.b.d, &sb->qp, PVRDMA_QP_STATE, &at), ==, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+
+    side_init(&a2, &x.a, PVRDMA_QPT_RC);
+    side_init(&b2, &x.b, PVRDMA_QPT_RC);
+    rc_connect(&a2, &b2, 7);
+    g = mr_sge(&a2, 0, 64);
+    send_wqe(&a2, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &a2.cq);
+    req.destroy_qp.qp_handle = b2.qp.handle;
+    g_assert_cmpuint(dev_cmd(&x.b.d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==,
+                     0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(&a2, 0xa2, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    g_assert_cmpuint(peers(&x.b), ==, 1);
+    expect_cq_empty(&x.a.d, &a2.cq);
+    expect_cq_empty(&x.b.d, &b2.cq);
+    x_fini(&x);
+}
+
+/*
+ * The requester's QP is destroyed, reset or moved to error while its sends
+ * wait at the responder for a receive: they must not be delivered when a
+ * receive shows up later (the QP that sent them is gone, and so may be the
+ * memory they would be read from).
+ */
+static void test_requester_qp_gone(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    Side a2, b2, a3, b3;
+    struct pvrdma_sge g, r;
+    struct pvrdma_qp_attr at = { 0 };
+    union pvrdma_cmd_req req = { 0 };
+
+    x_setup(&x, 7);
+    side_init(&a2, &x.a, PVRDMA_QPT_RC);
+    side_init(&b2, &x.b, PVRDMA_QPT_RC);
+    rc_connect(&a2, &b2, 7);
+    side_init(&a3, &x.a, PVRDMA_QPT_RC);
+    side_init(&b3, &x.b, PVRDMA_QPT_RC);
+    rc_connect(&a3, &b3, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(&a2, 0, 64);
+    send_wqe(&a2, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(&a3, 0, 64);
+    send_wqe(&a3, 0xa3, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+
+    /* sa destroyed, a2 reset, a3 to error */
+    req.destroy_qp.qp_handle = sa->qp.handle;
+    g_assert_cmpuint(dev_cmd(&x.a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==,
+                     0);
+    at.qp_state = PVRDMA_QPS_RESET;
+    g_assert_cmpuint(modify_qp(&x.a.d, &a2.qp, PVRDMA_QP_STATE, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_ERR;
+    g_assert_cmpuint(modify_qp(&x.a.d, &a3.qp, PVRDMA_QP_STATE, &at), ==, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(&a3, 0xa3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+
+    r = mr_sge(sb, 0, 64);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    r = mr_sge(&b2, 0, 64);
+    post_recv(&x.b.d, &b2.qp, 0xb2, &r, 1);
+    r = mr_sge(&b3, 0, 64);
+    post_recv(&x.b.d, &b3.qp, 0xb3, &r, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    expect_cq_empty(&x.b.d, &b2.cq);
+    expect_cq_empty(&x.b.d, &b3.cq);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    g_assert_cmpuint(peers(&x.b), ==, 1);
+    expect_cq_empty(&x.a.d, &a2.cq);
+    expect_cq_empty(&x.a.d, &a3.cq);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    vm_fini(&x.a);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
+/* A requester QP towards gid on v, connected to dest's QP (fresh objects). */
+static void side_reconnect(Side *s, Vm *v, Side *dest, uint8_t rnr)
+{
+    side_init(s, v, PVRDMA_QPT_RC);
+    side_init(dest, dest->v, PVRDMA_QPT_RC);
+    rc_connect(s, dest, rnr);
+}
+
+/*
+ * A peer goes away with requests in flight (not read yet) and waiting
+ * (RNR): they fail with RETRY_EXC_ERR, the QP goes to error and flushes.
+ * Its own requests waiting here are dropped.  A new peer joins and
+ * traffic works again.
+ */
+static void test_peer_gone(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    Side a2, b2, ab, bb, a3;
+    Vm b2vm;
+    struct pvrdma_sge g, r;
+    uint8_t data[128], got[128];
+
+    x_setup(&x, 7);
+    /* b's send waits at a, which has no receive for it */
+    side_init(&ab, &x.a, PVRDMA_QPT_RC);
+    side_init(&bb, &x.b, PVRDMA_QPT_RC);
+    rc_connect(&bb, &ab, 7);
+    g = mr_sge(&bb, 0, 64);
+    send_wqe(&bb, 0xb9, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.b.d, &bb.cq);
+    /* a's send waits at b for a receive */
+    r = mr_sge(sa, 8192, 64);
+    post_recv(&x.a.d, &sa->qp, 0xa0, &r, 1);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    /* in flight: b has not run since */
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA, sb->mr.rkey, 0);
+    PUMP(&x.a);
+    expect_cq_empty(&x.a.d, &sa->cq);
+
+    vm_fini(&x.b);
+    PUMP(&x.a);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RDMA_WRITE, 0);
+    side_expect_cqe(sa, 0xa0, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    g_assert_false(reaches(&x.a, x.b.gid));
+    g_assert_cmpuint(fh_watch_count(&x.a.d.h), ==, 1);
+    g_assert_cmpuint(count_socks(x.e.dir), ==, 1);
+    /* b's send is gone: nothing arrives once a receive is posted */
+    r = mr_sge(&ab, 0, 64);
+    post_recv(&x.a.d, &ab.qp, 0xab, &r, 1);
+    PUMP(&x.a);
+    expect_cq_empty(&x.a.d, &ab.cq);
+    g_assert_cmpuint(qp_state(&ab), ==, PVRDMA_QPS_RTS);
+
+    /* a new VM (same GID) joins: traffic works again */
+    vm_init(&b2vm, x.e.dir, 2);
+    vm_up(&b2vm);
+    PUMP(&x.a, &b2vm);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    g_assert_cmpuint(peers(&b2vm), ==, 1);
+    b2.v = &b2vm;
+    side_reconnect(&a2, &x.a, &b2, 7);
+    fill_pattern(data, sizeof(data), 8);
+    mr_write(&x.a.d, &a2.mr, S_IOVA, data, sizeof(data));
+    g = mr_sge(&a2, 0, sizeof(data));
+    r = mr_sge(&b2, 100, sizeof(data));
+    post_recv(&b2vm.d, &b2.qp, 0xb1, &r, 1);
+    send_wqe(&a2, 0xa3, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    rdma_wqe(&a2, 0xa4, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 5000,
+             b2.mr.rkey, 0);
+    PUMP(&x.a, &b2vm);
+    side_expect_cqe(&a2, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 128);
+    side_expect_cqe(&a2, 0xa4, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 128);
+    side_expect_cqe(&b2, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 128);
+    mr_read(&b2vm.d, &b2.mr, S_IOVA + 100, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    mr_read(&b2vm.d, &b2.mr, S_IOVA + 5000, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* this one goes too, with a request it never read */
+    rdma_wqe(&a2, 0xa5, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA, b2.mr.rkey, 0);
+    PUMP(&x.a);
+    vm_fini(&b2vm);
+    PUMP(&x.a);
+    side_expect_cqe(&a2, 0xa5, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_RDMA_READ,
+                    0);
+    g_assert_cmpuint(qp_state(&a2), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    /* with nobody there, an RC send fails at once */
+    side_init(&a3, &x.a, PVRDMA_QPT_RC);
+    rc_to_rts_gid(&x.a.d, &a3.qp, 5, x.b.gid, 7);
+    g = mr_sge(&a3, 0, 64);
+    send_wqe(&a3, 0xa6, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a);
+    side_expect_cqe(&a3, 0xa6, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+    expect_cq_empty(&x.a.d, &a2.cq);
+    vm_fini(&x.a);
+    env_fini(&x.e);
+}
+
+/*
+ * The peer goes while requests are still queued in the requester (its
+ * socket was full): every one of them completes, the first with
+ * RETRY_EXC_ERR, the rest flushed; nothing leaks.
+ */
+static void test_peer_gone_backlog(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    FhWatch *w;
+    int sz = 1;
+    const unsigned n = 15;
+
+    x_setup(&x, 7);
+    w = peer_watch(&x.a);
+    g_assert_nonnull(w);
+    g_assert_cmpint(setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)),
+                    ==, 0);
+    for (unsigned i = 0; i < n; i++) {
+        struct pvrdma_sge g = mr_sge(sa, i * 100, 100);
+
+        rdma_wqe(sa, 0x100 + i, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA,
+                 sb->mr.rkey, 0);
+    }
+    PUMP(&x.a);
+    g_assert_nonnull(peer_watch(&x.a)->write);
+    vm_fini(&x.b);
+    PUMP(&x.a);
+    side_expect_cqe(sa, 0x100, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_RDMA_WRITE,
+                    0);
+    for (unsigned i = 1; i < n; i++) {
+        side_expect_cqe(sa, 0x100 + i, PVRDMA_WC_WR_FLUSH_ERR,
+                        PVRDMA_WC_RDMA_WRITE, 0);
+    }
+    expect_cq_empty(&x.a.d, &sa->cq);
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&x.a.d.h), ==, 1);
+    vm_fini(&x.a);
+    env_fini(&x.e);
+}
+
+/* ------------------------------------------------------------------ */
+/* A fake peer                                                         */
+
+#define FAKE_RAM    (1u << 20)
+#define FAKE_NODE   0xfa4e000000000001ull
+
+typedef struct Fake {
+    int fd;
+    int memfd;
+    uint8_t *ram;           /* FAKE_RAM bytes the fake offers */
+    uint8_t *vm_ram;        /* the device's RAM, mapped from its REGION */
+    uint64_t vm_ram_size;
+} Fake;
+
+static void fake_send(Fake *f, const void *buf, size_t len, int fd)
+{
+    struct iovec iov = { (void *)buf, len };
+    union {
+        char buf[CMSG_SPACE(2 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+    if (fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int));
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    g_assert_cmpint(sendmsg(f->fd, &mh, MSG_NOSIGNAL), ==, len);
+}
+
+/* One message: its length, 0 at EOF, -1 if none; *fd gets an attached fd. */
+static ssize_t fake_recv(Fake *f, void *buf, size_t cap, int *fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = { buf, cap };
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+    };
+    ssize_t n = recvmsg(f->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+    *fd = -1;
+    if (n < 0) {
+        g_assert_true(errno == EAGAIN || errno == ECONNRESET);
+        return errno == EAGAIN ? -1 : 0;
+    }
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm;
+         cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            g_assert_cmpuint(cm->cmsg_len, ==, CMSG_LEN(sizeof(int)));
+            g_assert_cmpint(*fd, ==, -1);
+            memcpy(fd, CMSG_DATA(cm), sizeof(int));
+        }
+    }
+    g_assert_false(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+    return n;
+}
+
+/* The next message, which must be there and have type 'type'. */
+static ssize_t fake_expect(Fake *f, void *buf, size_t cap, uint32_t type)
+{
+    int fd;
+    ssize_t n = fake_recv(f, buf, cap, &fd);
+
+    g_assert_cmpint(n, >=, (ssize_t)sizeof(CrHdr));
+    g_assert_cmpuint(((CrHdr *)buf)->type, ==, type);
+    g_assert_cmpuint(((CrHdr *)buf)->len, ==, n);
+    g_assert_cmpint(fd, ==, -1);
+    return n;
+}
+
+/* Did v hang up on the fake?  (Messages still queued are skipped.) */
+static bool fake_dropped(Fake *f)
+{
+    g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
+
+    for (;;) {
+        int fd;
+        ssize_t n = fake_recv(f, buf, CR_MAX_MSG, &fd);
+
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (n <= 0) {
+            return n == 0;
+        }
+    }
+}
+
+/* Connect to v's socket at path; v greets with HELLO, REGION, GIDS. */
+static void fake_connect(Fake *f, Vm *v, const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
+    CrHello *h = (CrHello *)buf;
+    CrRegionMsg *r = (CrRegionMsg *)buf;
+    void *p;
+    int fd;
+
+    memset(f, 0, sizeof(*f));
+    f->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(f->fd, >=, 0);
+    strcpy(sa.sun_path, path);
+    g_assert_cmpint(connect(f->fd, (struct sockaddr *)&sa, sizeof(sa)), ==,
+                    0);
+    f->memfd = memfd_create("fake-peer", MFD_CLOEXEC);
+    g_assert_cmpint(f->memfd, >=, 0);
+    g_assert_cmpint(ftruncate(f->memfd, FAKE_RAM), ==, 0);
+    p = mmap(NULL, FAKE_RAM, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
+    g_assert_true(p != MAP_FAILED);
+    f->ram = p;
+
+    PUMP(v);
+    g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, sizeof(*h));
+    g_assert_cmpint(fd, ==, -1);
+    g_assert_cmpuint(h->h.type, ==, CR_HELLO);
+    g_assert_cmphex(h->magic, ==, CR_MAGIC);
+    g_assert_cmpuint(h->version, ==, CR_VERSION);
+    g_assert_cmpuint(h->nregions, ==, 1);
+    g_assert_cmphex(h->node, !=, 0);
+    g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, sizeof(*r));
+    g_assert_cmpuint(r->h.type, ==, CR_REGION);
+    g_assert_cmpuint(r->index, ==, 0);
+    g_assert_cmpuint(r->size, ==, VM_RAM);
+    g_assert_cmpuint(r->fd_offset, ==, 0);
+    g_assert_cmpint(fd, >=, 0);
+    p = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    g_assert_true(p != MAP_FAILED);
+    f->vm_ram = p;
+    f->vm_ram_size = r->size;
+    close(fd);
+    /* the device's RAM, seen through the fd: the same bytes */
+    g_assert_true(f->vm_ram[4096] == v->d.h.ram[4096]);
+    v->d.h.ram[4096] ^= 0xff;
+    g_assert_true(f->vm_ram[4096] == v->d.h.ram[4096]);
+    v->d.h.ram[4096] ^= 0xff;
+    fake_expect(f, buf, CR_MAX_MSG, CR_GIDS);
+    g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, -1);
+}
+
+static void fake_hello(Fake *f, uint32_t nregions)
+{
+    CrHello h = {
+        .h = { CR_HELLO, sizeof(h) },
+        .magic = CR_MAGIC,
+        .version = CR_VERSION,
+        .node = FAKE_NODE,
+        .nregions = nregions,
+    };
+
+    fake_send(f, &h, sizeof(h), -1);
+}
+
+static void fake_region(Fake *f, uint32_t index, uint64_t size, uint64_t off,
+                        int fd)
+{
+    CrRegionMsg r = {
+        .h = { CR_REGION, sizeof(r) },
+        .index = index,
+        .size = size,
+        .fd_offset = off,
+    };
+
+    fake_send(f, &r, sizeof(r), fd);
+}
+
+static void fake_gids(Fake *f, const uint8_t gid[16])
+{
+    struct {
+        CrGids m;
+        CrGid g;
+    } m = { { { CR_GIDS, sizeof(m) }, 1 } };
+
+    memcpy(m.g.gid, gid, 16);
+    m.g.type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
+    fake_send(f, &m, sizeof(m), -1);
+}
+
+/* HELLO with one region, the region, GIDS: a complete peer. */
+static void fake_ready(Fake *f, const uint8_t gid[16])
+{
+    fake_hello(f, 1);
+    fake_region(f, 0, FAKE_RAM, 0, f->memfd);
+    fake_gids(f, gid);
+}
+
+static void fake_close(Fake *f)
+{
+    close(f->fd);
+    close(f->memfd);
+    munmap(f->ram, FAKE_RAM);
+    if (f->vm_ram) {
+        munmap(f->vm_ram, f->vm_ram_size);
+    }
+}
+
+/* A REQ with nsg entries of sg in the message, nsg_total announced. */
+static CrReqMsg *req_msg(uint64_t cookie, uint32_t opcode, uint32_t dest_qpn,
+                         const CrSge *sg, uint32_t nsg, uint32_t nsg_total,
+                         uint64_t len)
+{
+    CrReqMsg *m = g_malloc0(sizeof(*m) + nsg * sizeof(CrSge));
+
+    m->h = (CrHdr) { CR_REQ, sizeof(*m) + nsg * sizeof(CrSge) };
+    m->cookie = cookie;
+    m->opcode = opcode;
+    m->src_qpn = 77;
+    m->dest_qpn = dest_qpn;
+    m->qp_type = PVRDMA_QPT_RC;
+    m->rnr_retry = 7;
+    m->len = len;
+    m->nsg_total = nsg_total;
+    m->nsg = nsg;
+    if (nsg) {
+        memcpy(m->sg, sg, nsg * sizeof(CrSge));
+    }
+    return m;
+}
+
+/* The fake's RESP to a request: returns its status. */
+static int32_t fake_resp(Fake *f, uint64_t cookie)
+{
+    CrRespMsg m;
+
+    g_assert_cmpint(fake_expect(f, &m, sizeof(m), CR_RESP), ==, sizeof(m));
+    g_assert_cmphex(m.cookie, ==, cookie);
+    return m.status;
+}
+
+/*
+ * A well-behaved fake peer: its requests are served from and into its own
+ * memory, the device's requests reach it with lists of the device's RAM.
+ */
+static void test_fake_peer(void)
+{
+    Env e;
+    Vm a;
+    Side sa;
+    Fake f;
+    char *path;
+    uint8_t fgid[16], data[5000], got[5000];
+    CrReqMsg *m;
+    CrSge sg[2];
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_up(&a);
+    side_init(&sa, &a, PVRDMA_QPT_RC);
+    make_gid(fgid, 10, 0xfa);
+    rc_to_rts_gid(&a.d, &sa.qp, 77, fgid, 7);
+    path = only_sock(e.dir);
+    fake_connect(&f, &a, path);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    fake_hello(&f, 1);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 0);     /* its RAM is not known yet */
+    fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
+    fake_gids(&f, fgid);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_true(reaches(&a, fgid));
+
+    /* the fake writes 5000 bytes of its RAM (two pieces) into a's MR */
+    fill_pattern(data, sizeof(data), 9);
+    memcpy(f.ram + 10000, data, 3000);
+    memcpy(f.ram + 50000, data + 3000, 2000);
+    sg[0] = (CrSge) { .region = 0, .off = 10000, .len = 3000 };
+    sg[1] = (CrSge) { .region = 0, .off = 50000, .len = 2000 };
+    m = req_msg(0x1001, PVRDMA_WR_RDMA_WRITE, sa.qp.qpn, sg, 2, 2, 5000);
+    m->remote_addr = S_IOVA + 123;
+    m->rkey = sa.mr.rkey;
+    fake_send(&f, m, m->h.len, -1);
+    g_free(m);
+    PUMP(&a);
+    g_assert_cmpint(fake_resp(&f, 0x1001), ==, PVRDMA_WC_SUCCESS);
+    mr_read(&a.d, &sa.mr, S_IOVA + 123, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* ... reads it back into another place, the list split over a MORE */
+    m = req_msg(0x1002, PVRDMA_WR_RDMA_READ, sa.qp.qpn, sg, 1, 2, 5000);
+    sg[0].off = 200000;
+    sg[1].off = 300000;
+    memcpy(m->sg, sg, sizeof(CrSge));
+    m->remote_addr = S_IOVA + 123;
+    m->rkey = sa.mr.rkey;
+    fake_send(&f, m, m->h.len, -1);
+    g_free(m);
+    PUMP(&a);
+    g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==, -1);
+    {
+        struct {
+            CrMoreMsg m;
+            CrSge s;
+        } mm = { { { CR_MORE, sizeof(mm) }, 0x1002, 1 }, sg[1] };
+
+        fake_send(&f, &mm, sizeof(mm), -1);
+    }
+    PUMP(&a);
+    g_assert_cmpint(fake_resp(&f, 0x1002), ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpmem(f.ram + 200000, 3000, data, 3000);
+    g_assert_cmpmem(f.ram + 300000, 2000, data + 3000, 2000);
+
+    /* requests a cannot serve are answered, the peer stays */
+    m = req_msg(0x1003, PVRDMA_WR_RDMA_WRITE, 0xabcd, sg, 1, 1, 3000);
+    fake_send(&f, m, m->h.len, -1);
+    g_free(m);
+    PUMP(&a);
+    g_assert_cmpint(fake_resp(&f, 0x1003), ==, PVRDMA_WC_RETRY_EXC_ERR);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_cmpuint(qp_state(&sa), ==, PVRDMA_QPS_RTS);
+
+    /*
+     * The fake's sends wait for a receive; it cancels them (its QP is
+     * gone): they are answered and never delivered.  A CANCEL for a QP
+     * with nothing waiting is fine.
+     */
+    {
+        CrCancelMsg c = { { CR_CANCEL, sizeof(c) }, 77 };
+        struct pvrdma_sge r;
+        Side sc;
+
+        side_init(&sc, &a, PVRDMA_QPT_RC);
+        rc_to_rts_gid(&a.d, &sc.qp, 77, fgid, 7);
+        m = req_msg(0x1005, PVRDMA_WR_SEND, sc.qp.qpn, sg, 1, 1, 3000);
+        fake_send(&f, m, m->h.len, -1);
+        m->cookie = 0x1006;
+        m->opcode = PVRDMA_WR_RDMA_WRITE;
+        m->rkey = sc.mr.rkey;
+        m->remote_addr = S_IOVA;
+        fake_send(&f, m, m->h.len, -1);
+        g_free(m);
+        PUMP(&a);
+        g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==,
+                        -1);
+        c.src_qpn = 78;
+        fake_send(&f, &c, sizeof(c), -1);
+        PUMP(&a);
+        g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==,
+                        -1);
+        c.src_qpn = 77;
+        fake_send(&f, &c, sizeof(c), -1);
+        PUMP(&a);
+        g_assert_cmpint(fake_resp(&f, 0x1005), ==, PVRDMA_WC_WR_FLUSH_ERR);
+        g_assert_cmpint(fake_resp(&f, 0x1006), ==, PVRDMA_WC_WR_FLUSH_ERR);
+        r = mr_sge(&sc, 0, 4000);
+        post_recv(&a.d, &sc.qp, 0xc1, &r, 1);
+        PUMP(&a);
+        expect_cq_empty(&a.d, &sc.cq);
+        g_assert_cmpuint(peers(&a), ==, 1);
+    }
+
+    /* a's WRITE reaches the fake as a list of a's RAM */
+    {
+        g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
+        struct pvrdma_sge g = mr_sge(&sa, 5000, 5000);  /* crosses a gap */
+        uint8_t copy[5000];
+        uint64_t at = 0;
+        CrRespMsg resp = { { CR_RESP, sizeof(resp) } };
+
+        mr_write(&a.d, &sa.mr, S_IOVA + 5000, data, sizeof(data));
+        rdma_wqe(&sa, 0xa1, PVRDMA_WR_RDMA_WRITE_WITH_IMM, &g, 1, 0x5000,
+                 0x4242, 0x01020304);
+        PUMP(&a);
+        fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+        m = (CrReqMsg *)buf;
+        g_assert_cmpuint(m->opcode, ==, PVRDMA_WR_RDMA_WRITE_WITH_IMM);
+        g_assert_cmpuint(m->src_qpn, ==, sa.qp.qpn);
+        g_assert_cmpuint(m->dest_qpn, ==, 77);
+        g_assert_cmphex(m->rkey, ==, 0x4242);
+        g_assert_cmphex(m->remote_addr, ==, 0x5000);
+        g_assert_cmphex(m->imm, ==, 0x01020304);
+        g_assert_cmpuint(m->qp_type, ==, PVRDMA_QPT_RC);
+        g_assert_cmpmem(m->dgid, 16, fgid, 16);
+        g_assert_cmpmem(m->sgid, 16, a.gid, 16);
+        g_assert_cmpmem(m->smac, 6, a.d.h.mac, 6);
+        g_assert_cmpuint(m->len, ==, 5000);
+        g_assert_cmpuint(m->nsg, ==, m->nsg_total);
+        g_assert_cmpuint(m->nsg, ==, 2);
+        for (uint32_t i = 0; i < m->nsg; i++) {
+            g_assert_cmpuint(m->sg[i].region, ==, 0);
+            g_assert_cmpuint(m->sg[i].off + m->sg[i].len, <=, VM_RAM);
+            memcpy(copy + at, f.vm_ram + m->sg[i].off, m->sg[i].len);
+            at += m->sg[i].len;
+        }
+        g_assert_cmpuint(at, ==, 5000);
+        g_assert_cmpmem(copy, sizeof(copy), data, sizeof(data));
+        expect_cq_empty(&a.d, &sa.cq);
+        resp.cookie = m->cookie;
+        resp.status = PVRDMA_WC_SUCCESS;
+        fake_send(&f, &resp, sizeof(resp), -1);
+        PUMP(&a);
+        side_expect_cqe(&sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+                        5000);
+
+        /*
+         * a destroys a QP with two requests at the fake: one CANCEL naming
+         * it; the fake's late answers are still welcome.
+         */
+        {
+            union pvrdma_cmd_req req = { 0 };
+            CrCancelMsg c;
+            uint64_t cookie[2];
+            Side sd;
+
+            side_init(&sd, &a, PVRDMA_QPT_RC);
+            rc_to_rts_gid(&a.d, &sd.qp, 77, fgid, 7);
+            g = mr_sge(&sd, 0, 10);
+            send_wqe(&sd, 0xd1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+            send_wqe(&sd, 0xd2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+            PUMP(&a);
+            for (int i = 0; i < 2; i++) {
+                fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+                g_assert_cmpuint(m->src_qpn, ==, sd.qp.qpn);
+                cookie[i] = m->cookie;
+            }
+            req.destroy_qp.qp_handle = sd.qp.handle;
+            g_assert_cmpuint(dev_cmd(&a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
+                             ==, 0);
+            PUMP(&a);
+            g_assert_cmpint(fake_expect(&f, &c, sizeof(c), CR_CANCEL), ==,
+                            sizeof(c));
+            g_assert_cmpuint(c.src_qpn, ==, sd.qp.qpn);
+            g_assert_cmpint(fake_recv(&f, buf, CR_MAX_MSG, &(int) { 0 }), ==,
+                            -1);
+            for (int i = 0; i < 2; i++) {
+                resp.cookie = cookie[i];
+                resp.status = PVRDMA_WC_WR_FLUSH_ERR;
+                fake_send(&f, &resp, sizeof(resp), -1);
+            }
+            PUMP(&a);
+            g_assert_cmpuint(peers(&a), ==, 1);
+            expect_cq_empty(&a.d, &sd.cq);
+            g = mr_sge(&sa, 5000, 5000);
+        }
+
+        /* an answer with a status that does not exist: the peer goes */
+        rdma_wqe(&sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, 0x5000, 0x4242, 0);
+        PUMP(&a);
+        fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+        resp.cookie = m->cookie;
+        resp.status = 1000;
+        fake_send(&f, &resp, sizeof(resp), -1);
+        PUMP(&a);
+        g_assert_true(fake_dropped(&f));
+        g_assert_cmpuint(peers(&a), ==, 0);
+        side_expect_cqe(&sa, 0xa2, PVRDMA_WC_RETRY_EXC_ERR,
+                        PVRDMA_WC_RDMA_READ, 0);
+    }
+    fake_close(&f);
+    g_free(path);
+    expect_cq_empty(&a.d, &sa.cq);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+enum { HS_NONE, HS_HELLO, HS_READY };
+
+/*
+ * Connect a fake peer, take it as far as 'hs' into the handshake, send
+ * one bad message: the device must hang up on it, and only on it.
+ */
+static void bad_message(Vm *a, const char *path, int hs, const void *msg,
+                        size_t len, int fd, const char *what)
+{
+    unsigned watches = fh_watch_count(&a->d.h), base = peers(a);
+    uint8_t gid[16];
+    Fake f;
+
+    make_gid(gid, 10, 0xfa);
+    fake_connect(&f, a, path);
+    g_assert_cmpuint(fh_watch_count(&a->d.h), ==, watches + 1);
+    if (hs == HS_HELLO) {
+        fake_hello(&f, 1);
+    } else if (hs == HS_READY) {
+        fake_ready(&f, gid);
+    }
+    PUMP(a);
+    g_assert_cmpuint(peers(a), ==, base + (hs == HS_READY));
+    g_assert_false(fake_dropped(&f));
+    fake_send(&f, msg, len, fd);
+    PUMP(a);
+    if (!fake_dropped(&f)) {
+        g_test_message("%s: the peer was not dropped", what);
+        g_test_fail();
+    }
+    g_assert_cmpuint(peers(a), ==, base);
+    g_assert_cmpuint(fh_watch_count(&a->d.h), ==, watches);
+    g_assert_false(reaches(a, gid));
+    fake_close(&f);
+}
+
+static CrHello hello_msg(void)
+{
+    return (CrHello) {
+        .h = { CR_HELLO, sizeof(CrHello) },
+        .magic = CR_MAGIC,
+        .version = CR_VERSION,
+        .node = FAKE_NODE,
+        .nregions = 1,
+    };
+}
+
+static CrRegionMsg region_msg(uint32_t index, uint64_t size, uint64_t off)
+{
+    return (CrRegionMsg) {
+        .h = { CR_REGION, sizeof(CrRegionMsg) },
+        .index = index,
+        .size = size,
+        .fd_offset = off,
+    };
+}
+
+/* Malformed messages: the device drops that peer and stays healthy. */
+static void test_malformed(void)
+{
+    X x;
+    char *path;
+    CrHello h;
+    CrRegionMsg r;
+    CrRespMsg resp = { { CR_RESP, sizeof(resp) }, 0x999 };
+    CrReqMsg *m;
+    CrSge sg[2] = {
+        { .region = 0, .off = 0, .len = 100 },
+        { .region = 0, .off = 4096, .len = 100 },
+    };
+    uint32_t qpn;
+    int memfd, pipefd[2];
+    uint8_t *big;
+
+    /* a and b are peers; the fake peers connect to b's socket */
+    x_setup(&x, 7);
+    {
+        struct sockaddr_un sa;
+        socklen_t sl = sizeof(sa);
+        int lfd = -1;
+
+        /* b's listening socket is the watch that accepts connections */
+        for (guint i = 0; i < x.b.d.h.watches->len; i++) {
+            int fd = g_array_index(x.b.d.h.watches, FhWatch, i).fd;
+            int listening = 0;
+            socklen_t ol = sizeof(listening);
+
+            g_assert_cmpint(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN,
+                                       &listening, &ol), ==, 0);
+            if (listening) {
+                lfd = fd;
+            }
+        }
+        g_assert_cmpint(lfd, >=, 0);
+        g_assert_cmpint(getsockname(lfd, (struct sockaddr *)&sa, &sl), ==, 0);
+        path = g_strdup(sa.sun_path);
+        g_assert_true(g_str_has_prefix(path, x.e.dir));
+    }
+    qpn = x.sb.qp.qpn;
+
+    /* HELLO */
+    h = hello_msg();
+    h.magic ^= 1;
+    bad_message(&x.b, path, HS_NONE, &h, sizeof(h), -1, "HELLO bad magic");
+    h = hello_msg();
+    h.version = CR_VERSION + 1;
+    bad_message(&x.b, path, HS_NONE, &h, sizeof(h), -1, "HELLO version");
+    h = hello_msg();
+    h.nregions = 33;
+    bad_message(&x.b, path, HS_NONE, &h, sizeof(h), -1, "HELLO 33 regions");
+    h = hello_msg();
+    h.h.len = sizeof(h) - 8;
+    bad_message(&x.b, path, HS_NONE, &h, sizeof(h) - 8, -1, "HELLO short");
+    h = hello_msg();
+    bad_message(&x.b, path, HS_READY, &h, sizeof(h), -1, "second HELLO");
+
+    /* framing */
+    bad_message(&x.b, path, HS_NONE, &h, 4, -1, "4-byte message");
+    h = hello_msg();
+    h.h.len = sizeof(h) + 8;
+    bad_message(&x.b, path, HS_NONE, &h, sizeof(h), -1, "header length");
+    h = hello_msg();
+    h.h.type = 99;
+    bad_message(&x.b, path, HS_READY, &h, sizeof(h), -1, "unknown type");
+    h.h.type = 0;
+    bad_message(&x.b, path, HS_READY, &h, sizeof(h), -1, "type 0");
+    big = g_malloc0(CR_MAX_MSG + 4096);
+    ((CrHdr *)big)->type = CR_GIDS;
+    ((CrHdr *)big)->len = CR_MAX_MSG + 4096;
+    bad_message(&x.b, path, HS_READY, big, CR_MAX_MSG + 4096, -1,
+                "message larger than 64 KiB");
+    g_free(big);
+
+    /* REGION */
+    memfd = memfd_create("bad-region", MFD_CLOEXEC);
+    g_assert_cmpint(ftruncate(memfd, FAKE_RAM), ==, 0);
+    r = region_msg(0, FAKE_RAM, 0);
+    bad_message(&x.b, path, HS_NONE, &r, sizeof(r), memfd, "REGION first");
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), -1, "REGION no fd");
+    r = region_msg(1, FAKE_RAM, 0);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), memfd, "REGION index");
+    r = region_msg(0, FAKE_RAM + 4096, 0);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), memfd,
+                "REGION larger than its file");
+    r = region_msg(0, 4096, FAKE_RAM);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), memfd,
+                "REGION past the end of its file");
+    r = region_msg(0, 4096, 100);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), memfd,
+                "REGION unaligned offset");
+    r = region_msg(0, 0, 0);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), memfd, "REGION empty");
+    r = region_msg(0, 4096, UINT64_MAX - 4095);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), memfd,
+                "REGION offset + size wraps");
+    r = region_msg(0, FAKE_RAM, 0);
+    bad_message(&x.b, path, HS_READY, &r, sizeof(r), memfd, "REGION twice");
+    g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+    bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), pipefd[0],
+                "REGION of a pipe");
+    close(pipefd[0]);
+    close(pipefd[1]);
+    /* two fds on one message */
+    {
+        Fake f;
+        union {
+            char buf[CMSG_SPACE(2 * sizeof(int))];
+            struct cmsghdr align;
+        } u = { { 0 } };
+        struct iovec iov = { &r, sizeof(r) };
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1,
+            .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+        };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        int two[2] = { memfd, memfd };
+        unsigned fds;
+
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(two));
+        memcpy(CMSG_DATA(cm), two, sizeof(two));
+        fake_connect(&f, &x.b, path);
+        fake_hello(&f, 1);
+        PUMP(&x.b);
+        fds = fh_open_fds();
+        g_assert_cmpint(sendmsg(f.fd, &mh, 0), ==, sizeof(r));
+        PUMP(&x.b);
+        g_assert_true(fake_dropped(&f));
+        g_assert_cmpuint(fh_open_fds(), ==, fds - 1);   /* b's end closed */
+        fake_close(&f);
+    }
+
+    /* an fd on anything but REGION */
+    h = hello_msg();
+    bad_message(&x.b, path, HS_NONE, &h, sizeof(h), memfd, "HELLO with fd");
+    resp.h.type = CR_RESP;
+    bad_message(&x.b, path, HS_READY, &resp, sizeof(resp), memfd,
+                "RESP with fd");
+    m = req_msg(1, PVRDMA_WR_SEND, qpn, sg, 1, 1, 100);
+    bad_message(&x.b, path, HS_READY, m, m->h.len, memfd, "REQ with fd");
+    g_free(m);
+
+    /* GIDS */
+    {
+        struct {
+            CrGids m;
+            CrGid g[4];
+        } gm = { { { CR_GIDS, sizeof(gm) }, 3 } };
+
+        bad_message(&x.b, path, HS_READY, &gm, sizeof(gm), -1,
+                    "GIDS count and length disagree");
+        gm.m.n = 0x10000001;
+        gm.m.h.len = sizeof(CrGids) + 4 * sizeof(CrGid);
+        bad_message(&x.b, path, HS_READY, &gm, sizeof(CrGids) +
+                    4 * sizeof(CrGid), -1, "GIDS count too large");
+        gm.m.n = 1;
+        gm.m.h.len = sizeof(CrGids) + sizeof(CrGid);
+        bad_message(&x.b, path, HS_NONE, &gm, gm.m.h.len, -1,
+                    "GIDS before HELLO");
+    }
+
+    /* REQ */
+    m = req_msg(1, PVRDMA_WR_SEND, qpn, sg, 1, 1, 100);
+    bad_message(&x.b, path, HS_HELLO, m, m->h.len, -1,
+                "REQ before the peer's RAM is known");
+    m->sg[0].region = 1;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ region 1 of 1");
+    m->sg[0].region = 0x80000000;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ region 2^31");
+    m->sg[0].region = 0;
+    m->sg[0].off = FAKE_RAM - 50;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ past the end");
+    m->sg[0].off = UINT64_MAX - 49;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ offset+len wraps");
+    m->sg[0].off = FAKE_RAM + 1;
+    m->sg[0].len = 0;
+    m->len = 0;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ empty sge");
+    g_free(m);
+    m = req_msg(1, PVRDMA_WR_SEND, qpn, sg, 2, 2, 200);
+    m->h.len -= sizeof(CrSge);
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1,
+                "REQ nsg says 2, carries 1");
+    m->h.len += sizeof(CrSge);
+    m->nsg_total = 1;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ nsg > nsg_total");
+    m->nsg_total = 2;
+    m->len = 150;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1,
+                "REQ lengths exceed len");
+    m->len = 300;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1,
+                "REQ lengths short of len");
+    m->len = 1ull << 32;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ len 4 GiB");
+    m->len = 200;
+    m->nsg_total = 0xffffffff;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ nsg_total 2^32-1");
+    m->nsg_total = 2;
+    m->nsg = 0xffffffff;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ nsg 2^32-1");
+    g_free(m);
+    m = req_msg(1, PVRDMA_WR_SEND, qpn, sg, 0, 0, 0);
+    m->h.len = sizeof(*m) - 8;
+    bad_message(&x.b, path, HS_READY, m, m->h.len, -1, "REQ too short");
+    g_free(m);
+
+    /* MORE */
+    {
+        struct {
+            CrMoreMsg m;
+            CrSge s[2];
+        } mm = { { { CR_MORE, sizeof(CrMoreMsg) + sizeof(CrSge) }, 5, 1 },
+                 { sg[1], sg[1] } };
+        Fake f;
+        uint8_t gid[16];
+
+        bad_message(&x.b, path, HS_READY, &mm, mm.m.h.len, -1,
+                    "MORE without REQ");
+        /*
+         * REQ announcing 2 entries (300 bytes), carrying 1; then a bad
+         * MORE.  The lengths add up even when the MORE brings one entry
+         * too many: only the count catches it.
+         */
+        m = req_msg(5, PVRDMA_WR_SEND, qpn, sg, 1, 2, 300);
+        make_gid(gid, 10, 0xfb);
+        for (int i = 0; i < 4; i++) {
+            fake_connect(&f, &x.b, path);
+            fake_ready(&f, gid);
+            fake_send(&f, m, m->h.len, -1);
+            PUMP(&x.b);
+            g_assert_false(fake_dropped(&f));
+            g_assert_cmpuint(peers(&x.b), ==, 2);
+            mm.m.cookie = 5;
+            mm.m.nsg = 1;
+            mm.m.h.len = sizeof(CrMoreMsg) + sizeof(CrSge);
+            if (i == 0) {
+                mm.m.cookie = 6;                /* another request's */
+            } else if (i == 1) {
+                mm.m.nsg = 2;                   /* one more than announced */
+                mm.m.h.len += sizeof(CrSge);
+            } else if (i == 2) {
+                fake_send(&f, m, m->h.len, -1); /* a REQ before the MORE */
+                mm.m.h.type = 0;
+            } else {
+                mm.m.nsg = 0;                   /* count and length differ */
+            }
+            if (mm.m.h.type) {
+                fake_send(&f, &mm, mm.m.h.len, -1);
+            }
+            mm.m.h.type = CR_MORE;
+            PUMP(&x.b);
+            g_assert_true(fake_dropped(&f));
+            g_assert_cmpuint(peers(&x.b), ==, 1);
+            fake_close(&f);
+        }
+        g_free(m);
+    }
+
+    /* a RESP for another peer's request: dropped, the request unharmed */
+    {
+        CrRespMsg spoof = { { CR_RESP, sizeof(spoof) } };
+        struct pvrdma_sge g = mr_sge(&x.sb, 0, 64), rr = mr_sge(&x.sa, 0, 64);
+        uint8_t gid[16];
+        Fake f;
+
+        send_wqe(&x.sb, 0xb7, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+        PUMP(&x.a, &x.b);       /* waits at a for a receive */
+        expect_cq_empty(&x.b.d, &x.sb.cq);
+        make_gid(gid, 10, 0xfc);
+        fake_connect(&f, &x.b, path);
+        fake_ready(&f, gid);
+        PUMP(&x.b);
+        g_assert_cmpuint(peers(&x.b), ==, 2);
+        spoof.cookie = x.b.d.c.next_cookie;    /* b's request at a */
+        spoof.status = PVRDMA_WC_SUCCESS;
+        fake_send(&f, &spoof, sizeof(spoof), -1);
+        PUMP(&x.b);
+        g_assert_true(fake_dropped(&f));
+        g_assert_cmpuint(peers(&x.b), ==, 1);
+        expect_cq_empty(&x.b.d, &x.sb.cq);
+        fake_close(&f);
+        post_recv(&x.a.d, &x.sa.qp, 0xa7, &rr, 1);
+        PUMP(&x.a, &x.b);
+        side_expect_cqe(&x.sb, 0xb7, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+        side_expect_cqe(&x.sa, 0xa7, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
+    }
+
+    /* CANCEL */
+    {
+        CrCancelMsg c = { { CR_CANCEL, sizeof(c) - 4 }, 1 };
+
+        bad_message(&x.b, path, HS_READY, &c, sizeof(c) - 4, -1,
+                    "CANCEL short");
+        c.h.len = sizeof(c);
+        bad_message(&x.b, path, HS_NONE, &c, sizeof(c), -1,
+                    "CANCEL before HELLO");
+    }
+
+    /* RESP */
+    resp.h.type = CR_RESP;
+    bad_message(&x.b, path, HS_READY, &resp, sizeof(resp), -1,
+                "RESP for a cookie never sent");
+    resp.h.len = sizeof(resp) - 4;
+    bad_message(&x.b, path, HS_READY, &resp, sizeof(resp) - 4, -1,
+                "RESP short");
+    close(memfd);
+
+    /* after all that, a and b still talk */
+    {
+        struct pvrdma_sge g = mr_sge(&x.sa, 0, 64), rr = mr_sge(&x.sb, 0, 64);
+        uint8_t data[64], got[64];
+
+        g_assert_cmpuint(peers(&x.a), ==, 1);
+        g_assert_cmpuint(peers(&x.b), ==, 1);
+        fill_pattern(data, sizeof(data), 10);
+        mr_write(&x.a.d, &x.sa.mr, S_IOVA, data, sizeof(data));
+        post_recv(&x.b.d, &x.sb.qp, 0xb1, &rr, 1);
+        send_wqe(&x.sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+        PUMP(&x.a, &x.b);
+        side_expect_cqe(&x.sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+        side_expect_cqe(&x.sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
+        mr_read(&x.b.d, &x.sb.mr, S_IOVA, got, sizeof(got));
+        g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+        g_assert_cmpuint(qp_state(&x.sb), ==, PVRDMA_QPS_RTS);
+    }
+    g_free(path);
+    x_fini(&x);
+}
+
+int main(int argc, char **argv)
+{
+    fh_test_init(&argc, &argv);
+    (void)g_random_int();   /* glib's first use may open files: not a leak */
+    g_test_add_func("/pvrdma/cr/join", test_join);
+    g_test_add_func("/pvrdma/cr/stale-socket", test_stale_socket);
+    g_test_add_func("/pvrdma/cr/join-errors", test_join_errors);
+    g_test_add_func("/pvrdma/cr/three", test_three);
+    g_test_add_func("/pvrdma/cr/send", test_send);
+    g_test_add_func("/pvrdma/cr/write", test_write);
+    g_test_add_func("/pvrdma/cr/read", test_read);
+    g_test_add_func("/pvrdma/cr/atomics", test_atomics);
+    g_test_add_func("/pvrdma/cr/dma-mr", test_dma_mr);
+    g_test_add_func("/pvrdma/cr/many-sg", test_many_sg);
+    g_test_add_func("/pvrdma/cr/ud", test_ud);
+    g_test_add_func("/pvrdma/cr/rnr-recover", test_rnr_recover);
+    g_test_add_func("/pvrdma/cr/rnr-timeout", test_rnr_timeout);
+    g_test_add_func("/pvrdma/cr/bad-rkey", test_bad_rkey);
+    g_test_add_func("/pvrdma/cr/responder-qp-gone", test_responder_qp_gone);
+    g_test_add_func("/pvrdma/cr/requester-qp-gone", test_requester_qp_gone);
+    g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
+    g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
+    g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
+    g_test_add_func("/pvrdma/cr/malformed", test_malformed);
+    return g_test_run();
+}
