@@ -26,6 +26,19 @@ host_sample() {
     sleep 0.3
 }
 
+# boot_count [SET]: how many times this guest has rebooted (0 on the first
+# boot), or set it to SET.  Kept in byte 0x7e of the CMOS RAM, which a warm
+# reset does not clear (QEMU zeroes it at start; neither QEMU nor SeaBIOS
+# uses 0x70-0x7f); written through /dev/port (index 0x70, data 0x71).
+boot_count() {
+    printf "\\$(printf %o 126)" | dd of=/dev/port bs=1 seek=112 count=1 2>/dev/null
+    if [ $# -gt 0 ]; then
+        printf "\\$(printf %o "$1")" | dd of=/dev/port bs=1 seek=113 count=1 2>/dev/null
+    else
+        dd if=/dev/port bs=1 skip=113 count=1 2>/dev/null | od -An -tu1 | tr -d ' '
+    fi
+}
+
 # ipv4_gid A.B.C.D -> 0000:0000:0000:0000:0000:ffff:aabb:ccdd (sysfs format)
 ipv4_gid() {
     echo "$1" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4}'

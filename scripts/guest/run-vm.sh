@@ -30,6 +30,15 @@
 #   -v, --verbose        copy the console(s) to stderr as they come
 #   --shell              one VM, console on this terminal, no script needed,
 #                        no timeout (quit with 'poweroff -f')
+#   --reboot             let the guest reboot (no -no-reboot): the same
+#                        kernel, initrd and script run again; the script
+#                        tells the boots apart itself (see guest-lib.sh
+#                        boot_count).  A kernel panic still ends the run.
+#   --restart-peer       two VMs: each time VM 0 prints PVRDMA-KILL-PEER on
+#                        its console, VM 1's QEMU is killed (SIGKILL) and
+#                        started again with PVRDMA_RESTART=N (N = 1, 2, ...)
+#                        in its /test.env; the killed run's console is kept
+#                        as vm1/console.killed-N.log
 #   --no-build           do not run build-image.sh first
 # Environment:
 #   QEMU                 default build/qemu/qemu-system-x86_64
@@ -55,7 +64,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35}
-append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1
+append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
 files=() envs=() scripts=()
 
 die() { echo "run-vm: $*" >&2; exit 2; }
@@ -74,7 +83,9 @@ while [ $# -gt 0 ]; do
         -v|--verbose) verbose=1; shift ;;
         --shell) shell=1; shift ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+        --reboot) reboot=1; shift ;;
+        --restart-peer) restart_peer=1; shift ;;
+        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
         --) shift; scripts+=("$@"); break ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) scripts+=("$1"); shift ;;
@@ -92,6 +103,7 @@ fi
 [ "$vms" != 0 ] || vms=$(( ${#scripts[@]} > 1 ? 2 : 1 ))
 case $vms in 1|2) ;; *) die "--vms must be 1 or 2" ;; esac
 [ ${#scripts[@]} -le "$vms" ] || die "two scripts need --vms 2"
+[ "$restart_peer" = 0 ] || [ "$vms" = 2 ] || die "--restart-peer needs two VMs"
 for s in "${scripts[@]}"; do [ -f "$s" ] || die "no such script: $s"; done
 
 [ -x "$QEMU" ] || die "QEMU not found at $QEMU (build it with scripts/build.sh, or set QEMU=)"
@@ -165,10 +177,11 @@ for i in $(seq 0 $((vms - 1))); do
         [ "$vms" = 1 ] || echo "PVRDMA_PEER_IP=$peer"
         echo "PVRDMA_DEVICE=$use_pvrdma"
         echo "PVRDMA_TEST=$(basename "${script:-shell}" .sh)"
+        echo "PVRDMA_RESTART=0"
         for e in "${envs[@]}"; do
             case $e in *=*) printf '%s=%q\n' "${e%%=*}" "${e#*=}" ;; *) die "--env wants NAME=VALUE: $e" ;; esac
         done
-        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_TEST"
+        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_TEST PVRDMA_RESTART"
         for e in "${envs[@]}"; do echo "export ${e%%=*}"; done
     } > "$d/extra/test.env"
     # second initramfs segment, appended to the image (the kernel unpacks both)
@@ -185,7 +198,7 @@ for i in $(seq 0 $((vms - 1))); do
     [ -n "$script" ] || kapp="$kapp pvrdma.shell"
     cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios -L /usr/lib/ipxe/qemu
         -nodefaults -machine "$machine" -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem"
-        -display none -no-reboot -name "pvrdma-guest-vm$i"
+        -display none -name "pvrdma-guest-vm$i"
         -kernel "$G/vmlinuz" -initrd "$d/initrd.img"
         -append "$kapp $append"
         -netdev "$netdev"
@@ -199,6 +212,7 @@ for i in $(seq 0 $((vms - 1))); do
     elif [ "$use_pvrdma" = 1 ]; then
         cmd+=(-device "$PVRDMA_DEVICE_ARGS")
     fi
+    [ "$reboot" = 1 ] || cmd+=(-no-reboot)
     # shellcheck disable=SC2206
     [ -z "${PVRDMA_QEMU_ARGS:-}" ] || cmd+=(${PVRDMA_QEMU_ARGS})
     if [ "$shell" = 1 ]; then
@@ -257,6 +271,30 @@ stop_vm() { # index: TERM, then KILL
     wait "$p" 2>/dev/null || true
 }
 older_than() { awk -v a="$1" -v b="$(now)" -v t="$2" 'BEGIN{print (b-a > t) ? 1 : 0}'; }
+# restart_vm1 N: kill VM 1's QEMU at once (no shutdown, as a crashed host
+# process) and boot it again with PVRDMA_RESTART=N
+kills=0
+restart_vm1() {
+    local d=$out/vm1 p=${pids[1]} c
+    echo "killed $(rss "$p") $(secs_since "${start[1]}")" >> "$d/samples.txt"
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+    echo "run-vm: vm1: killed (SIGKILL) at VM 0's request #$1; restarting it" >&2
+    mv "$d/console.log" "$d/console.killed-$1.log"
+    sed -i "s/^PVRDMA_RESTART=.*/PVRDMA_RESTART=$1/" "$d/extra/test.env"
+    (cd "$d/extra" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) |
+        gzip -n -1 > "$d/extra.cpio.gz"
+    cat "$G/initrd.img" "$d/extra.cpio.gz" > "$d/initrd.img"
+    : > "$d/console.log"
+    eval "c=(\"\${qcmd_1[@]}\")"
+    "${c[@]}" < /dev/null >> "$d/qemu.stderr" 2>&1 &
+    pids[1]=$!
+    start[1]=$(now) boot[1]= lastsample[1]=0
+    if [ "$verbose" = 1 ]; then
+        tail -n +1 -F --pid="${pids[1]}" "$d/console.log" 2>/dev/null | sed -u "s/\r\$//; s/^/[vm1] /" >&2 &
+        tails+=($!)
+    fi
+}
 declare -a endt exit_deadline
 while :; do
     active=0
@@ -280,6 +318,17 @@ while :; do
             grep -a '^PVRDMA-SAMPLE ' "$log" | tr -d '\r' | sed -n "$((lastsample[$i] + 1)),${n}p" |
                 while read -r _ tag; do echo "$tag $r $(secs_since "${start[$i]}")"; done >> "$d/samples.txt"
             lastsample[$i]=$n
+        fi
+        # VM 0 asks for VM 1 to be killed and restarted
+        if [ "$restart_peer" = 1 ] && [ "$i" = 0 ]; then
+            n=$(grep -ac '^PVRDMA-KILL-PEER' "$log" || true)
+            while [ "$n" -gt "$kills" ] && [ "${state[1]}" = running ]; do
+                kills=$((kills + 1)); restart_vm1 "$kills"
+            done
+        fi
+        # with --reboot a panic reboots the guest instead of stopping QEMU
+        if [ "$reboot" = 1 ] && grep -aq 'Kernel panic - not syncing' "$log"; then
+            stop_vm "$i"
         fi
         if [ -z "${boot[$i]}" ] && grep -aq '^PVRDMA-GUEST-READY' "$log"; then
             boot[$i]=$(secs_since "${start[$i]}")

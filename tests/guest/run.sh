@@ -30,6 +30,7 @@
 #   # requires: pvrdma       skip unless the pvrdma device is available
 #   # rss-growth: T1 T2 KiB  QEMU VmRSS may grow at most KiB between the
 #                            guest's "host_sample T1" and "host_sample T2"
+#   # vm-args: ARGS          more run-vm.sh options (--reboot, --restart-peer)
 # A test exits 0 (pass), 77 (skip) or anything else (fail); fail() in the
 # guest prints "FAIL: reason", which becomes the reason here.
 set -uo pipefail
@@ -51,7 +52,7 @@ while [ $# -gt 0 ]; do
         --pvrdma) pvrdma=$2; shift 2 ;;
         -o|--out) out=$2; shift 2 ;;
         -e|--env) envs+=(-e "$2"); shift 2 ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
         *) sel+=("$1"); shift ;;
     esac
@@ -123,6 +124,8 @@ run_one() {
     args=(--no-build -n "$vms" -t "$to" -o "$d" --pvrdma "$pvrdma"
           -f "$here/common.sh:/usr/lib/pvrdma/tests-common.sh" "${envs[@]}")
     [ "$verbose" = 0 ] || args+=(-v)
+    # shellcheck disable=SC2206
+    args+=($(hdr "$t" vm-args))
     t0=$(date +%s.%N)
     "$top/scripts/guest/run-vm.sh" "${args[@]}" "$t" 2> "$out/$n.harness.log"
     rc=$?
