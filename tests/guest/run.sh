@@ -31,6 +31,10 @@
 #   # rss-growth: T1 T2 KiB  QEMU VmRSS may grow at most KiB between the
 #                            guest's "host_sample T1" and "host_sample T2"
 #   # vm-args: ARGS          more run-vm.sh options (--reboot, --restart-peer)
+#   # qemu-args: ARGS        more QEMU arguments for every VM (e.g. -trace ...)
+# A file NN-name.host next to the test, if present, is run on the host after
+# the guests passed, as "bash NN-name.host LOGDIR"; a non-zero exit fails
+# the test with its last output line as the reason.
 # A test exits 0 (pass), 77 (skip) or anything else (fail); fail() in the
 # guest prints "FAIL: reason", which becomes the reason here.
 set -uo pipefail
@@ -52,7 +56,7 @@ while [ $# -gt 0 ]; do
         --pvrdma) pvrdma=$2; shift 2 ;;
         -o|--out) out=$2; shift 2 ;;
         -e|--env) envs+=(-e "$2"); shift 2 ;;
-        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
         *) sel+=("$1"); shift ;;
     esac
@@ -127,7 +131,8 @@ run_one() {
     # shellcheck disable=SC2206
     args+=($(hdr "$t" vm-args))
     t0=$(date +%s.%N)
-    "$top/scripts/guest/run-vm.sh" "${args[@]}" "$t" 2> "$out/$n.harness.log"
+    PVRDMA_QEMU_ARGS="${PVRDMA_QEMU_ARGS:-} $(hdr "$t" qemu-args)" \
+        "$top/scripts/guest/run-vm.sh" "${args[@]}" "$t" 2> "$out/$n.harness.log"
     rc=$?
     secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
     [ "$verbose" = 0 ] || cat "$out/$n.harness.log" >&2
@@ -146,6 +151,13 @@ run_one() {
            [ -n "$reason" ] || reason="guest script exited with status $rc" ;;
     esac
     [ -n "$reason" ] || [ "$rc" = 0 ] || reason="run-vm.sh exited with status $rc ($(tail -n1 "$out/$n.harness.log"))"
+
+    # host-side checks of the logs
+    if [ "$rc" = 0 ] && [ -f "${t%.sh}.host" ]; then
+        if ! bash "${t%.sh}.host" "$d" > "$d/host-check.log" 2>&1; then
+            rc=1; reason="host check: $(tail -n 1 "$d/host-check.log")"
+        fi
+    fi
 
     # host-side RSS check
     extra=
