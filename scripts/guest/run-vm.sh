@@ -26,6 +26,8 @@
 #   -e, --env NAME=VAL   add to the guest's /test.env (repeatable)
 #   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
 #   --machine TYPE       q35 (default) or pc (env PVRDMA_MACHINE)
+#   --nic MODEL          vmxnet3 (default) or virtio (virtio-net-pci at 4.0,
+#                        no pvrdma device: for soft-RoCE comparisons)
 #   --append ARGS        extra kernel command line (env PVRDMA_GUEST_APPEND)
 #   -v, --verbose        copy the console(s) to stderr as they come
 #   --shell              one VM, console on this terminal, no script needed,
@@ -50,8 +52,9 @@
 #                        many seconds (default 10) instead of its timeout
 #
 # Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, samples.txt
-# ("TAG VmRSS-KiB VmHWM-KiB secs" for each PVRDMA-SAMPLE marker the guest
-# printed, plus "start"/"ready"), rc, boot.secs.  <out>/result: summary.
+# ("TAG VmRSS-KiB VmHWM-KiB secs OWN-KiB" for each PVRDMA-SAMPLE marker the
+# guest printed, plus "start"/"ready"/"exit"; OWN is VmRSS less the resident
+# pages of guest RAM and of the TCG translation buffer), rc, boot.secs.  <out>/result: summary.
 #
 # Exit status: the guest script's (first non-zero of two VMs);
 # 124 timeout, 125 guest/QEMU died without reporting, 2 usage/setup error.
@@ -63,7 +66,7 @@ G=${PVRDMA_GUEST_DIR:-$top/build/guest}
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
-mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35}
+mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
 files=() envs=() scripts=()
 
@@ -79,19 +82,27 @@ while [ $# -gt 0 ]; do
         -e|--env) need_arg "$@"; envs+=("$2"); shift 2 ;;
         --mem) need_arg "$@"; mem=$2; shift 2 ;;
         --machine) need_arg "$@"; machine=$2; shift 2 ;;
+        --nic) need_arg "$@"; nic=$2; shift 2 ;;
         --append) need_arg "$@"; append="$append $2"; shift 2 ;;
         -v|--verbose) verbose=1; shift ;;
         --shell) shell=1; shift ;;
         --no-build) build=0; shift ;;
         --reboot) reboot=1; shift ;;
         --restart-peer) restart_peer=1; shift ;;
-        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,60p' "$0"; exit 0 ;;
         --) shift; scripts+=("$@"); break ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) scripts+=("$1"); shift ;;
     esac
 done
 case $pvrdma in auto|on|off) ;; *) die "--pvrdma must be auto, on or off" ;; esac
+case $nic in
+    vmxnet3) ;;
+    virtio) [ "$pvrdma" != on ] || die "--nic virtio: pvrdma needs a vmxnet3 at function 0"
+            pvrdma=off
+            append="$append pvrdma.modules=virtio_pci,virtio_net,ib_uverbs,rdma_ucm,ib_umad" ;;
+    *) die "--nic must be vmxnet3 or virtio" ;;
+esac
 case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
 if [ "$shell" = 1 ]; then
     vms=1
@@ -202,7 +213,7 @@ for i in $(seq 0 $((vms - 1))); do
         -kernel "$G/vmlinuz" -initrd "$d/initrd.img"
         -append "$kapp $append"
         -netdev "$netdev"
-        -device "vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")
+        -device "$([ "$nic" = virtio ] && echo virtio-net-pci || echo vmxnet3),netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")
     if [ "$use_pvrdma" = 1 ] && [ "$vms" = 2 ]; then
         # co-resident transport: peers map each other's guest RAM (memfd,
         # share=on) and meet in a rendezvous directory
@@ -250,8 +261,25 @@ done
 rss() { # pid -> "VmRSS VmHWM" in KiB
     awk '/^VmRSS:/{r=$2} /^VmHWM:/{h=$2} END{print (r==""?"-":r), (h==""?"-":h)}' "/proc/$1/status" 2>/dev/null || echo "- -"
 }
+# guest RAM size in KiB (--mem: a number of MiB, or with a K/M/G suffix)
+case $mem in
+    *[Gg]) ram_kib=$(( ${mem%[Gg]} * 1048576 )) ;;
+    *[Mm]) ram_kib=$(( ${mem%[Mm]} * 1024 )) ;;
+    *[Kk]) ram_kib=${mem%[Kk]} ;;
+    *) ram_kib=$(( mem * 1024 )) ;;
+esac
+own() { # pid -> QEMU's own resident memory, KiB: VmRSS less the guest RAM
+        # mapping (the one of exactly the guest RAM size: pages the guest
+        # touches for the first time) and the TCG translation buffer (the
+        # rwx mapping: it fills with code for each new guest code address,
+        # up to its size, 1 GiB, then it is flushed)
+    awk -v ram="$ram_kib" '/^[0-9a-f]+-[0-9a-f]+ /{x=($2 ~ /x/ && $6 == "")} /^Size:/{s=$2} /^Rss:/{t+=$2; if (s==ram || x) g+=$2} END{print (t==""?"-":t-g)}' "/proc/$1/smaps" 2>/dev/null || echo -
+}
+sample() { # tag pid secs -> a samples.txt line: TAG VmRSS VmHWM SECS OWN
+    echo "$1 $(rss "$2") $3 $(own "$2")"
+}
 for i in $(seq 0 $((vms - 1))); do
-    echo "start $(rss "${pids[$i]}") 0.0" >> "$out/vm$i/samples.txt"
+    sample start "${pids[$i]}" 0.0 >> "$out/vm$i/samples.txt"
 done
 
 tail_console() { # vm-index lines
@@ -276,7 +304,7 @@ older_than() { awk -v a="$1" -v b="$(now)" -v t="$2" 'BEGIN{print (b-a > t) ? 1 
 kills=0
 restart_vm1() {
     local d=$out/vm1 p=${pids[1]} c
-    echo "killed $(rss "$p") $(secs_since "${start[1]}")" >> "$d/samples.txt"
+    sample killed "$p" "$(secs_since "${start[1]}")" >> "$d/samples.txt"
     kill -9 "$p" 2>/dev/null || true
     wait "$p" 2>/dev/null || true
     echo "run-vm: vm1: killed (SIGKILL) at VM 0's request #$1; restarting it" >&2
@@ -314,9 +342,9 @@ while :; do
         # RSS samples requested by the guest
         n=$(grep -ac '^PVRDMA-SAMPLE ' "$log" || true)
         if [ "$n" -gt "${lastsample[$i]}" ]; then
-            r=$(rss "$pid")
+            r=$(rss "$pid") o=$(own "$pid")
             grep -a '^PVRDMA-SAMPLE ' "$log" | tr -d '\r' | sed -n "$((lastsample[$i] + 1)),${n}p" |
-                while read -r _ tag; do echo "$tag $r $(secs_since "${start[$i]}")"; done >> "$d/samples.txt"
+                while read -r _ tag; do echo "$tag $r $(secs_since "${start[$i]}") $o"; done >> "$d/samples.txt"
             lastsample[$i]=$n
         fi
         # VM 0 asks for VM 1 to be killed and restarted
@@ -333,11 +361,11 @@ while :; do
         if [ -z "${boot[$i]}" ] && grep -aq '^PVRDMA-GUEST-READY' "$log"; then
             boot[$i]=$(secs_since "${start[$i]}")
             echo "${boot[$i]}" > "$d/boot.secs"
-            echo "ready $(rss "$pid") ${boot[$i]}" >> "$d/samples.txt"
+            sample ready "$pid" "${boot[$i]}" >> "$d/samples.txt"
         fi
         if grep -aq '^PVRDMA-GUEST-EXIT=' "$log"; then
             rc[$i]=$(grep -a '^PVRDMA-GUEST-EXIT=' "$log" | head -n1 | tr -d '\r' | sed 's/.*=//')
-            echo "exit $(rss "$pid") $(secs_since "${start[$i]}")" >> "$d/samples.txt"
+            sample exit "$pid" "$(secs_since "${start[$i]}")" >> "$d/samples.txt"
             endt[$i]=$(secs_since "${start[$i]}")
             # the guest powers off by itself; give it 5 s
             state[$i]=exiting exit_deadline[$i]=$(awk -v t="$(now)" 'BEGIN{printf "%.3f", t + 5}')

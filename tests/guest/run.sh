@@ -28,8 +28,11 @@
 #   # vms: 1|2               number of VMs (two: same script, $PVRDMA_VM 0/1)
 #   # timeout: SECS          QEMU run limit
 #   # requires: pvrdma       skip unless the pvrdma device is available
-#   # rss-growth: T1 T2 KiB  QEMU VmRSS may grow at most KiB between the
-#                            guest's "host_sample T1" and "host_sample T2"
+#   # rss-growth: T1 T2 KiB  QEMU's own resident memory (VmRSS less guest
+#                            RAM and the TCG translation buffer, column OWN
+#                            of run-vm.sh's samples.txt) may grow at most KiB
+#                            between the guest's "host_sample T1" and
+#                            "host_sample T2"
 #   # vm-args: ARGS          more run-vm.sh options (--reboot, --restart-peer)
 #   # qemu-args: ARGS        more QEMU arguments for every VM (e.g. -trace ...)
 # A file NN-name.host next to the test, if present, is run on the host after
@@ -56,7 +59,7 @@ while [ $# -gt 0 ]; do
         --pvrdma) pvrdma=$2; shift 2 ;;
         -o|--out) out=$2; shift 2 ;;
         -e|--env) envs+=(-e "$2"); shift 2 ;;
-        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
         *) sel+=("$1"); shift ;;
     esac
@@ -166,12 +169,12 @@ run_one() {
         # shellcheck disable=SC2086
         set -- $rg
         f=$d/vm0/samples.txt
-        a=$(awk -v t="$1" '$1==t {print $2; exit}' "$f" 2>/dev/null)
-        b=$(awk -v t="$2" '$1==t {print $2; exit}' "$f" 2>/dev/null)
+        a=$(awk -v t="$1" '$1==t {print $5; exit}' "$f" 2>/dev/null)
+        b=$(awk -v t="$2" '$1==t {print $5; exit}' "$f" 2>/dev/null)
         case "$a$b" in
             ''|*[!0-9]*) rc=1; reason="no RSS samples '$1'/'$2' in $f" ;;
-            *) g=$((b - a)); extra=", QEMU RSS +${g} KiB from $1 to $2"
-               if [ "$g" -gt "$3" ]; then rc=1; reason="QEMU RSS grew ${g} KiB between '$1' (${a} KiB) and '$2' (${b} KiB), limit $3 KiB"; fi ;;
+            *) g=$((b - a)); extra=", QEMU own RSS +${g} KiB from $1 to $2"
+               if [ "$g" -gt "$3" ]; then rc=1; reason="QEMU's own RSS (less guest RAM and TCG buffer) grew ${g} KiB between '$1' (${a} KiB) and '$2' (${b} KiB), limit $3 KiB"; fi ;;
         esac
     fi
 
