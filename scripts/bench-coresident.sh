@@ -1,0 +1,152 @@
+#!/bin/bash
+# Benchmark of the co-resident transport against soft-RoCE, in one run, on
+# one accelerator (TCG, as the guest tests):
+#   1. two VMs, vmw_pvrdma0 over the co-resident transport (vmxnet3s on a
+#      shared dgram netdev, memfd guest RAM, one rendezvous directory);
+#   2. two VMs, rdma_rxe (soft-RoCE) on virtio-net over the same kind of
+#      dgram netdev, no pvrdma device;
+#   3. the host's single-thread memcpy bandwidth (64 KiB, cache-resident like
+#      perftest's buffers, and 256 MiB, DRAM).
+# In each pair: perftest ib_send_lat, sizes 2 B to 1 MiB (typical = median
+# and average latency, usec) and ib_write_bw at 64 KiB (average MB/s).
+# Prints the figures, the ratios against the targets and writes a plot.
+#
+#   scripts/bench-coresident.sh [-o DIR]      (default build/bench/<time>)
+# Environment: BENCH_SIZES, BENCH_LAT_ITERS, BENCH_BW_ITERS (passed to the
+# guests), QEMU.  Needs gnuplot for the plot (installed here if missing,
+# from Debian's mirror, as scripts/deps.sh does).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -o|--out) out=$2; shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        *) echo "bench-coresident: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -n "$out" ] || out=build/bench/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+
+scripts/build.sh > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+scripts/guest/build-image.sh --quiet
+if ! command -v gnuplot >/dev/null; then
+    SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends gnuplot-nox > "$out/apt.log" 2>&1 ||
+        echo "bench-coresident: gnuplot-nox not installed (see $out/apt.log); no plot" >&2
+fi
+
+# the figures depend on what else the host runs: record it
+{
+    echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(uname -r)"
+    echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "busiest other processes: $(ps -eo pcpu=,comm= --sort=-pcpu | head -n 3 | awk '{printf "%s %s%%; ", $2, $1}')"
+} > "$out/host.txt"
+
+envs=()
+for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_BW_ITERS; do
+    [ -z "${!v:-}" ] || envs+=(-e "$v=${!v}")
+done
+run() { # name run-vm-args...
+    local name=$1; shift
+    echo "# $name: two VMs ..." >&2
+    local t0=$SECONDS
+    if ! scripts/guest/run-vm.sh --no-build -n 2 -t 900 -o "$out/$name" \
+            -f tests/guest/common.sh:/usr/lib/pvrdma/tests-common.sh "${envs[@]}" "$@" \
+            scripts/guest/bench-2vm.sh 2> "$out/$name.log"; then
+        tail -n 5 "$out/$name.log" >&2
+        echo "bench-coresident: the $name run failed (logs in $out/$name)" >&2
+        exit 1
+    fi
+    tr -d '\r' < "$out/$name/vm1/console.log" | grep '^BENCH ' | cut -d' ' -f2- > "$out/$name.txt"
+    echo "# $name: $((SECONDS - t0)) s" >&2
+}
+run pvrdma --pvrdma on -e BENCH_DEV=vmw_pvrdma0
+run rxe --nic virtio -e BENCH_DEV=rxe0
+
+mkdir -p build/bench
+gcc -O2 -o build/bench/memcpy-bw scripts/bench/memcpy-bw.c
+build/bench/memcpy-bw 65536 2 > "$out/memcpy.txt"
+build/bench/memcpy-bw $((256 << 20)) 2 >> "$out/memcpy.txt"
+
+# --- report ---------------------------------------------------------------------
+python3 - "$out" <<'EOP' | tee "$out/report.txt"
+import sys
+out = sys.argv[1]
+def load(name):
+    lat, bw = {}, None
+    for l in open(f"{out}/{name}.txt"):
+        f = l.split()
+        if f[0] == "lat":
+            lat[int(f[1])] = (float(f[2]), float(f[3]))
+        elif f[0] == "bw":
+            bw = float(f[2])
+    return lat, bw
+pl, pbw = load("pvrdma")
+rl, rbw = load("rxe")
+mc = {int(l.split()[1]): float(l.split()[2]) for l in open(f"{out}/memcpy.txt")}
+mc64, mcdram = mc.get(65536), mc.get(256 << 20)
+print(open(f"{out}/host.txt").read().rstrip())
+print()
+print("ib_send_lat, usec (typical = median, avg = mean), two VMs under TCG")
+print(f"{'bytes':>9}  {'pvrdma typ':>10} {'pvrdma avg':>10}  {'rxe typ':>10} {'rxe avg':>10}  {'typ ratio':>9}  target <= 0.20")
+met = 0
+sizes = sorted(set(pl) | set(rl))
+with open(f"{out}/lat.dat", "w") as dat:
+    for s in sizes:
+        p, r = pl.get(s), rl.get(s)
+        ratio = p[0] / r[0] if p and r and r[0] > 0 else None
+        met += ratio is not None and ratio <= 0.2
+        f = lambda v: f"{v:10.2f}" if v is not None else f"{'-':>10}"
+        print(f"{s:>9}  {f(p and p[0])} {f(p and p[1])}  {f(r and r[0])} {f(r and r[1])}  "
+              + (f"{ratio:9.3f}  {'met' if ratio <= 0.2 else 'MISSED'}" if ratio is not None else f"{'-':>9}"))
+        nan = lambda v: "NaN" if v is None else v
+        print(s, nan(p and p[0]), nan(p and p[1]), nan(r and r[0]), nan(r and r[1]), file=dat)
+print(f"latency target (pvrdma typical <= 1/5 of soft-RoCE typical): met at {met} of {len(sizes)} sizes")
+print()
+print("ib_write_bw 64 KiB, MB/s (average)")
+print(f"  pvrdma co-resident        {pbw:10.1f}")
+print(f"  soft-RoCE (virtio-net)    {rbw:10.1f}")
+print(f"  host memcpy 64 KiB        {mc64:10.0f}   (cache-resident, like perftest's buffers)")
+print(f"  host memcpy 256 MiB       {mcdram:10.0f}   (DRAM)")
+r = pbw / rbw if rbw else float("inf")
+print(f"  pvrdma / soft-RoCE        {r:10.1f}x  target >= 20x: {'met' if r >= 20 else 'MISSED'}")
+for label, m in (("64 KiB", mc64), ("256 MiB", mcdram)):
+    q = pbw / m
+    print(f"  pvrdma / memcpy {label:8}  {100 * q:9.1f}%  target >= 50%: {'met' if q >= 0.5 else 'MISSED'}")
+with open(f"{out}/lat.dat.bw", "w") as dat:
+    for i, v in enumerate((pbw, rbw, mc64, mcdram)):
+        print(i, v, file=dat)
+EOP
+
+if command -v gnuplot >/dev/null; then
+    gnuplot <<EOG
+set terminal pngcairo size 1200,520 font ",10"
+set bmargin 5
+set output "$out/bench-coresident.png"
+set multiplot layout 1,2 title "pvrdma co-resident transport vs soft-RoCE, two VMs under TCG ($(date +%F))"
+set logscale xy
+set xlabel "message size (bytes)"
+set ylabel "ib\\\\_send\\\\_lat (usec)"
+set grid
+set key top left
+plot "$out/lat.dat" using 1:2 with linespoints title "pvrdma typical", \
+     "$out/lat.dat" using 1:3 with lines dt 2 title "pvrdma avg", \
+     "$out/lat.dat" using 1:4 with linespoints title "soft-RoCE typical", \
+     "$out/lat.dat" using 1:5 with lines dt 2 title "soft-RoCE avg"
+unset logscale x
+unset xlabel
+set logscale y
+set ylabel "MB/s (64 KiB)"
+set style fill solid 0.6
+set boxwidth 0.6
+set key off
+set xtics ("pvrdma\nib\\\\_write\\\\_bw" 0, "soft-RoCE\nib\\\\_write\\\\_bw" 1, "host memcpy\n64 KiB" 2, "host memcpy\n256 MiB" 3)
+set xrange [-0.6:3.6]
+plot "$out/lat.dat.bw" using 1:2 with boxes
+unset multiplot
+EOG
+    echo "plot: $out/bench-coresident.png"
+fi
+echo "figures and logs: $out"

@@ -1,0 +1,31 @@
+# Guest side of scripts/bench-coresident.sh (two VMs, busybox ash): perftest
+# ib_send_lat over a range of sizes and ib_write_bw at 64 KiB between the
+# two VMs, VM 0 serving, on BENCH_DEV: vmw_pvrdma0 (co-resident transport)
+# or rxe0 (soft-RoCE on the VM's NIC, created here).  VM 1 prints one line
+# per figure:
+#   BENCH lat SIZE T_TYPICAL_USEC T_AVG_USEC
+#   BENCH bw SIZE BW_AVG_MBPS
+. /usr/lib/pvrdma/tests-common.sh
+
+D=${BENCH_DEV:-vmw_pvrdma0}
+SIZES=${BENCH_SIZES:-2 8 32 128 512 2048 8192 32768 131072 524288 1048576}
+LAT_ITERS=${BENCH_LAT_ITERS:-200}
+BW_ITERS=${BENCH_BW_ITERS:-2000}
+[ "$D" != rxe0 ] || setup_rxe
+wait_dev "$D" 15 || fail "$D not ACTIVE"
+gidx=$(roce_v2_gid "$D")
+barrier bench-up 60
+bad=0
+for s in $SIZES; do
+    o="-d $D -x $gidx -F -n $LAT_ITERS -s $s"
+    vm_pair "lat-$s" 300 tcp:18515 "ib_send_lat $o" "ib_send_lat $o $PVRDMA_PEER_IP" || { bad=$((bad + 1)); continue; }
+    [ "$PVRDMA_VM" = 1 ] || continue
+    l=$(perf_result "/tmp/lat-$s.out") || { bad=$((bad + 1)); continue; }
+    echo "$l" | awk '{print "BENCH lat", $1, $5, $6}'
+done
+o="-d $D -x $gidx -F -n $BW_ITERS -s 65536"
+vm_pair bw-65536 300 tcp:18515 "ib_write_bw $o" "ib_write_bw $o $PVRDMA_PEER_IP" || bad=$((bad + 1))
+if [ "$PVRDMA_VM" = 1 ]; then
+    l=$(perf_result /tmp/bw-65536.out) && echo "$l" | awk '{print "BENCH bw", $1, $4}'
+fi
+[ $bad = 0 ] || fail "$bad benchmark runs on $D failed (first: $PAIR_ERR)"
