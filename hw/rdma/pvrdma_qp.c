@@ -56,6 +56,19 @@ void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
     }
 }
 
+/*
+ * A QP fails for a reason no completion reports: tell the guest with an
+ * async event (QP_FATAL, QP_ACCESS_ERR, ...) and move the QP to error.
+ */
+static void qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event)
+{
+    if (qp->state != PVRDMA_QPS_ERR) {
+        qp->events++;
+        pvrdma_post_async(c, event, qp->handle);
+    }
+    pvrdma_qp_to_error(c, qp);
+}
+
 /* ------------------------------------------------------------------ */
 /* Completions                                                         */
 
@@ -328,7 +341,7 @@ static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
 
     if (!recv_peek(c, dqp, &w, &r, &max_sge, &bad)) {
         if (bad) {
-            pvrdma_qp_to_error(c, dqp);
+            qp_fail(c, dqp, PVRDMA_EVENT_QP_FATAL);
             return ud ? PVRDMA_WC_SUCCESS : PVRDMA_WC_REM_OP_ERR;
         }
         return ud ? PVRDMA_WC_SUCCESS : PVRDMA_TRANSPORT_RNR;
@@ -406,7 +419,7 @@ static PvrdmaMR *remote_mr(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
                          len, dqp->qpn);
         pvrdma_sg_release(c, sg);
         /* a remote access error is fatal for the responder's QP too */
-        pvrdma_qp_to_error(c, dqp);
+        qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
         return NULL;
     }
     return mr;
@@ -433,6 +446,11 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
         dqp->state > PVRDMA_QPS_SQE) {
         return PVRDMA_WC_RETRY_EXC_ERR;     /* nobody answers */
     }
+    if (dqp->state == PVRDMA_QPS_RTR && !dqp->comm_est) {
+        /* first message while in RTR: the connection is established */
+        dqp->comm_est = true;
+        pvrdma_post_async(c, PVRDMA_EVENT_COMM_EST, dqp->handle);
+    }
     switch (req->opcode) {
     case PVRDMA_WR_SEND:
     case PVRDMA_WR_SEND_WITH_IMM:
@@ -448,7 +466,7 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
         if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM &&
             !recv_peek(c, dqp, &w, &r, &max_sge, &bad)) {
             if (bad) {
-                pvrdma_qp_to_error(c, dqp);
+                qp_fail(c, dqp, PVRDMA_EVENT_QP_FATAL);
                 return PVRDMA_WC_REM_OP_ERR;
             }
             return PVRDMA_TRANSPORT_RNR;
@@ -477,14 +495,18 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
         uint64_t *p, old;
         PvrdmaSg os;
 
-        if ((req->remote_addr & 7) ||
-            !remote_mr(c, dqp, req, PVRDMA_ACCESS_REMOTE_ATOMIC, 8, &rem)) {
-            pvrdma_qp_to_error(c, dqp);
+        if (req->remote_addr & 7) {
+            PVRDMA_GUEST_ERR(c, "atomic at unaligned 0x%" PRIx64 " for QP %u",
+                             req->remote_addr, dqp->qpn);
+            qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
+            return PVRDMA_WC_REM_ACCESS_ERR;
+        }
+        if (!remote_mr(c, dqp, req, PVRDMA_ACCESS_REMOTE_ATOMIC, 8, &rem)) {
             return PVRDMA_WC_REM_ACCESS_ERR;
         }
         if (rem.n != 1 || rem.iov[0].len != 8) {
             pvrdma_sg_release(c, &rem);
-            pvrdma_qp_to_error(c, dqp);
+            qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
             return PVRDMA_WC_REM_ACCESS_ERR;
         }
         p = (uint64_t *)rem.iov[0].host;
@@ -758,13 +780,23 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
     }
 }
 
+/* The QP just entered the error state. */
+static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    qp->rnr_wait = false;
+    if (qp->is_srq) {
+        /* no more receives will be taken from the SRQ for this QP */
+        pvrdma_post_async(c, PVRDMA_EVENT_QP_LAST_WQE_REACHED, qp->handle);
+    }
+}
+
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (qp->state != PVRDMA_QPS_ERR) {
         trace_pvrdma_qp_state(qp->qpn, qp->state, PVRDMA_QPS_ERR);
         qp->state = PVRDMA_QPS_ERR;
         qp->attr.qp_state = PVRDMA_QPS_ERR;
-        qp->rnr_wait = false;
+        qp_entered_error(c, qp);
     }
     pvrdma_qp_schedule(c, qp);  /* flush from the run loop */
 }
@@ -842,7 +874,7 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_idx_used(prod, qp->sq_head, qp->sq.nelems) >
         pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems)) {
         PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
-        pvrdma_qp_to_error(c, qp);
+        qp_fail(c, qp, PVRDMA_EVENT_QP_FATAL);
         return;
     }
     while (qp->sq_head != prod) {
@@ -1128,8 +1160,11 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     }
 
     trace_pvrdma_qp_state(qp->qpn, cur, next);
-    if (next == PVRDMA_QPS_ERR) {
-        qp->rnr_wait = false;
+    if (next == PVRDMA_QPS_ERR && cur != PVRDMA_QPS_ERR) {
+        qp_entered_error(c, qp);
+    }
+    if (next == PVRDMA_QPS_RESET || next == PVRDMA_QPS_INIT) {
+        qp->comm_est = false;
     }
     qp->state = next;
     qp->attr.qp_state = next;

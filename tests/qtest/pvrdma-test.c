@@ -324,6 +324,28 @@ static void cq_empty(QPvrdma *d, TCq *cq)
                      cq->cons);
 }
 
+/* Is there an async event (type, info) among the first ones posted? */
+static bool async_seen(QPvrdma *d, uint32_t type, uint32_t info)
+{
+    uint32_t prod;
+
+    for (int i = 0; i < 100; i++) {
+        qtest_clock_step(d->qts, 10);
+    }
+    prod = qtest_readl(d->qts, d->async_pages[0] + 8);
+    for (uint32_t i = 0; i < prod && i < 512; i++) {
+        struct pvrdma_eqe e;
+        uint64_t off = i * sizeof(e);
+
+        qtest_memread(d->qts, d->async_pages[1 + off / 4096] + off % 4096,
+                      &e, sizeof(e));
+        if (e.type == type && e.info == info) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void fill(QPvrdma *d, uint64_t gpa, size_t len, uint8_t seed)
 {
     g_autofree uint8_t *b = g_malloc(len);
@@ -1312,6 +1334,15 @@ static void test_srq_recv(void)
     qtest_memread(d->qts, d->async_pages[1], &eqe, sizeof(eqe));
     g_assert_cmpuint(eqe.type, ==, PVRDMA_EVENT_SRQ_LIMIT_REACHED);
     g_assert_cmpuint(eqe.info, ==, srq);
+    /* a QP on an SRQ that enters the error state: LAST_WQE_REACHED */
+    {
+        struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_ERR };
+
+        g_assert(!async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, b.handle));
+        g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
+        g_assert(async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, b.handle));
+        g_assert(!async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, a.handle));
+    }
     qpvrdma_stop(d);
 }
 
@@ -1374,6 +1405,8 @@ static void test_bad_ring_index(void)
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
                       PVRDMA_UAR_QP_SEND | p.a.handle);
     cq_empty(d, &p.cq);
+    /* no completion can say it: a QP_FATAL async event does */
+    g_assert(async_seen(d, PVRDMA_EVENT_QP_FATAL, p.a.handle));
     /* doorbells for unknown or other-context objects are dropped */
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET, PVRDMA_UAR_QP_SEND | 999);
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET, PVRDMA_UAR_CQ_ARM | 999);
@@ -1384,6 +1417,53 @@ static void test_bad_ring_index(void)
     /* the device still answers */
     g_assert_cmpuint(create_pd(d, 0), !=, 0);
     g_assert(!poll_cq(d, &p.cq, &e) || e.status != PVRDMA_WC_SUCCESS);
+    qpvrdma_stop(d);
+}
+
+/* The first message to an RC QP still in RTR reports COMM_EST, once. */
+static void test_comm_est(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_qp_attr at = { 0 };
+    uint32_t pd, key;
+    uint64_t buf;
+    TCq cq;
+    TQp a, b;
+
+    bind_gid(d, 0);
+    pd = create_pd(d, 0);
+    create_cq(d, &cq, 64);
+    create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+    qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    /* back to RTR is not a legal transition: rebuild b up to RTR only */
+    at.qp_state = PVRDMA_QPS_RESET;
+    g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_INIT;
+    at.port_num = 1;
+    at.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE |
+                               PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
+                               PVRDMA_QP_ACCESS_FLAGS, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_RTR;
+    at.path_mtu = PVRDMA_MTU_1024;
+    at.dest_qp_num = a.qpn;
+    at.max_dest_rd_atomic = 1;
+    memcpy(at.ah_attr.grh.dgid.raw, test_gid, 16);
+    g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE | PVRDMA_QP_AV |
+                               PVRDMA_QP_PATH_MTU | PVRDMA_QP_DEST_QPN |
+                               PVRDMA_QP_RQ_PSN | PVRDMA_QP_MAX_DEST_RD_ATOMIC |
+                               PVRDMA_QP_MIN_RNR_TIMER, &at), ==, 0);
+    buf = qpvrdma_alloc(d, 4096);
+    key = create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    g_assert(!async_seen(d, PVRDMA_EVENT_COMM_EST, b.handle));
+    post_recv(d, &b, 0xb1, buf + 2048, 64, key);
+    send_wr(d, &a, PVRDMA_WR_SEND, 0xa1, buf, 64, key, 0, 0);
+    expect_cqe(d, &cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    expect_cqe(d, &cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    g_assert(async_seen(d, PVRDMA_EVENT_COMM_EST, b.handle));
+    g_assert(!async_seen(d, PVRDMA_EVENT_COMM_EST, a.handle));
     qpvrdma_stop(d);
 }
 
@@ -1764,6 +1844,8 @@ static void test_cr_rc(void)
     expect_peer_cqe(&b, 0xb7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
     g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_ERR);
     g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_ERR);
+    g_assert(async_seen(b.d, PVRDMA_EVENT_QP_ACCESS_ERR, b.qp.handle));
+    g_assert(!async_seen(a.d, PVRDMA_EVENT_QP_ACCESS_ERR, a.qp.handle));
 
     qpvrdma_stop(b.d);
     qpvrdma_stop(a.d);
@@ -1948,6 +2030,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/data/ring-wrap", test_ring_wrap);
     qtest_add_func("/pvrdma/hostile/bad-ring-index", test_bad_ring_index);
     qtest_add_func("/pvrdma/irq/cq-notify", test_cq_notify);
+    qtest_add_func("/pvrdma/irq/comm-est", test_comm_est);
     qtest_add_func("/pvrdma/irq/intx", test_intx);
     qtest_add_func("/pvrdma/reset-during-work", test_reset_during_work);
     qtest_add_func("/pvrdma/teardown", test_teardown);
