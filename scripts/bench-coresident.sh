@@ -12,8 +12,8 @@
 # Prints the figures, the ratios against the targets and writes a plot.
 #
 #   scripts/bench-coresident.sh [-o DIR]      (default build/bench/<time>)
-# Environment: BENCH_SIZES, BENCH_LAT_ITERS, BENCH_BW_ITERS (passed to the
-# guests), QEMU.  Needs gnuplot for the plot (installed here if missing,
+# Environment (passed to the guests): BENCH_SIZES, BENCH_LAT_ITERS (default
+# 100), BENCH_BW_SECS (default 5: ib_write_bw runs that long); QEMU.  Needs gnuplot for the plot (installed here if missing,
 # from Debian's mirror, as scripts/deps.sh does).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +45,7 @@ fi
 } > "$out/host.txt"
 
 envs=()
-for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_BW_ITERS; do
+for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_BW_SECS; do
     [ -z "${!v:-}" ] || envs+=(-e "$v=${!v}")
 done
 run() { # name run-vm-args...

@@ -9,8 +9,8 @@
 
 D=${BENCH_DEV:-vmw_pvrdma0}
 SIZES=${BENCH_SIZES:-2 8 32 128 512 2048 8192 32768 131072 524288 1048576}
-LAT_ITERS=${BENCH_LAT_ITERS:-200}
-BW_ITERS=${BENCH_BW_ITERS:-2000}
+LAT_ITERS=${BENCH_LAT_ITERS:-100}
+BW_SECS=${BENCH_BW_SECS:-5}
 [ "$D" != rxe0 ] || setup_rxe
 wait_dev "$D" 15 || fail "$D not ACTIVE"
 gidx=$(roce_v2_gid "$D")
@@ -23,7 +23,7 @@ for s in $SIZES; do
     l=$(perf_result "/tmp/lat-$s.out") || { bad=$((bad + 1)); continue; }
     echo "$l" | awk '{print "BENCH lat", $1, $5, $6}'
 done
-o="-d $D -x $gidx -F -n $BW_ITERS -s 65536"
+o="-d $D -x $gidx -F -D $BW_SECS -s 65536"
 vm_pair bw-65536 300 tcp:18515 "ib_write_bw $o" "ib_write_bw $o $PVRDMA_PEER_IP" || bad=$((bad + 1))
 if [ "$PVRDMA_VM" = 1 ]; then
     l=$(perf_result /tmp/bw-65536.out) && echo "$l" | awk '{print "BENCH bw", $1, $4}'
