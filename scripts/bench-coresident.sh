@@ -13,8 +13,9 @@
 #
 #   scripts/bench-coresident.sh [-o DIR]      (default build/bench/<time>)
 # Environment (passed to the guests): BENCH_SIZES, BENCH_LAT_ITERS (default
-# 100), BENCH_BW_SECS (default 5: ib_write_bw runs that long); QEMU.  Needs gnuplot for the plot (installed here if missing,
-# from Debian's mirror, as scripts/deps.sh does).
+# 100), BENCH_BW_SECS (default 5: ib_write_bw runs that long); QEMU.
+# Needs gnuplot for the plot (installed here if missing, from Debian's
+# mirror, as scripts/deps.sh does).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -22,7 +23,7 @@ out=
 while [ $# -gt 0 ]; do
     case $1 in
         -o|--out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "bench-coresident: unknown argument $1" >&2; exit 2 ;;
     esac
 done
