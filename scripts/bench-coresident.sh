@@ -13,7 +13,8 @@
 #
 #   scripts/bench-coresident.sh [-o DIR]      (default build/bench/<time>)
 # Environment (passed to the guests): BENCH_SIZES, BENCH_LAT_ITERS (default
-# 100), BENCH_BW_SECS (default 5: ib_write_bw runs that long); QEMU.
+# 100), BENCH_LAT_OPTS (e.g. -e), BENCH_BW_SECS (default 5: ib_write_bw
+# runs that long); QEMU.
 # Needs gnuplot for the plot (installed here if missing, from Debian's
 # mirror, as scripts/deps.sh does).
 set -euo pipefail
@@ -23,7 +24,7 @@ out=
 while [ $# -gt 0 ]; do
     case $1 in
         -o|--out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "bench-coresident: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -39,14 +40,17 @@ if ! command -v gnuplot >/dev/null; then
 fi
 
 # the figures depend on what else the host runs: record it
+busiest() { # the 3 busiest processes other than QEMU (CPU % over their life)
+    ps -eo pcpu=,comm= --sort=-pcpu | grep -v qemu-system | head -n 3 | awk '{printf "%s %s%%; ", $2, $1}'
+}
 {
     echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(uname -r)"
     echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "busiest other processes: $(ps -eo pcpu=,comm= --sort=-pcpu | head -n 3 | awk '{printf "%s %s%%; ", $2, $1}')"
+    echo "busiest other processes: $(busiest)"
 } > "$out/host.txt"
 
 envs=()
-for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_BW_SECS; do
+for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_LAT_OPTS BENCH_BW_SECS; do
     [ -z "${!v:-}" ] || envs+=(-e "$v=${!v}")
 done
 run() { # name run-vm-args...
@@ -61,6 +65,8 @@ run() { # name run-vm-args...
         exit 1
     fi
     tr -d '\r' < "$out/$name/vm1/console.log" | grep '^BENCH ' | cut -d' ' -f2- > "$out/$name.txt"
+    # other load during the run skews TCG figures (2 vCPU threads spin)
+    echo "after the $name run: load average $(cut -d' ' -f1-3 /proc/loadavg); busiest other processes: $(busiest)" >> "$out/host.txt"
     echo "# $name: $((SECONDS - t0)) s" >&2
 }
 run pvrdma --pvrdma on -e BENCH_DEV=vmw_pvrdma0

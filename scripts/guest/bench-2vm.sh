@@ -10,6 +10,8 @@
 D=${BENCH_DEV:-vmw_pvrdma0}
 SIZES=${BENCH_SIZES:-2 8 32 128 512 2048 8192 32768 131072 524288 1048576}
 LAT_ITERS=${BENCH_LAT_ITERS:-100}
+# BENCH_LAT_OPTS: more ib_send_lat options, e.g. -e (wait for CQ events)
+# more ib_send_lat options, e.g. "-e" (sleep on CQ events instead of polling)
 BW_SECS=${BENCH_BW_SECS:-5}
 [ "$D" != rxe0 ] || setup_rxe
 wait_dev "$D" 15 || fail "$D not ACTIVE"
@@ -17,7 +19,7 @@ gidx=$(roce_v2_gid "$D")
 barrier bench-up 60
 bad=0
 for s in $SIZES; do
-    o="-d $D -x $gidx -F -n $LAT_ITERS -s $s"
+    o="-d $D -x $gidx -F -n $LAT_ITERS -s $s ${BENCH_LAT_OPTS:-}"
     vm_pair "lat-$s" 300 tcp:18515 "ib_send_lat $o" "ib_send_lat $o $PVRDMA_PEER_IP" || { bad=$((bad + 1)); continue; }
     [ "$PVRDMA_VM" = 1 ] || continue
     l=$(perf_result "/tmp/lat-$s.out") || { bad=$((bad + 1)); continue; }
