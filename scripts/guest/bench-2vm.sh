@@ -11,7 +11,6 @@ D=${BENCH_DEV:-vmw_pvrdma0}
 SIZES=${BENCH_SIZES:-2 8 32 128 512 2048 8192 32768 131072 524288 1048576}
 LAT_ITERS=${BENCH_LAT_ITERS:-100}
 # BENCH_LAT_OPTS: more ib_send_lat options, e.g. -e (wait for CQ events)
-# more ib_send_lat options, e.g. "-e" (sleep on CQ events instead of polling)
 BW_SECS=${BENCH_BW_SECS:-5}
 [ "$D" != rxe0 ] || setup_rxe
 wait_dev "$D" 15 || fail "$D not ACTIVE"
