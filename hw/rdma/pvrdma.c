@@ -38,6 +38,7 @@ struct PvrdmaState {
     QEMUTimer *timer;
     PvrdmaLimits lim;
     PvrdmaCore core;
+    uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -78,6 +79,9 @@ static void *pvrdma_map(void *opaque, uint64_t gpa, uint64_t *len,
     l = MIN(l, tl);
     p = dma_memory_map(as, gpa, &l, dir, MEMTXATTRS_UNSPECIFIED);
     *len = p ? l : 0;
+    if (p) {
+        PVRDMA(opaque)->mapped++;
+    }
     return p;
 }
 
@@ -85,6 +89,7 @@ static void pvrdma_unmap(void *opaque, void *host, uint64_t len, bool is_write)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
 
+    PVRDMA(opaque)->mapped--;
     dma_memory_unmap(as, host, len,
                      is_write ? DMA_DIRECTION_FROM_DEVICE :
                                 DMA_DIRECTION_TO_DEVICE,
@@ -311,6 +316,34 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
     pci_set_irq(PCI_DEVICE(s), 0);
 }
 
+/*
+ * Read-only counters for tests (qom-get): objects per type, guest mappings
+ * held, guest errors seen.  A test that ends where it started has leaked
+ * nothing the device tracks.
+ */
+static void pvrdma_instance_init(Object *obj)
+{
+    PvrdmaState *s = PVRDMA(obj);
+    PvrdmaCore *c = &s->core;
+
+    object_property_add_uint32_ptr(obj, "x-used-uc", &c->uc.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-pd", &c->pd.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-mr", &c->mr.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-cq", &c->cq.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-qp", &c->qp.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-srq", &c->srq.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-mapped", &s->mapped,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "x-guest-errors", &c->guest_errors,
+                                   OBJ_PROP_FLAG_READ);
+}
+
 static const Property pvrdma_props[] = {
     DEFINE_PROP_UINT32("max-qp", PvrdmaState, lim.max_qp, PVRDMA_DEF_MAX_QP),
     DEFINE_PROP_UINT32("max-qp-wr", PvrdmaState, lim.max_qp_wr,
@@ -368,6 +401,7 @@ static const TypeInfo pvrdma_info = {
     .name = TYPE_PVRDMA,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(PvrdmaState),
+    .instance_init = pvrdma_instance_init,
     .class_init = pvrdma_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_CONVENTIONAL_PCI_DEVICE },
