@@ -44,15 +44,39 @@ struct PvrdmaState {
 /* ------------------------------------------------------------------ */
 /* Host services for the core                                          */
 
+/*
+ * How many bytes from gpa are guest RAM the device may access (0: none).
+ * MMIO (the device's own BARs among it), RAM devices, unassigned space and,
+ * for writes, ROM are refused: the core's DMA only ever reaches RAM.
+ */
+static hwaddr pvrdma_ram_run(void *opaque, uint64_t gpa, hwaddr len,
+                             bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
+    hwaddr xlat, tl = len;
+    MemoryRegion *mr;
+
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(as, gpa, &xlat, &tl, is_write,
+                                 MEMTXATTRS_UNSPECIFIED);
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        (is_write && mr->readonly)) {
+        return 0;
+    }
+    return MIN(tl, len);
+}
+
 static bool pvrdma_dma_read(void *opaque, uint64_t gpa, void *buf, size_t len)
 {
-    return pci_dma_read(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
+    return pvrdma_ram_run(opaque, gpa, len, false) == len &&
+           pci_dma_read(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
 }
 
 static bool pvrdma_dma_write(void *opaque, uint64_t gpa, const void *buf,
                              size_t len)
 {
-    return pci_dma_write(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
+    return pvrdma_ram_run(opaque, gpa, len, true) == len &&
+           pci_dma_write(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
 }
 
 /* Map guest RAM only: MMIO or unassigned addresses are refused. */
@@ -62,21 +86,13 @@ static void *pvrdma_map(void *opaque, uint64_t gpa, uint64_t *len,
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
     DMADirection dir = is_write ? DMA_DIRECTION_FROM_DEVICE :
                                   DMA_DIRECTION_TO_DEVICE;
-    dma_addr_t l = *len;
-    hwaddr xlat, tl = *len;
-    MemoryRegion *mr;
+    dma_addr_t l = pvrdma_ram_run(opaque, gpa, *len, is_write);
     void *p;
 
-    {
-        RCU_READ_LOCK_GUARD();
-        mr = address_space_translate(as, gpa, &xlat, &tl, is_write,
-                                     MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (is_write && mr->readonly)) {
-            return NULL;
-        }
+    if (!l) {
+        *len = 0;
+        return NULL;
     }
-    l = MIN(l, tl);
     p = dma_memory_map(as, gpa, &l, dir, MEMTXATTRS_UNSPECIFIED);
     *len = p ? l : 0;
     if (p) {
