@@ -151,11 +151,16 @@ const PvrdmaHostOps fh_ops = {
 
 void fh_init(FakeHost *h)
 {
+    fh_init_size(h, FH_RAM_SIZE);
+}
+
+void fh_init_size(FakeHost *h, uint64_t size)
+{
     static const uint8_t mac[6] = { 0x00, 0x50, 0x56, 0xaa, 0xbb, 0xcc };
 
     memset(h, 0, sizeof(*h));
     h->base = FH_RAM_BASE;
-    h->size = FH_RAM_SIZE;
+    h->size = size;
     h->ram = g_malloc0(h->size);
     h->next_free = h->base;
     h->maps = g_array_new(FALSE, FALSE, sizeof(FhMapping));

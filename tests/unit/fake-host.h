@@ -45,6 +45,8 @@ typedef struct FakeHost {
 extern const PvrdmaHostOps fh_ops;
 
 void fh_init(FakeHost *h);
+/* The same with 'size' bytes of guest RAM (the fuzzer keeps it small). */
+void fh_init_size(FakeHost *h, uint64_t size);
 void fh_fini(FakeHost *h);
 /* Allocate n contiguous zeroed guest pages; returns their gpa. */
 uint64_t fh_alloc(FakeHost *h, uint32_t n);
