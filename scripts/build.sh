@@ -70,7 +70,8 @@ if [ -f "$q/pc-bios/optionrom/config.mak" ]; then
     make -s -C "$q/pc-bios/optionrom" >/dev/null
 fi
 if [ $# -eq 0 ]; then
-    set -- qemu-system-x86_64 tests/qtest/pvrdma-test
+    set -- qemu-system-x86_64 tests/qtest/pvrdma-test \
+        tests/qtest/pvrdma-hostile-test
 fi
 ninja -C "$q" "$@"
 

@@ -50,16 +50,23 @@ for s in $suites; do
         tap_count build/unit.log "unit: "
         ;;
     qtest)
-        bin=build/qemu/tests/qtest/pvrdma-test
-        export QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64
-        # one process per case, so one failure cannot hide the others
-        for p in $("$bin" -l | grep '^/'); do
-            if timeout 120 "$bin" --tap -p "$p" > build/qtest-case.log 2>&1 &&
-               grep -q '^ok ' build/qtest-case.log; then
-                ok "qtest: $p"
-            else
-                bad "qtest: $p" "$(grep -m1 'ERROR\|not ok\|Bail' build/qtest-case.log)"
-            fi
+        # every pvrdma qtest binary (PVRDMA_QEMU_BUILD: another build, e.g.
+        # the sanitizer build), one process per case, so one failure cannot
+        # hide the others
+        qb=${PVRDMA_QEMU_BUILD:-build/qemu}
+        export QTEST_QEMU_BINARY=$qb/qemu-system-x86_64
+        for bin in "$qb"/tests/qtest/pvrdma-*test; do
+            [ -x "$bin" ] || { bad "qtest: $bin" "not built"; continue; }
+            for p in $("$bin" -l | grep '^/'); do
+                if timeout "${PVRDMA_QTEST_TIMEOUT:-120}" "$bin" --tap -p "$p" \
+                       > build/qtest-case.log 2>&1 &&
+                   grep -q '^ok ' build/qtest-case.log; then
+                    ok "qtest: $p"
+                else
+                    bad "qtest: $p" "$(grep -m1 'ERROR\|not ok\|Bail\|SUMMARY' build/qtest-case.log)"
+                    cp build/qtest-case.log "build/qtest-fail-$(echo "$p" | tr / _).log"
+                fi
+            done
         done
         ;;
     cmdline)
