@@ -192,6 +192,19 @@ static void pvrdma_run(void *opaque)
     pvrdma_core_run(&s->core);
 }
 
+/*
+ * The delayed kick only schedules the bottom half: the core must run with
+ * the device's re-entrancy guard engaged (qemu_bh_new_guarded), or an
+ * interrupt it raises could reach the device's own BARs (a guest can aim
+ * MSI-X there) and reset it under the run loop.
+ */
+static void pvrdma_timer(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
+}
+
 /* ------------------------------------------------------------------ */
 /* BARs                                                                */
 
@@ -306,7 +319,7 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
 
     s->bh = qemu_bh_new_guarded(pvrdma_run, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
-    s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_run, s);
+    s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_timer, s);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
     mac = qemu_mac_strdup_printf(nic->conf.macaddr.a);
     trace_pvrdma_realize(mac);
