@@ -1606,6 +1606,174 @@ static void test_pdir_mmio(void)
     qpvrdma_stop(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* MSI-X vectors aimed at the device's own registers                   */
+
+static void test_msix_at_own_registers(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    uint64_t regs = bar_addr(d, PVRDMA_BAR_REGS);
+    struct pvrdma_qp_attr a = { .rnr_retry = 1 };
+    uint64_t buf;
+    uint32_t key;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    /* RNR retries run out after a few ms of virtual time: a timer */
+    g_assert_cmpuint(qpvrdma_modify_qp(d, p.a.handle, PVRDMA_QP_RNR_RETRY,
+                                       &a), ==, 0);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
+                      PVRDMA_UAR_CQ_ARM | p.cq.handle);
+    /* every vector now writes RESET into CTL, as a guest may program */
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        qpvrdma_msix_vector(d, v, regs + PVRDMA_REG_CTL,
+                            PVRDMA_DEVICE_CTL_RESET);
+    }
+    /* no receive posted: the send fails from the RNR timer, and its */
+    /* completion raises the CQ vector while the QP is being served */
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
+    qtest_clock_step(d->qts, 2000000000LL);
+    /* the device did not reset itself from inside its own work */
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-qp"), ==, 2);
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        qpvrdma_msix_vector(d, v, d->msix_addr + 4 * v, 0x5a5a0000u | v);
+    }
+    qpvrdma_expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_RNR_RETRY_EXC_ERR, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Create/destroy cycles of every object type, activate/reset cycles   */
+/* (PVRDMA_LEAK_CYCLES / PVRDMA_LEAK_RESETS; scripts/leakcheck.sh runs */
+/* 1000 / 100 under valgrind, make check a few)                        */
+
+static unsigned env_count(const char *name, unsigned def)
+{
+    const char *v = g_getenv(name);
+
+    return v ? (unsigned)g_ascii_strtoull(v, NULL, 10) : def;
+}
+
+static void test_leak_cycles(void)
+{
+    unsigned cycles = env_count("PVRDMA_LEAK_CYCLES", 10);
+    unsigned resets = env_count("PVRDMA_LEAK_RESETS", 3);
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    uint64_t uar = bar_addr(d, PVRDMA_BAR_UAR);
+    uint64_t buf = qpvrdma_alloc(d, 4 * 4096);
+    QPvrdmaRing cqr, qpr, srqr;
+    QPvrdmaCounts before;
+    union pvrdma_cmd_resp r;
+    uint32_t pd, cq;
+
+    qpvrdma_ring_alloc(d, &cqr, 2);
+    qpvrdma_ring_alloc(d, &qpr, 3);
+    qpvrdma_ring_alloc(d, &srqr, 2);
+    pd = qpvrdma_create_pd(d, 0);
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&cqr, 64);
+
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        cq = r.create_cq_resp.cq_handle;
+    }
+    qpvrdma_counts(d, &before);
+    for (unsigned i = 0; i < cycles; i++) {
+        struct pvrdma_cmd_create_uc uc = { .hdr.cmd = PVRDMA_CMD_CREATE_UC,
+                                           .pfn64 = (uar >> 12) + 1 };
+        struct pvrdma_cmd_create_cq c = cq_req(&cqr, 64);
+        struct pvrdma_cmd_create_qp q = qp_req(&qpr, pd, cq, 16, 1);
+        struct pvrdma_cmd_create_srq s = srq_req(&srqr, pd, 16, 1);
+        struct pvrdma_cmd_create_mr m = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                          .pd_handle = pd,
+                                          .access_flags =
+                                              PVRDMA_ACCESS_LOCAL_WRITE };
+        struct pvrdma_cmd_create_bind b = { .hdr.cmd =
+                                            PVRDMA_CMD_CREATE_BIND,
+                                            .index = i % 16,
+                                            .gid_type =
+                                            PVRDMA_GID_TYPE_FLAG_ROCE_V2 };
+        struct pvrdma_cmd_destroy_bind db = { .hdr.cmd =
+                                              PVRDMA_CMD_DESTROY_BIND,
+                                              .index = i % 16 };
+        uint32_t h;
+
+        qpvrdma_cmd_ok(d, &uc, sizeof(uc), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_UC,
+                                         r.create_uc_resp.ctx_handle), ==, 0);
+        h = qpvrdma_create_pd(d, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD, h), ==, 0);
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                         r.create_cq_resp.cq_handle), ==, 0);
+        q.total_chunks = 3;
+        for (int t = 0; t < 2; t++) {
+            q.qp_type = t ? PVRDMA_QPT_UD : PVRDMA_QPT_RC;
+            qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+            g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP,
+                                             r.create_qp_resp_v2.qp_handle),
+                             ==, 0);
+        }
+        s.nchunks = 2;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ,
+                                         r.create_srq_resp.srqn), ==, 0);
+        /* user MR over parts of 4 pages, DMA MR, FRMR */
+        h = qpvrdma_create_mr(d, pd, buf + 100, 3 * 4096, 0) >> 8;
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, h), ==, 0);
+        m.flags = PVRDMA_MR_FLAG_DMA;
+        qpvrdma_cmd_ok(d, &m, sizeof(m), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                         r.create_mr_resp.mr_handle), ==, 0);
+        m.flags = PVRDMA_MR_FLAG_FRMR;
+        m.nchunks = 128;
+        qpvrdma_cmd_ok(d, &m, sizeof(m), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                         r.create_mr_resp.mr_handle), ==, 0);
+        memcpy(b.new_gid, qpvrdma_test_gid, 16);
+        memcpy(db.dest_gid, qpvrdma_test_gid, 16);
+        qpvrdma_cmd_ok(d, &b, sizeof(b), &r);
+        qpvrdma_cmd_ok(d, &db, sizeof(db), &r);
+    }
+    qpvrdma_assert_counts(d, &before);
+    /* activate / reset, with objects alive at each reset */
+    for (unsigned i = 0; i < resets; i++) {
+        struct pvrdma_cmd_create_srq s = srq_req(&srqr, 0, 16, 1);
+        QPvrdmaCq c;
+        QPvrdmaQp qp;
+
+        qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 0);
+        qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        pd = qpvrdma_create_pd(d, 0);
+        qpvrdma_create_cq(d, &c, 64);
+        qpvrdma_create_qp(d, &qp, pd, c.handle, c.handle, PVRDMA_QPT_RC, 16,
+                          0);
+        qpvrdma_create_mr(d, pd, buf, 4096, 0);
+        s.pd_handle = pd;
+        s.nchunks = 2;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        qpvrdma_bind_gid(d, 0);
+        qpvrdma_ring_free(&c.ring);
+        qpvrdma_ring_free(&qp.ring);
+    }
+    qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    qpvrdma_counts(d, &before);
+    g_assert_cmpuint(before.uc + before.pd + before.mr + before.cq +
+                     before.qp + before.srq + before.mapped, ==, 0);
+    qpvrdma_ring_free(&cqr);
+    qpvrdma_ring_free(&qpr);
+    qpvrdma_ring_free(&srqr);
+    qpvrdma_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1641,5 +1809,8 @@ int main(int argc, char **argv)
                    test_reset_during_traffic);
     qtest_add_func("/pvrdma/hostile/garbage-indices", test_garbage_indices);
     qtest_add_func("/pvrdma/hostile/pdir-mmio", test_pdir_mmio);
+    qtest_add_func("/pvrdma/hostile/msix-at-own-registers",
+                   test_msix_at_own_registers);
+    qtest_add_func("/pvrdma/hostile/leak-cycles", test_leak_cycles);
     return g_test_run();
 }

@@ -11,24 +11,28 @@
 
 #define MSIX_DATA_MAGIC 0x5a5a0000u
 
-static void qpvrdma_msix_setup(QPvrdma *d)
+void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
+                         uint32_t data)
 {
     QPCIDevice *dev = d->dev;
+    uint64_t off = dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
 
-    qpci_msix_enable(dev);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_LOWER_ADDR, addr & ~0u);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
+    qpci_io_writel(dev, dev->msix_table_bar, off + PCI_MSIX_ENTRY_DATA,
+                   data);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+}
+
+static void qpvrdma_msix_setup(QPvrdma *d)
+{
+    qpci_msix_enable(d->dev);
     d->msix_addr = qpvrdma_alloc(d, 4096);
     for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
-        uint64_t off = dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
-        uint64_t addr = d->msix_addr + 4 * v;
-
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_LOWER_ADDR, addr & ~0u);
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_DATA, MSIX_DATA_MAGIC | v);
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+        qpvrdma_msix_vector(d, v, d->msix_addr + 4 * v, MSIX_DATA_MAGIC | v);
     }
 }
 

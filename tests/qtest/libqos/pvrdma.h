@@ -35,6 +35,9 @@ typedef struct QPvrdmaRing {
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...) G_GNUC_PRINTF(1, 2);
 void qpvrdma_stop(QPvrdma *d);
 
+/* Point MSI-X vector v at addr with data (what a guest may do). */
+void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
+                         uint32_t data);
 /* system_reset, then what firmware and the driver redo: BARs, MSI-X. */
 void qpvrdma_system_reset(QPvrdma *d);
 
