@@ -1607,6 +1607,64 @@ static void test_pdir_mmio(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* A CQ resized in place: the device must use the new geometry          */
+
+static void test_resize_cq_geometry(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_cmd_resize_cq rc = { .hdr.cmd = PVRDMA_CMD_RESIZE_CQ,
+                                       .cqe = 128 };
+    struct pvrdma_cmd_create_cq c;
+    union pvrdma_cmd_resp r;
+    struct pvrdma_cqe e;
+    QPvrdmaCq cq;
+    QPvrdmaQp a, b;
+    uint64_t buf;
+    uint32_t pd, key;
+
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    /* 64 entries in pages that can hold 128 (one spare page is allowed) */
+    memset(&cq, 0, sizeof(cq));
+    qpvrdma_ring_alloc(d, &cq.ring, 3);
+    c = cq_req(&cq.ring, 64);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    cq.handle = rc.cq_handle = r.create_cq_resp.cq_handle;
+    qpvrdma_cmd_ok(d, &rc, sizeof(rc), &r);
+    g_assert_cmpuint(r.resize_cq_resp.cqe, ==, 128);
+    cq.cqe = 128;
+    qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 64, 0);
+    qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 64, 0);
+    qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+    qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                            PVRDMA_ACCESS_REMOTE_WRITE);
+    /* 100 completions outstanding fit a 128-entry CQ */
+    for (int i = 0; i < 100; i++) {
+        qpvrdma_send_wr(d, &a, PVRDMA_WR_RDMA_WRITE, i, buf, 8, key,
+                        buf + 64, key);
+        if (i % 50 == 49) {
+            qtest_clock_step(d->qts, 100);
+        }
+    }
+    for (int i = 0; i < 100; i++) {
+        g_assert(qpvrdma_poll_cq(d, &cq, &e));
+        g_assert_cmpuint(e.wr_id, ==, i);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    }
+    /* and the indices wrap at 2N = 256, as the driver's do */
+    for (int i = 100; i < 300; i++) {
+        qpvrdma_send_wr(d, &a, PVRDMA_WR_RDMA_WRITE, i, buf, 8, key,
+                        buf + 64, key);
+        qpvrdma_expect_cqe(d, &cq, i, PVRDMA_WC_RDMA_WRITE,
+                           PVRDMA_WC_SUCCESS, 8);
+    }
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_ASYNC));
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
 /* MSI-X vectors aimed at the device's own registers                   */
 
 static void test_msix_at_own_registers(void)
@@ -1809,6 +1867,8 @@ int main(int argc, char **argv)
                    test_reset_during_traffic);
     qtest_add_func("/pvrdma/hostile/garbage-indices", test_garbage_indices);
     qtest_add_func("/pvrdma/hostile/pdir-mmio", test_pdir_mmio);
+    qtest_add_func("/pvrdma/hostile/resize-cq-geometry",
+                   test_resize_cq_geometry);
     qtest_add_func("/pvrdma/hostile/msix-at-own-registers",
                    test_msix_at_own_registers);
     qtest_add_func("/pvrdma/hostile/leak-cycles", test_leak_cycles);
