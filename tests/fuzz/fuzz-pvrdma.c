@@ -89,6 +89,63 @@ static void check_no_mappings(Fz *f)
     }
 }
 
+/*
+ * Ring invariants the core relies on: the geometry fits the mapped pages,
+ * the index period and slot count follow nelems (pvrdma_ring_init), and
+ * the device's own index lies inside the period.
+ */
+static void check_ring(const PvrdmaRing *r)
+{
+    uint32_t period = 1;
+
+    if (!r->page) {
+        return;
+    }
+    while ((((r->nelems << 1) - 1) & period) && period < (1u << 25)) {
+        period <<= 1;
+    }
+    if (!r->nelems || r->period != period || r->slots != period / 2 ||
+        r->priv >= r->period ||
+        (uint64_t)r->nelems * r->elem_size >
+        (uint64_t)(r->npages - r->first_page) * FH_PAGE) {
+        fprintf(stderr, "pvrdma fuzz: %s ring broken: nelems %u elem %u "
+                "pages %u/%u period %u slots %u priv %u\n", r->name,
+                r->nelems, r->elem_size, r->first_page, r->npages,
+                r->period, r->slots, r->priv);
+        abort();
+    }
+}
+
+static void check_invariants(Fz *f)
+{
+    PvrdmaCore *c = &f->c;
+
+    check_ring(&c->async_ring);
+    check_ring(&c->cqn_ring);
+    for (uint32_t h = 0; h < c->cq.size; h++) {
+        PvrdmaCQ *cq = c->cq.slot[h];
+
+        if (cq) {
+            check_ring(&cq->ring);
+        }
+    }
+    for (uint32_t h = 0; h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (qp) {
+            check_ring(&qp->sq);
+            check_ring(&qp->rq);
+        }
+    }
+    for (uint32_t h = 0; h < c->srq.size; h++) {
+        PvrdmaSRQ *srq = c->srq.slot[h];
+
+        if (srq) {
+            check_ring(&srq->ring);
+        }
+    }
+}
+
 /* n contiguous zeroed pages (wrapping: later allocations alias earlier). */
 static uint64_t bump(Fz *f, uint32_t n)
 {
@@ -296,6 +353,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     for (unsigned i = 0; i < FZ_MAX_OPS && in.n; i++) {
         step(&f, &in);
+        check_invariants(&f);
     }
     /* let queued work finish, as the bottom half would */
     for (unsigned i = 0; i < 64; i++) {
