@@ -742,6 +742,23 @@ static void test_cve_2021_3607_dsr_ring_pages(void)
         g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
         expect_inactive(d);
     }
+    /* the smallest and the largest rings the device takes: 2 and 64 */
+    for (uint32_t n = 2; n <= 64; n += 62) {
+        QPvrdmaRing ar, cr;
+
+        qpvrdma_ring_alloc(d, &ar, n);
+        qpvrdma_ring_alloc(d, &cr, n);
+        dsr_rings(d, n, ar.pdir, n, cr.pdir);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 2 * n);
+        device_works(d);
+        qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 0);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)d->dsr);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, d->dsr >> 32);
+        qpvrdma_ring_free(&ar);
+        qpvrdma_ring_free(&cr);
+    }
     dsr_rings(d, 4, d->async_pdir, 4, d->cq_pdir);
     g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
     device_works(d);
