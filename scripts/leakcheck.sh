@@ -46,7 +46,8 @@ lost() { # log -> "total pvrdma"
 run() { # name case cycles resets
     local t0=$(date +%s) st log
     rm -f "$out"/vg.*.log
-    PVRDMA_LEAK_CYCLES=$3 PVRDMA_LEAK_RESETS=$4 timeout 3600 \
+    PVRDMA_LEAK_CYCLES=$3 PVRDMA_LEAK_RESETS=$4 PVRDMA_REALIZE_ROUNDS=50 \
+        timeout 3600 \
         "$bin" --tap -p "$2" > "$out/$1.tap" 2>&1
     st=$?
     log=$(ls "$out"/vg.*.log | head -1)
