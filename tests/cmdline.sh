@@ -80,8 +80,8 @@ t max-rd-atomic-zero 1 'max-rd-atomic must be between 1 and 255' \
     $nic -device pvrdma,addr=4.1,max-rd-atomic=0
 t max-rd-atomic-huge 1 'max-rd-atomic must be between 1 and 255' \
     $nic -device pvrdma,addr=4.1,max-rd-atomic=256
-t max-ah-zero 1 'max-ah must be between 1' \
-    $nic -device pvrdma,addr=4.1,max-ah=0
+t counter-not-writable 1 "Property 'pvrdma.x-mapped' is not writable" \
+    $nic -device pvrdma,addr=4.1,x-mapped=3
 t gid-table-len-huge 1 'gid-table-len must be between 1 and 256' \
     $nic -device pvrdma,addr=4.1,gid-table-len=257
 t roce-version-0 1 'roce-version must be 1 or 2' \
