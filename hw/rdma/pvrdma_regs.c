@@ -55,10 +55,6 @@ const char *pvrdma_limits_check(const PvrdmaLimits *l)
     if (l->max_pd < 2 || l->max_pd > PVRDMA_HARD_MAX_PD) {
         return "max-pd must be between 2 and 65536";
     }
-    if (l->max_ah < 1) {
-        /* the driver refuses every address handle: no UD, no RDMA CM */
-        return "max-ah must be between 1 and 4294967295";
-    }
     if (l->max_srq > PVRDMA_HARD_MAX_SRQ || l->max_srq == 1) {
         return "max-srq must be 0 (no SRQs) or between 2 and 65536";
     }
