@@ -328,10 +328,8 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
                                               ms->ram_size / MiB);
 
         error_setg(errp, "pvrdma: rendezvous needs guest RAM that other "
-                   "QEMU processes can map");
-        error_append_hint(errp, "Add -object memory-backend-memfd,id=mem,"
-                          "size=%s,share=on -machine memory-backend=mem\n",
-                          sz);
+                   "QEMU processes can map: add -object memory-backend-memfd,"
+                   "id=mem,size=%s,share=on -machine memory-backend=mem", sz);
         return false;
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);

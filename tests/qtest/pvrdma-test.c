@@ -1659,7 +1659,7 @@ typedef struct Peer {
 static uint32_t peer_count(QPvrdma *d)
 {
     QDict *r = qtest_qmp(d->qts, "{ 'execute': 'qom-get', 'arguments': "
-                         "{ 'path': '/machine/peripheral/rdma0', "
+                         "{ 'path': '/machine/peripheral/pvrdma0', "
                          "'property': 'peers' } }");
     uint32_t n;
 
@@ -1698,7 +1698,7 @@ static void wait_peers(QPvrdma *d, uint32_t n)
 static void peer_start(Peer *p, const char *dir, unsigned i)
 {
     g_autofree char *extra = g_strdup_printf(
-        ",id=rdma0,rendezvous=%s -m 128M -machine memory-backend=mem "
+        ",rendezvous=%s -m 128M -machine memory-backend=mem "
         "-object memory-backend-memfd,id=mem,size=128M,share=on", dir);
 
     memset(p, 0, sizeof(*p));
