@@ -45,6 +45,7 @@ struct PvrdmaState {
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
     PvrdmaTransport *coresident;
+    GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
     PvrdmaCore core;
     uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
@@ -272,10 +273,62 @@ static const MemoryRegionOps pvrdma_uar_ops = {
 /* ------------------------------------------------------------------ */
 /* Co-resident transport                                               */
 
+/*
+ * Transport fd handlers run device code (a peer's request writes our CQs
+ * and raises MSI-X) outside the guarded bottom half: engage the device's
+ * re-entrancy guard around them too, so an MSI-X vector the guest aimed
+ * at our own registers cannot reset the device under the responder.
+ */
+typedef struct PvrdmaFdWatch {
+    PvrdmaState *s;
+    void (*read)(void *);
+    void (*write)(void *);
+    void *arg;
+} PvrdmaFdWatch;
+
+static void pvrdma_fd_call(PvrdmaFdWatch *w, void (*cb)(void *))
+{
+    MemReentrancyGuard *g = &DEVICE(w->s)->mem_reentrancy_guard;
+    bool engaged = g->engaged_in_io;
+
+    g->engaged_in_io = true;
+    cb(w->arg);
+    g->engaged_in_io = engaged;
+}
+
+static void pvrdma_fd_read(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    pvrdma_fd_call(w, w->read);
+}
+
+static void pvrdma_fd_write(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    pvrdma_fd_call(w, w->write);
+}
+
 static void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                                   void (*write)(void *), void *arg)
 {
-    qemu_set_fd_handler(fd, read, write, arg);
+    PvrdmaState *s = opaque;
+    PvrdmaFdWatch *w;
+
+    if (!read && !write) {
+        qemu_set_fd_handler(fd, NULL, NULL, NULL);
+        g_hash_table_remove(s->fd_watches, GINT_TO_POINTER(fd));
+        return;
+    }
+    w = g_hash_table_lookup(s->fd_watches, GINT_TO_POINTER(fd));
+    if (!w) {
+        w = g_new0(PvrdmaFdWatch, 1);
+        g_hash_table_insert(s->fd_watches, GINT_TO_POINTER(fd), w);
+    }
+    *w = (PvrdmaFdWatch) { s, read, write, arg };
+    qemu_set_fd_handler(fd, read ? pvrdma_fd_read : NULL,
+                        write ? pvrdma_fd_write : NULL, w);
 }
 
 static const PvrdmaLoopOps pvrdma_loop_ops = {
@@ -333,6 +386,7 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
         return false;
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
+    s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     t = pvrdma_coresident_new(&s->core, s->rendezvous,
                               (PvrdmaShmRegion *)regions->data, regions->len,
                               &pvrdma_loop_ops, s, &err);
@@ -439,6 +493,10 @@ static void pvrdma_exit(PCIDevice *pdev)
     }
     pvrdma_core_fini(&s->core);
     s->coresident = NULL;     /* freed with the core */
+    if (s->fd_watches) {
+        g_hash_table_destroy(s->fd_watches);   /* every fd was unwatched */
+        s->fd_watches = NULL;
+    }
     qemu_bh_delete(s->bh);
     timer_free(s->timer);
     msi_uninit(pdev);

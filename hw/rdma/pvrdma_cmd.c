@@ -729,6 +729,7 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_table_remove(&c->qp, qp->handle);
     }
     pvrdma_qp_gone(c, qp->qpn);
+    pvrdma_qp_set_rnr_wait(c, qp, false);
     pvrdma_ring_free(c, &qp->sq);
     pvrdma_ring_free(c, &qp->rq);
     g_free(qp->slot);
