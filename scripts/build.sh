@@ -1,6 +1,7 @@
 #!/bin/sh
 # Build QEMU 10.0 (Debian's source package) with the pvrdma device overlaid.
 #   scripts/build.sh [ninja targets...]
+#   PVRDMA_SANITIZE=1 scripts/build.sh   clang, ASan + UBSan, in build/qemu-asan
 # Incremental: the source is fetched once, the hook patch applied once, our
 # files copied only when they changed, configure run only when its options
 # changed.  Everything lives under build/ (git-ignored).
@@ -56,6 +57,12 @@ opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
  --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
  ${PVRDMA_CONFIGURE_EXTRA:-}"
 q=$b/qemu
+if [ "${PVRDMA_SANITIZE:-0}" = 1 ]; then
+    # same source tree and overlay, another build directory
+    opts="$opts --cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 \
+ --enable-asan --enable-ubsan"
+    q=$b/qemu-asan
+fi
 stamp="cfg3 $opts"     # bump cfgN when the way we configure changes
 if [ ! -f "$q/build.ninja" ] || [ "$(cat "$q/.pvrdma-opts" 2>/dev/null)" != "$stamp" ]; then
     rm -rf "$q"; mkdir -p "$q"
@@ -70,7 +77,8 @@ if [ -f "$q/pc-bios/optionrom/config.mak" ]; then
     make -s -C "$q/pc-bios/optionrom" >/dev/null
 fi
 if [ $# -eq 0 ]; then
-    set -- qemu-system-x86_64 tests/qtest/pvrdma-test
+    set -- qemu-system-x86_64 tests/qtest/pvrdma-test \
+        tests/qtest/pvrdma-hostile-test
 fi
 ninja -C "$q" "$@"
 
@@ -78,5 +86,6 @@ ninja -C "$q" "$@"
 fw=$q/qemu-bundle/usr/local/share/qemu
 mkdir -p "$fw"
 for f in /usr/share/seabios/* /usr/lib/ipxe/qemu/* "$q"/pc-bios/optionrom/*.bin; do
+    [ -e "$f" ] || continue     # a pattern that matched nothing
     [ -e "$fw/$(basename "$f")" ] || ln -s "$f" "$fw/$(basename "$f")"
 done

@@ -37,7 +37,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
     python3 python3-venv python3-setuptools dpkg-dev xz-utils \
     libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
     libibverbs-dev libibumad-dev librdmacm-dev \
-    seabios ipxe-qemu cpio busybox-static kmod gcc-multilib
+    seabios ipxe-qemu cpio busybox-static kmod gcc-multilib \
+    clang-14 libclang-rt-14-dev valgrind
 $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 touch "$stamp"

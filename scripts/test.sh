@@ -2,7 +2,11 @@
 # The project's test command (README, .ci/run): builds what is needed, then
 # runs unit tests, qtests, command-line checks and real-guest tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
-#   scripts/test.sh [unit|qtest|cmdline|guest]...   (default: all)
+#   scripts/test.sh [unit|qtest|cmdline|guest|asan]...
+# Default: unit qtest cmdline guest, plus asan with PVRDMA_CHECK_ASAN=1
+# (CI).  asan builds QEMU with clang ASan+UBSan in build/qemu-asan (about
+# 15-18 minutes cold on 2 cores) and runs the qtests against it, with
+# LeakSanitizer on for QEMU.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -12,9 +16,31 @@ ok()   { pass=$((pass + 1)); echo "ok $1${2:+ ($2)}"; }
 bad()  { fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1${2:+: $2}"; }
 skp()  { skip=$((skip + 1)); echo "skip $1${2:+: $2}"; }
 
-suites=${*:-unit qtest cmdline guest}
+default_suites="unit qtest cmdline guest"
+[ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="$default_suites asan"
+suites=${*:-$default_suites}
 need_qemu=0
 for s in $suites; do [ "$s" != unit ] && need_qemu=1; done
+
+# Every case of every pvrdma qtest binary of a build, one process per case,
+# so one failure cannot hide the others.
+run_qtests() { # prefix build-dir qemu-binary
+    local prefix=$1 qb=$2 bin p log
+    export QTEST_QEMU_BINARY=$3
+    for bin in "$qb"/tests/qtest/pvrdma-*test; do
+        [ -x "$bin" ] || { bad "$prefix: $bin" "not built"; continue; }
+        for p in $("$bin" -l | grep '^/'); do
+            log=build/$prefix-case.log
+            if timeout "${PVRDMA_QTEST_TIMEOUT:-120}" "$bin" --tap -p "$p" \
+                   > "$log" 2>&1 && grep -q '^ok ' "$log"; then
+                ok "$prefix: $p"
+            else
+                bad "$prefix: $p" "$(grep -m1 'ERROR\|not ok\|Bail\|SUMMARY' "$log")"
+                cp "$log" "build/$prefix-fail-$(echo "$p" | tr / _).log"
+            fi
+        done
+    done
+}
 
 # TAP lines from a log into our counters
 tap_count() { # file prefix
@@ -50,17 +76,33 @@ for s in $suites; do
         tap_count build/unit.log "unit: "
         ;;
     qtest)
-        bin=build/qemu/tests/qtest/pvrdma-test
-        export QTEST_QEMU_BINARY=build/qemu/qemu-system-x86_64
-        # one process per case, so one failure cannot hide the others
-        for p in $("$bin" -l | grep '^/'); do
-            if timeout 120 "$bin" --tap -p "$p" > build/qtest-case.log 2>&1 &&
-               grep -q '^ok ' build/qtest-case.log; then
-                ok "qtest: $p"
-            else
-                bad "qtest: $p" "$(grep -m1 'ERROR\|not ok\|Bail' build/qtest-case.log)"
-            fi
-        done
+        run_qtests qtest build/qemu build/qemu/qemu-system-x86_64
+        ;;
+    asan)
+        t0=$(date +%s)
+        if ! PVRDMA_SANITIZE=1 scripts/build.sh > build/build-asan.log 2>&1; then
+            tail -30 build/build-asan.log
+            bad asan-build "PVRDMA_SANITIZE=1 scripts/build.sh failed (build/build-asan.log)"
+            continue
+        fi
+        echo "# sanitizer build: $(( $(date +%s) - t0 )) s"
+        # Halt on the first UBSan report.  LeakSanitizer is on for QEMU
+        # only (a wrapper): the test programs' own leaks do not matter,
+        # and a QEMU leak makes it exit non-zero, which fails the case.
+        w=build/qemu-asan/lsan-wrap
+        mkdir -p "$w"
+        printf '%s\n' '#!/bin/sh' \
+            "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \\" \
+            "LSAN_OPTIONS=suppressions=$top/scripts/lsan.supp \\" \
+            "    exec $top/build/qemu-asan/qemu-system-x86_64 \"\$@\"" \
+            > "$w/qemu-system-x86_64"
+        chmod +x "$w/qemu-system-x86_64"
+        t0=$(date +%s)
+        ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} \
+        UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        PVRDMA_QTEST_TIMEOUT=600 \
+            run_qtests asan build/qemu-asan "$w/qemu-system-x86_64"
+        echo "# sanitizer qtests: $(( $(date +%s) - t0 )) s"
         ;;
     cmdline)
         bash tests/cmdline.sh > build/cmdline.log 2>&1

@@ -45,22 +45,48 @@ struct PvrdmaState {
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
     PvrdmaTransport *coresident;
+    GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
     PvrdmaCore core;
+    uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
 };
 
 /* ------------------------------------------------------------------ */
 /* Host services for the core                                          */
 
+/*
+ * How many bytes from gpa are guest RAM the device may access (0: none).
+ * MMIO (the device's own BARs among it), RAM devices, unassigned space and,
+ * for writes, ROM are refused: the core's DMA only ever reaches RAM.
+ */
+static hwaddr pvrdma_ram_run(void *opaque, uint64_t gpa, hwaddr len,
+                             bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
+    hwaddr xlat, tl = len;
+    MemoryRegion *mr;
+
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(as, gpa, &xlat, &tl, is_write,
+                                 MEMTXATTRS_UNSPECIFIED);
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        (is_write && mr->readonly)) {
+        return 0;
+    }
+    return MIN(tl, len);
+}
+
 static bool pvrdma_dma_read(void *opaque, uint64_t gpa, void *buf, size_t len)
 {
-    return pci_dma_read(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
+    return pvrdma_ram_run(opaque, gpa, len, false) == len &&
+           pci_dma_read(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
 }
 
 static bool pvrdma_dma_write(void *opaque, uint64_t gpa, const void *buf,
                              size_t len)
 {
-    return pci_dma_write(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
+    return pvrdma_ram_run(opaque, gpa, len, true) == len &&
+           pci_dma_write(PCI_DEVICE(opaque), gpa, buf, len) == MEMTX_OK;
 }
 
 /* Map guest RAM only: MMIO or unassigned addresses are refused. */
@@ -70,23 +96,18 @@ static void *pvrdma_map(void *opaque, uint64_t gpa, uint64_t *len,
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
     DMADirection dir = is_write ? DMA_DIRECTION_FROM_DEVICE :
                                   DMA_DIRECTION_TO_DEVICE;
-    dma_addr_t l = *len;
-    hwaddr xlat, tl = *len;
-    MemoryRegion *mr;
+    dma_addr_t l = pvrdma_ram_run(opaque, gpa, *len, is_write);
     void *p;
 
-    {
-        RCU_READ_LOCK_GUARD();
-        mr = address_space_translate(as, gpa, &xlat, &tl, is_write,
-                                     MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (is_write && mr->readonly)) {
-            return NULL;
-        }
+    if (!l) {
+        *len = 0;
+        return NULL;
     }
-    l = MIN(l, tl);
     p = dma_memory_map(as, gpa, &l, dir, MEMTXATTRS_UNSPECIFIED);
     *len = p ? l : 0;
+    if (p) {
+        PVRDMA(opaque)->mapped++;
+    }
     return p;
 }
 
@@ -94,6 +115,7 @@ static void pvrdma_unmap(void *opaque, void *host, uint64_t len, bool is_write)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
 
+    PVRDMA(opaque)->mapped--;
     dma_memory_unmap(as, host, len,
                      is_write ? DMA_DIRECTION_FROM_DEVICE :
                                 DMA_DIRECTION_TO_DEVICE,
@@ -182,6 +204,19 @@ static void pvrdma_run(void *opaque)
     pvrdma_core_run(&s->core);
 }
 
+/*
+ * The delayed kick only schedules the bottom half: the core must run with
+ * the device's re-entrancy guard engaged (qemu_bh_new_guarded), or an
+ * interrupt it raises could reach the device's own BARs (a guest can aim
+ * MSI-X there) and reset it under the run loop.
+ */
+static void pvrdma_timer(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
+}
+
 /* ------------------------------------------------------------------ */
 /* BARs                                                                */
 
@@ -238,10 +273,62 @@ static const MemoryRegionOps pvrdma_uar_ops = {
 /* ------------------------------------------------------------------ */
 /* Co-resident transport                                               */
 
+/*
+ * Transport fd handlers run device code (a peer's request writes our CQs
+ * and raises MSI-X) outside the guarded bottom half: engage the device's
+ * re-entrancy guard around them too, so an MSI-X vector the guest aimed
+ * at our own registers cannot reset the device under the responder.
+ */
+typedef struct PvrdmaFdWatch {
+    PvrdmaState *s;
+    void (*read)(void *);
+    void (*write)(void *);
+    void *arg;
+} PvrdmaFdWatch;
+
+static void pvrdma_fd_call(PvrdmaFdWatch *w, void (*cb)(void *))
+{
+    MemReentrancyGuard *g = &DEVICE(w->s)->mem_reentrancy_guard;
+    bool engaged = g->engaged_in_io;
+
+    g->engaged_in_io = true;
+    cb(w->arg);
+    g->engaged_in_io = engaged;
+}
+
+static void pvrdma_fd_read(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    pvrdma_fd_call(w, w->read);
+}
+
+static void pvrdma_fd_write(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    pvrdma_fd_call(w, w->write);
+}
+
 static void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                                   void (*write)(void *), void *arg)
 {
-    qemu_set_fd_handler(fd, read, write, arg);
+    PvrdmaState *s = opaque;
+    PvrdmaFdWatch *w;
+
+    if (!read && !write) {
+        qemu_set_fd_handler(fd, NULL, NULL, NULL);
+        g_hash_table_remove(s->fd_watches, GINT_TO_POINTER(fd));
+        return;
+    }
+    w = g_hash_table_lookup(s->fd_watches, GINT_TO_POINTER(fd));
+    if (!w) {
+        w = g_new0(PvrdmaFdWatch, 1);
+        g_hash_table_insert(s->fd_watches, GINT_TO_POINTER(fd), w);
+    }
+    *w = (PvrdmaFdWatch) { s, read, write, arg };
+    qemu_set_fd_handler(fd, read ? pvrdma_fd_read : NULL,
+                        write ? pvrdma_fd_write : NULL, w);
 }
 
 static const PvrdmaLoopOps pvrdma_loop_ops = {
@@ -294,13 +381,12 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
                                               ms->ram_size / MiB);
 
         error_setg(errp, "pvrdma: rendezvous needs guest RAM that other "
-                   "QEMU processes can map");
-        error_append_hint(errp, "Add -object memory-backend-memfd,id=mem,"
-                          "size=%s,share=on -machine memory-backend=mem\n",
-                          sz);
+                   "QEMU processes can map: add -object memory-backend-memfd,"
+                   "id=mem,size=%s,share=on -machine memory-backend=mem", sz);
         return false;
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
+    s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     t = pvrdma_coresident_new(&s->core, s->rendezvous,
                               (PvrdmaShmRegion *)regions->data, regions->len,
                               &pvrdma_loop_ops, s, &err);
@@ -388,7 +474,7 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
 
     s->bh = qemu_bh_new_guarded(pvrdma_run, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
-    s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_run, s);
+    s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_timer, s);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
     if (s->rendezvous && !pvrdma_join(s, errp)) {
         pvrdma_exit(pdev);
@@ -407,6 +493,10 @@ static void pvrdma_exit(PCIDevice *pdev)
     }
     pvrdma_core_fini(&s->core);
     s->coresident = NULL;     /* freed with the core */
+    if (s->fd_watches) {
+        g_hash_table_destroy(s->fd_watches);   /* every fd was unwatched */
+        s->fd_watches = NULL;
+    }
     qemu_bh_delete(s->bh);
     timer_free(s->timer);
     msi_uninit(pdev);
@@ -420,6 +510,34 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
 
     pvrdma_core_reset(&s->core);
     pci_set_irq(PCI_DEVICE(s), 0);
+}
+
+/*
+ * Read-only counters for tests (qom-get): objects per type, guest mappings
+ * held, guest errors seen.  A test that ends where it started has leaked
+ * nothing the device tracks.
+ */
+static void pvrdma_instance_init(Object *obj)
+{
+    PvrdmaState *s = PVRDMA(obj);
+    PvrdmaCore *c = &s->core;
+
+    object_property_add_uint32_ptr(obj, "x-used-uc", &c->uc.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-pd", &c->pd.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-mr", &c->mr.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-cq", &c->cq.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-qp", &c->qp.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-used-srq", &c->srq.used,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint32_ptr(obj, "x-mapped", &s->mapped,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "x-guest-errors", &c->guest_errors,
+                                   OBJ_PROP_FLAG_READ);
 }
 
 static const Property pvrdma_props[] = {
@@ -484,6 +602,7 @@ static const TypeInfo pvrdma_info = {
     .name = TYPE_PVRDMA,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(PvrdmaState),
+    .instance_init = pvrdma_instance_init,
     .class_init = pvrdma_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_CONVENTIONAL_PCI_DEVICE },

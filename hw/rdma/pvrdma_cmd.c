@@ -366,7 +366,10 @@ static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (!pvrdma_ring_guest_cons(&cq->ring, &cons) || cons != cq->ring.priv) {
         return CMD_ERR(c, EBUSY, "RESIZE_CQ: CQ %u not empty", m->cq_handle);
     }
+    /* a power of two: indices in [0, 2N), N slots (pvrdma_ring_init) */
     cq->ring.nelems = m->cqe;
+    cq->ring.period = 2 * m->cqe;
+    cq->ring.slots = m->cqe;
     cq->ring.priv = 0;
     pvrdma_atomic_store(&cq->ring.state->cons_head, 0);
     pvrdma_ring_publish_prod(&cq->ring);
@@ -726,6 +729,7 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_table_remove(&c->qp, qp->handle);
     }
     pvrdma_qp_gone(c, qp->qpn);
+    pvrdma_qp_set_rnr_wait(c, qp, false);
     pvrdma_ring_free(c, &qp->sq);
     pvrdma_ring_free(c, &qp->rq);
     g_free(qp->slot);

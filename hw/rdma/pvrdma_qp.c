@@ -47,6 +47,15 @@ PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key)
     return mr && mr->key == key ? mr : NULL;
 }
 
+/* The head send of qp waits (or stops waiting) for a receive (RNR). */
+void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait)
+{
+    if (qp->rnr_wait != wait) {
+        qp->rnr_wait = wait;
+        c->rnr_waiters += wait ? 1 : -1;
+    }
+}
+
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (!qp->queued) {
@@ -783,7 +792,7 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
 /* The QP just entered the error state. */
 static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    qp->rnr_wait = false;
+    pvrdma_qp_set_rnr_wait(c, qp, false);
     if (qp->is_srq) {
         /* no more receives will be taken from the SRQ for this QP */
         pvrdma_post_async(c, PVRDMA_EVENT_QP_LAST_WQE_REACHED, qp->handle);
@@ -894,7 +903,7 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
             int64_t now = c->ops->now_ms(c->opaque);
 
             if (!qp->rnr_wait) {
-                qp->rnr_wait = true;
+                pvrdma_qp_set_rnr_wait(c, qp, true);
                 /* rnr_retry 7 means retry forever */
                 qp->rnr_deadline = qp->attr.rnr_retry >= 7 ? 0 :
                     now + 10 * (1 + qp->attr.rnr_retry) *
@@ -911,7 +920,7 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
                 break;
             }
         }
-        qp->rnr_wait = false;
+        pvrdma_qp_set_rnr_wait(c, qp, false);
         s = send_slot(qp, qp->sq_head);
         s->wr_id = w.hdr.wr_id;
         s->opcode = w.hdr.opcode;
@@ -940,7 +949,8 @@ void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
  */
 void pvrdma_wake_rnr(PvrdmaCore *c)
 {
-    for (uint32_t h = 0; h < c->qp.size; h++) {
+    /* a receive doorbell must not cost a walk of every QP for nothing */
+    for (uint32_t h = 0; c->rnr_waiters && h < c->qp.size; h++) {
         PvrdmaQP *qp = c->qp.slot[h];
 
         if (qp && qp->rnr_wait) {
@@ -1064,7 +1074,7 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
     qp->sq.priv = 0;
     qp->sq_head = 0;
     qp->rq.priv = 0;
-    qp->rnr_wait = false;
+    pvrdma_qp_set_rnr_wait(c, qp, false);
     memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);
     pvrdma_qp_gone(c, qp->qpn);
 }

@@ -1659,7 +1659,7 @@ typedef struct Peer {
 static uint32_t peer_count(QPvrdma *d)
 {
     QDict *r = qtest_qmp(d->qts, "{ 'execute': 'qom-get', 'arguments': "
-                         "{ 'path': '/machine/peripheral/rdma0', "
+                         "{ 'path': '/machine/peripheral/pvrdma0', "
                          "'property': 'peers' } }");
     uint32_t n;
 
@@ -1698,7 +1698,7 @@ static void wait_peers(QPvrdma *d, uint32_t n)
 static void peer_start(Peer *p, const char *dir, unsigned i)
 {
     g_autofree char *extra = g_strdup_printf(
-        ",id=rdma0,rendezvous=%s -m 128M -machine memory-backend=mem "
+        ",rendezvous=%s -m 128M -machine memory-backend=mem "
         "-object memory-backend-memfd,id=mem,size=128M,share=on", dir);
 
     memset(p, 0, sizeof(*p));
@@ -2003,6 +2003,47 @@ static void test_cr_rnr_timeout(void)
     rm_dir(dir);
 }
 
+/*
+ * A peer's request is served from an fd handler, not the bottom half: with
+ * b's MSI-X vectors aimed at b's own CTL register (data RESET), the
+ * completion it raises must not reset b under the responder.
+ */
+static void test_cr_msix_at_own_registers(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    uint64_t regs;
+    Peer a, b;
+
+    peer_start(&a, dir, 0);
+    peer_start(&b, dir, 1);
+    wait_peers(a.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    regs = qpci_config_readl(b.d->dev, PCI_BASE_ADDRESS_0 +
+                             4 * PVRDMA_BAR_REGS) & ~0xfull;
+    qpvrdma_uar_write(b.d, 0, PVRDMA_UAR_CQ_OFFSET,
+                      PVRDMA_UAR_CQ_ARM | b.cq.handle);
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        qpvrdma_msix_vector(b.d, v, regs + PVRDMA_REG_CTL,
+                            PVRDMA_DEVICE_CTL_RESET);
+    }
+    peer_fill(&a, 0, 64, 4);
+    post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
+    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    /* b did not reset itself: its objects are there */
+    g_assert_cmpuint(qpvrdma_counter(b.d, "x-used-qp"), ==, 1);
+    g_assert_cmpuint(qpvrdma_counter(b.d, "x-used-cq"), ==, 1);
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        qpvrdma_msix_vector(b.d, v, b.d->msix_addr + 4 * v, 0x5a5a0000u | v);
+    }
+    g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_RTS);
+    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    peers_same(&a, 0, &b, 0, 64);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -2039,5 +2080,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
     qtest_add_func("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
     qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
+    qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
+                   test_cr_msix_at_own_registers);
     return g_test_run();
 }

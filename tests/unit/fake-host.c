@@ -159,6 +159,7 @@ const PvrdmaHostOps fh_ops = {
     .now_ms = fh_now_ms,
 };
 
+/* Everything but the guest RAM, which the caller has set up. */
 static void fh_init_common(FakeHost *h)
 {
     static const uint8_t mac[6] = { 0x00, 0x50, 0x56, 0xaa, 0xbb, 0xcc };
@@ -172,13 +173,18 @@ static void fh_init_common(FakeHost *h)
     h->now = 1000;
 }
 
-void fh_init(FakeHost *h)
+void fh_init_size(FakeHost *h, uint64_t size)
 {
     memset(h, 0, sizeof(*h));
-    h->size = FH_RAM_SIZE;
+    h->size = size;
     h->ram = g_malloc0(h->size);
     h->memfd = -1;
     fh_init_common(h);
+}
+
+void fh_init(FakeHost *h)
+{
+    fh_init_size(h, FH_RAM_SIZE);
 }
 
 void fh_init_memfd(FakeHost *h, uint64_t ram_size)

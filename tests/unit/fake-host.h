@@ -68,6 +68,8 @@ extern const PvrdmaLoopOps fh_loop_ops;
 void fh_init(FakeHost *h);
 /* Same, with ram_size bytes of guest RAM in a memfd mapped MAP_SHARED. */
 void fh_init_memfd(FakeHost *h, uint64_t ram_size);
+/* The same with 'size' bytes of guest RAM (the fuzzer keeps it small). */
+void fh_init_size(FakeHost *h, uint64_t size);
 /* Asserts that no fd handler is left registered. */
 void fh_fini(FakeHost *h);
 /* h's RAM as a region peers can map (fh_init_memfd only). */

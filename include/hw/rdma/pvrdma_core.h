@@ -377,6 +377,7 @@ struct PvrdmaCore {
     bool running;
     bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
     bool wake_transports;   /* receives posted: transports' wake() to run */
+    uint32_t rnr_waiters;   /* QPs with rnr_wait set */
 
     /* counters (tests and info) */
     uint64_t guest_errors;
@@ -422,6 +423,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
 void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_wake_rnr(PvrdmaCore *c);

@@ -7,27 +7,32 @@
 #include "libqtest.h"
 #include "libqos/pvrdma.h"
 #include "hw/pci/pci_regs.h"
+#include "qobject/qdict.h"
 
 #define MSIX_DATA_MAGIC 0x5a5a0000u
 
-static void qpvrdma_msix_setup(QPvrdma *d)
+void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
+                         uint32_t data)
 {
     QPCIDevice *dev = d->dev;
+    uint64_t off = dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
 
-    qpci_msix_enable(dev);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_LOWER_ADDR, addr & ~0u);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
+    qpci_io_writel(dev, dev->msix_table_bar, off + PCI_MSIX_ENTRY_DATA,
+                   data);
+    qpci_io_writel(dev, dev->msix_table_bar,
+                   off + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+}
+
+static void qpvrdma_msix_setup(QPvrdma *d)
+{
+    qpci_msix_enable(d->dev);
     d->msix_addr = qpvrdma_alloc(d, 4096);
     for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
-        uint64_t off = dev->msix_table_off + v * PCI_MSIX_ENTRY_SIZE;
-        uint64_t addr = d->msix_addr + 4 * v;
-
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_LOWER_ADDR, addr & ~0u);
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_UPPER_ADDR, addr >> 32);
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_DATA, MSIX_DATA_MAGIC | v);
-        qpci_io_writel(dev, dev->msix_table_bar,
-                       off + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
+        qpvrdma_msix_vector(d, v, d->msix_addr + 4 * v, MSIX_DATA_MAGIC | v);
     }
 }
 
@@ -43,7 +48,8 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
     d->qs = qtest_pc_boot("-nodefaults "
                           "-device vmxnet3,addr=%d.0,multifunction=on,"
                           "romfile=,mac=52:54:00:12:34:56 "
-                          "-device pvrdma,addr=%d.1%s", PVRDMA_TEST_SLOT,
+                          "-device pvrdma,id=pvrdma0,addr=%d.1%s",
+                          PVRDMA_TEST_SLOT,
                           PVRDMA_TEST_SLOT, extra);
     d->qts = d->qs->qts;
     d->dev = qpci_device_find(d->qs->pcibus,
@@ -62,6 +68,16 @@ void qpvrdma_stop(QPvrdma *d)
     g_free(d->dev);
     qtest_shutdown(d->qs);
     g_free(d);
+}
+
+void qpvrdma_system_reset(QPvrdma *d)
+{
+    qtest_system_reset(d->qts);
+    d->dev->msix_enabled = false;
+    qpci_device_enable(d->dev);
+    d->regs = qpci_iomap(d->dev, PVRDMA_BAR_REGS, NULL);
+    d->uar = qpci_iomap(d->dev, PVRDMA_BAR_UAR, NULL);
+    qpvrdma_msix_setup(d);
 }
 
 uint32_t qpvrdma_reg_read(QPvrdma *d, uint32_t reg)
@@ -222,4 +238,377 @@ uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
         g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_RESPONSE));
     }
     return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Verbs objects                                                       */
+
+const uint8_t qpvrdma_test_gid[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1
+};
+
+uint32_t qpvrdma_wqe_stride(size_t hdr, uint32_t sge)
+{
+    uint32_t s = hdr + sizeof(struct pvrdma_sge) * sge, p = 1;
+
+    while (p < s) {
+        p <<= 1;
+    }
+    return p;
+}
+
+void qpvrdma_cmd_ok(QPvrdma *d, const void *req, size_t len,
+                    union pvrdma_cmd_resp *rsp)
+{
+    const struct pvrdma_cmd_hdr *h = req;
+    union pvrdma_cmd_resp tmp;
+    uint32_t err;
+
+    if (!rsp) {
+        rsp = &tmp;
+    }
+    err = qpvrdma_cmd(d, req, len, rsp);
+    g_assert_cmpuint(err, ==, 0);
+    g_assert_cmphex(rsp->hdr.ack, ==, PVRDMA_CMD_RESP(h->cmd));
+    g_assert_cmpuint(rsp->hdr.err, ==, 0);
+}
+
+uint32_t qpvrdma_cmd_fails(QPvrdma *d, const void *req, size_t len)
+{
+    union pvrdma_cmd_resp rsp;
+    uint32_t err = qpvrdma_cmd(d, req, len, &rsp);
+
+    g_assert_cmpuint(err, !=, 0);
+    g_assert_cmpuint(rsp.hdr.err, ==, err);
+    return err;
+}
+
+uint32_t qpvrdma_create_pd(QPvrdma *d, uint32_t ctx)
+{
+    struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD,
+                                      .ctx_handle = ctx };
+    union pvrdma_cmd_resp r;
+
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    return r.create_pd_resp.pd_handle;
+}
+
+void qpvrdma_create_cq(QPvrdma *d, QPvrdmaCq *cq, uint32_t cqe)
+{
+    struct pvrdma_cmd_create_cq c = { .hdr.cmd = PVRDMA_CMD_CREATE_CQ };
+    union pvrdma_cmd_resp r;
+
+    memset(cq, 0, sizeof(*cq));
+    qpvrdma_ring_alloc(d, &cq->ring,
+                       1 + DIV_ROUND_UP(cqe * sizeof(struct pvrdma_cqe),
+                                        PVRDMA_PAGE_SIZE));
+    c.pdir_dma = cq->ring.pdir;
+    c.cqe = cqe;
+    c.nchunks = cq->ring.npages;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    g_assert_cmpuint(r.create_cq_resp.cqe, ==, cqe);
+    cq->handle = r.create_cq_resp.cq_handle;
+    cq->cqe = cqe;
+}
+
+void qpvrdma_create_qp(QPvrdma *d, QPvrdmaQp *qp, uint32_t pd, uint32_t scq,
+                       uint32_t rcq, uint8_t type, uint32_t n, uint32_t srq)
+{
+    struct pvrdma_cmd_create_qp c = { .hdr.cmd = PVRDMA_CMD_CREATE_QP };
+    union pvrdma_cmd_resp r;
+    uint32_t rpages;
+
+    memset(qp, 0, sizeof(*qp));
+    qp->nsend = qp->nrecv = n;
+    qp->sge = 2;
+    qp->srq = srq != 0;
+    qp->sstride = qpvrdma_wqe_stride(sizeof(struct pvrdma_sq_wqe_hdr),
+                                     qp->sge);
+    qp->rstride = qpvrdma_wqe_stride(sizeof(struct pvrdma_rq_wqe_hdr),
+                                     qp->sge);
+    qp->send_chunks = DIV_ROUND_UP(n * qp->sstride, PVRDMA_PAGE_SIZE);
+    rpages = qp->srq ? 0 : DIV_ROUND_UP(n * qp->rstride, PVRDMA_PAGE_SIZE);
+    qpvrdma_ring_alloc(d, &qp->ring, 1 + qp->send_chunks + rpages);
+    c.pdir_dma = qp->ring.pdir;
+    c.pd_handle = pd;
+    c.send_cq_handle = scq;
+    c.recv_cq_handle = rcq;
+    c.srq_handle = srq;
+    c.is_srq = qp->srq;
+    c.max_send_wr = n;
+    c.max_recv_wr = qp->srq ? 0 : n;
+    c.max_send_sge = qp->sge;
+    c.max_recv_sge = qp->srq ? 0 : qp->sge;
+    c.total_chunks = qp->ring.npages;
+    c.send_chunks = qp->send_chunks;
+    c.qp_type = type;
+    c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    qp->handle = r.create_qp_resp_v2.qp_handle;
+    qp->qpn = r.create_qp_resp_v2.qpn;
+    g_assert_cmpuint(r.create_qp_resp_v2.max_send_wr, ==, n);
+}
+
+uint32_t qpvrdma_modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,
+                           struct pvrdma_qp_attr *a)
+{
+    struct pvrdma_cmd_modify_qp c = { .hdr.cmd = PVRDMA_CMD_MODIFY_QP,
+                                      .qp_handle = h, .attr_mask = mask };
+    union pvrdma_cmd_resp r;
+
+    c.attrs = *a;
+    return qpvrdma_cmd(d, &c, sizeof(c), &r);
+}
+
+void qpvrdma_bind_gid(QPvrdma *d, uint32_t index)
+{
+    struct pvrdma_cmd_create_bind c = { .hdr.cmd = PVRDMA_CMD_CREATE_BIND,
+                                        .index = index, .mtu = 1024,
+                                        .gid_type =
+                                            PVRDMA_GID_TYPE_FLAG_ROCE_V2 };
+
+    memcpy(c.new_gid, qpvrdma_test_gid, 16);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), NULL);
+}
+
+void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                       uint32_t dest_qpn)
+{
+    struct pvrdma_qp_attr a = { 0 };
+    bool rc = type == PVRDMA_QPT_RC;
+
+    a.qp_state = PVRDMA_QPS_INIT;
+    a.port_num = 1;
+    a.qkey = 0x11111111;
+    a.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                        PVRDMA_ACCESS_REMOTE_WRITE |
+                        PVRDMA_ACCESS_REMOTE_READ |
+                        PVRDMA_ACCESS_REMOTE_ATOMIC;
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
+                                       PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
+                                       (rc ? PVRDMA_QP_ACCESS_FLAGS :
+                                        PVRDMA_QP_QKEY), &a), ==, 0);
+    a.qp_state = PVRDMA_QPS_RTR;
+    a.path_mtu = PVRDMA_MTU_1024;
+    a.dest_qp_num = dest_qpn;
+    a.rq_psn = 100;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    memcpy(a.ah_attr.grh.dgid.raw, qpvrdma_test_gid, 16);
+    a.ah_attr.port_num = 1;
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
+                                       (rc ? PVRDMA_QP_AV |
+                                        PVRDMA_QP_PATH_MTU |
+                                        PVRDMA_QP_DEST_QPN |
+                                        PVRDMA_QP_RQ_PSN |
+                                        PVRDMA_QP_MAX_DEST_RD_ATOMIC |
+                                        PVRDMA_QP_MIN_RNR_TIMER : 0), &a),
+                     ==, 0);
+    a.qp_state = PVRDMA_QPS_RTS;
+    a.sq_psn = 100;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
+                                       PVRDMA_QP_SQ_PSN |
+                                       (rc ? PVRDMA_QP_TIMEOUT |
+                                        PVRDMA_QP_RETRY_CNT |
+                                        PVRDMA_QP_RNR_RETRY |
+                                        PVRDMA_QP_MAX_QP_RD_ATOMIC : 0), &a),
+                     ==, 0);
+}
+
+uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                           uint32_t len, uint32_t access)
+{
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
+    uint32_t n = DIV_ROUND_UP((gpa & (PVRDMA_PAGE_SIZE - 1)) + len,
+                              PVRDMA_PAGE_SIZE);
+    g_autofree uint64_t *pages = g_new(uint64_t, n);
+    union pvrdma_cmd_resp r;
+
+    for (uint32_t i = 0; i < n; i++) {
+        pages[i] = (gpa & ~(uint64_t)(PVRDMA_PAGE_SIZE - 1)) +
+                   i * (uint64_t)PVRDMA_PAGE_SIZE;
+    }
+    c.start = gpa;
+    c.length = len;
+    c.pdir_dma = qpvrdma_pdir(d, pages, n);
+    c.pd_handle = pd;
+    c.access_flags = access;
+    c.nchunks = n;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    g_assert_cmpuint(r.create_mr_resp.lkey, ==, r.create_mr_resp.rkey);
+    return r.create_mr_resp.lkey;
+}
+
+uint32_t qpvrdma_destroy(QPvrdma *d, uint32_t cmd, uint32_t handle)
+{
+    union pvrdma_cmd_req c = { .hdr.cmd = cmd };
+
+    switch (cmd) {
+    case PVRDMA_CMD_DESTROY_UC:
+        c.destroy_uc.ctx_handle = handle;
+        break;
+    case PVRDMA_CMD_DESTROY_PD:
+        c.destroy_pd.pd_handle = handle;
+        break;
+    case PVRDMA_CMD_DESTROY_MR:
+        c.destroy_mr.mr_handle = handle;
+        break;
+    case PVRDMA_CMD_DESTROY_CQ:
+        c.destroy_cq.cq_handle = handle;
+        break;
+    case PVRDMA_CMD_DESTROY_QP:
+        c.destroy_qp.qp_handle = handle;
+        break;
+    case PVRDMA_CMD_DESTROY_SRQ:
+        c.destroy_srq.srq_handle = handle;
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    return qpvrdma_cmd(d, &c, sizeof(c), NULL);
+}
+
+uint64_t qpvrdma_wqe_addr(QPvrdmaQp *qp, bool send, uint32_t idx)
+{
+    uint32_t n = send ? qp->nsend : qp->nrecv;
+    uint32_t st = send ? qp->sstride : qp->rstride;
+    uint64_t off = (uint64_t)(idx & (n - 1)) * st;
+    uint32_t first = send ? 1 : 1 + qp->send_chunks;
+
+    return qp->ring.pages[first + off / PVRDMA_PAGE_SIZE] +
+           off % PVRDMA_PAGE_SIZE;
+}
+
+void qpvrdma_post_recv(QPvrdma *d, QPvrdmaQp *qp, uint64_t wr_id,
+                       uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    struct pvrdma_rq_wqe_hdr h = { .wr_id = wr_id, .num_sge = 1 };
+    struct pvrdma_sge s = { .addr = addr, .length = len, .lkey = lkey };
+    uint64_t w = qpvrdma_wqe_addr(qp, false, qp->rprod);
+
+    qtest_memwrite(d->qts, w, &h, sizeof(h));
+    qtest_memwrite(d->qts, w + sizeof(h), &s, sizeof(s));
+    qp->rprod = (qp->rprod + 1) & (2 * qp->nrecv - 1);
+    qtest_writel(d->qts, qp->ring.pages[0] + 8, qp->rprod);
+    qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                      PVRDMA_UAR_QP_RECV | qp->handle);
+}
+
+void qpvrdma_post_send(QPvrdma *d, QPvrdmaQp *qp,
+                       struct pvrdma_sq_wqe_hdr *h,
+                       const struct pvrdma_sge *s, bool ring)
+{
+    uint64_t w = qpvrdma_wqe_addr(qp, true, qp->sprod);
+
+    qtest_memwrite(d->qts, w, h, sizeof(*h));
+    if (h->num_sge && s) {
+        qtest_memwrite(d->qts, w + sizeof(*h), s,
+                       MIN(h->num_sge, qp->sge) * sizeof(*s));
+    }
+    qp->sprod = (qp->sprod + 1) & (2 * qp->nsend - 1);
+    qtest_writel(d->qts, qp->ring.pages[0], qp->sprod);
+    if (ring) {
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_SEND | qp->handle);
+    }
+}
+
+void qpvrdma_send_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op, uint64_t wr_id,
+                     uint64_t addr, uint32_t len, uint32_t lkey,
+                     uint64_t raddr, uint32_t rkey)
+{
+    struct pvrdma_sq_wqe_hdr h = { .wr_id = wr_id, .num_sge = len ? 1 : 0,
+                                   .opcode = op,
+                                   .send_flags = PVRDMA_SEND_SIGNALED };
+    struct pvrdma_sge s = { .addr = addr, .length = len, .lkey = lkey };
+
+    h.wr.rdma.remote_addr = raddr;
+    h.wr.rdma.rkey = rkey;
+    qpvrdma_post_send(d, qp, &h, &s, true);
+}
+
+bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
+{
+    for (int i = 0; i < 1000; i++) {
+        uint32_t prod = qtest_readl(d->qts, cq->ring.pages[0] + 8);
+
+        if (prod != cq->cons) {
+            uint64_t off = (uint64_t)(cq->cons & (cq->cqe - 1)) *
+                           sizeof(*e);
+
+            qtest_memread(d->qts, cq->ring.pages[1 + off / PVRDMA_PAGE_SIZE] +
+                          off % PVRDMA_PAGE_SIZE, e, sizeof(*e));
+            cq->cons = (cq->cons + 1) & (2 * cq->cqe - 1);
+            qtest_writel(d->qts, cq->ring.pages[0] + 12, cq->cons);
+            return true;
+        }
+        qtest_clock_step(d->qts, 10);
+    }
+    return false;
+}
+
+void qpvrdma_expect_cqe(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
+                        uint32_t opcode, uint32_t status, uint32_t len)
+{
+    struct pvrdma_cqe e;
+
+    g_assert(qpvrdma_poll_cq(d, cq, &e));
+    g_assert_cmphex(e.wr_id, ==, wr_id);
+    g_assert_cmpuint(e.status, ==, status);
+    if (status == PVRDMA_WC_SUCCESS) {
+        g_assert_cmpuint(e.opcode, ==, opcode);
+        g_assert_cmpuint(e.byte_len, ==, len);
+    }
+}
+
+void qpvrdma_cq_empty(QPvrdma *d, QPvrdmaCq *cq)
+{
+    qtest_clock_step(d->qts, 100);
+    g_assert_cmpuint(qtest_readl(d->qts, cq->ring.pages[0] + 8), ==,
+                     cq->cons);
+}
+
+/* ------------------------------------------------------------------ */
+/* Counters                                                            */
+
+uint64_t qpvrdma_counter(QPvrdma *d, const char *name)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral/pvrdma0', "
+                           "'property': %s}}", name);
+    uint64_t v;
+
+    g_assert(qdict_haskey(rsp, "return"));
+    v = qdict_get_int(rsp, "return");
+    qobject_unref(rsp);
+    return v;
+}
+
+void qpvrdma_counts(QPvrdma *d, QPvrdmaCounts *c)
+{
+    c->uc = qpvrdma_counter(d, "x-used-uc");
+    c->pd = qpvrdma_counter(d, "x-used-pd");
+    c->mr = qpvrdma_counter(d, "x-used-mr");
+    c->cq = qpvrdma_counter(d, "x-used-cq");
+    c->qp = qpvrdma_counter(d, "x-used-qp");
+    c->srq = qpvrdma_counter(d, "x-used-srq");
+    c->mapped = qpvrdma_counter(d, "x-mapped");
+}
+
+void qpvrdma_assert_counts(QPvrdma *d, const QPvrdmaCounts *before)
+{
+    QPvrdmaCounts now;
+
+    qpvrdma_counts(d, &now);
+    g_assert_cmpuint(now.uc, ==, before->uc);
+    g_assert_cmpuint(now.pd, ==, before->pd);
+    g_assert_cmpuint(now.mr, ==, before->mr);
+    g_assert_cmpuint(now.cq, ==, before->cq);
+    g_assert_cmpuint(now.qp, ==, before->qp);
+    g_assert_cmpuint(now.srq, ==, before->srq);
+    g_assert_cmpuint(now.mapped, ==, before->mapped);
 }

@@ -35,6 +35,12 @@ typedef struct QPvrdmaRing {
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...) G_GNUC_PRINTF(1, 2);
 void qpvrdma_stop(QPvrdma *d);
 
+/* Point MSI-X vector v at addr with data (what a guest may do). */
+void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
+                         uint32_t data);
+/* system_reset, then what firmware and the driver redo: BARs, MSI-X. */
+void qpvrdma_system_reset(QPvrdma *d);
+
 uint32_t qpvrdma_reg_read(QPvrdma *d, uint32_t reg);
 void qpvrdma_reg_write(QPvrdma *d, uint32_t reg, uint32_t val);
 void qpvrdma_uar_write(QPvrdma *d, uint32_t page, uint32_t off, uint32_t val);
@@ -63,5 +69,77 @@ uint64_t qpvrdma_alloc(QPvrdma *d, size_t len);
 void qpvrdma_ring_alloc(QPvrdma *d, QPvrdmaRing *r, uint32_t npages);
 uint64_t qpvrdma_pdir(QPvrdma *d, const uint64_t *pages, uint32_t npages);
 void qpvrdma_ring_free(QPvrdmaRing *r);
+
+/* ------------------------------------------------------------------ */
+/* Verbs objects laid out the way the Linux driver lays them out       */
+
+typedef struct QPvrdmaCq {
+    uint32_t handle, cqe;
+    QPvrdmaRing ring;
+    uint32_t cons;
+} QPvrdmaCq;
+
+typedef struct QPvrdmaQp {
+    uint32_t handle, qpn;
+    uint32_t nsend, nrecv, sge, sstride, rstride, send_chunks;
+    QPvrdmaRing ring;
+    uint32_t sprod, rprod;
+    bool srq;
+} QPvrdmaQp;
+
+/* A RoCE v2 IPv4 GID (10.0.0.1); qpvrdma_bind_gid binds it. */
+extern const uint8_t qpvrdma_test_gid[16];
+
+/* Power-of-two WQE stride for a header and sge SGEs, as the driver. */
+uint32_t qpvrdma_wqe_stride(size_t hdr, uint32_t sge);
+/* A command that must succeed (ERR 0, ack, err 0). */
+void qpvrdma_cmd_ok(QPvrdma *d, const void *req, size_t len,
+                    union pvrdma_cmd_resp *rsp);
+/* A command that must fail: returns the errno (ERR == response err). */
+uint32_t qpvrdma_cmd_fails(QPvrdma *d, const void *req, size_t len);
+uint32_t qpvrdma_create_pd(QPvrdma *d, uint32_t ctx);
+void qpvrdma_create_cq(QPvrdma *d, QPvrdmaCq *cq, uint32_t cqe);
+/* n send and n receive WQEs of 2 SGEs; srq != 0: on that SRQ. */
+void qpvrdma_create_qp(QPvrdma *d, QPvrdmaQp *qp, uint32_t pd, uint32_t scq,
+                       uint32_t rcq, uint8_t type, uint32_t n, uint32_t srq);
+uint32_t qpvrdma_modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,
+                           struct pvrdma_qp_attr *a);
+void qpvrdma_bind_gid(QPvrdma *d, uint32_t index);
+/* RESET -> INIT -> RTR -> RTS, to dest_qpn (RC) or for UD. */
+void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                       uint32_t dest_qpn);
+/* User MR over [gpa, gpa + len); returns the key (lkey == rkey). */
+uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                           uint32_t len, uint32_t access);
+/* DESTROY_<what> of a handle; returns REG_ERR. */
+uint32_t qpvrdma_destroy(QPvrdma *d, uint32_t cmd, uint32_t handle);
+
+/* Guest address of WQE idx in the send (or receive) ring. */
+uint64_t qpvrdma_wqe_addr(QPvrdmaQp *qp, bool send, uint32_t idx);
+void qpvrdma_post_recv(QPvrdma *d, QPvrdmaQp *qp, uint64_t wr_id,
+                       uint64_t addr, uint32_t len, uint32_t lkey);
+void qpvrdma_post_send(QPvrdma *d, QPvrdmaQp *qp,
+                       struct pvrdma_sq_wqe_hdr *h,
+                       const struct pvrdma_sge *s, bool ring);
+void qpvrdma_send_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op, uint64_t wr_id,
+                     uint64_t addr, uint32_t len, uint32_t lkey,
+                     uint64_t raddr, uint32_t rkey);
+/* Poll one CQE, stepping the clock so the device's bottom half runs. */
+bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e);
+void qpvrdma_expect_cqe(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
+                        uint32_t opcode, uint32_t status, uint32_t len);
+void qpvrdma_cq_empty(QPvrdma *d, QPvrdmaCq *cq);
+
+/* ------------------------------------------------------------------ */
+/* The device's read-only counters (QOM x-used-*, x-mapped, ...)       */
+
+typedef struct QPvrdmaCounts {
+    uint64_t uc, pd, mr, cq, qp, srq, mapped;
+} QPvrdmaCounts;
+
+uint64_t qpvrdma_counter(QPvrdma *d, const char *name);
+void qpvrdma_counts(QPvrdma *d, QPvrdmaCounts *c);
+/* Assert that every counter is back where it was. */
+void qpvrdma_assert_counts(QPvrdma *d, const QPvrdmaCounts *before);
 
 #endif

@@ -1,0 +1,1908 @@
+/*
+ * QTest for the pvrdma device against a hostile guest.
+ *
+ * One test per class of bug the QEMU 7.2 hw/rdma pvrdma had (named after
+ * its CVE) and per further class of hostile input.  Each test does what
+ * the guest did to the old device, written from the Linux vmw_pvrdma /
+ * rdma-core ABI, and asserts a clean error (ERR and the response's err, or
+ * a CQE with an error status), a device that still answers, and, through
+ * the device's x-used-* / x-mapped counters, that nothing leaked.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "libqos/pvrdma.h"
+#include "hw/pci/pci_regs.h"
+#include "qapi/error.h"
+#include "qobject/qdict.h"
+#include "qobject/qjson.h"
+
+/* Guest physical addresses that are not RAM on the pc machine (128 MiB). */
+#define GPA_PAST_RAM    0x40000000ull   /* nothing there */
+#define GPA_BIOS_ROM    0xfffff000ull   /* read-only */
+#define GPA_IOAPIC      0xfec00000ull   /* MMIO */
+
+typedef struct Pair {
+    QPvrdma *d;
+    uint32_t pd;
+    QPvrdmaCq cq;
+    QPvrdmaQp a, b;
+} Pair;
+
+static void pair_setup(Pair *p, QPvrdma *d, uint8_t type, uint32_t n)
+{
+    p->d = d;
+    p->pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &p->cq, 256);
+    qpvrdma_create_qp(d, &p->a, p->pd, p->cq.handle, p->cq.handle, type, n,
+                      0);
+    qpvrdma_create_qp(d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n,
+                      0);
+    qpvrdma_qp_to_rts(d, &p->a, type, p->b.qpn);
+    qpvrdma_qp_to_rts(d, &p->b, type, p->a.qpn);
+}
+
+static void pair_destroy(Pair *p)
+{
+    g_assert_cmpuint(qpvrdma_destroy(p->d, PVRDMA_CMD_DESTROY_QP,
+                                     p->a.handle), ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(p->d, PVRDMA_CMD_DESTROY_QP,
+                                     p->b.handle), ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(p->d, PVRDMA_CMD_DESTROY_CQ,
+                                     p->cq.handle), ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(p->d, PVRDMA_CMD_DESTROY_PD, p->pd),
+                     ==, 0);
+    qpvrdma_ring_free(&p->a.ring);
+    qpvrdma_ring_free(&p->b.ring);
+    qpvrdma_ring_free(&p->cq.ring);
+}
+
+/* New QPs in place of a and b (after an error), same PD and CQ. */
+static void pair_new_qps(Pair *p, uint8_t type, uint32_t n)
+{
+    QPvrdma *d = p->d;
+
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p->a.handle),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p->b.handle),
+                     ==, 0);
+    qpvrdma_ring_free(&p->a.ring);
+    qpvrdma_ring_free(&p->b.ring);
+    qpvrdma_create_qp(d, &p->a, p->pd, p->cq.handle, p->cq.handle, type, n,
+                      0);
+    qpvrdma_create_qp(d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n,
+                      0);
+    qpvrdma_qp_to_rts(d, &p->a, type, p->b.qpn);
+    qpvrdma_qp_to_rts(d, &p->b, type, p->a.qpn);
+}
+
+/* A good SEND from a to b with data compared: the data path still works. */
+static void pair_works(Pair *p)
+{
+    QPvrdma *d = p->d;
+    uint64_t buf = qpvrdma_alloc(d, 4096);
+    uint32_t key = qpvrdma_create_mr(d, p->pd, buf, 4096,
+                                     PVRDMA_ACCESS_LOCAL_WRITE);
+    uint8_t x[64], y[64];
+
+    for (int i = 0; i < 64; i++) {
+        x[i] = i * 3 + 1;
+    }
+    qtest_memwrite(d->qts, buf, x, 64);
+    qpvrdma_post_recv(d, &p->b, 0xbeef, buf + 2048, 64, key);
+    qpvrdma_send_wr(d, &p->a, PVRDMA_WR_SEND, 0xcafe, buf, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p->cq, 0xbeef, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
+                       64);
+    qpvrdma_expect_cqe(d, &p->cq, 0xcafe, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS,
+                       64);
+    qtest_memread(d->qts, buf + 2048, y, 64);
+    g_assert(memcmp(x, y, 64) == 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+}
+
+/* The device answers commands and its data path works. */
+static void device_works(QPvrdma *d)
+{
+    QPvrdmaCounts before;
+    Pair p;
+
+    qpvrdma_counts(d, &before);
+    qpvrdma_bind_gid(d, 0);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    pair_works(&p);
+    pair_destroy(&p);
+    qpvrdma_assert_counts(d, &before);
+}
+
+static uint64_t guest_errors(QPvrdma *d)
+{
+    return qpvrdma_counter(d, "x-guest-errors");
+}
+
+static uint32_t query_qp_state(QPvrdma *d, uint32_t h)
+{
+    struct pvrdma_cmd_query_qp q = { .hdr.cmd = PVRDMA_CMD_QUERY_QP,
+                                     .qp_handle = h };
+    union pvrdma_cmd_resp r;
+
+    qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+    return r.query_qp_resp.attrs.qp_state;
+}
+
+/* A CREATE_CQ request over ring r (cqe entries, r->npages pages). */
+static struct pvrdma_cmd_create_cq cq_req(QPvrdmaRing *r, uint32_t cqe)
+{
+    return (struct pvrdma_cmd_create_cq) {
+        .hdr.cmd = PVRDMA_CMD_CREATE_CQ, .pdir_dma = r->pdir,
+        .nchunks = r->npages, .cqe = cqe,
+    };
+}
+
+/* A CREATE_QP request: n x 2-SGE WQEs per ring, pages from r. */
+static struct pvrdma_cmd_create_qp qp_req(QPvrdmaRing *r, uint32_t pd,
+                                          uint32_t cq, uint32_t n,
+                                          uint32_t send_chunks)
+{
+    return (struct pvrdma_cmd_create_qp) {
+        .hdr.cmd = PVRDMA_CMD_CREATE_QP, .pdir_dma = r->pdir,
+        .pd_handle = pd, .send_cq_handle = cq, .recv_cq_handle = cq,
+        .max_send_wr = n, .max_recv_wr = n, .max_send_sge = 2,
+        .max_recv_sge = 2, .total_chunks = r->npages,
+        .send_chunks = send_chunks, .qp_type = PVRDMA_QPT_RC,
+    };
+}
+
+static struct pvrdma_cmd_create_srq srq_req(QPvrdmaRing *r, uint32_t pd,
+                                            uint32_t max_wr, uint32_t sge)
+{
+    struct pvrdma_cmd_create_srq c = { .hdr.cmd = PVRDMA_CMD_CREATE_SRQ,
+                                       .pdir_dma = r->pdir,
+                                       .pd_handle = pd,
+                                       .nchunks = r->npages };
+
+    c.attrs.max_wr = max_wr;
+    c.attrs.max_sge = sge;
+    return c;
+}
+
+static uint64_t bar_addr(QPvrdma *d, int bar)
+{
+    uint64_t a = qpci_config_readl(d->dev, PCI_BASE_ADDRESS_0 + 4 * bar);
+
+    if (a & PCI_BASE_ADDRESS_MEM_TYPE_64) {
+        a |= (uint64_t)qpci_config_readl(d->dev,
+                                         PCI_BASE_ADDRESS_0 + 4 * bar + 4)
+             << 32;
+    }
+    return a & ~0xfull;
+}
+
+/*
+ * Guest addresses that are not RAM: the device must neither read nor write
+ * them.  The first NBAD_READ are not RAM at all; the last is ROM, which the
+ * device may read (a directory there is just data) but never write.
+ */
+#define NBAD_READ   6
+#define NBAD        7
+
+static void bad_pages(QPvrdma *d, uint64_t out[NBAD])
+{
+    out[0] = bar_addr(d, PVRDMA_BAR_REGS);      /* our own registers */
+    out[1] = bar_addr(d, PVRDMA_BAR_UAR);       /* our doorbells */
+    out[2] = bar_addr(d, PVRDMA_BAR_MSIX);      /* our MSI-X table */
+    out[3] = GPA_IOAPIC;
+    out[4] = GPA_PAST_RAM;
+    out[5] = 0xfffffffffffff000ull;             /* top of the space */
+    out[6] = GPA_BIOS_ROM;
+}
+
+/* A repeat count from the environment (scripts/leakcheck.sh raises it). */
+static unsigned env_count(const char *name, unsigned def)
+{
+    const char *v = g_getenv(name);
+
+    return v ? (unsigned)g_ascii_strtoull(v, NULL, 10) : def;
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2018-20123: pvrdma_realize leaked on its error paths            */
+
+static void expect_device_add_error(QPvrdma *d, const char *args,
+                                    const char *msg)
+{
+    g_autofree char *json = g_strdup_printf("{'driver': 'pvrdma', %s}",
+                                            args);
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'device_add', "
+                           "'arguments': %p}",
+                           qobject_from_json(json, &error_abort));
+    QDict *err = qdict_get_qdict(rsp, "error");
+
+    g_assert(err);
+    g_assert(strstr(qdict_get_str(err, "desc"), msg));
+    qobject_unref(rsp);
+}
+
+static void test_cve_2018_20123_realize_errors(void)
+{
+    unsigned rounds = env_count("PVRDMA_REALIZE_ROUNDS", 2);
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QPvrdmaCounts before;
+
+    qpvrdma_counts(d, &before);
+    /* every realize error path, repeatedly: each fails cleanly */
+    for (unsigned i = 0; i < rounds; i++) {
+        expect_device_add_error(d, "'addr': '6.1'",
+                                "must be function 1 of a slot whose "
+                                "function 0 is a vmxnet3");
+        expect_device_add_error(d, "'addr': '6.0'", "must be function 1");
+        expect_device_add_error(d, "'addr': '6.1', 'max-qp': 3",
+                                "max-qp must be between");
+        expect_device_add_error(d, "'addr': '6.1', 'max-uar': 3",
+                                "max-uar must be a power of two");
+        expect_device_add_error(d, "'addr': '6.1', 'roce-version': 7",
+                                "roce-version must be 1 or 2");
+        expect_device_add_error(d, "'addr': '6.1', 'gid-table-len': 0",
+                                "gid-table-len");
+    }
+    /* the device that did realize is untouched and works */
+    qpvrdma_assert_counts(d, &before);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2018-20124: SGE counts beyond the QP's limit (out of bounds)    */
+
+static void test_cve_2018_20124_sge_count(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QPvrdmaCounts before;
+    struct pvrdma_cmd_create_qp c;
+    struct pvrdma_cmd_create_srq s;
+    struct pvrdma_sq_wqe_hdr h = { 0 };
+    struct pvrdma_cqe e;
+    QPvrdmaRing ring;
+    uint64_t buf;
+    uint32_t key;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    qpvrdma_counts(d, &before);
+
+    /* creation: SGE counts above max-sge (16) */
+    qpvrdma_ring_alloc(d, &ring, 4);
+    c = qp_req(&ring, p.pd, p.cq.handle, 16, 1);
+    c.max_recv_sge = 17;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    c.max_recv_sge = 0xffffffff;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    c.max_recv_sge = 2;
+    c.max_send_sge = 0x80000000;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    s = srq_req(&ring, p.pd, 16, 0xffffffff);
+    qpvrdma_cmd_fails(d, &s, sizeof(s));
+    s.attrs.max_sge = 17;
+    qpvrdma_cmd_fails(d, &s, sizeof(s));
+    qpvrdma_assert_counts(d, &before);
+
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+
+    /* a receive WQE claiming 2^32 - 1 SGEs: both sides see an error */
+    {
+        struct pvrdma_rq_wqe_hdr rh = { .wr_id = 0xb1,
+                                        .num_sge = 0xffffffff };
+        uint64_t w = qpvrdma_wqe_addr(&p.b, false, 0);
+
+        qtest_memwrite(d->qts, w, &rh, sizeof(rh));
+        qtest_writel(d->qts, p.b.ring.pages[0] + 8, 1);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_RECV | p.b.handle);
+    }
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, buf, 16, key, 0, 0);
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
+        g_assert(e.wr_id == 0xb1 || e.wr_id == 0xa1);
+        g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    g_assert_cmpuint(query_qp_state(d, p.b.handle), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+
+    /* a send WQE with one SGE more than the QP has: error, no overrun */
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    for (uint32_t n = 3; n; n = n < 0x10000 ? n << 4 : 0) {
+        h = (struct pvrdma_sq_wqe_hdr) { .wr_id = n, .num_sge = n,
+                                         .opcode = PVRDMA_WR_SEND,
+                                         .send_flags = PVRDMA_SEND_SIGNALED };
+        qpvrdma_post_send(d, &p.a, &h, NULL, true);
+    }
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
+    g_assert_cmpuint(e.wr_id, ==, 3);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_LOC_LEN_ERR);
+    while (qpvrdma_poll_cq(d, &p.cq, &e)) {
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_WR_FLUSH_ERR);
+    }
+    pair_destroy(&p);
+    qpvrdma_ring_free(&ring);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2018-20125: huge page counts for CQ and QP rings               */
+
+static void test_cve_2018_20125_huge_page_counts(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    static const uint32_t huge[] = {
+        0xffffffff, 0x80000000, PVRDMA_PAGE_DIR_MAX_PAGES + 1,
+        PVRDMA_PAGE_DIR_MAX_PAGES, 1u << 20, 4097,
+    };
+    static const uint16_t huge16[] = { 0xffff, 0x8000, 0x1001, 0x100 };
+    QPvrdmaCounts before;
+    QPvrdmaRing ring;
+    uint32_t pd = qpvrdma_create_pd(d, 0);
+    QPvrdmaCq cq;
+
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_ring_alloc(d, &ring, 4);
+    qpvrdma_counts(d, &before);
+    for (unsigned i = 0; i < ARRAY_SIZE(huge); i++) {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 64);
+        struct pvrdma_cmd_create_srq s = srq_req(&ring, pd, 16, 1);
+        struct pvrdma_cmd_create_mr m = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                          .pd_handle = pd,
+                                          .start = ring.pages[1],
+                                          .length = 4096,
+                                          .pdir_dma = ring.pdir };
+
+        c.nchunks = huge[i];
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        s.nchunks = huge[i];
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+        m.nchunks = huge[i];
+        qpvrdma_cmd_fails(d, &m, sizeof(m));
+        m.flags = PVRDMA_MR_FLAG_FRMR;
+        qpvrdma_cmd_fails(d, &m, sizeof(m));
+        /* RESIZE_CQ to a count the pages cannot hold */
+        {
+            struct pvrdma_cmd_resize_cq r = { .hdr.cmd =
+                                              PVRDMA_CMD_RESIZE_CQ,
+                                              .cq_handle = cq.handle,
+                                              .cqe = huge[i] };
+
+            qpvrdma_cmd_fails(d, &r, sizeof(r));
+        }
+    }
+    /* QP page counts are 16-bit: the largest of each, and combinations */
+    for (unsigned i = 0; i < ARRAY_SIZE(huge16); i++) {
+        struct pvrdma_cmd_create_qp q = qp_req(&ring, pd, cq.handle, 16, 1);
+
+        q.total_chunks = huge16[i];
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.send_chunks = huge16[i] - 1;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.send_chunks = huge16[i];
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.total_chunks = 4;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+    }
+    qpvrdma_assert_counts(d, &before);
+    device_works(d);
+    qpvrdma_ring_free(&ring);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2018-20126: leaks on the failure paths of CQ (and QP) creation  */
+
+static void test_cve_2018_20126_ring_failure_no_leak(void)
+{
+    QPvrdma *d = qpvrdma_start_active(",max-cq=4,max-qp=4,max-srq=2");
+    uint64_t bad[NBAD];
+    QPvrdmaCounts before;
+    QPvrdmaRing ring;
+    QPvrdmaCq cqs[3], cq;
+    uint32_t pd;
+
+    bad_pages(d, bad);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_ring_alloc(d, &ring, 5);
+    qpvrdma_counts(d, &before);
+    for (int round = 0; round < 30; round++) {
+        for (unsigned b = 0; b < ARRAY_SIZE(bad); b++) {
+            uint64_t pages[5];
+            struct pvrdma_cmd_create_cq c = cq_req(&ring, 128);
+            struct pvrdma_cmd_create_qp q = qp_req(&ring, pd, cq.handle, 16,
+                                                   1);
+            struct pvrdma_cmd_create_srq s = srq_req(&ring, pd, 64, 1);
+
+            /* the last page is bad: every earlier one was mapped */
+            memcpy(pages, ring.pages, sizeof(pages));
+            pages[4] = bad[b];
+            c.pdir_dma = q.pdir_dma = s.pdir_dma =
+                qpvrdma_pdir(d, pages, 5);
+            c.nchunks = 4;
+            c.pdir_dma = qpvrdma_pdir(d, pages + 1, 4);
+            qpvrdma_cmd_fails(d, &c, sizeof(c));
+            /* QP: send ring fine, receive ring page bad */
+            q.pdir_dma = qpvrdma_pdir(d, pages, 5);
+            q.total_chunks = 4;
+            q.pdir_dma = qpvrdma_pdir(d, (uint64_t[]) { pages[0], pages[1],
+                                      bad[b], pages[3] }, 4);
+            q.send_chunks = 1;
+            q.total_chunks = 3;
+            qpvrdma_cmd_fails(d, &q, sizeof(q));
+            s.nchunks = 3;
+            s.pdir_dma = qpvrdma_pdir(d, (uint64_t[]) { pages[0], pages[1],
+                                      bad[b] }, 3);
+            qpvrdma_cmd_fails(d, &s, sizeof(s));
+        }
+        /* a page that is not page aligned */
+        {
+            struct pvrdma_cmd_create_cq c = cq_req(&ring, 64);
+
+            c.nchunks = 2;
+            c.pdir_dma = qpvrdma_pdir(d, (uint64_t[]) { ring.pages[0],
+                                      ring.pages[1] + 8 }, 2);
+            qpvrdma_cmd_fails(d, &c, sizeof(c));
+        }
+    }
+    qpvrdma_assert_counts(d, &before);
+    /* every CQ handle is still there: max-cq 4, handle 0 unused */
+    for (int i = 0; i < 2; i++) {
+        qpvrdma_create_cq(d, &cqs[i], 64);
+    }
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 64);
+
+        c.nchunks = 2;
+        g_assert_cmpuint(qpvrdma_cmd_fails(d, &c, sizeof(c)), ==, ENOMEM);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                         cqs[i].handle), ==, 0);
+    }
+    qpvrdma_assert_counts(d, &before);
+    qpvrdma_ring_free(&ring);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2018-20191: UAR doorbells before anything is set up            */
+
+static void uar_storm(QPvrdma *d, uint32_t npages)
+{
+    static const uint32_t offs[] = { 0, 4, 8, 12, 0x40, 0x800, 0xffc };
+    static const uint32_t vals[] = {
+        0, 1, 2, 0xffffff, PVRDMA_UAR_QP_SEND | 2, PVRDMA_UAR_QP_RECV | 2,
+        PVRDMA_UAR_QP_SEND | PVRDMA_UAR_QP_RECV | 1, PVRDMA_UAR_CQ_ARM | 1,
+        PVRDMA_UAR_CQ_ARM_SOL | 1, PVRDMA_UAR_CQ_POLL | 1,
+        PVRDMA_UAR_SRQ_RECV | 1, 0xffffffff,
+    };
+    const uint32_t pages[] = { 0, 1, npages / 2, npages - 1 };
+
+    for (unsigned p = 0; p < ARRAY_SIZE(pages); p++) {
+        for (unsigned o = 0; o < ARRAY_SIZE(offs); o++) {
+            for (unsigned v = 0; v < ARRAY_SIZE(vals); v++) {
+                qpvrdma_uar_write(d, pages[p], offs[o], vals[v]);
+            }
+            g_assert_cmpuint(qpci_io_readl(d->dev, d->uar,
+                                           pages[p] * PVRDMA_PAGE_SIZE +
+                                           offs[o]), ==, 0);
+        }
+    }
+    qtest_clock_step(d->qts, 1000);
+}
+
+static void test_cve_2018_20191_uar_before_setup(void)
+{
+    QPvrdma *d = qpvrdma_start(",max-uar=16");
+    uint64_t errs = guest_errors(d);
+    QPvrdmaCounts zero;
+
+    /* no DSR at all */
+    uar_storm(d, 16);
+    g_assert_cmpuint(guest_errors(d), >, errs);
+    /* a DSR, not activated */
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    uar_storm(d, 16);
+    qpvrdma_counts(d, &zero);
+    g_assert_cmpuint(zero.mapped, ==, 0);
+    /* active, but no user context, QP, CQ or SRQ exists */
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    errs = guest_errors(d);
+    uar_storm(d, 16);
+    g_assert_cmpuint(guest_errors(d), >, errs);
+    /* nothing was created or written: the async ring saw no event */
+    g_assert_cmpuint(qtest_readl(d->qts, d->async_pages[0] + 8), ==, 0);
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
+    device_works(d);
+    /* after a reset, again nothing is set up */
+    qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    uar_storm(d, 16);
+    qpvrdma_counts(d, &zero);
+    g_assert_cmpuint(zero.mapped + zero.pd + zero.cq + zero.qp, ==, 0);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2018-20216: malformed WQEs made the old device loop forever     */
+
+static void test_cve_2018_20216_malformed_wqes(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    static const uint32_t ops[] = { 0x7f, PVRDMA_WR_SEND, 0xffffffff,
+                                    PVRDMA_WR_RDMA_READ };
+    QPvrdmaCounts before;
+    struct pvrdma_cqe e;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    qpvrdma_counts(d, &before);
+    for (unsigned t = 0; t < ARRAY_SIZE(ops); t++) {
+        uint32_t n = 0;
+
+        pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+        /* a full ring (prod = cons + N) of garbage */
+        for (uint32_t i = 0; i < 8; i++) {
+            uint8_t junk[128];
+            struct pvrdma_sq_wqe_hdr *h = (void *)junk;
+
+            for (unsigned j = 0; j < sizeof(junk); j++) {
+                junk[j] = (i * 37 + j * 11 + t) ^ 0xa5;
+            }
+            h->wr_id = i;
+            h->opcode = ops[t];
+            h->num_sge = t == 1 ? 0x10000000 : h->num_sge;
+            qtest_memwrite(d->qts, qpvrdma_wqe_addr(&p.a, true, i), junk,
+                           MIN(sizeof(junk), p.a.sstride));
+        }
+        qtest_writel(d->qts, p.a.ring.pages[0], 8);
+        for (int k = 0; k < 5; k++) {
+            qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                              PVRDMA_UAR_QP_SEND | p.a.handle);
+        }
+        /* every WQE is consumed: one error, the rest flushed */
+        while (qpvrdma_poll_cq(d, &p.cq, &e)) {
+            g_assert_cmpuint(e.wr_id, ==, n);
+            g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+            if (n) {
+                g_assert_cmpuint(e.status, ==, PVRDMA_WC_WR_FLUSH_ERR);
+            }
+            n++;
+        }
+        g_assert_cmpuint(n, ==, 8);
+        g_assert_cmpuint(qtest_readl(d->qts, p.a.ring.pages[0] + 4), ==, 8);
+        g_assert_cmpuint(query_qp_state(d, p.a.handle), ==, PVRDMA_QPS_ERR);
+        pair_destroy(&p);
+    }
+    qpvrdma_assert_counts(d, &before);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2021-3582: MR size and mapping not checked                      */
+
+static void test_cve_2021_3582_mr_size_mapping(void)
+{
+    QPvrdma *d = qpvrdma_start_active(",max-mr-size=1048576");
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                      .access_flags =
+                                          PVRDMA_ACCESS_LOCAL_WRITE };
+    uint64_t bad[NBAD], buf = qpvrdma_alloc(d, 2 * 4096);
+    uint64_t pages[2] = { buf, buf + 4096 };
+    union pvrdma_cmd_resp r;
+    QPvrdmaCounts before;
+    struct pvrdma_sq_wqe_hdr h;
+    struct pvrdma_cqe e;
+    uint32_t key, dma_key;
+    Pair p;
+
+    bad_pages(d, bad);
+    qpvrdma_bind_gid(d, 0);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 16);
+    qpvrdma_counts(d, &before);
+    c.pd_handle = p.pd;
+    c.pdir_dma = qpvrdma_pdir(d, pages, 2);
+    /* lengths: wrapping, beyond max-mr-size, more than the pages hold */
+    c.start = 0xfffffffffffff000ull;
+    c.length = 0x2000;
+    c.nchunks = 2;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    c.start = buf;
+    c.length = 0xffffffffffffffffull;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    c.length = 1048576 + 4096;
+    c.nchunks = 257;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    c.length = 3 * 4096;
+    c.nchunks = 2;
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    c.length = 4096;
+    c.nchunks = 2;                  /* more pages than the range */
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    /* pages that are not RAM, or RAM the device may not write */
+    for (unsigned b = 0; b < NBAD; b++) {
+        c.length = 2 * 4096;
+        pages[1] = bad[b];
+        c.pdir_dma = qpvrdma_pdir(d, pages, 2);
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        /* the directory itself not in RAM */
+        if (b < NBAD_READ) {
+            c.pdir_dma = bad[b];
+            qpvrdma_cmd_fails(d, &c, sizeof(c));
+        }
+    }
+    qpvrdma_assert_counts(d, &before);
+
+    /* a DMA MR reaches any RAM, but never MMIO or ROM */
+    c.flags = PVRDMA_MR_FLAG_DMA;
+    c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE | PVRDMA_ACCESS_REMOTE_WRITE |
+                     PVRDMA_ACCESS_REMOTE_READ;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    dma_key = r.create_mr_resp.lkey;
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    for (unsigned b = 0; b < ARRAY_SIZE(bad); b++) {
+        QPvrdma *x = d;
+
+        /* local: READ into MMIO */
+        qpvrdma_send_wr(x, &p.a, PVRDMA_WR_RDMA_READ, 100 + b, bad[b], 64,
+                        dma_key, buf, dma_key);
+        g_assert(qpvrdma_poll_cq(x, &p.cq, &e));
+        g_assert_cmpuint(e.wr_id, ==, 100 + b);
+        g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+        pair_new_qps(&p, PVRDMA_QPT_RC, 16);
+        /* remote: WRITE to MMIO through the DMA MR's rkey */
+        qpvrdma_send_wr(x, &p.a, PVRDMA_WR_RDMA_WRITE, 200 + b, buf, 64,
+                        key, bad[b], dma_key);
+        g_assert(qpvrdma_poll_cq(x, &p.cq, &e));
+        g_assert_cmpuint(e.wr_id, ==, 200 + b);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_REM_ACCESS_ERR);
+        pair_new_qps(&p, PVRDMA_QPT_RC, 16);
+    }
+    /* the device's registers were not written through the DMA MR */
+    g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_VERSION), ==, 20);
+
+    /* FAST_REG_MR with a page list in MMIO */
+    c.flags = PVRDMA_MR_FLAG_FRMR;
+    c.nchunks = 2;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 7,
+                                     .opcode = PVRDMA_WR_FAST_REG_MR,
+                                     .send_flags = PVRDMA_SEND_SIGNALED };
+    pages[1] = bad[0];
+    h.wr.fast_reg.iova_start = 0x10000;
+    h.wr.fast_reg.pl_pdir_dma = qpvrdma_pdir(d, pages, 2);
+    h.wr.fast_reg.page_shift = 12;
+    h.wr.fast_reg.page_list_len = 2;
+    h.wr.fast_reg.length = 8192;
+    h.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    h.wr.fast_reg.rkey = r.create_mr_resp.rkey;
+    qpvrdma_post_send(d, &p.a, &h, NULL, true);
+    qpvrdma_expect_cqe(d, &p.cq, 7, 0, PVRDMA_WC_LOC_PROT_ERR, 0);
+    /* and a registration longer than its pages */
+    pair_new_qps(&p, PVRDMA_QPT_RC, 16);
+    pages[1] = buf + 4096;
+    h.wr_id = 8;
+    h.wr.fast_reg.pl_pdir_dma = qpvrdma_pdir(d, pages, 2);
+    h.wr.fast_reg.length = 0xffffffff;
+    qpvrdma_post_send(d, &p.a, &h, NULL, true);
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
+    g_assert_cmpuint(e.wr_id, ==, 8);
+    g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                     r.create_mr_resp.mr_handle), ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, dma_key >> 8),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2021-3607 / CVE-2021-3608: DSR ring page counts, and the error  */
+/* path after one ring was set up and the other failed                 */
+
+static void dsr_rings(QPvrdma *d, uint32_t async_pages, uint64_t async_pdir,
+                      uint32_t cq_pages, uint64_t cq_pdir)
+{
+    struct pvrdma_device_shared_region dsr;
+
+    qtest_memread(d->qts, d->dsr, &dsr, sizeof(dsr));
+    dsr.async_ring_pages.num_pages = async_pages;
+    dsr.async_ring_pages.pdir_dma = async_pdir;
+    dsr.cq_ring_pages.num_pages = cq_pages;
+    dsr.cq_ring_pages.pdir_dma = cq_pdir;
+    qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
+}
+
+static void expect_inactive(QPvrdma *d)
+{
+    struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD };
+
+    g_assert_cmpuint(qpvrdma_cmd(d, &c, sizeof(c), NULL), !=, 0);
+    g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 0);
+}
+
+static void test_cve_2021_3607_dsr_ring_pages(void)
+{
+    static const uint32_t counts[] = { 0, 1, 65, 1000, 0x80000000,
+                                       0xffffffff };
+    QPvrdma *d = qpvrdma_start("%s", "");
+
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    for (unsigned i = 0; i < ARRAY_SIZE(counts); i++) {
+        dsr_rings(d, counts[i], d->async_pdir, 4, d->cq_pdir);
+        g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+        expect_inactive(d);
+        dsr_rings(d, 4, d->async_pdir, counts[i], d->cq_pdir);
+        g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+        expect_inactive(d);
+    }
+    /* the smallest and the largest rings the device takes: 2 and 64 */
+    for (uint32_t n = 2; n <= 64; n += 62) {
+        QPvrdmaRing ar, cr;
+
+        qpvrdma_ring_alloc(d, &ar, n);
+        qpvrdma_ring_alloc(d, &cr, n);
+        dsr_rings(d, n, ar.pdir, n, cr.pdir);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 2 * n);
+        device_works(d);
+        qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 0);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)d->dsr);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, d->dsr >> 32);
+        qpvrdma_ring_free(&ar);
+        qpvrdma_ring_free(&cr);
+    }
+    dsr_rings(d, 4, d->async_pdir, 4, d->cq_pdir);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+static void test_cve_2021_3608_ring_init_error_path(void)
+{
+    QPvrdma *d = qpvrdma_start("%s", "");
+    uint64_t bad[NBAD], pages[4];
+
+    bad_pages(d, bad);
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    for (int round = 0; round < 10; round++) {
+        for (unsigned b = 0; b < ARRAY_SIZE(bad); b++) {
+            /* async ring fine, CQ notification ring's last page bad */
+            memcpy(pages, d->cq_pages, sizeof(pages));
+            pages[3] = bad[b];
+            dsr_rings(d, 4, d->async_pdir, 4, qpvrdma_pdir(d, pages, 4));
+            g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+            expect_inactive(d);
+            /* async ring's second page bad */
+            memcpy(pages, d->async_pages, sizeof(pages));
+            pages[1] = bad[b];
+            dsr_rings(d, 4, qpvrdma_pdir(d, pages, 4), 4, d->cq_pdir);
+            g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+            expect_inactive(d);
+            /* the directory itself */
+            if (b < NBAD_READ) {
+                dsr_rings(d, 4, d->async_pdir, 4, bad[b]);
+                g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+                expect_inactive(d);
+            }
+        }
+        /* a reset between attempts frees nothing twice */
+        qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)d->dsr);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, d->dsr >> 32);
+    }
+    dsr_rings(d, 4, d->async_pdir, 4, d->cq_pdir);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), >, 0);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2022-1050: commands before the DSR (and its slots) are set      */
+
+static void expect_cmd_refused_untouched(QPvrdma *d)
+{
+    struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD };
+    uint8_t resp[16];
+
+    qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE);
+    if (d->cmd) {
+        qtest_memwrite(d->qts, d->cmd, &c, sizeof(c));
+        qtest_memset(d->qts, d->resp, 0xee, sizeof(resp));
+    }
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), !=, 0);
+    if (d->resp) {
+        qtest_memread(d->qts, d->resp, resp, sizeof(resp));
+        for (unsigned i = 0; i < sizeof(resp); i++) {
+            g_assert_cmphex(resp[i], ==, 0xee);
+        }
+    }
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE));
+}
+
+static void test_cve_2022_1050_cmd_before_dsr(void)
+{
+    QPvrdma *d = qpvrdma_start("%s", "");
+    struct pvrdma_device_shared_region dsr;
+    uint64_t bad[NBAD];
+
+    bad_pages(d, bad);
+    /* nothing written yet; then half a DSR address; then a bad one */
+    for (int i = 0; i < 100; i++) {
+        expect_cmd_refused_untouched(d);
+    }
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, 0x1000);
+    expect_cmd_refused_untouched(d);
+    g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, 0);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, 0);
+    g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+    for (unsigned b = 0; b < ARRAY_SIZE(bad); b++) {
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)bad[b]);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, bad[b] >> 32);
+        g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+        expect_cmd_refused_untouched(d);
+    }
+    /* a DSR, not activated: the slots it names are not used yet */
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    expect_cmd_refused_untouched(d);
+    /* a DSR without command or response slot */
+    qtest_memread(d->qts, d->dsr, &dsr, sizeof(dsr));
+    dsr.cmd_slot_dma = 0;
+    qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
+    g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+    expect_cmd_refused_untouched(d);
+    dsr.cmd_slot_dma = d->cmd;
+    dsr.resp_slot_dma = 0;
+    qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
+    g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+    expect_cmd_refused_untouched(d);
+    /* slots in MMIO (our own registers among them): EFAULT, no hang */
+    for (unsigned b = 0; b < NBAD_READ; b++) {
+        dsr.cmd_slot_dma = bad[b];
+        dsr.resp_slot_dma = d->resp;
+        qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+        g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, EFAULT);
+        qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)d->dsr);
+        qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, d->dsr >> 32);
+    }
+    dsr.cmd_slot_dma = d->cmd;
+    dsr.resp_slot_dma = bad[0];
+    qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    {
+        struct pvrdma_cmd_query_pkey q = { .hdr.cmd = PVRDMA_CMD_QUERY_PKEY,
+                                           .port_num = 1 };
+
+        qtest_memwrite(d->qts, d->cmd, &q, sizeof(q));
+        qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+        g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, EFAULT);
+        g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_VERSION), ==, 20);
+    }
+    /* after a reset, commands are refused again */
+    qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    expect_cmd_refused_untouched(d);
+    /* the driver's probe still works */
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* CVE-2023-1544: ring elements beyond the pages of the directory      */
+
+static void test_cve_2023_1544_ring_past_pdir(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QPvrdmaCounts before;
+    QPvrdmaRing ring;
+    uint32_t pd = qpvrdma_create_pd(d, 0);
+    uint32_t sq_stride = qpvrdma_wqe_stride(sizeof(struct pvrdma_sq_wqe_hdr),
+                                            2);
+    uint32_t rq_stride = qpvrdma_wqe_stride(sizeof(struct pvrdma_rq_wqe_hdr),
+                                            2);
+    uint32_t srq_stride = qpvrdma_wqe_stride(sizeof(struct pvrdma_rq_wqe_hdr),
+                                             1);
+    union pvrdma_cmd_resp r;
+    QPvrdmaCq cq;
+
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_ring_alloc(d, &ring, 16);
+    qpvrdma_counts(d, &before);
+    /* each ring one page short of what its entries need */
+    for (uint32_t cqe = 128; cqe <= 512; cqe <<= 1) {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, cqe);
+
+        c.nchunks = cqe * 64 / 4096;            /* state page + need - 1 */
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        c.nchunks++;
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                         r.create_cq_resp.cq_handle), ==, 0);
+    }
+    for (uint32_t n = 64; n <= 256; n <<= 1) {
+        uint32_t sp = n * sq_stride / 4096, rp = n * rq_stride / 4096;
+        struct pvrdma_cmd_create_qp q = qp_req(&ring, pd, cq.handle, n,
+                                               sp - 1);
+
+        q.total_chunks = 1 + sp - 1 + rp;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.send_chunks = sp;
+        q.total_chunks = 1 + sp + rp - 1;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.total_chunks = 1 + sp + rp;
+        qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP,
+                                         r.create_qp_resp_v2.qp_handle), ==,
+                         0);
+    }
+    for (uint32_t n = 256; n <= 1024; n <<= 1) {
+        struct pvrdma_cmd_create_srq s = srq_req(&ring, pd, n, 1);
+
+        s.nchunks = n * srq_stride / 4096;
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+        s.nchunks++;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ,
+                                         r.create_srq_resp.srqn), ==, 0);
+    }
+    /* the page directory lists fewer tables than the count claims */
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 64);
+        uint64_t dir = qpvrdma_alloc(d, 4096);
+
+        /* table 0 fine, table 1 (pages 512..) in MMIO */
+        qtest_writeq(d->qts, dir, qtest_readq(d->qts, ring.pdir));
+        qtest_writeq(d->qts, dir + 8, GPA_IOAPIC);
+        c.pdir_dma = dir;
+        c.cqe = 1u << 15;
+        c.nchunks = 513;
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+    }
+    qpvrdma_assert_counts(d, &before);
+    qpvrdma_ring_free(&ring);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Zero-sized and maximal rings                                        */
+
+static void test_ring_sizes(void)
+{
+    QPvrdma *d = qpvrdma_start_active(",max-cqe=512,max-qp-wr=512,"
+                                      "max-srq-wr=512");
+    QPvrdmaCounts before;
+    union pvrdma_cmd_resp r;
+    QPvrdmaRing ring;
+    uint32_t pd = qpvrdma_create_pd(d, 0);
+    QPvrdmaCq cq;
+    Pair p;
+
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_ring_alloc(d, &ring, 40);
+    qpvrdma_counts(d, &before);
+    /* zero-sized: CQ, send queue, receive queue, SRQ */
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 0);
+        struct pvrdma_cmd_create_qp q = qp_req(&ring, pd, cq.handle, 0, 1);
+        struct pvrdma_cmd_create_srq s = srq_req(&ring, pd, 0, 1);
+
+        c.nchunks = 2;
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        q.total_chunks = 3;
+        q.max_recv_wr = 16;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.max_send_wr = 16;
+        q.max_recv_wr = 0;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.max_recv_wr = 16;
+        q.max_send_sge = 0;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.max_send_sge = 2;
+        q.max_recv_sge = 0;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.max_recv_sge = 2;
+        q.send_chunks = 0;
+        q.total_chunks = 1;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        s.nchunks = 2;
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+        s.attrs.max_wr = 16;
+        s.attrs.max_sge = 0;
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+    }
+    /* maximal: exactly the limit works, twice the limit does not */
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 512);
+        struct pvrdma_cmd_create_srq s = srq_req(&ring, pd, 512, 1);
+        uint32_t sp = 512 * qpvrdma_wqe_stride(
+            sizeof(struct pvrdma_sq_wqe_hdr), 2) / 4096;
+        uint32_t rp = 512 * qpvrdma_wqe_stride(
+            sizeof(struct pvrdma_rq_wqe_hdr), 2) / 4096;
+        struct pvrdma_cmd_create_qp q = qp_req(&ring, pd, cq.handle, 512,
+                                               sp);
+
+        c.nchunks = 1 + 512 * 64 / 4096;
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                         r.create_cq_resp.cq_handle), ==, 0);
+        c.cqe = 1024;
+        c.nchunks = 1 + 1024 * 64 / 4096;
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        c.cqe = 0x80000000;
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+
+        q.total_chunks = 1 + sp + rp;
+        qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP,
+                                         r.create_qp_resp_v2.qp_handle), ==,
+                         0);
+        q.max_send_wr = 1024;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        q.max_send_wr = 512;
+        q.max_recv_wr = 0x80000000;
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+
+        s.nchunks = 1 + 512 * 32 / 4096;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ,
+                                         r.create_srq_resp.srqn), ==, 0);
+        s.attrs.max_wr = 1024;
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+    }
+    qpvrdma_assert_counts(d, &before);
+    /* the smallest rings (one entry) wrap correctly */
+    qpvrdma_bind_gid(d, 0);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 1);
+    for (int i = 0; i < 5; i++) {
+        pair_works(&p);
+    }
+    pair_destroy(&p);
+    qpvrdma_ring_free(&ring);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Doorbells for destroyed QPs, CQs and SRQs                           */
+
+static void test_doorbell_after_destroy(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QPvrdmaCounts before;
+    QPvrdmaRing sring;
+    union pvrdma_cmd_resp r;
+    uint64_t buf, errs;
+    uint32_t key, srq, cq_prod;
+    QPvrdmaCq cq2;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    qpvrdma_counts(d, &before);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_cq(d, &cq2, 64);
+    qpvrdma_ring_alloc(d, &sring, 2);
+    {
+        struct pvrdma_cmd_create_srq s = srq_req(&sring, p.pd, 16, 1);
+
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        srq = r.create_srq_resp.srqn;
+    }
+    /* a send waiting for a receive (RNR), then its QP is destroyed */
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
+    qpvrdma_cq_empty(d, &p.cq);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.a.handle),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ, cq2.handle),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ, srq), ==, 0);
+    /* the receive that would have woken it, and doorbells for the dead */
+    qpvrdma_post_recv(d, &p.b, 2, buf + 2048, 64, key);
+    errs = guest_errors(d);
+    for (int i = 0; i < 10; i++) {
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_SEND | PVRDMA_UAR_QP_RECV |
+                          p.a.handle);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | PVRDMA_UAR_CQ_POLL |
+                          cq2.handle);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_SRQ_OFFSET,
+                          PVRDMA_UAR_SRQ_RECV | srq);
+    }
+    g_assert_cmpuint(guest_errors(d), >=, errs + 30);
+    qtest_clock_step(d->qts, 10000);
+    /* nothing completed anywhere: the dead QP's WQE is gone with it */
+    qpvrdma_cq_empty(d, &p.cq);
+    cq_prod = qtest_readl(d->qts, cq2.ring.pages[0] + 8);
+    g_assert_cmpuint(cq_prod, ==, 0);
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
+    /* clean up what is left; counts back to where they started */
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.b.handle),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ, p.cq.handle),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD, p.pd), ==, 0);
+    qpvrdma_assert_counts(d, &before);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Handles used after their object was destroyed                       */
+
+static void test_handle_reuse(void)
+{
+    QPvrdma *d = qpvrdma_start_active(",max-pd=4,max-cq=4,max-qp=6");
+    uint64_t uar = bar_addr(d, PVRDMA_BAR_UAR);
+    QPvrdmaCounts before;
+    union pvrdma_cmd_resp r;
+    QPvrdmaRing ring;
+    uint64_t buf;
+    uint32_t key, ctx, dead_pd, dead_cq, dead_qp, dead_srq;
+    struct pvrdma_cqe e;
+    QPvrdmaCq cq;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    qpvrdma_counts(d, &before);
+    qpvrdma_ring_alloc(d, &ring, 8);
+    /* a user context, destroyed, then named by CREATE_PD/CQ */
+    {
+        struct pvrdma_cmd_create_uc uc = { .hdr.cmd = PVRDMA_CMD_CREATE_UC,
+                                           .pfn64 = (uar >> 12) + 2 };
+        struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD };
+        struct pvrdma_cmd_create_cq cc = cq_req(&ring, 64);
+
+        qpvrdma_cmd_ok(d, &uc, sizeof(uc), &r);
+        ctx = r.create_uc_resp.ctx_handle;
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_UC, ctx), ==,
+                         0);
+        c.ctx_handle = ctx;
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        cc.ctx_handle = ctx;
+        cc.nchunks = 2;
+        qpvrdma_cmd_fails(d, &cc, sizeof(cc));
+        /* and its UAR page is no doorbell page any more */
+        qpvrdma_uar_write(d, 2, PVRDMA_UAR_CQ_OFFSET, PVRDMA_UAR_CQ_ARM | 1);
+    }
+    /* PD, CQ, QP, SRQ destroyed, then named by the next commands */
+    dead_pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 64);
+    dead_cq = cq.handle;
+    {
+        struct pvrdma_cmd_create_qp q = qp_req(&ring, dead_pd, dead_cq, 16,
+                                               1);
+        struct pvrdma_cmd_create_srq s = srq_req(&ring, dead_pd, 16, 1);
+
+        q.total_chunks = 3;
+        qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+        dead_qp = r.create_qp_resp_v2.qp_handle;
+        s.nchunks = 2;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        dead_srq = r.create_srq_resp.srqn;
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, dead_qp),
+                         ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ,
+                                         dead_srq), ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ, dead_cq),
+                         ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD, dead_pd),
+                         ==, 0);
+        qpvrdma_cmd_fails(d, &q, sizeof(q));        /* dead PD and CQ */
+        qpvrdma_cmd_fails(d, &s, sizeof(s));        /* dead PD */
+    }
+    {
+        struct pvrdma_cmd_query_qp qq = { .hdr.cmd = PVRDMA_CMD_QUERY_QP,
+                                          .qp_handle = dead_qp };
+        struct pvrdma_cmd_query_srq qs = { .hdr.cmd = PVRDMA_CMD_QUERY_SRQ,
+                                           .srq_handle = dead_srq };
+        struct pvrdma_cmd_resize_cq rc = { .hdr.cmd = PVRDMA_CMD_RESIZE_CQ,
+                                           .cq_handle = dead_cq, .cqe = 32 };
+        struct pvrdma_qp_attr a = { .qp_state = PVRDMA_QPS_ERR };
+
+        qpvrdma_cmd_fails(d, &qq, sizeof(qq));
+        qpvrdma_cmd_fails(d, &qs, sizeof(qs));
+        qpvrdma_cmd_fails(d, &rc, sizeof(rc));
+        g_assert_cmpuint(qpvrdma_modify_qp(d, dead_qp, PVRDMA_QP_STATE, &a),
+                         !=, 0);
+    }
+    /* a new PD/CQ/QP set (may reuse the handles): the old names now */
+    /* point at new objects, and an MR key of a dead MR is refused */
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, buf, 16, key, buf + 64,
+                    key);
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
+    g_assert_cmpuint(e.wr_id, ==, 5);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_LOC_PROT_ERR);
+    pair_destroy(&p);
+    /* the handle spaces are intact: 3 PDs and 3 CQs fit again */
+    {
+        uint32_t pds[3];
+        QPvrdmaCq cqs[3];
+
+        for (int i = 0; i < 3; i++) {
+            pds[i] = qpvrdma_create_pd(d, 0);
+            qpvrdma_create_cq(d, &cqs[i], 16);
+        }
+        for (int i = 0; i < 3; i++) {
+            g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                             cqs[i].handle), ==, 0);
+            g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD,
+                                             pds[i]), ==, 0);
+        }
+    }
+    qpvrdma_assert_counts(d, &before);
+    qpvrdma_ring_free(&ring);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* A command while the previous one has not been collected             */
+
+static void test_cmd_in_flight(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD,
+                                      .hdr.response = 1 };
+    struct pvrdma_cmd_query_pkey q = { .hdr.cmd = PVRDMA_CMD_QUERY_PKEY,
+                                       .hdr.response = 2, .port_num = 1 };
+    struct pvrdma_cmd_hdr junk = { .cmd = 0x5555, .response = 3 };
+    union pvrdma_cmd_resp r;
+    QPvrdmaCounts before;
+
+    qpvrdma_counts(d, &before);
+    /* two requests back to back: the second answer overwrites the first */
+    qtest_memwrite(d->qts, d->cmd, &c, sizeof(c));
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    qtest_memwrite(d->qts, d->cmd, &q, sizeof(q));
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, 0);
+    qtest_memread(d->qts, d->resp, &r, sizeof(r));
+    g_assert_cmphex(r.hdr.response, ==, 2);
+    g_assert_cmphex(r.hdr.ack, ==, PVRDMA_CMD_RESP(PVRDMA_CMD_QUERY_PKEY));
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-pd"), ==, before.pd + 1);
+    /* the same request twice without rewriting the slot: two PDs */
+    qtest_memwrite(d->qts, d->cmd, &c, sizeof(c));
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-pd"), ==, before.pd + 3);
+    /* a flood of garbage requests, with and without a non-zero value */
+    qtest_memwrite(d->qts, d->cmd, &junk, sizeof(junk));
+    for (int i = 0; i < 500; i++) {
+        qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, i & 1 ? 0 : 0xdead);
+        g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, EINVAL);
+    }
+    qtest_memread(d->qts, d->resp, &r, sizeof(r));
+    g_assert_cmphex(r.hdr.response, ==, 3);
+    g_assert_cmpuint(r.hdr.err, ==, EINVAL);
+    /* the response vector was raised for each: drain, then it works */
+    for (uint32_t h = 1; h <= 3; h++) {
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD, h), ==, 0);
+    }
+    qpvrdma_assert_counts(d, &before);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* The DSR moved or cleared while active                               */
+
+static void test_dsr_moved(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_device_shared_region dsr;
+    uint64_t other = qpvrdma_alloc(d, 4096);
+
+    /* the guest rewrites the DSR's contents: the device kept a copy */
+    qtest_memread(d->qts, d->dsr, &dsr, sizeof(dsr));
+    dsr.cmd_slot_dma = bar_addr(d, PVRDMA_BAR_REGS);
+    dsr.resp_slot_dma = 0;
+    dsr.async_ring_pages.num_pages = 0xffffffff;
+    dsr.cq_ring_pages.pdir_dma = 0;
+    qtest_memwrite(d->qts, d->dsr, &dsr, sizeof(dsr));
+    device_works(d);
+    /* and moves or clears its address: ignored while active */
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)other);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, other >> 32);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, 0);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, 0);
+    g_assert_cmphex(qpvrdma_reg_read(d, PVRDMA_REG_DSRLOW), ==,
+                    (uint32_t)d->dsr);
+    g_assert_cmphex(qpvrdma_reg_read(d, PVRDMA_REG_DSRHIGH), ==,
+                    d->dsr >> 32);
+    /* the capabilities were not republished into the other page */
+    g_assert_cmpuint(qtest_readq(d->qts, other +
+                                 offsetof(struct pvrdma_device_shared_region,
+                                          caps)), ==, 0);
+    device_works(d);
+    /* after a reset, a cleared DSR cannot be activated */
+    qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, 0);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, 0);
+    g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+    expect_inactive(d);
+    /* the garbage the guest left in the old DSR is refused too */
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRLOW, (uint32_t)d->dsr);
+    qpvrdma_reg_write(d, PVRDMA_REG_DSRHIGH, d->dsr >> 32);
+    g_assert_cmpuint(qpvrdma_activate(d), !=, 0);
+    expect_inactive(d);
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reset while work is queued                                          */
+
+static void test_reset_during_traffic(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QPvrdmaCounts zero;
+    uint64_t buf;
+    uint32_t key;
+    Pair p;
+
+    for (int how = 0; how < 2; how++) {
+        qpvrdma_bind_gid(d, 0);
+        pair_setup(&p, d, PVRDMA_QPT_RC, 64);
+        buf = qpvrdma_alloc(d, 4096);
+        key = qpvrdma_create_mr(d, p.pd, buf, 4096,
+                                PVRDMA_ACCESS_LOCAL_WRITE);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | p.cq.handle);
+        /* a send waiting on RNR and a full ring of writes behind it */
+        qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
+        for (int i = 0; i < 40; i++) {
+            qpvrdma_send_wr(d, &p.b, PVRDMA_WR_RDMA_WRITE, 100 + i, buf, 8,
+                            key, buf + 64, key);
+        }
+        if (how == 0) {
+            qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        } else {
+            qpvrdma_system_reset(d);
+        }
+        /* everything is gone, nothing is mapped */
+        qpvrdma_counts(d, &zero);
+        g_assert_cmpuint(zero.uc + zero.pd + zero.mr + zero.cq + zero.qp +
+                         zero.srq + zero.mapped, ==, 0);
+        /* the old rings are left alone: no completion lands after reset */
+        qtest_writel(d->qts, p.cq.ring.pages[0] + 8, 0x1234);
+        qtest_writel(d->qts, p.b.ring.pages[0] + 4, 0x4321);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_SEND | p.a.handle);
+        qtest_clock_step(d->qts, 100000);
+        g_assert_cmphex(qtest_readl(d->qts, p.cq.ring.pages[0] + 8), ==,
+                        0x1234);
+        g_assert_cmphex(qtest_readl(d->qts, p.b.ring.pages[0] + 4), ==,
+                        0x4321);
+        /* the driver probes again */
+        qpvrdma_ring_free(&p.a.ring);
+        qpvrdma_ring_free(&p.b.ring);
+        qpvrdma_ring_free(&p.cq.ring);
+        qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        device_works(d);
+    }
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Ring indices outside [0, 2N), or more than N ahead                  */
+
+static void test_garbage_indices(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    static const uint32_t bad_prod[] = { 8, 9, 15, 0x80000000, 0xffffffff,
+                                         5 };
+    struct pvrdma_eqe eqe;
+    QPvrdmaCounts before;
+    struct pvrdma_cqe e;
+    uint64_t buf;
+    uint32_t key, prod, i;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    qpvrdma_counts(d, &before);
+    /* SQ producer: outside [0, 2N) for N = 4, or N + 1 ahead (5) */
+    for (unsigned i = 0; i < ARRAY_SIZE(bad_prod); i++) {
+        pair_setup(&p, d, PVRDMA_QPT_RC, 4);
+        qtest_writel(d->qts, p.a.ring.pages[0], bad_prod[i]);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
+                          PVRDMA_UAR_QP_SEND | p.a.handle);
+        qtest_clock_step(d->qts, 1000);
+        g_assert_cmpuint(query_qp_state(d, p.a.handle), ==, PVRDMA_QPS_ERR);
+        /* the device's consumer index did not move */
+        g_assert_cmpuint(qtest_readl(d->qts, p.a.ring.pages[0] + 4), ==, 0);
+        pair_destroy(&p);
+    }
+    /* RQ producer garbage at the responder: the sender gets an error */
+    pair_setup(&p, d, PVRDMA_QPT_RC, 4);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qtest_writel(d->qts, p.b.ring.pages[0] + 8, 0xfffffff0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, buf, 16, key, 0, 0);
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
+    g_assert_cmpuint(e.wr_id, ==, 0xa1);
+    g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(query_qp_state(d, p.b.handle), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+
+    /* CQ consumer garbage: the CQ goes to error, CQ_ERR is reported */
+    pair_setup(&p, d, PVRDMA_QPT_RC, 4);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                            PVRDMA_ACCESS_REMOTE_WRITE);
+    qtest_writel(d->qts, p.cq.ring.pages[0] + 12, 0xdeadbeef);
+    for (int i = 0; i < 3; i++) {
+        qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, i, buf, 8, key,
+                        buf + 64, key);
+    }
+    g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_ASYNC));
+    /*
+     * The bad SQ/RQ producer indices above reported QP_FATAL events first;
+     * CQ_ERR for this CQ follows them.
+     */
+    prod = qtest_readl(d->qts, d->async_pages[0] + 8);
+    g_assert_cmpuint(prod, >=, 1);
+    for (i = 0; i < prod; i++) {
+        qtest_memread(d->qts, d->async_pages[1] + i * sizeof(eqe), &eqe,
+                      sizeof(eqe));
+        if (eqe.type != PVRDMA_EVENT_QP_FATAL) {
+            break;
+        }
+    }
+    g_assert_cmpuint(i, <, prod);
+    g_assert_cmpuint(eqe.type, ==, PVRDMA_EVENT_CQ_ERR);
+    g_assert_cmpuint(eqe.info, ==, p.cq.handle);
+    g_assert_cmpuint(qtest_readl(d->qts, p.cq.ring.pages[0] + 8), ==, 0);
+    /* async ring consumer garbage: further events are dropped, no harm */
+    qtest_writel(d->qts, d->async_pages[0] + 12, 0xffffffff);
+    prod = qtest_readl(d->qts, d->async_pages[0] + 8);
+    {
+        struct pvrdma_qp_attr a = { .qp_state = PVRDMA_QPS_SQD,
+                                    .en_sqd_async_notify = 1 };
+
+        qpvrdma_modify_qp(d, p.b.handle, PVRDMA_QP_STATE |
+                          PVRDMA_QP_EN_SQD_ASYNC_NOTIFY, &a);
+    }
+    qtest_clock_step(d->qts, 1000);
+    g_assert_cmpuint(qtest_readl(d->qts, d->async_pages[0] + 8), ==, prod);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+
+    /* CQ notification ring consumer garbage: notification dropped */
+    pair_setup(&p, d, PVRDMA_QPT_RC, 4);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                            PVRDMA_ACCESS_REMOTE_WRITE);
+    qtest_writel(d->qts, d->cq_pages[0] + 12, 0x7fffffff);
+    qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
+                      PVRDMA_UAR_CQ_ARM | p.cq.handle);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 9, buf, 8, key, buf + 64,
+                    key);
+    qpvrdma_expect_cqe(d, &p.cq, 9, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS,
+                       8);
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
+    g_assert_cmpuint(qtest_readl(d->qts, d->cq_pages[0] + 8), ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+
+    /* SRQ producer garbage: the receive side errors, the sender too */
+    {
+        QPvrdmaRing sring;
+        union pvrdma_cmd_resp r;
+        QPvrdmaCq cq;
+        QPvrdmaQp a, b;
+        uint32_t pd = qpvrdma_create_pd(d, 0), srq;
+        struct pvrdma_cmd_create_srq s;
+
+        qpvrdma_create_cq(d, &cq, 64);
+        qpvrdma_ring_alloc(d, &sring, 2);
+        s = srq_req(&sring, pd, 16, 1);
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        srq = r.create_srq_resp.srqn;
+        qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 4,
+                          0);
+        qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 4,
+                          srq);
+        qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+        qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+        key = qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+        qtest_writel(d->qts, sring.pages[0] + 8, 33);
+        qpvrdma_uar_write(d, 0, PVRDMA_UAR_SRQ_OFFSET,
+                          PVRDMA_UAR_SRQ_RECV | srq);
+        qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa2, buf, 16, key, 0, 0);
+        g_assert(qpvrdma_poll_cq(d, &cq, &e));
+        g_assert_cmpuint(e.wr_id, ==, 0xa2);
+        g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, a.handle),
+                         ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, b.handle),
+                         ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ, srq), ==,
+                         0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8),
+                         ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                         cq.handle), ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD, pd), ==,
+                         0);
+    }
+    qpvrdma_assert_counts(d, &before);
+    /* the rings' indices are fixed by the guest: the device works again */
+    qtest_writel(d->qts, d->cq_pages[0] + 12, 0);
+    qtest_writel(d->qts, d->async_pages[0] + 12,
+                 qtest_readl(d->qts, d->async_pages[0] + 8));
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Page directory entries pointing at MMIO or outside RAM              */
+
+static void test_pdir_mmio(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QPvrdmaCounts before;
+    QPvrdmaRing ring;
+    uint64_t bad[NBAD], dir;
+    uint32_t pd = qpvrdma_create_pd(d, 0);
+    QPvrdmaCq cq;
+
+    bad_pages(d, bad);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_ring_alloc(d, &ring, 3);
+    qpvrdma_counts(d, &before);
+    for (unsigned b = 0; b < NBAD; b++) {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 64);
+        struct pvrdma_cmd_create_qp q = qp_req(&ring, pd, cq.handle, 16, 1);
+        struct pvrdma_cmd_create_srq s = srq_req(&ring, pd, 16, 1);
+
+        c.nchunks = 2;
+        s.nchunks = 2;
+        q.total_chunks = 3;
+        if (b >= NBAD_READ) {
+            goto pages;     /* ROM is readable: only its pages fail */
+        }
+        /* the directory is MMIO */
+        c.pdir_dma = q.pdir_dma = s.pdir_dma = bad[b];
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+        /* the directory's table is MMIO */
+        dir = qpvrdma_alloc(d, 4096);
+        qtest_writeq(d->qts, dir, bad[b]);
+        c.pdir_dma = q.pdir_dma = s.pdir_dma = dir;
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+    pages:
+        /* the state page (page 0) is MMIO */
+        c.pdir_dma = q.pdir_dma = s.pdir_dma =
+            qpvrdma_pdir(d, (uint64_t[]) { bad[b], ring.pages[1],
+                         ring.pages[2] }, 3);
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+        /* an element page is MMIO */
+        c.pdir_dma = q.pdir_dma = s.pdir_dma =
+            qpvrdma_pdir(d, (uint64_t[]) { ring.pages[0], bad[b],
+                         ring.pages[2] }, 3);
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+        qpvrdma_cmd_fails(d, &q, sizeof(q));
+        qpvrdma_cmd_fails(d, &s, sizeof(s));
+    }
+    /* a page that straddles the end of RAM (128 MiB) */
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&ring, 64);
+
+        c.nchunks = 2;
+        c.pdir_dma = qpvrdma_pdir(d, (uint64_t[]) { ring.pages[0],
+                                  128 * 1024 * 1024 - 2048 }, 2);
+        qpvrdma_cmd_fails(d, &c, sizeof(c));
+    }
+    qpvrdma_assert_counts(d, &before);
+    /* the device did not write its registers through any of this */
+    g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_VERSION), ==, 20);
+    g_assert_cmphex(qpvrdma_reg_read(d, PVRDMA_REG_DSRLOW), ==,
+                    (uint32_t)d->dsr);
+    qpvrdma_ring_free(&ring);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* A CQ resized in place: the device must use the new geometry          */
+
+static void test_resize_cq_geometry(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_cmd_resize_cq rc = { .hdr.cmd = PVRDMA_CMD_RESIZE_CQ,
+                                       .cqe = 128 };
+    struct pvrdma_cmd_create_cq c;
+    union pvrdma_cmd_resp r;
+    struct pvrdma_cqe e;
+    QPvrdmaCq cq;
+    QPvrdmaQp a, b;
+    uint64_t buf;
+    uint32_t pd, key;
+
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    /* 64 entries in pages that can hold 128 (one spare page is allowed) */
+    memset(&cq, 0, sizeof(cq));
+    qpvrdma_ring_alloc(d, &cq.ring, 3);
+    c = cq_req(&cq.ring, 64);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    cq.handle = rc.cq_handle = r.create_cq_resp.cq_handle;
+    qpvrdma_cmd_ok(d, &rc, sizeof(rc), &r);
+    g_assert_cmpuint(r.resize_cq_resp.cqe, ==, 128);
+    cq.cqe = 128;
+    qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 64, 0);
+    qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 64, 0);
+    qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+    qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                            PVRDMA_ACCESS_REMOTE_WRITE);
+    /* 100 completions outstanding fit a 128-entry CQ */
+    for (int i = 0; i < 100; i++) {
+        qpvrdma_send_wr(d, &a, PVRDMA_WR_RDMA_WRITE, i, buf, 8, key,
+                        buf + 64, key);
+        if (i % 50 == 49) {
+            qtest_clock_step(d->qts, 100);
+        }
+    }
+    for (int i = 0; i < 100; i++) {
+        g_assert(qpvrdma_poll_cq(d, &cq, &e));
+        g_assert_cmpuint(e.wr_id, ==, i);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    }
+    /* and the indices wrap at 2N = 256, as the driver's do */
+    for (int i = 100; i < 300; i++) {
+        qpvrdma_send_wr(d, &a, PVRDMA_WR_RDMA_WRITE, i, buf, 8, key,
+                        buf + 64, key);
+        qpvrdma_expect_cqe(d, &cq, i, PVRDMA_WC_RDMA_WRITE,
+                           PVRDMA_WC_SUCCESS, 8);
+    }
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_ASYNC));
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* MSI-X vectors aimed at the device's own registers                   */
+
+static void test_msix_at_own_registers(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    uint64_t regs = bar_addr(d, PVRDMA_BAR_REGS);
+    struct pvrdma_qp_attr a = { .rnr_retry = 1 };
+    uint64_t buf;
+    uint32_t key;
+    Pair p;
+
+    qpvrdma_bind_gid(d, 0);
+    pair_setup(&p, d, PVRDMA_QPT_RC, 8);
+    /* RNR retries run out after a few ms of virtual time: a timer */
+    g_assert_cmpuint(qpvrdma_modify_qp(d, p.a.handle, PVRDMA_QP_RNR_RETRY,
+                                       &a), ==, 0);
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
+                      PVRDMA_UAR_CQ_ARM | p.cq.handle);
+    /* every vector now writes RESET into CTL, as a guest may program */
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        qpvrdma_msix_vector(d, v, regs + PVRDMA_REG_CTL,
+                            PVRDMA_DEVICE_CTL_RESET);
+    }
+    /* no receive posted: the send fails from the RNR timer, and its */
+    /* completion raises the CQ vector while the QP is being served */
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
+    qtest_clock_step(d->qts, 2000000000LL);
+    /* the device did not reset itself from inside its own work */
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-qp"), ==, 2);
+    for (unsigned v = 0; v < PVRDMA_MAX_INTERRUPTS; v++) {
+        qpvrdma_msix_vector(d, v, d->msix_addr + 4 * v, 0x5a5a0000u | v);
+    }
+    qpvrdma_expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_RNR_RETRY_EXC_ERR, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, key >> 8), ==,
+                     0);
+    pair_destroy(&p);
+    device_works(d);
+    qpvrdma_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Create/destroy cycles of every object type, activate/reset cycles   */
+/* (PVRDMA_LEAK_CYCLES / PVRDMA_LEAK_RESETS; scripts/leakcheck.sh runs */
+/* 1000 / 100 under valgrind, make check a few)                        */
+
+static void test_leak_cycles(void)
+{
+    unsigned cycles = env_count("PVRDMA_LEAK_CYCLES", 10);
+    unsigned resets = env_count("PVRDMA_LEAK_RESETS", 3);
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    uint64_t uar = bar_addr(d, PVRDMA_BAR_UAR);
+    uint64_t buf = qpvrdma_alloc(d, 4 * 4096);
+    QPvrdmaRing cqr, qpr, srqr;
+    QPvrdmaCounts before;
+    union pvrdma_cmd_resp r;
+    uint32_t pd, cq;
+
+    qpvrdma_ring_alloc(d, &cqr, 2);
+    qpvrdma_ring_alloc(d, &qpr, 3);
+    qpvrdma_ring_alloc(d, &srqr, 2);
+    pd = qpvrdma_create_pd(d, 0);
+    {
+        struct pvrdma_cmd_create_cq c = cq_req(&cqr, 64);
+
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        cq = r.create_cq_resp.cq_handle;
+    }
+    qpvrdma_counts(d, &before);
+    for (unsigned i = 0; i < cycles; i++) {
+        struct pvrdma_cmd_create_uc uc = { .hdr.cmd = PVRDMA_CMD_CREATE_UC,
+                                           .pfn64 = (uar >> 12) + 1 };
+        struct pvrdma_cmd_create_cq c = cq_req(&cqr, 64);
+        struct pvrdma_cmd_create_qp q = qp_req(&qpr, pd, cq, 16, 1);
+        struct pvrdma_cmd_create_srq s = srq_req(&srqr, pd, 16, 1);
+        struct pvrdma_cmd_create_mr m = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                          .pd_handle = pd,
+                                          .access_flags =
+                                              PVRDMA_ACCESS_LOCAL_WRITE };
+        struct pvrdma_cmd_create_bind b = { .hdr.cmd =
+                                            PVRDMA_CMD_CREATE_BIND,
+                                            .index = i % 16,
+                                            .gid_type =
+                                            PVRDMA_GID_TYPE_FLAG_ROCE_V2 };
+        struct pvrdma_cmd_destroy_bind db = { .hdr.cmd =
+                                              PVRDMA_CMD_DESTROY_BIND,
+                                              .index = i % 16 };
+        uint32_t h;
+
+        qpvrdma_cmd_ok(d, &uc, sizeof(uc), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_UC,
+                                         r.create_uc_resp.ctx_handle), ==, 0);
+        h = qpvrdma_create_pd(d, 0);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_PD, h), ==, 0);
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_CQ,
+                                         r.create_cq_resp.cq_handle), ==, 0);
+        q.total_chunks = 3;
+        for (int t = 0; t < 2; t++) {
+            q.qp_type = t ? PVRDMA_QPT_UD : PVRDMA_QPT_RC;
+            qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+            g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP,
+                                             r.create_qp_resp_v2.qp_handle),
+                             ==, 0);
+        }
+        s.nchunks = 2;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_SRQ,
+                                         r.create_srq_resp.srqn), ==, 0);
+        /* user MR over parts of 4 pages, DMA MR, FRMR */
+        h = qpvrdma_create_mr(d, pd, buf + 100, 3 * 4096, 0) >> 8;
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, h), ==, 0);
+        m.flags = PVRDMA_MR_FLAG_DMA;
+        qpvrdma_cmd_ok(d, &m, sizeof(m), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                         r.create_mr_resp.mr_handle), ==, 0);
+        m.flags = PVRDMA_MR_FLAG_FRMR;
+        m.nchunks = 128;
+        qpvrdma_cmd_ok(d, &m, sizeof(m), &r);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                         r.create_mr_resp.mr_handle), ==, 0);
+        memcpy(b.new_gid, qpvrdma_test_gid, 16);
+        memcpy(db.dest_gid, qpvrdma_test_gid, 16);
+        qpvrdma_cmd_ok(d, &b, sizeof(b), &r);
+        qpvrdma_cmd_ok(d, &db, sizeof(db), &r);
+    }
+    qpvrdma_assert_counts(d, &before);
+    /* activate / reset, with objects alive at each reset */
+    for (unsigned i = 0; i < resets; i++) {
+        struct pvrdma_cmd_create_srq s = srq_req(&srqr, 0, 16, 1);
+        QPvrdmaCq c;
+        QPvrdmaQp qp;
+
+        qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+        g_assert_cmpuint(qpvrdma_counter(d, "x-mapped"), ==, 0);
+        qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        pd = qpvrdma_create_pd(d, 0);
+        qpvrdma_create_cq(d, &c, 64);
+        qpvrdma_create_qp(d, &qp, pd, c.handle, c.handle, PVRDMA_QPT_RC, 16,
+                          0);
+        qpvrdma_create_mr(d, pd, buf, 4096, 0);
+        s.pd_handle = pd;
+        s.nchunks = 2;
+        qpvrdma_cmd_ok(d, &s, sizeof(s), &r);
+        qpvrdma_bind_gid(d, 0);
+        qpvrdma_ring_free(&c.ring);
+        qpvrdma_ring_free(&qp.ring);
+    }
+    qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    qpvrdma_counts(d, &before);
+    g_assert_cmpuint(before.uc + before.pd + before.mr + before.cq +
+                     before.qp + before.srq + before.mapped, ==, 0);
+    qpvrdma_ring_free(&cqr);
+    qpvrdma_ring_free(&qpr);
+    qpvrdma_ring_free(&srqr);
+    qpvrdma_stop(d);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/pvrdma/hostile/cve-2018-20123/realize-errors",
+                   test_cve_2018_20123_realize_errors);
+    qtest_add_func("/pvrdma/hostile/cve-2018-20124/sge-count",
+                   test_cve_2018_20124_sge_count);
+    qtest_add_func("/pvrdma/hostile/cve-2018-20125/huge-page-counts",
+                   test_cve_2018_20125_huge_page_counts);
+    qtest_add_func("/pvrdma/hostile/cve-2018-20126/ring-failure-no-leak",
+                   test_cve_2018_20126_ring_failure_no_leak);
+    qtest_add_func("/pvrdma/hostile/cve-2018-20191/uar-before-setup",
+                   test_cve_2018_20191_uar_before_setup);
+    qtest_add_func("/pvrdma/hostile/cve-2018-20216/malformed-wqes",
+                   test_cve_2018_20216_malformed_wqes);
+    qtest_add_func("/pvrdma/hostile/cve-2021-3582/mr-size-mapping",
+                   test_cve_2021_3582_mr_size_mapping);
+    qtest_add_func("/pvrdma/hostile/cve-2021-3607/dsr-ring-pages",
+                   test_cve_2021_3607_dsr_ring_pages);
+    qtest_add_func("/pvrdma/hostile/cve-2021-3608/ring-init-error-path",
+                   test_cve_2021_3608_ring_init_error_path);
+    qtest_add_func("/pvrdma/hostile/cve-2022-1050/cmd-before-dsr",
+                   test_cve_2022_1050_cmd_before_dsr);
+    qtest_add_func("/pvrdma/hostile/cve-2023-1544/ring-past-pdir",
+                   test_cve_2023_1544_ring_past_pdir);
+    qtest_add_func("/pvrdma/hostile/ring-sizes", test_ring_sizes);
+    qtest_add_func("/pvrdma/hostile/doorbell-after-destroy",
+                   test_doorbell_after_destroy);
+    qtest_add_func("/pvrdma/hostile/handle-reuse", test_handle_reuse);
+    qtest_add_func("/pvrdma/hostile/cmd-in-flight", test_cmd_in_flight);
+    qtest_add_func("/pvrdma/hostile/dsr-moved", test_dsr_moved);
+    qtest_add_func("/pvrdma/hostile/reset-during-traffic",
+                   test_reset_during_traffic);
+    qtest_add_func("/pvrdma/hostile/garbage-indices", test_garbage_indices);
+    qtest_add_func("/pvrdma/hostile/pdir-mmio", test_pdir_mmio);
+    qtest_add_func("/pvrdma/hostile/resize-cq-geometry",
+                   test_resize_cq_geometry);
+    qtest_add_func("/pvrdma/hostile/msix-at-own-registers",
+                   test_msix_at_own_registers);
+    qtest_add_func("/pvrdma/hostile/leak-cycles", test_leak_cycles);
+    return g_test_run();
+}
