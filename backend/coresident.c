@@ -193,6 +193,8 @@ typedef struct CrPeer {
     struct CrInReq *partial;    /* REQ still collecting MORE messages */
     uint32_t inflight;      /* our requests it has not answered */
     uint32_t nreqs;         /* its requests held here (CrInReq alive) */
+    uint8_t *tx;            /* messages collected for one datagram */
+    size_t txlen;
 } CrPeer;
 
 /* A peer's request at this responder. */
@@ -300,8 +302,8 @@ static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
     return true;
 }
 
-/* Queue or send one message; fd (if >= 0) is duplicated. */
-static void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
+/* Queue or send one datagram now; fd (if >= 0) is duplicated. */
+static void cr_send_now(CrPeer *p, const void *buf, size_t len, int fd)
 {
     CrOut *o;
 
@@ -320,6 +322,56 @@ static void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
         p->want_write = true;
         cr_watch(p);
     }
+}
+
+/* Send what cr_send() collected for p. */
+static void cr_flush_peer(CrPeer *p)
+{
+    if (p->txlen) {
+        cr_send_now(p, p->tx, p->txlen, -1);
+        p->txlen = 0;
+    }
+}
+
+/*
+ * Send one message.  Messages without a descriptor are collected and go
+ * out together, several in one datagram, at the end of the event that
+ * produced them (cr_flush): a burst of requests or answers costs one
+ * system call and one wakeup of the peer, not one per message.  Each
+ * message starts 8-byte aligned in the datagram.
+ */
+static void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
+{
+    size_t padded = ROUND_UP(len, 8);
+
+    if (p->dead) {
+        return;
+    }
+    if (fd >= 0) {
+        cr_flush_peer(p);           /* keep the order */
+        cr_send_now(p, buf, len, fd);
+        return;
+    }
+    if (p->txlen + padded > CR_MAX_MSG) {
+        cr_flush_peer(p);
+    }
+    memcpy(p->tx + p->txlen, buf, len);
+    memset(p->tx + p->txlen + len, 0, padded - len);
+    p->txlen += padded;
+}
+
+static void cr_flush(CrTransport *t)
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        cr_flush_peer(g_ptr_array_index(t->peers, i));
+    }
+}
+
+/* End of an event: send what it produced, free peers that died. */
+static void cr_done(CrTransport *t)
+{
+    cr_flush(t);
+    cr_reap(t);
 }
 
 static void cr_out_free(CrOut *o)
@@ -345,7 +397,7 @@ static void cr_peer_write(void *opaque)
         p->want_write = false;
         cr_watch(p);
     }
-    cr_reap(p->t);
+    cr_done(p->t);
 }
 
 static void cr_send_gids(CrTransport *t, CrPeer *p)
@@ -383,6 +435,7 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd)
 
     p->t = t;
     p->fd = fd;
+    p->tx = g_malloc(CR_MAX_MSG);
     g_queue_init(&p->out);
     g_ptr_array_add(t->peers, p);
     cr_watch(p);
@@ -507,6 +560,7 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
         }
     }
     g_free(p->gids);
+    g_free(p->tx);
     g_free(p);
 }
 
@@ -642,7 +696,7 @@ static void cr_wake(PvrdmaTransport *pt)
             g_hash_table_iter_remove(&it);
         }
     }
-    cr_reap(t);
+    cr_done(t);
 }
 
 /*
@@ -684,6 +738,7 @@ static void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
 
     cr_cancel_flights(t, qpn);
     if (!q) {
+        cr_flush(t);
         return;
     }
     g_hash_table_remove(t->waiting, GUINT_TO_POINTER(qpn));
@@ -692,6 +747,13 @@ static void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
         cr_inreq_free(r);
     }
     g_queue_free(q);
+    cr_flush(t);    /* no reaping: this may run inside the core's run loop */
+}
+
+/* The core finished a run: send the requests it produced. */
+static void cr_flush_hook(PvrdmaTransport *pt)
+{
+    cr_flush(cr(pt));
 }
 
 /* Append a peer's sg entries to r->req.local (checked against its RAM). */
@@ -938,6 +1000,29 @@ static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
     }
 }
 
+/*
+ * A datagram holds one message, or several each starting 8-byte aligned;
+ * a descriptor comes only with a datagram of exactly one REGION message.
+ */
+static bool cr_rx_datagram(CrPeer *p, const uint8_t *buf, size_t n, int fd)
+{
+    size_t off = 0;
+
+    while (off < n && !p->dead) {
+        const CrHdr *h = (const CrHdr *)(buf + off);
+
+        if (n - off < sizeof(*h) || h->len < sizeof(*h) || h->len > n - off ||
+            (fd >= 0 && (off || h->len != n))) {
+            return false;
+        }
+        if (!cr_rx(p, buf + off, h->len, fd)) {
+            return false;
+        }
+        off += ROUND_UP(h->len, 8);
+    }
+    return true;
+}
+
 static void cr_peer_read(void *opaque)
 {
     CrPeer *p = opaque;
@@ -986,14 +1071,14 @@ static void cr_peer_read(void *opaque)
             }
         }
         if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-            !cr_rx(p, t->rx, n, fd)) {
+            !cr_rx_datagram(p, t->rx, n, fd)) {
             cr_peer_fail(p, "malformed message");
         }
         if (fd >= 0) {
             close(fd);
         }
     }
-    cr_reap(t);
+    cr_done(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1116,7 +1201,7 @@ static void cr_gids_changed(PvrdmaTransport *pt)
     for (guint i = 0; i < t->peers->len; i++) {
         cr_send_gids(t, g_ptr_array_index(t->peers, i));
     }
-    cr_reap(t);
+    cr_done(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1145,7 +1230,7 @@ static void cr_accept(void *opaque)
         }
         cr_peer_new(t, fd);
     }
-    cr_reap(t);
+    cr_done(t);
 }
 
 static bool cr_sockaddr(const char *path, struct sockaddr_un *sa)
@@ -1281,6 +1366,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         .gids_changed = cr_gids_changed,
         .wake = cr_wake,
         .qp_gone = cr_qp_gone,
+        .flush = cr_flush_hook,
         .destroy = cr_destroy,
     };
     t->dir = g_strdup(dir);
@@ -1328,6 +1414,6 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     cr_scan(t);
     close(lockfd);      /* releases the lock */
     loop->set_fd_handler(loop_opaque, t->lfd, cr_accept, NULL, t);
-    cr_reap(t);
+    cr_done(t);
     return &t->t;
 }

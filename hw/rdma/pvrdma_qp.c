@@ -1014,6 +1014,11 @@ void pvrdma_core_run(PvrdmaCore *c)
         serve_sq(c, qp);
     }
     c->running = false;
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->flush) {
+            c->transports[i]->flush(c->transports[i]);
+        }
+    }
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);
     }

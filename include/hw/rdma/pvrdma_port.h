@@ -21,6 +21,9 @@
 #include <string.h>
 #include <inttypes.h>
 #include "trace/trace-hw_rdma.h"
+#ifndef ROUND_UP
+#define ROUND_UP(n, d) (((n) + (d) - 1) / (d) * (d))
+#endif
 #define le64_to_cpu(x) (x)
 #define cpu_to_le64(x) (x)
 #define le32_to_cpu(x) (x)

@@ -63,6 +63,7 @@ struct PvrdmaTransport {
     void (*gids_changed)(PvrdmaTransport *t);   /* GID table changed */
     void (*wake)(PvrdmaTransport *t);           /* receives posted, timer */
     void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);  /* destroy / reset */
+    void (*flush)(PvrdmaTransport *t);          /* end of a core run */
     void (*destroy)(PvrdmaTransport *t);
 };
 
