@@ -42,6 +42,7 @@ struct PvrdmaState {
     MemoryRegion uar;
     QEMUBH *bh;
     QEMUTimer *timer;
+    QEMUTimer *link_timer;
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
     PvrdmaTransport *coresident;
@@ -175,6 +176,13 @@ static void pvrdma_get_mac(void *opaque, uint8_t mac[6])
     }
 }
 
+static bool pvrdma_link_up(void *opaque)
+{
+    VMXNET3State *nic = pvrdma_nic(opaque);
+
+    return nic && !qemu_get_queue(nic->nic)->link_down;
+}
+
 static uint64_t pvrdma_uar_base(void *opaque)
 {
     return pci_get_bar_addr(PCI_DEVICE(opaque), PVRDMA_BAR_UAR);
@@ -195,7 +203,23 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .get_mac = pvrdma_get_mac,
     .uar_base = pvrdma_uar_base,
     .now_ms = pvrdma_now_ms,
+    .link_up = pvrdma_link_up,
 };
+
+/*
+ * vmxnet3 has no link-change hook for us: poll its link (set_link) a few
+ * times a second and report PORT_ERR / PORT_ACTIVE on a change.
+ */
+#define PVRDMA_LINK_POLL_MS 250
+
+static void pvrdma_link_poll(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    pvrdma_core_check_link(&s->core);
+    timer_mod(s->link_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
+}
 
 static void pvrdma_run(void *opaque)
 {
@@ -475,6 +499,9 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     s->bh = qemu_bh_new_guarded(pvrdma_run, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
     s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_timer, s);
+    s->link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_link_poll, s);
+    timer_mod(s->link_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
     if (s->rendezvous && !pvrdma_join(s, errp)) {
         pvrdma_exit(pdev);
@@ -499,6 +526,7 @@ static void pvrdma_exit(PCIDevice *pdev)
     }
     qemu_bh_delete(s->bh);
     timer_free(s->timer);
+    timer_free(s->link_timer);
     msi_uninit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);

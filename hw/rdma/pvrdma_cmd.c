@@ -52,7 +52,7 @@ static int cmd_query_port(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EINVAL, "QUERY_PORT: bad port %u",
                        req->query_port.port_num);
     }
-    a->state = PVRDMA_PORT_ACTIVE;
+    a->state = pvrdma_port_up(c) ? PVRDMA_PORT_ACTIVE : PVRDMA_PORT_DOWN;
     a->max_mtu = PVRDMA_MTU_4096;
     a->active_mtu = PVRDMA_MTU_1024;
     a->gid_tbl_len = c->lim.gid_tbl_len;
@@ -65,7 +65,8 @@ static int cmd_query_port(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     a->subnet_timeout = 18;
     a->active_width = PVRDMA_WIDTH_4X;
     a->active_speed = PVRDMA_SPEED_QDR;
-    a->phys_state = PVRDMA_PHYS_STATE_LINKUP;
+    a->phys_state = pvrdma_port_up(c) ? PVRDMA_PHYS_STATE_LINKUP :
+                                        PVRDMA_PHYS_STATE_DISABLED;
     return 0;
 }
 

@@ -318,6 +318,7 @@ static void activate(PvrdmaCore *c)
         return;
     }
     c->active = true;
+    c->port_down = !pvrdma_port_up(c);   /* events report changes from here */
     c->err = 0;
     trace_pvrdma_activate(c->version, drv);
 }
@@ -501,6 +502,24 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
         PVRDMA_GUEST_ERR(c, "doorbell at unknown UAR offset 0x%x", off);
         break;
     }
+}
+
+bool pvrdma_port_up(PvrdmaCore *c)
+{
+    return !c->ops->link_up || c->ops->link_up(c->opaque);
+}
+
+void pvrdma_core_check_link(PvrdmaCore *c)
+{
+    bool down = !pvrdma_port_up(c);
+
+    if (!c->active || down == c->port_down) {
+        return;
+    }
+    c->port_down = down;
+    trace_pvrdma_port_state(down ? "down" : "active");
+    pvrdma_post_async(c, down ? PVRDMA_EVENT_PORT_ERR :
+                      PVRDMA_EVENT_PORT_ACTIVE, 1);
 }
 
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)

@@ -1430,7 +1430,7 @@ static void test_garbage_indices(void)
     QPvrdmaCounts before;
     struct pvrdma_cqe e;
     uint64_t buf;
-    uint32_t key, prod, i;
+    uint32_t key, prod, k;
     Pair p;
 
     qpvrdma_bind_gid(d, 0);
@@ -1477,14 +1477,14 @@ static void test_garbage_indices(void)
      */
     prod = qtest_readl(d->qts, d->async_pages[0] + 8);
     g_assert_cmpuint(prod, >=, 1);
-    for (i = 0; i < prod; i++) {
-        qtest_memread(d->qts, d->async_pages[1] + i * sizeof(eqe), &eqe,
+    for (k = 0; k < prod; k++) {
+        qtest_memread(d->qts, d->async_pages[1] + k * sizeof(eqe), &eqe,
                       sizeof(eqe));
         if (eqe.type != PVRDMA_EVENT_QP_FATAL) {
             break;
         }
     }
-    g_assert_cmpuint(i, <, prod);
+    g_assert_cmpuint(k, <, prod);
     g_assert_cmpuint(eqe.type, ==, PVRDMA_EVENT_CQ_ERR);
     g_assert_cmpuint(eqe.info, ==, p.cq.handle);
     g_assert_cmpuint(qtest_readl(d->qts, p.cq.ring.pages[0] + 8), ==, 0);

@@ -506,6 +506,38 @@ static void test_query(void)
     qpvrdma_stop(d);
 }
 
+/* The vmxnet3's link (set_link) is the port's state: PORT_ERR/ACTIVE. */
+static void test_port_link(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_cmd_query_port qp = { .hdr.cmd = PVRDMA_CMD_QUERY_PORT,
+                                        .port_num = 1 };
+    union pvrdma_cmd_resp r;
+    QDict *rsp;
+
+    g_assert(!async_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'set_link', 'arguments': "
+                    "{ 'name': 'vmxnet3.0', 'up': false } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    qtest_clock_step(d->qts, 1000 * 1000 * 1000);  /* the link poll */
+    g_assert(async_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
+    g_assert(!async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
+    cmd_ok(d, &qp, sizeof(qp), &r);
+    g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_DOWN);
+    g_assert_cmpuint(r.query_port_resp.attrs.phys_state, ==,
+                     PVRDMA_PHYS_STATE_DISABLED);
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'set_link', 'arguments': "
+                    "{ 'name': 'vmxnet3.0', 'up': true } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    qtest_clock_step(d->qts, 1000 * 1000 * 1000);
+    g_assert(async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
+    cmd_ok(d, &qp, sizeof(qp), &r);
+    g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
+    qpvrdma_stop(d);
+}
+
 static void test_uc_pd(void)
 {
     QPvrdma *d = qpvrdma_start_active(NULL);
@@ -2051,6 +2083,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/activate", test_activate);
     qtest_add_func("/pvrdma/activate-errors", test_activate_errors);
     qtest_add_func("/pvrdma/cmd/query", test_query);
+    qtest_add_func("/pvrdma/cmd/port-link", test_port_link);
     qtest_add_func("/pvrdma/cmd/uc-pd", test_uc_pd);
     qtest_add_func("/pvrdma/cmd/pd-exhaustion", test_pd_exhaustion);
     qtest_add_func("/pvrdma/cmd/mr", test_mr);

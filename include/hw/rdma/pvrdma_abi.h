@@ -124,6 +124,7 @@ enum pvrdma_mtu {
 #define PVRDMA_PORT_IP_BASED_GIDS       (1u << 26)
 #define PVRDMA_WIDTH_4X                 2
 #define PVRDMA_SPEED_QDR                4
+#define PVRDMA_PHYS_STATE_DISABLED      3
 #define PVRDMA_PHYS_STATE_LINKUP        5
 
 enum pvrdma_qp_type {

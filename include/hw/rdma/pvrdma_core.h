@@ -42,6 +42,8 @@ typedef struct PvrdmaHostOps {
     uint64_t (*uar_base)(void *opaque);
     /* Monotonic milliseconds (RNR timers). */
     int64_t (*now_ms)(void *opaque);
+    /* Link state of the paired vmxnet3 (optional: NULL means always up). */
+    bool (*link_up)(void *opaque);
 } PvrdmaHostOps;
 
 /* Limits: QOM properties, copied into the capabilities. */
@@ -360,6 +362,7 @@ struct PvrdmaCore {
     uint32_t imr;
     bool dsr_set;           /* DSRHIGH written: caps published */
     bool active;
+    bool port_down;         /* last link state reported (PORT_ERR sent) */
     unsigned version;       /* effective ABI version (min of both sides) */
 
     /* copy of the driver's half of the DSR, taken at activation */
@@ -403,6 +406,10 @@ void pvrdma_core_reg_write(PvrdmaCore *c, uint32_t addr, uint32_t val);
 void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val);
 /* Serve queued work (BH / timer). */
 void pvrdma_core_run(PvrdmaCore *c);
+/* Poll the link of the paired NIC: PORT_ERR / PORT_ACTIVE on a change. */
+void pvrdma_core_check_link(PvrdmaCore *c);
+/* Is the port up (the paired NIC's link)? */
+bool pvrdma_port_up(PvrdmaCore *c);
 
 /* Internal API shared by the core's files. */
 void pvrdma_raise(PvrdmaCore *c, unsigned vector);
