@@ -14,316 +14,6 @@
 /* ------------------------------------------------------------------ */
 /* Guest-side helpers, written the way the Linux driver lays things out */
 
-typedef struct TCq {
-    uint32_t handle, cqe;
-    QPvrdmaRing ring;
-    uint32_t cons;
-} TCq;
-
-typedef struct TQp {
-    uint32_t handle, qpn;
-    uint32_t nsend, nrecv, sge, sstride, rstride, send_chunks;
-    QPvrdmaRing ring;
-    uint32_t sprod, rprod;
-    bool srq;
-} TQp;
-
-static const uint8_t test_gid[16] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1
-};
-
-static uint32_t stride(size_t hdr, uint32_t sge)
-{
-    uint32_t s = hdr + 16 * sge, p = 1;
-
-    while (p < s) {
-        p <<= 1;
-    }
-    return p;
-}
-
-static uint32_t cmd_ok(QPvrdma *d, const void *req, size_t len,
-                       union pvrdma_cmd_resp *rsp)
-{
-    const struct pvrdma_cmd_hdr *h = req;
-    uint32_t err = qpvrdma_cmd(d, req, len, rsp);
-
-    g_assert_cmpuint(err, ==, 0);
-    g_assert_cmphex(rsp->hdr.ack, ==, PVRDMA_CMD_RESP(h->cmd));
-    g_assert_cmpuint(rsp->hdr.err, ==, 0);
-    return 0;
-}
-
-/* A failing command: ERR set, response err set. */
-static void cmd_fails(QPvrdma *d, const void *req, size_t len)
-{
-    union pvrdma_cmd_resp rsp;
-    uint32_t err = qpvrdma_cmd(d, req, len, &rsp);
-
-    g_assert_cmpuint(err, !=, 0);
-    g_assert_cmpuint(rsp.hdr.err, ==, err);
-}
-
-static uint32_t create_pd(QPvrdma *d, uint32_t ctx)
-{
-    struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD,
-                                      .ctx_handle = ctx };
-    union pvrdma_cmd_resp r;
-
-    cmd_ok(d, &c, sizeof(c), &r);
-    return r.create_pd_resp.pd_handle;
-}
-
-static void create_cq(QPvrdma *d, TCq *cq, uint32_t cqe)
-{
-    struct pvrdma_cmd_create_cq c = { .hdr.cmd = PVRDMA_CMD_CREATE_CQ };
-    union pvrdma_cmd_resp r;
-
-    memset(cq, 0, sizeof(*cq));
-    qpvrdma_ring_alloc(d, &cq->ring, 1 + DIV_ROUND_UP(cqe * 64, 4096));
-    c.pdir_dma = cq->ring.pdir;
-    c.cqe = cqe;
-    c.nchunks = cq->ring.npages;
-    cmd_ok(d, &c, sizeof(c), &r);
-    g_assert_cmpuint(r.create_cq_resp.cqe, ==, cqe);
-    cq->handle = r.create_cq_resp.cq_handle;
-    cq->cqe = cqe;
-}
-
-static void create_qp(QPvrdma *d, TQp *qp, uint32_t pd, uint32_t scq,
-                      uint32_t rcq, uint8_t type, uint32_t n, uint32_t srq)
-{
-    struct pvrdma_cmd_create_qp c = { .hdr.cmd = PVRDMA_CMD_CREATE_QP };
-    union pvrdma_cmd_resp r;
-    uint32_t rpages;
-
-    memset(qp, 0, sizeof(*qp));
-    qp->nsend = qp->nrecv = n;
-    qp->sge = 2;
-    qp->srq = srq != 0;
-    qp->sstride = stride(sizeof(struct pvrdma_sq_wqe_hdr), qp->sge);
-    qp->rstride = stride(sizeof(struct pvrdma_rq_wqe_hdr), qp->sge);
-    qp->send_chunks = DIV_ROUND_UP(n * qp->sstride, 4096);
-    rpages = qp->srq ? 0 : DIV_ROUND_UP(n * qp->rstride, 4096);
-    qpvrdma_ring_alloc(d, &qp->ring, 1 + qp->send_chunks + rpages);
-    c.pdir_dma = qp->ring.pdir;
-    c.pd_handle = pd;
-    c.send_cq_handle = scq;
-    c.recv_cq_handle = rcq;
-    c.srq_handle = srq;
-    c.is_srq = qp->srq;
-    c.max_send_wr = n;
-    c.max_recv_wr = qp->srq ? 0 : n;
-    c.max_send_sge = qp->sge;
-    c.max_recv_sge = qp->srq ? 0 : qp->sge;
-    c.total_chunks = qp->ring.npages;
-    c.send_chunks = qp->send_chunks;
-    c.qp_type = type;
-    c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
-    cmd_ok(d, &c, sizeof(c), &r);
-    qp->handle = r.create_qp_resp_v2.qp_handle;
-    qp->qpn = r.create_qp_resp_v2.qpn;
-    g_assert_cmpuint(r.create_qp_resp_v2.max_send_wr, ==, n);
-}
-
-static uint32_t modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,
-                          struct pvrdma_qp_attr *a)
-{
-    struct pvrdma_cmd_modify_qp c = { .hdr.cmd = PVRDMA_CMD_MODIFY_QP,
-                                      .qp_handle = h, .attr_mask = mask };
-    union pvrdma_cmd_resp r;
-
-    c.attrs = *a;
-    return qpvrdma_cmd(d, &c, sizeof(c), &r);
-}
-
-static void bind_gid_raw(QPvrdma *d, uint32_t index, const uint8_t gid[16])
-{
-    struct pvrdma_cmd_create_bind c = { .hdr.cmd = PVRDMA_CMD_CREATE_BIND,
-                                        .index = index, .mtu = 1024,
-                                        .gid_type =
-                                            PVRDMA_GID_TYPE_FLAG_ROCE_V2 };
-    union pvrdma_cmd_resp r;
-
-    memcpy(c.new_gid, gid, 16);
-    cmd_ok(d, &c, sizeof(c), &r);
-}
-
-static void bind_gid(QPvrdma *d, uint32_t index)
-{
-    bind_gid_raw(d, index, test_gid);
-}
-
-/* RESET -> INIT -> RTR -> RTS, connected to dest_qpn at dgid (RC) or UD. */
-static void qp_to_rts_gid(QPvrdma *d, TQp *qp, uint8_t type,
-                          uint32_t dest_qpn, const uint8_t dgid[16],
-                          uint8_t rnr_retry)
-{
-    struct pvrdma_qp_attr a = { 0 };
-
-    a.qp_state = PVRDMA_QPS_INIT;
-    a.port_num = 1;
-    a.qkey = 0x11111111;
-    a.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE | PVRDMA_ACCESS_REMOTE_WRITE |
-                        PVRDMA_ACCESS_REMOTE_READ | PVRDMA_ACCESS_REMOTE_ATOMIC;
-    g_assert_cmpuint(modify_qp(d, qp->handle, PVRDMA_QP_STATE |
-                               PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
-                               (type == PVRDMA_QPT_RC ? PVRDMA_QP_ACCESS_FLAGS :
-                                PVRDMA_QP_QKEY), &a), ==, 0);
-    a.qp_state = PVRDMA_QPS_RTR;
-    a.path_mtu = PVRDMA_MTU_1024;
-    a.dest_qp_num = dest_qpn;
-    a.rq_psn = 100;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
-    a.ah_attr.grh.sgid_index = 0;
-    a.ah_attr.port_num = 1;
-    g_assert_cmpuint(modify_qp(d, qp->handle, PVRDMA_QP_STATE |
-                               (type == PVRDMA_QPT_RC ?
-                                PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU |
-                                PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
-                                PVRDMA_QP_MAX_DEST_RD_ATOMIC |
-                                PVRDMA_QP_MIN_RNR_TIMER : 0), &a), ==, 0);
-    a.qp_state = PVRDMA_QPS_RTS;
-    a.sq_psn = 100;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = rnr_retry;
-    a.max_rd_atomic = 1;
-    g_assert_cmpuint(modify_qp(d, qp->handle, PVRDMA_QP_STATE |
-                               PVRDMA_QP_SQ_PSN |
-                               (type == PVRDMA_QPT_RC ?
-                                PVRDMA_QP_TIMEOUT | PVRDMA_QP_RETRY_CNT |
-                                PVRDMA_QP_RNR_RETRY |
-                                PVRDMA_QP_MAX_QP_RD_ATOMIC : 0), &a), ==, 0);
-}
-
-static void qp_to_rts(QPvrdma *d, TQp *qp, uint8_t type, uint32_t dest_qpn)
-{
-    qp_to_rts_gid(d, qp, type, dest_qpn, test_gid, 7);
-}
-
-/* User MR over [gpa, gpa+len); the IOVA is the guest physical address. */
-static uint32_t create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa, uint32_t len,
-                          uint32_t access)
-{
-    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
-    uint32_t n = DIV_ROUND_UP((gpa & 4095) + len, 4096);
-    g_autofree uint64_t *pages = g_new(uint64_t, n);
-    union pvrdma_cmd_resp r;
-
-    for (uint32_t i = 0; i < n; i++) {
-        pages[i] = (gpa & ~4095ull) + i * 4096ull;
-    }
-    c.start = gpa;
-    c.length = len;
-    c.pdir_dma = qpvrdma_pdir(d, pages, n);
-    c.pd_handle = pd;
-    c.access_flags = access;
-    c.nchunks = n;
-    cmd_ok(d, &c, sizeof(c), &r);
-    g_assert_cmpuint(r.create_mr_resp.lkey, ==, r.create_mr_resp.rkey);
-    return r.create_mr_resp.lkey;
-}
-
-static uint64_t ring_addr(TQp *qp, bool send, uint32_t idx)
-{
-    uint32_t n = send ? qp->nsend : qp->nrecv;
-    uint32_t st = send ? qp->sstride : qp->rstride;
-    uint64_t off = (uint64_t)(idx & (n - 1)) * st;
-    uint32_t first = send ? 1 : 1 + qp->send_chunks;
-
-    return qp->ring.pages[first + off / 4096] + off % 4096;
-}
-
-static void post_recv(QPvrdma *d, TQp *qp, uint64_t wr_id, uint64_t addr,
-                      uint32_t len, uint32_t lkey)
-{
-    struct pvrdma_rq_wqe_hdr h = { .wr_id = wr_id, .num_sge = 1 };
-    struct pvrdma_sge s = { .addr = addr, .length = len, .lkey = lkey };
-    uint64_t w = ring_addr(qp, false, qp->rprod);
-
-    qtest_memwrite(d->qts, w, &h, sizeof(h));
-    qtest_memwrite(d->qts, w + sizeof(h), &s, sizeof(s));
-    qp->rprod = (qp->rprod + 1) & (2 * qp->nrecv - 1);
-    qtest_writel(d->qts, qp->ring.pages[0] + 8, qp->rprod);
-    qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
-                      PVRDMA_UAR_QP_RECV | qp->handle);
-}
-
-static void post_send(QPvrdma *d, TQp *qp, struct pvrdma_sq_wqe_hdr *h,
-                      const struct pvrdma_sge *s, bool ring)
-{
-    uint64_t w = ring_addr(qp, true, qp->sprod);
-
-    qtest_memwrite(d->qts, w, h, sizeof(*h));
-    if (h->num_sge && s) {
-        qtest_memwrite(d->qts, w + sizeof(*h), s, h->num_sge * sizeof(*s));
-    }
-    qp->sprod = (qp->sprod + 1) & (2 * qp->nsend - 1);
-    qtest_writel(d->qts, qp->ring.pages[0], qp->sprod);
-    if (ring) {
-        qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
-                          PVRDMA_UAR_QP_SEND | qp->handle);
-    }
-}
-
-static void send_wr(QPvrdma *d, TQp *qp, uint32_t op, uint64_t wr_id,
-                    uint64_t addr, uint32_t len, uint32_t lkey,
-                    uint64_t raddr, uint32_t rkey)
-{
-    struct pvrdma_sq_wqe_hdr h = { .wr_id = wr_id, .num_sge = len ? 1 : 0,
-                                   .opcode = op,
-                                   .send_flags = PVRDMA_SEND_SIGNALED };
-    struct pvrdma_sge s = { .addr = addr, .length = len, .lkey = lkey };
-
-    h.wr.rdma.remote_addr = raddr;
-    h.wr.rdma.rkey = rkey;
-    post_send(d, qp, &h, &s, true);
-}
-
-/* Poll one CQE; steps the clock so the device's bottom half runs. */
-static bool poll_cq(QPvrdma *d, TCq *cq, struct pvrdma_cqe *e)
-{
-    for (int i = 0; i < 1000; i++) {
-        uint32_t prod = qtest_readl(d->qts, cq->ring.pages[0] + 8);
-
-        if (prod != cq->cons) {
-            uint64_t off = (uint64_t)(cq->cons & (cq->cqe - 1)) * 64;
-
-            qtest_memread(d->qts, cq->ring.pages[1 + off / 4096] + off % 4096,
-                          e, sizeof(*e));
-            cq->cons = (cq->cons + 1) & (2 * cq->cqe - 1);
-            qtest_writel(d->qts, cq->ring.pages[0] + 12, cq->cons);
-            return true;
-        }
-        qtest_clock_step(d->qts, 10);
-    }
-    return false;
-}
-
-static void expect_cqe(QPvrdma *d, TCq *cq, uint64_t wr_id, uint32_t opcode,
-                       uint32_t status, uint32_t len)
-{
-    struct pvrdma_cqe e;
-
-    g_assert(poll_cq(d, cq, &e));
-    g_assert_cmphex(e.wr_id, ==, wr_id);
-    g_assert_cmpuint(e.status, ==, status);
-    if (status == PVRDMA_WC_SUCCESS) {
-        g_assert_cmpuint(e.opcode, ==, opcode);
-        g_assert_cmpuint(e.byte_len, ==, len);
-    }
-}
-
-static void cq_empty(QPvrdma *d, TCq *cq)
-{
-    qtest_clock_step(d->qts, 100);
-    g_assert_cmpuint(qtest_readl(d->qts, cq->ring.pages[0] + 8), ==,
-                     cq->cons);
-}
-
 /* Is there an async event (type, info) among the first ones posted? */
 static bool async_seen(QPvrdma *d, uint32_t type, uint32_t info)
 {
@@ -370,20 +60,20 @@ static void same(QPvrdma *d, uint64_t a, uint64_t b, size_t len)
 typedef struct Pair {
     QPvrdma *d;
     uint32_t pd;
-    TCq cq;
-    TQp a, b;
+    QPvrdmaCq cq;
+    QPvrdmaQp a, b;
 } Pair;
 
 static void pair_setup(Pair *p, uint8_t type, uint32_t n)
 {
     p->d = qpvrdma_start_active(NULL);
-    bind_gid(p->d, 0);
-    p->pd = create_pd(p->d, 0);
-    create_cq(p->d, &p->cq, 256);
-    create_qp(p->d, &p->a, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
-    create_qp(p->d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
-    qp_to_rts(p->d, &p->a, type, p->b.qpn);
-    qp_to_rts(p->d, &p->b, type, p->a.qpn);
+    qpvrdma_bind_gid(p->d, 0);
+    p->pd = qpvrdma_create_pd(p->d, 0);
+    qpvrdma_create_cq(p->d, &p->cq, 256);
+    qpvrdma_create_qp(p->d, &p->a, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
+    qpvrdma_create_qp(p->d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
+    qpvrdma_qp_to_rts(p->d, &p->a, type, p->b.qpn);
+    qpvrdma_qp_to_rts(p->d, &p->b, type, p->a.qpn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -486,23 +176,23 @@ static void test_query(void)
                                         .port_num = 1 };
     union pvrdma_cmd_resp r;
 
-    cmd_ok(d, &qp, sizeof(qp), &r);
+    qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
     g_assert_cmphex(r.hdr.response, ==, 0x1234);
     g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
     g_assert_cmpuint(r.query_port_resp.attrs.gid_tbl_len, ==, 16);
     g_assert_cmpuint(r.query_port_resp.attrs.pkey_tbl_len, ==, 1);
-    cmd_ok(d, &qk, sizeof(qk), &r);
+    qpvrdma_cmd_ok(d, &qk, sizeof(qk), &r);
     g_assert_cmphex(r.query_pkey_resp.pkey, ==, 0xffff);
 
     qp.port_num = 2;
-    cmd_fails(d, &qp, sizeof(qp));
+    qpvrdma_cmd_fails(d, &qp, sizeof(qp));
     qk.index = 1;
-    cmd_fails(d, &qk, sizeof(qk));
+    qpvrdma_cmd_fails(d, &qk, sizeof(qk));
     /* an unknown command */
     qp.hdr.cmd = PVRDMA_CMD_MAX;
-    cmd_fails(d, &qp, sizeof(qp));
+    qpvrdma_cmd_fails(d, &qp, sizeof(qp));
     qp.hdr.cmd = 0xdeadbeef;
-    cmd_fails(d, &qp, sizeof(qp));
+    qpvrdma_cmd_fails(d, &qp, sizeof(qp));
     qpvrdma_stop(d);
 }
 
@@ -523,7 +213,7 @@ static void test_port_link(void)
     qtest_clock_step(d->qts, 1000 * 1000 * 1000);  /* the link poll */
     g_assert(async_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
     g_assert(!async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
-    cmd_ok(d, &qp, sizeof(qp), &r);
+    qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
     g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_DOWN);
     g_assert_cmpuint(r.query_port_resp.attrs.phys_state, ==,
                      PVRDMA_PHYS_STATE_DISABLED);
@@ -533,7 +223,7 @@ static void test_port_link(void)
     qobject_unref(rsp);
     qtest_clock_step(d->qts, 1000 * 1000 * 1000);
     g_assert(async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
-    cmd_ok(d, &qp, sizeof(qp), &r);
+    qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
     g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
     qpvrdma_stop(d);
 }
@@ -552,26 +242,26 @@ static void test_uc_pd(void)
     uar |= (uint64_t)qpci_config_readl(d->dev, PCI_BASE_ADDRESS_3) << 32;
     /* UAR page 0 is the driver's own */
     uc.pfn64 = uar >> 12;
-    cmd_fails(d, &uc, sizeof(uc));
+    qpvrdma_cmd_fails(d, &uc, sizeof(uc));
     uc.pfn64 = (uar >> 12) + 512;       /* beyond the BAR */
-    cmd_fails(d, &uc, sizeof(uc));
+    qpvrdma_cmd_fails(d, &uc, sizeof(uc));
     uc.pfn64 = (uar >> 12) + 3;
-    cmd_ok(d, &uc, sizeof(uc), &r);
+    qpvrdma_cmd_ok(d, &uc, sizeof(uc), &r);
     ctx = r.create_uc_resp.ctx_handle;
-    cmd_fails(d, &uc, sizeof(uc));      /* page already taken */
+    qpvrdma_cmd_fails(d, &uc, sizeof(uc));      /* page already taken */
 
-    pd = create_pd(d, ctx);
+    pd = qpvrdma_create_pd(d, ctx);
     cp.ctx_handle = 4242;               /* no such context */
-    cmd_fails(d, &cp, sizeof(cp));
+    qpvrdma_cmd_fails(d, &cp, sizeof(cp));
     du.ctx_handle = ctx;
-    cmd_fails(d, &du, sizeof(du));      /* context still has a PD */
+    qpvrdma_cmd_fails(d, &du, sizeof(du));      /* context still has a PD */
     dp.pd_handle = pd;
-    cmd_ok(d, &dp, sizeof(dp), &r);
-    cmd_fails(d, &dp, sizeof(dp));      /* double destroy */
-    cmd_ok(d, &du, sizeof(du), &r);
-    cmd_fails(d, &du, sizeof(du));
+    qpvrdma_cmd_ok(d, &dp, sizeof(dp), &r);
+    qpvrdma_cmd_fails(d, &dp, sizeof(dp));      /* double destroy */
+    qpvrdma_cmd_ok(d, &du, sizeof(du), &r);
+    qpvrdma_cmd_fails(d, &du, sizeof(du));
     dp.pd_handle = 0;
-    cmd_fails(d, &dp, sizeof(dp));
+    qpvrdma_cmd_fails(d, &dp, sizeof(dp));
     qpvrdma_stop(d);
 }
 
@@ -592,16 +282,16 @@ static void test_pd_exhaustion(void)
     g_assert_cmpuint(n, ==, 7);
     for (uint32_t i = 0; i < n; i++) {
         dp.pd_handle = h[i];
-        cmd_ok(d, &dp, sizeof(dp), &r);
+        qpvrdma_cmd_ok(d, &dp, sizeof(dp), &r);
     }
-    create_pd(d, 0);
+    qpvrdma_create_pd(d, 0);
     qpvrdma_stop(d);
 }
 
 static void test_mr(void)
 {
     QPvrdma *d = qpvrdma_start_active(NULL);
-    uint32_t pd = create_pd(d, 0);
+    uint32_t pd = qpvrdma_create_pd(d, 0);
     uint64_t buf = qpvrdma_alloc(d, 3 * 4096);
     uint64_t pages[3] = { buf, buf + 4096, buf + 8192 };
     struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
@@ -611,10 +301,10 @@ static void test_mr(void)
     union pvrdma_cmd_resp r;
     uint32_t key;
 
-    key = create_mr(d, pd, buf + 100, 8000, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, pd, buf + 100, 8000, PVRDMA_ACCESS_LOCAL_WRITE);
     g_assert_cmpuint(key, !=, 0);
     /* optional bits (relaxed ordering, as perftest asks) are ignored */
-    g_assert_cmpuint(create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+    g_assert_cmpuint(qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
                                (1u << 20)), !=, 0);
 
     c.pd_handle = pd;
@@ -623,50 +313,50 @@ static void test_mr(void)
     c.nchunks = 3;
     c.pdir_dma = qpvrdma_pdir(d, pages, 3);
     c.access_flags = PVRDMA_ACCESS_REMOTE_WRITE;   /* needs LOCAL_WRITE */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.access_flags = 0x4000;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.access_flags = 0;
     c.nchunks = 2;                                  /* too few pages */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.nchunks = 3;
     c.length = 0;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.length = 1ull << 40;                          /* beyond max-mr-size */
     c.nchunks = 1u << 28;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.length = 3 * 4096;
     c.nchunks = 3;
     c.pd_handle = 77;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.pd_handle = pd;
     pages[1] = 0xfffffffff0000000ull;               /* not RAM */
     c.pdir_dma = qpvrdma_pdir(d, pages, 3);
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     pages[1] = buf + 4097;                          /* not page aligned */
     c.pdir_dma = qpvrdma_pdir(d, pages, 3);
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.pdir_dma = 0x123;                             /* bad directory */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
 
     /* DMA MR and fast-reg MR */
     c.flags = PVRDMA_MR_FLAG_DMA;
     c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     c.flags = PVRDMA_MR_FLAG_FRMR;
     c.nchunks = 129;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.nchunks = 16;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     c.flags = 0x80;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
 
-    cmd_fails(d, &dp, sizeof(dp));                  /* PD has MRs */
+    qpvrdma_cmd_fails(d, &dp, sizeof(dp));                  /* PD has MRs */
     dm.mr_handle = r.create_mr_resp.mr_handle;
-    cmd_ok(d, &dm, sizeof(dm), &r);
-    cmd_fails(d, &dm, sizeof(dm));
+    qpvrdma_cmd_ok(d, &dm, sizeof(dm), &r);
+    qpvrdma_cmd_fails(d, &dm, sizeof(dm));
     dm.mr_handle = 0;
-    cmd_fails(d, &dm, sizeof(dm));
+    qpvrdma_cmd_fails(d, &dm, sizeof(dm));
     qpvrdma_stop(d);
 }
 
@@ -678,40 +368,40 @@ static void test_cq(void)
     struct pvrdma_cmd_destroy_cq dc = { .hdr.cmd = PVRDMA_CMD_DESTROY_CQ };
     union pvrdma_cmd_resp r;
     QPvrdmaRing ring;
-    TCq cq;
+    QPvrdmaCq cq;
 
-    create_cq(d, &cq, 128);
+    qpvrdma_create_cq(d, &cq, 128);
     qpvrdma_ring_alloc(d, &ring, 3);
     c.pdir_dma = ring.pdir;
     c.nchunks = 3;
     c.cqe = 100;                        /* not a power of two */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.cqe = 1u << 30;                   /* beyond max-cqe */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.cqe = 128;                        /* needs 3 pages: fine */
     c.nchunks = 0xffffffff;             /* CVE-2018-20125 class */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.nchunks = 1;                      /* no room for entries */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.nchunks = 3;
     c.cqe = 256;                        /* 256 entries need 5 pages */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.cqe = 64;
     c.ctx_handle = 9;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
 
     rc.cq_handle = cq.handle;
     rc.cqe = 64;
-    cmd_ok(d, &rc, sizeof(rc), &r);
+    qpvrdma_cmd_ok(d, &rc, sizeof(rc), &r);
     g_assert_cmpuint(r.resize_cq_resp.cqe, ==, 64);
     rc.cqe = 1024;                      /* does not fit the pages */
-    cmd_fails(d, &rc, sizeof(rc));
+    qpvrdma_cmd_fails(d, &rc, sizeof(rc));
     rc.cq_handle = 999;
-    cmd_fails(d, &rc, sizeof(rc));
+    qpvrdma_cmd_fails(d, &rc, sizeof(rc));
 
     dc.cq_handle = cq.handle;
-    cmd_ok(d, &dc, sizeof(dc), &r);
-    cmd_fails(d, &dc, sizeof(dc));
+    qpvrdma_cmd_ok(d, &dc, sizeof(dc), &r);
+    qpvrdma_cmd_fails(d, &dc, sizeof(dc));
     qpvrdma_ring_free(&ring);
     qpvrdma_ring_free(&cq.ring);
     qpvrdma_stop(d);
@@ -720,20 +410,20 @@ static void test_cq(void)
 static void test_qp_create(void)
 {
     QPvrdma *d = qpvrdma_start_active(NULL);
-    uint32_t pd = create_pd(d, 0);
+    uint32_t pd = qpvrdma_create_pd(d, 0);
     struct pvrdma_cmd_create_qp c = { .hdr.cmd = PVRDMA_CMD_CREATE_QP };
     struct pvrdma_cmd_destroy_qp dq = { .hdr.cmd = PVRDMA_CMD_DESTROY_QP };
     struct pvrdma_cmd_destroy_cq dc = { .hdr.cmd = PVRDMA_CMD_DESTROY_CQ };
     struct pvrdma_cmd_query_qp qq = { .hdr.cmd = PVRDMA_CMD_QUERY_QP };
     union pvrdma_cmd_resp r;
     QPvrdmaRing ring;
-    TCq cq;
-    TQp qp, gsi, gsi2;
+    QPvrdmaCq cq;
+    QPvrdmaQp qp, gsi, gsi2;
 
-    create_cq(d, &cq, 64);
-    create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 16, 0);
     g_assert_cmpuint(qp.qpn, >=, 2);
-    create_qp(d, &gsi, pd, cq.handle, cq.handle, PVRDMA_QPT_GSI, 16, 0);
+    qpvrdma_create_qp(d, &gsi, pd, cq.handle, cq.handle, PVRDMA_QPT_GSI, 16, 0);
     g_assert_cmpuint(gsi.qpn, ==, 1);
 
     qpvrdma_ring_alloc(d, &ring, 4);
@@ -745,105 +435,105 @@ static void test_qp_create(void)
     c.total_chunks = 4;
     c.send_chunks = 2;
     c.qp_type = PVRDMA_QPT_GSI;         /* only one GSI QP */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.qp_type = PVRDMA_QPT_UC;          /* the driver never creates UC */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.qp_type = PVRDMA_QPT_RC;
     c.send_cq_handle = 55;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.send_cq_handle = cq.handle;
     c.max_send_wr = 15;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.max_send_wr = 1u << 20;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.max_send_wr = 16;
     c.max_send_sge = 1000;              /* CVE-2018-20124 class */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.max_send_sge = 2;
     c.max_inline_data = 64;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.max_inline_data = 0;
     c.send_chunks = 4;                  /* no receive pages left */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.send_chunks = 1;                  /* 16 x 128 B needs 1 page: ok */
     c.total_chunks = 0xffff;            /* far more pages than needed */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.total_chunks = 4;
     c.is_srq = 1;
     c.srq_handle = 3;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.is_srq = 0;
     c.pd_handle = 99;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
 
     qq.qp_handle = qp.handle;
-    cmd_ok(d, &qq, sizeof(qq), &r);
+    qpvrdma_cmd_ok(d, &qq, sizeof(qq), &r);
     g_assert_cmpuint(r.query_qp_resp.attrs.qp_state, ==, PVRDMA_QPS_RESET);
     g_assert_cmpuint(r.query_qp_resp.attrs.cap.max_send_wr, ==, 16);
     qq.qp_handle = 0;
-    cmd_fails(d, &qq, sizeof(qq));
+    qpvrdma_cmd_fails(d, &qq, sizeof(qq));
 
     dc.cq_handle = cq.handle;
-    cmd_fails(d, &dc, sizeof(dc));      /* CQ in use */
+    qpvrdma_cmd_fails(d, &dc, sizeof(dc));      /* CQ in use */
     dq.qp_handle = qp.handle;
-    cmd_ok(d, &dq, sizeof(dq), &r);
-    cmd_fails(d, &dq, sizeof(dq));
+    qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
+    qpvrdma_cmd_fails(d, &dq, sizeof(dq));
     dq.qp_handle = gsi.handle;
-    cmd_ok(d, &dq, sizeof(dq), &r);
+    qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
     /* the GSI QP can be created again */
-    create_qp(d, &gsi2, pd, cq.handle, cq.handle, PVRDMA_QPT_GSI, 16, 0);
+    qpvrdma_create_qp(d, &gsi2, pd, cq.handle, cq.handle, PVRDMA_QPT_GSI, 16, 0);
     g_assert_cmpuint(gsi2.qpn, ==, 1);
     dq.qp_handle = gsi2.handle;
-    cmd_ok(d, &dq, sizeof(dq), &r);
-    cmd_ok(d, &dc, sizeof(dc), &r);
+    qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
+    qpvrdma_cmd_ok(d, &dc, sizeof(dc), &r);
     qpvrdma_stop(d);
 }
 
 static void test_qp_modify(void)
 {
     QPvrdma *d = qpvrdma_start_active(NULL);
-    uint32_t pd = create_pd(d, 0);
+    uint32_t pd = qpvrdma_create_pd(d, 0);
     struct pvrdma_qp_attr a = { 0 };
-    TCq cq;
-    TQp qp;
+    QPvrdmaCq cq;
+    QPvrdmaQp qp;
 
-    create_cq(d, &cq, 64);
-    create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
     /* RESET -> RTR is not a legal transition */
     a.qp_state = PVRDMA_QPS_RTR;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
                      EINVAL);
     /* RESET -> INIT without the required attributes */
     a.qp_state = PVRDMA_QPS_INIT;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
                      EINVAL);
     /* bad port, bad mask bits, bad handle */
     a.port_num = 3;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE |
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE |
                                PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
                                PVRDMA_QP_ACCESS_FLAGS, &a), ==, EINVAL);
-    g_assert_cmpuint(modify_qp(d, qp.handle, 1u << 25, &a), !=, 0);
-    g_assert_cmpuint(modify_qp(d, 777, PVRDMA_QP_STATE, &a), !=, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, 1u << 25, &a), !=, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, 777, PVRDMA_QP_STATE, &a), !=, 0);
     /* wrong current state */
     a.cur_qp_state = PVRDMA_QPS_RTS;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_CUR_STATE, &a), !=, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_CUR_STATE, &a), !=, 0);
     a.qp_state = 9;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), !=, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), !=, 0);
 
-    bind_gid(d, 0);
-    qp_to_rts(d, &qp, PVRDMA_QPT_RC, qp.qpn);
+    qpvrdma_bind_gid(d, 0);
+    qpvrdma_qp_to_rts(d, &qp, PVRDMA_QPT_RC, qp.qpn);
     /* RTS -> SQD -> RTS, then to ERR and back to RESET */
     a.qp_state = PVRDMA_QPS_SQD;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
     a.qp_state = PVRDMA_QPS_RTS;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
     a.qp_state = PVRDMA_QPS_ERR;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
     a.qp_state = PVRDMA_QPS_RTS;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
                      EINVAL);
     a.qp_state = PVRDMA_QPS_RESET;
-    g_assert_cmpuint(modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
     qpvrdma_stop(d);
 }
 
@@ -856,28 +546,28 @@ static void test_bind(void)
                                           PVRDMA_CMD_DESTROY_BIND };
     union pvrdma_cmd_resp r;
 
-    memcpy(c.new_gid, test_gid, 16);
+    memcpy(c.new_gid, qpvrdma_test_gid, 16);
     c.index = 15;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     c.index = 16;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.index = 1;
     c.gid_type = 3;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     db.index = 15;
-    cmd_fails(d, &db, sizeof(db));      /* not the GID stored there */
-    memcpy(db.dest_gid, test_gid, 16);
-    cmd_ok(d, &db, sizeof(db), &r);
-    cmd_fails(d, &db, sizeof(db));
+    qpvrdma_cmd_fails(d, &db, sizeof(db));      /* not the GID stored there */
+    memcpy(db.dest_gid, qpvrdma_test_gid, 16);
+    qpvrdma_cmd_ok(d, &db, sizeof(db), &r);
+    qpvrdma_cmd_fails(d, &db, sizeof(db));
     db.index = 1000;
-    cmd_fails(d, &db, sizeof(db));
+    qpvrdma_cmd_fails(d, &db, sizeof(db));
     qpvrdma_stop(d);
 }
 
 static void test_srq(void)
 {
     QPvrdma *d = qpvrdma_start_active(NULL);
-    uint32_t pd = create_pd(d, 0);
+    uint32_t pd = qpvrdma_create_pd(d, 0);
     struct pvrdma_cmd_create_srq c = { .hdr.cmd = PVRDMA_CMD_CREATE_SRQ };
     struct pvrdma_cmd_modify_srq m = { .hdr.cmd = PVRDMA_CMD_MODIFY_SRQ };
     struct pvrdma_cmd_query_srq q = { .hdr.cmd = PVRDMA_CMD_QUERY_SRQ };
@@ -886,8 +576,8 @@ static void test_srq(void)
     union pvrdma_cmd_resp r;
     QPvrdmaRing ring;
     uint32_t srq;
-    TCq cq;
-    TQp qp;
+    QPvrdmaCq cq;
+    QPvrdmaQp qp;
 
     qpvrdma_ring_alloc(d, &ring, 2);
     c.pdir_dma = ring.pdir;
@@ -896,43 +586,43 @@ static void test_srq(void)
     c.attrs.max_wr = 64;
     c.attrs.max_sge = 2;
     c.attrs.srq_limit = 10;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     srq = r.create_srq_resp.srqn;
     c.attrs.max_wr = 100;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.attrs.max_wr = 64;
     c.attrs.max_sge = 100;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.attrs.max_sge = 2;
     c.nchunks = 100000;
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
     c.nchunks = 2;
     c.srq_type = 1;                     /* XRC */
-    cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_fails(d, &c, sizeof(c));
 
     m.srq_handle = srq;
     m.attr_mask = PVRDMA_SRQ_LIMIT;
     m.attrs.srq_limit = 5;
-    cmd_ok(d, &m, sizeof(m), &r);
+    qpvrdma_cmd_ok(d, &m, sizeof(m), &r);
     m.attrs.srq_limit = 65;
-    cmd_fails(d, &m, sizeof(m));
+    qpvrdma_cmd_fails(d, &m, sizeof(m));
     m.attr_mask = PVRDMA_SRQ_MAX_WR;
-    cmd_fails(d, &m, sizeof(m));
+    qpvrdma_cmd_fails(d, &m, sizeof(m));
     q.srq_handle = srq;
-    cmd_ok(d, &q, sizeof(q), &r);
+    qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
     g_assert_cmpuint(r.query_srq_resp.attrs.max_wr, ==, 64);
     g_assert_cmpuint(r.query_srq_resp.attrs.srq_limit, ==, 5);
     q.srq_handle = 44;
-    cmd_fails(d, &q, sizeof(q));
+    qpvrdma_cmd_fails(d, &q, sizeof(q));
 
-    create_cq(d, &cq, 64);
-    create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, srq);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, srq);
     ds.srq_handle = srq;
-    cmd_fails(d, &ds, sizeof(ds));      /* used by a QP */
+    qpvrdma_cmd_fails(d, &ds, sizeof(ds));      /* used by a QP */
     dq.qp_handle = qp.handle;
-    cmd_ok(d, &dq, sizeof(dq), &r);
-    cmd_ok(d, &ds, sizeof(ds), &r);
-    cmd_fails(d, &ds, sizeof(ds));
+    qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
+    qpvrdma_cmd_ok(d, &ds, sizeof(ds), &r);
+    qpvrdma_cmd_fails(d, &ds, sizeof(ds));
     qpvrdma_stop(d);
 }
 
@@ -950,54 +640,54 @@ static void test_send_recv(void)
     d = p.d;
     src = qpvrdma_alloc(d, 3 * 4096);
     dst = qpvrdma_alloc(d, 3 * 4096);
-    key = create_mr(d, p.pd, src, 3 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    create_mr(d, p.pd, dst, 3 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, src, 3 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 3 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     fill(d, src, 3 * 4096, 1);
 
     /* SEND across pages, received in two SGEs */
-    post_recv(d, &p.b, 0xb1, dst, 3 * 4096, key + 256);
-    send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src + 10, 9000, key, 0, 0);
-    expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 9000);
-    expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 9000);
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 3 * 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src + 10, 9000, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 9000);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 9000);
     same(d, src + 10, dst, 9000);
 
     /* SEND_WITH_IMM: immediate data and flag */
-    post_recv(d, &p.b, 0xb2, dst, 100, key + 256);
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 100, key + 256);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa2, .num_sge = 1,
                                      .opcode = PVRDMA_WR_SEND_WITH_IMM,
                                      .send_flags = PVRDMA_SEND_SIGNALED,
                                      .ex.imm_data = 0x01020304 };
     s = (struct pvrdma_sge) { src, 50, key };
-    post_send(d, &p.a, &h, &s, true);
-    g_assert(poll_cq(d, &p.cq, &e));
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
     g_assert_cmphex(e.wr_id, ==, 0xb2);
     g_assert_cmphex(e.imm_data, ==, 0x01020304);
     g_assert(e.wc_flags & PVRDMA_WC_WITH_IMM);
     g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
     g_assert_cmpuint(e.qp, ==, p.b.handle);
-    expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 50);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 50);
 
     /* unsignaled send: no requester CQE, only the receive */
-    post_recv(d, &p.b, 0xb3, dst, 100, key + 256);
+    qpvrdma_post_recv(d, &p.b, 0xb3, dst, 100, key + 256);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa3, .num_sge = 1,
                                      .opcode = PVRDMA_WR_SEND };
-    post_send(d, &p.a, &h, &s, true);
-    expect_cqe(d, &p.cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 50);
-    cq_empty(d, &p.cq);
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 50);
+    qpvrdma_cq_empty(d, &p.cq);
 
     /* receive buffer too small: both sides see the error, QPs in error */
-    post_recv(d, &p.b, 0xb4, dst, 10, key + 256);
-    post_recv(d, &p.b, 0xb5, dst, 10, key + 256);
-    send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa4, src, 100, key, 0, 0);
-    send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa5, src, 100, key, 0, 0);
-    expect_cqe(d, &p.cq, 0xb4, 0, PVRDMA_WC_LOC_LEN_ERR, 0);
-    expect_cqe(d, &p.cq, 0xa4, 0, PVRDMA_WC_REM_INV_REQ_ERR, 0);
+    qpvrdma_post_recv(d, &p.b, 0xb4, dst, 10, key + 256);
+    qpvrdma_post_recv(d, &p.b, 0xb5, dst, 10, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa4, src, 100, key, 0, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa5, src, 100, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb4, 0, PVRDMA_WC_LOC_LEN_ERR, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa4, 0, PVRDMA_WC_REM_INV_REQ_ERR, 0);
     for (int i = 0; i < 2; i++) {
-        g_assert(poll_cq(d, &p.cq, &e));
+        g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
         g_assert_cmpuint(e.status, ==, PVRDMA_WC_WR_FLUSH_ERR);
         g_assert(e.wr_id == 0xa5 || e.wr_id == 0xb5);
     }
-    cq_empty(d, &p.cq);
+    qpvrdma_cq_empty(d, &p.cq);
     qpvrdma_stop(d);
 }
 
@@ -1014,24 +704,24 @@ static void test_rdma_ops(void)
     d = p.d;
     loc = qpvrdma_alloc(d, 2 * 4096);
     rem = qpvrdma_alloc(d, 2 * 4096);
-    lkey = create_mr(d, p.pd, loc, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    rkey = create_mr(d, p.pd, rem, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    rkey = qpvrdma_create_mr(d, p.pd, rem, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE |
                      PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_READ |
                      PVRDMA_ACCESS_REMOTE_ATOMIC);
     fill(d, loc, 8192, 3);
 
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 5000, lkey, rem + 7, rkey);
-    expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 5000, lkey, rem + 7, rkey);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
     same(d, loc, rem + 7, 5000);
 
     fill(d, rem, 8192, 9);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 2, loc + 1, 6000, lkey, rem + 3,
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 2, loc + 1, 6000, lkey, rem + 3,
             rkey);
-    expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 6000);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 6000);
     same(d, loc + 1, rem + 3, 6000);
 
     /* WRITE_WITH_IMM consumes a receive at the target */
-    post_recv(d, &p.b, 0xb0, loc, 16, lkey);
+    qpvrdma_post_recv(d, &p.b, 0xb0, loc, 16, lkey);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 3, .num_sge = 1,
                                      .opcode = PVRDMA_WR_RDMA_WRITE_WITH_IMM,
                                      .send_flags = PVRDMA_SEND_SIGNALED,
@@ -1039,10 +729,10 @@ static void test_rdma_ops(void)
     h.wr.rdma.remote_addr = rem;
     h.wr.rdma.rkey = rkey;
     s = (struct pvrdma_sge) { loc + 100, 64, lkey };
-    post_send(d, &p.a, &h, &s, true);
-    expect_cqe(d, &p.cq, 0xb0, PVRDMA_WC_RECV_RDMA_WITH_IMM,
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb0, PVRDMA_WC_RECV_RDMA_WITH_IMM,
                PVRDMA_WC_SUCCESS, 64);
-    expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 64);
     same(d, loc + 100, rem, 64);
 
     /* atomics on an 8-byte aligned remote word */
@@ -1054,25 +744,25 @@ static void test_rdma_ops(void)
     h.wr.atomic.rkey = rkey;
     h.wr.atomic.compare_add = 2;
     s = (struct pvrdma_sge) { loc, 8, lkey };
-    post_send(d, &p.a, &h, &s, true);
-    expect_cqe(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_expect_cqe(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
     g_assert_cmpuint(qtest_readq(d->qts, loc), ==, 40);
     g_assert_cmpuint(qtest_readq(d->qts, rem + 64), ==, 42);
     h.wr_id = 5;
     h.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
     h.wr.atomic.compare_add = 42;
     h.wr.atomic.swap = 7;
-    post_send(d, &p.a, &h, &s, true);
-    expect_cqe(d, &p.cq, 5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_expect_cqe(d, &p.cq, 5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
     val = qtest_readq(d->qts, rem + 64);
     g_assert_cmpuint(val, ==, 7);
     g_assert_cmpuint(qtest_readq(d->qts, loc), ==, 42);
 
     /* bad rkey: remote access error, then the QP flushes what follows */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 6, loc, 16, lkey, rem, rkey ^ 1);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 7, loc, 16, lkey, rem, rkey);
-    expect_cqe(d, &p.cq, 6, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
-    expect_cqe(d, &p.cq, 7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 6, loc, 16, lkey, rem, rkey ^ 1);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 7, loc, 16, lkey, rem, rkey);
+    qpvrdma_expect_cqe(d, &p.cq, 6, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
     qpvrdma_stop(d);
 }
 
@@ -1087,46 +777,46 @@ static void test_access_errors(void)
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
     rem = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, 0);        /* no local write */
-    rkey_ro = create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, 0);        /* no local write */
+    rkey_ro = qpvrdma_create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
     /* READ into an MR without LOCAL_WRITE: local protection error */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 1, loc, 16, lkey, rem, rkey_ro);
-    expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_LOC_PROT_ERR, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 1, loc, 16, lkey, rem, rkey_ro);
+    qpvrdma_expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_LOC_PROT_ERR, 0);
     qpvrdma_stop(d);
 
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
     rem = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    rkey_ro = create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    rkey_ro = qpvrdma_create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
     /* WRITE to a read-only MR, out of range READ */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, loc, 16, lkey, rem, rkey_ro);
-    expect_cqe(d, &p.cq, 2, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, loc, 16, lkey, rem, rkey_ro);
+    qpvrdma_expect_cqe(d, &p.cq, 2, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
     rem = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    rkey_ro = create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, loc, 64, lkey, rem + 4090,
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    rkey_ro = qpvrdma_create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, loc, 64, lkey, rem + 4090,
             rkey_ro);
-    expect_cqe(d, &p.cq, 3, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 3, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 
     /* bad opcode and too many SGEs are consumed with an error */
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     {
         struct pvrdma_sq_wqe_hdr h = { .wr_id = 4, .num_sge = 0xffffffff,
                                        .opcode = PVRDMA_WR_SEND };
 
-        post_send(d, &p.a, &h, NULL, true);
-        expect_cqe(d, &p.cq, 4, 0, PVRDMA_WC_LOC_LEN_ERR, 0);
+        qpvrdma_post_send(d, &p.a, &h, NULL, true);
+        qpvrdma_expect_cqe(d, &p.cq, 4, 0, PVRDMA_WC_LOC_LEN_ERR, 0);
     }
     qpvrdma_stop(d);
     pair_setup(&p, PVRDMA_QPT_RC, 16);
@@ -1134,8 +824,8 @@ static void test_access_errors(void)
     {
         struct pvrdma_sq_wqe_hdr h = { .wr_id = 5, .opcode = 0x77 };
 
-        post_send(d, &p.a, &h, NULL, true);
-        expect_cqe(d, &p.cq, 5, 0, PVRDMA_WC_LOC_QP_OP_ERR, 0);
+        qpvrdma_post_send(d, &p.a, &h, NULL, true);
+        qpvrdma_expect_cqe(d, &p.cq, 5, 0, PVRDMA_WC_LOC_QP_OP_ERR, 0);
     }
     qpvrdma_stop(d);
 }
@@ -1155,27 +845,27 @@ static void test_fast_reg(void)
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     fill(d, loc, 4096, 5);
     c.pd_handle = p.pd;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     frkey = r.create_mr_resp.rkey;
     frbuf = qpvrdma_alloc(d, 2 * 4096);
     pages[0] = frbuf + 4096;            /* deliberately out of order */
     pages[1] = frbuf;
 
     /* before registration the key is not usable */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 8, lkey, 0x10000, frkey);
-    expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 8, lkey, 0x10000, frkey);
+    qpvrdma_expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     fill(d, loc, 4096, 5);
     c.pd_handle = p.pd;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     frkey = r.create_mr_resp.rkey;
     frbuf = qpvrdma_alloc(d, 2 * 4096);
     pages[0] = frbuf + 4096;
@@ -1192,22 +882,22 @@ static void test_fast_reg(void)
     h.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
                                  PVRDMA_ACCESS_REMOTE_WRITE;
     h.wr.fast_reg.rkey = newkey;
-    post_send(d, &p.a, &h, NULL, true);
-    expect_cqe(d, &p.cq, 2, PVRDMA_WC_FAST_REG_MR, PVRDMA_WC_SUCCESS, 0);
+    qpvrdma_post_send(d, &p.a, &h, NULL, true);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_FAST_REG_MR, PVRDMA_WC_SUCCESS, 0);
     /* a write through the new key lands in the out-of-order pages */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, loc, 4096, lkey, 0x10000,
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, loc, 4096, lkey, 0x10000,
             newkey);
-    expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 4096);
     same(d, loc, frbuf + 4096, 4096);
     /* LOCAL_INV, then the key is refused */
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 4,
                                      .opcode = PVRDMA_WR_LOCAL_INV,
                                      .send_flags = PVRDMA_SEND_SIGNALED,
                                      .ex.invalidate_rkey = newkey };
-    post_send(d, &p.a, &h, NULL, true);
-    expect_cqe(d, &p.cq, 4, PVRDMA_WC_LOCAL_INV, PVRDMA_WC_SUCCESS, 0);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, loc, 8, lkey, 0x10000, newkey);
-    expect_cqe(d, &p.cq, 5, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_post_send(d, &p.a, &h, NULL, true);
+    qpvrdma_expect_cqe(d, &p.cq, 4, PVRDMA_WC_LOCAL_INV, PVRDMA_WC_SUCCESS, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, loc, 8, lkey, 0x10000, newkey);
+    qpvrdma_expect_cqe(d, &p.cq, 5, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 }
 
@@ -1228,9 +918,9 @@ static void test_send_with_inv(void)
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     d = p.d;
     loc = qpvrdma_alloc(d, 4096);
-    lkey = create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     c.pd_handle = p.pd;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     key = r.create_mr_resp.rkey;
     frbuf = qpvrdma_alloc(d, 4096);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 1,
@@ -1243,22 +933,22 @@ static void test_send_with_inv(void)
     h.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
                                  PVRDMA_ACCESS_REMOTE_READ;
     h.wr.fast_reg.rkey = key;
-    post_send(d, &p.b, &h, NULL, true);
-    post_recv(d, &p.b, 0xb1, loc + 2048, 64, lkey);
+    qpvrdma_post_send(d, &p.b, &h, NULL, true);
+    qpvrdma_post_recv(d, &p.b, 0xb1, loc + 2048, 64, lkey);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 2, .num_sge = 1,
                                      .opcode = PVRDMA_WR_SEND_WITH_INV,
                                      .send_flags = PVRDMA_SEND_SIGNALED,
                                      .ex.invalidate_rkey = key };
     s = (struct pvrdma_sge) { loc, 32, lkey };
-    post_send(d, &p.a, &h, &s, true);
-    g_assert(poll_cq(d, &p.cq, &e));
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
     g_assert_cmphex(e.wr_id, ==, 0xb1);
     g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
     g_assert(e.wc_flags & PVRDMA_WC_WITH_INVALIDATE);
-    expect_cqe(d, &p.cq, 2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 32);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 32);
     /* the invalidated key no longer reads */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, loc, 8, lkey, frbuf, key);
-    expect_cqe(d, &p.cq, 3, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, loc, 8, lkey, frbuf, key);
+    qpvrdma_expect_cqe(d, &p.cq, 3, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 }
 
@@ -1277,38 +967,38 @@ static void test_ud(void)
     d = p.d;
     src = qpvrdma_alloc(d, 4096);
     dst = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     fill(d, src, 4096, 11);
-    post_recv(d, &p.b, 0xb1, dst, 40 + 1024, key + 256);
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 40 + 1024, key + 256);
     h.wr_id = 0xa1;
     h.num_sge = 1;
     h.opcode = PVRDMA_WR_SEND;
     h.send_flags = PVRDMA_SEND_SIGNALED;
     h.wr.ud.remote_qpn = p.b.qpn;
     h.wr.ud.remote_qkey = 0x11111111;
-    memcpy(h.wr.ud.av.dgid, test_gid, 16);
+    memcpy(h.wr.ud.av.dgid, qpvrdma_test_gid, 16);
     s = (struct pvrdma_sge) { src, 1024, key };
-    post_send(d, &p.a, &h, &s, true);
-    g_assert(poll_cq(d, &p.cq, &e));
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
     g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
     g_assert_cmpuint(e.byte_len, ==, 40 + 1024);
     g_assert(e.wc_flags & PVRDMA_WC_GRH);
     g_assert_cmpuint(e.network_hdr_type, ==, PVRDMA_NETWORK_IPV4);
     g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
-    expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
     same(d, src, dst + 40, 1024);
     /* RoCE v2 over IPv4: the IPv4 header sits in the GRH's last 20 bytes */
     qtest_memread(d->qts, dst, grh, 40);
     g_assert_cmphex(grh[20], ==, 0x45);
-    g_assert(memcmp(grh + 32, test_gid + 12, 4) == 0);
+    g_assert(memcmp(grh + 32, qpvrdma_test_gid + 12, 4) == 0);
 
     /* wrong qkey: silently dropped, the sender still completes */
     h.wr_id = 0xa2;
     h.wr.ud.remote_qkey = 0x22;
-    post_send(d, &p.a, &h, &s, true);
-    expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
-    cq_empty(d, &p.cq);
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
+    qpvrdma_cq_empty(d, &p.cq);
     qpvrdma_stop(d);
 }
 
@@ -1320,13 +1010,13 @@ static void test_srq_recv(void)
     QPvrdmaRing ring;
     uint32_t pd, srq, key, prod = 0;
     uint64_t buf;
-    TCq cq;
-    TQp a, b;
+    QPvrdmaCq cq;
+    QPvrdmaQp a, b;
     struct pvrdma_eqe eqe;
 
-    bind_gid(d, 0);
-    pd = create_pd(d, 0);
-    create_cq(d, &cq, 64);
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 64);
     qpvrdma_ring_alloc(d, &ring, 2);
     c.pdir_dma = ring.pdir;
     c.pd_handle = pd;
@@ -1334,14 +1024,14 @@ static void test_srq_recv(void)
     c.attrs.max_wr = 16;
     c.attrs.max_sge = 1;
     c.attrs.srq_limit = 2;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     srq = r.create_srq_resp.srqn;
-    create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
-    create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, srq);
-    qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
-    qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, srq);
+    qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+    qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
     buf = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     fill(d, buf, 256, 1);
     for (int i = 0; i < 3; i++) {
         /* SRQ WQE: stride 32 (16-byte header + one SGE), ring at page 1 */
@@ -1354,14 +1044,14 @@ static void test_srq_recv(void)
     prod = 3;
     qtest_writel(d->qts, ring.pages[0] + 8, prod);
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_SRQ_OFFSET, PVRDMA_UAR_SRQ_RECV | srq);
-    send_wr(d, &a, PVRDMA_WR_SEND, 1, buf, 64, key, 0, 0);
-    expect_cqe(d, &cq, 0x50, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
-    expect_cqe(d, &cq, 1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 1, buf, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &cq, 0x50, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &cq, 1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
     same(d, buf, buf + 1024, 64);
     /* 3 - 1 = 2 left: not below the limit yet; one more crosses it */
-    send_wr(d, &a, PVRDMA_WR_SEND, 2, buf, 64, key, 0, 0);
-    expect_cqe(d, &cq, 0x51, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
-    expect_cqe(d, &cq, 2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 2, buf, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &cq, 0x51, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &cq, 2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
     g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_ASYNC));
     qtest_memread(d->qts, d->async_pages[1], &eqe, sizeof(eqe));
     g_assert_cmpuint(eqe.type, ==, PVRDMA_EVENT_SRQ_LIMIT_REACHED);
@@ -1371,7 +1061,7 @@ static void test_srq_recv(void)
         struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_ERR };
 
         g_assert(!async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, b.handle));
-        g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
+        g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
         g_assert(async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, b.handle));
         g_assert(!async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, a.handle));
     }
@@ -1388,13 +1078,13 @@ static void test_rnr_wait(void)
     pair_setup(&p, PVRDMA_QPT_RC, 8);
     d = p.d;
     buf = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     /* no receive posted: with rnr_retry 7 the send waits */
-    send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
-    cq_empty(d, &p.cq);
-    post_recv(d, &p.b, 2, buf + 2048, 64, key);
-    expect_cqe(d, &p.cq, 2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 32);
-    expect_cqe(d, &p.cq, 1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 32);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
+    qpvrdma_cq_empty(d, &p.cq);
+    qpvrdma_post_recv(d, &p.b, 2, buf + 2048, 64, key);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 32);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 32);
     qpvrdma_stop(d);
 }
 
@@ -1410,15 +1100,15 @@ static void test_ring_wrap(void)
     d = p.d;
     src = qpvrdma_alloc(d, 4096);
     dst = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     for (int i = 0; i < 40; i++) {
         fill(d, src, 128, i);
-        post_recv(d, &p.b, 1000 + i, dst, 128, key + 256);
-        send_wr(d, &p.a, PVRDMA_WR_SEND, i, src, 128, key, 0, 0);
-        expect_cqe(d, &p.cq, 1000 + i, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
+        qpvrdma_post_recv(d, &p.b, 1000 + i, dst, 128, key + 256);
+        qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, i, src, 128, key, 0, 0);
+        qpvrdma_expect_cqe(d, &p.cq, 1000 + i, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
                    128);
-        expect_cqe(d, &p.cq, i, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 128);
+        qpvrdma_expect_cqe(d, &p.cq, i, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 128);
         same(d, src, dst, 128);
     }
     qpvrdma_stop(d);
@@ -1436,7 +1126,7 @@ static void test_bad_ring_index(void)
     qtest_writel(d->qts, p.a.ring.pages[0], 0xffffff00);
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET,
                       PVRDMA_UAR_QP_SEND | p.a.handle);
-    cq_empty(d, &p.cq);
+    qpvrdma_cq_empty(d, &p.cq);
     /* no completion can say it: a QP_FATAL async event does */
     g_assert(async_seen(d, PVRDMA_EVENT_QP_FATAL, p.a.handle));
     /* doorbells for unknown or other-context objects are dropped */
@@ -1447,8 +1137,8 @@ static void test_bad_ring_index(void)
                       PVRDMA_UAR_QP_SEND | p.b.handle);
     qpvrdma_uar_write(d, 0, 0x40, 1);
     /* the device still answers */
-    g_assert_cmpuint(create_pd(d, 0), !=, 0);
-    g_assert(!poll_cq(d, &p.cq, &e) || e.status != PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(qpvrdma_create_pd(d, 0), !=, 0);
+    g_assert(!qpvrdma_poll_cq(d, &p.cq, &e) || e.status != PVRDMA_WC_SUCCESS);
     qpvrdma_stop(d);
 }
 
@@ -1459,41 +1149,41 @@ static void test_comm_est(void)
     struct pvrdma_qp_attr at = { 0 };
     uint32_t pd, key;
     uint64_t buf;
-    TCq cq;
-    TQp a, b;
+    QPvrdmaCq cq;
+    QPvrdmaQp a, b;
 
-    bind_gid(d, 0);
-    pd = create_pd(d, 0);
-    create_cq(d, &cq, 64);
-    create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
-    create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
-    qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
-    qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+    qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
     /* back to RTR is not a legal transition: rebuild b up to RTR only */
     at.qp_state = PVRDMA_QPS_RESET;
-    g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
     at.qp_state = PVRDMA_QPS_INIT;
     at.port_num = 1;
     at.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
-    g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE |
+    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE |
                                PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
                                PVRDMA_QP_ACCESS_FLAGS, &at), ==, 0);
     at.qp_state = PVRDMA_QPS_RTR;
     at.path_mtu = PVRDMA_MTU_1024;
     at.dest_qp_num = a.qpn;
     at.max_dest_rd_atomic = 1;
-    memcpy(at.ah_attr.grh.dgid.raw, test_gid, 16);
-    g_assert_cmpuint(modify_qp(d, b.handle, PVRDMA_QP_STATE | PVRDMA_QP_AV |
+    memcpy(at.ah_attr.grh.dgid.raw, qpvrdma_test_gid, 16);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE | PVRDMA_QP_AV |
                                PVRDMA_QP_PATH_MTU | PVRDMA_QP_DEST_QPN |
                                PVRDMA_QP_RQ_PSN | PVRDMA_QP_MAX_DEST_RD_ATOMIC |
                                PVRDMA_QP_MIN_RNR_TIMER, &at), ==, 0);
     buf = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     g_assert(!async_seen(d, PVRDMA_EVENT_COMM_EST, b.handle));
-    post_recv(d, &b, 0xb1, buf + 2048, 64, key);
-    send_wr(d, &a, PVRDMA_WR_SEND, 0xa1, buf, 64, key, 0, 0);
-    expect_cqe(d, &cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
-    expect_cqe(d, &cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_post_recv(d, &b, 0xb1, buf + 2048, 64, key);
+    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa1, buf, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
     g_assert(async_seen(d, PVRDMA_EVENT_COMM_EST, b.handle));
     g_assert(!async_seen(d, PVRDMA_EVENT_COMM_EST, a.handle));
     qpvrdma_stop(d);
@@ -1509,37 +1199,37 @@ static void test_cq_notify(void)
     pair_setup(&p, PVRDMA_QPT_RC, 8);
     d = p.d;
     buf = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     /* not armed: no CQ interrupt */
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
-    expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_REM_ACCESS_ERR,
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_REM_ACCESS_ERR,
                0);
     qpvrdma_stop(d);
 
     pair_setup(&p, PVRDMA_QPT_RC, 8);
     d = p.d;
     buf = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
                     PVRDMA_ACCESS_REMOTE_WRITE);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
-    expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     /* armed: the next completion notifies once, with the CQ handle */
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
                       PVRDMA_UAR_CQ_ARM | p.cq.handle);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, buf, 8, key, buf + 64, key);
-    expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, buf, 8, key, buf + 64, key);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_CQ));
     g_assert_cmpuint(qtest_readl(d->qts, d->cq_pages[1]), ==, p.cq.handle);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, buf, 8, key, buf + 64, key);
-    expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, buf, 8, key, buf + 64, key);
+    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     /* IMR masks the vector */
     qpvrdma_reg_write(d, PVRDMA_REG_IMR, ~0u);
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
                       PVRDMA_UAR_CQ_ARM | p.cq.handle);
-    send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 4, buf, 8, key, buf + 64, key);
-    expect_cqe(d, &p.cq, 4, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 4, buf, 8, key, buf + 64, key);
+    qpvrdma_expect_cqe(d, &p.cq, 4, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     qpvrdma_stop(d);
 }
@@ -1555,9 +1245,9 @@ static void test_reset_during_work(void)
     pair_setup(&p, PVRDMA_QPT_RC, 8);
     d = p.d;
     buf = qpvrdma_alloc(d, 4096);
-    key = create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     /* a send waiting on RNR, then the device is reset under it */
-    send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 1, buf, 32, key, 0, 0);
     qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
     qtest_clock_step(d->qts, 1000);
     /* everything is gone: commands refused until re-activation */
@@ -1567,7 +1257,7 @@ static void test_reset_during_work(void)
     /* the driver probes again and works */
     qpvrdma_setup_dsr(d, PVRDMA_VERSION);
     g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
-    create_pd(d, 0);
+    qpvrdma_create_pd(d, 0);
     /* and a system reset in the middle of things */
     qtest_system_reset(d->qts);
     qpci_device_enable(d->dev);
@@ -1597,21 +1287,21 @@ static void test_teardown(void)
         pair_setup(&p, PVRDMA_QPT_RC, 8);
         d = p.d;
         buf = qpvrdma_alloc(d, 4096);
-        key = create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-        post_recv(d, &p.b, 9, buf, 64, key);
+        key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+        qpvrdma_post_recv(d, &p.b, 9, buf, 64, key);
         dq.qp_handle = p.a.handle;
-        cmd_ok(d, &dq, sizeof(dq), &r);
+        qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
         dq.qp_handle = p.b.handle;
-        cmd_ok(d, &dq, sizeof(dq), &r);
+        qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
         dm.mr_handle = key >> 8;
-        cmd_ok(d, &dm, sizeof(dm), &r);
+        qpvrdma_cmd_ok(d, &dm, sizeof(dm), &r);
         dc.cq_handle = p.cq.handle;
-        cmd_ok(d, &dc, sizeof(dc), &r);
+        qpvrdma_cmd_ok(d, &dc, sizeof(dc), &r);
         dp.pd_handle = p.pd;
-        cmd_ok(d, &dp, sizeof(dp), &r);
+        qpvrdma_cmd_ok(d, &dp, sizeof(dp), &r);
         db.index = 0;
-        memcpy(db.dest_gid, test_gid, 16);
-        cmd_ok(d, &db, sizeof(db), &r);
+        memcpy(db.dest_gid, qpvrdma_test_gid, 16);
+        qpvrdma_cmd_ok(d, &db, sizeof(db), &r);
         qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
         g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, 0);
         qpvrdma_stop(d);
@@ -1624,14 +1314,14 @@ static void test_old_driver(void)
     union pvrdma_cmd_resp r;
     struct pvrdma_cmd_create_qp c = { .hdr.cmd = PVRDMA_CMD_CREATE_QP };
     uint32_t pd;
-    TCq cq;
+    QPvrdmaCq cq;
     QPvrdmaRing ring;
 
     /* a version-18 driver: 32-bit UAR pfn, QP response without handle */
     qpvrdma_setup_dsr(d, PVRDMA_ROCEV2_VERSION);
     g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
-    pd = create_pd(d, 0);
-    create_cq(d, &cq, 16);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 16);
     qpvrdma_ring_alloc(d, &ring, 3);
     c.pdir_dma = ring.pdir;
     c.pd_handle = pd;
@@ -1641,7 +1331,7 @@ static void test_old_driver(void)
     c.total_chunks = 3;
     c.send_chunks = 1;
     c.qp_type = PVRDMA_QPT_RC;
-    cmd_ok(d, &c, sizeof(c), &r);
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     /* v1 layout: qpn then max_send_wr directly */
     g_assert_cmpuint(r.create_qp_resp.qpn, >=, 2);
     g_assert_cmpuint(r.create_qp_resp.max_send_wr, ==, 8);
@@ -1682,8 +1372,8 @@ static const uint8_t peer_gid[2][16] = {
 typedef struct Peer {
     QPvrdma *d;
     uint32_t pd;
-    TCq cq;
-    TQp qp;
+    QPvrdmaCq cq;
+    QPvrdmaQp qp;
     uint64_t buf;
     uint32_t key;
 } Peer;
@@ -1735,11 +1425,11 @@ static void peer_start(Peer *p, const char *dir, unsigned i)
 
     memset(p, 0, sizeof(*p));
     p->d = qpvrdma_start_active(extra);
-    bind_gid_raw(p->d, 0, peer_gid[i]);
-    p->pd = create_pd(p->d, 0);
-    create_cq(p->d, &p->cq, 64);
+    qpvrdma_bind_gid_raw(p->d, 0, peer_gid[i]);
+    p->pd = qpvrdma_create_pd(p->d, 0);
+    qpvrdma_create_cq(p->d, &p->cq, 64);
     p->buf = qpvrdma_alloc(p->d, 4 * 4096);
-    p->key = create_mr(p->d, p->pd, p->buf, 4 * 4096,
+    p->key = qpvrdma_create_mr(p->d, p->pd, p->buf, 4 * 4096,
                        PVRDMA_ACCESS_LOCAL_WRITE | PVRDMA_ACCESS_REMOTE_WRITE |
                        PVRDMA_ACCESS_REMOTE_READ | PVRDMA_ACCESS_REMOTE_ATOMIC);
 }
@@ -1747,10 +1437,10 @@ static void peer_start(Peer *p, const char *dir, unsigned i)
 /* Connect RC QPs of a and b (created here) with the given RNR retry. */
 static void peers_connect(Peer *a, Peer *b, uint8_t type, uint8_t rnr_retry)
 {
-    create_qp(a->d, &a->qp, a->pd, a->cq.handle, a->cq.handle, type, 16, 0);
-    create_qp(b->d, &b->qp, b->pd, b->cq.handle, b->cq.handle, type, 16, 0);
-    qp_to_rts_gid(a->d, &a->qp, type, b->qp.qpn, peer_gid[1], rnr_retry);
-    qp_to_rts_gid(b->d, &b->qp, type, a->qp.qpn, peer_gid[0], rnr_retry);
+    qpvrdma_create_qp(a->d, &a->qp, a->pd, a->cq.handle, a->cq.handle, type, 16, 0);
+    qpvrdma_create_qp(b->d, &b->qp, b->pd, b->cq.handle, b->cq.handle, type, 16, 0);
+    qpvrdma_qp_to_rts_gid(a->d, &a->qp, type, b->qp.qpn, peer_gid[1], rnr_retry);
+    qpvrdma_qp_to_rts_gid(b->d, &b->qp, type, a->qp.qpn, peer_gid[0], rnr_retry);
 }
 
 /* Poll a CQ on a while the other process works (real time). */
@@ -1761,7 +1451,7 @@ static void expect_peer_cqe(Peer *p, uint64_t wr_id, uint32_t opcode,
     bool got = false;
 
     for (int i = 0; i < 200 && !got; i++) {
-        got = poll_cq(p->d, &p->cq, &e);
+        got = qpvrdma_poll_cq(p->d, &p->cq, &e);
         if (!got) {
             g_usleep(5 * 1000);
         }
@@ -1799,7 +1489,7 @@ static uint8_t qp_state(QPvrdma *d, uint32_t handle)
                                      .attr_mask = PVRDMA_QP_STATE };
     union pvrdma_cmd_resp r;
 
-    cmd_ok(d, &q, sizeof(q), &r);
+    qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
     return r.query_qp_resp.attrs.qp_state;
 }
 
@@ -1818,19 +1508,19 @@ static void test_cr_rc(void)
 
     /* SEND across pages into two receive SGEs worth of buffer */
     peer_fill(&a, 0, 4 * 4096, 5);
-    post_recv(b.d, &b.qp, 0xb1, b.buf + 1, 9000, b.key);
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf + 3, 9000, a.key, 0, 0);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf + 1, 9000, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf + 3, 9000, a.key, 0, 0);
     expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 9000);
     expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 9000);
     peers_same(&a, 3, &b, 1, 9000);
 
     /* WRITE into b, READ back from b */
-    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000, a.key,
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000, a.key,
             b.buf + 8000, b.key);
     expect_peer_cqe(&a, 0xa2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
     peers_same(&a, 100, &b, 8000, 5000);
     peer_fill(&b, 0, 4096, 77);
-    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 0xa3, a.buf + 12000, 3000,
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 0xa3, a.buf + 12000, 3000,
             a.key, b.buf + 7, b.key);
     expect_peer_cqe(&a, 0xa3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 3000);
     peers_same(&a, 12000, &b, 7, 3000);
@@ -1844,7 +1534,7 @@ static void test_cr_rc(void)
     h.wr.atomic.rkey = b.key;
     h.wr.atomic.compare_add = 24;
     s = (struct pvrdma_sge) { a.buf + 8, 8, a.key };
-    post_send(a.d, &a.qp, &h, &s, true);
+    qpvrdma_post_send(a.d, &a.qp, &h, &s, true);
     expect_peer_cqe(&a, 0xa4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
     g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1000);
     g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 1024);
@@ -1852,25 +1542,25 @@ static void test_cr_rc(void)
     h.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
     h.wr.atomic.compare_add = 1024;
     h.wr.atomic.swap = 5;
-    post_send(a.d, &a.qp, &h, &s, true);
+    qpvrdma_post_send(a.d, &a.qp, &h, &s, true);
     expect_peer_cqe(&a, 0xa5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
     g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1024);
     g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 5);
 
     /* RNR: the send waits at b until b posts its receive */
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa6, a.buf, 64, a.key, 0, 0);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa6, a.buf, 64, a.key, 0, 0);
     g_usleep(50 * 1000);
-    cq_empty(a.d, &a.cq);
-    post_recv(b.d, &b.qp, 0xb6, b.buf + 4096, 64, b.key);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb6, b.buf + 4096, 64, b.key);
     expect_peer_cqe(&b, 0xb6, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
     expect_peer_cqe(&a, 0xa6, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
     peers_same(&a, 0, &b, 4096, 64);
 
     /* bad rkey: error on both sides, both QPs in error, receives flushed */
-    post_recv(b.d, &b.qp, 0xb7, b.buf, 64, b.key);
-    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key, b.buf,
+    qpvrdma_post_recv(b.d, &b.qp, 0xb7, b.buf, 64, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key, b.buf,
             b.key ^ 0x80);
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa8, a.buf, 16, a.key, 0, 0);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa8, a.buf, 16, a.key, 0, 0);
     expect_peer_cqe(&a, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     expect_peer_cqe(&a, 0xa8, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
     expect_peer_cqe(&b, 0xb7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
@@ -1895,10 +1585,10 @@ static void test_cr_access(void)
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
     /* a WRITE to a read-only MR of b: access error, b untouched */
-    ro = create_mr(b.d, b.pd, b.buf, 4096, PVRDMA_ACCESS_REMOTE_READ);
+    ro = qpvrdma_create_mr(b.d, b.pd, b.buf, 4096, PVRDMA_ACCESS_REMOTE_READ);
     peer_fill(&b, 0, 64, 1);
     peer_fill(&a, 0, 64, 2);
-    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 1, a.buf, 64, a.key, b.buf, ro);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 1, a.buf, 64, a.key, b.buf, ro);
     expect_peer_cqe(&a, 1, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     g_assert_cmpuint(qtest_readb(b.d->qts, b.buf), ==, 1);
     qpvrdma_stop(a.d);
@@ -1909,7 +1599,7 @@ static void test_cr_access(void)
     peer_start(&b, dir, 1);
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
-    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 2, a.buf, 64, a.key,
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 2, a.buf, 64, a.key,
             b.buf + 4 * 4096 - 32, b.key);
     expect_peer_cqe(&a, 2, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(a.d);
@@ -1931,7 +1621,7 @@ static void test_cr_ud(void)
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_UD, 7);
     peer_fill(&a, 0, 4096, 9);
-    post_recv(b.d, &b.qp, 0xb1, b.buf, 40 + 1024, b.key);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 40 + 1024, b.key);
     h.wr_id = 0xa1;
     h.num_sge = 1;
     h.opcode = PVRDMA_WR_SEND_WITH_IMM;
@@ -1941,9 +1631,9 @@ static void test_cr_ud(void)
     h.wr.ud.remote_qkey = 0x11111111;
     memcpy(h.wr.ud.av.dgid, peer_gid[1], 16);
     s = (struct pvrdma_sge) { a.buf, 1024, a.key };
-    post_send(a.d, &a.qp, &h, &s, true);
+    qpvrdma_post_send(a.d, &a.qp, &h, &s, true);
     expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
-    for (int i = 0; i < 200 && !poll_cq(b.d, &b.cq, &e); i++) {
+    for (int i = 0; i < 200 && !qpvrdma_poll_cq(b.d, &b.cq, &e); i++) {
         g_usleep(5 * 1000);
         e.wr_id = 0;
     }
@@ -1961,7 +1651,7 @@ static void test_cr_ud(void)
     /* to a GID nobody has: the datagram is lost, the send completes */
     h.wr_id = 0xa2;
     h.wr.ud.av.dgid[15] = 99;
-    post_send(a.d, &a.qp, &h, &s, true);
+    qpvrdma_post_send(a.d, &a.qp, &h, &s, true);
     expect_peer_cqe(&a, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 1024);
     qpvrdma_stop(a.d);
     qpvrdma_stop(b.d);
@@ -1978,10 +1668,10 @@ static void test_cr_peer_gone(void)
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
     /* a SEND waits at b for a receive (RNR, retry forever); b goes away */
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
-    send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf, 64, a.key, 0, 0);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf, 64, a.key, 0, 0);
     g_usleep(50 * 1000);
-    cq_empty(a.d, &a.cq);
+    qpvrdma_cq_empty(a.d, &a.cq);
     qpvrdma_stop(b.d);
     expect_peer_cqe(&a, 0xa1, 0, PVRDMA_WC_RETRY_EXC_ERR, 0);
     expect_peer_cqe(&a, 0xa2, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
@@ -1993,8 +1683,8 @@ static void test_cr_peer_gone(void)
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
     peer_fill(&a, 0, 256, 3);
-    post_recv(b.d, &b.qp, 0xb3, b.buf + 1024, 256, b.key);
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa3, a.buf, 256, a.key, 0, 0);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb3, b.buf + 1024, 256, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa3, a.buf, 256, a.key, 0, 0);
     expect_peer_cqe(&a, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 256);
     expect_peer_cqe(&b, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 256);
     peers_same(&a, 0, &b, 1024, 256);
@@ -2013,13 +1703,13 @@ static void test_cr_rnr_timeout(void)
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 1);
     /* no receive at b, rnr_retry 1: the sender gives up */
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
     for (int i = 0; i < 500; i++) {
         struct pvrdma_cqe e;
 
         /* b's RNR timer runs on b's virtual clock */
         qtest_clock_step(b.d->qts, 10 * 1000 * 1000);  /* 10 ms */
-        if (poll_cq(a.d, &a.cq, &e)) {
+        if (qpvrdma_poll_cq(a.d, &a.cq, &e)) {
             g_assert_cmphex(e.wr_id, ==, 0xa1);
             g_assert_cmpuint(e.status, ==, PVRDMA_WC_RNR_RETRY_EXC_ERR);
             break;
@@ -2028,8 +1718,8 @@ static void test_cr_rnr_timeout(void)
         g_usleep(2 * 1000);
     }
     /* a receive posted later is not consumed by the failed send */
-    post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
-    cq_empty(b.d, &b.cq);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
+    qpvrdma_cq_empty(b.d, &b.cq);
     qpvrdma_stop(a.d);
     qpvrdma_stop(b.d);
     rm_dir(dir);
@@ -2059,8 +1749,8 @@ static void test_cr_msix_at_own_registers(void)
                             PVRDMA_DEVICE_CTL_RESET);
     }
     peer_fill(&a, 0, 64, 4);
-    post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
-    send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
     expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
     /* b did not reset itself: its objects are there */
     g_assert_cmpuint(qpvrdma_counter(b.d, "x-used-qp"), ==, 1);

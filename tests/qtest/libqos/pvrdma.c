@@ -360,19 +360,25 @@ uint32_t qpvrdma_modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,
     return qpvrdma_cmd(d, &c, sizeof(c), &r);
 }
 
-void qpvrdma_bind_gid(QPvrdma *d, uint32_t index)
+void qpvrdma_bind_gid_raw(QPvrdma *d, uint32_t index, const uint8_t gid[16])
 {
     struct pvrdma_cmd_create_bind c = { .hdr.cmd = PVRDMA_CMD_CREATE_BIND,
                                         .index = index, .mtu = 1024,
                                         .gid_type =
                                             PVRDMA_GID_TYPE_FLAG_ROCE_V2 };
 
-    memcpy(c.new_gid, qpvrdma_test_gid, 16);
+    memcpy(c.new_gid, gid, 16);
     qpvrdma_cmd_ok(d, &c, sizeof(c), NULL);
 }
 
-void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
-                       uint32_t dest_qpn)
+void qpvrdma_bind_gid(QPvrdma *d, uint32_t index)
+{
+    qpvrdma_bind_gid_raw(d, index, qpvrdma_test_gid);
+}
+
+void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16],
+                           uint8_t rnr_retry)
 {
     struct pvrdma_qp_attr a = { 0 };
     bool rc = type == PVRDMA_QPT_RC;
@@ -394,7 +400,7 @@ void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
     a.rq_psn = 100;
     a.max_dest_rd_atomic = 1;
     a.min_rnr_timer = 1;
-    memcpy(a.ah_attr.grh.dgid.raw, qpvrdma_test_gid, 16);
+    memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
     a.ah_attr.port_num = 1;
     g_assert_cmpuint(qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
                                        (rc ? PVRDMA_QP_AV |
@@ -408,7 +414,7 @@ void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
     a.sq_psn = 100;
     a.timeout = 14;
     a.retry_cnt = 7;
-    a.rnr_retry = 7;
+    a.rnr_retry = rnr_retry;
     a.max_rd_atomic = 1;
     g_assert_cmpuint(qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
                                        PVRDMA_QP_SQ_PSN |
@@ -417,6 +423,12 @@ void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                                         PVRDMA_QP_RNR_RETRY |
                                         PVRDMA_QP_MAX_QP_RD_ATOMIC : 0), &a),
                      ==, 0);
+}
+
+void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                       uint32_t dest_qpn)
+{
+    qpvrdma_qp_to_rts_gid(d, qp, type, dest_qpn, qpvrdma_test_gid, 7);
 }
 
 uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,

@@ -105,9 +105,14 @@ void qpvrdma_create_qp(QPvrdma *d, QPvrdmaQp *qp, uint32_t pd, uint32_t scq,
 uint32_t qpvrdma_modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,
                            struct pvrdma_qp_attr *a);
 void qpvrdma_bind_gid(QPvrdma *d, uint32_t index);
+void qpvrdma_bind_gid_raw(QPvrdma *d, uint32_t index, const uint8_t gid[16]);
 /* RESET -> INIT -> RTR -> RTS, to dest_qpn (RC) or for UD. */
 void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                        uint32_t dest_qpn);
+/* The same to a QP at dgid, with the given RNR retry count. */
+void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16],
+                           uint8_t rnr_retry);
 /* User MR over [gpa, gpa + len); returns the key (lkey == rkey). */
 uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
                            uint32_t len, uint32_t access);
