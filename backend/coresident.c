@@ -49,10 +49,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_coresident_wire.h"
 
-#define CR_MAGIC        0x70767264u     /* "pvrd" */
-#define CR_VERSION      2
-#define CR_MAX_MSG      (64 * 1024)
 #define CR_MAX_REGIONS  32
 #define CR_MAX_GIDS     PVRDMA_HARD_GID_TBL_LEN
 /* 2 GiB messages of 4 KiB pages, plus one extra entry per SGE */
@@ -61,110 +59,6 @@
 #define CR_MAX_WAITING  (1u << 16)      /* one peer's requests waiting here */
 #define CR_RX_BATCH     64              /* messages per read callback */
 #define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
-
-enum {
-    CR_HELLO = 1,
-    CR_REGION,
-    CR_GIDS,
-    CR_REQ,
-    CR_MORE,
-    CR_RESP,
-    CR_CANCEL,
-};
-
-typedef struct CrHdr {
-    uint32_t type;
-    uint32_t len;
-} CrHdr;
-
-typedef struct CrHello {
-    CrHdr h;
-    uint32_t magic;
-    uint32_t version;
-    uint64_t node;
-    uint32_t nregions;
-    uint32_t pad;
-} CrHello;
-
-typedef struct CrRegionMsg {
-    CrHdr h;
-    uint32_t index;
-    uint32_t pad;
-    uint64_t size;
-    uint64_t fd_offset;
-} CrRegionMsg;
-
-typedef struct CrGid {
-    uint8_t gid[16];
-    uint8_t type;
-    uint8_t pad[3];
-} CrGid;
-
-typedef struct CrGids {
-    CrHdr h;
-    uint32_t n;
-    uint32_t pad;
-    CrGid g[];
-} CrGids;
-
-typedef struct CrSge {
-    uint32_t region;
-    uint32_t pad;
-    uint64_t off;
-    uint64_t len;
-} CrSge;
-
-typedef struct CrReqMsg {
-    CrHdr h;
-    uint64_t cookie;
-    uint32_t opcode;
-    uint32_t send_flags;
-    uint32_t src_qpn;
-    uint32_t dest_qpn;
-    uint32_t qkey;
-    uint32_t rkey;
-    uint32_t imm;
-    uint8_t qp_type;
-    uint8_t rnr_retry;
-    uint8_t sgid_type;
-    uint8_t pad;
-    uint64_t remote_addr;
-    uint64_t compare_add;
-    uint64_t swap;
-    uint8_t sgid[16];
-    uint8_t dgid[16];
-    uint8_t smac[6];
-    uint8_t pad2[2];
-    uint64_t len;           /* sum of the sg lengths */
-    uint32_t nsg_total;     /* here and in the MORE messages that follow */
-    uint32_t nsg;           /* in this message */
-    CrSge sg[];
-} CrReqMsg;
-
-typedef struct CrMoreMsg {
-    CrHdr h;
-    uint64_t cookie;
-    uint32_t nsg;
-    uint32_t pad;
-    CrSge sg[];
-} CrMoreMsg;
-
-typedef struct CrRespMsg {
-    CrHdr h;
-    uint64_t cookie;
-    int32_t status;
-    uint32_t pad;
-} CrRespMsg;
-
-/* The requester's QP src_qpn is gone: drop its requests still waiting. */
-typedef struct CrCancelMsg {
-    CrHdr h;
-    uint32_t src_qpn;
-    uint32_t pad;
-} CrCancelMsg;
-
-#define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
-#define CR_MORE_SG_MAX  ((CR_MAX_MSG - sizeof(CrMoreMsg)) / sizeof(CrSge))
 
 typedef struct CrTransport CrTransport;
 
