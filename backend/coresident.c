@@ -393,6 +393,48 @@ static void cr_respond(CrInReq *r, int status)
     }
 }
 
+#define CR_ANY_QP       UINT32_MAX
+#define CR_NO_ANSWER    (-1)
+
+/*
+ * Drop the requests of peer p (of its QP src_qpn, or CR_ANY_QP) waiting in
+ * q, answering each with status unless CR_NO_ANSWER.
+ */
+static void cr_queue_drop(GQueue *q, CrPeer *p, uint32_t src_qpn, int status)
+{
+    for (GList *l = q->head; l;) {
+        GList *next = l->next;
+        CrInReq *r = l->data;
+
+        if (r->peer == p &&
+            (src_qpn == CR_ANY_QP || r->req.src_qpn == src_qpn)) {
+            if (status != CR_NO_ANSWER) {
+                cr_respond(r, status);
+            }
+            cr_inreq_free(r);
+            g_queue_delete_link(q, l);
+        }
+        l = next;
+    }
+}
+
+/* The same in every waiting queue; empty queues go. */
+static void cr_waiting_drop(CrTransport *t, CrPeer *p, uint32_t src_qpn,
+                            int status)
+{
+    GHashTableIter it;
+    gpointer key, val;
+
+    g_hash_table_iter_init(&it, t->waiting);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        cr_queue_drop(val, p, src_qpn, status);
+        if (g_queue_is_empty(val)) {
+            g_queue_free(val);
+            g_hash_table_iter_remove(&it);
+        }
+    }
+}
+
 /* Free a dead peer: fail what it owes us, drop what it asked of us. */
 static void cr_peer_free(CrTransport *t, CrPeer *p)
 {
@@ -402,25 +444,7 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
     GSList *done = NULL;
 
     /* requests of this peer waiting for a receive here */
-    g_hash_table_iter_init(&it, t->waiting);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        GQueue *q = val;
-
-        for (GList *l = q->head; l;) {
-            GList *next = l->next;
-            CrInReq *r = l->data;
-
-            if (r->peer == p) {
-                cr_inreq_free(r);
-                g_queue_delete_link(q, l);
-            }
-            l = next;
-        }
-        if (g_queue_is_empty(q)) {
-            g_queue_free(q);
-            g_hash_table_iter_remove(&it);
-        }
-    }
+    cr_waiting_drop(t, p, CR_ANY_QP, CR_NO_ANSWER);
     if (p->partial) {
         cr_inreq_free(p->partial);
     }
@@ -534,17 +558,8 @@ static bool cr_serve_waiting(CrTransport *t, GQueue *q)
         cr_respond(r, st);
         if (st == PVRDMA_WC_RNR_RETRY_EXC_ERR) {
             /* the requester QP is in error now: what it sent next fails */
-            for (GList *l = q->head; l;) {
-                GList *next = l->next;
-                CrInReq *o = l->data;
-
-                if (o->peer == r->peer && o->req.src_qpn == r->req.src_qpn) {
-                    cr_respond(o, PVRDMA_WC_RETRY_EXC_ERR);
-                    cr_inreq_free(o);
-                    g_queue_delete_link(q, l);
-                }
-                l = next;
-            }
+            cr_queue_drop(q, r->peer, r->req.src_qpn,
+                          PVRDMA_WC_RETRY_EXC_ERR);
         }
         cr_inreq_free(r);
     }
@@ -818,33 +833,10 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
 /* The peer's QP src_qpn is gone: drop its requests waiting here. */
 static bool cr_rx_cancel(CrPeer *p, const CrCancelMsg *m, size_t len)
 {
-    CrTransport *t = p->t;
-    GHashTableIter it;
-    gpointer key, val;
-
     if (len != sizeof(*m)) {
         return false;
     }
-    g_hash_table_iter_init(&it, t->waiting);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        GQueue *q = val;
-
-        for (GList *l = q->head; l;) {
-            GList *next = l->next;
-            CrInReq *r = l->data;
-
-            if (r->peer == p && r->req.src_qpn == (m->src_qpn & 0xffffff)) {
-                cr_respond(r, PVRDMA_WC_WR_FLUSH_ERR);
-                cr_inreq_free(r);
-                g_queue_delete_link(q, l);
-            }
-            l = next;
-        }
-        if (g_queue_is_empty(q)) {
-            g_queue_free(q);
-            g_hash_table_iter_remove(&it);
-        }
-    }
+    cr_waiting_drop(p->t, p, m->src_qpn & 0xffffff, PVRDMA_WC_WR_FLUSH_ERR);
     return true;
 }
 
