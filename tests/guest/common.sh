@@ -195,3 +195,48 @@ perftest_2vm() {
     done
     [ $_bad = 0 ] || fail "$_bad of $_n perftest runs on $_d failed (first: $PAIR_ERR)"
 }
+
+# nvmet_export NQN: export a 16 MiB RAM disk (/dev/ram0) as NVMe namespace 1
+# of subsystem NQN with nvmet-rdma on $PVRDMA_IP:4420
+nvmet_export() {
+    _nqn=$1 _cfg=/sys/kernel/config/nvmet
+    run modprobe brd rd_nr=1 rd_size=16384
+    run modprobe nvmet_rdma
+    grep -q " /sys/kernel/config " /proc/mounts ||
+        run mount -t configfs none /sys/kernel/config
+    run mkdir "$_cfg/subsystems/$_nqn"
+    echo 1 > "$_cfg/subsystems/$_nqn/attr_allow_any_host"
+    run mkdir "$_cfg/subsystems/$_nqn/namespaces/1"
+    echo /dev/ram0 > "$_cfg/subsystems/$_nqn/namespaces/1/device_path"
+    echo 1 > "$_cfg/subsystems/$_nqn/namespaces/1/enable" ||
+        fail "nvmet: namespace enable"
+    run mkdir "$_cfg/ports/1"
+    echo rdma > "$_cfg/ports/1/addr_trtype"
+    echo ipv4 > "$_cfg/ports/1/addr_adrfam"
+    echo "$PVRDMA_IP" > "$_cfg/ports/1/addr_traddr"
+    echo 4420 > "$_cfg/ports/1/addr_trsvcid"
+    run ln -s "$_cfg/subsystems/$_nqn" "$_cfg/ports/1/subsystems/$_nqn"
+    log "nvmet: $_nqn on rdma $PVRDMA_IP:4420"
+}
+
+# nvme_connect NQN ADDR: what nvme-cli's "connect" does; waits for nvme0n1
+nvme_connect() {
+    run modprobe nvme_rdma
+    echo "nqn=$1,transport=rdma,traddr=$2,trsvcid=4420" > /dev/nvme-fabrics ||
+        { dmesg | tail -20; fail "nvme connect over rdma to $2 failed"; }
+    for _i in $(seq 50); do
+        [ -b /dev/nvme0n1 ] && break
+        sleep 0.2
+    done
+    [ -b /dev/nvme0n1 ] || { dmesg | tail -20; fail "no /dev/nvme0n1 after connect"; }
+    [ "$(cat /sys/class/nvme/nvme0/transport)" = rdma ] ||
+        fail "nvme0 is not an rdma controller"
+    log "connected: $(cat /sys/class/nvme/nvme0/address)"
+}
+
+# kernel_clean: no oops, warning or pvrdma error in dmesg
+kernel_clean() {
+    _bad=$(dmesg | grep -v "module verification failed" |
+        grep -E "BUG:|Oops:|WARNING:|pvrdma.*([Ee]rror|[Ff]ail)")
+    [ -z "$_bad" ] || fail "kernel complained: $_bad"
+}
