@@ -866,9 +866,26 @@ void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
     }
 }
 
-static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
+/* Would this WQE be carried by the loopback transport (copy here)? */
+static bool wqe_is_loopback(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w)
 {
-    uint32_t prod, budget = PVRDMA_RUN_BUDGET;
+    const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
+                          qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
+
+    return pvrdma_gid_is_local(c, dgid);
+}
+
+/*
+ * Serve qp's send queue.  inline_budget > 0: called from a send doorbell
+ * (vCPU thread): serve at most that many WQEs and only those that cost no
+ * data copy here (requests for a co-resident peer, whose responder copies),
+ * leaving the rest to the run loop.
+ */
+static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
+                            uint32_t inline_budget)
+{
+    uint32_t prod;
+    uint32_t budget = inline_budget ? inline_budget : PVRDMA_RUN_BUDGET;
 
     if (qp->state == PVRDMA_QPS_ERR) {
         flush_queues(c, qp);
@@ -898,6 +915,10 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
             break;
         }
         fetch_send_wqe(qp, qp->sq_head, &w);
+        if (inline_budget && wqe_is_loopback(c, qp, &w)) {
+            pvrdma_qp_schedule(c, qp);
+            break;
+        }
         st = execute_wqe(c, qp, &w, &len, &cookie);
         if (st == PVRDMA_TRANSPORT_RNR) {
             int64_t now = c->ops->now_ms(c->opaque);
@@ -936,6 +957,40 @@ static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
         }
     }
     drain_sq(c, qp);
+}
+
+static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    serve_sq_budget(c, qp, 0);
+}
+
+static void flush_transports(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->flush) {
+            c->transports[i]->flush(c->transports[i]);
+        }
+    }
+}
+
+/*
+ * Send doorbell (vCPU thread, BQL held).  With a co-resident transport, a
+ * short burst of requests for a peer is sent from here: the requester only
+ * writes a message (the peer's responder copies the data), and the hop to
+ * the bottom half is saved from the latency.  Everything else, loopback
+ * included (its copy happens at the requester), goes to the run loop.
+ */
+void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (c->ntransports < 2 || c->running || qp->queued ||
+        qp->state != PVRDMA_QPS_RTS || qp->rnr_wait) {
+        pvrdma_qp_schedule(c, qp);
+        return;
+    }
+    c->running = true;
+    serve_sq_budget(c, qp, PVRDMA_INLINE_BUDGET);
+    c->running = false;
+    flush_transports(c);
 }
 
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
@@ -1014,11 +1069,7 @@ void pvrdma_core_run(PvrdmaCore *c)
         serve_sq(c, qp);
     }
     c->running = false;
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        if (c->transports[i]->flush) {
-            c->transports[i]->flush(c->transports[i]);
-        }
-    }
+    flush_transports(c);
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);
     }

@@ -472,7 +472,7 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
         }
         if (val & PVRDMA_UAR_QP_SEND) {
             trace_pvrdma_db_qp_send(handle);
-            pvrdma_qp_schedule(c, qp);
+            pvrdma_qp_send_doorbell(c, qp);
         }
         break;
     }

@@ -98,6 +98,7 @@ typedef struct PvrdmaLimits {
 #define PVRDMA_DEF_MAX_MR_SIZE   (1ull << 30)
 #define PVRDMA_MAX_RING_PAGES    64         /* async / CQ-notify rings */
 #define PVRDMA_RUN_BUDGET        64         /* WQEs per QP per run */
+#define PVRDMA_INLINE_BUDGET     16         /* WQEs sent from a doorbell */
 #define PVRDMA_MAX_TRANSPORTS    4
 #define PVRDMA_MAX_PKEYS         1
 #define PVRDMA_PKEY_DEFAULT      0xffff
@@ -430,6 +431,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
 void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
