@@ -1,0 +1,310 @@
+/*
+ * libFuzzer target: a hostile co-resident peer.  One device (QEMU-free
+ * core, fake host with memfd RAM) joins a rendezvous directory with an RC
+ * QP (RTS, receives posted, an MR for remote access) and a UD QP.  Each
+ * input is a connection into that directory: a valid HELLO, REGION (a
+ * memfd of the fuzzer's own) and GIDS, then datagrams taken from the input,
+ * then the connection closes.  Whatever the datagrams say, the device must
+ * not crash (ASan/UBSan), and once the peer is gone nothing of it may stay:
+ * no fd handler, no waiting request, the device's QPs served.
+ *
+ * Input: a sequence of [u16 length][bytes] datagrams (little endian).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "fake-driver.h"
+#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_coresident_wire.h"
+
+#define VM_RAM      (16ull << 20)
+#define PEER_RAM    (1ull << 20)
+#define IOVA        0x10000000ull
+
+static Dev dev;
+static PvrdmaTransport *tr;
+static char *dir, *sock;
+static int peer_memfd = -1;
+static TCq cq;
+static TQp rc, ud;
+static TMr mr;
+static const uint8_t peer_gid[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 99
+};
+
+static void pump(void)
+{
+    FakeHost *hosts[1] = { &dev.h };
+
+    fh_pump(hosts, 1, 1000);
+}
+
+/* Keep 4 receives posted on qp for what a peer may send. */
+static void top_up(TQp *qp)
+{
+    struct pvrdma_sge s = { IOVA, 4096, mr.lkey };
+    uint32_t cons = qp_rings(&dev, qp)[1].cons_head;
+
+    while (pvrdma_idx_used(qp->rq_prod, cons, qp->recv_wr) < 4) {
+        post_recv(&dev, qp, 0x100, &s, 1);
+    }
+}
+
+static void post_receives(void)
+{
+    top_up(&rc);
+    top_up(&ud);
+}
+
+static void setup(void)
+{
+    PvrdmaLimits l;
+    PvrdmaShmRegion r;
+    char *err = NULL;
+    uint32_t pd;
+    GDir *d;
+    const char *n;
+
+    pvrdma_limits_default(&l);
+    l.max_qp = 16;
+    l.max_cq = 16;
+    l.max_mr = 16;
+    fh_init_memfd(&dev.h, VM_RAM);
+    pvrdma_core_init(&dev.c, &fh_ops, &dev.h, &l);
+    dev.h.core = &dev.c;
+    dir = g_dir_make_tmp("pvrdma-fuzz-XXXXXX", NULL);
+    fh_shm_region(&dev.h, &r);
+    tr = pvrdma_coresident_new(&dev.c, dir, &r, 1, &fh_loop_ops, &dev.h,
+                               &err);
+    if (!tr) {
+        fprintf(stderr, "fuzz-coresident: %s\n", err);
+        abort();
+    }
+    pvrdma_core_add_transport(&dev.c, tr);
+    dev_write_dsr(&dev);
+    pvrdma_core_reg_write(&dev.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    pvrdma_core_reg_write(&dev.c, PVRDMA_REG_IMR, 0);
+    bind_gid(&dev, 0, test_gid);
+    pd = create_pd(&dev, 0);
+    create_cq(&dev, &cq, 256);
+    create_mr(&dev, &mr, pd, IOVA, 8 * 4096,
+              PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS);
+    create_qp(&dev, &rc, pd, cq.handle, cq.handle, PVRDMA_QPT_RC);
+    rc_to_rts_gid(&dev, &rc, 7, peer_gid, 1);
+    create_qp(&dev, &ud, pd, cq.handle, cq.handle, PVRDMA_QPT_UD);
+    {
+        struct pvrdma_qp_attr a = { 0 };
+
+        a.qp_state = PVRDMA_QPS_INIT;
+        a.port_num = 1;
+        a.qkey = 0x1234;
+        modify_qp(&dev, &ud, PVRDMA_QP_STATE | PVRDMA_QP_PKEY_INDEX |
+                  PVRDMA_QP_PORT | PVRDMA_QP_QKEY, &a);
+        a.qp_state = PVRDMA_QPS_RTR;
+        modify_qp(&dev, &ud, PVRDMA_QP_STATE, &a);
+        a.qp_state = PVRDMA_QPS_RTS;
+        modify_qp(&dev, &ud, PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN, &a);
+    }
+    post_receives();
+    d = g_dir_open(dir, 0, NULL);
+    while ((n = g_dir_read_name(d))) {
+        if (g_str_has_suffix(n, ".sock")) {
+            sock = g_build_filename(dir, n, NULL);
+        }
+    }
+    g_dir_close(d);
+    peer_memfd = memfd_create("fuzz-peer", MFD_CLOEXEC);
+    if (!sock || peer_memfd < 0 || ftruncate(peer_memfd, PEER_RAM)) {
+        abort();
+    }
+}
+
+/*
+ * Seeds (make -C tests/fuzz cr-corpus): well-formed datagrams against the
+ * device as setup() builds it, one file per kind of request.
+ */
+static void seed(const char *out, const char *name, const void *msg,
+                 size_t len)
+{
+    g_autofree char *path = g_build_filename(out, name, NULL);
+    g_autofree uint8_t *buf = g_malloc(len + 2);
+
+    buf[0] = len;
+    buf[1] = len >> 8;
+    memcpy(buf + 2, msg, len);
+    if (!g_file_set_contents(path, (char *)buf, len + 2, NULL)) {
+        abort();
+    }
+}
+
+static void write_seeds(const char *out)
+{
+    uint8_t qbuf[sizeof(CrReqMsg) + 2 * sizeof(CrSge)];
+    CrReqMsg *m = (CrReqMsg *)qbuf;
+    static const struct {
+        const char *name;
+        uint32_t opcode;
+        bool ud;
+    } kinds[] = {
+        { "send", PVRDMA_WR_SEND, false },
+        { "send-imm", PVRDMA_WR_SEND_WITH_IMM, false },
+        { "write", PVRDMA_WR_RDMA_WRITE, false },
+        { "write-imm", PVRDMA_WR_RDMA_WRITE_WITH_IMM, false },
+        { "read", PVRDMA_WR_RDMA_READ, false },
+        { "cmp-swap", PVRDMA_WR_ATOMIC_CMP_AND_SWP, false },
+        { "fetch-add", PVRDMA_WR_ATOMIC_FETCH_AND_ADD, false },
+        { "ud-send", PVRDMA_WR_SEND, true },
+    };
+    CrRespMsg resp = { .h = { CR_RESP, sizeof(resp) }, .cookie = 1 };
+    CrCancelMsg cancel = { .h = { CR_CANCEL, sizeof(cancel) },
+                           .src_qpn = 7 };
+
+    for (unsigned i = 0; i < G_N_ELEMENTS(kinds); i++) {
+        bool atomic = kinds[i].opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+                      kinds[i].opcode == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+        uint64_t len = atomic ? 8 : 3000;
+
+        memset(qbuf, 0, sizeof(qbuf));
+        m->h = (CrHdr) { CR_REQ, sizeof(qbuf) };
+        m->cookie = 100 + i;
+        m->opcode = kinds[i].opcode;
+        m->send_flags = PVRDMA_SEND_SIGNALED;
+        m->src_qpn = 7;
+        m->dest_qpn = kinds[i].ud ? ud.qpn : rc.qpn;
+        m->qkey = 0x1234;
+        m->rkey = mr.rkey;
+        m->imm = 0x55;
+        m->qp_type = kinds[i].ud ? PVRDMA_QPT_UD : PVRDMA_QPT_RC;
+        m->rnr_retry = 1;
+        m->sgid_type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
+        m->remote_addr = IOVA + 64;
+        m->compare_add = 1;
+        memcpy(m->sgid, peer_gid, 16);
+        memcpy(m->dgid, test_gid, 16);
+        m->len = len;
+        m->nsg_total = m->nsg = atomic ? 1 : 2;
+        m->sg[0] = (CrSge) { .region = 0, .off = 4096, .len = atomic ? 8 : 1000 };
+        m->sg[1] = (CrSge) { .region = 0, .off = 65536, .len = 2000 };
+        if (atomic) {
+            m->h.len = sizeof(*m) + sizeof(CrSge);
+        }
+        seed(out, kinds[i].name, qbuf, m->h.len);
+    }
+    seed(out, "resp", &resp, sizeof(resp));
+    seed(out, "cancel", &cancel, sizeof(cancel));
+}
+
+static void peer_send(int fd, const void *buf, size_t len, int pass_fd)
+{
+    struct iovec iov = { (void *)buf, len };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+    if (pass_fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+    }
+    (void)sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *out = getenv("PVRDMA_CR_SEEDS");
+
+    setup();
+    if (out) {
+        write_seeds(out);
+        exit(0);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    CrHello h = {
+        .h = { CR_HELLO, sizeof(h) },
+        .magic = CR_MAGIC, .version = CR_VERSION, .node = 0xf022, .nregions = 1,
+    };
+    CrRegionMsg r = {
+        .h = { CR_REGION, sizeof(r) }, .index = 0, .size = PEER_RAM,
+    };
+    uint8_t gbuf[sizeof(CrGids) + sizeof(CrGid)] = { 0 };
+    CrGids *g = (CrGids *)gbuf;
+    unsigned watches;
+    int fd;
+
+    watches = fh_watch_count(&dev.h);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    strcpy(sa.sun_path, sock);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+        abort();
+    }
+    g->h = (CrHdr) { CR_GIDS, sizeof(gbuf) };
+    g->n = 1;
+    memcpy(g->g[0].gid, peer_gid, 16);
+    g->g[0].type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
+    peer_send(fd, &h, sizeof(h), -1);
+    peer_send(fd, &r, sizeof(r), peer_memfd);
+    peer_send(fd, gbuf, sizeof(gbuf), -1);
+    pump();
+    while (size >= 2) {
+        size_t len = data[0] | data[1] << 8;
+
+        data += 2;
+        size -= 2;
+        len = MIN(len, size);
+        peer_send(fd, data, len, -1);
+        data += len;
+        size -= len;
+        pump();
+    }
+    if (getenv("PVRDMA_CR_VERBOSE")) {
+        fprintf(stderr, "peers before close: %u\n",
+                pvrdma_coresident_peers(tr));
+    }
+    close(fd);
+    pump();
+    /* the peer is gone: its handler too; the device still works */
+    if (fh_watch_count(&dev.h) != watches ||
+        pvrdma_coresident_peers(tr) != 0) {
+        abort();
+    }
+    {
+        struct pvrdma_cqe e;
+
+        while (poll_cq(&dev, &cq, &e)) {
+            if (getenv("PVRDMA_CR_VERBOSE")) {
+                fprintf(stderr, "cqe wr_id 0x%" PRIx64 " opcode %u status %u "
+                        "len %u\n", e.wr_id, e.opcode, e.status, e.byte_len);
+            }
+        }
+    }
+    if (query_qp_state(&dev, &rc) != PVRDMA_QPS_RTS) {
+        /* a peer moved our QP to error: start again from RESET */
+        struct pvrdma_qp_attr a = { .qp_state = PVRDMA_QPS_RESET };
+
+        modify_qp(&dev, &rc, PVRDMA_QP_STATE, &a);
+        rc.sq_prod = rc.rq_prod = 0;
+        qp_rings(&dev, &rc)[0] = (struct pvrdma_ring) { 0 };
+        qp_rings(&dev, &rc)[1] = (struct pvrdma_ring) { 0 };
+        rc_to_rts_gid(&dev, &rc, 7, peer_gid, 1);
+    }
+    post_receives();
+    return 0;
+}
