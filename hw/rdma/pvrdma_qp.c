@@ -857,6 +857,9 @@ void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
         if (s->cookie == cookie && !s->done) {
             s->done = true;
             s->status = status;
+            if (status != PVRDMA_WC_SUCCESS) {
+                qp->sq_failed = true;   /* execute nothing after it */
+            }
             trace_pvrdma_req_done(qpn, cookie, status);
             drain_sq(c, qp);
             /* a full window may have held back more WQEs */
@@ -894,6 +897,14 @@ static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
     }
     if (qp->state != PVRDMA_QPS_RTS) {
         return;     /* WQEs wait in the ring until the QP is ready */
+    }
+    if (qp->sq_failed) {
+        /*
+         * A WQE failed behind ones still in flight: nothing after it may
+         * run; the QP goes to error when it completes in order.
+         */
+        drain_sq(c, qp);
+        return;
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod) ||
         pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) > qp->sq.nelems ||
@@ -953,6 +964,7 @@ static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
         s->status = s->done ? st : PVRDMA_WC_SUCCESS;
         qp->sq_head = pvrdma_idx_next(qp->sq_head, qp->sq.nelems);
         if (s->done && st != PVRDMA_WC_SUCCESS) {
+            qp->sq_failed = true;
             break;      /* the QP goes to error when this one completes */
         }
     }
@@ -1129,6 +1141,7 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
 {
     qp->sq.priv = 0;
     qp->sq_head = 0;
+    qp->sq_failed = false;
     qp->rq.priv = 0;
     pvrdma_qp_set_rnr_wait(c, qp, false);
     memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);

@@ -1243,6 +1243,50 @@ static void test_rnr_recover(void)
     x_fini(&x);
 }
 
+/*
+ * A WQE that fails locally behind one still in flight: nothing posted after
+ * it runs (the peer's memory stays untouched); once the first completes,
+ * the failed one reports its error and the rest are flushed.
+ */
+static void test_fail_behind_inflight(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    struct pvrdma_sge g, bad, r;
+    uint8_t before[64], after[64];
+
+    x_setup(&x, 7);
+    g = mr_sge(sa, 0, 64);
+    bad = g;
+    r = mr_sge(sb, 0, 64);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 4096, before, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);                   /* waits at b: no receive */
+    bad.lkey ^= 0x80;                   /* fails at a, at once */
+    send_wqe(sa, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &bad, 1);
+    PUMP(&x.a, &x.b);
+    mr_write(&x.a.d, &sa->mr, S_IOVA + 128, "must not land", 13);
+    g = mr_sge(sa, 128, 13);
+    rdma_wqe(sa, 0xa3, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 4096,
+             sb->mr.rkey, 0);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.a.d, &sa->cq);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 4096, after, 64);
+    g_assert_cmpmem(after, 64, before, 64);
+
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_LOC_PROT_ERR, PVRDMA_WC_SEND, 64);
+    side_expect_cqe(sa, 0xa3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RDMA_WRITE,
+                    0);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_ERR);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 4096, after, 64);
+    g_assert_cmpmem(after, 64, before, 64);
+    x_fini(&x);
+}
+
 /* A finite rnr_retry runs out: RNR_RETRY_EXC_ERR at the requester. */
 static void test_rnr_timeout(void)
 {
@@ -2482,6 +2526,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/many-sg", test_many_sg);
     g_test_add_func("/pvrdma/cr/ud", test_ud);
     g_test_add_func("/pvrdma/cr/rnr-recover", test_rnr_recover);
+    g_test_add_func("/pvrdma/cr/fail-behind-inflight", test_fail_behind_inflight);
     g_test_add_func("/pvrdma/cr/rnr-timeout", test_rnr_timeout);
     g_test_add_func("/pvrdma/cr/bad-rkey", test_bad_rkey);
     g_test_add_func("/pvrdma/cr/responder-qp-gone", test_responder_qp_gone);

@@ -331,6 +331,7 @@ typedef struct PvrdmaQP {
      */
     PvrdmaRing sq, rq;
     uint32_t sq_head;
+    bool sq_failed;         /* a WQE in [priv, head) failed: run no more */
     PvrdmaSendSlot *slot;
     bool queued;            /* on the run list */
     bool rnr_wait;          /* head send waits for a receive */
