@@ -1443,6 +1443,17 @@ static void peers_connect(Peer *a, Peer *b, uint8_t type, uint8_t rnr_retry)
     qpvrdma_qp_to_rts_gid(b->d, &b->qp, type, a->qp.qpn, peer_gid[0], rnr_retry);
 }
 
+/* Two peers in dir that see each other, with connected QPs. */
+static void peers_up(Peer *a, Peer *b, const char *dir, uint8_t type,
+                     uint8_t rnr_retry)
+{
+    peer_start(a, dir, 0);
+    peer_start(b, dir, 1);
+    wait_peers(a->d, 1);
+    wait_peers(b->d, 1);
+    peers_connect(a, b, type, rnr_retry);
+}
+
 /* Poll a CQ on a while the other process works (real time). */
 static void expect_peer_cqe(Peer *p, uint64_t wr_id, uint32_t opcode,
                             uint32_t status, uint32_t len)
@@ -1500,11 +1511,7 @@ static void test_cr_rc(void)
     struct pvrdma_sq_wqe_hdr h;
     struct pvrdma_sge s;
 
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    wait_peers(b.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
 
     /* SEND across pages into two receive SGEs worth of buffer */
     peer_fill(&a, 0, 4 * 4096, 5);
@@ -1580,10 +1587,7 @@ static void test_cr_access(void)
     Peer a, b;
     uint32_t ro;
 
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
     /* a WRITE to a read-only MR of b: access error, b untouched */
     ro = qpvrdma_create_mr(b.d, b.pd, b.buf, 4096, PVRDMA_ACCESS_REMOTE_READ);
     peer_fill(&b, 0, 64, 1);
@@ -1595,10 +1599,7 @@ static void test_cr_access(void)
     qpvrdma_stop(b.d);
 
     /* a READ past the end of b's MR */
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 2, a.buf, 64, a.key,
             b.buf + 4 * 4096 - 32, b.key);
     expect_peer_cqe(&a, 2, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
@@ -1616,10 +1617,7 @@ static void test_cr_ud(void)
     uint8_t grh[40];
     Peer a, b;
 
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_UD, 7);
+    peers_up(&a, &b, dir, PVRDMA_QPT_UD, 7);
     peer_fill(&a, 0, 4096, 9);
     qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 40 + 1024, b.key);
     h.wr_id = 0xa1;
@@ -1663,10 +1661,7 @@ static void test_cr_peer_gone(void)
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
     Peer a, b;
 
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
     /* a SEND waits at b for a receive (RNR, retry forever); b goes away */
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf, 64, a.key, 0, 0);
@@ -1698,10 +1693,7 @@ static void test_cr_rnr_timeout(void)
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
     Peer a, b;
 
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_RC, 1);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 1);
     /* no receive at b, rnr_retry 1: the sender gives up */
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
     for (int i = 0; i < 500; i++) {
@@ -1736,10 +1728,7 @@ static void test_cr_msix_at_own_registers(void)
     uint64_t regs;
     Peer a, b;
 
-    peer_start(&a, dir, 0);
-    peer_start(&b, dir, 1);
-    wait_peers(a.d, 1);
-    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
     regs = qpci_config_readl(b.d->dev, PCI_BASE_ADDRESS_0 +
                              4 * PVRDMA_BAR_REGS) & ~0xfull;
     qpvrdma_uar_write(b.d, 0, PVRDMA_UAR_CQ_OFFSET,
