@@ -777,7 +777,7 @@ static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
     if (len != sizeof(*m) || !p->hello || m->index >= p->nregions ||
         p->region[m->index].host || fd < 0 || !m->size ||
         m->size > INT64_MAX || m->fd_offset > INT64_MAX - m->size ||
-        (m->fd_offset & (getpagesize() - 1)) || fstat(fd, &st) ||
+        (m->fd_offset & (pvrdma_host_page_size() - 1)) || fstat(fd, &st) ||
         (S_ISREG(st.st_mode) &&
          (uint64_t)st.st_size < m->fd_offset + m->size)) {
         return false;
@@ -982,7 +982,8 @@ static bool cr_local_sge(CrTransport *t, const PvrdmaIov *v, CrSge *s)
         const PvrdmaShmRegion *r = &t->regions[i];
         uintptr_t base = (uintptr_t)r->host, h = (uintptr_t)v->host;
 
-        if (h >= base && h - base <= r->size && v->len <= r->size - (h - base)) {
+        if (h >= base && h - base <= r->size &&
+            v->len <= r->size - (h - base)) {
             *s = (CrSge) { .region = i, .off = h - base, .len = v->len };
             return true;
         }

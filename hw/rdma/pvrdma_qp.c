@@ -363,7 +363,8 @@ static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
     } else {
         st = resolve_sges(c, dqp->pd, w.sge, w.hdr.num_sge, true, &sink);
     }
-    if (st == PVRDMA_WC_SUCCESS && with_data && sink.len < grh + req->local.len) {
+    if (st == PVRDMA_WC_SUCCESS && with_data &&
+        sink.len < grh + req->local.len) {
         st = PVRDMA_WC_LOC_LEN_ERR;
     }
     if (st != PVRDMA_WC_SUCCESS) {

@@ -40,6 +40,7 @@ extern unsigned pvrdma_standalone_log_guest_errors;
             fprintf(stderr, "pvrdma: " fmt "\n", ##__VA_ARGS__); \
         } \
     } while (0)
+#define pvrdma_host_page_size()    ((uint64_t)getpagesize())
 #define pvrdma_atomic_load(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define pvrdma_atomic_store(p, v)  __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #else
@@ -52,6 +53,7 @@ extern unsigned pvrdma_standalone_log_guest_errors;
 #define pvrdma_log_guest_error(fmt, ...) \
     qemu_log_mask(LOG_GUEST_ERROR, "pvrdma: " fmt "\n", ##__VA_ARGS__)
 #define pvrdma_log_host(fmt, ...) warn_report("pvrdma: " fmt, ##__VA_ARGS__)
+#define pvrdma_host_page_size()    ((uint64_t)qemu_real_host_page_size())
 #define pvrdma_atomic_load(p)      qatomic_load_acquire(p)
 #define pvrdma_atomic_store(p, v)  qatomic_store_release((p), (v))
 #endif
