@@ -200,26 +200,7 @@ static void write_seeds(const char *out)
 
 static void peer_send(int fd, const void *buf, size_t len, int pass_fd)
 {
-    struct iovec iov = { (void *)buf, len };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-    if (pass_fd >= 0) {
-        struct cmsghdr *cm;
-
-        memset(&u, 0, sizeof(u));
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof(u.buf);
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-    }
-    (void)sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)fh_sendmsg(fd, buf, len, pass_fd, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

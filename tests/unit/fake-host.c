@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include "fake-host.h"
 
 /* The one definition the standalone core needs (pvrdma_port.h). */
@@ -438,4 +439,29 @@ unsigned fh_open_fds(void)
     }
     closedir(d);
     return n - 1;   /* the directory's own fd */
+}
+
+ssize_t fh_sendmsg(int sock, const void *buf, size_t len, int pass_fd,
+                   int flags)
+{
+    struct iovec iov = { (void *)buf, len };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+    if (pass_fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+    }
+    return sendmsg(sock, &mh, flags);
 }

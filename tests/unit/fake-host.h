@@ -85,6 +85,12 @@ bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms);
 unsigned fh_watch_count(const FakeHost *h);
 /* Number of open fds of this process (/proc/self/fd). */
 unsigned fh_open_fds(void);
+/*
+ * sendmsg() of one datagram on a unix socket, with pass_fd (if >= 0)
+ * attached (SCM_RIGHTS): what a peer of the co-resident transport sends.
+ */
+ssize_t fh_sendmsg(int sock, const void *buf, size_t len, int pass_fd,
+                   int flags);
 /* Allocate n contiguous zeroed guest pages; returns their gpa. */
 uint64_t fh_alloc(FakeHost *h, uint32_t n);
 /* Skip n pages (makes the next allocation non-contiguous). */

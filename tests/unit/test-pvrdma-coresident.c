@@ -1634,26 +1634,7 @@ typedef struct Fake {
 
 static void fake_send(Fake *f, const void *buf, size_t len, int fd)
 {
-    struct iovec iov = { (void *)buf, len };
-    union {
-        char buf[CMSG_SPACE(2 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-    if (fd >= 0) {
-        struct cmsghdr *cm;
-
-        memset(&u, 0, sizeof(u));
-        mh.msg_control = u.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int));
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
-    g_assert_cmpint(sendmsg(f->fd, &mh, MSG_NOSIGNAL), ==, len);
+    g_assert_cmpint(fh_sendmsg(f->fd, buf, len, fd, MSG_NOSIGNAL), ==, len);
 }
 
 /* One message: its length, 0 at EOF, -1 if none; *fd gets an attached fd. */
