@@ -794,6 +794,11 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
 static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
     pvrdma_qp_set_rnr_wait(c, qp, false);
+    /*
+     * Transports learn it from the run loop (serve_sq_budget): this may run
+     * inside a transport, serving a peer's request.
+     */
+    qp->gone_pending = true;
     if (qp->is_srq) {
         /* no more receives will be taken from the SRQ for this QP */
         pvrdma_post_async(c, PVRDMA_EVENT_QP_LAST_WQE_REACHED, qp->handle);
@@ -893,7 +898,10 @@ static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
 
     if (qp->state == PVRDMA_QPS_ERR) {
         flush_queues(c, qp);
-        pvrdma_qp_gone(c, qp->qpn);     /* peers' requests waiting on it */
+        if (qp->gone_pending) {
+            qp->gone_pending = false;
+            pvrdma_qp_gone(c, qp->qpn); /* peers' requests waiting on it */
+        }
         return;
     }
     if (qp->state != PVRDMA_QPS_RTS) {
@@ -1146,6 +1154,7 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
     qp->rq.priv = 0;
     pvrdma_qp_set_rnr_wait(c, qp, false);
     memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);
+    qp->gone_pending = false;
     pvrdma_qp_gone(c, qp->qpn);
 }
 

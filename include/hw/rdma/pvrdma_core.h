@@ -336,6 +336,7 @@ typedef struct PvrdmaQP {
     bool queued;            /* on the run list */
     bool rnr_wait;          /* head send waits for a receive */
     bool comm_est;          /* COMM_EST reported for this connection */
+    bool gone_pending;      /* entered error: transports not told yet */
     int64_t rnr_deadline;   /* ms; 0: wait forever */
     uint32_t events;        /* async events reported */
 } PvrdmaQP;
