@@ -144,3 +144,22 @@ barrier() {
     fi
     log "barrier $1 passed"
 }
+
+# barrier_send NAME SECS MSG (VM 1) / barrier_recv NAME SECS (VM 0): a
+# barrier that carries one word from VM 1 to VM 0, printed by barrier_recv
+# ("none" if VM 1 did not arrive in time, which does not fail the test).
+barrier_send() {
+    _port=${BARRIER_PORT:-18600} _i=0
+    until echo "$3" | nc -w 2 "$PVRDMA_PEER_IP" "$_port" >/dev/null 2>&1; do
+        _i=$((_i + 1))
+        [ $_i -lt $(($2 * 4)) ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
+        sleep 0.25
+    done
+    log "barrier $1 passed ($3)"
+}
+
+barrier_recv() {
+    _m=$(echo "$1" | timeout "$2" nc -l -p "${BARRIER_PORT:-18600}" 2>/dev/null | head -n 1)
+    log "barrier $1 passed (${_m:-none})" >&2
+    echo "${_m:-none}"
+}
