@@ -45,6 +45,9 @@ struct PvrdmaState {
     QEMUTimer *link_timer;
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
+    char *ibdev;            /* host HCA: device name or "auto" */
+    uint8_t ibport;         /* host HCA port, 0: the first active one */
+    int32_t gid_index;      /* host GID index to use, -1: the guest's GID */
     PvrdmaTransport *coresident;
     GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
@@ -425,6 +428,45 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
     return true;
 }
 
+/*
+ * Host HCA mode: the guest's verbs objects become host objects.  Guest RAM
+ * from a shareable backend lets MRs of scattered pages be mapped again
+ * contiguously; without one only MRs of contiguous pages work.
+ */
+static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
+{
+    g_autoptr(GArray) regions = g_array_new(false, false,
+                                            sizeof(PvrdmaShmRegion));
+    g_autofree char *err = NULL;
+    PvrdmaHcaConfig cfg = {
+        .dev = strcmp(s->ibdev, "auto") ? s->ibdev : NULL,
+        .port = s->ibport,
+        .gid_index = s->gid_index,
+    };
+
+    if (s->rendezvous) {
+        error_setg(errp, "pvrdma: 'ibdev' (host HCA) and 'rendezvous' "
+                   "(co-resident VMs) cannot be combined");
+        return false;
+    }
+    if (s->gid_index < -1) {
+        error_setg(errp, "pvrdma: gid-index %d: use -1 (the guest's GID) or "
+                   "a host GID table index", s->gid_index);
+        return false;
+    }
+    qemu_ram_foreach_block(pvrdma_add_region, regions);
+    s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    s->core.hca = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
+                                       (PvrdmaShmRegion *)regions->data,
+                                       regions->len, &pvrdma_loop_ops, s,
+                                       &err);
+    if (!s->core.hca) {
+        error_setg(errp, "pvrdma: ibdev=%s: %s", s->ibdev, err);
+        return false;
+    }
+    return true;
+}
+
 /* "peers": co-resident peers connected now (qom-get; tests, management) */
 static void pvrdma_get_peers(Object *obj, Visitor *v, const char *name,
                              void *opaque, Error **errp)
@@ -503,6 +545,10 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
+    if (s->ibdev && !pvrdma_open_hca(s, errp)) {
+        pvrdma_exit(pdev);
+        return;
+    }
     if (s->rendezvous && !pvrdma_join(s, errp)) {
         pvrdma_exit(pdev);
         return;
@@ -596,6 +642,9 @@ static const Property pvrdma_props[] = {
                        PVRDMA_DEF_MAX_RD_ATOM),
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
     DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
+    DEFINE_PROP_STRING("ibdev", PvrdmaState, ibdev),
+    DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
+    DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),
 };
 
 static const VMStateDescription vmstate_pvrdma = {

@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
 
 typedef int (*CmdHandler)(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                           union pvrdma_cmd_resp *rsp);
@@ -53,6 +54,9 @@ static int cmd_query_port(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                        req->query_port.port_num);
     }
     a->state = pvrdma_port_up(c) ? PVRDMA_PORT_ACTIVE : PVRDMA_PORT_DOWN;
+    if (c->hca && c->hca->port_state(c->hca) != PVRDMA_PORT_ACTIVE) {
+        a->state = PVRDMA_PORT_DOWN;
+    }
     a->max_mtu = PVRDMA_MTU_4096;
     a->active_mtu = PVRDMA_MTU_1024;
     a->gid_tbl_len = c->lim.gid_tbl_len;
@@ -151,6 +155,16 @@ static int cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     pd->handle = h;
     pd->ctx = ctx;
+    if (c->hca) {
+        int err = c->hca->pd_create(c->hca, pd);
+
+        if (err) {
+            pvrdma_table_remove(&c->pd, h);
+            g_free(pd);
+            return CMD_ERR(c, -err, "CREATE_PD: host device: %s",
+                           strerror(-err));
+        }
+    }
     ctx_ref(c, ctx, 1);
     rsp->create_pd_resp.pd_handle = h;
     trace_pvrdma_create_pd(h, ctx);
@@ -159,6 +173,9 @@ static int cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 static void pd_free(PvrdmaCore *c, PvrdmaPD *pd)
 {
+    if (pd->hw) {
+        c->hca->pd_destroy(c->hca, pd);
+    }
     ctx_ref(c, pd->ctx, -1);
     pvrdma_table_remove(&c->pd, pd->handle);
     g_free(pd);
@@ -222,6 +239,11 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         mr->kind = PVRDMA_MR_DMA;
         mr->valid = true;
     } else if (m->flags & PVRDMA_MR_FLAG_FRMR) {
+        if (c->hca) {
+            g_free(mr);
+            return CMD_ERR(c, EOPNOTSUPP,
+                           "CREATE_MR: no fast registration with a host HCA");
+        }
         if (m->nchunks < 1 || m->nchunks > PVRDMA_MAX_FAST_REG_PAGES) {
             g_free(mr);
             return CMD_ERR(c, EINVAL, "CREATE_MR: FRMR with %u pages",
@@ -270,16 +292,33 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     mr->handle = h;
     mr->key = h << 8;
-    pd_ref(c, mr->pd, 1);
-    rsp->create_mr_resp.mr_handle = h;
     rsp->create_mr_resp.lkey = mr->key;
     rsp->create_mr_resp.rkey = mr->key;
+    if (c->hca) {
+        int err = c->hca->mr_create(c->hca, mr,
+                                    &rsp->create_mr_resp.lkey,
+                                    &rsp->create_mr_resp.rkey);
+
+        if (err) {
+            pvrdma_table_remove(&c->mr, h);
+            pvrdma_map_release(c, &mr->map);
+            g_free(mr);
+            return CMD_ERR(c, -err, "CREATE_MR: host device: %s",
+                           strerror(-err));
+        }
+        mr->key = rsp->create_mr_resp.lkey;
+    }
+    pd_ref(c, mr->pd, 1);
+    rsp->create_mr_resp.mr_handle = h;
     trace_pvrdma_create_mr(h, mr->kind, mr->pd, mr->iova, mr->length);
     return 0;
 }
 
 void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr)
 {
+    if (mr->hw) {
+        c->hca->mr_destroy(c->hca, mr);
+    }
     pvrdma_map_release(c, &mr->map);
     pd_ref(c, mr->pd, -1);
     pvrdma_table_remove(&c->mr, mr->handle);
@@ -341,6 +380,17 @@ static int cmd_create_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     cq->handle = h;
     cq->ctx = m->ctx_handle;
+    if (c->hca) {
+        int err = c->hca->cq_create(c->hca, cq, m->cqe);
+
+        if (err) {
+            pvrdma_table_remove(&c->cq, h);
+            pvrdma_ring_free(c, &cq->ring);
+            g_free(cq);
+            return CMD_ERR(c, -err, "CREATE_CQ: host device: %s",
+                           strerror(-err));
+        }
+    }
     ctx_ref(c, cq->ctx, 1);
     rsp->create_cq_resp.cq_handle = h;
     rsp->create_cq_resp.cqe = m->cqe;
@@ -357,6 +407,9 @@ static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
     if (!cq) {
         return CMD_ERR(c, EINVAL, "RESIZE_CQ: bad handle %u", m->cq_handle);
+    }
+    if (cq->hw) {
+        return CMD_ERR(c, EOPNOTSUPP, "RESIZE_CQ: not with a host HCA");
     }
     if (!pvrdma_is_pow2(m->cqe) || m->cqe > c->lim.max_cqe ||
         (uint64_t)m->cqe * sizeof(struct pvrdma_cqe) >
@@ -381,6 +434,9 @@ static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 static void cq_free(PvrdmaCore *c, PvrdmaCQ *cq)
 {
+    if (cq->hw) {
+        c->hca->cq_destroy(c->hca, cq);
+    }
     ctx_ref(c, cq->ctx, -1);
     pvrdma_ring_free(c, &cq->ring);
     pvrdma_table_remove(&c->cq, cq->handle);
@@ -475,6 +531,17 @@ static int cmd_create_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     srq->max_wr = max_wr;
     srq->max_sge = max_sge;
     srq->limit = m->attrs.srq_limit;
+    if (c->hca) {
+        int err = c->hca->srq_create(c->hca, srq);
+
+        if (err) {
+            pvrdma_table_remove(&c->srq, h);
+            pvrdma_ring_free(c, &srq->ring);
+            g_free(srq);
+            return CMD_ERR(c, -err, "CREATE_SRQ: host device: %s",
+                           strerror(-err));
+        }
+    }
     pd_ref(c, srq->pd, 1);
     rsp->create_srq_resp.srqn = h;
     trace_pvrdma_create_srq(h, max_wr, max_sge);
@@ -500,6 +567,15 @@ static int cmd_modify_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
             return CMD_ERR(c, EINVAL, "MODIFY_SRQ: limit %u > %u",
                            m->attrs.srq_limit, srq->max_wr);
         }
+        if (srq->hw) {
+            int err = c->hca->srq_modify(c->hca, srq, m->attr_mask,
+                                         m->attrs.srq_limit);
+
+            if (err) {
+                return CMD_ERR(c, -err, "MODIFY_SRQ: host device: %s",
+                               strerror(-err));
+            }
+        }
         srq->limit = m->attrs.srq_limit;
     }
     trace_pvrdma_modify_srq(m->srq_handle, srq->limit);
@@ -523,6 +599,9 @@ static int cmd_query_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 static void srq_free(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
+    if (srq->hw) {
+        c->hca->srq_destroy(c->hca, srq);
+    }
     pd_ref(c, srq->pd, -1);
     pvrdma_ring_free(c, &srq->ring);
     pvrdma_table_remove(&c->srq, srq->handle);
@@ -671,6 +750,20 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         qp->max_send_wr, qp->max_recv_wr, qp->max_send_sge,
         qp->max_recv_sge, 0, 0
     };
+    /* the GSI QP stays with the device: the host's QP1 is the kernel's */
+    if (c->hca && qp->type != PVRDMA_QPT_GSI) {
+        int err = c->hca->qp_create(c->hca, qp);
+
+        if (err) {
+            pvrdma_table_remove(&c->qp, h);
+            pvrdma_ring_free(c, &qp->sq);
+            pvrdma_ring_free(c, &qp->rq);
+            g_free(qp->slot);
+            g_free(qp);
+            return CMD_ERR(c, -err, "CREATE_QP: host device: %s",
+                           strerror(-err));
+        }
+    }
     scq->refs++;
     rcq->refs++;
     if (srq) {
@@ -729,7 +822,11 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
     } else {
         pvrdma_table_remove(&c->qp, qp->handle);
     }
-    pvrdma_qp_gone(c, qp->qpn);
+    if (qp->hw) {
+        c->hca->qp_destroy(c->hca, qp);
+    } else {
+        pvrdma_qp_gone(c, qp->qpn);
+    }
     pvrdma_qp_set_rnr_wait(c, qp, false);
     pvrdma_ring_free(c, &qp->sq);
     pvrdma_ring_free(c, &qp->rq);
@@ -757,6 +854,14 @@ static int cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (!qp) {
         return CMD_ERR(c, EINVAL, "QUERY_QP: bad handle %u",
                        req->query_qp.qp_handle);
+    }
+    if (qp->hw) {
+        int st = c->hca->qp_state(c->hca, qp);
+
+        if (st >= 0) {
+            qp->state = st;
+            qp->attr.qp_state = st;
+        }
     }
     rsp->query_qp_resp.attrs = qp->attr;
     rsp->query_qp_resp.attrs.qp_state = qp->state;

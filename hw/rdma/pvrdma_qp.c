@@ -37,13 +37,26 @@ PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle)
 
 PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn)
 {
-    return pvrdma_qp_get(c, qpn);   /* QP numbers double as handles */
+    PvrdmaQP *qp = pvrdma_qp_get(c, qpn);   /* QPNs double as handles */
+
+    return qp && !qp->hw ? qp : NULL;   /* not host HCA QPs */
 }
 
 PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key)
 {
-    PvrdmaMR *mr = pvrdma_table_get(&c->mr, key >> 8);
+    PvrdmaMR *mr;
 
+    if (c->hca) {
+        /* the guest knows the host's keys (used by the GSI QP only) */
+        for (uint32_t h = 0; h < c->mr.size; h++) {
+            mr = c->mr.slot[h];
+            if (mr && mr->key == key) {
+                return mr;
+            }
+        }
+        return NULL;
+    }
+    mr = pvrdma_table_get(&c->mr, key >> 8);
     return mr && mr->key == key ? mr : NULL;
 }
 
@@ -99,7 +112,7 @@ static void cq_notify(PvrdmaCore *c, PvrdmaCQ *cq)
     pvrdma_raise(c, PVRDMA_INTR_VECTOR_CQ);
 }
 
-static void cq_post(PvrdmaCore *c, uint32_t cq_handle,
+void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
                     const struct pvrdma_cqe *e, bool solicited)
 {
     PvrdmaCQ *cq = pvrdma_table_get(&c->cq, cq_handle);
@@ -175,7 +188,7 @@ static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
     e.byte_len = byte_len;
     e.src_qp = qp->qpn;
     e.port_num = 1;
-    cq_post(c, qp->scq, &e, false);
+    pvrdma_cq_post(c, qp->scq, &e, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -299,7 +312,7 @@ static void recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const RecvWqe *w,
              PVRDMA_NETWORK_IPV4 : PVRDMA_NETWORK_IPV6);
     }
     e.wc_flags = flags;
-    cq_post(c, qp->rcq, &e, solicited);
+    pvrdma_cq_post(c, qp->rcq, &e, solicited);
 }
 
 /* The 40-byte GRH in front of UD payloads (IPv4 header in its last 20). */
@@ -743,7 +756,7 @@ static void slot_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendSlot *s,
     e.byte_len = s->byte_len;
     e.src_qp = qp->qpn;
     e.port_num = 1;
-    cq_post(c, qp->scq, &e, false);
+    pvrdma_cq_post(c, qp->scq, &e, false);
 }
 
 /* Complete every posted WQE with WR_FLUSH_ERR (QP in error). */
@@ -807,6 +820,10 @@ static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
+    if (qp->hw) {
+        pvrdma_hca_qp_error(c, qp);
+        return;
+    }
     if (qp->state != PVRDMA_QPS_ERR) {
         trace_pvrdma_qp_state(qp->qpn, qp->state, PVRDMA_QPS_ERR);
         qp->state = PVRDMA_QPS_ERR;
@@ -1219,6 +1236,14 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         return EINVAL;
     }
 
+    if (qp->hw) {
+        int err = c->hca->qp_modify(c->hca, qp, mask, a);
+
+        if (err) {
+            return -err;
+        }
+    }
+
 #define SET(bit, field) do { if (mask & (bit)) { qp->attr.field = a->field; } \
                         } while (0)
     SET(PVRDMA_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
@@ -1249,6 +1274,18 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     }
 
     trace_pvrdma_qp_state(qp->qpn, cur, next);
+    if (qp->hw) {
+        qp->state = next;
+        qp->attr.qp_state = next;
+        if (next == PVRDMA_QPS_RESET) {
+            qp->sq.priv = qp->rq.priv = 0;
+            qp->hca_sq_blocked = qp->hca_rq_blocked = false;
+        }
+        /* WQEs the guest posted before the host QP could take them */
+        pvrdma_hca_post_rq(c, qp);
+        pvrdma_hca_post_sq(c, qp);
+        return 0;
+    }
     if (next == PVRDMA_QPS_ERR && cur != PVRDMA_QPS_ERR) {
         qp_entered_error(c, qp);
     }

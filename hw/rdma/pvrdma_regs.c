@@ -119,6 +119,10 @@ void pvrdma_core_fini(PvrdmaCore *c)
         }
     }
     c->ntransports = 0;
+    if (c->hca) {
+        c->hca->destroy(c->hca);    /* after reset freed its objects */
+        c->hca = NULL;
+    }
     pvrdma_table_destroy(&c->uc);
     pvrdma_table_destroy(&c->pd);
     pvrdma_table_destroy(&c->mr);
@@ -463,6 +467,17 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
             PVRDMA_GUEST_ERR(c, "QP doorbell for unknown QP handle %u", handle);
             return;
         }
+        if (qp->hw) {
+            if (val & PVRDMA_UAR_QP_RECV) {
+                trace_pvrdma_db_qp_recv(handle);
+                pvrdma_hca_post_rq(c, qp);
+            }
+            if (val & PVRDMA_UAR_QP_SEND) {
+                trace_pvrdma_db_qp_send(handle);
+                pvrdma_hca_post_sq(c, qp);
+            }
+            break;
+        }
         if (val & PVRDMA_UAR_QP_RECV) {
             trace_pvrdma_db_qp_recv(handle);
             pvrdma_wake_rnr(c);
@@ -495,7 +510,11 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
             return;
         }
         trace_pvrdma_db_srq(handle);
-        pvrdma_srq_doorbell(c, srq);
+        if (srq->hw) {
+            pvrdma_hca_post_srq(c, srq);
+        } else {
+            pvrdma_srq_doorbell(c, srq);
+        }
         break;
     }
     default:

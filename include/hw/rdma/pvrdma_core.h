@@ -19,6 +19,7 @@
 
 typedef struct PvrdmaCore PvrdmaCore;
 typedef struct PvrdmaTransport PvrdmaTransport;
+typedef struct PvrdmaHca PvrdmaHca;
 
 /* What the core asks of its host (QEMU glue or a unit test). */
 typedef struct PvrdmaHostOps {
@@ -262,6 +263,7 @@ typedef struct PvrdmaPD {
     uint32_t handle;
     uint32_t ctx;           /* 0: kernel */
     uint32_t refs;          /* MRs, QPs, SRQs */
+    void *hw;               /* host HCA twin */
 } PvrdmaPD;
 
 enum { PVRDMA_MR_USER, PVRDMA_MR_DMA, PVRDMA_MR_FRMR };
@@ -278,6 +280,7 @@ typedef struct PvrdmaMR {
     uint64_t base;          /* iova of byte 0 of the first mapped page */
     uint32_t max_pages;     /* FRMR */
     PvrdmaMap map;
+    void *hw;               /* host HCA twin */
 } PvrdmaMR;
 
 typedef struct PvrdmaCQ {
@@ -287,6 +290,7 @@ typedef struct PvrdmaCQ {
     uint8_t armed;          /* PVRDMA_CQ_FLAG_ARMED{,_SOL} */
     bool error;             /* overrun: CQ is unusable */
     uint32_t refs;          /* QPs */
+    void *hw;               /* host HCA twin */
 } PvrdmaCQ;
 
 #define PVRDMA_CQ_FLAG_ARMED_SOL    (1u << 0)
@@ -300,6 +304,8 @@ typedef struct PvrdmaSRQ {
     uint32_t max_sge;
     uint32_t limit;
     uint32_t refs;          /* QPs */
+    void *hw;               /* host HCA twin */
+    bool hca_blocked;       /* host queue full: post again on a completion */
 } PvrdmaSRQ;
 
 /* A send WQE between execution and completion (the requester's window). */
@@ -339,6 +345,13 @@ typedef struct PvrdmaQP {
     bool gone_pending;      /* entered error: transports not told yet */
     int64_t rnr_deadline;   /* ms; 0: wait forever */
     uint32_t events;        /* async events reported */
+    /*
+     * Host HCA twin.  Then sq.priv / rq.priv are the next WQEs to hand to
+     * the host, and the host's QP number is qpn (handle stays ours).
+     */
+    void *hw;
+    bool hca_sq_blocked;    /* host queue full: post again on a completion */
+    bool hca_rq_blocked;
 } PvrdmaQP;
 
 /* ------------------------------------------------------------------ */
@@ -356,6 +369,8 @@ struct PvrdmaCore {
     /* transports[0] is loopback; a request uses the first that reaches */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
+    /* host HCA mode: guest objects have host twins (rdma_backend.h) */
+    PvrdmaHca *hca;
     uint64_t next_cookie;
 
     /* registers */
@@ -442,6 +457,14 @@ void pvrdma_gids_changed(PvrdmaCore *c);
 /* A QP is destroyed or reset: transports drop requests waiting on it. */
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 bool pvrdma_gid_is_local(PvrdmaCore *c, const uint8_t gid[16]);
+void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
+                    const struct pvrdma_cqe *e, bool solicited);
+/* Host HCA mode (pvrdma_hca.c): hand guest WQEs to the host queues. */
+void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
+/* Guest QP qp of host HCA mode goes to error (host QP too). */
+void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
 
 /* Effective UAR page owner check for doorbells. */

@@ -123,4 +123,111 @@ void pvrdma_coresident_leave(PvrdmaTransport *t);
 /* Number of connected peers (tests, info). */
 unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 
+/* ------------------------------------------------------------------ */
+/* Host HCA (backend/hostverbs.c)                                      */
+
+/*
+ * With a host HCA the guest's verbs objects become objects of a host
+ * RDMA device: every PD, CQ, SRQ, MR and (non-GSI) QP of the guest has a
+ * host twin (its 'hw' pointer), the guest sees the host's QP numbers and
+ * memory keys, and host MRs cover guest RAM so the HCA moves data to and
+ * from it directly.  The core still owns the guest rings: it copies each
+ * WQE out, checks what only it can check (opcode, SGE count) and hands a
+ * PvrdmaHcaSend to post_send; the host device checks keys and ranges.
+ * Completions come back through pvrdma_hca_complete().
+ */
+typedef struct PvrdmaHca PvrdmaHca;
+
+/* One send work request, guest values (keys and addresses pass through). */
+typedef struct PvrdmaHcaSend {
+    uint64_t wr_id;
+    uint32_t opcode;                /* PVRDMA_WR_* */
+    uint32_t send_flags;            /* PVRDMA_SEND_* */
+    uint32_t imm;                   /* immediate data or rkey to invalidate */
+    const struct pvrdma_sge *sge;
+    uint32_t num_sge;
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint64_t compare_add;
+    uint64_t swap;
+    /* UD */
+    uint32_t remote_qpn;
+    uint32_t remote_qkey;
+    const PvrdmaGid *sgid;          /* the guest's source GID entry */
+    const struct pvrdma_av *av;
+} PvrdmaHcaSend;
+
+/* One host completion, in the device's terms. */
+typedef struct PvrdmaHcaWc {
+    uint64_t wr_id;
+    uint32_t status;                /* PVRDMA_WC_* status */
+    uint32_t opcode;                /* PVRDMA_WC_* opcode */
+    uint32_t vendor_err;
+    uint32_t byte_len;
+    uint32_t imm;
+    uint32_t src_qp;
+    uint32_t wc_flags;              /* PVRDMA_WC_* flags */
+    uint16_t pkey_index;
+    uint8_t sl;
+    uint8_t network_hdr_type;
+} PvrdmaHcaWc;
+
+struct PvrdmaHca {
+    PvrdmaCore *core;
+    int (*pd_create)(PvrdmaHca *h, PvrdmaPD *pd);
+    void (*pd_destroy)(PvrdmaHca *h, PvrdmaPD *pd);
+    /* user and DMA MRs; *lkey / *rkey are what the guest sees */
+    int (*mr_create)(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
+                     uint32_t *rkey);
+    void (*mr_destroy)(PvrdmaHca *h, PvrdmaMR *mr);
+    int (*cq_create)(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe);
+    void (*cq_destroy)(PvrdmaHca *h, PvrdmaCQ *cq);
+    int (*srq_create)(PvrdmaHca *h, PvrdmaSRQ *srq);
+    int (*srq_modify)(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
+                      uint32_t limit);
+    void (*srq_destroy)(PvrdmaHca *h, PvrdmaSRQ *srq);
+    /* sets qp->qpn to the host's QP number */
+    int (*qp_create)(PvrdmaHca *h, PvrdmaQP *qp);
+    int (*qp_modify)(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
+                     const struct pvrdma_qp_attr *a);
+    /* the host QP's current state (it may have moved to error) */
+    int (*qp_state)(PvrdmaHca *h, PvrdmaQP *qp);
+    void (*qp_destroy)(PvrdmaHca *h, PvrdmaQP *qp);
+    /* 0, -ENOMEM (queue full: retry after a completion) or -errno */
+    int (*post_send)(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *wr);
+    /* srq NULL: the QP's receive queue */
+    int (*post_recv)(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                     uint64_t wr_id, const struct pvrdma_sge *sge,
+                     uint32_t num_sge);
+    /* port state of the host port (PVRDMA_PORT_*) */
+    uint32_t (*port_state)(PvrdmaHca *h);
+    void (*destroy)(PvrdmaHca *h);
+};
+
+/*
+ * A host completion for guest CQ cq, of QP qp (NULL if the QP is gone) on
+ * its send (is_send) or receive side.
+ */
+void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
+                         bool is_send, const PvrdmaHcaWc *wc);
+/* A host async event for a guest object (PVRDMA_EVENT_*, handle). */
+void pvrdma_hca_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
+
+typedef struct PvrdmaHcaConfig {
+    const char *dev;        /* host device name; NULL: the first one */
+    uint8_t port;           /* 0: the first active port */
+    int gid_index;          /* -1: find the guest's GID in the host table */
+} PvrdmaHcaConfig;
+
+/*
+ * Open the host device; lowers the limits in *lim to what it supports.
+ * regions: guest RAM (for MRs whose pages are not contiguous in this
+ * process, which are mapped again, contiguously, from the region's fd).
+ */
+PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
+                                PvrdmaLimits *lim,
+                                const PvrdmaShmRegion *regions,
+                                unsigned nregions, const PvrdmaLoopOps *loop,
+                                void *loop_opaque, char **err);
+
 #endif

@@ -1,0 +1,327 @@
+/*
+ * pvrdma: the device side of host HCA mode.
+ *
+ * A guest QP with a host twin is not run by the software requester and
+ * responder: its WQEs are copied out of the guest rings, checked for what
+ * only the device can check (opcode, SGE count against the QP's limits)
+ * and handed to the host queues; keys, addresses and lengths pass through
+ * unchanged and the host device checks them against the host MRs, which
+ * cover only guest RAM.  Host completions become guest CQEs here.
+ *
+ * The rings' private indices (sq.priv, rq.priv) are the next WQEs to hand
+ * to the host.  When a host queue is full the rest stays in the guest ring
+ * and is handed over after the next completion of that QP (or SRQ).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+
+#define MAX_WQE_SGE PVRDMA_HARD_MAX_SGE
+
+typedef struct HcaSendWqe {
+    struct pvrdma_sq_wqe_hdr hdr;
+    struct pvrdma_sge sge[MAX_WQE_SGE];
+} HcaSendWqe;
+
+typedef struct HcaRecvWqe {
+    struct pvrdma_rq_wqe_hdr hdr;
+    struct pvrdma_sge sge[MAX_WQE_SGE];
+} HcaRecvWqe;
+
+static void hca_err_cqe(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq,
+                        uint64_t wr_id, uint32_t opcode, uint32_t status)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = wr_id;
+    e.qp = qp->handle;
+    e.opcode = opcode;
+    e.status = status;
+    e.src_qp = qp->qpn;
+    e.port_num = 1;
+    pvrdma_cq_post(c, cq, &e, false);
+}
+
+void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    struct pvrdma_qp_attr a = { .qp_state = PVRDMA_QPS_ERR };
+
+    if (qp->state == PVRDMA_QPS_ERR) {
+        return;
+    }
+    /* the host flushes what it holds; the guest rings are flushed below */
+    c->hca->qp_modify(c->hca, qp, PVRDMA_QP_STATE, &a);
+    qp->state = PVRDMA_QPS_ERR;
+    qp->attr.qp_state = PVRDMA_QPS_ERR;
+}
+
+/* May the host take sends (receives) of qp in its current state? */
+static bool sq_open(const PvrdmaQP *qp)
+{
+    return qp->state == PVRDMA_QPS_RTS || qp->state == PVRDMA_QPS_SQD ||
+           qp->state == PVRDMA_QPS_SQE || qp->state == PVRDMA_QPS_ERR;
+}
+
+static bool rq_open(const PvrdmaQP *qp)
+{
+    return qp->state != PVRDMA_QPS_RESET;
+}
+
+/* Check one send WQE; fill wr.  Returns 0 or a PVRDMA_WC_* error status. */
+static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const HcaSendWqe *w,
+                        PvrdmaHcaSend *wr)
+{
+    const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
+
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = h->wr_id;
+    wr->opcode = h->opcode;
+    wr->send_flags = h->send_flags;
+    wr->imm = h->ex.imm_data;
+    wr->sge = w->sge;
+    wr->num_sge = h->num_sge;
+    if (h->num_sge > qp->max_send_sge) {
+        PVRDMA_GUEST_ERR(c, "QP %u: WQE with %u sges (max %u)", qp->handle,
+                         h->num_sge, qp->max_send_sge);
+        return PVRDMA_WC_LOC_LEN_ERR;
+    }
+    if (qp->type == PVRDMA_QPT_UD) {
+        if (h->opcode != PVRDMA_WR_SEND && h->opcode != PVRDMA_WR_SEND_WITH_IMM) {
+            goto bad_opcode;
+        }
+        if (h->wr.ud.av.gid_index >= c->lim.gid_tbl_len ||
+            !c->gid[h->wr.ud.av.gid_index].type) {
+            PVRDMA_GUEST_ERR(c, "QP %u: UD WQE with unknown GID index %u",
+                             qp->handle, h->wr.ud.av.gid_index);
+            return PVRDMA_WC_LOC_QP_OP_ERR;
+        }
+        wr->remote_qpn = h->wr.ud.remote_qpn & 0xffffff;
+        wr->remote_qkey = h->wr.ud.remote_qkey;
+        wr->sgid = &c->gid[h->wr.ud.av.gid_index];
+        wr->av = &h->wr.ud.av;
+        return 0;
+    }
+    switch (h->opcode) {
+    case PVRDMA_WR_SEND:
+    case PVRDMA_WR_SEND_WITH_IMM:
+    case PVRDMA_WR_SEND_WITH_INV:
+        return 0;
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case PVRDMA_WR_RDMA_READ:
+        wr->remote_addr = h->wr.rdma.remote_addr;
+        wr->rkey = h->wr.rdma.rkey;
+        return 0;
+    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
+    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        wr->remote_addr = h->wr.atomic.remote_addr;
+        wr->rkey = h->wr.atomic.rkey;
+        wr->compare_add = h->wr.atomic.compare_add;
+        wr->swap = h->wr.atomic.swap;
+        return 0;
+    default:
+        break;
+    }
+bad_opcode:
+    /* fast registration and local invalidation have no host verb here */
+    PVRDMA_GUEST_ERR(c, "QP %u: opcode %u not supported with a host HCA",
+                     qp->handle, h->opcode);
+    return PVRDMA_WC_LOC_QP_OP_ERR;
+}
+
+static uint32_t send_wc_opcode(uint32_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+        return PVRDMA_WC_RDMA_WRITE;
+    case PVRDMA_WR_RDMA_READ:
+        return PVRDMA_WC_RDMA_READ;
+    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
+        return PVRDMA_WC_COMP_SWAP;
+    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return PVRDMA_WC_FETCH_ADD;
+    default:
+        return PVRDMA_WC_SEND;
+    }
+}
+
+void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    uint32_t prod, n;
+    bool moved = false;
+
+    if (!qp->hw || !sq_open(qp) || qp->hca_sq_blocked) {
+        return;
+    }
+    if (!pvrdma_ring_guest_prod(&qp->sq, &prod)) {
+        PVRDMA_GUEST_ERR(c, "QP %u: send ring producer index invalid",
+                         qp->handle);
+        pvrdma_hca_qp_error(c, qp);
+        return;
+    }
+    for (n = 0; qp->sq.priv != prod && n < qp->sq.nelems; n++) {
+        HcaSendWqe w;
+        PvrdmaHcaSend wr;
+        uint32_t st;
+        int err;
+
+        memcpy(&w, pvrdma_ring_elem(&qp->sq, qp->sq.priv),
+               MIN(sizeof(w), sizeof(w.hdr) +
+                   qp->max_send_sge * sizeof(w.sge[0])));
+        st = send_wr(c, qp, &w, &wr);
+        if (!st) {
+            err = c->hca->post_send(c->hca, qp, &wr);
+            if (err == -ENOMEM) {
+                qp->hca_sq_blocked = true;
+                break;
+            }
+            if (err) {
+                PVRDMA_GUEST_ERR(c, "QP %u: host refused send WQE (%d)",
+                                 qp->handle, err);
+                st = PVRDMA_WC_LOC_QP_OP_ERR;
+            }
+        }
+        trace_pvrdma_hca_post_send(qp->handle, w.hdr.opcode, st);
+        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+        moved = true;
+        if (st) {
+            hca_err_cqe(c, qp, qp->scq, w.hdr.wr_id,
+                        send_wc_opcode(w.hdr.opcode), st);
+            pvrdma_hca_qp_error(c, qp);
+        }
+    }
+    if (moved) {
+        pvrdma_ring_publish_cons(&qp->sq);
+    }
+}
+
+/* Hand the receive WQEs of ring r to the host (qp's RQ, or srq). */
+static void post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                       PvrdmaRing *r, uint32_t max_sge, bool *blocked)
+{
+    uint32_t prod, n, handle = qp ? qp->handle : srq->handle;
+    bool moved = false;
+
+    if (!pvrdma_ring_guest_prod(r, &prod)) {
+        PVRDMA_GUEST_ERR(c, "%s %u: receive ring producer index invalid",
+                         qp ? "QP" : "SRQ", handle);
+        if (qp) {
+            pvrdma_hca_qp_error(c, qp);
+        } else {
+            pvrdma_post_async(c, PVRDMA_EVENT_SRQ_ERR, handle);
+        }
+        return;
+    }
+    for (n = 0; r->priv != prod && n < r->nelems; n++) {
+        HcaRecvWqe w;
+        int err = -EINVAL;
+
+        memcpy(&w, pvrdma_ring_elem(r, r->priv),
+               MIN(sizeof(w), sizeof(w.hdr) + max_sge * sizeof(w.sge[0])));
+        if (w.hdr.num_sge <= max_sge) {
+            err = c->hca->post_recv(c->hca, qp, srq, w.hdr.wr_id, w.sge,
+                                    w.hdr.num_sge);
+            if (err == -ENOMEM) {
+                *blocked = true;
+                break;
+            }
+        }
+        trace_pvrdma_hca_post_recv(handle, !qp, err);
+        r->priv = pvrdma_idx_next(r->priv, r->nelems);
+        moved = true;
+        if (err) {
+            PVRDMA_GUEST_ERR(c, "%s %u: receive WQE with %u sges refused (%d)",
+                             qp ? "QP" : "SRQ", handle, w.hdr.num_sge, err);
+            if (qp) {
+                hca_err_cqe(c, qp, qp->rcq, w.hdr.wr_id, PVRDMA_WC_RECV,
+                            PVRDMA_WC_LOC_QP_OP_ERR);
+                pvrdma_hca_qp_error(c, qp);
+            } else {
+                pvrdma_post_async(c, PVRDMA_EVENT_SRQ_ERR, handle);
+            }
+        }
+    }
+    if (moved) {
+        pvrdma_ring_publish_cons(r);
+    }
+}
+
+void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (qp->hw && !qp->is_srq && rq_open(qp) && !qp->hca_rq_blocked) {
+        post_recvs(c, qp, NULL, &qp->rq, qp->max_recv_sge,
+                   &qp->hca_rq_blocked);
+    }
+}
+
+void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq)
+{
+    if (srq->hw && !srq->hca_blocked) {
+        post_recvs(c, NULL, srq, &srq->ring, srq->max_sge, &srq->hca_blocked);
+    }
+}
+
+void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
+                         bool is_send, const PvrdmaHcaWc *wc)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = wc->wr_id;
+    e.qp = qp ? qp->handle : 0;
+    e.opcode = wc->opcode;
+    e.status = wc->status;
+    e.byte_len = wc->byte_len;
+    e.imm_data = wc->imm;
+    e.src_qp = wc->src_qp;
+    e.wc_flags = wc->wc_flags;
+    e.vendor_err = wc->vendor_err;
+    e.pkey_index = wc->pkey_index;
+    e.sl = wc->sl;
+    e.port_num = 1;
+    e.network_hdr_type = wc->network_hdr_type;
+    /* the host does not say whether a receive was solicited: wake anyway */
+    pvrdma_cq_post(c, cq->handle, &e, !is_send);
+    if (!qp) {
+        return;
+    }
+    if (wc->status != PVRDMA_WC_SUCCESS && qp->state != PVRDMA_QPS_ERR) {
+        /* an error completion leaves the host QP in the error state */
+        qp->state = PVRDMA_QPS_ERR;
+        qp->attr.qp_state = PVRDMA_QPS_ERR;
+    }
+    if (is_send && qp->hca_sq_blocked) {
+        qp->hca_sq_blocked = false;
+        pvrdma_hca_post_sq(c, qp);
+    } else if (!is_send && qp->hca_rq_blocked) {
+        qp->hca_rq_blocked = false;
+        pvrdma_hca_post_rq(c, qp);
+    } else if (!is_send && qp->is_srq) {
+        PvrdmaSRQ *srq = pvrdma_table_get(&c->srq, qp->srq);
+
+        if (srq && srq->hca_blocked) {
+            srq->hca_blocked = false;
+            pvrdma_hca_post_srq(c, srq);
+        }
+    }
+}
+
+void pvrdma_hca_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
+{
+    if (type == PVRDMA_EVENT_QP_FATAL || type == PVRDMA_EVENT_QP_REQ_ERR ||
+        type == PVRDMA_EVENT_QP_ACCESS_ERR) {
+        PvrdmaQP *qp = pvrdma_qp_get(c, handle);
+
+        if (!qp) {
+            return;
+        }
+        qp->state = PVRDMA_QPS_ERR;
+        qp->attr.qp_state = PVRDMA_QPS_ERR;
+        qp->events++;
+    }
+    pvrdma_post_async(c, type, handle);
+}
