@@ -33,7 +33,11 @@ run_qtests() { # prefix build-dir qemu-binary
             log=build/$prefix-case.log
             if timeout "${PVRDMA_QTEST_TIMEOUT:-120}" "$bin" --tap -p "$p" \
                    > "$log" 2>&1 && grep -q '^ok ' "$log"; then
-                ok "$prefix: $p"
+                if grep -q '^ok .*# SKIP' "$log"; then
+                    skp "$prefix: $p" "$(sed -n 's/^ok .*# SKIP *//p' "$log")"
+                else
+                    ok "$prefix: $p"
+                fi
             else
                 bad "$prefix: $p" "$(grep -m1 'ERROR\|not ok\|Bail\|SUMMARY' "$log")"
                 cp "$log" "build/$prefix-fail-$(echo "$p" | tr / _).log"

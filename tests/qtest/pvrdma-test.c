@@ -1755,6 +1755,362 @@ static void test_cr_msix_at_own_registers(void)
     rm_dir(dir);
 }
 
+/* ------------------------------------------------------------------ */
+/* Host HCA mode (ibdev=): needs a host RDMA device, e.g. soft-RoCE    */
+
+typedef struct HostGid {
+    char dev[64];
+    uint8_t gid[16];
+} HostGid;
+
+/* The first host RDMA device with a RoCE v2 IPv4 GID on port 1. */
+static bool host_gid(HostGid *hg)
+{
+    g_autoptr(GDir) dir = g_dir_open("/sys/class/infiniband", 0, NULL);
+    const char *dev;
+
+    if (!dir || access("/dev/infiniband/uverbs0", R_OK | W_OK)) {
+        return false;
+    }
+    while ((dev = g_dir_read_name(dir))) {
+        for (int i = 0; i < 16; i++) {
+            g_autofree char *gp = g_strdup_printf(
+                "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
+            g_autofree char *tp = g_strdup_printf(
+                "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", dev, i);
+            g_autofree char *g = NULL, *t = NULL;
+            unsigned w[8];
+
+            if (!g_file_get_contents(gp, &g, NULL, NULL) ||
+                !g_file_get_contents(tp, &t, NULL, NULL) ||
+                !g_str_has_prefix(t, "RoCE v2") ||
+                sscanf(g, "%x:%x:%x:%x:%x:%x:%x:%x", &w[0], &w[1], &w[2],
+                       &w[3], &w[4], &w[5], &w[6], &w[7]) != 8 ||
+                w[5] != 0xffff) {
+                continue;
+            }
+            for (int k = 0; k < 8; k++) {
+                hg->gid[2 * k] = w[k] >> 8;
+                hg->gid[2 * k + 1] = w[k] & 0xff;
+            }
+            g_strlcpy(hg->dev, dev, sizeof(hg->dev));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Host completions arrive on QEMU's event loop: wait in wall time. */
+static bool hca_poll(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
+{
+    for (int i = 0; i < 500; i++) {
+        if (qpvrdma_poll_cq(d, cq, e)) {
+            return true;
+        }
+        g_usleep(10000);
+    }
+    return false;
+}
+
+static void hca_expect(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
+                       uint32_t opcode, uint32_t status, uint32_t len)
+{
+    struct pvrdma_cqe e;
+
+    g_assert(hca_poll(d, cq, &e));
+    g_assert_cmphex(e.wr_id, ==, wr_id);
+    g_assert_cmpuint(e.status, ==, status);
+    if (status == PVRDMA_WC_SUCCESS) {
+        g_assert_cmpuint(e.opcode, ==, opcode);
+        g_assert_cmpuint(e.byte_len, ==, len);
+    }
+}
+
+/* Two QPs of one device connected through the host device (loopback). */
+static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
+{
+    if (!host_gid(hg)) {
+        g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID "
+                    "(e.g. rdma link add rxe0 type rxe netdev eth0)");
+        return false;
+    }
+    p->d = qpvrdma_start_active(g_strdup_printf(",ibdev=%s%s", hg->dev,
+                                                extra ? extra : ""));
+    qpvrdma_bind_gid_raw(p->d, 0, hg->gid);
+    p->pd = qpvrdma_create_pd(p->d, 0);
+    qpvrdma_create_cq(p->d, &p->cq, 256);
+    qpvrdma_create_qp(p->d, &p->a, p->pd, p->cq.handle, p->cq.handle, type,
+                      16, 0);
+    qpvrdma_create_qp(p->d, &p->b, p->pd, p->cq.handle, p->cq.handle, type,
+                      16, 0);
+    /* the guest sees the host's QP numbers, not its handles */
+    g_assert_cmpuint(p->a.qpn, !=, p->a.handle);
+    qpvrdma_qp_to_rts_gid(p->d, &p->a, type, p->b.qpn, hg->gid, 7);
+    qpvrdma_qp_to_rts_gid(p->d, &p->b, type, p->a.qpn, hg->gid, 7);
+    return true;
+}
+
+static void test_hca_rc(void)
+{
+    HostGid hg;
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst, val;
+    uint32_t lkey, rkey;
+    struct pvrdma_sq_wqe_hdr h;
+    struct pvrdma_sge s[2];
+    struct pvrdma_cqe e;
+
+    if (!hca_pair(&p, &hg, PVRDMA_QPT_RC, NULL)) {
+        return;
+    }
+    d = p.d;
+    src = qpvrdma_alloc(d, 3 * 4096);
+    dst = qpvrdma_alloc(d, 3 * 4096);
+    lkey = qpvrdma_create_mr(d, p.pd, src, 3 * 4096,
+                             PVRDMA_ACCESS_LOCAL_WRITE);
+    rkey = qpvrdma_create_mr(d, p.pd, dst, 3 * 4096,
+                             PVRDMA_ACCESS_LOCAL_WRITE |
+                             PVRDMA_ACCESS_REMOTE_WRITE |
+                             PVRDMA_ACCESS_REMOTE_READ |
+                             PVRDMA_ACCESS_REMOTE_ATOMIC);
+    /* host keys, not the device's handle << 8 */
+    g_assert_cmpuint(lkey & 0xff, !=, 0);
+    fill(d, src, 3 * 4096, 5);
+
+    /* SEND of two SGEs across pages into one receive */
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 3 * 4096, rkey);
+    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa1, .num_sge = 2,
+                                     .opcode = PVRDMA_WR_SEND_WITH_IMM,
+                                     .send_flags = PVRDMA_SEND_SIGNALED,
+                                     .ex.imm_data = 0x11223344 };
+    s[0] = (struct pvrdma_sge) { src + 100, 5000, lkey };
+    s[1] = (struct pvrdma_sge) { src + 8000, 3000, lkey };
+    qpvrdma_post_send(d, &p.a, &h, s, true);
+    g_assert(hca_poll(d, &p.cq, &e));
+    if (e.wr_id == 0xa1) {      /* either completion may come first */
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert(hca_poll(d, &p.cq, &e));
+    }
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
+    g_assert_cmpuint(e.byte_len, ==, 8000);
+    g_assert_cmphex(e.imm_data, ==, 0x11223344);
+    g_assert(e.wc_flags & PVRDMA_WC_WITH_IMM);
+    g_assert_cmpuint(e.qp, ==, p.b.handle);
+    g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
+    same(d, src + 100, dst, 5000);
+    same(d, src + 8000, dst + 5000, 3000);
+    if (qpvrdma_poll_cq(d, &p.cq, &e) || hca_poll(d, &p.cq, &e)) {
+        g_assert(e.wr_id == 0xa1 || e.wr_id == 0xb1);
+    }
+
+    /* RDMA WRITE, READ and atomics through the rkey */
+    fill(d, src, 3 * 4096, 9);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, src, 6000, lkey,
+                    dst + 7, rkey);
+    hca_expect(d, &p.cq, 2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 6000);
+    same(d, src, dst + 7, 6000);
+    fill(d, dst, 3 * 4096, 77);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, src + 1, 7000, lkey,
+                    dst + 3, rkey);
+    hca_expect(d, &p.cq, 3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 7000);
+    same(d, src + 1, dst + 3, 7000);
+    qtest_writeq(d->qts, dst + 64, 40);
+    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 4, .num_sge = 1,
+                                     .opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD,
+                                     .send_flags = PVRDMA_SEND_SIGNALED };
+    h.wr.atomic.remote_addr = dst + 64;
+    h.wr.atomic.rkey = rkey;
+    h.wr.atomic.compare_add = 2;
+    s[0] = (struct pvrdma_sge) { src, 8, lkey };
+    qpvrdma_post_send(d, &p.a, &h, s, true);
+    hca_expect(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
+    g_assert_cmpuint(qtest_readq(d->qts, src), ==, 40);
+    val = qtest_readq(d->qts, dst + 64);
+    g_assert_cmpuint(val, ==, 42);
+
+    /* a bad lkey: the host device fails the WQE, the QP goes to error */
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, src, 64, lkey ^ 0x100,
+                    dst, rkey);
+    g_assert(hca_poll(d, &p.cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 5);
+    g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+    {
+        struct pvrdma_cmd_query_qp q = { .hdr.cmd = PVRDMA_CMD_QUERY_QP,
+                                         .qp_handle = p.a.handle };
+        union pvrdma_cmd_resp r;
+
+        qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+        g_assert_cmpuint(r.query_qp_resp.attrs.qp_state, ==, PVRDMA_QPS_ERR);
+    }
+    /* no fast registration through the host */
+    {
+        struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                          .pd_handle = p.pd, .nchunks = 4,
+                                          .flags = PVRDMA_MR_FLAG_FRMR };
+
+        g_assert_cmpuint(qpvrdma_cmd_fails(d, &c, sizeof(c)), ==, EOPNOTSUPP);
+    }
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.a.handle),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.b.handle),
+                     ==, 0);
+    qpvrdma_stop(d);
+}
+
+static void test_hca_ud(void)
+{
+    HostGid hg;
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst;
+    uint32_t key;
+    struct pvrdma_sq_wqe_hdr h = { 0 };
+    struct pvrdma_sge s;
+    struct pvrdma_cqe e;
+    bool got_send = false, got_recv = false;
+
+    if (!hca_pair(&p, &hg, PVRDMA_QPT_UD, NULL)) {
+        return;
+    }
+    d = p.d;
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    fill(d, src, 4096, 3);
+    /* receive: 40 bytes of GRH, then the payload */
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 40 + 512,
+                      qpvrdma_create_mr(d, p.pd, dst, 4096,
+                                        PVRDMA_ACCESS_LOCAL_WRITE));
+    h.wr_id = 0xa1;
+    h.num_sge = 1;
+    h.opcode = PVRDMA_WR_SEND;
+    h.send_flags = PVRDMA_SEND_SIGNALED;
+    h.wr.ud.remote_qpn = p.b.qpn;
+    h.wr.ud.remote_qkey = 0x11111111;
+    memcpy(h.wr.ud.av.dgid, hg.gid, 16);
+    h.wr.ud.av.gid_index = 0;
+    h.wr.ud.av.hop_limit = 64;
+    s = (struct pvrdma_sge) { src, 300, key };
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    for (int i = 0; i < 2; i++) {
+        g_assert(hca_poll(d, &p.cq, &e));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        if (e.wr_id == 0xa1) {
+            got_send = true;
+        } else {
+            g_assert_cmphex(e.wr_id, ==, 0xb1);
+            g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
+            g_assert_cmpuint(e.byte_len, ==, 40 + 300);
+            g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
+            g_assert(e.wc_flags & PVRDMA_WC_GRH);
+            got_recv = true;
+        }
+    }
+    g_assert(got_send && got_recv);
+    same(d, src, dst + 40, 300);
+    qpvrdma_stop(d);
+}
+
+/* A guest GID the host port does not have cannot carry a connection. */
+static void test_hca_gid_missing(void)
+{
+    static const uint8_t other[16] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 77
+    };
+    HostGid hg;
+    QPvrdma *d;
+    QPvrdmaCq cq;
+    QPvrdmaQp qp;
+    struct pvrdma_qp_attr a = { 0 };
+    uint32_t pd;
+
+    if (!host_gid(&hg)) {
+        g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID");
+        return;
+    }
+    d = qpvrdma_start_active(g_strdup_printf(",ibdev=%s", hg.dev));
+    qpvrdma_bind_gid_raw(d, 0, other);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 64);
+    qpvrdma_create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
+    a.qp_state = PVRDMA_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE |
+                                       PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
+                                       PVRDMA_QP_ACCESS_FLAGS, &a), ==, 0);
+    a.qp_state = PVRDMA_QPS_RTR;
+    a.path_mtu = PVRDMA_MTU_1024;
+    a.dest_qp_num = qp.qpn;
+    a.max_dest_rd_atomic = 1;
+    memcpy(a.ah_attr.grh.dgid.raw, hg.gid, 16);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE |
+                                       PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU |
+                                       PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
+                                       PVRDMA_QP_MAX_DEST_RD_ATOMIC |
+                                       PVRDMA_QP_MIN_RNR_TIMER, &a),
+                     ==, EINVAL);
+    qpvrdma_stop(d);
+}
+
+/*
+ * Registering 1 GiB: one contiguous run (registered as it is) and 512
+ * runs of 2 MiB in reverse order (mapped again side by side).  Prints the
+ * command's wall time; the benchmark is scripts/bench-mr.sh.
+ */
+static void test_hca_mr_1g(void)
+{
+    const uint64_t len = 1ull << 30, run = 2ull << 20;
+    HostGid hg;
+    QPvrdma *d;
+    uint64_t base, *pages;
+    uint32_t n = len / 4096, pd;
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
+    union pvrdma_cmd_resp r;
+    int64_t t;
+
+    if (!host_gid(&hg)) {
+        g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID");
+        return;
+    }
+    d = qpvrdma_start_active(g_strdup_printf(
+        ",ibdev=%s -m 1536M -object memory-backend-memfd,id=mem,size=1536M,"
+        "share=on -machine memory-backend=mem", hg.dev));
+    pd = qpvrdma_create_pd(d, 0);
+    base = qpvrdma_alloc(d, len + run);
+    base = (base + run - 1) & ~(run - 1);
+    pages = g_new(uint64_t, n);
+    for (int order = 0; order < 2; order++) {
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t r2 = i / (run / 4096), in = i % (run / 4096);
+
+            pages[i] = order == 0 ? base + (uint64_t)i * 4096 :
+                       base + (uint64_t)(n / (run / 4096) - 1 - r2) * run +
+                       (uint64_t)in * 4096;
+        }
+        c.start = 0x7f0000000000ull;
+        c.length = len;
+        c.pdir_dma = qpvrdma_pdir(d, pages, n);
+        c.pd_handle = pd;
+        c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                         PVRDMA_ACCESS_REMOTE_WRITE;
+        c.nchunks = n;
+        t = g_get_monotonic_time();
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        t = g_get_monotonic_time() - t;
+        g_test_message("CREATE_MR 1 GiB, %s: %" PRId64 " ms",
+                       order ? "512 runs of 2 MiB" : "one run", t / 1000);
+        g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                         r.create_mr_resp.mr_handle), ==, 0);
+    }
+    g_free(pages);
+    qpvrdma_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1794,5 +2150,9 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
+    qtest_add_func("/pvrdma/hca/rc", test_hca_rc);
+    qtest_add_func("/pvrdma/hca/ud", test_hca_ud);
+    qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
+    qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);
     return g_test_run();
 }
