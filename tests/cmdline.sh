@@ -124,6 +124,15 @@ TMO=3 t rendezvous-good-config-runs 124 '' \
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \
     $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+# host HCA mode: clear messages, no crash, when it cannot work
+t ibdev-missing 1 'ibdev=nosuchdev: no host RDMA device' \
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev
+t ibdev-and-rendezvous 1 "'ibdev' \\(host HCA\\) and 'rendezvous' .* cannot be combined" \
+    -object memory-backend-memfd,id=mem,size=128M,share=on \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,rendezvous=$rdv
+t gid-index-negative 1 'gid-index -2: use -1' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,gid-index=-2
 rm -rf "$rdv"
 # good configurations come up and keep running (killed by timeout: 124)
 TMO=3 t good-config-runs 124 '' $nic -device pvrdma,addr=4.1
