@@ -295,7 +295,7 @@ static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
                                IBV_ACCESS_REMOTE_WRITE |
                                IBV_ACCESS_REMOTE_READ |
                                IBV_ACCESS_REMOTE_ATOMIC);
-    G_GNUC_UNUSED int64_t t0 = g_get_monotonic_time();
+    G_GNUC_UNUSED int64_t t0 = g_get_monotonic_time(), t_map = 0;
     HvMR *r = g_new0(HvMR, 1);
     uint8_t *host;
     uint64_t iova, len;
@@ -334,6 +334,7 @@ static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
             return -EOPNOTSUPP;
         }
         host = (uint8_t *)r->remap + (mr->iova - mr->base);
+        t_map = g_get_monotonic_time() - t0;
         iova = mr->iova;
         len = mr->length;
     }
@@ -357,7 +358,7 @@ static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
     *rkey = r->mr->rkey;
     mr->hw = r;
     trace_pvrdma_hv_mr(mr->handle, iova, len, mr->map.nchunks, r->mr->lkey,
-                       g_get_monotonic_time() - t0);
+                       t_map, g_get_monotonic_time() - t0);
     return 0;
 }
 

@@ -278,6 +278,9 @@ void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     e.byte_len = wc->byte_len;
     e.imm_data = wc->imm;
     e.src_qp = wc->src_qp;
+    if (!is_send && qp && qp->type == PVRDMA_QPT_RC) {
+        e.src_qp = qp->attr.dest_qp_num;    /* hosts leave it 0 for RC */
+    }
     e.wc_flags = wc->wc_flags;
     e.vendor_err = wc->vendor_err;
     e.pkey_index = wc->pkey_index;

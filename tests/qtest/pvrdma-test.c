@@ -1856,7 +1856,7 @@ static void test_hca_rc(void)
     Pair p;
     QPvrdma *d;
     uint64_t src, dst, val;
-    uint32_t lkey, rkey;
+    uint32_t lkey, dkey, rkey, unused;
     struct pvrdma_sq_wqe_hdr h;
     struct pvrdma_sge s[2];
     struct pvrdma_cqe e;
@@ -1867,19 +1867,20 @@ static void test_hca_rc(void)
     d = p.d;
     src = qpvrdma_alloc(d, 3 * 4096);
     dst = qpvrdma_alloc(d, 3 * 4096);
-    lkey = qpvrdma_create_mr(d, p.pd, src, 3 * 4096,
-                             PVRDMA_ACCESS_LOCAL_WRITE);
-    rkey = qpvrdma_create_mr(d, p.pd, dst, 3 * 4096,
-                             PVRDMA_ACCESS_LOCAL_WRITE |
-                             PVRDMA_ACCESS_REMOTE_WRITE |
-                             PVRDMA_ACCESS_REMOTE_READ |
-                             PVRDMA_ACCESS_REMOTE_ATOMIC);
-    /* host keys, not the device's handle << 8 */
+    lkey = qpvrdma_create_mr_keys(d, p.pd, src, 3 * 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    dkey = qpvrdma_create_mr_keys(d, p.pd, dst, 3 * 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE |
+                                  PVRDMA_ACCESS_REMOTE_WRITE |
+                                  PVRDMA_ACCESS_REMOTE_READ |
+                                  PVRDMA_ACCESS_REMOTE_ATOMIC, &rkey);
+    /* the host's keys, not the device's handle << 8 */
     g_assert_cmpuint(lkey & 0xff, !=, 0);
+    g_assert_cmpuint(rkey, !=, 0);
     fill(d, src, 3 * 4096, 5);
 
     /* SEND of two SGEs across pages into one receive */
-    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 3 * 4096, rkey);
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 3 * 4096, dkey);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa1, .num_sge = 2,
                                      .opcode = PVRDMA_WR_SEND_WITH_IMM,
                                      .send_flags = PVRDMA_SEND_SIGNALED,
@@ -1966,7 +1967,7 @@ static void test_hca_ud(void)
     Pair p;
     QPvrdma *d;
     uint64_t src, dst;
-    uint32_t key;
+    uint32_t key, dkey, unused;
     struct pvrdma_sq_wqe_hdr h = { 0 };
     struct pvrdma_sge s;
     struct pvrdma_cqe e;
@@ -1978,13 +1979,13 @@ static void test_hca_ud(void)
     d = p.d;
     src = qpvrdma_alloc(d, 4096);
     dst = qpvrdma_alloc(d, 4096);
-    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr_keys(d, p.pd, src, 4096,
+                                 PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    dkey = qpvrdma_create_mr_keys(d, p.pd, dst, 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE, &unused);
     fill(d, src, 4096, 3);
     /* receive: 40 bytes of GRH, then the payload */
-    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 40 + 512,
-                      qpvrdma_create_mr(d, p.pd, dst, 4096,
-                                        PVRDMA_ACCESS_LOCAL_WRITE));
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 40 + 512, dkey);
     h.wr_id = 0xa1;
     h.num_sge = 1;
     h.opcode = PVRDMA_WR_SEND;

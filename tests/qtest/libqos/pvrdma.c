@@ -434,6 +434,16 @@ void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
 uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
                            uint32_t len, uint32_t access)
 {
+    uint32_t rkey, lkey = qpvrdma_create_mr_keys(d, pd, gpa, len, access,
+                                                 &rkey);
+
+    g_assert_cmpuint(lkey, ==, rkey);
+    return lkey;
+}
+
+uint32_t qpvrdma_create_mr_keys(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                                uint32_t len, uint32_t access, uint32_t *rkey)
+{
     struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
     uint32_t n = DIV_ROUND_UP((gpa & (PVRDMA_PAGE_SIZE - 1)) + len,
                               PVRDMA_PAGE_SIZE);
@@ -451,7 +461,7 @@ uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
     c.access_flags = access;
     c.nchunks = n;
     qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
-    g_assert_cmpuint(r.create_mr_resp.lkey, ==, r.create_mr_resp.rkey);
+    *rkey = r.create_mr_resp.rkey;
     return r.create_mr_resp.lkey;
 }
 

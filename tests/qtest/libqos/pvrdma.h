@@ -116,6 +116,9 @@ void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
 /* User MR over [gpa, gpa + len); returns the key (lkey == rkey). */
 uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
                            uint32_t len, uint32_t access);
+/* The same, for devices whose keys differ (a host HCA): returns the lkey. */
+uint32_t qpvrdma_create_mr_keys(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                                uint32_t len, uint32_t access, uint32_t *rkey);
 /* DESTROY_<what> of a handle; returns REG_ERR. */
 uint32_t qpvrdma_destroy(QPvrdma *d, uint32_t cmd, uint32_t handle);
 
