@@ -30,6 +30,7 @@
 #   --qemu-args ARGS     more QEMU arguments (word-split, env PVRDMA_QEMU_ARGS)
 #   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
 #   -q, --quiet          do not print the guest script's output
+#   -v, --verbose        print the whole guest console as it comes
 # Prints the guest script's output (console lines between the rig's markers)
 # prefixed "[l2.N] " once the guest is done, then
 #   l2.N: <state> rc=<rc> boot=<s> total=<s> log=<dir>/console.log
@@ -38,7 +39,7 @@
 # Logs in <out>/: console.log, qemu.stderr, qemu.cmdline, boot.secs, rc.
 # Two guests at once: run two l2.sh in the background on tap0 and tap1.
 
-tap=0 timeout=${PVRDMA_L2_TIMEOUT:-1200} out='' pvrdma=on quiet=0
+tap=0 timeout=${PVRDMA_L2_TIMEOUT:-1200} out='' pvrdma=on quiet=0 verbose=0
 dev=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1} qargs=${PVRDMA_QEMU_ARGS:-} mem=${PVRDMA_GUEST_MEM:-1G}
 envs='' files='' script=''
 QEMU=${L2_QEMU:-/usr/bin/qemu-system-x86_64}
@@ -59,6 +60,7 @@ while [ $# -gt 0 ]; do
         --qemu-args) qargs="$qargs $2"; shift 2 ;;
         --mem) mem=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
+        -v|--verbose) verbose=1; shift ;;
         -h|--help) sed -n '3,40p' "$0"; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) [ -z "$script" ] || die "one script only"; script=$1; shift ;;
@@ -106,9 +108,9 @@ use=0; [ "$pvrdma" = on ] && use=1
     echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_L1_IP PVRDMA_DEVICE PVRDMA_TEST PVRDMA_RESTART PVRDMA_NESTED"
     for e in $envs; do echo "export ${e%%=*}"; done
 } > "$out/extra/test.env"
-(cd "$out/extra" && find . -mindepth 1 | sort | cpio -o -H newc -R 0:0 2>/dev/null) > "$out/extra.cpio" ||
+(cd "$out/extra" && find . -mindepth 1 | sort | cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 > "$out/extra.cpio.gz" ||
     die "cpio of the guest files failed"
-cat "$IMG/initrd.img" "$out/extra.cpio" > "$out/initrd.img"
+cat "$IMG/initrd.img" "$out/extra.cpio.gz" > "$out/initrd.img"
 
 # --- QEMU -----------------------------------------------------------------------
 set -- "$QEMU" -L "$FW" -nodefaults -machine q35 -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem" \
@@ -131,8 +133,18 @@ qpid=$!
 trap 'kill $qpid 2>/dev/null' EXIT
 trap 'kill $qpid 2>/dev/null; exit 130' INT TERM
 
+# show_new: with -v, print the console lines completed since the last call
+shown=0
+show_new() {
+    [ "$verbose" = 1 ] || return 0
+    _n=$(wc -l < "$out/console.log")
+    [ "$_n" -gt "$shown" ] || return 0
+    sed -n "$((shown + 1)),${_n}p" "$out/console.log" | tr -d '\r' | sed "s/^/[l2.$tap] /"
+    shown=$_n
+}
 boot='' rc='' state=running
 while :; do
+    show_new
     if [ -z "$boot" ] && grep -aq '^PVRDMA-GUEST-READY' "$out/console.log"; then
         boot=$(since "$t0"); echo "$boot" > "$out/boot.secs"
     fi
@@ -158,8 +170,11 @@ kill "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null
 case $rc in ''|*[!0-9]*) rc=125 ;; esac
 echo "$rc" > "$out/rc"
+show_new
 
-if [ "$quiet" = 0 ] || [ "$state" != 'done' ]; then
+if [ "$verbose" = 1 ]; then
+    [ ! -s "$out/qemu.stderr" ] || sed "s/^/[l2.$tap] QEMU: /" "$out/qemu.stderr" | tail -n 15
+elif [ "$quiet" = 0 ] || [ "$state" != 'done' ]; then
     if [ "$state" = 'done' ]; then
         tr -d '\r' < "$out/console.log" |
             awk '/^PVRDMA-GUEST-READY/ {on = 1; next} /^PVRDMA-GUEST-EXIT=/ {on = 0} on' |

@@ -119,8 +119,8 @@ done
     echo "export PVRDMA_VM PVRDMA_IP PVRDMA_PREFIX PVRDMA_NETIF PVRDMA_DEV PVRDMA_TAPS"
     for e in "${envs[@]}"; do echo "export ${e%%=*}"; done
 } > "$X/test.env"
-(cd "$X" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) > "$out/extra.cpio"
-cat "$L/initrd.img" "$out/extra.cpio" > "$out/initrd.img"
+(cd "$X" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -n -1 > "$out/extra.cpio.gz"
+cat "$L/initrd.img" "$out/extra.cpio.gz" > "$out/initrd.img"
 
 kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_L1_LOGLEVEL:-4} mitigations=off pvrdma.taps=$taps"
 [ "$shell" = 0 ] || kapp="$kapp pvrdma.shell"
