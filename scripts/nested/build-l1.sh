@@ -43,7 +43,7 @@ for a in "$@"; do
     case $a in
         --force) force=1 ;;
         --quiet|-q) quiet=1 ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "build-l1.sh: unknown argument: $a" >&2; exit 2 ;;
     esac
 done

@@ -61,7 +61,7 @@ while [ $# -gt 0 ]; do
         --mem) mem=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -v|--verbose) verbose=1; shift ;;
-        -h|--help) sed -n '3,40p' "$0"; exit 0 ;;
+        -h|--help) sed -n '3,41p' "$0"; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) [ -z "$script" ] || die "one script only"; script=$1; shift ;;
     esac
