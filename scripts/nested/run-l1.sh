@@ -190,7 +190,7 @@ while :; do
         state=died rc=125
         {
             echo "run-l1: QEMU exited before L1 reported an exit status; last console lines:"
-            tr -d '\r' < "$out/console.log" | grep -av '^\s*$' | tail -n 25 | sed 's/^/    /'
+            { tr -d '\r' < "$out/console.log" | grep -av '^\s*$' || true; } | tail -n 25 | sed 's/^/    /'
             [ ! -s "$out/qemu.stderr" ] || { echo "  QEMU stderr:"; tail -n 15 "$out/qemu.stderr" | sed 's/^/    /'; }
         } >&2
         break
@@ -199,7 +199,7 @@ while :; do
         state=timeout rc=124
         {
             echo "run-l1: L1 timed out after $timeout s; last console lines:"
-            tr -d '\r' < "$out/console.log" | grep -av '^\s*$' | tail -n 25 | sed 's/^/    /'
+            { tr -d '\r' < "$out/console.log" | grep -av '^\s*$' || true; } | tail -n 25 | sed 's/^/    /'
         } >&2
         break
     fi
