@@ -128,38 +128,56 @@ pair() {
 }
 
 # barrier NAME [SECS]: two-VM rendezvous over TCP (port 18600).  VM 0 waits
-# for VM 1 to connect, VM 1 retries connecting to VM 0.
+# for VM 1 to connect, VM 1 retries connecting to VM 0.  VM 1 sends the
+# barrier's name and VM 0 waits for that name: a message VM 1 sent twice
+# (its nc gave up waiting for the close and retried) cannot pass a later
+# barrier.
 barrier() {
-    _port=${BARRIER_PORT:-18600}
     if [ "$PVRDMA_VM" = 0 ]; then
-        echo "$1" | timeout "${2:-60}" nc -l -p "$_port" >/dev/null 2>&1 ||
+        _barrier_listen "$1" "${2:-60}" >/dev/null ||
             fail "barrier $1: peer did not arrive within ${2:-60}s"
     else
-        _i=0
-        until echo "$1" | nc -w 2 "$PVRDMA_PEER_IP" "$_port" >/dev/null 2>&1; do
-            _i=$((_i + 1))
-            [ $_i -lt $((${2:-60} * 4)) ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
-            sleep 0.25
-        done
+        _barrier_connect "$1" "${2:-60}" "$1"
     fi
     log "barrier $1 passed"
 }
 
-# barrier_send NAME SECS MSG (VM 1) / barrier_recv NAME SECS (VM 0): a
-# barrier that carries one word from VM 1 to VM 0, printed by barrier_recv
-# ("none" if VM 1 did not arrive in time, which does not fail the test).
-barrier_send() {
-    _port=${BARRIER_PORT:-18600} _i=0
-    until echo "$3" | nc -w 2 "$PVRDMA_PEER_IP" "$_port" >/dev/null 2>&1; do
+# VM 0: accept connections until one says "NAME" or "NAME WORD" (at most
+# SECS seconds); prints WORD
+_barrier_listen() {
+    _end=$(( $(cut -d. -f1 /proc/uptime) + $2 ))
+    while :; do
+        _left=$(( _end - $(cut -d. -f1 /proc/uptime) ))
+        [ "$_left" -gt 0 ] || return 1
+        _m=$(echo "$1" | timeout "$_left" nc -l -p "${BARRIER_PORT:-18600}" 2>/dev/null | head -n 1)
+        case $_m in
+            "$1") echo ""; return 0 ;;
+            "$1 "*) echo "${_m#"$1 "}"; return 0 ;;
+            ?*) log "barrier $1: ignored a late '$_m'" >&2 ;;
+        esac
+    done
+}
+
+# VM 1: connect until VM 0 takes MSG (at most SECS seconds)
+_barrier_connect() {
+    _i=0
+    until echo "$3" | nc -w 2 "$PVRDMA_PEER_IP" "${BARRIER_PORT:-18600}" >/dev/null 2>&1; do
         _i=$((_i + 1))
         [ $_i -lt $(($2 * 4)) ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
         sleep 0.25
     done
+}
+
+# barrier_send NAME SECS WORD (VM 1) / barrier_recv NAME SECS (VM 0): a
+# barrier that carries one word from VM 1 to VM 0, printed by barrier_recv
+# ("none" if VM 1 did not arrive in time, which does not fail the test).
+barrier_send() {
+    _barrier_connect "$1" "$2" "$1 $3"
     log "barrier $1 passed ($3)"
 }
 
 barrier_recv() {
-    _m=$(echo "$1" | timeout "$2" nc -l -p "${BARRIER_PORT:-18600}" 2>/dev/null | head -n 1)
+    _m=$(_barrier_listen "$1" "$2") || _m=none
     log "barrier $1 passed (${_m:-none})" >&2
     echo "${_m:-none}"
 }

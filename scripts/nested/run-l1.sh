@@ -99,6 +99,8 @@ cp "$top/scripts/guest/guest-lib.sh" "$X/usr/lib/pvrdma/guest-lib.sh"
 cp "$top/tests/guest/common.sh" "$X/usr/lib/pvrdma/tests-common.sh"
 cp "$top"/tests/guest/[0-9][0-9]-*.sh "$X/usr/lib/pvrdma/tests/"
 cp "$here"/*.sh "$X/usr/lib/pvrdma/nested/"
+# nested tests and their L2 guest scripts (tests/nested)
+cp "$top"/tests/nested/*.sh "$X/usr/lib/pvrdma/nested/" 2>/dev/null || true
 for f in "${files[@]}"; do
     src=${f%%:*} dst=${f#*:}
     [ "$dst" != "$f" ] || dst=/$(basename "$src")

@@ -1,0 +1,28 @@
+#!/bin/sh
+# L1: the qtests of host HCA mode (/pvrdma/hca/*) against rxe0: RC and UD
+# data through the host device (compared byte for byte), a guest GID the
+# host lacks, 1 GiB MR registration (times printed).
+# l1-files: build/qemu/tests/qtest/pvrdma-test:/pvrdma-test
+# timeout: 900
+. /usr/lib/pvrdma/guest-lib.sh
+# qtest starts QEMU itself: give it the firmware directory
+mkdir -p /tmp/qb
+printf '#!/bin/sh\nexec /usr/bin/qemu-system-x86_64 -L /usr/share/pvrdma/firmware "$@"\n' \
+    > /tmp/qb/qemu-system-x86_64
+chmod +x /tmp/qb/qemu-system-x86_64
+export QTEST_QEMU_BINARY=/tmp/qb/qemu-system-x86_64
+bad=0 n=0
+for t in $(/pvrdma-test -l | grep '^/.*/pvrdma/hca/'); do
+    n=$((n + 1))
+    /pvrdma-test --tap -p "$t" > /tmp/qt.log 2>&1
+    if grep -q '^ok .*# SKIP' /tmp/qt.log; then
+        log "SKIPPED $t: $(sed -n 's/^ok .*# SKIP *//p' /tmp/qt.log)"; bad=$((bad + 1))
+    elif grep -q '^ok ' /tmp/qt.log; then
+        log "ok $t $(grep '^# CREATE_MR' /tmp/qt.log | tr '\n' ' ')"
+    else
+        cat /tmp/qt.log; log "FAILED $t"; bad=$((bad + 1))
+    fi
+done
+[ "$n" -gt 0 ] || fail "no /pvrdma/hca/ qtests in /pvrdma-test"
+[ "$bad" = 0 ] || fail "$bad of $n host HCA qtests failed or skipped"
+log "$n host HCA qtests passed"

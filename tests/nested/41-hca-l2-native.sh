@@ -1,0 +1,36 @@
+#!/bin/sh
+# L1: an L2 guest whose pvrdma device uses rxe0 (ibdev=rxe0) against
+# rdma-core programs running natively in L1: ibv_rc_pingpong and
+# ibv_ud_pingpong with data checked (-c), ib_write_bw and ib_read_lat.
+#
+# Addresses: L2 is 10.0.0.2 on tap0 (the TCP exchange of the tools) and
+# also 10.0.1.2, its RoCE address; L1 gives br0 10.0.1.2/32 too, so rxe0
+# has that GID and the L2 guest's traffic can use it (what the device's
+# warning tells a user to do).  L1's own GID is 10.0.0.1's.
+# timeout: 1500
+. /usr/lib/pvrdma/tests-common.sh
+export PVRDMA_VM=0 BARRIER_PORT=18600
+/usr/bin/ip addr add 10.0.1.2/32 dev br0 || fail "ip addr add 10.0.1.2/32 dev br0"
+gidx=$(wait_gid rxe0 10.0.0.1 "RoCE v2" 10) || fail "rxe0: no RoCE v2 GID for 10.0.0.1"
+log "rxe0 GID index $gidx (10.0.0.1)"
+/usr/lib/pvrdma/l2.sh -n 0 -e PVRDMA_VM=1 --mem 512M \
+    --device pvrdma,addr=4.1,ibdev=rxe0 \
+    --qemu-args "-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem -d guest_errors -trace pvrdma_hv_modify_qp -trace pvrdma_hv_async" \
+    /usr/lib/pvrdma/nested/l2-41-peer.sh > /tmp/l2.out 2>&1 &
+l2=$!
+o="-d rxe0 -g $gidx -n 50 -c"
+barrier l2-up 900 || fail "L2 guest did not come up"
+bad=0
+vm_pair rc 180 tcp:18515 "ibv_rc_pingpong $o -s 4096" "" || bad=$((bad + 1))
+vm_pair ud 180 tcp:18515 "ibv_ud_pingpong $o -s 1024" "" || bad=$((bad + 1))
+vm_pair write_bw 180 tcp:18515 "ib_write_bw -d rxe0 -x $gidx -F -n 200 -s 65536" "" || bad=$((bad + 1))
+vm_pair read_lat 180 tcp:18515 "ib_read_lat -d rxe0 -x $gidx -F -n 100 -s 64" "" || bad=$((bad + 1))
+wait $l2; rc=$?
+cat /tmp/l2.out
+if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
+    echo "--- L2 QEMU stderr (last 40 lines) ---"
+    tail -n 40 /tmp/l2/l2-41-peer-tap0/qemu.stderr 2>/dev/null || ls -R /tmp/l2
+fi
+[ "$rc" = 0 ] || fail "L2 guest side failed (rc $rc): $(grep -m1 'FAIL' /tmp/l2.out)"
+[ "$bad" = 0 ] || fail "$bad runs failed on the L1 side"
+log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat ok"

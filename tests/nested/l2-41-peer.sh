@@ -1,0 +1,18 @@
+#!/bin/sh
+# L2 side of 41-hca-l2-native.sh: clients against the servers in L1.
+. /usr/lib/pvrdma/tests-common.sh
+wait_dev vmw_pvrdma0 30 || fail "vmw_pvrdma0 not registered/ACTIVE"
+ip addr add 10.0.1.2/24 dev eth0 || fail "ip addr add 10.0.1.2/24 dev eth0"
+g=$(wait_gid vmw_pvrdma0 10.0.1.2 "RoCE v2" 20) || { dump_gids vmw_pvrdma0; fail "no GID for 10.0.1.2"; }
+log "vmw_pvrdma0 GID index $g (10.0.1.2)"
+barrier l2-up 120
+o="-d vmw_pvrdma0 -g $g -n 50 -c"
+bad=0
+vm_pair rc 180 tcp:18515 "" "ibv_rc_pingpong $o -s 4096 10.0.0.1" || bad=$((bad + 1))
+vm_pair ud 180 tcp:18515 "" "ibv_ud_pingpong $o -s 1024 10.0.0.1" || bad=$((bad + 1))
+vm_pair write_bw 180 tcp:18515 "" "ib_write_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.0.1" &&
+    perf_check write_bw 4 || bad=$((bad + 1))
+vm_pair read_lat 180 tcp:18515 "" "ib_read_lat -d vmw_pvrdma0 -x $g -F -n 100 -s 64 10.0.0.1" &&
+    perf_check read_lat 6 || bad=$((bad + 1))
+[ "$bad" = 0 ] || fail "$bad of 4 runs against L1 failed (first: $PAIR_ERR)"
+log "all 4 runs against the native endpoint passed"

@@ -1,0 +1,20 @@
+#!/bin/sh
+# L2 side of 42-hca-two-l2.sh: guest 0 serves, guest 1 is the client.
+. /usr/lib/pvrdma/tests-common.sh
+wait_dev vmw_pvrdma0 30 || fail "vmw_pvrdma0 not registered/ACTIVE"
+me=10.0.1.$((PVRDMA_VM + 2))
+ip addr add $me/24 dev eth0 || fail "ip addr add $me/24 dev eth0"
+g=$(wait_gid vmw_pvrdma0 $me "RoCE v2" 20) || { dump_gids vmw_pvrdma0; fail "no GID for $me"; }
+log "vmw_pvrdma0 GID index $g ($me)"
+barrier l2-pair-up 1200
+o="-d vmw_pvrdma0 -g $g -n 50 -c"
+bad=0
+vm_pair rc 240 tcp:18515 "ibv_rc_pingpong $o -s 4096" "ibv_rc_pingpong $o -s 4096 10.0.0.2" || bad=$((bad + 1))
+vm_pair ud 240 tcp:18515 "ibv_ud_pingpong $o -s 1024" "ibv_ud_pingpong $o -s 1024 10.0.0.2" || bad=$((bad + 1))
+vm_pair send_bw 240 tcp:18515 "ib_send_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536" \
+    "ib_send_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.0.2" || bad=$((bad + 1))
+if [ "$PVRDMA_VM" = 1 ]; then
+    perf_check send_bw 4 || bad=$((bad + 1))
+fi
+[ "$bad" = 0 ] || fail "$bad of 3 runs between the L2 guests failed (first: $PAIR_ERR)"
+log "all runs between the two L2 guests passed"
