@@ -1,7 +1,8 @@
 # pvrdma for QEMU 10.0 — top-level entry points.
 #   make demo    build what is missing, boot a VM, show the device with rdma-core
 #   make check   build, then unit tests + qtests + command-line + guest tests
-.PHONY: all build check unit qtest demo clean
+#                + host HCA tests in a nested VM
+.PHONY: all build check unit qtest nested check-nested demo clean
 
 all: build
 
@@ -16,6 +17,14 @@ unit:
 
 qtest:
 	scripts/test.sh qtest cmdline
+
+# host HCA mode in a VM with soft-RoCE: the CI subset (40, 41)
+nested:
+	scripts/test.sh nested
+
+# every nested test, including two L2 guests at once (about 20 minutes)
+check-nested:
+	PVRDMA_NESTED_TESTS=all scripts/test.sh nested
 
 demo:
 	scripts/demo.sh

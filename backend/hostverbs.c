@@ -989,8 +989,17 @@ PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
     lim->max_srq_wr = pow2_floor(MIN(lim->max_srq_wr,
                                      (uint32_t)da.max_srq_wr));
     lim->max_srq_sge = MIN(lim->max_srq_sge, (uint32_t)da.max_srq_sge);
-    lim->max_qp_rd_atom = MIN(lim->max_qp_rd_atom,
-                              (uint32_t)da.max_qp_rd_atom);
+    /*
+     * RDMA reads in flight: peers size theirs from the host device's
+     * (perftest sets max_rd_atomic to the peer's max_dest_rd_atomic), so
+     * the default follows the host device; a value set by hand is a cap.
+     */
+    if (lim->max_qp_rd_atom == PVRDMA_DEF_MAX_RD_ATOM) {
+        lim->max_qp_rd_atom = MIN((uint32_t)da.max_qp_rd_atom, 255);
+    } else {
+        lim->max_qp_rd_atom = MIN(lim->max_qp_rd_atom,
+                                  (uint32_t)da.max_qp_rd_atom);
+    }
     lim->max_mr_size = MIN(lim->max_mr_size, da.max_mr_size);
 
     d->hca.core = c;

@@ -2,9 +2,11 @@
 # The project's test command (README, .ci/run): builds what is needed, then
 # runs unit tests, qtests, command-line checks and real-guest tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
-#   scripts/test.sh [unit|qtest|cmdline|guest|asan]...
-# Default: unit qtest cmdline guest, plus asan with PVRDMA_CHECK_ASAN=1
-# (CI).  asan builds QEMU with clang ASan+UBSan in build/qemu-asan (about
+#   scripts/test.sh [unit|qtest|cmdline|guest|nested|asan]...
+# Default: unit qtest cmdline guest nested, plus asan with
+# PVRDMA_CHECK_ASAN=1 (CI).  nested boots a VM with soft-RoCE and runs the
+# host HCA tests in it (tests/nested 40 and 41; PVRDMA_NESTED_TESTS
+# overrides, "all" for every one; about 8 minutes).  asan builds QEMU with clang ASan+UBSan in build/qemu-asan (about
 # 15-18 minutes cold on 2 cores) and runs the qtests against it, with
 # LeakSanitizer on for QEMU.
 set -u
@@ -16,7 +18,7 @@ ok()   { pass=$((pass + 1)); echo "ok $1${2:+ ($2)}"; }
 bad()  { fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1${2:+: $2}"; }
 skp()  { skip=$((skip + 1)); echo "skip $1${2:+: $2}"; }
 
-default_suites="unit qtest cmdline guest"
+default_suites="unit qtest cmdline guest nested"
 [ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="$default_suites asan"
 suites=${*:-$default_suites}
 need_qemu=0
@@ -111,6 +113,23 @@ for s in $suites; do
     cmdline)
         bash tests/cmdline.sh > build/cmdline.log 2>&1
         tap_count build/cmdline.log "cmdline: "
+        ;;
+    nested)
+        # host HCA mode against soft-RoCE in a VM (the host has no RDMA device)
+        scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
+            bad guest-image "scripts/guest/build-image.sh failed"
+        sel=${PVRDMA_NESTED_TESTS:-40 41}
+        [ "$sel" = all ] && sel=
+        # shellcheck disable=SC2086
+        scripts/nested/run-tests.sh $sel > build/nested.log 2>&1
+        while IFS= read -r line; do
+            case $line in
+            "ok "*) ok "nested: ${line#ok }" ;;
+            "FAIL "*) bad "nested: ${line#FAIL }" ;;
+            esac
+        done < build/nested.log
+        grep -q '^[0-9]* passed' build/nested.log ||
+            bad nested "scripts/nested/run-tests.sh: $(tail -n 1 build/nested.log)"
         ;;
     guest)
         if [ -x tests/guest/run.sh ]; then

@@ -10,9 +10,13 @@ o="-d vmw_pvrdma0 -g $g -n 50 -c"
 bad=0
 vm_pair rc 180 tcp:18515 "" "ibv_rc_pingpong $o -s 4096 10.0.0.1" || bad=$((bad + 1))
 vm_pair ud 180 tcp:18515 "" "ibv_ud_pingpong $o -s 1024 10.0.0.1" || bad=$((bad + 1))
-vm_pair write_bw 180 tcp:18515 "" "ib_write_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.0.1" &&
-    perf_check write_bw 4 || bad=$((bad + 1))
-vm_pair read_lat 180 tcp:18515 "" "ib_read_lat -d vmw_pvrdma0 -x $g -F -n 100 -s 64 10.0.0.1" &&
-    perf_check read_lat 6 || bad=$((bad + 1))
+# perftest: every iteration completed (exit 0); its figures come from the
+# TSC, which is not trustworthy two TCG levels down, so they are only shown
+vm_pair write_bw 180 tcp:18515 "" "ib_write_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.0.1" ||
+    bad=$((bad + 1))
+log "write_bw: $(perf_result /tmp/write_bw.out)"
+vm_pair read_lat 180 tcp:18515 "" "ib_read_lat -d vmw_pvrdma0 -x $g -F -n 100 -s 64 10.0.0.1" ||
+    bad=$((bad + 1))
+log "read_lat: $(perf_result /tmp/read_lat.out)"
 [ "$bad" = 0 ] || fail "$bad of 4 runs against L1 failed (first: $PAIR_ERR)"
 log "all 4 runs against the native endpoint passed"

