@@ -1,0 +1,446 @@
+/*
+ * The device side of host HCA mode (hw/rdma/pvrdma_hca.c and the command
+ * hooks) against a scripted host device: objects get twins and lose them,
+ * guest WQEs reach the host unchanged or fail with an error CQE, a full
+ * host queue holds the rest in the guest ring until a completion, host
+ * completions and events become guest CQEs and async events.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "fake-driver.h"
+#include "hw/rdma/rdma_backend.h"
+
+typedef struct Posted {
+    bool recv, srq;
+    uint32_t qpn;
+    uint64_t wr_id;
+    uint32_t opcode, num_sge, rkey;
+    uint64_t remote_addr;
+    struct pvrdma_sge sge[4];
+} Posted;
+
+typedef struct FakeHca {
+    PvrdmaHca hca;
+    int twins;              /* host objects alive */
+    int sq_room;            /* sends the host takes before ENOMEM */
+    int modify_err;         /* next qp_modify fails with this */
+    uint32_t last_state;
+    GArray *posted;         /* Posted */
+} FakeHca;
+
+static FakeHca *fk(PvrdmaHca *h)
+{
+    return (FakeHca *)h;
+}
+
+static int f_pd_create(PvrdmaHca *h, PvrdmaPD *pd)
+{
+    fk(h)->twins++;
+    pd->hw = h;
+    return 0;
+}
+
+static void f_pd_destroy(PvrdmaHca *h, PvrdmaPD *pd)
+{
+    fk(h)->twins--;
+    pd->hw = NULL;
+}
+
+static int f_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
+                       uint32_t *rkey)
+{
+    fk(h)->twins++;
+    mr->hw = h;
+    *lkey = 0x1000 + mr->handle;
+    *rkey = 0x2000 + mr->handle;
+    return 0;
+}
+
+static void f_mr_destroy(PvrdmaHca *h, PvrdmaMR *mr)
+{
+    fk(h)->twins--;
+    mr->hw = NULL;
+}
+
+static int f_cq_create(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe)
+{
+    fk(h)->twins++;
+    cq->hw = h;
+    return 0;
+}
+
+static void f_cq_destroy(PvrdmaHca *h, PvrdmaCQ *cq)
+{
+    fk(h)->twins--;
+    cq->hw = NULL;
+}
+
+static int f_srq_create(PvrdmaHca *h, PvrdmaSRQ *srq)
+{
+    fk(h)->twins++;
+    srq->hw = h;
+    return 0;
+}
+
+static int f_srq_modify(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
+                        uint32_t limit)
+{
+    return 0;
+}
+
+static void f_srq_destroy(PvrdmaHca *h, PvrdmaSRQ *srq)
+{
+    fk(h)->twins--;
+    srq->hw = NULL;
+}
+
+static int f_qp_create(PvrdmaHca *h, PvrdmaQP *qp)
+{
+    fk(h)->twins++;
+    qp->hw = h;
+    qp->qpn = 0x300 + qp->handle;
+    return 0;
+}
+
+static int f_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
+                       const struct pvrdma_qp_attr *a)
+{
+    int err = fk(h)->modify_err;
+
+    fk(h)->modify_err = 0;
+    if (!err && (mask & PVRDMA_QP_STATE)) {
+        fk(h)->last_state = a->qp_state;
+    }
+    return err;
+}
+
+static int f_qp_state(PvrdmaHca *h, PvrdmaQP *qp)
+{
+    return -1;
+}
+
+static void f_qp_destroy(PvrdmaHca *h, PvrdmaQP *qp)
+{
+    fk(h)->twins--;
+    qp->hw = NULL;
+}
+
+static int f_post_send(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *wr)
+{
+    Posted p = { .qpn = qp->qpn, .wr_id = wr->wr_id, .opcode = wr->opcode,
+                 .num_sge = wr->num_sge, .rkey = wr->rkey,
+                 .remote_addr = wr->remote_addr };
+
+    if (fk(h)->sq_room == 0) {
+        return -ENOMEM;
+    }
+    fk(h)->sq_room--;
+    memcpy(p.sge, wr->sge, MIN(wr->num_sge, 4) * sizeof(p.sge[0]));
+    g_array_append_val(fk(h)->posted, p);
+    return 0;
+}
+
+static int f_post_recv(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                       uint64_t wr_id, const struct pvrdma_sge *sge,
+                       uint32_t num_sge)
+{
+    Posted p = { .recv = true, .srq = srq != NULL,
+                 .qpn = qp ? qp->qpn : 0, .wr_id = wr_id,
+                 .num_sge = num_sge };
+
+    memcpy(p.sge, sge, MIN(num_sge, 4) * sizeof(p.sge[0]));
+    g_array_append_val(fk(h)->posted, p);
+    return 0;
+}
+
+static uint32_t f_port_state(PvrdmaHca *h)
+{
+    return PVRDMA_PORT_ACTIVE;
+}
+
+static void f_destroy(PvrdmaHca *h)
+{
+}
+
+static void hca_setup(Dev *d, FakeHca *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->hca = (PvrdmaHca) {
+        .pd_create = f_pd_create, .pd_destroy = f_pd_destroy,
+        .mr_create = f_mr_create, .mr_destroy = f_mr_destroy,
+        .cq_create = f_cq_create, .cq_destroy = f_cq_destroy,
+        .srq_create = f_srq_create, .srq_modify = f_srq_modify,
+        .srq_destroy = f_srq_destroy, .qp_create = f_qp_create,
+        .qp_modify = f_qp_modify, .qp_state = f_qp_state,
+        .qp_destroy = f_qp_destroy, .post_send = f_post_send,
+        .post_recv = f_post_recv, .port_state = f_port_state,
+        .destroy = f_destroy,
+    };
+    f->sq_room = 1000;
+    f->posted = g_array_new(false, true, sizeof(Posted));
+    dev_init(d, NULL);
+    f->hca.core = &d->c;
+    d->c.hca = &f->hca;
+    dev_write_dsr(d);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    g_assert_cmpuint(pvrdma_core_reg_read(&d->c, PVRDMA_REG_ERR), ==, 0);
+    pvrdma_core_reg_write(&d->c, PVRDMA_REG_IMR, 0);
+    bind_gid(d, 0, test_gid);
+}
+
+static void hca_fini(Dev *d, FakeHca *f)
+{
+    dev_fini(d);
+    g_assert_cmpint(f->twins, ==, 0);   /* reset destroyed every twin */
+    g_array_free(f->posted, true);
+}
+
+static Posted *posted(FakeHca *f, unsigned i)
+{
+    g_assert_cmpuint(i, <, f->posted->len);
+    return &g_array_index(f->posted, Posted, i);
+}
+
+static void host_wc(Dev *d, TCq *cq, TQp *qp, bool is_send, uint64_t wr_id,
+                    uint32_t opcode, uint32_t status, uint32_t len)
+{
+    PvrdmaHcaWc wc = { .wr_id = wr_id, .opcode = opcode, .status = status,
+                       .byte_len = len };
+
+    pvrdma_hca_complete(&d->c, pvrdma_table_get(&d->c.cq, cq->handle),
+                        pvrdma_qp_get(&d->c, qp->handle), is_send, &wc);
+}
+
+typedef struct Setup {
+    uint32_t pd;
+    TCq cq;
+    TQp qp;
+    TMr mr;
+} Setup;
+
+static void setup_qp(Dev *d, Setup *s)
+{
+    s->pd = create_pd(d, 0);
+    create_cq(d, &s->cq, 64);
+    create_qp(d, &s->qp, s->pd, s->cq.handle, s->cq.handle, PVRDMA_QPT_RC);
+    create_mr(d, &s->mr, s->pd, 0x7f0000000000ull, 3 * FH_PAGE,
+              PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS);
+}
+
+/* Twins, host numbers and keys; every twin gone after destroy and reset. */
+static void test_objects(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    union pvrdma_cmd_req req = { 0 };
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    g_assert_cmpint(f.twins, ==, 4);
+    g_assert_cmpuint(s.qp.qpn, ==, 0x300 + s.qp.handle);
+    g_assert_cmpuint(s.mr.lkey, ==, 0x1000 + s.mr.handle);
+    g_assert_cmpuint(s.mr.rkey, ==, 0x2000 + s.mr.handle);
+    /* no fast registration and no CQ resize through a host device */
+    req.create_mr.pd_handle = s.pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+    req.create_mr.nchunks = 4;
+    expect_err(&d, &req, PVRDMA_CMD_CREATE_MR, EOPNOTSUPP);
+    memset(&req, 0, sizeof(req));
+    req.resize_cq.cq_handle = s.cq.handle;
+    req.resize_cq.cqe = 32;
+    expect_err(&d, &req, PVRDMA_CMD_RESIZE_CQ, EOPNOTSUPP);
+    /* destroying the QP drops its twin */
+    memset(&req, 0, sizeof(req));
+    req.destroy_qp.qp_handle = s.qp.handle;
+    g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==, 0);
+    g_assert_cmpint(f.twins, ==, 3);
+    hca_fini(&d, &f);
+}
+
+/* WQEs reach the host unchanged, after RTS; completions come back. */
+static void test_send_passthrough(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sg[2] = {
+        { 0x7f0000000010ull, 100, 0 }, { 0x7f0000001000ull, 200, 0 },
+    };
+    struct pvrdma_cqe e;
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    sg[0].lkey = sg[1].lkey = s.mr.lkey;
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = 0x1234000;
+    w.wr.rdma.rkey = 0x55;
+    /* posted in RESET: stays in the ring until the QP can send */
+    post_send(&d, &s.qp, &w, sg, 2);
+    g_assert_cmpuint(f.posted->len, ==, 0);
+    rc_to_rts(&d, &s.qp, 0x999, 7);
+    g_assert_cmpuint(f.last_state, ==, PVRDMA_QPS_RTS);
+    g_assert_cmpuint(f.posted->len, ==, 1);
+    g_assert_cmphex(posted(&f, 0)->wr_id, ==, 0xa1);
+    g_assert_cmpuint(posted(&f, 0)->opcode, ==, PVRDMA_WR_RDMA_WRITE);
+    g_assert_cmpuint(posted(&f, 0)->num_sge, ==, 2);
+    g_assert_cmpmem(posted(&f, 0)->sge, sizeof(sg), sg, sizeof(sg));
+    g_assert_cmphex(posted(&f, 0)->remote_addr, ==, 0x1234000);
+    g_assert_cmphex(posted(&f, 0)->rkey, ==, 0x55);
+    g_assert_cmpuint(qp_rings(&d, &s.qp)[0].cons_head, ==, 1);
+    expect_cq_empty(&d, &s.cq);
+    host_wc(&d, &s.cq, &s.qp, true, 0xa1, PVRDMA_WC_RDMA_WRITE,
+            PVRDMA_WC_SUCCESS, 300);
+    expect_cqe(&d, &s.cq, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 300,
+               s.qp.handle);
+    /* a receive: posted at once, its completion names the peer QP */
+    post_recv(&d, &s.qp, 0xb1, sg, 1);
+    g_assert_cmpuint(f.posted->len, ==, 2);
+    g_assert_true(posted(&f, 1)->recv);
+    g_assert_cmphex(posted(&f, 1)->wr_id, ==, 0xb1);
+    host_wc(&d, &s.cq, &s.qp, false, 0xb1, PVRDMA_WC_RECV,
+            PVRDMA_WC_SUCCESS, 17);
+    g_assert_true(poll_cq(&d, &s.cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.src_qp, ==, 0x999);
+    g_assert_cmpuint(e.qp, ==, s.qp.handle);
+    hca_fini(&d, &f);
+}
+
+/* What the device refuses: an error CQE, and the QP (twin too) in error. */
+static void test_bad_wqe(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sg = { 0x7f0000000010ull, 8, 0 };
+    struct pvrdma_cqe e;
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    rc_to_rts(&d, &s.qp, 0x999, 7);
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_FAST_REG_MR;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(&d, &s.qp, &w, &sg, 1);
+    g_assert_cmpuint(f.posted->len, ==, 0);
+    g_assert_true(poll_cq(&d, &s.cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xa1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(f.last_state, ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_ERR);
+    /* more SGEs than the QP has: the WQE is consumed, error CQE */
+    w.wr_id = 0xa2;
+    w.opcode = PVRDMA_WR_SEND;
+    put_send(&d, &s.qp, &w, &sg, 1);
+    ((struct pvrdma_sq_wqe_hdr *)sq_elem(&d, &s.qp, s.qp.sq_prod - 1))->
+        num_sge = 1000;
+    ring_send(&d, &s.qp);
+    expect_cqe(&d, &s.cq, 0xa2, PVRDMA_WC_LOC_LEN_ERR, PVRDMA_WC_SEND, 0,
+               s.qp.handle);
+    g_assert_cmpuint(f.posted->len, ==, 0);
+    g_assert_cmpuint(qp_rings(&d, &s.qp)[0].cons_head, ==, 2);
+    g_assert_cmpuint(d.c.guest_errors, >=, 2);
+    hca_fini(&d, &f);
+}
+
+/* A full host queue keeps the rest in the guest ring until a completion. */
+static void test_queue_full(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sg = { 0x7f0000000010ull, 8, 0 };
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    sg.lkey = s.mr.lkey;
+    rc_to_rts(&d, &s.qp, 0x999, 7);
+    f.sq_room = 2;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    for (int i = 0; i < 4; i++) {
+        w.wr_id = 0x10 + i;
+        put_send(&d, &s.qp, &w, &sg, 1);
+    }
+    ring_send(&d, &s.qp);
+    g_assert_cmpuint(f.posted->len, ==, 2);
+    g_assert_cmpuint(qp_rings(&d, &s.qp)[0].cons_head, ==, 2);
+    /* another doorbell while blocked changes nothing */
+    ring_send(&d, &s.qp);
+    g_assert_cmpuint(f.posted->len, ==, 2);
+    f.sq_room = 1;
+    host_wc(&d, &s.cq, &s.qp, true, 0x10, PVRDMA_WC_SEND,
+            PVRDMA_WC_SUCCESS, 8);
+    g_assert_cmpuint(f.posted->len, ==, 3);
+    g_assert_cmphex(posted(&f, 2)->wr_id, ==, 0x12);
+    f.sq_room = 5;
+    host_wc(&d, &s.cq, &s.qp, true, 0x11, PVRDMA_WC_SEND,
+            PVRDMA_WC_SUCCESS, 8);
+    g_assert_cmpuint(f.posted->len, ==, 4);
+    g_assert_cmpuint(qp_rings(&d, &s.qp)[0].cons_head, ==, 4);
+    expect_cqe(&d, &s.cq, 0x10, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 8,
+               s.qp.handle);
+    expect_cqe(&d, &s.cq, 0x11, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 8,
+               s.qp.handle);
+    hca_fini(&d, &f);
+}
+
+/* The host refuses a modify: the command fails, the state stays. */
+static void test_modify_refused(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    struct pvrdma_qp_attr a = { 0 };
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    rc_to_init(&d, &s.qp);
+    rc_rtr_attrs(&a, 0x999);
+    f.modify_err = -EINVAL;
+    g_assert_cmpuint(modify_qp(&d, &s.qp, RTR_MASK, &a), ==, EINVAL);
+    g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_INIT);
+    g_assert_cmpuint(modify_qp(&d, &s.qp, RTR_MASK, &a), ==, 0);
+    g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_RTR);
+    hca_fini(&d, &f);
+}
+
+/* Host async events reach the guest; a fatal one puts the QP in error. */
+static void test_events(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    struct pvrdma_eqe *eq;
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    rc_to_rts(&d, &s.qp, 0x999, 7);
+    pvrdma_hca_event(&d.c, PVRDMA_EVENT_QP_FATAL, s.qp.handle);
+    g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_ERR);
+    eq = fh_ptr(&d.h, d.async_pages[1]);
+    g_assert_cmpuint(eq[0].type, ==, PVRDMA_EVENT_QP_FATAL);
+    g_assert_cmpuint(eq[0].info, ==, s.qp.handle);
+    g_assert_cmpuint(fh_irq_count(&d.h, PVRDMA_INTR_VECTOR_ASYNC), >=, 1);
+    /* an event for a handle that is gone is still only an event */
+    pvrdma_hca_event(&d.c, PVRDMA_EVENT_QP_FATAL, 4000);
+    hca_fini(&d, &f);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/pvrdma/hca/objects", test_objects);
+    g_test_add_func("/pvrdma/hca/send-passthrough", test_send_passthrough);
+    g_test_add_func("/pvrdma/hca/bad-wqe", test_bad_wqe);
+    g_test_add_func("/pvrdma/hca/queue-full", test_queue_full);
+    g_test_add_func("/pvrdma/hca/modify-refused", test_modify_refused);
+    g_test_add_func("/pvrdma/hca/events", test_events);
+    return g_test_run();
+}
