@@ -276,8 +276,10 @@ static void *remap_runs(HvDev *d, const PvrdmaMap *m, size_t *len_out)
             return NULL;
         }
         off = r->fd_offset + (ch->host - (uint8_t *)r->host);
+        /* populated now: the host device pins every page next anyway */
         if (mmap(base + ch->off, ch->len, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_FIXED, r->fd, off) == MAP_FAILED) {
+                 MAP_SHARED | MAP_FIXED | MAP_POPULATE, r->fd,
+                 off) == MAP_FAILED) {
             munmap(base, len);
             return NULL;
         }
