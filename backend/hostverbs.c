@@ -329,8 +329,9 @@ static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
         if (!r->remap) {
             pvrdma_log_host("MR of %u guest page runs: cannot map them "
                             "contiguously; guest RAM needs a shareable "
-                            "backend (memory-backend-memfd,share=on or "
-                            "memory-backend-file,share=on)",
+                            "backend of small pages (memory-backend-memfd,"
+                            "share=on or memory-backend-file,share=on; "
+                            "hugetlbfs pages cannot be mapped piecewise)",
                             mr->map.nchunks);
             g_free(r);
             return -EOPNOTSUPP;
