@@ -16,17 +16,19 @@ runs=${1:-3}
 out=$top/build/bench/mr
 mkdir -p "$out"
 "$top/scripts/build.sh" >/dev/null
-cat > "$out/l1.sh" <<EOS
+cat > "$out/l1.sh" <<'EOS'
 #!/bin/sh
+. /test.env
 mkdir -p /tmp/qb
-printf '#!/bin/sh\\nexec /usr/bin/qemu-system-x86_64 -L /usr/share/pvrdma/firmware -trace pvrdma_hv_mr "\\\$@"\\n' > /tmp/qb/qemu-system-x86_64
+printf '#!/bin/sh\nexec /usr/bin/qemu-system-x86_64 -L /usr/share/pvrdma/firmware -trace pvrdma_hv_mr "$@"\n' > /tmp/qb/qemu-system-x86_64
 chmod +x /tmp/qb/qemu-system-x86_64
 export QTEST_QEMU_BINARY=/tmp/qb/qemu-system-x86_64
-for i in \$(seq $runs); do
+for i in $(seq "$RUNS"); do
     /pvrdma-test --tap -p /x86_64/pvrdma/hca/mr-1g 2>&1 | grep -E 'pvrdma_hv_mr|CREATE_MR|^not ok|SKIP'
 done
+exit 0
 EOS
-"$top/scripts/nested/run-l1.sh" -q -t 1800 -o "$out/l1" \
+"$top/scripts/nested/run-l1.sh" -q -t 1800 -o "$out/l1" -e "RUNS=$runs" \
     -f "$top/build/qemu/tests/qtest/pvrdma-test:/pvrdma-test" "$out/l1.sh" > "$out/raw.txt" 2>&1 || true
 grep -a 'pvrdma_hv_mr\|CREATE_MR\|not ok\|SKIP' "$out/l1/console.log" > "$out/lines.txt" || true
 echo "1 GiB MR registration, host HCA mode, soft-RoCE in a TCG VM ($runs runs):"
