@@ -876,9 +876,15 @@ static struct ibv_context *open_dev(const char *dev, uint8_t *port,
         }
         ctx = ibv_open_device(list[i]);
         if (!ctx || ibv_query_device(ctx, &da)) {
+            int e = errno;
+
+            if (ctx) {
+                ibv_close_device(ctx);
+                ctx = NULL;
+            }
             if (dev) {
                 *err = g_strdup_printf("cannot open host RDMA device %s: %s",
-                                       dev, strerror(errno));
+                                       dev, strerror(e));
                 goto out;
             }
             continue;
