@@ -242,7 +242,8 @@ static const PvrdmaShmRegion *region_of(HvDev *d, const uint8_t *host,
         const PvrdmaShmRegion *r = &d->regions[i];
         const uint8_t *b = r->host;
 
-        if (host >= b && len <= r->size && (uint64_t)(host - b) <= r->size - len) {
+        if (host >= b && len <= r->size &&
+            (uint64_t)(host - b) <= r->size - len) {
             return r;
         }
     }
@@ -631,7 +632,10 @@ static int hv_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
         m |= IBV_QP_PATH_MTU;
     }
 #define COPY(pbit, ibit, field) do { \
-        if (mask & (pbit)) { at.field = a->field; m |= (ibit); } \
+        if (mask & (pbit)) { \
+            at.field = a->field; \
+            m |= (ibit); \
+        } \
     } while (0)
     COPY(PVRDMA_QP_TIMEOUT, IBV_QP_TIMEOUT, timeout);
     COPY(PVRDMA_QP_RETRY_CNT, IBV_QP_RETRY_CNT, retry_cnt);

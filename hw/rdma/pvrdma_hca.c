@@ -90,7 +90,8 @@ static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const HcaSendWqe *w,
         return PVRDMA_WC_LOC_LEN_ERR;
     }
     if (qp->type == PVRDMA_QPT_UD) {
-        if (h->opcode != PVRDMA_WR_SEND && h->opcode != PVRDMA_WR_SEND_WITH_IMM) {
+        if (h->opcode != PVRDMA_WR_SEND &&
+            h->opcode != PVRDMA_WR_SEND_WITH_IMM) {
             goto bad_opcode;
         }
         if (h->wr.ud.av.gid_index >= c->lim.gid_tbl_len ||
