@@ -2059,6 +2059,79 @@ static void test_hca_gid_missing(void)
 }
 
 /*
+ * Hostile use of host HCA mode: accesses outside the MRs fail on the host
+ * device and reach the guest as error completions; a reset with work in
+ * flight on the host, then the device works again after re-activation.
+ */
+static void test_hca_hostile(void)
+{
+    HostGid hg;
+    Pair p;
+    QPvrdma *d;
+    uint64_t buf, far;
+    uint32_t lkey, rkey;
+    struct pvrdma_cqe e;
+    int errors = 0;
+
+    if (!hca_pair(&p, &hg, PVRDMA_QPT_RC, NULL)) {
+        return;
+    }
+    d = p.d;
+    buf = qpvrdma_alloc(d, 2 * 4096);
+    far = qpvrdma_alloc(d, 4096);
+    lkey = qpvrdma_create_mr_keys(d, p.pd, buf, 2 * 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE |
+                                  PVRDMA_ACCESS_REMOTE_WRITE, &rkey);
+    fill(d, far, 4096, 1);
+    /* RDMA WRITE beyond the end of the target MR */
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 64, lkey,
+                    buf + 2 * 4096 - 16, rkey);
+    g_assert(hca_poll(d, &p.cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 1);
+    g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+    /* the rest of both QPs' work is flushed, never silently lost */
+    while (qpvrdma_poll_cq(d, &p.cq, &e)) {
+        g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
+        errors++;
+    }
+    g_assert_cmpuint(errors, <, 64);
+
+    /* a fresh pair, lots of work posted, and a reset under it */
+    for (int i = 0; i < 8; i++) {
+        qpvrdma_post_recv(d, &p.b, 0x100 + i, buf, 4096, lkey);
+        /* an SGE outside every MR: the host refuses it */
+        qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0x200 + i, far + 64, 64,
+                        lkey, 0, 0);
+    }
+    qpvrdma_reg_write(d, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    g_usleep(100000);
+    qtest_clock_step(d->qts, 1000);
+    qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-qp"), ==, 0);
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-mr"), ==, 0);
+    qpvrdma_stop(d);
+
+    /* and the same device model still carries data afterwards */
+    if (!hca_pair(&p, &hg, PVRDMA_QPT_RC, NULL)) {
+        return;
+    }
+    d = p.d;
+    buf = qpvrdma_alloc(d, 4096);
+    lkey = qpvrdma_create_mr_keys(d, p.pd, buf, 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE, &rkey);
+    fill(d, buf, 2048, 7);
+    qpvrdma_post_recv(d, &p.b, 0xb1, buf + 2048, 2048, lkey);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, buf, 2048, lkey, 0, 0);
+    for (int i = 0; i < 2; i++) {
+        g_assert(hca_poll(d, &p.cq, &e));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    }
+    same(d, buf, buf + 2048, 2048);
+    qpvrdma_stop(d);
+}
+
+/*
  * Registering 1 GiB: one contiguous run (registered as it is) and 512
  * runs of 2 MiB in reverse order (mapped again side by side).  Prints the
  * command's wall time; the benchmark is scripts/bench-mr.sh.
@@ -2154,6 +2227,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/rc", test_hca_rc);
     qtest_add_func("/pvrdma/hca/ud", test_hca_ud);
     qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
+    qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);
     return g_test_run();
 }
