@@ -1,7 +1,8 @@
 #!/bin/sh
 # L1: the qtests of host HCA mode (/pvrdma/hca/*) against rxe0: RC and UD
 # data through the host device (compared byte for byte), a guest GID the
-# host lacks, 1 GiB MR registration (times printed).
+# host lacks, hostile accesses and a reset with work on the host, the host
+# port going down and up, 1 GiB MR registration (times printed).
 # l1-files: build/qemu/tests/qtest/pvrdma-test:/pvrdma-test
 # timeout: 900
 . /usr/lib/pvrdma/guest-lib.sh
@@ -11,6 +12,8 @@ printf '#!/bin/sh\nexec /usr/bin/qemu-system-x86_64 -L /usr/share/pvrdma/firmwar
     > /tmp/qb/qemu-system-x86_64
 chmod +x /tmp/qb/qemu-system-x86_64
 export QTEST_QEMU_BINARY=/tmp/qb/qemu-system-x86_64
+# L1 is disposable: the qtest may take the RDMA netdev down and up
+export PVRDMA_HCA_DISRUPT=1
 bad=0 n=0
 for t in $(/pvrdma-test -l | grep '^/.*/pvrdma/hca/'); do
     n=$((n + 1))

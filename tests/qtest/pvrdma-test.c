@@ -2131,6 +2131,67 @@ static void test_hca_hostile(void)
     qpvrdma_stop(d);
 }
 
+/* Wait (wall time) for async event (type, info) from the host device. */
+static bool hca_event_seen(QPvrdma *d, uint32_t type, uint32_t info)
+{
+    for (int i = 0; i < 100; i++) {
+        if (async_seen(d, type, info)) {
+            return true;
+        }
+        g_usleep(50000);
+    }
+    return false;
+}
+
+static uint32_t hca_port_state(QPvrdma *d)
+{
+    struct pvrdma_cmd_query_port q = { .hdr.cmd = PVRDMA_CMD_QUERY_PORT,
+                                       .port_num = 1 };
+    union pvrdma_cmd_resp r;
+
+    qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
+    return r.query_port_resp.attrs.state;
+}
+
+/*
+ * The host port goes down and comes back: the guest gets PORT_ERR and
+ * PORT_ACTIVE and QUERY_PORT follows.  This takes the host's netdev down,
+ * so it runs only where that is harmless (PVRDMA_HCA_DISRUPT=1: the
+ * nested rig's L1 VM).
+ */
+static void test_hca_host_port(void)
+{
+    HostGid hg;
+    QPvrdma *d;
+    g_autofree char *ndev = NULL, *path = NULL, *cmd = NULL;
+
+    if (!g_getenv("PVRDMA_HCA_DISRUPT")) {
+        g_test_skip("takes the host's RDMA netdev down: runs with "
+                    "PVRDMA_HCA_DISRUPT=1 (the nested rig sets it)");
+        return;
+    }
+    if (!host_gid(&hg)) {
+        g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID");
+        return;
+    }
+    path = g_strdup_printf("/sys/class/infiniband/%s/ports/1/gid_attrs/"
+                           "ndevs/0", hg.dev);
+    g_assert(g_file_get_contents(path, &ndev, NULL, NULL));
+    g_strstrip(ndev);
+    d = qpvrdma_start_active(g_strdup_printf(",ibdev=%s", hg.dev));
+    g_assert_cmpuint(hca_port_state(d), ==, PVRDMA_PORT_ACTIVE);
+    cmd = g_strdup_printf("/usr/bin/ip link set %s down", ndev);
+    g_assert_cmpint(system(cmd), ==, 0);
+    g_assert(hca_event_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
+    g_assert_cmpuint(hca_port_state(d), ==, PVRDMA_PORT_DOWN);
+    g_free(cmd);
+    cmd = g_strdup_printf("/usr/bin/ip link set %s up", ndev);
+    g_assert_cmpint(system(cmd), ==, 0);
+    g_assert(hca_event_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
+    g_assert_cmpuint(hca_port_state(d), ==, PVRDMA_PORT_ACTIVE);
+    qpvrdma_stop(d);
+}
+
 /*
  * Registering 1 GiB: one contiguous run (registered as it is) and 512
  * runs of 2 MiB in reverse order (mapped again side by side).  Prints the
@@ -2229,5 +2290,6 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
     qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);
+    qtest_add_func("/pvrdma/hca/host-port", test_hca_host_port);
     return g_test_run();
 }
