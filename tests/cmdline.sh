@@ -131,6 +131,8 @@ t ibdev-and-rendezvous 1 "'ibdev' \\(host HCA\\) and 'rendezvous' .* cannot be c
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \
     $nic -device pvrdma,addr=4.1,ibdev=auto,rendezvous=$rdv
+t ibport-without-ibdev 1 "'ibport' and 'gid-index' .* need 'ibdev'" \
+    $nic -device pvrdma,addr=4.1,ibport=2
 t gid-index-negative 1 'gid-index -2: use -1' \
     $nic -device pvrdma,addr=4.1,ibdev=auto,gid-index=-2
 rm -rf "$rdv"

@@ -545,6 +545,12 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
+    if (!s->ibdev && (s->ibport || s->gid_index != -1)) {
+        error_setg(errp, "pvrdma: 'ibport' and 'gid-index' choose the port "
+                   "and GID of a host RDMA device: they need 'ibdev'");
+        pvrdma_exit(pdev);
+        return;
+    }
     if (s->ibdev && !pvrdma_open_hca(s, errp)) {
         pvrdma_exit(pdev);
         return;
