@@ -20,18 +20,6 @@
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
 
-#define MAX_WQE_SGE PVRDMA_HARD_MAX_SGE
-
-typedef struct HcaSendWqe {
-    struct pvrdma_sq_wqe_hdr hdr;
-    struct pvrdma_sge sge[MAX_WQE_SGE];
-} HcaSendWqe;
-
-typedef struct HcaRecvWqe {
-    struct pvrdma_rq_wqe_hdr hdr;
-    struct pvrdma_sge sge[MAX_WQE_SGE];
-} HcaRecvWqe;
-
 static void hca_err_cqe(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq,
                         uint64_t wr_id, uint32_t opcode, uint32_t status)
 {
@@ -72,7 +60,7 @@ static bool rq_open(const PvrdmaQP *qp)
 }
 
 /* Check one send WQE; fill wr.  Returns 0 or a PVRDMA_WC_* error status. */
-static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const HcaSendWqe *w,
+static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
                         PvrdmaHcaSend *wr)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
@@ -134,23 +122,6 @@ bad_opcode:
     return PVRDMA_WC_LOC_QP_OP_ERR;
 }
 
-static uint32_t send_wc_opcode(uint32_t wr_opcode)
-{
-    switch (wr_opcode) {
-    case PVRDMA_WR_RDMA_WRITE:
-    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
-        return PVRDMA_WC_RDMA_WRITE;
-    case PVRDMA_WR_RDMA_READ:
-        return PVRDMA_WC_RDMA_READ;
-    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
-        return PVRDMA_WC_COMP_SWAP;
-    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
-        return PVRDMA_WC_FETCH_ADD;
-    default:
-        return PVRDMA_WC_SEND;
-    }
-}
-
 void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
 {
     uint32_t prod, n;
@@ -166,7 +137,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         return;
     }
     for (n = 0; qp->sq.priv != prod && n < qp->sq.nelems; n++) {
-        HcaSendWqe w;
+        PvrdmaSendWqe w;
         PvrdmaHcaSend wr;
         uint32_t st;
         int err;
@@ -192,7 +163,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         moved = true;
         if (st) {
             hca_err_cqe(c, qp, qp->scq, w.hdr.wr_id,
-                        send_wc_opcode(w.hdr.opcode), st);
+                        pvrdma_wc_opcode(w.hdr.opcode), st);
             pvrdma_hca_qp_error(c, qp);
         }
     }
@@ -219,7 +190,7 @@ static void post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
         return;
     }
     for (n = 0; r->priv != prod && n < r->nelems; n++) {
-        HcaRecvWqe w;
+        PvrdmaRecvWqe w;
         int err = -EINVAL;
 
         memcpy(&w, pvrdma_ring_elem(r, r->priv),

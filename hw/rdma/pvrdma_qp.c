@@ -15,18 +15,6 @@
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
 
-#define MAX_WQE_SGE PVRDMA_HARD_MAX_SGE
-
-typedef struct SendWqe {
-    struct pvrdma_sq_wqe_hdr hdr;
-    struct pvrdma_sge sge[MAX_WQE_SGE];
-} SendWqe;
-
-typedef struct RecvWqe {
-    struct pvrdma_rq_wqe_hdr hdr;
-    struct pvrdma_sge sge[MAX_WQE_SGE];
-} RecvWqe;
-
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle)
 {
     if (handle == PVRDMA_GSI_QPN) {
@@ -155,7 +143,7 @@ void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val)
     }
 }
 
-static uint32_t wc_opcode(uint32_t wr_opcode)
+uint32_t pvrdma_wc_opcode(uint32_t wr_opcode)
 {
     switch (wr_opcode) {
     case PVRDMA_WR_RDMA_WRITE:
@@ -176,14 +164,14 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
     }
 }
 
-static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
+static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
                      uint32_t status, uint32_t byte_len)
 {
     struct pvrdma_cqe e = { 0 };
 
     e.wr_id = w->hdr.wr_id;
     e.qp = qp->handle;
-    e.opcode = wc_opcode(w->hdr.opcode);
+    e.opcode = pvrdma_wc_opcode(w->hdr.opcode);
     e.status = status;
     e.byte_len = byte_len;
     e.src_qp = qp->qpn;
@@ -245,7 +233,7 @@ static bool qp_access(PvrdmaQP *qp, uint32_t flag)
 }
 
 /* Peek at the next receive WQE (QP's RQ or its SRQ); false if none. */
-static bool recv_peek(PvrdmaCore *c, PvrdmaQP *qp, RecvWqe *w,
+static bool recv_peek(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvWqe *w,
                       PvrdmaRing **ringp, uint32_t *max_sge, bool *bad)
 {
     PvrdmaSRQ *srq = qp->is_srq ? pvrdma_table_get(&c->srq, qp->srq) : NULL;
@@ -289,7 +277,7 @@ static void recv_consume(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRing *r)
     }
 }
 
-static void recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const RecvWqe *w,
+static void recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
                      uint32_t status, uint32_t opcode, uint32_t byte_len,
                      const PvrdmaReq *req, uint32_t flags, bool solicited)
 {
@@ -357,7 +345,7 @@ static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
     uint32_t grh = ud ? 40 : 0, max_sge, flags = 0, opcode;
     PvrdmaSg sink = { 0 };
     PvrdmaRing *r;
-    RecvWqe w;
+    PvrdmaRecvWqe w;
     bool bad;
     int st;
 
@@ -481,7 +469,7 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
         return responder_recv(c, dqp, req, true);
     case PVRDMA_WR_RDMA_WRITE:
     case PVRDMA_WR_RDMA_WRITE_WITH_IMM: {
-        RecvWqe w;
+        PvrdmaRecvWqe w;
         PvrdmaRing *r;
         uint32_t max_sge;
         bool bad;
@@ -554,7 +542,7 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
 /* ------------------------------------------------------------------ */
 /* Requester                                                           */
 
-static int fast_reg(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w)
+static int fast_reg(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
 {
     const typeof(w->hdr.wr.fast_reg) *f = &w->hdr.wr.fast_reg;
     PvrdmaMR *mr = pvrdma_table_get(&c->mr, f->rkey >> 8);
@@ -634,7 +622,7 @@ static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
  * Execute one send WQE; returns a WC status, PVRDMA_TRANSPORT_RNR or
  * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_req_done).
  */
-static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
+static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
                        uint32_t *byte_len, uint64_t *cookie)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
@@ -732,7 +720,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w,
     return st;
 }
 
-static void fetch_send_wqe(PvrdmaQP *qp, uint32_t idx, SendWqe *w)
+static void fetch_send_wqe(PvrdmaQP *qp, uint32_t idx, PvrdmaSendWqe *w)
 {
     memcpy(w, pvrdma_ring_elem(&qp->sq, idx),
            MIN(sizeof(*w), sizeof(w->hdr) +
@@ -751,7 +739,7 @@ static void slot_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendSlot *s,
 
     e.wr_id = s->wr_id;
     e.qp = qp->handle;
-    e.opcode = wc_opcode(s->opcode);
+    e.opcode = pvrdma_wc_opcode(s->opcode);
     e.status = status;
     e.byte_len = s->byte_len;
     e.src_qp = qp->qpn;
@@ -777,7 +765,7 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) <= qp->sq.nelems) {
         n = 0;
         while (qp->sq.priv != prod && n++ < qp->sq.nelems) {
-            SendWqe w;
+            PvrdmaSendWqe w;
 
             fetch_send_wqe(qp, qp->sq.priv, &w);
             qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
@@ -791,7 +779,7 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_idx_used(prod, qp->rq.priv, qp->rq.nelems) <= qp->rq.nelems) {
         n = 0;
         while (qp->rq.priv != prod && n++ < qp->rq.nelems) {
-            RecvWqe w;
+            PvrdmaRecvWqe w;
 
             memcpy(&w.hdr, pvrdma_ring_elem(&qp->rq, qp->rq.priv),
                    sizeof(w.hdr));
@@ -893,7 +881,7 @@ void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
 }
 
 /* Would this WQE be carried by the loopback transport (copy here)? */
-static bool wqe_is_loopback(PvrdmaCore *c, PvrdmaQP *qp, const SendWqe *w)
+static bool wqe_is_loopback(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
 {
     const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
                           qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
@@ -944,7 +932,7 @@ static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
         PvrdmaSendSlot *s;
         uint64_t cookie;
         uint32_t len;
-        SendWqe w;
+        PvrdmaSendWqe w;
         int st;
 
         if (!budget--) {

@@ -430,6 +430,21 @@ void pvrdma_core_check_link(PvrdmaCore *c);
 bool pvrdma_port_up(PvrdmaCore *c);
 
 /* Internal API shared by the core's files. */
+
+/* A WQE copied out of a guest ring (at most the QP's SGE count is read). */
+typedef struct PvrdmaSendWqe {
+    struct pvrdma_sq_wqe_hdr hdr;
+    struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
+} PvrdmaSendWqe;
+
+typedef struct PvrdmaRecvWqe {
+    struct pvrdma_rq_wqe_hdr hdr;
+    struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
+} PvrdmaRecvWqe;
+
+/* The completion opcode of a send work request's opcode. */
+uint32_t pvrdma_wc_opcode(uint32_t wr_opcode);
+
 void pvrdma_raise(PvrdmaCore *c, unsigned vector);
 void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
 void pvrdma_exec_command(PvrdmaCore *c);
