@@ -1458,22 +1458,7 @@ static void peers_up(Peer *a, Peer *b, const char *dir, uint8_t type,
 static void expect_peer_cqe(Peer *p, uint64_t wr_id, uint32_t opcode,
                             uint32_t status, uint32_t len)
 {
-    struct pvrdma_cqe e;
-    bool got = false;
-
-    for (int i = 0; i < 200 && !got; i++) {
-        got = qpvrdma_poll_cq(p->d, &p->cq, &e);
-        if (!got) {
-            g_usleep(5 * 1000);
-        }
-    }
-    g_assert(got);
-    g_assert_cmphex(e.wr_id, ==, wr_id);
-    g_assert_cmpuint(e.status, ==, status);
-    if (status == PVRDMA_WC_SUCCESS) {
-        g_assert_cmpuint(e.opcode, ==, opcode);
-        g_assert_cmpuint(e.byte_len, ==, len);
-    }
+    qpvrdma_expect_cqe_wait(p->d, &p->cq, wr_id, opcode, status, len, 1000);
 }
 
 static void peer_fill(Peer *p, uint64_t off, size_t len, uint8_t seed)
@@ -1801,30 +1786,7 @@ static bool host_gid(HostGid *hg)
 }
 
 /* Host completions arrive on QEMU's event loop: wait in wall time. */
-static bool hca_poll(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
-{
-    for (int i = 0; i < 500; i++) {
-        if (qpvrdma_poll_cq(d, cq, e)) {
-            return true;
-        }
-        g_usleep(10000);
-    }
-    return false;
-}
-
-static void hca_expect(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
-                       uint32_t opcode, uint32_t status, uint32_t len)
-{
-    struct pvrdma_cqe e;
-
-    g_assert(hca_poll(d, cq, &e));
-    g_assert_cmphex(e.wr_id, ==, wr_id);
-    g_assert_cmpuint(e.status, ==, status);
-    if (status == PVRDMA_WC_SUCCESS) {
-        g_assert_cmpuint(e.opcode, ==, opcode);
-        g_assert_cmpuint(e.byte_len, ==, len);
-    }
-}
+#define HCA_WAIT_MS 5000
 
 /* Two QPs of one device connected through the host device (loopback). */
 static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
@@ -1888,10 +1850,10 @@ static void test_hca_rc(void)
     s[0] = (struct pvrdma_sge) { src + 100, 5000, lkey };
     s[1] = (struct pvrdma_sge) { src + 8000, 3000, lkey };
     qpvrdma_post_send(d, &p.a, &h, s, true);
-    g_assert(hca_poll(d, &p.cq, &e));
+    g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
     if (e.wr_id == 0xa1) {      /* either completion may come first */
         g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
-        g_assert(hca_poll(d, &p.cq, &e));
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
     }
     g_assert_cmphex(e.wr_id, ==, 0xb1);
     g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
@@ -1903,7 +1865,7 @@ static void test_hca_rc(void)
     g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
     same(d, src + 100, dst, 5000);
     same(d, src + 8000, dst + 5000, 3000);
-    if (qpvrdma_poll_cq(d, &p.cq, &e) || hca_poll(d, &p.cq, &e)) {
+    if (qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS)) {
         g_assert(e.wr_id == 0xa1 || e.wr_id == 0xb1);
     }
 
@@ -1911,12 +1873,14 @@ static void test_hca_rc(void)
     fill(d, src, 3 * 4096, 9);
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, src, 6000, lkey,
                     dst + 7, rkey);
-    hca_expect(d, &p.cq, 2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 6000);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 2, PVRDMA_WC_RDMA_WRITE,
+                            PVRDMA_WC_SUCCESS, 6000, HCA_WAIT_MS);
     same(d, src, dst + 7, 6000);
     fill(d, dst, 3 * 4096, 77);
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, src + 1, 7000, lkey,
                     dst + 3, rkey);
-    hca_expect(d, &p.cq, 3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 7000);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 3, PVRDMA_WC_RDMA_READ,
+                            PVRDMA_WC_SUCCESS, 7000, HCA_WAIT_MS);
     same(d, src + 1, dst + 3, 7000);
     qtest_writeq(d->qts, dst + 64, 40);
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 4, .num_sge = 1,
@@ -1927,7 +1891,8 @@ static void test_hca_rc(void)
     h.wr.atomic.compare_add = 2;
     s[0] = (struct pvrdma_sge) { src, 8, lkey };
     qpvrdma_post_send(d, &p.a, &h, s, true);
-    hca_expect(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD,
+                            PVRDMA_WC_SUCCESS, 8, HCA_WAIT_MS);
     g_assert_cmpuint(qtest_readq(d->qts, src), ==, 40);
     val = qtest_readq(d->qts, dst + 64);
     g_assert_cmpuint(val, ==, 42);
@@ -1935,7 +1900,7 @@ static void test_hca_rc(void)
     /* a bad lkey: the host device fails the WQE, the QP goes to error */
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, src, 64, lkey ^ 0x100,
                     dst, rkey);
-    g_assert(hca_poll(d, &p.cq, &e));
+    g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
     g_assert_cmphex(e.wr_id, ==, 5);
     g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
     {
@@ -1998,7 +1963,7 @@ static void test_hca_ud(void)
     s = (struct pvrdma_sge) { src, 300, key };
     qpvrdma_post_send(d, &p.a, &h, &s, true);
     for (int i = 0; i < 2; i++) {
-        g_assert(hca_poll(d, &p.cq, &e));
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
         g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
         if (e.wr_id == 0xa1) {
             got_send = true;
@@ -2026,7 +1991,6 @@ static void test_hca_gid_missing(void)
     QPvrdma *d;
     QPvrdmaCq cq;
     QPvrdmaQp qp;
-    struct pvrdma_qp_attr a = { 0 };
     uint32_t pd;
 
     if (!host_gid(&hg)) {
@@ -2038,22 +2002,7 @@ static void test_hca_gid_missing(void)
     pd = qpvrdma_create_pd(d, 0);
     qpvrdma_create_cq(d, &cq, 64);
     qpvrdma_create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, 0);
-    a.qp_state = PVRDMA_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE |
-                                       PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
-                                       PVRDMA_QP_ACCESS_FLAGS, &a), ==, 0);
-    a.qp_state = PVRDMA_QPS_RTR;
-    a.path_mtu = PVRDMA_MTU_1024;
-    a.dest_qp_num = qp.qpn;
-    a.max_dest_rd_atomic = 1;
-    memcpy(a.ah_attr.grh.dgid.raw, hg.gid, 16);
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE |
-                                       PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU |
-                                       PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
-                                       PVRDMA_QP_MAX_DEST_RD_ATOMIC |
-                                       PVRDMA_QP_MIN_RNR_TIMER, &a),
+    g_assert_cmpuint(qpvrdma_qp_to_rtr(d, &qp, PVRDMA_QPT_RC, qp.qpn, hg.gid),
                      ==, EINVAL);
     qpvrdma_stop(d);
 }
@@ -2086,7 +2035,7 @@ static void test_hca_hostile(void)
     /* RDMA WRITE beyond the end of the target MR */
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 64, lkey,
                     buf + 2 * 4096 - 16, rkey);
-    g_assert(hca_poll(d, &p.cq, &e));
+    g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
     g_assert_cmphex(e.wr_id, ==, 1);
     g_assert_cmpuint(e.status, !=, PVRDMA_WC_SUCCESS);
     /* the rest of both QPs' work is flushed, never silently lost */
@@ -2124,7 +2073,7 @@ static void test_hca_hostile(void)
     qpvrdma_post_recv(d, &p.b, 0xb1, buf + 2048, 2048, lkey);
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, buf, 2048, lkey, 0, 0);
     for (int i = 0; i < 2; i++) {
-        g_assert(hca_poll(d, &p.cq, &e));
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
         g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
     }
     same(d, buf, buf + 2048, 2048);

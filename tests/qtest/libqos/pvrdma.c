@@ -376,12 +376,14 @@ void qpvrdma_bind_gid(QPvrdma *d, uint32_t index)
     qpvrdma_bind_gid_raw(d, index, qpvrdma_test_gid);
 }
 
-void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
-                           uint32_t dest_qpn, const uint8_t dgid[16],
-                           uint8_t rnr_retry)
+/* RESET -> INIT (asserted) -> RTR; the RTR attributes are left in *a. */
+static uint32_t qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                          uint32_t dest_qpn, const uint8_t dgid[16],
+                          struct pvrdma_qp_attr *ap)
 {
     struct pvrdma_qp_attr a = { 0 };
     bool rc = type == PVRDMA_QPT_RC;
+    uint32_t err;
 
     a.qp_state = PVRDMA_QPS_INIT;
     a.port_num = 1;
@@ -402,14 +404,31 @@ void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
     a.min_rnr_timer = 1;
     memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
     a.ah_attr.port_num = 1;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
-                                       (rc ? PVRDMA_QP_AV |
-                                        PVRDMA_QP_PATH_MTU |
-                                        PVRDMA_QP_DEST_QPN |
-                                        PVRDMA_QP_RQ_PSN |
-                                        PVRDMA_QP_MAX_DEST_RD_ATOMIC |
-                                        PVRDMA_QP_MIN_RNR_TIMER : 0), &a),
-                     ==, 0);
+    err = qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
+                            (rc ? PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU |
+                             PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
+                             PVRDMA_QP_MAX_DEST_RD_ATOMIC |
+                             PVRDMA_QP_MIN_RNR_TIMER : 0), &a);
+    *ap = a;
+    return err;
+}
+
+uint32_t qpvrdma_qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16])
+{
+    struct pvrdma_qp_attr a;
+
+    return qp_to_rtr(d, qp, type, dest_qpn, dgid, &a);
+}
+
+void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16],
+                           uint8_t rnr_retry)
+{
+    struct pvrdma_qp_attr a;
+    bool rc = type == PVRDMA_QPT_RC;
+
+    g_assert_cmpuint(qp_to_rtr(d, qp, type, dest_qpn, dgid, &a), ==, 0);
     a.qp_state = PVRDMA_QPS_RTS;
     a.sq_psn = 100;
     a.timeout = 14;
@@ -573,12 +592,33 @@ bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
     return false;
 }
 
+bool qpvrdma_wait_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e,
+                     unsigned ms)
+{
+    for (unsigned waited = 0;; waited += 5) {
+        if (qpvrdma_poll_cq(d, cq, e)) {
+            return true;
+        }
+        if (waited >= ms) {
+            return false;
+        }
+        g_usleep(5 * 1000);
+    }
+}
+
 void qpvrdma_expect_cqe(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
                         uint32_t opcode, uint32_t status, uint32_t len)
 {
+    qpvrdma_expect_cqe_wait(d, cq, wr_id, opcode, status, len, 0);
+}
+
+void qpvrdma_expect_cqe_wait(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
+                             uint32_t opcode, uint32_t status, uint32_t len,
+                             unsigned ms)
+{
     struct pvrdma_cqe e;
 
-    g_assert(qpvrdma_poll_cq(d, cq, &e));
+    g_assert(qpvrdma_wait_cq(d, cq, &e, ms));
     g_assert_cmphex(e.wr_id, ==, wr_id);
     g_assert_cmpuint(e.status, ==, status);
     if (status == PVRDMA_WC_SUCCESS) {

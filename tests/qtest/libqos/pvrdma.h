@@ -109,6 +109,9 @@ void qpvrdma_bind_gid_raw(QPvrdma *d, uint32_t index, const uint8_t gid[16]);
 /* RESET -> INIT -> RTR -> RTS, to dest_qpn (RC) or for UD. */
 void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                        uint32_t dest_qpn);
+/* RESET -> INIT (asserted) -> RTR towards dest_qpn at dgid; REG_ERR of RTR. */
+uint32_t qpvrdma_qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16]);
 /* The same to a QP at dgid, with the given RNR retry count. */
 void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                            uint32_t dest_qpn, const uint8_t dgid[16],
@@ -134,8 +137,17 @@ void qpvrdma_send_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op, uint64_t wr_id,
                      uint64_t raddr, uint32_t rkey);
 /* Poll one CQE, stepping the clock so the device's bottom half runs. */
 bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e);
+/*
+ * The same, also waiting up to ms of wall time: for completions made
+ * outside the clock (another QEMU process, a host RDMA device).
+ */
+bool qpvrdma_wait_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e,
+                     unsigned ms);
 void qpvrdma_expect_cqe(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
                         uint32_t opcode, uint32_t status, uint32_t len);
+void qpvrdma_expect_cqe_wait(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
+                             uint32_t opcode, uint32_t status, uint32_t len,
+                             unsigned ms);
 void qpvrdma_cq_empty(QPvrdma *d, QPvrdmaCq *cq);
 
 /* ------------------------------------------------------------------ */
