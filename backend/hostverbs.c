@@ -46,6 +46,7 @@ typedef struct HvDev {
     uint8_t port;
     int gid_index;              /* forced host GID index, or -1 */
     enum ibv_mtu active_mtu;
+    int gid_tbl_len;            /* of the port: fixed by the device */
     PvrdmaShmRegion *regions;
     unsigned nregions;
     const PvrdmaLoopOps *loop;
@@ -102,16 +103,15 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
 {
     enum ibv_gid_type want = g->type == PVRDMA_GID_TYPE_FLAG_ROCE_V2 ?
                              IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
-    struct ibv_port_attr pa;
     char ip[INET6_ADDRSTRLEN];
 
     if (d->gid_index >= 0) {
         return d->gid_index;
     }
-    if (!g->type || ibv_query_port(d->ctx, d->port, &pa)) {
+    if (!g->type) {
         return -1;
     }
-    for (int i = 0; i < pa.gid_tbl_len; i++) {
+    for (int i = 0; i < d->gid_tbl_len; i++) {
         struct ibv_gid_entry e;
 
         if (ibv_query_gid_ex(d->ctx, d->port, i, &e, 0) == 0 &&
@@ -965,6 +965,7 @@ PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
     d->port = port;
     d->gid_index = cfg->gid_index;
     d->active_mtu = pa.active_mtu;
+    d->gid_tbl_len = pa.gid_tbl_len;
     g_strlcpy(d->name, ibv_get_device_name(ctx->device), sizeof(d->name));
     if (ibv_query_gid_ex(ctx, port, 0, &ge, 0) != 0 ||
         !if_indextoname(ge.ndev_ifindex, d->netdev)) {
