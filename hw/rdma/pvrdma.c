@@ -26,6 +26,8 @@
 #include "hw/boards.h"
 #include "exec/ramblock.h"
 #include "qemu/units.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
 #include "trace/trace-hw_rdma.h"
@@ -48,6 +50,7 @@ struct PvrdmaState {
     char *ibdev;            /* host HCA: device name or "auto" */
     uint8_t ibport;         /* host HCA port, 0: the first active one */
     int32_t gid_index;      /* host GID index to use, -1: the guest's GID */
+    char *cm_listen;        /* host HCA: rdma_cm ports taken for the guest */
     PvrdmaTransport *coresident;
     GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
@@ -213,6 +216,7 @@ static const PvrdmaHostOps pvrdma_host_ops = {
  * vmxnet3 has no link-change hook for us: poll its link (set_link) a few
  * times a second and report PORT_ERR / PORT_ACTIVE on a change.
  */
+#define PVRDMA_CM_MAX_PORTS 256
 #define PVRDMA_LINK_POLL_MS 250
 
 static void pvrdma_link_poll(void *opaque)
@@ -429,6 +433,74 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
 }
 
 /*
+ * 'cm-listen': PORT or FIRST-LAST, several joined with ':'.  false with
+ * errp set on a bad list.
+ */
+static bool pvrdma_parse_ports(const char *list, GArray *ports, Error **errp)
+{
+    g_auto(GStrv) items = g_strsplit(list, ":", -1);
+
+    for (char **it = items; *it; it++) {
+        unsigned long first, last;
+        const char *end;
+
+        if (qemu_strtoul(*it, &end, 10, &first) < 0 ||
+            (*end && *end != '-')) {
+            goto bad;
+        }
+        last = first;
+        if (*end == '-' && qemu_strtoul(end + 1, NULL, 10, &last) < 0) {
+            goto bad;
+        }
+        if (!first || last > 65535 || last < first ||
+            ports->len + (last - first + 1) > PVRDMA_CM_MAX_PORTS) {
+            goto bad;
+        }
+        for (unsigned long p = first; p <= last; p++) {
+            uint16_t v = p;
+
+            g_array_append_val(ports, v);
+        }
+    }
+    if (ports->len) {
+        return true;
+    }
+bad:
+    error_setg(errp, "pvrdma: cm-listen=%s: give TCP-style ports 1-65535 "
+               "for the guest's rdma_cm listeners, e.g. 7174 or "
+               "7174:18515-18520 (at most %d ports)", list,
+               PVRDMA_CM_MAX_PORTS);
+    return false;
+}
+
+/*
+ * rdma_cm for the guest in host HCA mode.  Without 'cm-listen' the guest
+ * can still connect out, so a host without rdma_cm is only a warning.
+ */
+static bool pvrdma_open_cm(PvrdmaState *s, Error **errp)
+{
+    g_autoptr(GArray) ports = g_array_new(false, false, sizeof(uint16_t));
+    g_autofree char *err = NULL;
+    PvrdmaTransport *t;
+
+    if (s->cm_listen && !pvrdma_parse_ports(s->cm_listen, ports, errp)) {
+        return false;
+    }
+    t = pvrdma_hostcm_new(&s->core, (uint16_t *)ports->data, ports->len,
+                          &pvrdma_loop_ops, s, &err);
+    if (!t) {
+        if (s->cm_listen) {
+            error_setg(errp, "pvrdma: cm-listen: %s", err);
+            return false;
+        }
+        warn_report("pvrdma: rdma_cm in the guest will not work: %s", err);
+        return true;
+    }
+    pvrdma_core_add_transport(&s->core, t);
+    return true;
+}
+
+/*
  * Host HCA mode: the guest's verbs objects become host objects.  Guest RAM
  * from a shareable backend lets MRs of scattered pages be mapped again
  * contiguously; without one only MRs of contiguous pages work.
@@ -464,7 +536,7 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
         error_setg(errp, "pvrdma: ibdev=%s: %s", s->ibdev, err);
         return false;
     }
-    return true;
+    return pvrdma_open_cm(s, errp);
 }
 
 /* "peers": co-resident peers connected now (qom-get; tests, management) */
@@ -545,9 +617,9 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
-    if (!s->ibdev && (s->ibport || s->gid_index != -1)) {
-        error_setg(errp, "pvrdma: 'ibport' and 'gid-index' choose the port "
-                   "and GID of a host RDMA device: they need 'ibdev'");
+    if (!s->ibdev && (s->ibport || s->gid_index != -1 || s->cm_listen)) {
+        error_setg(errp, "pvrdma: 'ibport', 'gid-index' and 'cm-listen' "
+                   "apply to a host RDMA device: they need 'ibdev'");
         pvrdma_exit(pdev);
         return;
     }
@@ -651,6 +723,7 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_STRING("ibdev", PvrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
     DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),
+    DEFINE_PROP_STRING("cm-listen", PvrdmaState, cm_listen),
 };
 
 static const VMStateDescription vmstate_pvrdma = {

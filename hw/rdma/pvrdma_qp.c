@@ -1163,11 +1163,38 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
     pvrdma_qp_gone(c, qp->qpn);
 }
 
+/*
+ * Host HCA mode: a QP whose connection the host's rdma_cm made receives
+ * from the PSN the host CM announced, not the one the guest's CM did.
+ */
+static const struct pvrdma_qp_attr *
+hca_rq_psn(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+           const struct pvrdma_qp_attr *a, struct pvrdma_qp_attr *fixed)
+{
+    uint32_t dest = (mask & PVRDMA_QP_DEST_QPN) ? a->dest_qp_num :
+                    qp->attr.dest_qp_num;
+    const uint8_t *dgid = (mask & PVRDMA_QP_AV) ? a->ah_attr.grh.dgid.raw :
+                          qp->attr.ah_attr.grh.dgid.raw;
+    uint32_t psn;
+
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->rq_psn && t->rq_psn(t, qp->qpn, dest, dgid, &psn)) {
+            *fixed = *a;
+            fixed->rq_psn = psn;
+            return fixed;
+        }
+    }
+    return a;
+}
+
 int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
                      const struct pvrdma_qp_attr *a)
 {
     uint8_t cur = qp->state;
     uint8_t next = (mask & PVRDMA_QP_STATE) ? a->qp_state : cur;
+    struct pvrdma_qp_attr fixed;
     uint32_t req;
 
     if (mask & ~PVRDMA_QP_ATTR_MASK_ALL) {
@@ -1224,6 +1251,9 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         return EINVAL;
     }
 
+    if (qp->hw && (mask & PVRDMA_QP_RQ_PSN)) {
+        a = hca_rq_psn(c, qp, mask, a, &fixed);
+    }
     if (qp->hw) {
         int err = c->hca->qp_modify(c->hca, qp, mask, a);
 

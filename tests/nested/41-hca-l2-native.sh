@@ -1,7 +1,9 @@
 #!/bin/sh
 # L1: an L2 guest whose pvrdma device uses rxe0 (ibdev=rxe0) against
 # rdma-core programs running natively in L1: ibv_rc_pingpong and
-# ibv_ud_pingpong with data checked (-c), ib_write_bw and ib_read_lat.
+# ibv_ud_pingpong with data checked (-c), ib_write_bw and ib_read_lat;
+# then rdma_cm both ways: rping (-V: every payload checked) from L2 to a
+# server in L1, and from L1 to a server in L2 (the device's cm-listen).
 #
 # Addresses: L2 is 10.0.0.2 on tap0 (the TCP exchange of the tools) and
 # also 10.0.1.2, its RoCE address; L1 gives br0 10.0.1.2/32 too, so rxe0
@@ -14,8 +16,8 @@ export PVRDMA_VM=0 BARRIER_PORT=18600
 gidx=$(wait_gid rxe0 10.0.0.1 "RoCE v2" 10) || fail "rxe0: no RoCE v2 GID for 10.0.0.1"
 log "rxe0 GID index $gidx (10.0.0.1)"
 /usr/lib/pvrdma/l2.sh -n 0 -e PVRDMA_VM=1 --mem 512M \
-    --device pvrdma,addr=4.1,ibdev=rxe0 \
-    --qemu-args "-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem -d guest_errors -trace pvrdma_hv_modify_qp -trace pvrdma_hv_async" \
+    --device pvrdma,addr=4.1,ibdev=rxe0,cm-listen=7175 \
+    --qemu-args "-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem -d guest_errors -trace pvrdma_hv_modify_qp -trace pvrdma_hv_async -trace pvrdma_cm_*" \
     /usr/lib/pvrdma/nested/l2-41-peer.sh > /tmp/l2.out 2>&1 &
 l2=$!
 o="-d rxe0 -g $gidx -n 50 -c"
@@ -25,6 +27,23 @@ vm_pair rc 180 tcp:18515 "ibv_rc_pingpong $o -s 4096" "" || bad=$((bad + 1))
 vm_pair ud 180 tcp:18515 "ibv_ud_pingpong $o -s 1024" "" || bad=$((bad + 1))
 vm_pair write_bw 180 tcp:18515 "ib_write_bw -d rxe0 -x $gidx -F -n 200 -s 65536" "" || bad=$((bad + 1))
 vm_pair read_lat 180 tcp:18515 "ib_read_lat -d rxe0 -x $gidx -F -n 100 -s 64" "" || bad=$((bad + 1))
+# rdma_cm, L2 -> L1: the guest's REQ becomes a host rdma_cm connection
+vm_pair rping 180 cm:7174 "rping -s -a 10.0.0.1 -p 7174 -C 5 -S 4096 -V" "" ||
+    bad=$((bad + 1))
+# rdma_cm, L1 -> L2: the device listens on 10.0.1.2 port 7175 for the guest
+barrier rping-in-ready 300
+log "rping-in: client: rping -c -a 10.0.1.2 -I 10.0.0.1 -p 7175 -C 5 -S 4096 -V -v"
+crc=0
+timeout 120 rping -c -a 10.0.1.2 -I 10.0.0.1 -p 7175 -C 5 -S 4096 -V -v \
+    > /tmp/rping-in.out 2>&1 || crc=$?
+srv=$(barrier_recv rping-in-done 200)
+if [ "$crc" != 0 ] || [ "$srv" != 0 ] ||
+   [ "$(grep -c '^ping data' /tmp/rping-in.out)" != 5 ]; then
+    echo "--- rping-in (client rc $crc, server in L2: $srv) ---"; cat /tmp/rping-in.out
+    bad=$((bad + 1))
+else
+    log "rping-in: 5 pings of 4096 bytes from L1 to the L2 guest, validated"
+fi
 wait $l2; rc=$?
 cat /tmp/l2.out
 if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
@@ -33,4 +52,4 @@ if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
 fi
 [ "$rc" = 0 ] || fail "L2 guest side failed (rc $rc): $(grep -m1 'FAIL' /tmp/l2.out)"
 [ "$bad" = 0 ] || fail "$bad runs failed on the L1 side"
-log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat ok"
+log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping both ways ok"

@@ -18,5 +18,27 @@ log "write_bw: $(perf_result /tmp/write_bw.out)"
 vm_pair read_lat 180 tcp:18515 "" "ib_read_lat -d vmw_pvrdma0 -x $g -F -n 100 -s 64 10.0.0.1" ||
     bad=$((bad + 1))
 log "read_lat: $(perf_result /tmp/read_lat.out)"
-[ "$bad" = 0 ] || fail "$bad of 4 runs against L1 failed (first: $PAIR_ERR)"
-log "all 4 runs against the native endpoint passed"
+# rdma_cm out: rping to the server in L1, from the RoCE address
+vm_pair rping 180 cm:7174 "" "rping -c -a 10.0.0.1 -I 10.0.1.2 -p 7174 -C 5 -S 4096 -V -v" ||
+    bad=$((bad + 1))
+n=$(grep -c '^ping data' /tmp/rping.out)
+[ "$n" = 5 ] || { bad=$((bad + 1)); log "rping: $n of 5 pings"; }
+log "rping: $n pings of 4096 bytes to 10.0.0.1, each validated (-V)"
+# rdma_cm in: a server here, reached through the device's cm-listen=7175
+timeout 150 rping -s -a 10.0.1.2 -p 7175 -C 5 -S 4096 -V > /tmp/rping-in.out 2>&1 &
+spid=$!
+i=0
+until listening cm:7175; do
+    i=$((i + 1)); sleep 0.1
+    [ $i -lt 150 ] && kill -0 $spid 2>/dev/null || { log "rping-in: server does not listen"; break; }
+done
+barrier rping-in-ready 60
+src=0
+wait $spid || src=$?
+barrier_send rping-in-done 60 "$src"
+if [ "$src" != 0 ]; then
+    echo "--- rping-in server (rc $src) ---"; cat /tmp/rping-in.out
+    bad=$((bad + 1))
+fi
+[ "$bad" = 0 ] || fail "$bad of 6 runs against L1 failed (first: $PAIR_ERR)"
+log "all 6 runs against the native endpoint passed"

@@ -64,6 +64,12 @@ struct PvrdmaTransport {
     void (*wake)(PvrdmaTransport *t);           /* receives posted, timer */
     void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);  /* destroy / reset */
     void (*flush)(PvrdmaTransport *t);          /* end of a core run */
+    /*
+     * Host HCA mode: QP qpn goes to RTR towards dest_qpn at dgid.  true
+     * with *psn if its receive PSN must be *psn instead of the guest's.
+     */
+    bool (*rq_psn)(PvrdmaTransport *t, uint32_t qpn, uint32_t dest_qpn,
+                   const uint8_t dgid[16], uint32_t *psn);
     void (*destroy)(PvrdmaTransport *t);
 };
 
@@ -229,5 +235,18 @@ PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
                                 const PvrdmaShmRegion *regions,
                                 unsigned nregions, const PvrdmaLoopOps *loop,
                                 void *loop_opaque, char **err);
+
+/* ------------------------------------------------------------------ */
+/* rdma_cm in host HCA mode (backend/hostcm.c)                         */
+
+/*
+ * The guest's CM MADs (its GSI QP) become host rdma_cm calls, and host
+ * rdma_cm events become CM MADs for the guest; incoming connections are
+ * taken on the given ports of the guest's addresses.  Returns NULL with a
+ * message in *err (g_free it) on failure.
+ */
+PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
+                                   unsigned nports, const PvrdmaLoopOps *loop,
+                                   void *loop_opaque, char **err);
 
 #endif

@@ -1,0 +1,20 @@
+/*
+ * pvrdma rdma_cm translation for host HCA mode, for builds without
+ * librdmacm.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+
+PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
+                                   unsigned nports, const PvrdmaLoopOps *loop,
+                                   void *loop_opaque, char **err)
+{
+    *err = g_strdup("this QEMU was built without librdmacm (install "
+                    "librdmacm-dev and rebuild for rdma_cm in the guest)");
+    return NULL;
+}
