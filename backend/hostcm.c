@@ -43,64 +43,69 @@ enum {
     CM_SIDR_REQ, CM_SIDR_REP,
 };
 
-/* (byte after the MAD header, first bit from the MSB, width in bits) */
-#define REQ_LOCAL_ID        0, 0, 32
-#define REQ_SID_HI          8, 0, 32
-#define REQ_SID_LO          12, 0, 32
-#define REQ_CA_GUID_HI      16, 0, 32
-#define REQ_CA_GUID_LO      20, 0, 32
-#define REQ_QPN             32, 0, 24
-#define REQ_RESP_RES        35, 0, 8
-#define REQ_INIT_DEPTH      39, 0, 8
-#define REQ_REMOTE_CM_TO    43, 0, 5
-#define REQ_TRANSPORT       43, 5, 2
-#define REQ_FLOW_CTRL       43, 7, 1
-#define REQ_PSN             44, 0, 24
-#define REQ_LOCAL_CM_TO     47, 0, 5
-#define REQ_RETRY           47, 5, 3
-#define REQ_PKEY            48, 0, 16
-#define REQ_MTU             50, 0, 4
-#define REQ_RNR_RETRY       50, 5, 3
-#define REQ_MAX_CM_RETRIES  51, 0, 4
-#define REQ_SRQ             51, 4, 1
-#define REQ_LOCAL_LID       52, 0, 16
-#define REQ_REMOTE_LID      54, 0, 16
+/* A CM message field: byte after the MAD header, first bit from the MSB */
+typedef struct CmField {
+    uint8_t byte, bit, width;
+} CmField;
+
+static const CmField REQ_LOCAL_ID = { 0, 0, 32 };
+static const CmField REQ_SID_HI = { 8, 0, 32 };
+static const CmField REQ_SID_LO = { 12, 0, 32 };
+static const CmField REQ_CA_GUID_HI = { 16, 0, 32 };
+static const CmField REQ_CA_GUID_LO = { 20, 0, 32 };
+static const CmField REQ_QPN = { 32, 0, 24 };
+static const CmField REQ_RESP_RES = { 35, 0, 8 };
+static const CmField REQ_INIT_DEPTH = { 39, 0, 8 };
+static const CmField REQ_REMOTE_CM_TO = { 43, 0, 5 };
+static const CmField REQ_TRANSPORT = { 43, 5, 2 };
+static const CmField REQ_FLOW_CTRL = { 43, 7, 1 };
+static const CmField REQ_PSN = { 44, 0, 24 };
+static const CmField REQ_LOCAL_CM_TO = { 47, 0, 5 };
+static const CmField REQ_RETRY = { 47, 5, 3 };
+static const CmField REQ_PKEY = { 48, 0, 16 };
+static const CmField REQ_MTU = { 50, 0, 4 };
+static const CmField REQ_RNR_RETRY = { 50, 5, 3 };
+static const CmField REQ_MAX_CM_RETRIES = { 51, 0, 4 };
+static const CmField REQ_SRQ = { 51, 4, 1 };
+static const CmField REQ_LOCAL_LID = { 52, 0, 16 };
+static const CmField REQ_REMOTE_LID = { 54, 0, 16 };
 #define REQ_LOCAL_GID       56          /* 16 bytes */
 #define REQ_REMOTE_GID      72
-#define REQ_FLOW_LABEL      88, 0, 20
-#define REQ_TCLASS          92, 0, 8
-#define REQ_HOP_LIMIT       93, 0, 8
-#define REQ_SL              94, 0, 4
-#define REQ_SUBNET_LOCAL    94, 4, 1
-#define REQ_ACK_TO          95, 0, 5
+static const CmField REQ_FLOW_LABEL = { 88, 0, 20 };
+static const CmField REQ_TCLASS = { 92, 0, 8 };
+static const CmField REQ_HOP_LIMIT = { 93, 0, 8 };
+static const CmField REQ_SL = { 94, 0, 4 };
+static const CmField REQ_SUBNET_LOCAL = { 94, 4, 1 };
+static const CmField REQ_ACK_TO = { 95, 0, 5 };
 #define REQ_PRIV            140
 #define REQ_PRIV_LEN        92
 
-#define REP_LOCAL_ID        0, 0, 32
-#define REP_REMOTE_ID       4, 0, 32
-#define REP_QPN             12, 0, 24
-#define REP_PSN             20, 0, 24
-#define REP_RESP_RES        24, 0, 8
-#define REP_INIT_DEPTH      25, 0, 8
-#define REP_ACK_DELAY       26, 0, 5
-#define REP_FLOW_CTRL       26, 7, 1
-#define REP_RNR_RETRY       27, 0, 3
-#define REP_SRQ             27, 3, 1
-#define REP_CA_GUID_HI      28, 0, 32
-#define REP_CA_GUID_LO      32, 0, 32
+static const CmField REP_LOCAL_ID = { 0, 0, 32 };
+static const CmField REP_REMOTE_ID = { 4, 0, 32 };
+static const CmField REP_QPN = { 12, 0, 24 };
+static const CmField REP_PSN = { 20, 0, 24 };
+static const CmField REP_RESP_RES = { 24, 0, 8 };
+static const CmField REP_INIT_DEPTH = { 25, 0, 8 };
+static const CmField REP_ACK_DELAY = { 26, 0, 5 };
+static const CmField REP_FLOW_CTRL = { 26, 7, 1 };
+static const CmField REP_RNR_RETRY = { 27, 0, 3 };
+static const CmField REP_SRQ = { 27, 3, 1 };
+static const CmField REP_CA_GUID_HI = { 28, 0, 32 };
+static const CmField REP_CA_GUID_LO = { 32, 0, 32 };
 #define REP_PRIV            36
 #define REP_PRIV_LEN        196
 
-#define MSG_LOCAL_ID        0, 0, 32    /* RTU, REJ, DREQ, DREP, MRA */
-#define MSG_REMOTE_ID       4, 0, 32
-#define REJ_MSG             8, 0, 2
-#define REJ_REASON          10, 0, 16
+/* RTU, REJ, DREQ, DREP, MRA */
+static const CmField MSG_LOCAL_ID = { 0, 0, 32 };
+static const CmField MSG_REMOTE_ID = { 4, 0, 32 };
+static const CmField REJ_MSG = { 8, 0, 2 };
+static const CmField REJ_REASON = { 10, 0, 16 };
 #define REJ_PRIV            84
 #define REJ_PRIV_LEN        148
-#define DREQ_QPN            8, 0, 24
+static const CmField DREQ_QPN = { 8, 0, 24 };
 
-#define SIDR_REQ_ID         0, 0, 32
-#define SIDR_REP_STATUS     4, 0, 8
+static const CmField SIDR_REQ_ID = { 0, 0, 32 };
+static const CmField SIDR_REP_STATUS = { 4, 0, 8 };
 
 #define REJ_MSG_REQ         0
 #define REJ_MSG_REP         1
@@ -175,24 +180,22 @@ struct HcCm {
 /* ------------------------------------------------------------------ */
 /* MAD fields (big-endian bit strings)                                 */
 
-static uint32_t fget(const uint8_t *m, unsigned byte, unsigned bit,
-                     unsigned width)
+static uint32_t fget(const uint8_t *m, CmField f)
 {
-    unsigned pos = (MAD_HDR + byte) * 8 + bit;
+    unsigned pos = (MAD_HDR + f.byte) * 8 + f.bit;
     uint32_t v = 0;
 
-    for (unsigned i = 0; i < width; i++, pos++) {
+    for (unsigned i = 0; i < f.width; i++, pos++) {
         v = v << 1 | ((m[pos >> 3] >> (7 - (pos & 7))) & 1);
     }
     return v;
 }
 
-static void fset(uint8_t *m, unsigned byte, unsigned bit, unsigned width,
-                 uint32_t v)
+static void fset(uint8_t *m, CmField f, uint32_t v)
 {
-    unsigned pos = (MAD_HDR + byte) * 8 + bit + width;
+    unsigned pos = (MAD_HDR + f.byte) * 8 + f.bit + f.width;
 
-    for (unsigned i = 0; i < width; i++, v >>= 1) {
+    for (unsigned i = 0; i < f.width; i++, v >>= 1) {
         uint8_t b;
 
         pos--;
@@ -222,13 +225,13 @@ static void mad_init(HcCm *cm, uint8_t *m, uint16_t attr)
     m[17] = attr;
 }
 
-static void guid_from_gid(uint8_t *m, unsigned hi, unsigned lo,
+static void guid_from_gid(uint8_t *m, CmField hi, CmField lo,
                           const uint8_t gid[16])
 {
-    fset(m, hi, 0, 32, (uint32_t)gid[8] << 24 | gid[9] << 16 |
-                       gid[10] << 8 | gid[11]);
-    fset(m, lo, 0, 32, (uint32_t)gid[12] << 24 | gid[13] << 16 |
-                       gid[14] << 8 | gid[15]);
+    fset(m, hi, (uint32_t)gid[8] << 24 | gid[9] << 16 | gid[10] << 8 |
+                gid[11]);
+    fset(m, lo, (uint32_t)gid[12] << 24 | gid[13] << 16 | gid[14] << 8 |
+                gid[15]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -782,7 +785,7 @@ static void host_connect_response(HcCm *cm, HcConn *k,
     fset(m, REP_FLOW_CTRL, c->flow_control);
     fset(m, REP_RNR_RETRY, c->rnr_retry_count);
     fset(m, REP_SRQ, c->srq);
-    guid_from_gid(m, 28, 32, k->rgid);
+    guid_from_gid(m, REP_CA_GUID_HI, REP_CA_GUID_LO, k->rgid);
     if (c->private_data) {
         memcpy(fmem(m, REP_PRIV), c->private_data,
                MIN(c->private_data_len, REP_PRIV_LEN));
@@ -833,7 +836,7 @@ static HcConn *host_connect_request(HcCm *cm, HcListen *l,
     fset(m, REQ_LOCAL_ID, k->my_id);
     fset(m, REQ_SID_HI, 0);
     fset(m, REQ_SID_LO, PS_TCP << 16 | l->port);
-    guid_from_gid(m, 16, 20, k->rgid);
+    guid_from_gid(m, REQ_CA_GUID_HI, REQ_CA_GUID_LO, k->rgid);
     fset(m, REQ_QPN, c->qp_num);
     fset(m, REQ_RESP_RES, c->initiator_depth);
     fset(m, REQ_INIT_DEPTH, c->responder_resources);

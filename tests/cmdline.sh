@@ -131,8 +131,22 @@ t ibdev-and-rendezvous 1 "'ibdev' \\(host HCA\\) and 'rendezvous' .* cannot be c
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \
     $nic -device pvrdma,addr=4.1,ibdev=auto,rendezvous=$rdv
-t ibport-without-ibdev 1 "'ibport' and 'gid-index' .* need 'ibdev'" \
+t ibport-without-ibdev 1 "'ibport', 'gid-index' and 'cm-listen' .* need 'ibdev'" \
     $nic -device pvrdma,addr=4.1,ibport=2
+t cm-listen-without-ibdev 1 "'ibport', 'gid-index' and 'cm-listen' .* need 'ibdev'" \
+    $nic -device pvrdma,addr=4.1,cm-listen=7174
+t cm-listen-port-zero 1 'cm-listen=0: give TCP-style ports 1-65535' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=0
+t cm-listen-port-too-big 1 'cm-listen=7174:70000: give TCP-style ports' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174:70000
+t cm-listen-range-reversed 1 'cm-listen=7174-7000: give TCP-style ports' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174-7000
+t cm-listen-too-many 1 'cm-listen=1-1000: .*at most 256 ports' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=1-1000
+t cm-listen-garbage 1 'cm-listen=7174x: give TCP-style ports' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174x
+t cm-listen-empty-item 1 'cm-listen=7174::7175: give TCP-style ports' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174::7175
 t gid-index-negative 1 'gid-index -2: use -1' \
     $nic -device pvrdma,addr=4.1,ibdev=auto,gid-index=-2
 rm -rf "$rdv"

@@ -477,15 +477,11 @@ bad:
  * rdma_cm for the guest in host HCA mode.  Without 'cm-listen' the guest
  * can still connect out, so a host without rdma_cm is only a warning.
  */
-static bool pvrdma_open_cm(PvrdmaState *s, Error **errp)
+static bool pvrdma_open_cm(PvrdmaState *s, GArray *ports, Error **errp)
 {
-    g_autoptr(GArray) ports = g_array_new(false, false, sizeof(uint16_t));
     g_autofree char *err = NULL;
     PvrdmaTransport *t;
 
-    if (s->cm_listen && !pvrdma_parse_ports(s->cm_listen, ports, errp)) {
-        return false;
-    }
     t = pvrdma_hostcm_new(&s->core, (uint16_t *)ports->data, ports->len,
                           &pvrdma_loop_ops, s, &err);
     if (!t) {
@@ -509,6 +505,7 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
 {
     g_autoptr(GArray) regions = g_array_new(false, false,
                                             sizeof(PvrdmaShmRegion));
+    g_autoptr(GArray) ports = g_array_new(false, false, sizeof(uint16_t));
     g_autofree char *err = NULL;
     PvrdmaHcaConfig cfg = {
         .dev = strcmp(s->ibdev, "auto") ? s->ibdev : NULL,
@@ -526,6 +523,9 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
                    "a host GID table index", s->gid_index);
         return false;
     }
+    if (s->cm_listen && !pvrdma_parse_ports(s->cm_listen, ports, errp)) {
+        return false;
+    }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
     s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     s->core.hca = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
@@ -536,7 +536,7 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
         error_setg(errp, "pvrdma: ibdev=%s: %s", s->ibdev, err);
         return false;
     }
-    return pvrdma_open_cm(s, errp);
+    return pvrdma_open_cm(s, ports, errp);
 }
 
 /* "peers": co-resident peers connected now (qom-get; tests, management) */
