@@ -2080,6 +2080,267 @@ static void test_hca_hostile(void)
     qpvrdma_stop(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* rdma_cm in host HCA mode: CM MADs on the GSI QP                      */
+
+typedef struct CmRig {
+    QPvrdma *d;
+    QPvrdmaQp gsi;
+    QPvrdmaCq *cq;
+    uint64_t out, in;           /* a MAD to send; received GRH + MAD */
+    uint32_t out_key, in_key;
+    uint64_t next_wr;
+    const uint8_t *gid;         /* the guest's */
+    struct pvrdma_cqe early;    /* an answer that beat its send's CQE */
+    bool have_early;
+} CmRig;
+
+/* An address no host route reaches: only the device's CM answers. */
+static const uint8_t cm_far_gid[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 9, 9, 9
+};
+
+static void cm_put(uint8_t *m, unsigned off, unsigned len, uint64_t v)
+{
+    for (unsigned i = 0; i < len; i++) {
+        m[24 + off + i] = v >> (8 * (len - 1 - i));
+    }
+}
+
+static uint64_t cm_get(const uint8_t *m, unsigned off, unsigned len)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < len; i++) {
+        v = v << 8 | m[24 + off + i];
+    }
+    return v;
+}
+
+static void cm_mad(uint8_t *m, uint16_t attr)
+{
+    memset(m, 0, 256);
+    m[0] = 1;
+    m[1] = 0x07;                /* CM class */
+    m[2] = 2;
+    m[3] = 0x03;                /* Send */
+    m[15] = 0x42;               /* TID */
+    m[16] = attr >> 8;
+    m[17] = attr;
+}
+
+/* A REQ as the guest's rdma_cm sends it: PS_TCP, rdma_cm header (IPv4). */
+static void cm_req(uint8_t *m, uint32_t local_id, uint64_t sid, uint32_t qpn,
+                   const uint8_t src[16], const uint8_t dst[16])
+{
+    uint8_t *priv = m + 24 + 140;
+
+    cm_mad(m, 0x10);
+    cm_put(m, 0, 4, local_id);
+    cm_put(m, 8, 8, sid);
+    cm_put(m, 32, 3, qpn);
+    cm_put(m, 44, 3, 0x123456); /* starting PSN */
+    m[24 + 50] = 3 << 4;        /* MTU 1024 */
+    priv[1] = 4 << 4;
+    memcpy(priv + 4 + 12, src + 12, 4);
+    memcpy(priv + 20 + 12, dst + 12, 4);
+}
+
+static void cm_post_recv(CmRig *r, unsigned slot)
+{
+    qpvrdma_post_recv(r->d, &r->gsi, 0x100 + slot, r->in + slot * 512,
+                      40 + 256, r->in_key);
+}
+
+/* Send one MAD (len bytes of m) from the GSI QP to cm_far_gid, QP 1. */
+static void cm_send(CmRig *r, const uint8_t *m, uint32_t len, bool signaled)
+{
+    struct pvrdma_sq_wqe_hdr h = { 0 };
+    struct pvrdma_sge s = { r->out, len, r->out_key };
+    struct pvrdma_cqe e;
+
+    qtest_memwrite(r->d->qts, r->out, m, len);
+    h.wr_id = ++r->next_wr;
+    h.num_sge = 1;
+    h.opcode = PVRDMA_WR_SEND;
+    h.send_flags = signaled ? PVRDMA_SEND_SIGNALED : 0;
+    h.wr.ud.remote_qpn = 1;
+    h.wr.ud.remote_qkey = 0x80010000;
+    memcpy(h.wr.ud.av.dgid, cm_far_gid, 16);
+    h.wr.ud.av.gid_index = 0;
+    h.wr.ud.av.hop_limit = 64;
+    qpvrdma_post_send(r->d, &r->gsi, &h, &s, true);
+    while (signaled) {
+        g_assert(qpvrdma_wait_cq(r->d, r->cq, &e, HCA_WAIT_MS));
+        if (e.wr_id >= 0x100) {
+            /* the answer can complete before the send does */
+            g_assert(!r->have_early);
+            r->early = e;
+            r->have_early = true;
+            continue;
+        }
+        g_assert_cmphex(e.wr_id, ==, h.wr_id);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        break;
+    }
+}
+
+/* The device's answer in receive slot: a CM MAD with attribute attr. */
+static void cm_answer(CmRig *r, unsigned slot, uint16_t attr, uint8_t *m)
+{
+    struct pvrdma_cqe e;
+    uint8_t grh[40];
+
+    if (r->have_early) {
+        e = r->early;
+        r->have_early = false;
+    } else {
+        g_assert(qpvrdma_wait_cq(r->d, r->cq, &e, HCA_WAIT_MS));
+    }
+    g_assert_cmphex(e.wr_id, ==, 0x100 + slot);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.byte_len, ==, 40 + 256);
+    g_assert_cmpuint(e.src_qp, ==, 1);
+    g_assert(e.wc_flags & PVRDMA_WC_GRH);
+    qtest_memread(r->d->qts, r->in + slot * 512 + 40, m, 256);
+    g_assert_cmpuint(m[1], ==, 0x07);
+    g_assert_cmpuint(m[2], ==, 2);
+    g_assert_cmpuint(m[3], ==, 0x03);
+    g_assert_cmphex(m[16] << 8 | m[17], ==, attr);
+    /* the IPv4 header in the GRH: from the address the guest spoke to */
+    qtest_memread(r->d->qts, r->in + slot * 512, grh, 40);
+    g_assert_cmpuint(grh[20] >> 4, ==, 4);
+    g_assert(!memcmp(grh + 20 + 12, cm_far_gid + 12, 4));
+    g_assert(!memcmp(grh + 20 + 16, r->gid + 12, 4));
+}
+
+/*
+ * Hostile CM MADs through the GSI QP in host HCA mode: each refused with
+ * the answer a remote CM would give (REJ with its reason, DREP, SIDR_REP),
+ * garbage ignored, and the device keeps answering.
+ */
+static void test_hca_cm_hostile(void)
+{
+    HostGid hg;
+    Pair p;
+    CmRig r = { 0 };
+    uint8_t m[256], a[256];
+    static const uint8_t other_ip[16] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 1, 2, 3
+    };
+    struct pvrdma_cqe e;
+    uint32_t unused;
+    unsigned slot = 0;
+
+    if (!hca_pair(&p, &hg, PVRDMA_QPT_RC, ",cm-listen=7177")) {
+        return;
+    }
+    r.d = p.d;
+    r.cq = &p.cq;
+    r.gid = hg.gid;
+    qpvrdma_create_qp(r.d, &r.gsi, p.pd, p.cq.handle, p.cq.handle,
+                      PVRDMA_QPT_GSI, 16, 0);
+    g_assert_cmpuint(r.gsi.qpn, ==, 1);
+    qpvrdma_qp_to_rts_gid(r.d, &r.gsi, PVRDMA_QPT_GSI, 0, hg.gid, 7);
+    r.out = qpvrdma_alloc(r.d, 4096);
+    r.in = qpvrdma_alloc(r.d, 16 * 512);
+    r.out_key = qpvrdma_create_mr_keys(r.d, p.pd, r.out, 4096,
+                                       PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    r.in_key = qpvrdma_create_mr_keys(r.d, p.pd, r.in, 16 * 512,
+                                      PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    for (unsigned i = 0; i < 16; i++) {
+        cm_post_recv(&r, i);
+    }
+
+    /* a port space the device does not translate: invalid service ID */
+    cm_req(m, 0x1001, 0x0000000000020000ull | 7174, p.a.qpn, hg.gid,
+           cm_far_gid);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1001);   /* remote comm ID */
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, 8);
+    g_assert_cmpuint(a[24 + 8] >> 6, ==, 0);        /* REQ rejected */
+
+    /* a QP that is not the guest's: no QP */
+    cm_req(m, 0x1002, 0x0000000001060000ull | 7174, 0xabcdef, hg.gid,
+           cm_far_gid);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1002);
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, 1);
+
+    /* rdma_cm header of an unknown version; then another source address */
+    cm_req(m, 0x1003, 0x0000000001060000ull | 7174, p.a.qpn, hg.gid,
+           cm_far_gid);
+    m[24 + 140] = 7;
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1003);
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, 5);
+    cm_req(m, 0x1004, 0x0000000001060000ull | 7174, p.a.qpn, other_ip,
+           cm_far_gid);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1004);
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, 5);
+
+    /* DREQ for a connection that does not exist: DREP at once */
+    cm_mad(m, 0x15);
+    cm_put(m, 0, 4, 0x2001);
+    cm_put(m, 4, 4, 0x7777);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x16, a);
+    g_assert_cmphex(cm_get(a, 0, 4), ==, 0x7777);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x2001);
+
+    /* SIDR (rdma_cm over UD) is not translated: SID not supported */
+    cm_mad(m, 0x17);
+    cm_put(m, 0, 4, 0x3001);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x18, a);
+    g_assert_cmphex(cm_get(a, 0, 4), ==, 0x3001);
+    g_assert_cmpuint(a[24 + 4], ==, 1);
+
+    /*
+     * Garbage: REP, RTU, REJ, MRA, DREP, LAP with random contents, other
+     * classes, short MADs.  None of them names a connection, so nothing
+     * answers (a REQ would, and is left out); the device survives.
+     */
+    for (unsigned i = 0; i < 150; i++) {
+        static const uint16_t attrs[] = { 0x11, 0x12, 0x13, 0x14, 0x16,
+                                          0x19, 0x1a, 0x18, 0x99 };
+
+        for (unsigned j = 0; j < 256; j++) {
+            m[j] = g_test_rand_int();
+        }
+        m[0] = 1;
+        m[1] = i % 10 ? 0x07 : g_test_rand_int();
+        m[2] = 2;
+        m[3] = 0x03;
+        m[16] = 0;
+        m[17] = attrs[i % G_N_ELEMENTS(attrs)];
+        cm_send(&r, m, i % 7 ? 256 : g_test_rand_int_range(1, 256),
+                i % 8 == 0);
+    }
+    /* the signaled sends completed fine; nothing else arrived */
+    g_assert(!r.have_early);
+    while (qpvrdma_wait_cq(r.d, r.cq, &e, 200)) {
+        g_assert_cmpuint(e.wr_id, <, 0x100);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    }
+
+    /* and it still answers */
+    cm_mad(m, 0x15);
+    cm_put(m, 0, 4, 0x2002);
+    cm_put(m, 4, 4, 0x8888);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x16, a);
+    g_assert_cmphex(cm_get(a, 0, 4), ==, 0x8888);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x2002);
+    g_assert_cmpuint(qpvrdma_counter(r.d, "x-used-qp"), ==, 3);
+    qpvrdma_stop(r.d);
+}
+
 /* Wait (wall time) for async event (type, info) from the host device. */
 static bool hca_event_seen(QPvrdma *d, uint32_t type, uint32_t info)
 {
@@ -2240,5 +2501,6 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);
     qtest_add_func("/pvrdma/hca/host-port", test_hca_host_port);
+    qtest_add_func("/pvrdma/hca/cm-hostile", test_hca_cm_hostile);
     return g_test_run();
 }
