@@ -175,6 +175,7 @@ struct HcCm {
     GHashTable *warned;     /* "ip port" listeners already reported */
     uint32_t next_id;
     uint64_t next_tid;
+    bool warned_full;       /* incoming requests over the budget */
 };
 
 /* ------------------------------------------------------------------ */
@@ -804,8 +805,11 @@ static HcConn *host_connect_request(HcCm *cm, HcListen *l,
     HcConn *k = conn_new(cm, false);
 
     if (!k) {
-        pvrdma_log_host("rdma_cm: more than %u guest connections being set "
-                        "up; refusing one", HC_MAX_CONNS);
+        if (!cm->warned_full) {
+            cm->warned_full = true;
+            pvrdma_log_host("rdma_cm: more than %u guest connections being "
+                            "set up; refusing new ones", HC_MAX_CONNS);
+        }
         return NULL;
     }
     k->id = ev->id;

@@ -347,7 +347,10 @@ static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
         int err = errno ? errno : ENOMEM;
 
         pvrdma_log_host("host device %s refused an MR of %" PRIu64
-                        " bytes: %s", d->name, len, strerror(err));
+                        " bytes: %s%s", d->name, len, strerror(err),
+                        err == ENOMEM ? " (is QEMU's locked-memory limit, "
+                        "ulimit -l, as large as the guest's registrations?)"
+                        : "");
         if (r->remap) {
             munmap(r->remap, r->remap_len);
         }

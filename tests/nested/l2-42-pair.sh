@@ -14,5 +14,16 @@ vm_pair ud 240 tcp:18515 "ibv_ud_pingpong $o -s 1024" "ibv_ud_pingpong $o -s 102
 vm_pair send_bw 240 tcp:18515 "ib_send_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536" \
     "ib_send_bw -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.0.2" || bad=$((bad + 1))
 [ "$PVRDMA_VM" = 1 ] && log "send_bw: $(perf_result /tmp/send_bw.out)"
-[ "$bad" = 0 ] || fail "$bad of 3 runs between the L2 guests failed (first: $PAIR_ERR)"
+# RDMA CM: guest 0's listeners are reached through its device's cm-listen
+vm_pair rping 240 cm:7174 "rping -s -a 10.0.1.2 -C 5 -S 4096 -V" \
+    "rping -c -a 10.0.1.2 -C 5 -S 4096 -V -v" || bad=$((bad + 1))
+if [ "$PVRDMA_VM" = 1 ]; then
+    n=$(grep -c '^ping data' /tmp/rping.out)
+    [ "$n" = 5 ] || { bad=$((bad + 1)); log "rping: $n of 5 pings"; }
+    log "rping: $n pings of 4096 bytes, each validated (-V)"
+fi
+vm_pair write_bw_cm 240 cm:18515 "ib_write_bw -R -d vmw_pvrdma0 -x $g -F -n 200 -s 65536" \
+    "ib_write_bw -R -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.1.2" || bad=$((bad + 1))
+[ "$PVRDMA_VM" = 1 ] && log "write_bw -R: $(perf_result /tmp/write_bw_cm.out)"
+[ "$bad" = 0 ] || fail "$bad of 5 runs between the L2 guests failed (first: $PAIR_ERR)"
 log "all runs between the two L2 guests passed"

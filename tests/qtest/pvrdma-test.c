@@ -10,6 +10,12 @@
 #include "libqos/pvrdma.h"
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#ifndef CAP_IPC_LOCK
+#define CAP_IPC_LOCK 14
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Guest-side helpers, written the way the Linux driver lays things out */
@@ -2341,6 +2347,74 @@ static void test_hca_cm_hostile(void)
     qpvrdma_stop(r.d);
 }
 
+/* CREATE_MR of len bytes of contiguous guest RAM at gpa: the status. */
+static uint32_t hca_mr_status(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                              uint64_t len, uint32_t *handle)
+{
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
+    uint32_t n = len / 4096;
+    g_autofree uint64_t *pages = g_new(uint64_t, n);
+    union pvrdma_cmd_resp r;
+    uint32_t err;
+
+    for (uint32_t i = 0; i < n; i++) {
+        pages[i] = gpa + (uint64_t)i * 4096;
+    }
+    c.start = gpa;
+    c.length = len;
+    c.pdir_dma = qpvrdma_pdir(d, pages, n);
+    c.pd_handle = pd;
+    c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
+    c.nchunks = n;
+    err = qpvrdma_cmd(d, &c, sizeof(c), &r);
+    *handle = err ? 0 : r.create_mr_resp.mr_handle;
+    return err;
+}
+
+/*
+ * Host resources run out: QEMU without CAP_IPC_LOCK and with a 4 MiB
+ * memlock limit cannot pin a 16 MiB MR.  The command fails with an error
+ * status, QEMU lives on, smaller MRs still work, and freeing one gives its
+ * pinned pages back.
+ */
+static void test_hca_memlock(void)
+{
+    struct rlimit rl = { 4 << 20, 4 << 20 };
+    uint32_t pd, h1, h2, h3;
+    uint64_t buf;
+    HostGid hg;
+    QPvrdma *d;
+
+    if (!host_gid(&hg)) {
+        g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID");
+        return;
+    }
+    if (!getenv("PVRDMA_HCA_DISRUPT")) {
+        g_test_skip("drops CAP_IPC_LOCK for good in this process; set "
+                    "PVRDMA_HCA_DISRUPT=1 and run it alone");
+        return;
+    }
+    g_assert_cmpint(prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0), ==, 0);
+    g_assert_cmpint(setrlimit(RLIMIT_MEMLOCK, &rl), ==, 0);
+    d = qpvrdma_start_active(g_strdup_printf(
+        ",ibdev=%s -m 256M -object memory-backend-memfd,id=mem,size=256M,"
+        "share=on -machine memory-backend=mem", hg.dev));
+    pd = qpvrdma_create_pd(d, 0);
+    buf = qpvrdma_alloc(d, 20 << 20);
+    buf = (buf + 4095) & ~4095ull;
+    g_assert_cmpuint(hca_mr_status(d, pd, buf, 16 << 20, &h1), !=, 0);
+    g_assert_cmpuint(hca_mr_status(d, pd, buf, 3 << 20, &h1), ==, 0);
+    /* 3 MiB pinned: another 3 MiB is over the limit */
+    g_assert_cmpuint(hca_mr_status(d, pd, buf + (3 << 20), 3 << 20, &h2),
+                     !=, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, h1), ==, 0);
+    g_assert_cmpuint(hca_mr_status(d, pd, buf + (3 << 20), 3 << 20, &h3),
+                     ==, 0);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR, h3), ==, 0);
+    g_assert_cmpuint(qpvrdma_counter(d, "x-used-mr"), ==, 0);
+    qpvrdma_stop(d);
+}
+
 /* Wait (wall time) for async event (type, info) from the host device. */
 static bool hca_event_seen(QPvrdma *d, uint32_t type, uint32_t info)
 {
@@ -2502,5 +2576,6 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);
     qtest_add_func("/pvrdma/hca/host-port", test_hca_host_port);
     qtest_add_func("/pvrdma/hca/cm-hostile", test_hca_cm_hostile);
+    qtest_add_func("/pvrdma/hca/memlock", test_hca_memlock);
     return g_test_run();
 }
