@@ -13,8 +13,8 @@
  * the ports it was told to listen on ('cm-listen'), through host listeners
  * bound to the guest's own addresses.
  *
- * Only the RDMA_PS_TCP port space (what rdma_cm's RC connections use) is
- * translated; other REQs and SIDR (UD) requests are refused.  The host CM
+ * The RDMA_PS_TCP (RC: REQ/REP/RTU) and RDMA_PS_UDP (UD: SIDR) port
+ * spaces are translated; other port spaces are refused.  The host CM
  * picks its own starting PSNs, which the guest cannot know: when the guest
  * moves a translated QP to RTR, its receive PSN is replaced by the host's
  * (rq_psn hook).  Everything the guest sends is parsed with bounds and a
@@ -104,8 +104,19 @@ static const CmField REJ_REASON = { 10, 0, 16 };
 #define REJ_PRIV_LEN        148
 static const CmField DREQ_QPN = { 8, 0, 24 };
 
-static const CmField SIDR_REQ_ID = { 0, 0, 32 };
+static const CmField SIDR_REQ_ID = { 0, 0, 32 };   /* also in SIDR_REP */
+static const CmField SIDR_REQ_PKEY = { 4, 0, 16 };
+static const CmField SIDR_REQ_SID_HI = { 8, 0, 32 };
+static const CmField SIDR_REQ_SID_LO = { 12, 0, 32 };
+#define SIDR_REQ_PRIV       16
+#define SIDR_REQ_PRIV_LEN   216
 static const CmField SIDR_REP_STATUS = { 4, 0, 8 };
+static const CmField SIDR_REP_QPN = { 8, 0, 24 };
+static const CmField SIDR_REP_SID_HI = { 12, 0, 32 };
+static const CmField SIDR_REP_SID_LO = { 16, 0, 32 };
+static const CmField SIDR_REP_QKEY = { 20, 0, 32 };
+#define SIDR_REP_PRIV       96
+#define SIDR_REP_PRIV_LEN   136
 
 #define REJ_MSG_REQ         0
 #define REJ_MSG_REP         1
@@ -115,9 +126,11 @@ static const CmField SIDR_REP_STATUS = { 4, 0, 8 };
 #define REJ_INVALID_SID     8
 #define REJ_NO_RESOURCES    3
 #define SIDR_UNSUPPORTED    1
+#define SIDR_REJECTED       2
 
 #define CMA_HDR_LEN         36          /* rdma_cm's header in REQ data */
 #define PS_TCP              0x0106
+#define PS_UDP              0x0111
 
 #define HC_MAX_CONNS        1024
 #define HC_STALE_MS         60000       /* unfinished handshakes */
@@ -143,6 +156,7 @@ typedef struct HcConn {
     struct rdma_cm_id *id;
     HcState state;
     bool active;
+    bool ud;                /* SIDR (UD service ID resolution) */
     bool have_psn;
     uint32_t my_id;         /* our comm ID: the guest's "remote" one */
     uint32_t guest_id;      /* the guest's comm ID */
@@ -158,6 +172,7 @@ typedef struct HcConn {
 
 typedef struct HcListen {
     int kind;
+    bool ud;                /* RDMA_PS_UDP (SIDR), else RDMA_PS_TCP */
     struct rdma_cm_id *id;
     uint8_t gid[16];
     uint16_t port;
@@ -391,7 +406,7 @@ static HcConn *conn_by_my_id(HcCm *cm, uint32_t id)
     return g_hash_table_lookup(cm->conns, GUINT_TO_POINTER(id));
 }
 
-static HcConn *conn_by_guest(HcCm *cm, uint32_t guest_id,
+static HcConn *conn_by_guest(HcCm *cm, bool ud, uint32_t guest_id,
                              const uint8_t rgid[16])
 {
     GHashTableIter it;
@@ -399,7 +414,7 @@ static HcConn *conn_by_guest(HcCm *cm, uint32_t guest_id,
 
     g_hash_table_iter_init(&it, cm->conns);
     while (g_hash_table_iter_next(&it, NULL, (gpointer *)&k)) {
-        if (k->active && k->guest_id == guest_id &&
+        if (k->active && k->ud == ud && k->guest_id == guest_id &&
             !memcmp(k->rgid, rgid, 16)) {
             return k;
         }
@@ -498,7 +513,7 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
     uint64_t sid = (uint64_t)fget(m, REQ_SID_HI) << 32 | fget(m, REQ_SID_LO);
     struct sockaddr_storage src, dst;
     uint8_t sgid[16], dgid[16];
-    HcConn *k = conn_by_guest(cm, guest_id, r->dgid);
+    HcConn *k = conn_by_guest(cm, false, guest_id, r->dgid);
 
     if (k) {
         /* the guest's CM repeats its REQ until it hears back */
@@ -661,14 +676,113 @@ static void guest_dreq(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
     to_guest_gids(cm, d, r->dgid, r->sgid, r->sgid_type);
 }
 
-static void guest_sidr_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
+static void sidr_rep_to_guest(HcConn *k, unsigned status, uint32_t qpn,
+                              uint32_t qkey, const void *priv, size_t len)
 {
     uint8_t d[MAD_LEN];
 
-    mad_init(cm, d, CM_SIDR_REP);
-    fset(d, SIDR_REQ_ID, fget(m, SIDR_REQ_ID));
-    fset(d, SIDR_REP_STATUS, SIDR_UNSUPPORTED);
-    to_guest_gids(cm, d, r->dgid, r->sgid, r->sgid_type);
+    mad_init(k->cm, d, CM_SIDR_REP);
+    fset(d, SIDR_REQ_ID, k->guest_id);
+    fset(d, SIDR_REP_STATUS, status);
+    if (status == 0) {
+        fset(d, SIDR_REP_QPN, qpn);
+        fset(d, SIDR_REP_QKEY, qkey);
+    }
+    fset(d, SIDR_REP_SID_HI, fget(k->mad, SIDR_REQ_SID_HI));
+    fset(d, SIDR_REP_SID_LO, fget(k->mad, SIDR_REQ_SID_LO));
+    if (priv) {
+        memcpy(fmem(d, SIDR_REP_PRIV), priv, MIN(len, SIDR_REP_PRIV_LEN));
+    }
+    to_guest(k, d);
+}
+
+/* Fail a SIDR request of the guest: SIDR_REP with status. */
+static void sidr_fail(HcCm *cm, HcConn *k, unsigned status)
+{
+    sidr_rep_to_guest(k, status, 0, 0, NULL, 0);
+    conn_close(cm, k);
+}
+
+/* rdma_cm over UD (SIDR): the host resolves the remote's QP and Q_Key. */
+static void guest_sidr_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
+{
+    uint32_t guest_id = fget(m, SIDR_REQ_ID);
+    uint64_t sid = (uint64_t)fget(m, SIDR_REQ_SID_HI) << 32 |
+                   fget(m, SIDR_REQ_SID_LO);
+    struct sockaddr_storage src, dst;
+    uint8_t sgid[16], dgid[16];
+    HcConn *k = conn_by_guest(cm, true, guest_id, r->dgid);
+
+    if (k) {
+        return;     /* a repeat: the answer comes when the host has it */
+    }
+    k = conn_new(cm, true);
+    if (!k) {
+        HcConn tmp = { .cm = cm, .guest_id = guest_id,
+                       .gid_type = r->sgid_type };
+
+        memcpy(tmp.ggid, r->sgid, 16);
+        memcpy(tmp.rgid, r->dgid, 16);
+        memcpy(tmp.mad, m, MAD_LEN);
+        sidr_rep_to_guest(&tmp, SIDR_REJECTED, 0, 0, NULL, 0);
+        return;
+    }
+    k->ud = true;
+    k->guest_id = guest_id;
+    memcpy(k->ggid, r->sgid, 16);
+    memcpy(k->rgid, r->dgid, 16);
+    k->gid_type = r->sgid_type;
+    memcpy(k->mad, m, MAD_LEN);
+    trace_pvrdma_cm_guest_req(k->my_id, guest_id, sid, 0);
+    if ((sid >> 16) != PS_UDP) {
+        sidr_fail(cm, k, SIDR_UNSUPPORTED);
+        return;
+    }
+    if (!cma_hdr_parse(fmem(k->mad, SIDR_REQ_PRIV), sgid, dgid) ||
+        memcmp(sgid, r->sgid, 16)) {
+        pvrdma_log_guest_error("rdma_cm: SIDR_REQ without an rdma_cm header "
+                               "from the source GID; refused");
+        sidr_fail(cm, k, SIDR_REJECTED);
+        return;
+    }
+    gid_to_sa(sgid, 0, &src);
+    gid_to_sa(dgid, sid & 0xffff, &dst);
+    if (rdma_create_id(cm->ch, &k->id, k, RDMA_PS_UDP) ||
+        rdma_resolve_addr(k->id, (struct sockaddr *)&src,
+                          (struct sockaddr *)&dst, HC_TIMEOUT_MS)) {
+        sidr_fail(cm, k, SIDR_REJECTED);
+        return;
+    }
+    k->state = HC_RESOLVING;
+}
+
+/* The guest answered our SIDR_REQ: the host sends its SIDR_REP. */
+static void guest_sidr_rep(HcCm *cm, const uint8_t *m)
+{
+    HcConn *k = conn_by_my_id(cm, fget(m, SIDR_REQ_ID));
+    struct rdma_conn_param p = { 0 };
+
+    if (!k || !k->ud || k->active || k->state != HC_REQ_TO_GUEST) {
+        return;
+    }
+    if (fget(m, SIDR_REP_STATUS) != 0) {
+        rdma_reject(k->id, fmem((uint8_t *)m, SIDR_REP_PRIV),
+                    SIDR_REP_PRIV_LEN);
+    } else if (!guest_owns_qp(cm, fget(m, SIDR_REP_QPN))) {
+        pvrdma_log_guest_error("rdma_cm: SIDR_REP for QP 0x%x, not one of "
+                               "the guest's; refused", fget(m, SIDR_REP_QPN));
+        rdma_reject(k->id, NULL, 0);
+    } else {
+        /* the host answers with rdma_cm's Q_Key, as the guest's does */
+        p.qp_num = fget(m, SIDR_REP_QPN);
+        p.private_data = m + MAD_HDR + SIDR_REP_PRIV;
+        p.private_data_len = SIDR_REP_PRIV_LEN;
+        if (rdma_accept(k->id, &p)) {
+            pvrdma_log_host("rdma_cm: answering a SIDR request for the "
+                            "guest: %s", strerror(errno));
+        }
+    }
+    conn_close(cm, k);
 }
 
 static bool hc_reaches(PvrdmaTransport *t, const uint8_t dgid[16])
@@ -716,6 +830,9 @@ static int hc_execute(PvrdmaTransport *t, PvrdmaReq *req)
     case CM_SIDR_REQ:
         guest_sidr_req(cm, m, req);
         break;
+    case CM_SIDR_REP:
+        guest_sidr_rep(cm, m);
+        break;
     default:
         break;      /* MRA, DREP, LAP, APR: the host CM keeps its own time */
     }
@@ -739,6 +856,17 @@ static void host_route_resolved(HcCm *cm, HcConn *k)
 {
     const uint8_t *m = k->mad;
     struct rdma_conn_param p = { 0 };
+
+    if (k->ud) {
+        p.private_data = m + MAD_HDR + SIDR_REQ_PRIV + CMA_HDR_LEN;
+        p.private_data_len = SIDR_REQ_PRIV_LEN - CMA_HDR_LEN;
+        if (rdma_connect(k->id, &p)) {
+            sidr_fail(cm, k, SIDR_REJECTED);
+            return;
+        }
+        k->state = HC_CONNECTING;
+        return;
+    }
 
     p.qp_num = k->guest_qpn;
     p.responder_resources = fget(m, REQ_RESP_RES);
@@ -795,12 +923,28 @@ static void host_connect_response(HcCm *cm, HcConn *k,
     to_guest(k, m);
 }
 
+/* The guest's GID entry type for gid: RoCE v2 if it has one. */
+static uint8_t guest_gid_type(HcCm *cm, const uint8_t gid[16])
+{
+    PvrdmaCore *c = cm->t.core;
+    uint8_t type = PVRDMA_GID_TYPE_FLAG_ROCE_V1;
+
+    for (uint32_t i = 0; i < c->lim.gid_tbl_len; i++) {
+        if (c->gid[i].type && !memcmp(c->gid[i].gid.raw, gid, 16)) {
+            type = c->gid[i].type;
+            if (type == PVRDMA_GID_TYPE_FLAG_ROCE_V2) {
+                break;
+            }
+        }
+    }
+    return type;
+}
+
 static HcConn *host_connect_request(HcCm *cm, HcListen *l,
                                     struct rdma_cm_event *ev)
 {
     const struct rdma_conn_param *c = &ev->param.conn;
     struct ibv_qp_attr rtr, rts;
-    PvrdmaCore *core = cm->t.core;
     uint8_t m[MAD_LEN];
     HcConn *k = conn_new(cm, false);
 
@@ -816,15 +960,7 @@ static HcConn *host_connect_request(HcCm *cm, HcListen *l,
     k->id->context = k;
     memcpy(k->ggid, l->gid, 16);
     sa_to_gid(rdma_get_peer_addr(ev->id), k->rgid);
-    k->gid_type = PVRDMA_GID_TYPE_FLAG_ROCE_V1;
-    for (uint32_t i = 0; i < core->lim.gid_tbl_len; i++) {
-        if (core->gid[i].type && !memcmp(core->gid[i].gid.raw, l->gid, 16)) {
-            k->gid_type = core->gid[i].type;
-            if (k->gid_type == PVRDMA_GID_TYPE_FLAG_ROCE_V2) {
-                break;
-            }
-        }
-    }
+    k->gid_type = guest_gid_type(cm, l->gid);
     if (!qp_attr(ev->id, IBV_QPS_RTR, &rtr) ||
         !qp_attr(ev->id, IBV_QPS_RTS, &rts)) {
         k->id = NULL;       /* the caller rejects and destroys it */
@@ -876,9 +1012,53 @@ static HcConn *host_connect_request(HcCm *cm, HcListen *l,
     return k;
 }
 
+/* A SIDR request for the guest (RDMA_PS_UDP listener): SIDR_REQ to it. */
+static HcConn *host_sidr_request(HcCm *cm, HcListen *l,
+                                 struct rdma_cm_event *ev)
+{
+    HcConn *k = conn_new(cm, false);
+    uint8_t *m;
+
+    if (!k) {
+        return NULL;
+    }
+    k->ud = true;
+    k->id = ev->id;
+    k->id->context = k;
+    memcpy(k->ggid, l->gid, 16);
+    sa_to_gid(rdma_get_peer_addr(ev->id), k->rgid);
+    k->gid_type = guest_gid_type(cm, l->gid);
+    k->state = HC_REQ_TO_GUEST;
+    m = k->mad;
+    mad_init(cm, m, CM_SIDR_REQ);
+    fset(m, SIDR_REQ_ID, k->my_id);
+    fset(m, SIDR_REQ_PKEY, 0xffff);
+    fset(m, SIDR_REQ_SID_HI, 0);
+    fset(m, SIDR_REQ_SID_LO, PS_UDP << 16 | l->port);
+    cma_hdr_build(fmem(m, SIDR_REQ_PRIV), k->rgid, k->ggid,
+                  rdma_get_dst_port(ev->id));
+    if (ev->param.ud.private_data) {
+        memcpy(fmem(m, SIDR_REQ_PRIV) + CMA_HDR_LEN, ev->param.ud.private_data,
+               MIN(ev->param.ud.private_data_len,
+                   SIDR_REQ_PRIV_LEN - CMA_HDR_LEN));
+    }
+    trace_pvrdma_cm_host_req(k->my_id, l->port, 0);
+    to_guest(k, m);
+    return k;
+}
+
 /* The host connection failed or ended (errors, REJ, DREQ/DREP). */
 static void host_gone(HcCm *cm, HcConn *k, const struct rdma_cm_event *ev)
 {
+    if (k->ud) {
+        if (k->active) {
+            sidr_rep_to_guest(k, ev->event == RDMA_CM_EVENT_UNREACHABLE &&
+                              ev->status > 0 ? ev->status : SIDR_REJECTED,
+                              0, 0, NULL, 0);
+        }
+        conn_close(cm, k);
+        return;
+    }
     switch (k->state) {
     case HC_RESOLVING:
     case HC_CONNECTING:
@@ -931,7 +1111,10 @@ static void hc_event(HcCm *cm, struct rdma_cm_event *ev)
     rdma_ack_cm_event(ev);
     trace_pvrdma_cm_host_event(e.event, e.status);
     if (e.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-        if (!host_connect_request(cm, e.listen_id->context, &e)) {
+        HcListen *l = e.listen_id->context;
+
+        if (!(l->ud ? host_sidr_request(cm, l, &e) :
+              host_connect_request(cm, l, &e))) {
             rdma_reject(e.id, NULL, 0);
             rdma_destroy_id(e.id);
         }
@@ -946,7 +1129,11 @@ static void hc_event(HcCm *cm, struct rdma_cm_event *ev)
     case RDMA_CM_EVENT_ADDR_RESOLVED:
         if (k->state == HC_RESOLVING &&
             rdma_resolve_route(k->id, HC_TIMEOUT_MS)) {
-            active_fail(cm, k, REJ_TIMEOUT, NULL, 0);
+            if (k->ud) {
+                sidr_fail(cm, k, SIDR_REJECTED);
+            } else {
+                active_fail(cm, k, REJ_TIMEOUT, NULL, 0);
+            }
         }
         break;
     case RDMA_CM_EVENT_ROUTE_RESOLVED:
@@ -955,12 +1142,17 @@ static void hc_event(HcCm *cm, struct rdma_cm_event *ev)
         }
         break;
     case RDMA_CM_EVENT_CONNECT_RESPONSE:
-        if (k->state == HC_CONNECTING) {
+        if (!k->ud && k->state == HC_CONNECTING) {
             host_connect_response(cm, k, &e);
         }
         break;
     case RDMA_CM_EVENT_ESTABLISHED:
-        if (!k->active && k->state == HC_ACCEPTED) {
+        if (k->ud && k->active && k->state == HC_CONNECTING) {
+            sidr_rep_to_guest(k, 0, e.param.ud.qp_num, e.param.ud.qkey,
+                              e.param.ud.private_data,
+                              e.param.ud.private_data_len);
+            conn_close(cm, k);
+        } else if (!k->active && k->state == HC_ACCEPTED) {
             k->state = HC_ESTABLISHED;
             simple_to_guest(k, CM_RTU);
         }
@@ -1012,23 +1204,24 @@ static bool guest_has_gid(PvrdmaCore *c, const uint8_t g[16])
     return false;
 }
 
-static void listen_add(HcCm *cm, const uint8_t g[16], uint16_t port)
+static void listen_add(HcCm *cm, const uint8_t g[16], uint16_t port, bool ud)
 {
     struct sockaddr_storage sa;
     HcListen *l;
 
     for (unsigned i = 0; i < cm->listens->len; i++) {
         l = g_ptr_array_index(cm->listens, i);
-        if (l->port == port && !memcmp(l->gid, g, 16)) {
+        if (l->port == port && l->ud == ud && !memcmp(l->gid, g, 16)) {
             return;
         }
     }
     l = g_new0(HcListen, 1);
     l->kind = HC_KIND_LISTEN;
+    l->ud = ud;
     memcpy(l->gid, g, 16);
     l->port = port;
     gid_to_sa(g, port, &sa);
-    if (rdma_create_id(cm->ch, &l->id, l, RDMA_PS_TCP) ||
+    if (rdma_create_id(cm->ch, &l->id, l, ud ? RDMA_PS_UDP : RDMA_PS_TCP) ||
         rdma_bind_addr(l->id, (struct sockaddr *)&sa) ||
         rdma_listen(l->id, 64)) {
         char ip[INET6_ADDRSTRLEN];
@@ -1036,18 +1229,19 @@ static void listen_add(HcCm *cm, const uint8_t g[16], uint16_t port)
         int err = errno;
 
         gid_str(g, ip, sizeof(ip));
-        key = g_strdup_printf("%s %u", ip, port);
+        key = g_strdup_printf("%s %u %s", ip, port, ud ? "UDP" : "TCP");
         if (!g_hash_table_contains(cm->warned, key)) {
             pvrdma_log_host("rdma_cm: cannot listen for the guest on %s "
-                            "port %u (%s); the host needs that address on "
-                            "its RDMA interface and the port free",
-                            ip, port, strerror(err));
+                            "port %u (%s port space: %s); the host needs "
+                            "that address on its RDMA interface and the "
+                            "port free", ip, port, ud ? "UDP" : "TCP",
+                            strerror(err));
             g_hash_table_add(cm->warned, g_steal_pointer(&key));
         }
         listen_free(l);
         return;
     }
-    trace_pvrdma_cm_listen(port);
+    trace_pvrdma_cm_listen(port, ud);
     g_ptr_array_add(cm->listens, l);
 }
 
@@ -1083,7 +1277,8 @@ static void hc_gids_changed(PvrdmaTransport *t)
     for (uint32_t i = 0; i < c->lim.gid_tbl_len; i++) {
         if (c->gid[i].type && gid_listenable(c->gid[i].gid.raw)) {
             for (unsigned p = 0; p < cm->nports; p++) {
-                listen_add(cm, c->gid[i].gid.raw, cm->ports[p]);
+                listen_add(cm, c->gid[i].gid.raw, cm->ports[p], false);
+                listen_add(cm, c->gid[i].gid.raw, cm->ports[p], true);
             }
         }
     }

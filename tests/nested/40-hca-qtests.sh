@@ -2,7 +2,9 @@
 # L1: the qtests of host HCA mode (/pvrdma/hca/*) against rxe0: RC and UD
 # data through the host device (compared byte for byte), a guest GID the
 # host lacks, hostile accesses and a reset with work on the host, the host
-# port going down and up, 1 GiB MR registration (times printed).
+# port going down and up, 1 GiB MR registration (times printed), hostile
+# CM MADs on the GSI QP (RDMA CM translation), pinning over the memlock
+# limit.
 # l1-files: build/qemu/tests/qtest/pvrdma-test:/pvrdma-test
 # timeout: 900
 . /usr/lib/pvrdma/guest-lib.sh

@@ -2,8 +2,9 @@
 # L1: an L2 guest whose pvrdma device uses rxe0 (ibdev=rxe0) against
 # rdma-core programs running natively in L1: ibv_rc_pingpong and
 # ibv_ud_pingpong with data checked (-c), ib_write_bw and ib_read_lat;
-# then rdma_cm both ways: rping (-V: every payload checked) from L2 to a
-# server in L1, and from L1 to a server in L2 (the device's cm-listen).
+# then rdma_cm both ways: rping (-V: every payload checked) and udaddy (UD,
+# SIDR) from L2 to a server in L1, and from L1 to a server in L2 (the
+# device's cm-listen).
 #
 # Addresses: L2 is 10.0.0.2 on tap0 (the TCP exchange of the tools) and
 # also 10.0.1.2, its RoCE address; L1 gives br0 10.0.1.2/32 too, so rxe0
@@ -16,7 +17,7 @@ export PVRDMA_VM=0 BARRIER_PORT=18600
 gidx=$(wait_gid rxe0 10.0.0.1 "RoCE v2" 10) || fail "rxe0: no RoCE v2 GID for 10.0.0.1"
 log "rxe0 GID index $gidx (10.0.0.1)"
 /usr/lib/pvrdma/l2.sh -n 0 -e PVRDMA_VM=1 --mem 512M \
-    --device pvrdma,addr=4.1,ibdev=rxe0,cm-listen=7175 \
+    --device pvrdma,addr=4.1,ibdev=rxe0,cm-listen=7174:7175 \
     --qemu-args "-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem -d guest_errors -trace pvrdma_hv_modify_qp -trace pvrdma_hv_async -trace pvrdma_cm_*" \
     /usr/lib/pvrdma/nested/l2-41-peer.sh > /tmp/l2.out 2>&1 &
 l2=$!
@@ -28,8 +29,11 @@ vm_pair ud 180 tcp:18515 "ibv_ud_pingpong $o -s 1024" "" || bad=$((bad + 1))
 vm_pair write_bw 180 tcp:18515 "ib_write_bw -d rxe0 -x $gidx -F -n 200 -s 65536" "" || bad=$((bad + 1))
 vm_pair read_lat 180 tcp:18515 "ib_read_lat -d rxe0 -x $gidx -F -n 100 -s 64" "" || bad=$((bad + 1))
 # rdma_cm, L2 -> L1: the guest's REQ becomes a host rdma_cm connection
-vm_pair rping 180 cm:7174 "rping -s -a 10.0.0.1 -p 7174 -C 5 -S 4096 -V" "" ||
+# (port 7176: the device listens on 10.0.1.2 port 7174 and 7175)
+vm_pair rping 180 cm:10.0.0.1:7176 "rping -s -a 10.0.0.1 -p 7176 -C 5 -S 4096 -V" "" ||
     bad=$((bad + 1))
+# rdma_cm over UD (SIDR), L2 -> L1; udaddy always uses port 7174
+vm_pair udaddy 120 cm:10.0.0.1:7174 "udaddy -b 10.0.0.1 -C 5" "" || bad=$((bad + 1))
 # rdma_cm, L1 -> L2: the device listens on 10.0.1.2 port 7175 for the guest
 barrier rping-in-ready 300
 log "rping-in: client: rping -c -a 10.0.1.2 -I 10.0.0.1 -p 7175 -C 5 -S 4096 -V -v"
@@ -44,6 +48,17 @@ if [ "$crc" != 0 ] || [ "$srv" != 0 ] ||
 else
     log "rping-in: 5 pings of 4096 bytes from L1 to the L2 guest, validated"
 fi
+# rdma_cm over UD, L1 -> L2: the device's UDP listener on 10.0.1.2:7174
+barrier udaddy-in-ready 300
+crc=0
+timeout 60 udaddy -s 10.0.1.2 -b 10.0.0.1 -C 5 > /tmp/udaddy-in.out 2>&1 || crc=$?
+srv=$(barrier_recv udaddy-in-done 100)
+if [ "$crc" != 0 ] || [ "$srv" != 0 ] || ! grep -q 'data transfers complete' /tmp/udaddy-in.out; then
+    echo "--- udaddy-in (client rc $crc, server in L2: $srv) ---"; cat /tmp/udaddy-in.out
+    bad=$((bad + 1))
+else
+    log "udaddy-in: 5 UD messages from L1 to the L2 guest after SIDR"
+fi
 wait $l2; rc=$?
 cat /tmp/l2.out
 if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
@@ -52,4 +67,4 @@ if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
 fi
 [ "$rc" = 0 ] || fail "L2 guest side failed (rc $rc): $(grep -m1 'FAIL' /tmp/l2.out)"
 [ "$bad" = 0 ] || fail "$bad runs failed on the L1 side"
-log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping both ways ok"
+log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping and udaddy both ways ok"

@@ -19,11 +19,15 @@ vm_pair read_lat 180 tcp:18515 "" "ib_read_lat -d vmw_pvrdma0 -x $g -F -n 100 -s
     bad=$((bad + 1))
 log "read_lat: $(perf_result /tmp/read_lat.out)"
 # rdma_cm out: rping to the server in L1, from the RoCE address
-vm_pair rping 180 cm:7174 "" "rping -c -a 10.0.0.1 -I 10.0.1.2 -p 7174 -C 5 -S 4096 -V -v" ||
+vm_pair rping 180 cm:10.0.0.1:7176 "" "rping -c -a 10.0.0.1 -I 10.0.1.2 -p 7176 -C 5 -S 4096 -V -v" ||
     bad=$((bad + 1))
 n=$(grep -c '^ping data' /tmp/rping.out)
 [ "$n" = 5 ] || { bad=$((bad + 1)); log "rping: $n of 5 pings"; }
 log "rping: $n pings of 4096 bytes to 10.0.0.1, each validated (-V)"
+# rdma_cm over UD (SIDR) out: udaddy to the server in L1
+vm_pair udaddy 120 cm:10.0.0.1:7174 "" "udaddy -s 10.0.0.1 -b 10.0.1.2 -C 5" ||
+    bad=$((bad + 1))
+grep -q 'data transfers complete' /tmp/udaddy.out || { bad=$((bad + 1)); log "udaddy: no transfers"; }
 # rdma_cm in: a server here, reached through the device's cm-listen=7175
 timeout 150 rping -s -a 10.0.1.2 -p 7175 -C 5 -S 4096 -V > /tmp/rping-in.out 2>&1 &
 spid=$!
@@ -40,5 +44,21 @@ if [ "$src" != 0 ]; then
     echo "--- rping-in server (rc $src) ---"; cat /tmp/rping-in.out
     bad=$((bad + 1))
 fi
-[ "$bad" = 0 ] || fail "$bad of 6 runs against L1 failed (first: $PAIR_ERR)"
-log "all 6 runs against the native endpoint passed"
+# rdma_cm over UD in: a udaddy server here (port 7174, cm-listen)
+timeout 90 udaddy -b 10.0.1.2 -C 5 > /tmp/udaddy-in.out 2>&1 &
+spid=$!
+i=0
+until listening cm:10.0.1.2:7174; do
+    i=$((i + 1)); sleep 0.1
+    [ $i -lt 150 ] && kill -0 $spid 2>/dev/null || { log "udaddy-in: server does not listen"; break; }
+done
+barrier udaddy-in-ready 60
+src=0
+wait $spid || src=$?
+barrier_send udaddy-in-done 60 "$src"
+if [ "$src" != 0 ] || ! grep -q 'data transfers complete' /tmp/udaddy-in.out; then
+    echo "--- udaddy-in server (rc $src) ---"; cat /tmp/udaddy-in.out
+    bad=$((bad + 1))
+fi
+[ "$bad" = 0 ] || fail "$bad of 8 runs against L1 failed (first: $PAIR_ERR)"
+log "all 8 runs against the native endpoint passed"
