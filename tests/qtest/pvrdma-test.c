@@ -2299,13 +2299,23 @@ static void test_hca_cm_hostile(void)
     g_assert_cmphex(cm_get(a, 0, 4), ==, 0x7777);
     g_assert_cmphex(cm_get(a, 4, 4), ==, 0x2001);
 
-    /* SIDR (rdma_cm over UD) is not translated: SID not supported */
+    /* SIDR (rdma_cm over UD): a port space other than UDP is unknown */
     cm_mad(m, 0x17);
     cm_put(m, 0, 4, 0x3001);
     cm_send(&r, m, 256, true);
     cm_answer(&r, slot++, 0x18, a);
     g_assert_cmphex(cm_get(a, 0, 4), ==, 0x3001);
-    g_assert_cmpuint(a[24 + 4], ==, 1);
+    g_assert_cmpuint(a[24 + 4], ==, 1);     /* SID not supported */
+    /* the UDP port space without an rdma_cm header: rejected */
+    cm_mad(m, 0x17);
+    cm_put(m, 0, 4, 0x3002);
+    cm_put(m, 8, 8, 0x0000000001110000ull | 7174);
+    m[24 + 16] = 9;
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x18, a);
+    g_assert_cmphex(cm_get(a, 0, 4), ==, 0x3002);
+    g_assert_cmpuint(a[24 + 4], ==, 2);     /* rejected */
+    g_assert_cmphex(cm_get(a, 12, 8), ==, 0x0000000001110000ull | 7174);
 
     /*
      * Garbage: REP, RTU, REJ, MRA, DREP, LAP with random contents, other
