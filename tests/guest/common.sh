@@ -151,6 +151,51 @@ vm_pair() {
     return 0
 }
 
+# _wait_listening NAME LISTEN PID: until the server PID listens on LISTEN
+# (at most 15 s), not longer than it lives; 1 if it never did
+_wait_listening() {
+    _i=0
+    until listening "$2"; do
+        _i=$((_i + 1))
+        sleep 0.1
+        if [ $_i -ge 150 ] || ! kill -0 "$3" 2>/dev/null; then
+            log "$1: server does not listen on $2"; return 1
+        fi
+    done
+}
+
+# vm_pair_rev NAME SECS LISTEN "SERVER CMD" "CLIENT CMD": vm_pair with the
+# roles swapped: VM 1 runs SERVER, VM 0 runs CLIENT (a server behind VM 1's
+# device, e.g. reached through the device's cm-listen).  VM 1 reports the
+# server's exit status in the NAME-done barrier; both sides return 0 only
+# if client and server succeeded.  No perftest REJ-8 retries here.
+vm_pair_rev() {
+    _rc=0
+    if [ "$PVRDMA_VM" = 0 ]; then
+        barrier "$1-ready" $(($2 + 60))
+        log "$1: client: $5"
+        # shellcheck disable=SC2086
+        timeout "$2" $5 > "/tmp/$1.out" 2>&1 || _rc=$?
+        _src=$(barrier_recv "$1-done" $(($2 + 30)))
+        [ "$_rc" = 0 ] && [ "$_src" != 0 ] && _rc="server $_src"
+    else
+        log "$1: server: $4"
+        # shellcheck disable=SC2086
+        timeout "$2" $4 > "/tmp/$1.out" 2>&1 &
+        _spid=$!
+        _wait_listening "$1" "$3" "$_spid" || _rc=1
+        barrier "$1-ready" 60
+        wait "$_spid"; _w=$?
+        [ "$_rc" != 0 ] || _rc=$_w
+        barrier_send "$1-done" 60 "$_rc"
+    fi
+    [ "$_rc" = 0 ] && return 0
+    echo "--- $1 output (rc $_rc; 124/143 = timeout) ---"; cat "/tmp/$1.out"
+    PAIR_ERR=${PAIR_ERR:-"$1: rc $_rc"}
+    log "$1: FAILED (rc $_rc)"
+    return 1
+}
+
 # one run of vm_pair; sets _rc to 0, an exit status, or "retry"
 _vm_pair_once() {
     _rc=0
@@ -159,15 +204,7 @@ _vm_pair_once() {
         # shellcheck disable=SC2086
         timeout "$2" $4 > "/tmp/$1.out" 2>&1 &
         _spid=$!
-        # wait until it listens (at most 15 s), not longer than it lives
-        _i=0
-        until listening "$3"; do
-            _i=$((_i + 1))
-            sleep 0.1
-            if [ $_i -ge 150 ] || ! kill -0 "$_spid" 2>/dev/null; then
-                log "$1: server does not listen on $3"; _rc=1; break
-            fi
-        done
+        _wait_listening "$1" "$3" "$_spid" || _rc=1
         barrier "$1-ready" 60
         _crc=$(barrier_recv "$1-done" $(($2 + 30)))
         case $_crc in

@@ -35,30 +35,16 @@ vm_pair rping 180 cm:10.0.0.1:7176 "rping -s -a 10.0.0.1 -p 7176 -C 5 -S 4096 -V
 # rdma_cm over UD (SIDR), L2 -> L1; udaddy always uses port 7174
 vm_pair udaddy 120 cm:10.0.0.1:7174 "udaddy -b 10.0.0.1 -C 5" "" || bad=$((bad + 1))
 # rdma_cm, L1 -> L2: the device listens on 10.0.1.2 port 7175 for the guest
-barrier rping-in-ready 300
-log "rping-in: client: rping -c -a 10.0.1.2 -I 10.0.0.1 -p 7175 -C 5 -S 4096 -V -v"
-crc=0
-timeout 120 rping -c -a 10.0.1.2 -I 10.0.0.1 -p 7175 -C 5 -S 4096 -V -v \
-    > /tmp/rping-in.out 2>&1 || crc=$?
-srv=$(barrier_recv rping-in-done 200)
-if [ "$crc" != 0 ] || [ "$srv" != 0 ] ||
-   [ "$(grep -c '^ping data' /tmp/rping-in.out)" != 5 ]; then
-    echo "--- rping-in (client rc $crc, server in L2: $srv) ---"; cat /tmp/rping-in.out
-    bad=$((bad + 1))
-else
-    log "rping-in: 5 pings of 4096 bytes from L1 to the L2 guest, validated"
-fi
+vm_pair_rev rping_in 120 cm:10.0.1.2:7175 "" \
+    "rping -c -a 10.0.1.2 -I 10.0.0.1 -p 7175 -C 5 -S 4096 -V -v" || bad=$((bad + 1))
+n=$(grep -c '^ping data' /tmp/rping_in.out)
+[ "$n" = 5 ] || { bad=$((bad + 1)); log "rping_in: $n of 5 pings"; }
+log "rping_in: $n pings of 4096 bytes from L1 to the L2 guest, each validated"
 # rdma_cm over UD, L1 -> L2: the device's UDP listener on 10.0.1.2:7174
-barrier udaddy-in-ready 300
-crc=0
-timeout 60 udaddy -s 10.0.1.2 -b 10.0.0.1 -C 5 > /tmp/udaddy-in.out 2>&1 || crc=$?
-srv=$(barrier_recv udaddy-in-done 100)
-if [ "$crc" != 0 ] || [ "$srv" != 0 ] || ! grep -q 'data transfers complete' /tmp/udaddy-in.out; then
-    echo "--- udaddy-in (client rc $crc, server in L2: $srv) ---"; cat /tmp/udaddy-in.out
+vm_pair_rev udaddy_in 60 cm:10.0.1.2:7174 "" "udaddy -s 10.0.1.2 -b 10.0.0.1 -C 5" ||
     bad=$((bad + 1))
-else
-    log "udaddy-in: 5 UD messages from L1 to the L2 guest after SIDR"
-fi
+grep -q 'data transfers complete' /tmp/udaddy_in.out ||
+    { bad=$((bad + 1)); log "udaddy_in: no transfers"; }
 wait $l2; rc=$?
 cat /tmp/l2.out
 if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then

@@ -28,37 +28,12 @@ log "rping: $n pings of 4096 bytes to 10.0.0.1, each validated (-V)"
 vm_pair udaddy 120 cm:10.0.0.1:7174 "" "udaddy -s 10.0.0.1 -b 10.0.1.2 -C 5" ||
     bad=$((bad + 1))
 grep -q 'data transfers complete' /tmp/udaddy.out || { bad=$((bad + 1)); log "udaddy: no transfers"; }
-# rdma_cm in: a server here, reached through the device's cm-listen=7175
-timeout 150 rping -s -a 10.0.1.2 -p 7175 -C 5 -S 4096 -V > /tmp/rping-in.out 2>&1 &
-spid=$!
-i=0
-until listening cm:7175; do
-    i=$((i + 1)); sleep 0.1
-    [ $i -lt 150 ] && kill -0 $spid 2>/dev/null || { log "rping-in: server does not listen"; break; }
-done
-barrier rping-in-ready 60
-src=0
-wait $spid || src=$?
-barrier_send rping-in-done 60 "$src"
-if [ "$src" != 0 ]; then
-    echo "--- rping-in server (rc $src) ---"; cat /tmp/rping-in.out
+# rdma_cm in: servers here, reached through the device's cm-listen=7174:7175
+vm_pair_rev rping_in 120 cm:7175 "rping -s -a 10.0.1.2 -p 7175 -C 5 -S 4096 -V" "" ||
     bad=$((bad + 1))
-fi
-# rdma_cm over UD in: a udaddy server here (port 7174, cm-listen)
-timeout 90 udaddy -b 10.0.1.2 -C 5 > /tmp/udaddy-in.out 2>&1 &
-spid=$!
-i=0
-until listening cm:10.0.1.2:7174; do
-    i=$((i + 1)); sleep 0.1
-    [ $i -lt 150 ] && kill -0 $spid 2>/dev/null || { log "udaddy-in: server does not listen"; break; }
-done
-barrier udaddy-in-ready 60
-src=0
-wait $spid || src=$?
-barrier_send udaddy-in-done 60 "$src"
-if [ "$src" != 0 ] || ! grep -q 'data transfers complete' /tmp/udaddy-in.out; then
-    echo "--- udaddy-in server (rc $src) ---"; cat /tmp/udaddy-in.out
+vm_pair_rev udaddy_in 60 cm:10.0.1.2:7174 "udaddy -b 10.0.1.2 -C 5" "" ||
     bad=$((bad + 1))
-fi
+grep -q 'data transfers complete' /tmp/udaddy_in.out ||
+    { bad=$((bad + 1)); log "udaddy_in: no transfers"; }
 [ "$bad" = 0 ] || fail "$bad of 8 runs against L1 failed (first: $PAIR_ERR)"
 log "all 8 runs against the native endpoint passed"

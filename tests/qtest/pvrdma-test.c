@@ -2357,26 +2357,14 @@ static void test_hca_cm_hostile(void)
     qpvrdma_stop(r.d);
 }
 
-/* CREATE_MR of len bytes of contiguous guest RAM at gpa: the status. */
+/* CREATE_MR of len bytes at gpa: the status; *handle the MR's if 0. */
 static uint32_t hca_mr_status(QPvrdma *d, uint32_t pd, uint64_t gpa,
                               uint64_t len, uint32_t *handle)
 {
-    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
-    uint32_t n = len / 4096;
-    g_autofree uint64_t *pages = g_new(uint64_t, n);
     union pvrdma_cmd_resp r;
-    uint32_t err;
+    uint32_t err = qpvrdma_try_create_mr(d, pd, gpa, len,
+                                         PVRDMA_ACCESS_LOCAL_WRITE, &r);
 
-    for (uint32_t i = 0; i < n; i++) {
-        pages[i] = gpa + (uint64_t)i * 4096;
-    }
-    c.start = gpa;
-    c.length = len;
-    c.pdir_dma = qpvrdma_pdir(d, pages, n);
-    c.pd_handle = pd;
-    c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
-    c.nchunks = n;
-    err = qpvrdma_cmd(d, &c, sizeof(c), &r);
     *handle = err ? 0 : r.create_mr_resp.mr_handle;
     return err;
 }

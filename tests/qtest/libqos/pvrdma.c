@@ -460,14 +460,14 @@ uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
     return lkey;
 }
 
-uint32_t qpvrdma_create_mr_keys(QPvrdma *d, uint32_t pd, uint64_t gpa,
-                                uint32_t len, uint32_t access, uint32_t *rkey)
+uint32_t qpvrdma_try_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                               uint32_t len, uint32_t access,
+                               union pvrdma_cmd_resp *r)
 {
     struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR };
     uint32_t n = DIV_ROUND_UP((gpa & (PVRDMA_PAGE_SIZE - 1)) + len,
                               PVRDMA_PAGE_SIZE);
     g_autofree uint64_t *pages = g_new(uint64_t, n);
-    union pvrdma_cmd_resp r;
 
     for (uint32_t i = 0; i < n; i++) {
         pages[i] = (gpa & ~(uint64_t)(PVRDMA_PAGE_SIZE - 1)) +
@@ -479,7 +479,16 @@ uint32_t qpvrdma_create_mr_keys(QPvrdma *d, uint32_t pd, uint64_t gpa,
     c.pd_handle = pd;
     c.access_flags = access;
     c.nchunks = n;
-    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    return qpvrdma_cmd(d, &c, sizeof(c), r);
+}
+
+uint32_t qpvrdma_create_mr_keys(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                                uint32_t len, uint32_t access, uint32_t *rkey)
+{
+    union pvrdma_cmd_resp r;
+
+    g_assert_cmpuint(qpvrdma_try_create_mr(d, pd, gpa, len, access, &r), ==,
+                     0);
     *rkey = r.create_mr_resp.rkey;
     return r.create_mr_resp.lkey;
 }

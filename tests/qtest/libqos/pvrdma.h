@@ -119,6 +119,10 @@ void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
 /* User MR over [gpa, gpa + len); returns the key (lkey == rkey). */
 uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
                            uint32_t len, uint32_t access);
+/* CREATE_MR of [gpa, gpa + len) page by page: the command's status. */
+uint32_t qpvrdma_try_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
+                               uint32_t len, uint32_t access,
+                               union pvrdma_cmd_resp *r);
 /* The same, for devices whose keys differ (a host HCA): returns the lkey. */
 uint32_t qpvrdma_create_mr_keys(QPvrdma *d, uint32_t pd, uint64_t gpa,
                                 uint32_t len, uint32_t access, uint32_t *rkey);
