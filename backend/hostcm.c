@@ -191,6 +191,7 @@ struct HcCm {
     uint32_t next_id;
     uint64_t next_tid;
     bool warned_full;       /* incoming requests over the budget */
+    bool gone;              /* the event channel failed: not watched */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1176,8 +1177,16 @@ static void hc_ready(void *opaque)
     HcCm *cm = opaque;
     struct rdma_cm_event *ev;
 
-    while (rdma_get_cm_event(cm->ch, &ev) == 0) {
+    while ((errno = 0, rdma_get_cm_event(cm->ch, &ev) == 0)) {
         hc_event(cm, ev);
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && !cm->gone) {
+        /* the host's rdma_cm failed: stop watching it, not spin on it */
+        cm->gone = true;
+        cm->loop->set_fd_handler(cm->loop_opaque, cm->ch->fd, NULL, NULL,
+                                 NULL);
+        pvrdma_log_host("rdma_cm: the host's event channel failed (%s); "
+                        "no more RDMA CM for the guest", strerror(errno));
     }
 }
 
@@ -1318,7 +1327,10 @@ static void hc_destroy(PvrdmaTransport *t)
 {
     HcCm *cm = hc_of(t);
 
-    cm->loop->set_fd_handler(cm->loop_opaque, cm->ch->fd, NULL, NULL, NULL);
+    if (!cm->gone) {
+        cm->loop->set_fd_handler(cm->loop_opaque, cm->ch->fd, NULL, NULL,
+                                 NULL);
+    }
     g_hash_table_destroy(cm->conns);
     g_ptr_array_free(cm->listens, true);
     g_hash_table_destroy(cm->warned);

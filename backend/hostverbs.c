@@ -53,6 +53,7 @@ typedef struct HvDev {
     void *loop_opaque;
     GHashTable *qps;            /* host qp_num -> PvrdmaQP */
     GHashTable *warned;         /* GIDs already reported as missing */
+    bool gone;                  /* its event files failed: not watched */
 } HvDev;
 
 typedef struct HvAhKey {
@@ -473,13 +474,35 @@ static void deliver(HvDev *d, HvCQ *q, const struct ibv_wc *wc)
     pvrdma_hca_complete(d->hca.core, q->gcq, qp, is_send, &w);
 }
 
+/*
+ * The host device went away (disassociated: its files only report errors
+ * now).  Stop watching them, which would otherwise wake the loop forever,
+ * and tell the guest once; host calls fail from here on and the guest
+ * sees those errors.
+ */
+static void hv_gone(HvDev *d)
+{
+    int err = errno;
+
+    if (d->gone) {
+        return;
+    }
+    d->gone = true;
+    d->loop->set_fd_handler(d->loop_opaque, d->chan->fd, NULL, NULL, NULL);
+    d->loop->set_fd_handler(d->loop_opaque, d->ctx->async_fd, NULL, NULL,
+                            NULL);
+    pvrdma_log_host("host device %s is gone (%s)", d->name,
+                    err ? strerror(err) : "end of file");
+    pvrdma_hca_event(d->hca.core, PVRDMA_EVENT_DEVICE_FATAL, 1);
+}
+
 static void hv_comp_ready(void *opaque)
 {
     HvDev *d = opaque;
     struct ibv_cq *cq;
     void *ctx;
 
-    while (ibv_get_cq_event(d->chan, &cq, &ctx) == 0) {
+    while ((errno = 0, ibv_get_cq_event(d->chan, &cq, &ctx) == 0)) {
         HvCQ *q = ctx;
         struct ibv_wc wc[HV_POLL_BATCH];
         int n;
@@ -492,6 +515,9 @@ static void hv_comp_ready(void *opaque)
                 deliver(d, q, &wc[i]);
             }
         } while (n == HV_POLL_BATCH);
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        hv_gone(d);
     }
 }
 
@@ -786,7 +812,7 @@ static void hv_async_ready(void *opaque)
     HvDev *d = opaque;
     struct ibv_async_event ev;
 
-    while (ibv_get_async_event(d->ctx, &ev) == 0) {
+    while ((errno = 0, ibv_get_async_event(d->ctx, &ev) == 0)) {
         uint32_t handle = 1;
         bool forward = true;
 
@@ -824,6 +850,9 @@ static void hv_async_ready(void *opaque)
         }
         ibv_ack_async_event(&ev);
     }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        hv_gone(d);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -833,9 +862,12 @@ static void hv_destroy(PvrdmaHca *h)
 {
     HvDev *d = hv(h);
 
-    d->loop->set_fd_handler(d->loop_opaque, d->chan->fd, NULL, NULL, NULL);
-    d->loop->set_fd_handler(d->loop_opaque, d->ctx->async_fd, NULL, NULL,
-                            NULL);
+    if (!d->gone) {
+        d->loop->set_fd_handler(d->loop_opaque, d->chan->fd, NULL, NULL,
+                                NULL);
+        d->loop->set_fd_handler(d->loop_opaque, d->ctx->async_fd, NULL,
+                                NULL, NULL);
+    }
     ibv_destroy_comp_channel(d->chan);
     ibv_close_device(d->ctx);
     g_hash_table_destroy(d->qps);
