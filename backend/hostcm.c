@@ -122,6 +122,12 @@ static const CmField SIDR_REP_QKEY = { 20, 0, 32 };
 #define REJ_MSG_REP         1
 #define REJ_NO_QP           1
 #define REJ_TIMEOUT         4
+/*
+ * What the guest hears when the host could not reach the remote (address,
+ * route, no answer): "invalid GID".  Not TIMEOUT: a CM looks a REJ with
+ * reason TIMEOUT up in its time-wait list, by the ARI, and drops it.
+ */
+#define REJ_UNREACHABLE     12
 #define REJ_UNSUPPORTED     5
 #define REJ_INVALID_SID     8
 #define REJ_NO_RESOURCES    3
@@ -167,7 +173,7 @@ typedef struct HcConn {
     uint8_t rgid[16];       /* the remote's GID */
     uint8_t gid_type;
     int64_t since;
-    uint8_t mad[MAD_LEN];   /* active: the guest's REQ, then our REP */
+    uint8_t mad[MAD_LEN];   /* the REQ / SIDR_REQ; active: then our REP */
 } HcConn;
 
 typedef struct HcListen {
@@ -574,7 +580,7 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
         gid_str(sgid, ip, sizeof(ip));
         pvrdma_log_host("rdma_cm: cannot connect from the guest's address "
                         "%s: %s", ip, strerror(errno));
-        active_fail(cm, k, REJ_TIMEOUT, NULL, 0);
+        active_fail(cm, k, REJ_UNREACHABLE, NULL, 0);
         return;
     }
     k->state = HC_RESOLVING;
@@ -1051,6 +1057,8 @@ static HcConn *host_sidr_request(HcCm *cm, HcListen *l,
 /* The host connection failed or ended (errors, REJ, DREQ/DREP). */
 static void host_gone(HcCm *cm, HcConn *k, const struct rdma_cm_event *ev)
 {
+    unsigned reason;
+
     if (k->ud) {
         if (k->active) {
             sidr_rep_to_guest(k, ev->event == RDMA_CM_EVENT_UNREACHABLE &&
@@ -1060,22 +1068,22 @@ static void host_gone(HcCm *cm, HcConn *k, const struct rdma_cm_event *ev)
         conn_close(cm, k);
         return;
     }
+    /* the remote's REJ reason, or "unreachable" (see REJ_UNREACHABLE) */
+    reason = ev->event == RDMA_CM_EVENT_REJECTED && ev->status > 0 &&
+             ev->status != REJ_TIMEOUT ? ev->status : REJ_UNREACHABLE;
     switch (k->state) {
     case HC_RESOLVING:
     case HC_CONNECTING:
         if (ev->event == RDMA_CM_EVENT_REJECTED) {
-            rej_to_guest(k, REJ_MSG_REQ, ev->status > 0 ? ev->status :
-                         REJ_TIMEOUT, ev->param.conn.private_data,
+            rej_to_guest(k, REJ_MSG_REQ, reason, ev->param.conn.private_data,
                          ev->param.conn.private_data_len);
         } else {
-            rej_to_guest(k, REJ_MSG_REQ, REJ_TIMEOUT, NULL, 0);
+            rej_to_guest(k, REJ_MSG_REQ, reason, NULL, 0);
         }
         break;
     case HC_REQ_TO_GUEST:
     case HC_ACCEPTED:
-        rej_to_guest(k, REJ_MSG_REP, ev->event == RDMA_CM_EVENT_REJECTED &&
-                     ev->status > 0 ? ev->status : REJ_TIMEOUT,
-                     NULL, 0);
+        rej_to_guest(k, REJ_MSG_REP, reason, NULL, 0);
         break;
     case HC_REP_TO_GUEST:
     case HC_ESTABLISHED:
@@ -1133,7 +1141,7 @@ static void hc_event(HcCm *cm, struct rdma_cm_event *ev)
             if (k->ud) {
                 sidr_fail(cm, k, SIDR_REJECTED);
             } else {
-                active_fail(cm, k, REJ_TIMEOUT, NULL, 0);
+                active_fail(cm, k, REJ_UNREACHABLE, NULL, 0);
             }
         }
         break;

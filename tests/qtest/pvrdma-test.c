@@ -2290,6 +2290,25 @@ static void test_hca_cm_hostile(void)
     g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1004);
     g_assert_cmpuint(cm_get(a, 10, 2), ==, 5);
 
+    /*
+     * Well-formed REQs go out through the host's rdma_cm: to a port of the
+     * host where nobody listens, the remote CM's "invalid service ID"
+     * comes back; to an address the host cannot reach, "unreachable"
+     * (invalid GID: a REJ with reason timeout would be dropped).
+     */
+    cm_req(m, 0x1005, 0x0000000001060000ull | 7999, p.a.qpn, hg.gid,
+           hg.gid);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1005);
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, 8);
+    cm_req(m, 0x1006, 0x0000000001060000ull | 7999, p.a.qpn, hg.gid,
+           cm_far_gid);
+    cm_send(&r, m, 256, true);
+    cm_answer(&r, slot++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1006);
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, 12);
+
     /* DREQ for a connection that does not exist: DREP at once */
     cm_mad(m, 0x15);
     cm_put(m, 0, 4, 0x2001);
@@ -2322,7 +2341,7 @@ static void test_hca_cm_hostile(void)
      * classes, short MADs.  None of them names a connection, so nothing
      * answers (a REQ would, and is left out); the device survives.
      */
-    for (unsigned i = 0; i < 150; i++) {
+    for (unsigned i = 0; i < 100; i++) {
         static const uint16_t attrs[] = { 0x11, 0x12, 0x13, 0x14, 0x16,
                                           0x19, 0x1a, 0x18, 0x99 };
 
