@@ -216,7 +216,6 @@ static const PvrdmaHostOps pvrdma_host_ops = {
  * vmxnet3 has no link-change hook for us: poll its link (set_link) a few
  * times a second and report PORT_ERR / PORT_ACTIVE on a change.
  */
-#define PVRDMA_CM_MAX_PORTS 256
 #define PVRDMA_LINK_POLL_MS 250
 
 static void pvrdma_link_poll(void *opaque)
@@ -431,6 +430,8 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
     qemu_add_exit_notifier(&s->exit_notifier);
     return true;
 }
+
+#define PVRDMA_CM_MAX_PORTS 256
 
 /*
  * 'cm-listen': PORT or FIRST-LAST, several joined with ':'.  false with
