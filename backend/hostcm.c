@@ -592,7 +592,7 @@ static void guest_rep(HcCm *cm, const uint8_t *m)
     HcConn *k = conn_by_my_id(cm, fget(m, REP_REMOTE_ID));
     struct rdma_conn_param p = { 0 };
 
-    if (!k || k->active) {
+    if (!k || k->active || k->ud) {
         return;
     }
     if (k->state == HC_ESTABLISHED) {
@@ -636,7 +636,7 @@ static void guest_rtu(HcCm *cm, const uint8_t *m)
 {
     HcConn *k = conn_by_my_id(cm, fget(m, MSG_REMOTE_ID));
 
-    if (!k || !k->active || k->state != HC_REP_TO_GUEST) {
+    if (!k || !k->active || k->ud || k->state != HC_REP_TO_GUEST) {
         return;
     }
     if (rdma_establish(k->id)) {
@@ -653,7 +653,8 @@ static void guest_rej(HcCm *cm, const uint8_t *m)
 {
     HcConn *k = conn_by_my_id(cm, fget(m, MSG_REMOTE_ID));
 
-    if (!k || (k->state != HC_REQ_TO_GUEST && k->state != HC_REP_TO_GUEST)) {
+    if (!k || k->ud ||
+        (k->state != HC_REQ_TO_GUEST && k->state != HC_REP_TO_GUEST)) {
         return;
     }
     trace_pvrdma_cm_guest_rej(k->my_id, fget(m, REJ_REASON));
@@ -666,6 +667,9 @@ static void guest_dreq(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
     HcConn *k = conn_by_my_id(cm, fget(m, MSG_REMOTE_ID));
     uint8_t d[MAD_LEN];
 
+    if (k && k->ud) {
+        k = NULL;       /* SIDR has no connection to disconnect */
+    }
     if (k && (k->state == HC_ESTABLISHED || k->state == HC_ACCEPTED ||
               k->state == HC_REP_TO_GUEST)) {
         if (!rdma_disconnect(k->id)) {
