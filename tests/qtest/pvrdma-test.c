@@ -2220,6 +2220,19 @@ static void cm_answer(CmRig *r, unsigned slot, uint16_t attr, uint8_t *m)
     g_assert(!memcmp(grh + 20 + 16, r->gid + 12, 4));
 }
 
+/* Send REQ m; the device answers with a REJ of the REQ with reason. */
+static void cm_expect_rej(CmRig *r, unsigned *slot, const uint8_t *m,
+                          unsigned reason)
+{
+    uint8_t a[256];
+
+    cm_send(r, m, 256, true);
+    cm_answer(r, (*slot)++, 0x12, a);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, cm_get(m, 0, 4));  /* comm IDs */
+    g_assert_cmpuint(a[24 + 8] >> 6, ==, 0);                /* REQ */
+    g_assert_cmpuint(cm_get(a, 10, 2), ==, reason);
+}
+
 /*
  * Hostile CM MADs through the GSI QP in host HCA mode: each refused with
  * the answer a remote CM would give (REJ with its reason, DREP, SIDR_REP),
@@ -2261,34 +2274,21 @@ static void test_hca_cm_hostile(void)
     /* a port space the device does not translate: invalid service ID */
     cm_req(m, 0x1001, 0x0000000000020000ull | 7174, p.a.qpn, hg.gid,
            cm_far_gid);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x12, a);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1001);   /* remote comm ID */
-    g_assert_cmpuint(cm_get(a, 10, 2), ==, 8);
-    g_assert_cmpuint(a[24 + 8] >> 6, ==, 0);        /* REQ rejected */
+    cm_expect_rej(&r, &slot, m, 8);
 
     /* a QP that is not the guest's: no QP */
     cm_req(m, 0x1002, 0x0000000001060000ull | 7174, 0xabcdef, hg.gid,
            cm_far_gid);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x12, a);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1002);
-    g_assert_cmpuint(cm_get(a, 10, 2), ==, 1);
+    cm_expect_rej(&r, &slot, m, 1);
 
     /* rdma_cm header of an unknown version; then another source address */
     cm_req(m, 0x1003, 0x0000000001060000ull | 7174, p.a.qpn, hg.gid,
            cm_far_gid);
     m[24 + 140] = 7;
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x12, a);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1003);
-    g_assert_cmpuint(cm_get(a, 10, 2), ==, 5);
+    cm_expect_rej(&r, &slot, m, 5);
     cm_req(m, 0x1004, 0x0000000001060000ull | 7174, p.a.qpn, other_ip,
            cm_far_gid);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x12, a);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1004);
-    g_assert_cmpuint(cm_get(a, 10, 2), ==, 5);
+    cm_expect_rej(&r, &slot, m, 5);
 
     /*
      * Well-formed REQs go out through the host's rdma_cm: to a port of the
@@ -2298,16 +2298,10 @@ static void test_hca_cm_hostile(void)
      */
     cm_req(m, 0x1005, 0x0000000001060000ull | 7999, p.a.qpn, hg.gid,
            hg.gid);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x12, a);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1005);
-    g_assert_cmpuint(cm_get(a, 10, 2), ==, 8);
+    cm_expect_rej(&r, &slot, m, 8);
     cm_req(m, 0x1006, 0x0000000001060000ull | 7999, p.a.qpn, hg.gid,
            cm_far_gid);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x12, a);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x1006);
-    g_assert_cmpuint(cm_get(a, 10, 2), ==, 12);
+    cm_expect_rej(&r, &slot, m, 12);
 
     /* DREQ for a connection that does not exist: DREP at once */
     cm_mad(m, 0x15);
