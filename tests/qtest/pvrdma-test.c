@@ -743,22 +743,13 @@ static void test_rdma_ops(void)
 
     /* atomics on an 8-byte aligned remote word */
     qtest_writeq(d->qts, rem + 64, 40);
-    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 4, .num_sge = 1,
-                                     .opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD,
-                                     .send_flags = PVRDMA_SEND_SIGNALED };
-    h.wr.atomic.remote_addr = rem + 64;
-    h.wr.atomic.rkey = rkey;
-    h.wr.atomic.compare_add = 2;
-    s = (struct pvrdma_sge) { loc, 8, lkey };
-    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_atomic_wr(d, &p.a, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, 4, loc, lkey,
+                      rem + 64, rkey, 2, 0);
     qpvrdma_expect_cqe(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
     g_assert_cmpuint(qtest_readq(d->qts, loc), ==, 40);
     g_assert_cmpuint(qtest_readq(d->qts, rem + 64), ==, 42);
-    h.wr_id = 5;
-    h.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
-    h.wr.atomic.compare_add = 42;
-    h.wr.atomic.swap = 7;
-    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    qpvrdma_atomic_wr(d, &p.a, PVRDMA_WR_ATOMIC_CMP_AND_SWP, 5, loc, lkey,
+                      rem + 64, rkey, 42, 7);
     qpvrdma_expect_cqe(d, &p.cq, 5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
     val = qtest_readq(d->qts, rem + 64);
     g_assert_cmpuint(val, ==, 7);
@@ -1499,8 +1490,6 @@ static void test_cr_rc(void)
 {
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
     Peer a, b;
-    struct pvrdma_sq_wqe_hdr h;
-    struct pvrdma_sge s;
 
     peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
 
@@ -1525,22 +1514,13 @@ static void test_cr_rc(void)
 
     /* fetch-add and compare-swap on b's memory, old value lands in a */
     qtest_writeq(b.d->qts, b.buf + 64, 1000);
-    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa4, .num_sge = 1,
-                                     .opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD,
-                                     .send_flags = PVRDMA_SEND_SIGNALED };
-    h.wr.atomic.remote_addr = b.buf + 64;
-    h.wr.atomic.rkey = b.key;
-    h.wr.atomic.compare_add = 24;
-    s = (struct pvrdma_sge) { a.buf + 8, 8, a.key };
-    qpvrdma_post_send(a.d, &a.qp, &h, &s, true);
+    qpvrdma_atomic_wr(a.d, &a.qp, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, 0xa4,
+                      a.buf + 8, a.key, b.buf + 64, b.key, 24, 0);
     expect_peer_cqe(&a, 0xa4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
     g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1000);
     g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 1024);
-    h.wr_id = 0xa5;
-    h.opcode = PVRDMA_WR_ATOMIC_CMP_AND_SWP;
-    h.wr.atomic.compare_add = 1024;
-    h.wr.atomic.swap = 5;
-    qpvrdma_post_send(a.d, &a.qp, &h, &s, true);
+    qpvrdma_atomic_wr(a.d, &a.qp, PVRDMA_WR_ATOMIC_CMP_AND_SWP, 0xa5,
+                      a.buf + 8, a.key, b.buf + 64, b.key, 1024, 5);
     expect_peer_cqe(&a, 0xa5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
     g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1024);
     g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 5);
@@ -1889,14 +1869,8 @@ static void test_hca_rc(void)
                             PVRDMA_WC_SUCCESS, 7000, HCA_WAIT_MS);
     same(d, src + 1, dst + 3, 7000);
     qtest_writeq(d->qts, dst + 64, 40);
-    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 4, .num_sge = 1,
-                                     .opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD,
-                                     .send_flags = PVRDMA_SEND_SIGNALED };
-    h.wr.atomic.remote_addr = dst + 64;
-    h.wr.atomic.rkey = rkey;
-    h.wr.atomic.compare_add = 2;
-    s[0] = (struct pvrdma_sge) { src, 8, lkey };
-    qpvrdma_post_send(d, &p.a, &h, s, true);
+    qpvrdma_atomic_wr(d, &p.a, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, 4, src, lkey,
+                      dst + 64, rkey, 2, 0);
     qpvrdma_expect_cqe_wait(d, &p.cq, 4, PVRDMA_WC_FETCH_ADD,
                             PVRDMA_WC_SUCCESS, 8, HCA_WAIT_MS);
     g_assert_cmpuint(qtest_readq(d->qts, src), ==, 40);

@@ -581,6 +581,23 @@ void qpvrdma_send_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op, uint64_t wr_id,
     qpvrdma_post_send(d, qp, &h, &s, true);
 }
 
+void qpvrdma_atomic_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op,
+                       uint64_t wr_id, uint64_t addr, uint32_t lkey,
+                       uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+                       uint64_t swap)
+{
+    struct pvrdma_sq_wqe_hdr h = { .wr_id = wr_id, .num_sge = 1,
+                                   .opcode = op,
+                                   .send_flags = PVRDMA_SEND_SIGNALED };
+    struct pvrdma_sge s = { .addr = addr, .length = 8, .lkey = lkey };
+
+    h.wr.atomic.remote_addr = raddr;
+    h.wr.atomic.rkey = rkey;
+    h.wr.atomic.compare_add = compare_add;
+    h.wr.atomic.swap = swap;
+    qpvrdma_post_send(d, qp, &h, &s, true);
+}
+
 bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
 {
     for (int i = 0; i < 1000; i++) {

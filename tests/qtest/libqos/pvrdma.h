@@ -139,6 +139,14 @@ void qpvrdma_post_send(QPvrdma *d, QPvrdmaQp *qp,
 void qpvrdma_send_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op, uint64_t wr_id,
                      uint64_t addr, uint32_t len, uint32_t lkey,
                      uint64_t raddr, uint32_t rkey);
+/*
+ * A signaled FETCH_AND_ADD or CMP_AND_SWP of the 8 bytes at raddr; the old
+ * value lands at addr.
+ */
+void qpvrdma_atomic_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op,
+                       uint64_t wr_id, uint64_t addr, uint32_t lkey,
+                       uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+                       uint64_t swap);
 /* Poll one CQE, stepping the clock so the device's bottom half runs. */
 bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e);
 /*
