@@ -2207,6 +2207,21 @@ static void cm_expect_rej(CmRig *r, unsigned *slot, const uint8_t *m,
     g_assert_cmpuint(cm_get(a, 10, 2), ==, reason);
 }
 
+/* A DREQ for a connection the device does not know: DREP at once. */
+static void cm_expect_drep(CmRig *r, unsigned *slot, uint32_t local,
+                           uint32_t remote)
+{
+    uint8_t m[256], a[256];
+
+    cm_mad(m, 0x15);
+    cm_put(m, 0, 4, local);
+    cm_put(m, 4, 4, remote);
+    cm_send(r, m, 256, true);
+    cm_answer(r, (*slot)++, 0x16, a);
+    g_assert_cmphex(cm_get(a, 0, 4), ==, remote);
+    g_assert_cmphex(cm_get(a, 4, 4), ==, local);
+}
+
 /*
  * Hostile CM MADs through the GSI QP in host HCA mode: each refused with
  * the answer a remote CM would give (REJ with its reason, DREP, SIDR_REP),
@@ -2278,13 +2293,7 @@ static void test_hca_cm_hostile(void)
     cm_expect_rej(&r, &slot, m, 12);
 
     /* DREQ for a connection that does not exist: DREP at once */
-    cm_mad(m, 0x15);
-    cm_put(m, 0, 4, 0x2001);
-    cm_put(m, 4, 4, 0x7777);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x16, a);
-    g_assert_cmphex(cm_get(a, 0, 4), ==, 0x7777);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x2001);
+    cm_expect_drep(&r, &slot, 0x2001, 0x7777);
 
     /* SIDR (rdma_cm over UD): a port space other than UDP is unknown */
     cm_mad(m, 0x17);
@@ -2333,13 +2342,7 @@ static void test_hca_cm_hostile(void)
     }
 
     /* and it still answers */
-    cm_mad(m, 0x15);
-    cm_put(m, 0, 4, 0x2002);
-    cm_put(m, 4, 4, 0x8888);
-    cm_send(&r, m, 256, true);
-    cm_answer(&r, slot++, 0x16, a);
-    g_assert_cmphex(cm_get(a, 0, 4), ==, 0x8888);
-    g_assert_cmphex(cm_get(a, 4, 4), ==, 0x2002);
+    cm_expect_drep(&r, &slot, 0x2002, 0x8888);
     g_assert_cmpuint(qpvrdma_counter(r.d, "x-used-qp"), ==, 3);
     qpvrdma_stop(r.d);
 }
