@@ -142,9 +142,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         uint32_t st;
         int err;
 
-        memcpy(&w, pvrdma_ring_elem(&qp->sq, qp->sq.priv),
-               MIN(sizeof(w), sizeof(w.hdr) +
-                   qp->max_send_sge * sizeof(w.sge[0])));
+        pvrdma_fetch_send_wqe(&qp->sq, qp->sq.priv, qp->max_send_sge, &w);
         st = send_wr(c, qp, &w, &wr);
         if (!st) {
             err = c->hca->post_send(c->hca, qp, &wr);
@@ -193,8 +191,7 @@ static void post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
         PvrdmaRecvWqe w;
         int err = -EINVAL;
 
-        memcpy(&w, pvrdma_ring_elem(r, r->priv),
-               MIN(sizeof(w), sizeof(w.hdr) + max_sge * sizeof(w.sge[0])));
+        pvrdma_fetch_recv_wqe(r, r->priv, max_sge, &w);
         if (w.hdr.num_sge <= max_sge) {
             err = c->hca->post_recv(c->hca, qp, srq, w.hdr.wr_id, w.sge,
                                     w.hdr.num_sge);

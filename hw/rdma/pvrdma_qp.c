@@ -255,8 +255,7 @@ static bool recv_peek(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvWqe *w,
         return false;
     }
     *max_sge = srq ? srq->max_sge : qp->max_recv_sge;
-    memcpy(w, pvrdma_ring_elem(r, r->priv),
-           MIN(sizeof(*w), sizeof(w->hdr) + *max_sge * sizeof(w->sge[0])));
+    pvrdma_fetch_recv_wqe(r, r->priv, *max_sge, w);
     *ringp = r;
     return true;
 }
@@ -720,11 +719,18 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     return st;
 }
 
-static void fetch_send_wqe(PvrdmaQP *qp, uint32_t idx, PvrdmaSendWqe *w)
+void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
+                           uint32_t max_sge, PvrdmaSendWqe *w)
 {
-    memcpy(w, pvrdma_ring_elem(&qp->sq, idx),
-           MIN(sizeof(*w), sizeof(w->hdr) +
-               qp->max_send_sge * sizeof(w->sge[0])));
+    memcpy(w, pvrdma_ring_elem(r, idx),
+           MIN(sizeof(*w), sizeof(w->hdr) + max_sge * sizeof(w->sge[0])));
+}
+
+void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
+                           uint32_t max_sge, PvrdmaRecvWqe *w)
+{
+    memcpy(w, pvrdma_ring_elem(r, idx),
+           MIN(sizeof(*w), sizeof(w->hdr) + max_sge * sizeof(w->sge[0])));
 }
 
 static PvrdmaSendSlot *send_slot(PvrdmaQP *qp, uint32_t idx)
@@ -767,7 +773,8 @@ static void flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
         while (qp->sq.priv != prod && n++ < qp->sq.nelems) {
             PvrdmaSendWqe w;
 
-            fetch_send_wqe(qp, qp->sq.priv, &w);
+            pvrdma_fetch_send_wqe(&qp->sq, qp->sq.priv, qp->max_send_sge,
+                                  &w);
             qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
             send_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR, 0);
         }
@@ -939,7 +946,7 @@ static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
             pvrdma_qp_schedule(c, qp);
             break;
         }
-        fetch_send_wqe(qp, qp->sq_head, &w);
+        pvrdma_fetch_send_wqe(&qp->sq, qp->sq_head, qp->max_send_sge, &w);
         if (inline_budget && wqe_is_loopback(c, qp, &w)) {
             pvrdma_qp_schedule(c, qp);
             break;

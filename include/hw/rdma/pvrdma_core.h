@@ -442,6 +442,12 @@ typedef struct PvrdmaRecvWqe {
     struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
 } PvrdmaRecvWqe;
 
+/* Copy WQE idx of ring r out: its header and at most max_sge SGEs. */
+void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
+                           uint32_t max_sge, PvrdmaSendWqe *w);
+void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
+                           uint32_t max_sge, PvrdmaRecvWqe *w);
+
 /* The completion opcode of a send work request's opcode. */
 uint32_t pvrdma_wc_opcode(uint32_t wr_opcode);
 
