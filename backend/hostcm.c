@@ -1215,16 +1215,6 @@ static void listen_free(gpointer p)
     g_free(l);
 }
 
-static bool guest_has_gid(PvrdmaCore *c, const uint8_t g[16])
-{
-    for (uint32_t i = 0; i < c->lim.gid_tbl_len; i++) {
-        if (c->gid[i].type && !memcmp(c->gid[i].gid.raw, g, 16)) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static void listen_add(HcCm *cm, const uint8_t g[16], uint16_t port, bool ud)
 {
     struct sockaddr_storage sa;
@@ -1284,13 +1274,13 @@ static void hc_gids_changed(PvrdmaTransport *t)
     for (unsigned i = cm->listens->len; i-- > 0;) {
         HcListen *l = g_ptr_array_index(cm->listens, i);
 
-        if (!guest_has_gid(c, l->gid)) {
+        if (!pvrdma_gid_is_local(c, l->gid)) {
             g_ptr_array_remove_index(cm->listens, i);
         }
     }
     g_hash_table_iter_init(&it, cm->conns);
     while (g_hash_table_iter_next(&it, NULL, (gpointer *)&k)) {
-        if (!guest_has_gid(c, k->ggid)) {
+        if (!pvrdma_gid_is_local(c, k->ggid)) {
             trace_pvrdma_cm_close(k->my_id, k->guest_id, k->state);
             g_hash_table_iter_remove(&it);  /* reset, GID removed */
         }
