@@ -260,16 +260,11 @@ static void guid_from_gid(uint8_t *m, CmField hi, CmField lo,
 /* ------------------------------------------------------------------ */
 /* Addresses                                                           */
 
-static bool gid_is_v4(const uint8_t g[16])
-{
-    return !memcmp(g, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12);
-}
-
 static void gid_to_sa(const uint8_t g[16], uint16_t port,
                       struct sockaddr_storage *ss)
 {
     memset(ss, 0, sizeof(*ss));
-    if (gid_is_v4(g)) {
+    if (pvrdma_gid_is_v4(g)) {
         struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 
         s4->sin_family = AF_INET;
@@ -295,15 +290,6 @@ static void sa_to_gid(const struct sockaddr *sa, uint8_t g[16])
     }
 }
 
-static void gid_str(const uint8_t g[16], char *buf, size_t len)
-{
-    if (gid_is_v4(g)) {
-        inet_ntop(AF_INET, g + 12, buf, len);
-    } else {
-        inet_ntop(AF_INET6, g, buf, len);
-    }
-}
-
 /* rdma_cm's header: version 0, IP version, source port, source, dest. */
 static bool cma_hdr_parse(const uint8_t *p, uint8_t src[16], uint8_t dst[16])
 {
@@ -325,7 +311,7 @@ static bool cma_hdr_parse(const uint8_t *p, uint8_t src[16], uint8_t dst[16])
 static void cma_hdr_build(uint8_t *p, const uint8_t src[16],
                           const uint8_t dst[16], uint16_t port)
 {
-    bool v4 = gid_is_v4(src);
+    bool v4 = pvrdma_gid_is_v4(src);
 
     memset(p, 0, CMA_HDR_LEN);
     p[1] = (v4 ? 4 : 6) << 4;
@@ -577,7 +563,7 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
                           (struct sockaddr *)&dst, HC_TIMEOUT_MS)) {
         char ip[INET6_ADDRSTRLEN];
 
-        gid_str(sgid, ip, sizeof(ip));
+        pvrdma_gid_str(sgid, ip, sizeof(ip));
         pvrdma_log_host("rdma_cm: cannot connect from the guest's address "
                         "%s: %s", ip, strerror(errno));
         active_fail(cm, k, REJ_UNREACHABLE, NULL, 0);
@@ -1239,7 +1225,7 @@ static void listen_add(HcCm *cm, const uint8_t g[16], uint16_t port, bool ud)
         g_autofree char *key = NULL;
         int err = errno;
 
-        gid_str(g, ip, sizeof(ip));
+        pvrdma_gid_str(g, ip, sizeof(ip));
         key = g_strdup_printf("%s %u %s", ip, port, ud ? "UDP" : "TCP");
         if (!g_hash_table_contains(cm->warned, key)) {
             pvrdma_log_host("rdma_cm: cannot listen for the guest on %s "

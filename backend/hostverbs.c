@@ -88,17 +88,6 @@ static HvDev *hv(PvrdmaHca *h)
 /* ------------------------------------------------------------------ */
 /* GIDs                                                                */
 
-static void gid_str(const uint8_t *g, char *buf, size_t len)
-{
-    static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-    if (!memcmp(g, v4mapped, 12)) {
-        inet_ntop(AF_INET, g + 12, buf, len);
-    } else {
-        inet_ntop(AF_INET6, g, buf, len);
-    }
-}
-
 /* The host GID table index for a guest GID entry, or -1 (reported). */
 static int host_gid_index(HvDev *d, const PvrdmaGid *g)
 {
@@ -120,7 +109,7 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
             return i;
         }
     }
-    gid_str(g->gid.raw, ip, sizeof(ip));
+    pvrdma_gid_str(g->gid.raw, ip, sizeof(ip));
     if (!g_hash_table_contains(d->warned, ip)) {
         g_hash_table_add(d->warned, g_strdup(ip));
         pvrdma_log_host("the guest's GID %s (RoCE v%d) is not in the GID "

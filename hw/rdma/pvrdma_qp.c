@@ -295,8 +295,8 @@ static void recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
         e.network_hdr_type =
             req->sgid_type == PVRDMA_GID_TYPE_FLAG_ROCE_V1 ?
             PVRDMA_NETWORK_ROCE_V1 :
-            (!memcmp(req->sgid, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) ?
-             PVRDMA_NETWORK_IPV4 : PVRDMA_NETWORK_IPV6);
+            (pvrdma_gid_is_v4(req->sgid) ? PVRDMA_NETWORK_IPV4 :
+                                           PVRDMA_NETWORK_IPV6);
     }
     e.wc_flags = flags;
     pvrdma_cq_post(c, qp->rcq, &e, solicited);
@@ -307,7 +307,7 @@ static void build_grh(const PvrdmaReq *req, uint32_t paylen, uint8_t grh[40])
 {
     memset(grh, 0, 40);
     if (req->sgid_type == PVRDMA_GID_TYPE_FLAG_ROCE_V2 &&
-        !memcmp(req->sgid, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+        pvrdma_gid_is_v4(req->sgid)) {
         uint8_t *ip = grh + 20;
         uint32_t sum = 0;
         uint16_t tot = 20 + 8 + 12 + paylen + 4;   /* IP+UDP+BTH+DETH+ICRC */

@@ -10,6 +10,8 @@
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
 
+#include <arpa/inet.h>
+
 void pvrdma_limits_default(PvrdmaLimits *l)
 {
     *l = (PvrdmaLimits) {
@@ -557,6 +559,15 @@ void pvrdma_gids_changed(PvrdmaCore *c)
         if (c->transports[i]->gids_changed) {
             c->transports[i]->gids_changed(c->transports[i]);
         }
+    }
+}
+
+void pvrdma_gid_str(const uint8_t gid[16], char *buf, size_t len)
+{
+    if (pvrdma_gid_is_v4(gid)) {
+        inet_ntop(AF_INET, gid + 12, buf, len);
+    } else {
+        inet_ntop(AF_INET6, gid, buf, len);
     }
 }
 

@@ -478,6 +478,13 @@ void pvrdma_gids_changed(PvrdmaCore *c);
 /* A QP is destroyed or reset: transports drop requests waiting on it. */
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 bool pvrdma_gid_is_local(PvrdmaCore *c, const uint8_t gid[16]);
+/* An IPv4-mapped GID (::ffff:a.b.c.d)? */
+static inline bool pvrdma_gid_is_v4(const uint8_t gid[16])
+{
+    return !memcmp(gid, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12);
+}
+/* The GID's address as text (a.b.c.d or IPv6); len >= INET6_ADDRSTRLEN. */
+void pvrdma_gid_str(const uint8_t gid[16], char *buf, size_t len);
 void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
                     const struct pvrdma_cqe *e, bool solicited);
 /* Host HCA mode (pvrdma_hca.c): hand guest WQEs to the host queues. */
