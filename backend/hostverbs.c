@@ -53,8 +53,14 @@ typedef struct HvDev {
     void *loop_opaque;
     GHashTable *qps;            /* host qp_num -> PvrdmaQP */
     GHashTable *warned;         /* GIDs already reported as missing */
+    GHashTable *gid_idx;        /* HvGidKey -> host GID index + 1 (found) */
     bool gone;                  /* its event files failed: not watched */
 } HvDev;
+
+typedef struct HvGidKey {
+    uint8_t gid[16];
+    uint8_t type;               /* enum ibv_gid_type */
+} HvGidKey;
 
 typedef struct HvAhKey {
     uint8_t dgid[16];
@@ -88,12 +94,42 @@ static HvDev *hv(PvrdmaHca *h)
 /* ------------------------------------------------------------------ */
 /* GIDs                                                                */
 
-/* The host GID table index for a guest GID entry, or -1 (reported). */
+/* djb2 over a fixed-size key (GID and AH cache keys) */
+static guint key_hash(const void *k, size_t len)
+{
+    const uint8_t *p = k;
+    guint h = 5381;
+
+    for (size_t i = 0; i < len; i++) {
+        h = h * 33 + p[i];
+    }
+    return h;
+}
+
+static guint gid_key_hash(gconstpointer k)
+{
+    return key_hash(k, sizeof(HvGidKey));
+}
+
+static gboolean gid_key_equal(gconstpointer a, gconstpointer b)
+{
+    return !memcmp(a, b, sizeof(HvGidKey));
+}
+
+/*
+ * The host GID table index for a guest GID entry, or -1 (reported).  Found
+ * indices are cached: UD sends ask on every WQE, and each entry queried is
+ * a call into the kernel.  The cache is dropped when the host's GID table
+ * changes (IBV_EVENT_GID_CHANGE); misses are not cached, so an address
+ * added on the host later is found.
+ */
 static int host_gid_index(HvDev *d, const PvrdmaGid *g)
 {
     enum ibv_gid_type want = g->type == PVRDMA_GID_TYPE_FLAG_ROCE_V2 ?
                              IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
     char ip[INET6_ADDRSTRLEN];
+    HvGidKey k = { .type = want };
+    gpointer hit;
 
     if (d->gid_index >= 0) {
         return d->gid_index;
@@ -101,11 +137,18 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
     if (!g->type) {
         return -1;
     }
+    memcpy(k.gid, g->gid.raw, 16);
+    hit = g_hash_table_lookup(d->gid_idx, &k);
+    if (hit) {
+        return GPOINTER_TO_INT(hit) - 1;
+    }
     for (int i = 0; i < d->gid_tbl_len; i++) {
         struct ibv_gid_entry e;
 
         if (ibv_query_gid_ex(d->ctx, d->port, i, &e, 0) == 0 &&
             e.gid_type == want && !memcmp(e.gid.raw, g->gid.raw, 16)) {
+            g_hash_table_insert(d->gid_idx, g_memdup2(&k, sizeof(k)),
+                                GINT_TO_POINTER(i + 1));
             return i;
         }
     }
@@ -127,13 +170,7 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
 
 static guint ah_hash(gconstpointer k)
 {
-    const uint8_t *p = k;
-    guint h = 5381;
-
-    for (size_t i = 0; i < sizeof(HvAhKey); i++) {
-        h = h * 33 + p[i];
-    }
-    return h;
+    return key_hash(k, sizeof(HvAhKey));
 }
 
 static gboolean ah_equal(gconstpointer a, gconstpointer b)
@@ -828,6 +865,10 @@ static void hv_async_ready(void *opaque)
         case IBV_EVENT_DEVICE_FATAL:
             pvrdma_log_host("host device %s failed", d->name);
             break;
+        case IBV_EVENT_GID_CHANGE:
+            g_hash_table_remove_all(d->gid_idx);
+            forward = false;
+            break;
         default:
             forward = false;    /* LID/PKEY/SM/GID changes: not ours */
             break;
@@ -861,6 +902,7 @@ static void hv_destroy(PvrdmaHca *h)
     ibv_close_device(d->ctx);
     g_hash_table_destroy(d->qps);
     g_hash_table_destroy(d->warned);
+    g_hash_table_destroy(d->gid_idx);
     g_free(d->regions);
     g_free(d);
 }
@@ -1013,6 +1055,8 @@ PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
     d->loop_opaque = loop_opaque;
     d->qps = g_hash_table_new(g_direct_hash, g_direct_equal);
     d->warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    d->gid_idx = g_hash_table_new_full(gid_key_hash, gid_key_equal, g_free,
+                                       NULL);
 
     /* what the guest is offered: no more than the host device has */
     lim->max_qp = MIN(lim->max_qp, (uint32_t)da.max_qp);
