@@ -158,10 +158,15 @@ _barrier_listen() {
     done
 }
 
-# VM 1: connect until VM 0 takes MSG (at most SECS seconds)
+# VM 1: connect until VM 0 takes MSG (at most SECS seconds).  Taken means
+# acknowledged: VM 0's listener for NAME answers with NAME.  A connect alone
+# proves nothing: it can land in the backlog of a listener that is closing
+# (the message is then lost), and nc's exit status can report failure for a
+# message that was taken (it was then sent again, stale).
 _barrier_connect() {
     _i=0
-    until echo "$3" | nc -w 2 "$PVRDMA_PEER_IP" "${BARRIER_PORT:-18600}" >/dev/null 2>&1; do
+    until [ "$(echo "$3" | nc -w 2 "$PVRDMA_PEER_IP" "${BARRIER_PORT:-18600}" 2>/dev/null |
+               head -n 1)" = "$1" ]; do
         _i=$((_i + 1))
         [ $_i -lt $(($2 * 4)) ] || fail "barrier $1: peer $PVRDMA_PEER_IP not reachable"
         sleep 0.25
