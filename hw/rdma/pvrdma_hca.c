@@ -143,6 +143,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         int err;
 
         pvrdma_fetch_send_wqe(&qp->sq, qp->sq.priv, qp->max_send_sge, &w);
+        pvrdma_inline_sges(c, qp, &w);
         st = send_wr(c, qp, &w, &wr);
         if (!st) {
             err = c->hca->post_send(c->hca, qp, &wr);

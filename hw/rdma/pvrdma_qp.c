@@ -182,6 +182,13 @@ static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
 /* ------------------------------------------------------------------ */
 /* Memory keys                                                         */
 
+/* [va, va+len) lies inside the region of a user or fast-registered MR */
+static bool mr_covers(const PvrdmaMR *mr, uint64_t va, uint64_t len)
+{
+    return va >= mr->iova && len <= mr->length &&
+           va - mr->iova <= mr->length - len;
+}
+
 /* Resolve [va, va+len) of an MR into host memory. */
 static bool mr_resolve(PvrdmaCore *c, PvrdmaMR *mr, uint64_t va, uint64_t len,
                        bool is_write, PvrdmaSg *sg)
@@ -192,10 +199,57 @@ static bool mr_resolve(PvrdmaCore *c, PvrdmaMR *mr, uint64_t va, uint64_t len,
     if (mr->kind == PVRDMA_MR_DMA) {
         return pvrdma_gpa_to_sg(c, va, len, is_write, sg);
     }
-    if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len) {
+    if (!mr_covers(mr, va, len)) {
         return false;
     }
     return pvrdma_map_to_sg(&mr->map, va - mr->base, len, sg);
+}
+
+/* The user MR of pd that covers [va, va+len), or NULL. */
+static PvrdmaMR *user_mr_covering(PvrdmaCore *c, uint32_t pd, uint64_t va,
+                                  uint32_t len)
+{
+    for (uint32_t h = 0; h < c->mr.size; h++) {
+        PvrdmaMR *mr = c->mr.slot[h];
+
+        if (mr && mr->pd == pd && mr->kind == PVRDMA_MR_USER && mr->valid &&
+            mr_covers(mr, va, len)) {
+            return mr;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A send posted with IBV_SEND_INLINE.  rdma-core's vmw_pvrdma provider has
+ * no inline segment (the driver answers max_inline_data 0): it copies the
+ * SGEs as given, and verbs ignores the lkey of an inline send, so programs
+ * leave it 0 (rdma_xclient does).  The device can read user memory only
+ * through a page list, so such an SGE is read through the user MR of the
+ * QP's PD that covers it; an SGE that no MR covers fails as any bad SGE.
+ */
+void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w)
+{
+    uint32_t n = MIN(w->hdr.num_sge, qp->max_send_sge);
+
+    if (!(w->hdr.send_flags & PVRDMA_SEND_INLINE)) {
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct pvrdma_sge *s = &w->sge[i];
+        PvrdmaMR *mr = pvrdma_mr_by_key(c, s->lkey);
+
+        if (!s->length ||
+            (mr && mr->pd == qp->pd && mr->kind == PVRDMA_MR_USER &&
+             mr_covers(mr, s->addr, s->length))) {
+            continue;
+        }
+        mr = user_mr_covering(c, qp->pd, s->addr, s->length);
+        if (mr) {
+            trace_pvrdma_inline_sge(qp->handle, i, s->lkey, mr->key);
+            s->lkey = mr->key;
+        }
+    }
 }
 
 /* Local scatter list through lkeys; returns a PVRDMA_WC_* status. */
@@ -648,10 +702,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     if (op == PVRDMA_WR_FAST_REG_MR) {
         return fast_reg(c, qp, w);
     }
-    /*
-     * PVRDMA_SEND_INLINE: the driver reports max_inline_data 0 and its WQE
-     * has no room for payload, so the SGEs (lkeys) carry the data as usual.
-     */
+    /* PVRDMA_SEND_INLINE: the SGEs carry the data (pvrdma_inline_sges) */
     sink = op == PVRDMA_WR_RDMA_READ || op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
            op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
     st = resolve_sges(c, qp->pd, w->sge, h->num_sge, sink, &req.local);
@@ -947,6 +998,7 @@ static void serve_sq_budget(PvrdmaCore *c, PvrdmaQP *qp,
             break;
         }
         pvrdma_fetch_send_wqe(&qp->sq, qp->sq_head, qp->max_send_sge, &w);
+        pvrdma_inline_sges(c, qp, &w);
         if (inline_budget && wqe_is_loopback(c, qp, &w)) {
             pvrdma_qp_schedule(c, qp);
             break;

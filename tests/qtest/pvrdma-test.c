@@ -697,6 +697,64 @@ static void test_send_recv(void)
     qpvrdma_stop(d);
 }
 
+/*
+ * IBV_SEND_INLINE as rdma-core's vmw_pvrdma provider posts it: the SGE as
+ * the program gave it, lkey 0 (verbs ignores the lkey of an inline send;
+ * rdma_xclient leaves it 0).  The device reads it through the user MR of the
+ * QP's PD that covers it; without the flag, or with no such MR, the SGE is
+ * refused as any bad SGE.
+ */
+static void test_send_inline(void)
+{
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst, bare;
+    uint32_t dkey;
+    struct pvrdma_sq_wqe_hdr h;
+    struct pvrdma_sge s;
+
+    for (int pass = 0; pass < 2; pass++) {
+        pair_setup(&p, PVRDMA_QPT_RC, 16);
+        d = p.d;
+        src = qpvrdma_alloc(d, 2 * 4096);
+        dst = qpvrdma_alloc(d, 4096);
+        bare = qpvrdma_alloc(d, 4096);      /* no MR covers it */
+        qpvrdma_create_mr(d, p.pd, src, 2 * 4096, 0);
+        dkey = qpvrdma_create_mr(d, p.pd, dst, 4096,
+                                 PVRDMA_ACCESS_LOCAL_WRITE);
+        fill(d, src, 2 * 4096, 3);
+        fill(d, bare, 4096, 4);
+        if (pass == 0) {
+            /* 100 bytes across a page boundary of the MR, lkey 0 */
+            qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, dkey);
+            h = (struct pvrdma_sq_wqe_hdr) {
+                .wr_id = 0xa1, .num_sge = 1, .opcode = PVRDMA_WR_SEND,
+                .send_flags = PVRDMA_SEND_SIGNALED | PVRDMA_SEND_INLINE };
+            s = (struct pvrdma_sge) { src + 4050, 100, 0 };
+            qpvrdma_post_send(d, &p.a, &h, &s, true);
+            qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV,
+                               PVRDMA_WC_SUCCESS, 100);
+            qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND,
+                               PVRDMA_WC_SUCCESS, 100);
+            same(d, src + 4050, dst, 100);
+            /* the same SGE without the flag: lkey 0 names no MR */
+            qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, dkey);
+            h.wr_id = 0xa2;
+            h.send_flags = PVRDMA_SEND_SIGNALED;
+        } else {
+            /* inline, but no MR of the PD covers the buffer */
+            qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, dkey);
+            h = (struct pvrdma_sq_wqe_hdr) {
+                .wr_id = 0xa2, .num_sge = 1, .opcode = PVRDMA_WR_SEND,
+                .send_flags = PVRDMA_SEND_SIGNALED | PVRDMA_SEND_INLINE };
+            s = (struct pvrdma_sge) { bare, 16, 0 };
+        }
+        qpvrdma_post_send(d, &p.a, &h, &s, true);
+        qpvrdma_expect_cqe(d, &p.cq, 0xa2, 0, PVRDMA_WC_LOC_PROT_ERR, 0);
+        qpvrdma_stop(d);
+    }
+}
+
 static void test_rdma_ops(void)
 {
     Pair p;
@@ -1808,6 +1866,7 @@ static void test_hca_rc(void)
     struct pvrdma_sq_wqe_hdr h;
     struct pvrdma_sge s[2];
     struct pvrdma_cqe e;
+    bool sent;
 
     if (!hca_pair(&p, &hg, PVRDMA_QPT_RC, NULL)) {
         return;
@@ -1837,8 +1896,10 @@ static void test_hca_rc(void)
     s[1] = (struct pvrdma_sge) { src + 8000, 3000, lkey };
     qpvrdma_post_send(d, &p.a, &h, s, true);
     g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
-    if (e.wr_id == 0xa1) {      /* either completion may come first */
+    sent = e.wr_id == 0xa1;     /* either completion may come first */
+    if (sent) {
         g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 8000);
         g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
     }
     g_assert_cmphex(e.wr_id, ==, 0xb1);
@@ -1851,9 +1912,26 @@ static void test_hca_rc(void)
     g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
     same(d, src + 100, dst, 5000);
     same(d, src + 8000, dst + 5000, 3000);
-    if (qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS)) {
-        g_assert(e.wr_id == 0xa1 || e.wr_id == 0xb1);
+    if (!sent) {
+        qpvrdma_expect_cqe_wait(d, &p.cq, 0xa1, PVRDMA_WC_SEND,
+                                PVRDMA_WC_SUCCESS, 8000, HCA_WAIT_MS);
     }
+
+    /* an inline SEND with lkey 0 (rdma_xclient): read through its MR */
+    fill(d, src, 3 * 4096, 6);
+    qpvrdma_post_recv(d, &p.b, 0xb9, dst, 4096, dkey);
+    h = (struct pvrdma_sq_wqe_hdr) {
+        .wr_id = 0xa9, .num_sge = 1, .opcode = PVRDMA_WR_SEND,
+        .send_flags = PVRDMA_SEND_SIGNALED | PVRDMA_SEND_INLINE };
+    s[0] = (struct pvrdma_sge) { src + 4090, 16, 0 };
+    qpvrdma_post_send(d, &p.a, &h, s, true);
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
+        g_assert(e.wr_id == 0xa9 || e.wr_id == 0xb9);
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 16);
+    }
+    same(d, src + 4090, dst, 16);
 
     /* RDMA WRITE, READ and atomics through the rkey */
     fill(d, src, 3 * 4096, 9);
@@ -2536,6 +2614,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/cmd/srq", test_srq);
     qtest_add_func("/pvrdma/cmd/old-driver", test_old_driver);
     qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
+    qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
     qtest_add_func("/pvrdma/data/rdma-ops", test_rdma_ops);
     qtest_add_func("/pvrdma/data/access-errors", test_access_errors);
     qtest_add_func("/pvrdma/data/fast-reg", test_fast_reg);

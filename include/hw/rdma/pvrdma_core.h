@@ -442,6 +442,8 @@ typedef struct PvrdmaRecvWqe {
     struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
 } PvrdmaRecvWqe;
 
+/* IBV_SEND_INLINE: SGEs with a key that does not cover them read their MR */
+void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w);
 /* Copy WQE idx of ring r out: its header and at most max_sge SGEs. */
 void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
                            uint32_t max_sge, PvrdmaSendWqe *w);
