@@ -95,6 +95,14 @@ wait_port() {
 # the server; both limited to SECS seconds.  Output goes to /tmp/NAME.{srv,cli}
 # and is printed on failure.  Returns 0 only if both succeed; the first
 # failure's first error line is kept in PAIR_ERR.
+# pp_invalid FILE...: the first "invalid data" line of the FILEs (true if
+# there is one).  rdma-core's pingpongs with -c compare the first byte of
+# every page of each message they receive, print "invalid data in page N"
+# for a bad one and still exit 0: a run that printed it failed.
+pp_invalid() {
+    grep -h -m1 "invalid data" "$@" 2>/dev/null
+}
+
 pair() {
     _name=$1 _secs=$2 _srv=$3 _cli=$4
     log "pair $_name: server: $_srv"
@@ -120,6 +128,13 @@ pair() {
         # first error line, for the one-line failure reason (PAIR_ERR)
         _e=$(cat "/tmp/$_name.cli" "/tmp/$_name.srv" | grep -m1 -iE "fail|error|couldn|exceeded|unable|invalid") ||
             _e="server rc $_src, client rc $_crc"
+        PAIR_ERR=${PAIR_ERR:-"$_name: $_e"}
+        return 1
+    fi
+    if _e=$(pp_invalid "/tmp/$_name.srv" "/tmp/$_name.cli"); then
+        echo "--- $_name server output ---"; cat "/tmp/$_name.srv"
+        echo "--- $_name client output ---"; cat "/tmp/$_name.cli"
+        log "pair $_name: FAILED: $_e"
         PAIR_ERR=${PAIR_ERR:-"$_name: $_e"}
         return 1
     fi

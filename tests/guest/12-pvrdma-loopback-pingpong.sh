@@ -1,5 +1,6 @@
 # rc/ud/srq pingpong over vmw_pvrdma0 inside one VM (client -> 127.0.0.1),
-# with data validation (-c) and several sizes.
+# with -c (the first byte of every page checked; "invalid data" fails the
+# run) and several sizes.
 # vms: 1
 # timeout: 400
 # requires: pvrdma

@@ -2,7 +2,7 @@
 # ib_send_bw that is still moving data, and reboots at once ("reboot -f": no
 # module unload, the device is reset by the machine reset while QPs are
 # active and MRs mapped).  Boot 2 must find the device as new: probe
-# messages, port ACTIVE, GID, and rc/ud pingpongs with validation.
+# messages, port ACTIVE, GID, and rc/ud pingpongs with -c (pp_invalid).
 # (run-vm.sh --reboot runs the same script again after the reset; the boot
 # number is kept in CMOS RAM, see boot_count.)
 # vms: 1

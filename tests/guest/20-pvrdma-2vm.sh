@@ -1,5 +1,5 @@
 # rc/ud/srq pingpong between two VMs over vmw_pvrdma0 and the co-resident
-# transport (VM 0 serves), with data validation (-c) and several sizes: rc
+# transport (VM 0 serves), with -c ("invalid data" fails) and several sizes: rc
 # and srq from 1 byte to 64 KiB (16 pages, so several SGE pages per message),
 # ud up to the active MTU (1024).
 # vms: 2

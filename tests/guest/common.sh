@@ -49,8 +49,10 @@ roce_v2_gid() {
     echo "$_g"
 }
 
-# loopback_pingpongs DEV GIDX: rc, ud and srq pingpong with data validation
-# (-c), a few sizes, server and client in this VM (client -> 127.0.0.1)
+# loopback_pingpongs DEV GIDX: rc, ud and srq pingpong with -c (the first
+# byte of every page checked; "invalid data" fails the run, see
+# pp_invalid), a few sizes, server and client in this VM (client ->
+# 127.0.0.1)
 loopback_pingpongs() {
     _d=$1 _x=$2 _bad=0
     _o="-d $_d -g $_x -n $PP_ITERS -r $PP_RXDEPTH -c"
@@ -80,7 +82,7 @@ loopback_perftest() {
 
 # two_vm_pingpongs DEV [CASES]: VM 0 serves, VM 1 connects to it; CASES are
 # KIND:SIZE with KIND rc, ud or srq (default "rc:4096 ud:1024 srq:4096"),
-# every run with data validation (-c).  All cases run; the test fails at the
+# every run with -c (pp_invalid).  All cases run; the test fails at the
 # end if any failed.
 two_vm_pingpongs() {
     _d=$1 _cases=${2:-rc:4096 ud:1024 srq:4096} _bad=0 _n=0
@@ -120,7 +122,9 @@ listening() {
 # vm_pair NAME SECS LISTEN "SERVER CMD" "CLIENT CMD": one client/server run
 # across the two VMs: VM 0 starts SERVER in the background and waits until
 # it listens (LISTEN is tcp:PORT or cm:PORT), VM 1 then runs CLIENT (which
-# names $PVRDMA_PEER_IP itself); both limited to SECS seconds.  VM 1 reports
+# names $PVRDMA_PEER_IP itself); both limited to SECS seconds.  With
+# PAIR_STAYS=1, SERVER is one that serves until stopped (cmtime, rcopy):
+# VM 0 stops it once the client succeeded.  VM 1 reports
 # the client's exit status to VM 0 in the NAME-done barrier; a server whose
 # client failed is stopped after 5 s instead of waiting for a client that
 # will not come.  Output in /tmp/NAME.out; returns this VM's side's status
@@ -141,6 +145,8 @@ vm_pair() {
         log "$_name: listener race of perftest -R (REJ 8): run $_try"
     done
     [ "$_rc" = retry ] && _rc=1
+    # a pingpong's -c: "invalid data" with exit status 0 (pp_invalid)
+    [ "$_rc" != 0 ] || ! pp_invalid "/tmp/$_name.out" >/dev/null || _rc="invalid data"
     if [ "$_rc" != 0 ]; then
         echo "--- $_name output (rc $_rc; 124/143 = timeout) ---"; cat "/tmp/$_name.out"
         _e=$(grep -m1 -iE "fail|error|couldn|exceeded|unable|invalid|mismatch|reject" "/tmp/$_name.out") || _e="rc $_rc"
@@ -189,6 +195,7 @@ vm_pair_rev() {
         [ "$_rc" != 0 ] || _rc=$_w
         barrier_send "$1-done" 60 "$_rc"
     fi
+    [ "$_rc" != 0 ] || ! pp_invalid "/tmp/$1.out" >/dev/null || _rc="invalid data"
     [ "$_rc" = 0 ] && return 0
     echo "--- $1 output (rc $_rc; 124/143 = timeout) ---"; cat "/tmp/$1.out"
     PAIR_ERR=${PAIR_ERR:-"$1: rc $_rc"}
@@ -207,12 +214,18 @@ _vm_pair_once() {
         _wait_listening "$1" "$3" "$_spid" || _rc=1
         barrier "$1-ready" 60
         _crc=$(barrier_recv "$1-done" $(($2 + 30)))
+        _stayed=0
         case $_crc in
-            0) ;;
+            0) # a server that serves until stopped (PAIR_STAYS=1) is
+               # stopped now; still running counts as success
+               if [ "${PAIR_STAYS:-0}" = 1 ] && kill -0 "$_spid" 2>/dev/null; then
+                   _stayed=1; kill "$_spid" 2>/dev/null
+               fi ;;
             *) # the client failed or never reported: stop the server
                sleep 5; kill "$_spid" 2>/dev/null ;;
         esac
         wait "$_spid"; _src=$?
+        [ $_stayed = 0 ] || _src=0
         [ "$_rc" != 0 ] || _rc=$_src
         [ "$_crc" = retry ] && _rc=retry
     else

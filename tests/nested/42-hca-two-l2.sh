@@ -1,7 +1,7 @@
 #!/bin/sh
 # L1: two L2 guests, both with pvrdma on rxe0 (ibdev=rxe0), talk to each
 # other through the host device: ibv_rc_pingpong and ibv_ud_pingpong with
-# data checked, ib_send_bw, and over RDMA CM (translated by the devices into
+# -c ("invalid data" fails), ib_send_bw, and over RDMA CM (translated by the devices into
 # host rdma_cm; guest 0 serves through cm-listen): rping with data checked
 # and ib_write_bw -R.  Slow (two nested guests at once: ~9 min), so
 # not part of CI; run with scripts/nested/run-tests.sh 42.
