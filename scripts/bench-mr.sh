@@ -28,9 +28,17 @@ for i in $(seq "$RUNS"); do
 done
 exit 0
 EOS
+l1rc=0
 "$top/scripts/nested/run-l1.sh" -q -t 1800 -o "$out/l1" -e "RUNS=$runs" \
-    -f "$top/build/qemu/tests/qtest/pvrdma-test:/pvrdma-test" "$out/l1.sh" > "$out/raw.txt" 2>&1 || true
-grep -a 'pvrdma_hv_mr\|CREATE_MR\|not ok\|SKIP' "$out/l1/console.log" > "$out/lines.txt" || true
+    -f "$top/build/qemu/tests/qtest/pvrdma-test:/pvrdma-test" "$out/l1.sh" > "$out/raw.txt" 2>&1 || l1rc=$?
+grep -a 'pvrdma_hv_mr\|CREATE_MR\|not ok\|SKIP' "$out/l1/console.log" > "$out/lines.txt" 2>/dev/null || true
+# every run prints one device line and one command line per case (2 cases)
+got=$(grep -c 'pvrdma_hv_mr' "$out/lines.txt" || true)
+if [ "$got" -lt $((2 * runs)) ]; then
+    echo "bench-mr.sh: L1 gave $got of $((2 * runs)) figures (run-l1.sh exit $l1rc; see $out/raw.txt, $out/l1/console.log)" >&2
+    tail -n 5 "$out/raw.txt" >&2
+    exit 1
+fi
 echo "1 GiB MR registration, host HCA mode, soft-RoCE in a TCG VM ($runs runs):"
 awk '/pvrdma_hv_mr/ {
         for (i = 1; i <= NF; i++) {
