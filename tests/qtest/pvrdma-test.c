@@ -995,11 +995,15 @@ static void test_send_with_inv(void)
                                      .send_flags = PVRDMA_SEND_SIGNALED,
                                      .ex.invalidate_rkey = key };
     s = (struct pvrdma_sge) { loc, 32, lkey };
+    fill(d, loc, 32, 11);
     qpvrdma_post_send(d, &p.a, &h, &s, true);
     g_assert(qpvrdma_poll_cq(d, &p.cq, &e));
     g_assert_cmphex(e.wr_id, ==, 0xb1);
     g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
+    g_assert_cmpuint(e.byte_len, ==, 32);
     g_assert(e.wc_flags & PVRDMA_WC_WITH_INVALIDATE);
+    same(d, loc, loc + 2048, 32);
     qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 32);
     /* the invalidated key no longer reads */
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 3, loc, 8, lkey, frbuf, key);
@@ -1255,10 +1259,11 @@ static void test_cq_notify(void)
     d = p.d;
     buf = qpvrdma_alloc(d, 4096);
     key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    /* not armed: no CQ interrupt */
+    /* not armed: an error completion raises no CQ interrupt either */
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
     qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_REM_ACCESS_ERR,
                0);
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     qpvrdma_stop(d);
 
     pair_setup(&p, PVRDMA_QPT_RC, 8);
@@ -1363,34 +1368,112 @@ static void test_teardown(void)
     }
 }
 
+/*
+ * Older drivers: 17 (RoCE v1 era) and 18 give a 32-bit UAR pfn, 19 a 64-bit
+ * one; before 20 the CREATE_QP response has no QP handle.  A version below
+ * 17 is refused at ACTIVATE.
+ */
 static void test_old_driver(void)
 {
     QPvrdma *d = qpvrdma_start("%s", "");
-    union pvrdma_cmd_resp r;
-    struct pvrdma_cmd_create_qp c = { .hdr.cmd = PVRDMA_CMD_CREATE_QP };
-    uint32_t pd;
-    QPvrdmaCq cq;
-    QPvrdmaRing ring;
 
-    /* a version-18 driver: 32-bit UAR pfn, QP response without handle */
-    qpvrdma_setup_dsr(d, PVRDMA_ROCEV2_VERSION);
-    g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
-    pd = qpvrdma_create_pd(d, 0);
-    qpvrdma_create_cq(d, &cq, 16);
-    qpvrdma_ring_alloc(d, &ring, 3);
-    c.pdir_dma = ring.pdir;
-    c.pd_handle = pd;
-    c.send_cq_handle = c.recv_cq_handle = cq.handle;
-    c.max_send_wr = c.max_recv_wr = 8;
-    c.max_send_sge = c.max_recv_sge = 1;
-    c.total_chunks = 3;
-    c.send_chunks = 1;
-    c.qp_type = PVRDMA_QPT_RC;
-    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
-    /* v1 layout: qpn then max_send_wr directly */
-    g_assert_cmpuint(r.create_qp_resp.qpn, >=, 2);
-    g_assert_cmpuint(r.create_qp_resp.max_send_wr, ==, 8);
-    g_assert_cmpuint(r.create_qp_resp.max_recv_wr, ==, 8);
+    qpvrdma_setup_dsr(d, PVRDMA_ROCEV1_VERSION - 1);
+    g_assert_cmpuint(qpvrdma_activate(d), ==, EINVAL);
+    qpvrdma_stop(d);
+
+    for (uint32_t v = PVRDMA_ROCEV1_VERSION; v < PVRDMA_QPHANDLE_VERSION; v++) {
+        union pvrdma_cmd_resp r;
+        struct pvrdma_cmd_create_qp c = { .hdr.cmd = PVRDMA_CMD_CREATE_QP };
+        struct pvrdma_cmd_create_uc u = { .hdr.cmd = PVRDMA_CMD_CREATE_UC };
+        uint32_t pd;
+        QPvrdmaCq cq;
+        QPvrdmaRing ring;
+
+        uint64_t uar;
+
+        d = qpvrdma_start("%s", "");
+        qpvrdma_setup_dsr(d, v);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        /* CREATE_UC reads the pfn field of this version, not the other */
+        uar = qpci_config_readl(d->dev, PCI_BASE_ADDRESS_2) & ~0xfull;
+        uar |= (uint64_t)qpci_config_readl(d->dev, PCI_BASE_ADDRESS_3) << 32;
+        if (v >= PVRDMA_PPN64_VERSION) {
+            u.pfn64 = (uar >> 12) + 3;
+        } else {
+            u.pfn = (uar >> 12) + 3;
+        }
+        qpvrdma_cmd_ok(d, &u, sizeof(u), &r);
+        g_assert_cmpuint(r.create_uc_resp.ctx_handle, !=, 0);
+        pd = qpvrdma_create_pd(d, 0);
+        qpvrdma_create_cq(d, &cq, 16);
+        qpvrdma_ring_alloc(d, &ring, 3);
+        c.pdir_dma = ring.pdir;
+        c.pd_handle = pd;
+        c.send_cq_handle = c.recv_cq_handle = cq.handle;
+        c.max_send_wr = c.max_recv_wr = 8;
+        c.max_send_sge = c.max_recv_sge = 1;
+        c.total_chunks = 3;
+        c.send_chunks = 1;
+        c.qp_type = PVRDMA_QPT_RC;
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        /* v1 layout: qpn then max_send_wr directly */
+        g_assert_cmpuint(r.create_qp_resp.qpn, >=, 2);
+        g_assert_cmpuint(r.create_qp_resp.max_send_wr, ==, 8);
+        g_assert_cmpuint(r.create_qp_resp.max_recv_wr, ==, 8);
+        qpvrdma_stop(d);
+    }
+}
+
+/*
+ * RTS -> SQD: SQ_DRAINED only with en_sqd_async_notify; a send posted in
+ * SQD waits until the QP is back in RTS.
+ */
+static void test_sq_drained(void)
+{
+    Pair p;
+    QPvrdma *d;
+    struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_SQD };
+    uint64_t buf;
+    uint32_t key;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 8);
+    d = p.d;
+    buf = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, p.b.handle, PVRDMA_QP_STATE, &at),
+                     ==, 0);
+    g_assert(!async_seen(d, PVRDMA_EVENT_SQ_DRAINED, p.b.handle));
+    at.en_sqd_async_notify = 1;
+    g_assert_cmpuint(qpvrdma_modify_qp(d, p.a.handle, PVRDMA_QP_STATE |
+                                       PVRDMA_QP_EN_SQD_ASYNC_NOTIFY, &at),
+                     ==, 0);
+    g_assert(async_seen(d, PVRDMA_EVENT_SQ_DRAINED, p.a.handle));
+    g_assert(!async_seen(d, PVRDMA_EVENT_SQ_DRAINED, p.b.handle));
+    qpvrdma_post_recv(d, &p.b, 0xb1, buf + 2048, 64, key);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, buf, 64, key, 0, 0);
+    qpvrdma_cq_empty(d, &p.cq);
+    at.qp_state = PVRDMA_QPS_RTS;
+    g_assert_cmpuint(qpvrdma_modify_qp(d, p.a.handle, PVRDMA_QP_STATE, &at),
+                     ==, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_stop(d);
+}
+
+/* Migration (and so savevm) is refused while the device exists, by name. */
+static void test_migration_blocked(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    QDict *rsp, *err;
+
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': 'exec:cat > /dev/null' } }");
+    g_assert(qdict_haskey(rsp, "error"));
+    err = qdict_get_qdict(rsp, "error");
+    g_assert(strstr(qdict_get_str(err, "desc"), "pvrdma"));
+    qobject_unref(rsp);
+    /* the device still answers */
+    g_assert_cmpuint(qpvrdma_create_pd(d, 0), !=, 0);
     qpvrdma_stop(d);
 }
 
@@ -2626,9 +2709,11 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hostile/bad-ring-index", test_bad_ring_index);
     qtest_add_func("/pvrdma/irq/cq-notify", test_cq_notify);
     qtest_add_func("/pvrdma/irq/comm-est", test_comm_est);
+    qtest_add_func("/pvrdma/irq/sq-drained", test_sq_drained);
     qtest_add_func("/pvrdma/irq/intx", test_intx);
     qtest_add_func("/pvrdma/reset-during-work", test_reset_during_work);
     qtest_add_func("/pvrdma/teardown", test_teardown);
+    qtest_add_func("/pvrdma/migration-blocked", test_migration_blocked);
     qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
     qtest_add_func("/pvrdma/coresident/access", test_cr_access);
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
