@@ -8,6 +8,7 @@
 #include "qemu/osdep.h"
 #include "libqtest.h"
 #include "libqos/pvrdma.h"
+
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
 #include <sys/prctl.h>
@@ -191,14 +192,14 @@ static void test_query(void)
     g_assert_cmphex(r.query_pkey_resp.pkey, ==, 0xffff);
 
     qp.port_num = 2;
-    qpvrdma_cmd_fails(d, &qp, sizeof(qp));
+    qpvrdma_cmd_err(d, &qp, sizeof(qp), EINVAL);
     qk.index = 1;
-    qpvrdma_cmd_fails(d, &qk, sizeof(qk));
+    qpvrdma_cmd_err(d, &qk, sizeof(qk), EINVAL);
     /* an unknown command */
     qp.hdr.cmd = PVRDMA_CMD_MAX;
-    qpvrdma_cmd_fails(d, &qp, sizeof(qp));
+    qpvrdma_cmd_err(d, &qp, sizeof(qp), EINVAL);
     qp.hdr.cmd = 0xdeadbeef;
-    qpvrdma_cmd_fails(d, &qp, sizeof(qp));
+    qpvrdma_cmd_err(d, &qp, sizeof(qp), EINVAL);
     qpvrdma_stop(d);
 }
 
@@ -248,26 +249,26 @@ static void test_uc_pd(void)
     uar |= (uint64_t)qpci_config_readl(d->dev, PCI_BASE_ADDRESS_3) << 32;
     /* UAR page 0 is the driver's own */
     uc.pfn64 = uar >> 12;
-    qpvrdma_cmd_fails(d, &uc, sizeof(uc));
+    qpvrdma_cmd_err(d, &uc, sizeof(uc), EINVAL);
     uc.pfn64 = (uar >> 12) + 512;       /* beyond the BAR */
-    qpvrdma_cmd_fails(d, &uc, sizeof(uc));
+    qpvrdma_cmd_err(d, &uc, sizeof(uc), EINVAL);
     uc.pfn64 = (uar >> 12) + 3;
     qpvrdma_cmd_ok(d, &uc, sizeof(uc), &r);
     ctx = r.create_uc_resp.ctx_handle;
-    qpvrdma_cmd_fails(d, &uc, sizeof(uc));      /* page already taken */
+    qpvrdma_cmd_err(d, &uc, sizeof(uc), EBUSY);      /* page already taken */
 
     pd = qpvrdma_create_pd(d, ctx);
     cp.ctx_handle = 4242;               /* no such context */
-    qpvrdma_cmd_fails(d, &cp, sizeof(cp));
+    qpvrdma_cmd_err(d, &cp, sizeof(cp), EINVAL);
     du.ctx_handle = ctx;
-    qpvrdma_cmd_fails(d, &du, sizeof(du));      /* context still has a PD */
+    qpvrdma_cmd_err(d, &du, sizeof(du), EBUSY);    /* context has a PD */
     dp.pd_handle = pd;
     qpvrdma_cmd_ok(d, &dp, sizeof(dp), &r);
-    qpvrdma_cmd_fails(d, &dp, sizeof(dp));      /* double destroy */
+    qpvrdma_cmd_err(d, &dp, sizeof(dp), EINVAL);      /* double destroy */
     qpvrdma_cmd_ok(d, &du, sizeof(du), &r);
-    qpvrdma_cmd_fails(d, &du, sizeof(du));
+    qpvrdma_cmd_err(d, &du, sizeof(du), EINVAL);
     dp.pd_handle = 0;
-    qpvrdma_cmd_fails(d, &dp, sizeof(dp));
+    qpvrdma_cmd_err(d, &dp, sizeof(dp), EINVAL);
     qpvrdma_stop(d);
 }
 
@@ -319,31 +320,31 @@ static void test_mr(void)
     c.nchunks = 3;
     c.pdir_dma = qpvrdma_pdir(d, pages, 3);
     c.access_flags = PVRDMA_ACCESS_REMOTE_WRITE;   /* needs LOCAL_WRITE */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.access_flags = 0x4000;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.access_flags = 0;
     c.nchunks = 2;                                  /* too few pages */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.nchunks = 3;
     c.length = 0;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.length = 1ull << 40;                          /* beyond max-mr-size */
     c.nchunks = 1u << 28;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.length = 3 * 4096;
     c.nchunks = 3;
     c.pd_handle = 77;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.pd_handle = pd;
     pages[1] = 0xfffffffff0000000ull;               /* not RAM */
     c.pdir_dma = qpvrdma_pdir(d, pages, 3);
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EFAULT);
     pages[1] = buf + 4097;                          /* not page aligned */
     c.pdir_dma = qpvrdma_pdir(d, pages, 3);
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EFAULT);
     c.pdir_dma = 0x123;                             /* bad directory */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EFAULT);
 
     /* DMA MR and fast-reg MR */
     c.flags = PVRDMA_MR_FLAG_DMA;
@@ -351,18 +352,18 @@ static void test_mr(void)
     qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     c.flags = PVRDMA_MR_FLAG_FRMR;
     c.nchunks = 129;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.nchunks = 16;
     qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     c.flags = 0x80;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
 
-    qpvrdma_cmd_fails(d, &dp, sizeof(dp));                  /* PD has MRs */
+    qpvrdma_cmd_err(d, &dp, sizeof(dp), EBUSY);    /* PD has MRs */
     dm.mr_handle = r.create_mr_resp.mr_handle;
     qpvrdma_cmd_ok(d, &dm, sizeof(dm), &r);
-    qpvrdma_cmd_fails(d, &dm, sizeof(dm));
+    qpvrdma_cmd_err(d, &dm, sizeof(dm), EINVAL);
     dm.mr_handle = 0;
-    qpvrdma_cmd_fails(d, &dm, sizeof(dm));
+    qpvrdma_cmd_err(d, &dm, sizeof(dm), EINVAL);
     qpvrdma_stop(d);
 }
 
@@ -381,33 +382,33 @@ static void test_cq(void)
     c.pdir_dma = ring.pdir;
     c.nchunks = 3;
     c.cqe = 100;                        /* not a power of two */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.cqe = 1u << 30;                   /* beyond max-cqe */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.cqe = 128;                        /* needs 3 pages: fine */
     c.nchunks = 0xffffffff;             /* CVE-2018-20125 class */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.nchunks = 1;                      /* no room for entries */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.nchunks = 3;
     c.cqe = 256;                        /* 256 entries need 5 pages */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.cqe = 64;
     c.ctx_handle = 9;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
 
     rc.cq_handle = cq.handle;
     rc.cqe = 64;
     qpvrdma_cmd_ok(d, &rc, sizeof(rc), &r);
     g_assert_cmpuint(r.resize_cq_resp.cqe, ==, 64);
     rc.cqe = 1024;                      /* does not fit the pages */
-    qpvrdma_cmd_fails(d, &rc, sizeof(rc));
+    qpvrdma_cmd_err(d, &rc, sizeof(rc), EINVAL);
     rc.cq_handle = 999;
-    qpvrdma_cmd_fails(d, &rc, sizeof(rc));
+    qpvrdma_cmd_err(d, &rc, sizeof(rc), EINVAL);
 
     dc.cq_handle = cq.handle;
     qpvrdma_cmd_ok(d, &dc, sizeof(dc), &r);
-    qpvrdma_cmd_fails(d, &dc, sizeof(dc));
+    qpvrdma_cmd_err(d, &dc, sizeof(dc), EINVAL);
     qpvrdma_ring_free(&ring);
     qpvrdma_ring_free(&cq.ring);
     qpvrdma_stop(d);
@@ -441,49 +442,49 @@ static void test_qp_create(void)
     c.total_chunks = 4;
     c.send_chunks = 2;
     c.qp_type = PVRDMA_QPT_GSI;         /* only one GSI QP */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EBUSY);
     c.qp_type = PVRDMA_QPT_UC;          /* the driver never creates UC */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EOPNOTSUPP);
     c.qp_type = PVRDMA_QPT_RC;
     c.send_cq_handle = 55;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.send_cq_handle = cq.handle;
     c.max_send_wr = 15;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.max_send_wr = 1u << 20;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.max_send_wr = 16;
     c.max_send_sge = 1000;              /* CVE-2018-20124 class */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.max_send_sge = 2;
     c.max_inline_data = 64;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.max_inline_data = 0;
     c.send_chunks = 4;                  /* no receive pages left */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.send_chunks = 1;                  /* 16 x 128 B needs 1 page: ok */
     c.total_chunks = 0xffff;            /* far more pages than needed */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.total_chunks = 4;
     c.is_srq = 1;
     c.srq_handle = 3;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.is_srq = 0;
     c.pd_handle = 99;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
 
     qq.qp_handle = qp.handle;
     qpvrdma_cmd_ok(d, &qq, sizeof(qq), &r);
     g_assert_cmpuint(r.query_qp_resp.attrs.qp_state, ==, PVRDMA_QPS_RESET);
     g_assert_cmpuint(r.query_qp_resp.attrs.cap.max_send_wr, ==, 16);
     qq.qp_handle = 0;
-    qpvrdma_cmd_fails(d, &qq, sizeof(qq));
+    qpvrdma_cmd_err(d, &qq, sizeof(qq), EINVAL);
 
     dc.cq_handle = cq.handle;
-    qpvrdma_cmd_fails(d, &dc, sizeof(dc));      /* CQ in use */
+    qpvrdma_cmd_err(d, &dc, sizeof(dc), EBUSY);      /* CQ in use */
     dq.qp_handle = qp.handle;
     qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
-    qpvrdma_cmd_fails(d, &dq, sizeof(dq));
+    qpvrdma_cmd_err(d, &dq, sizeof(dq), EINVAL);
     dq.qp_handle = gsi.handle;
     qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
     /* the GSI QP can be created again */
@@ -556,17 +557,18 @@ static void test_bind(void)
     c.index = 15;
     qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     c.index = 16;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.index = 1;
     c.gid_type = 3;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     db.index = 15;
-    qpvrdma_cmd_fails(d, &db, sizeof(db));      /* not the GID stored there */
+    /* not the GID stored there */
+    qpvrdma_cmd_err(d, &db, sizeof(db), EINVAL);
     memcpy(db.dest_gid, qpvrdma_test_gid, 16);
     qpvrdma_cmd_ok(d, &db, sizeof(db), &r);
-    qpvrdma_cmd_fails(d, &db, sizeof(db));
+    qpvrdma_cmd_err(d, &db, sizeof(db), EINVAL);
     db.index = 1000;
-    qpvrdma_cmd_fails(d, &db, sizeof(db));
+    qpvrdma_cmd_err(d, &db, sizeof(db), EINVAL);
     qpvrdma_stop(d);
 }
 
@@ -595,40 +597,40 @@ static void test_srq(void)
     qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
     srq = r.create_srq_resp.srqn;
     c.attrs.max_wr = 100;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.attrs.max_wr = 64;
     c.attrs.max_sge = 100;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.attrs.max_sge = 2;
     c.nchunks = 100000;
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EINVAL);
     c.nchunks = 2;
     c.srq_type = 1;                     /* XRC */
-    qpvrdma_cmd_fails(d, &c, sizeof(c));
+    qpvrdma_cmd_err(d, &c, sizeof(c), EOPNOTSUPP);
 
     m.srq_handle = srq;
     m.attr_mask = PVRDMA_SRQ_LIMIT;
     m.attrs.srq_limit = 5;
     qpvrdma_cmd_ok(d, &m, sizeof(m), &r);
     m.attrs.srq_limit = 65;
-    qpvrdma_cmd_fails(d, &m, sizeof(m));
+    qpvrdma_cmd_err(d, &m, sizeof(m), EINVAL);
     m.attr_mask = PVRDMA_SRQ_MAX_WR;
-    qpvrdma_cmd_fails(d, &m, sizeof(m));
+    qpvrdma_cmd_err(d, &m, sizeof(m), EINVAL);
     q.srq_handle = srq;
     qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
     g_assert_cmpuint(r.query_srq_resp.attrs.max_wr, ==, 64);
     g_assert_cmpuint(r.query_srq_resp.attrs.srq_limit, ==, 5);
     q.srq_handle = 44;
-    qpvrdma_cmd_fails(d, &q, sizeof(q));
+    qpvrdma_cmd_err(d, &q, sizeof(q), EINVAL);
 
     qpvrdma_create_cq(d, &cq, 64);
     qpvrdma_create_qp(d, &qp, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 8, srq);
     ds.srq_handle = srq;
-    qpvrdma_cmd_fails(d, &ds, sizeof(ds));      /* used by a QP */
+    qpvrdma_cmd_err(d, &ds, sizeof(ds), EBUSY);      /* used by a QP */
     dq.qp_handle = qp.handle;
     qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
     qpvrdma_cmd_ok(d, &ds, sizeof(ds), &r);
-    qpvrdma_cmd_fails(d, &ds, sizeof(ds));
+    qpvrdma_cmd_err(d, &ds, sizeof(ds), EINVAL);
     qpvrdma_stop(d);
 }
 

@@ -283,6 +283,11 @@ uint32_t qpvrdma_cmd_fails(QPvrdma *d, const void *req, size_t len)
     return err;
 }
 
+void qpvrdma_cmd_err(QPvrdma *d, const void *req, size_t len, uint32_t err)
+{
+    g_assert_cmpuint(qpvrdma_cmd_fails(d, req, len), ==, err);
+}
+
 uint32_t qpvrdma_create_pd(QPvrdma *d, uint32_t ctx)
 {
     struct pvrdma_cmd_create_pd c = { .hdr.cmd = PVRDMA_CMD_CREATE_PD,

@@ -97,6 +97,8 @@ void qpvrdma_cmd_ok(QPvrdma *d, const void *req, size_t len,
                     union pvrdma_cmd_resp *rsp);
 /* A command that must fail: returns the errno (ERR == response err). */
 uint32_t qpvrdma_cmd_fails(QPvrdma *d, const void *req, size_t len);
+/* A command that must fail with errno err. */
+void qpvrdma_cmd_err(QPvrdma *d, const void *req, size_t len, uint32_t err);
 uint32_t qpvrdma_create_pd(QPvrdma *d, uint32_t ctx);
 void qpvrdma_create_cq(QPvrdma *d, QPvrdmaCq *cq, uint32_t cqe);
 /* n send and n receive WQEs of 2 SGEs; srq != 0: on that SRQ. */
