@@ -1,8 +1,8 @@
 # pvrdma for QEMU 10.0 — top-level entry points.
 #   make demo    build what is missing, boot a VM, show the device with rdma-core
-#   make check   build, then unit tests + qtests + command-line + guest tests
-#                + host HCA tests in a nested VM
-.PHONY: all build check unit qtest nested check-nested demo clean
+#   make check   build, then unit tests + fuzzers + qtests + command-line
+#                + guest tests + host HCA tests in a nested VM
+.PHONY: all build check unit fuzz qtest nested check-nested demo clean
 
 all: build
 
@@ -14,6 +14,10 @@ check:
 
 unit:
 	scripts/test.sh unit
+
+# the libFuzzer targets, a fixed number of executions each (no QEMU build)
+fuzz:
+	scripts/test.sh fuzz
 
 qtest:
 	scripts/test.sh qtest cmdline
@@ -30,4 +34,4 @@ demo:
 	scripts/demo.sh
 
 clean:
-	rm -rf build/qemu build/unit build/guest
+	rm -rf build/qemu build/unit build/fuzz build/guest

@@ -1,13 +1,17 @@
 #!/bin/bash
 # The project's test command (README, .ci/run): builds what is needed, then
-# runs unit tests, qtests, command-line checks and real-guest tests.
+# runs unit tests, fuzz targets, qtests, command-line checks and real-guest
+# tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
-#   scripts/test.sh [unit|qtest|cmdline|guest|nested|asan]...
-# Default: unit qtest cmdline guest nested, plus asan with
-# PVRDMA_CHECK_ASAN=1 (CI).  nested boots a VM with soft-RoCE and runs the
-# host HCA tests in it (tests/nested 40 and 41; PVRDMA_NESTED_TESTS
-# overrides, "all" for every one; about 8 minutes).  asan builds QEMU with clang ASan+UBSan in build/qemu-asan (about
-# 15-18 minutes cold on 2 cores) and runs the qtests against it, with
+#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan]...
+# Default: unit fuzz qtest cmdline guest nested, plus asan with
+# PVRDMA_CHECK_ASAN=1 (CI).  unit and fuzz need no QEMU build; fuzz builds
+# the libFuzzer targets (clang 14) and runs each for a fixed number of
+# executions (make -C tests/fuzz check, under a minute).  nested boots a VM
+# with soft-RoCE and runs the host HCA tests in it (tests/nested 40 and 41;
+# PVRDMA_NESTED_TESTS overrides, "all" for every one; about 8 minutes).
+# asan builds QEMU with clang ASan+UBSan in build/qemu-asan (about 15-18
+# minutes cold on 2 cores) and runs the qtests against it, with
 # LeakSanitizer on for QEMU.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,11 +22,16 @@ ok()   { pass=$((pass + 1)); echo "ok $1${2:+ ($2)}"; }
 bad()  { fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1${2:+: $2}"; }
 skp()  { skip=$((skip + 1)); echo "skip $1${2:+: $2}"; }
 
-default_suites="unit qtest cmdline guest nested"
+default_suites="unit fuzz qtest cmdline guest nested"
 [ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="$default_suites asan"
 suites=${*:-$default_suites}
 need_qemu=0
-for s in $suites; do [ "$s" != unit ] && need_qemu=1; done
+for s in $suites; do
+    case $s in
+    unit|fuzz) ;;           # the QEMU-free core only
+    *) need_qemu=1 ;;
+    esac
+done
 
 # Every case of every pvrdma qtest binary of a build, one process per case,
 # so one failure cannot hide the others.
@@ -80,6 +89,21 @@ for s in $suites; do
             bad unit "unit tests did not run (build/unit.log)"
         fi
         tap_count build/unit.log "unit: "
+        ;;
+    fuzz)
+        # every libFuzzer target built and run for a fixed number of
+        # executions; a target that does not build is a "not ok" line
+        make -s -C tests/fuzz check > build/fuzz.log 2>&1
+        st=$?
+        grep '^# fuzz-' build/fuzz.log
+        if ! grep -q '^\(not \)\?ok ' build/fuzz.log; then
+            tail -20 build/fuzz.log
+            bad fuzz "fuzz targets did not run (build/fuzz.log)"
+        elif [ $st -ne 0 ] && ! grep -q '^not ok ' build/fuzz.log; then
+            tail -20 build/fuzz.log
+            bad fuzz "make -C tests/fuzz check failed (build/fuzz.log)"
+        fi
+        tap_count build/fuzz.log "fuzz: "
         ;;
     qtest)
         run_qtests qtest build/qemu build/qemu/qemu-system-x86_64

@@ -2,14 +2,18 @@
  * libFuzzer target for the QEMU-free pvrdma core: the input (see
  * fuzz-pvrdma.h) drives register writes, the DSR, command slots, page
  * directories, ring contents and indices, and UAR doorbells against the
- * unit tests' fake host, whose RAM has an MMIO hole in it.
+ * unit tests' fake host, whose RAM has an MMIO hole in it; in host HCA
+ * mode also the host device's completions, events and failures (the unit
+ * tests' fake host HCA).
  *
  * Besides what ASan/UBSan/LSan and libFuzzer's timeout report, every reset
- * must release every guest mapping, and no unmap may lack its map.
+ * must release every guest mapping and every host twin, and no unmap may
+ * lack its map.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-host.h"
+#include "fake-hca.h"
 #include "fuzz-pvrdma.h"
 
 typedef struct Input {
@@ -29,6 +33,7 @@ typedef struct Fz {
     uint32_t next_page;
     Alloc alloc[FZ_MAX_ALLOCS];
     uint32_t nalloc;
+    FakeHca hca;            /* host HCA mode once c.hca is set */
 } Fz;
 
 /* PVRDMA_FUZZ_VERBOSE=1: log guest errors and command results (repro) */
@@ -85,6 +90,11 @@ static void check_no_mappings(Fz *f)
         fprintf(stderr, "pvrdma fuzz: %u mappings outstanding, %" PRIu64
                 " bad unmaps after reset\n", fh_outstanding(&f->h),
                 f->h.bad_unmaps);
+        abort();
+    }
+    if (f->c.hca && f->hca.twins) {
+        fprintf(stderr, "pvrdma fuzz: %d host twins left after reset\n",
+                f->hca.twins);
         abort();
     }
 }
@@ -232,6 +242,192 @@ static void command(Fz *f, Input *in, const Alloc *a, uint8_t patch_off)
     }
 }
 
+/* Host HCA mode, as if the device had it from the start. */
+static void hca_attach(Fz *f)
+{
+    PvrdmaCore *c = &f->c;
+
+    if (c->hca || c->pd.used || c->mr.used || c->cq.used || c->qp.used ||
+        c->srq.used) {
+        return;
+    }
+    fake_hca_init(&f->hca, c);
+}
+
+/*
+ * The guest QP with host QP number qpn (NULL: destroyed meanwhile), or for
+ * a receive of SRQ srqh, a QP on it that can receive.
+ */
+static PvrdmaQP *hca_qp(PvrdmaCore *c, uint32_t qpn, bool srq, uint32_t srqh)
+{
+    for (uint32_t h = 0; h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (qp && qp->hw &&
+            (srq ? qp->is_srq && qp->srq == srqh &&
+                   qp->state >= PVRDMA_QPS_RTR : qp->qpn == qpn)) {
+            return qp;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The host completes one outstanding work request (which: the nth of
+ * them), on its QP's CQ, as backend/hostverbs.c delivers it: the status,
+ * length, immediate data and source QP are the network's.
+ */
+static void hca_wc(Fz *f, Input *in)
+{
+    uint32_t which = get(in, 1), status = get(in, 1);
+    uint32_t len = get(in, 4), extra = get(in, 4);
+    PvrdmaCore *c = &f->c;
+    FakeHcaPosted *p = NULL;
+    PvrdmaHcaWc wc = { 0 };
+    PvrdmaQP *qp;
+    PvrdmaCQ *cq;
+    unsigned n = 0;
+
+    if (!c->hca) {
+        return;
+    }
+    for (guint i = 0; i < f->hca.posted->len; i++) {
+        n += !fake_hca_posted(&f->hca, i)->done;
+    }
+    which = n ? which % n : 0;
+    for (guint i = 0; i < f->hca.posted->len; i++) {
+        FakeHcaPosted *q = fake_hca_posted(&f->hca, i);
+
+        if (!q->done && !which--) {
+            p = q;
+            break;
+        }
+    }
+    if (!p) {
+        return;
+    }
+    p->done = true;
+    if (p->recv) {
+        f->hca.rq_room++;
+    } else {
+        f->hca.sq_room++;
+    }
+    qp = hca_qp(c, p->qpn, p->srq, p->srq_handle);
+    cq = qp ? pvrdma_table_get(&c->cq, p->recv ? qp->rcq : qp->scq) : NULL;
+    if (!cq || !cq->hw) {
+        return;
+    }
+    wc.wr_id = p->wr_id;
+    wc.status = status & 0x80 ? status & 0x1f : PVRDMA_WC_SUCCESS;
+    wc.opcode = !p->recv ? pvrdma_wc_opcode(p->opcode) :
+                extra & 1 ? PVRDMA_WC_RECV_RDMA_WITH_IMM : PVRDMA_WC_RECV;
+    wc.byte_len = len;
+    wc.imm = extra;
+    wc.src_qp = extra >> 8;
+    wc.wc_flags = extra & 7;
+    wc.vendor_err = status;
+    pvrdma_hca_complete(c, cq, qp, !p->recv, &wc);
+}
+
+static bool has_twin(const PvrdmaTable *t, uint32_t h, size_t hw_off)
+{
+    const char *o = t->slot[h];
+
+    return o && *(void *const *)(o + hw_off);
+}
+
+/* The nth (mod their number) object of table t with a host twin; 0: none */
+static uint32_t hca_pick(const PvrdmaTable *t, size_t hw_off, uint32_t n)
+{
+    uint32_t count = 0;
+
+    for (uint32_t h = 0; h < t->size; h++) {
+        count += has_twin(t, h, hw_off);
+    }
+    if (!count) {
+        return 0;
+    }
+    n %= count;
+    for (uint32_t h = 0; h < t->size; h++) {
+        if (has_twin(t, h, hw_off) && !n--) {
+            return h;
+        }
+    }
+    return 0;
+}
+
+/*
+ * A host async event, forwarded as backend/hostverbs.c does: about one of
+ * the guest's objects with a host twin (the nth), or port and device
+ * events with handle 1.
+ */
+static void hca_event(Fz *f, Input *in)
+{
+    static const uint32_t types[] = {
+        PVRDMA_EVENT_QP_FATAL, PVRDMA_EVENT_QP_REQ_ERR,
+        PVRDMA_EVENT_QP_ACCESS_ERR, PVRDMA_EVENT_COMM_EST,
+        PVRDMA_EVENT_SQ_DRAINED, PVRDMA_EVENT_QP_LAST_WQE_REACHED,
+        PVRDMA_EVENT_CQ_ERR, PVRDMA_EVENT_SRQ_ERR,
+        PVRDMA_EVENT_SRQ_LIMIT_REACHED, PVRDMA_EVENT_PORT_ACTIVE,
+        PVRDMA_EVENT_PORT_ERR, PVRDMA_EVENT_DEVICE_FATAL,
+    };
+    uint32_t i = get(in, 1) % G_N_ELEMENTS(types), type = types[i];
+    uint32_t n = get(in, 2), handle = 1;
+    PvrdmaCore *c = &f->c;
+
+    if (!c->hca) {
+        return;
+    }
+    if (i <= 5) {
+        handle = hca_pick(&c->qp, offsetof(PvrdmaQP, hw), n);
+    } else if (i == 6) {
+        handle = hca_pick(&c->cq, offsetof(PvrdmaCQ, hw), n);
+    } else if (i <= 8) {
+        handle = hca_pick(&c->srq, offsetof(PvrdmaSRQ, hw), n);
+    }
+    if (handle) {
+        pvrdma_hca_event(c, type, handle);
+    }
+}
+
+static int hca_errno(uint8_t v)
+{
+    static const int err[] = { 0, -EINVAL, -ENOMEM, -EIO, -EBUSY };
+
+    return err[v % G_N_ELEMENTS(err)];
+}
+
+static void hca_knob(Fz *f, Input *in)
+{
+    uint8_t which = get(in, 1), v = get(in, 1);
+
+    if (!f->c.hca) {
+        return;
+    }
+    switch (which % 6) {
+    case 0:
+        f->hca.sq_room = v;         /* 0: the host's send queue is full */
+        break;
+    case 1:
+        f->hca.rq_room = v;
+        break;
+    case 2:
+        f->hca.modify_err = hca_errno(v);
+        break;
+    case 3:
+        f->hca.create_err = hca_errno(v);
+        break;
+    case 4:
+        f->hca.port_state = v & 1 ? PVRDMA_PORT_ACTIVE : PVRDMA_PORT_DOWN;
+        break;
+    case 5:
+        /* a host QP only ever leaves the guest's state for an error */
+        f->hca.qp_state = v % 3 == 0 ? -1 : v % 3 == 1 ? PVRDMA_QPS_ERR :
+                          PVRDMA_QPS_SQE;
+        break;
+    }
+}
+
 static void step(Fz *f, Input *in)
 {
     uint8_t op = get(in, 1) % FZ_OP_COUNT;
@@ -313,6 +509,18 @@ static void step(Fz *f, Input *in)
         }
         break;
     }
+    case FZ_HCA:
+        hca_attach(f);
+        break;
+    case FZ_HCA_WC:
+        hca_wc(f, in);
+        break;
+    case FZ_HCA_EVENT:
+        hca_event(f, in);
+        break;
+    case FZ_HCA_KNOB:
+        hca_knob(f, in);
+        break;
     }
 }
 
@@ -329,6 +537,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     PvrdmaLimits lim;
     Input in = { data, size };
     uint64_t kicks;
+    bool hca;
 
     pvrdma_limits_default(&lim);
     /* small tables: exhaustion and handle reuse are reachable */
@@ -367,11 +576,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "done: %" PRIu64 " commands, %" PRIu64 " doorbells, "
                 "%" PRIu64 " guest errors, %u irqs\n", f.c.commands,
                 f.c.doorbells, f.c.guest_errors, f.h.irqs->len);
+        if (f.c.hca) {
+            fprintf(stderr, "host HCA: %u work requests posted, %d twins\n",
+                    f.hca.posted->len, f.hca.twins);
+        }
     }
     pvrdma_core_reg_write(&f.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
     check_no_mappings(&f);
+    hca = f.c.hca != NULL;
     pvrdma_core_fini(&f.c);
     check_no_mappings(&f);
+    if (hca) {
+        fake_hca_fini(&f.hca);
+    }
     fh_fini(&f.h);
     return 0;
 }

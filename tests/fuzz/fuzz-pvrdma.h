@@ -10,6 +10,13 @@
  * FZ_CMD_PDIR patches the allocation's page directory address into the
  * command at the given byte offset.
  *
+ * FZ_HCA puts the device in host HCA mode (tests/unit/fake-hca.c) if the
+ * guest has no verbs objects yet, as if the device had been started with
+ * a host RDMA device; the guest's objects then get host twins and its WQEs
+ * go to the fake's queues.  FZ_HCA_WC completes one of them as the host
+ * would, FZ_HCA_EVENT raises a host async event, FZ_HCA_KNOB makes the
+ * host's queues full or its calls fail.  Without FZ_HCA they do nothing.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef PVRDMA_FUZZ_H
@@ -39,6 +46,10 @@ enum {
     FZ_CMD_PDIR,    /* u8 alloc, u8 offset, u8 len, bytes: FZ_CMD, pdir */
     FZ_PAGE_WRITE,  /* u8 alloc, u8 page, u16 offset, u8 len, bytes */
     FZ_PAGE_WRITE32,/* u8 alloc, u8 page, u16 offset, u32 val */
+    FZ_HCA,         /* host HCA mode, if no PD, MR, CQ, QP or SRQ exists */
+    FZ_HCA_WC,      /* u8 which, u8 status, u32 byte_len, u32 extra */
+    FZ_HCA_EVENT,   /* u8 type, u16 which object */
+    FZ_HCA_KNOB,    /* u8 which, u8 value */
     FZ_OP_COUNT
 };
 

@@ -1,8 +1,10 @@
 /*
  * Writes the pvrdma fuzzer's seed corpus: driver-like sequences (probe,
  * every command, a loopback send with its completions, SRQ, fast
- * registration, reset) in the input language of fuzz-pvrdma.h.  The page
- * allocator is mirrored here, so seeds can carry real guest addresses.
+ * registration, reset; the same in host HCA mode with the host's
+ * completions, events and full queues) in the input language of
+ * fuzz-pvrdma.h.  The page allocator is mirrored here, so seeds can carry
+ * real guest addresses.
  *
  *   gen-corpus DIR
  *
@@ -135,6 +137,32 @@ static void uar(Seed *s, uint8_t page, uint32_t off, uint32_t val)
 static void run(Seed *s)
 {
     u8(s, FZ_RUN);
+}
+
+/* Host HCA mode: complete the nth outstanding host work request. */
+static void hca_wc(Seed *s, uint8_t which, uint8_t status, uint32_t len,
+                   uint32_t extra)
+{
+    u8(s, FZ_HCA_WC);
+    u8(s, which);
+    u8(s, status ? 0x80 | status : 0);
+    le(s, len, 4);
+    le(s, extra, 4);
+}
+
+static void hca_knob(Seed *s, uint8_t which, uint8_t v)
+{
+    u8(s, FZ_HCA_KNOB);
+    u8(s, which);
+    u8(s, v);
+}
+
+/* Host event type (fuzz-pvrdma.c's list) about the nth host twin */
+static void hca_event(Seed *s, uint8_t type, uint16_t nth)
+{
+    u8(s, FZ_HCA_EVENT);
+    u8(s, type);
+    le(s, nth, 2);
 }
 
 static const uint8_t gid[16] = { [10] = 0xff, [11] = 0xff, [12] = 10,
@@ -462,5 +490,108 @@ int main(int argc, char **argv)
     boot(&s);
     create_pd(&s, 0);
     seed_write(&s, dir, "destroy-reset");
+
+    /*
+     * 7: host HCA mode, RC: WQEs to the host, its completions, a full send
+     * queue, an error completion, a fatal event, refused calls, reset
+     */
+    seed_init(&s);
+    u8(&s, FZ_HCA);
+    boot(&s);
+    bind(&s);
+    create_pd(&s, 0);                               /* PD 1 */
+    create_cq(&s, 0);                               /* CQ 1 */
+    qa = create_qp(&s, 1, 1, PVRDMA_QPT_RC, 0);     /* QP 2 */
+    qb = create_qp(&s, 1, 1, PVRDMA_QPT_RC, 0);     /* QP 3 */
+    to_rts(&s, 2, 0x303, true);
+    to_rts(&s, 3, 0x302, true);
+    mrk = create_mr(&s, 1, 2, 0);                   /* host keys 0x1001 */
+    uar(&s, 0, PVRDMA_UAR_CQ_OFFSET, PVRDMA_UAR_CQ_ARM | 1);
+    recv_wqe(&s, qb, 3, 0, s.first[mrk] + PAGE, 256, 0x1001);
+    send_wqe(&s, qa, 2, 0, PVRDMA_WR_SEND, s.first[mrk], 128, 0x1001, 0);
+    hca_wc(&s, 0, 0, 128, 0x30200);                 /* the receive */
+    hca_wc(&s, 0, 0, 128, 0);                       /* the send */
+    hca_knob(&s, 0, 1);                             /* room for one send */
+    send_wqe(&s, qa, 2, 1, PVRDMA_WR_RDMA_WRITE, s.first[mrk], 64, 0x1001,
+             0x7000);
+    send_wqe(&s, qa, 2, 2, PVRDMA_WR_RDMA_READ, s.first[mrk], 64, 0x1001,
+             0x8000);
+    hca_wc(&s, 0, 0, 64, 0);                        /* unblocks the read */
+    send_wqe(&s, qa, 2, 3, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, s.first[mrk], 8,
+             0x2001, 0x9000);
+    send_wqe(&s, qa, 2, 4, PVRDMA_WR_FAST_REG_MR, s.first[mrk], 8, 0, 0);
+    hca_wc(&s, 0, PVRDMA_WC_REM_ACCESS_ERR, 0, 0);
+    hca_wc(&s, 0, PVRDMA_WC_WR_FLUSH_ERR, 0, 0);
+    hca_event(&s, 0, 1);                            /* QP_FATAL, QP 3 */
+    hca_event(&s, 11, 1);                           /* DEVICE_FATAL */
+    hca_knob(&s, 2, 1);                             /* next modify fails */
+    to_rts(&s, 3, 0x302, true);
+    hca_knob(&s, 3, 2);                             /* next create fails */
+    create_pd(&s, 0);
+    hca_knob(&s, 5, 1);                             /* host QP in error */
+    {
+        struct pvrdma_cmd_query_qp q = { .hdr.cmd = PVRDMA_CMD_QUERY_QP,
+                                         .qp_handle = 2 };
+
+        cmd(&s, &q, sizeof(q), -1, 0);
+    }
+    reg_write(&s, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    seed_write(&s, dir, "hca-rc");
+
+    /* 8: host HCA mode, SRQ: receives to the host's SRQ, their completion */
+    seed_init(&s);
+    u8(&s, FZ_HCA);
+    boot(&s);
+    bind(&s);
+    create_pd(&s, 0);
+    create_cq(&s, 0);
+    {
+        struct pvrdma_cmd_create_srq c = { .hdr.cmd = PVRDMA_CMD_CREATE_SRQ,
+                                           .pd_handle = 1, .nchunks = 2 };
+        struct {
+            struct pvrdma_rq_wqe_hdr h;
+            struct pvrdma_sge sge;
+        } w = { { .wr_id = 0x300, .num_sge = 1 }, { RAM_BASE, 64, 0x1001 } };
+        uint32_t k;
+
+        c.attrs.max_wr = 16;
+        c.attrs.max_sge = 1;
+        c.attrs.srq_limit = 2;
+        k = alloc(&s, 2);
+        cmd(&s, &c, sizeof(c), k, offsetof(struct pvrdma_cmd_create_srq,
+                                           pdir_dma));
+        qa = create_qp(&s, 1, 1, PVRDMA_QPT_RC, 1);
+        to_rts(&s, 2, 0x399, true);
+        hca_knob(&s, 1, 1);                         /* room for one */
+        page_write(&s, k, 1, 0, &w, sizeof(w));
+        page_write(&s, k, 1, 32, &w, sizeof(w));
+        page_write32(&s, k, 0, 8, 2);
+        uar(&s, 0, PVRDMA_UAR_SRQ_OFFSET, PVRDMA_UAR_SRQ_RECV | 1);
+        hca_wc(&s, 0, 0, 64, 0x1234501);
+        hca_event(&s, 8, 1);                        /* SRQ_LIMIT_REACHED */
+    }
+    seed_write(&s, dir, "hca-srq");
+
+    /* 9: host HCA mode, UD: a send with an address vector; GSI stays here */
+    seed_init(&s);
+    u8(&s, FZ_HCA);
+    boot(&s);
+    bind(&s);
+    create_pd(&s, 0);
+    create_cq(&s, 0);
+    create_qp(&s, 1, 1, PVRDMA_QPT_GSI, 0);         /* QP 1 */
+    qa = create_qp(&s, 1, 1, PVRDMA_QPT_UD, 0);     /* QP 2 */
+    to_rts(&s, 2, 0, false);
+    mrk = create_mr(&s, 1, 1, 0);
+    send_wqe(&s, qa, 2, 0, PVRDMA_WR_SEND, s.first[mrk], 64, 0x1001, 0);
+    hca_wc(&s, 0, 0, 64, 0);
+    hca_knob(&s, 4, 0);                             /* host port down */
+    {
+        struct pvrdma_cmd_query_port q = { .hdr.cmd = PVRDMA_CMD_QUERY_PORT,
+                                           .port_num = 1 };
+
+        cmd(&s, &q, sizeof(q), -1, 0);
+    }
+    seed_write(&s, dir, "hca-ud");
     return 0;
 }

@@ -8,179 +8,12 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-driver.h"
-#include "hw/rdma/rdma_backend.h"
-
-typedef struct Posted {
-    bool recv, srq;
-    uint32_t qpn;
-    uint64_t wr_id;
-    uint32_t opcode, num_sge, rkey;
-    uint64_t remote_addr;
-    struct pvrdma_sge sge[4];
-} Posted;
-
-typedef struct FakeHca {
-    PvrdmaHca hca;
-    int twins;              /* host objects alive */
-    int sq_room;            /* sends the host takes before ENOMEM */
-    int modify_err;         /* next qp_modify fails with this */
-    uint32_t last_state;
-    GArray *posted;         /* Posted */
-} FakeHca;
-
-static FakeHca *fk(PvrdmaHca *h)
-{
-    return (FakeHca *)h;
-}
-
-static int f_pd_create(PvrdmaHca *h, PvrdmaPD *pd)
-{
-    fk(h)->twins++;
-    pd->hw = h;
-    return 0;
-}
-
-static void f_pd_destroy(PvrdmaHca *h, PvrdmaPD *pd)
-{
-    fk(h)->twins--;
-    pd->hw = NULL;
-}
-
-static int f_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
-                       uint32_t *rkey)
-{
-    fk(h)->twins++;
-    mr->hw = h;
-    *lkey = 0x1000 + mr->handle;
-    *rkey = 0x2000 + mr->handle;
-    return 0;
-}
-
-static void f_mr_destroy(PvrdmaHca *h, PvrdmaMR *mr)
-{
-    fk(h)->twins--;
-    mr->hw = NULL;
-}
-
-static int f_cq_create(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe)
-{
-    fk(h)->twins++;
-    cq->hw = h;
-    return 0;
-}
-
-static void f_cq_destroy(PvrdmaHca *h, PvrdmaCQ *cq)
-{
-    fk(h)->twins--;
-    cq->hw = NULL;
-}
-
-static int f_srq_create(PvrdmaHca *h, PvrdmaSRQ *srq)
-{
-    fk(h)->twins++;
-    srq->hw = h;
-    return 0;
-}
-
-static int f_srq_modify(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
-                        uint32_t limit)
-{
-    return 0;
-}
-
-static void f_srq_destroy(PvrdmaHca *h, PvrdmaSRQ *srq)
-{
-    fk(h)->twins--;
-    srq->hw = NULL;
-}
-
-static int f_qp_create(PvrdmaHca *h, PvrdmaQP *qp)
-{
-    fk(h)->twins++;
-    qp->hw = h;
-    qp->qpn = 0x300 + qp->handle;
-    return 0;
-}
-
-static int f_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
-                       const struct pvrdma_qp_attr *a)
-{
-    int err = fk(h)->modify_err;
-
-    fk(h)->modify_err = 0;
-    if (!err && (mask & PVRDMA_QP_STATE)) {
-        fk(h)->last_state = a->qp_state;
-    }
-    return err;
-}
-
-static int f_qp_state(PvrdmaHca *h, PvrdmaQP *qp)
-{
-    return -1;
-}
-
-static void f_qp_destroy(PvrdmaHca *h, PvrdmaQP *qp)
-{
-    fk(h)->twins--;
-    qp->hw = NULL;
-}
-
-static int f_post_send(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *wr)
-{
-    Posted p = { .qpn = qp->qpn, .wr_id = wr->wr_id, .opcode = wr->opcode,
-                 .num_sge = wr->num_sge, .rkey = wr->rkey,
-                 .remote_addr = wr->remote_addr };
-
-    if (fk(h)->sq_room == 0) {
-        return -ENOMEM;
-    }
-    fk(h)->sq_room--;
-    memcpy(p.sge, wr->sge, MIN(wr->num_sge, 4) * sizeof(p.sge[0]));
-    g_array_append_val(fk(h)->posted, p);
-    return 0;
-}
-
-static int f_post_recv(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
-                       uint64_t wr_id, const struct pvrdma_sge *sge,
-                       uint32_t num_sge)
-{
-    Posted p = { .recv = true, .srq = srq != NULL,
-                 .qpn = qp ? qp->qpn : 0, .wr_id = wr_id,
-                 .num_sge = num_sge };
-
-    memcpy(p.sge, sge, MIN(num_sge, 4) * sizeof(p.sge[0]));
-    g_array_append_val(fk(h)->posted, p);
-    return 0;
-}
-
-static uint32_t f_port_state(PvrdmaHca *h)
-{
-    return PVRDMA_PORT_ACTIVE;
-}
-
-static void f_destroy(PvrdmaHca *h)
-{
-}
+#include "fake-hca.h"
 
 static void hca_setup(Dev *d, FakeHca *f)
 {
-    memset(f, 0, sizeof(*f));
-    f->hca = (PvrdmaHca) {
-        .pd_create = f_pd_create, .pd_destroy = f_pd_destroy,
-        .mr_create = f_mr_create, .mr_destroy = f_mr_destroy,
-        .cq_create = f_cq_create, .cq_destroy = f_cq_destroy,
-        .srq_create = f_srq_create, .srq_modify = f_srq_modify,
-        .srq_destroy = f_srq_destroy, .qp_create = f_qp_create,
-        .qp_modify = f_qp_modify, .qp_state = f_qp_state,
-        .qp_destroy = f_qp_destroy, .post_send = f_post_send,
-        .post_recv = f_post_recv, .port_state = f_port_state,
-        .destroy = f_destroy,
-    };
-    f->sq_room = 1000;
-    f->posted = g_array_new(false, true, sizeof(Posted));
     dev_init(d, NULL);
-    f->hca.core = &d->c;
-    d->c.hca = &f->hca;
+    fake_hca_init(f, &d->c);
     dev_write_dsr(d);
     pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
     g_assert_cmpuint(pvrdma_core_reg_read(&d->c, PVRDMA_REG_ERR), ==, 0);
@@ -192,13 +25,12 @@ static void hca_fini(Dev *d, FakeHca *f)
 {
     dev_fini(d);
     g_assert_cmpint(f->twins, ==, 0);   /* reset destroyed every twin */
-    g_array_free(f->posted, true);
+    fake_hca_fini(f);
 }
 
-static Posted *posted(FakeHca *f, unsigned i)
+static FakeHcaPosted *posted(FakeHca *f, unsigned i)
 {
-    g_assert_cmpuint(i, <, f->posted->len);
-    return &g_array_index(f->posted, Posted, i);
+    return fake_hca_posted(f, i);
 }
 
 static void host_wc(Dev *d, TCq *cq, TQp *qp, bool is_send, uint64_t wr_id,

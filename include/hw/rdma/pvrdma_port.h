@@ -24,6 +24,10 @@
 #ifndef ROUND_UP
 #define ROUND_UP(n, d) (((n) + (d) - 1) / (d) * (d))
 #endif
+#ifndef container_of
+#define container_of(ptr, type, member) \
+    ((type *)((char *)(ptr) - offsetof(type, member)))
+#endif
 #define le64_to_cpu(x) (x)
 #define cpu_to_le64(x) (x)
 #define le32_to_cpu(x) (x)
