@@ -1001,7 +1001,7 @@ static HcConn *host_connect_request(HcCm *cm, HcListen *l,
     fset(m, REQ_SUBNET_LOCAL, rtr.ah_attr.grh.hop_limit <= 1);
     fset(m, REQ_ACK_TO, rts.timeout);
     cma_hdr_build(fmem(m, REQ_PRIV), k->rgid, k->ggid,
-                  rdma_get_dst_port(ev->id));
+                  ntohs(rdma_get_dst_port(ev->id)));
     if (c->private_data) {
         memcpy(fmem(m, REQ_PRIV) + CMA_HDR_LEN, c->private_data,
                MIN(c->private_data_len, REQ_PRIV_LEN - CMA_HDR_LEN));
@@ -1035,7 +1035,7 @@ static HcConn *host_sidr_request(HcCm *cm, HcListen *l,
     fset(m, SIDR_REQ_SID_HI, 0);
     fset(m, SIDR_REQ_SID_LO, PS_UDP << 16 | l->port);
     cma_hdr_build(fmem(m, SIDR_REQ_PRIV), k->rgid, k->ggid,
-                  rdma_get_dst_port(ev->id));
+                  ntohs(rdma_get_dst_port(ev->id)));
     if (ev->param.ud.private_data) {
         memcpy(fmem(m, SIDR_REQ_PRIV) + CMA_HDR_LEN, ev->param.ud.private_data,
                MIN(ev->param.ud.private_data_len,
