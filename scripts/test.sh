@@ -40,6 +40,11 @@ run_qtests() { # prefix build-dir qemu-binary
     export QTEST_QEMU_BINARY=$3
     for bin in "$qb"/tests/qtest/pvrdma-*test; do
         [ -x "$bin" ] || { bad "$prefix: $bin" "not built"; continue; }
+        # a binary that lists no case (or cannot list) tests nothing
+        if ! "$bin" -l 2>/dev/null | grep -q '^/'; then
+            bad "$prefix: $(basename "$bin")" "lists no test cases"
+            continue
+        fi
         for p in $("$bin" -l | grep '^/'); do
             log=build/$prefix-case.log
             if timeout "${PVRDMA_QTEST_TIMEOUT:-120}" "$bin" --tap -p "$p" \
@@ -66,6 +71,40 @@ tap_count() { # file prefix
         "not ok "*) bad "$2${line#not ok [0-9]* }" ;;
         esac
     done < "$1"
+}
+
+# The lines of a test runner's log (tests/guest/run.sh, nested
+# run-tests.sh: "ok NAME", "FAIL NAME: why", "skip NAME: why", then
+# "N passed, N failed[, N skipped]") into our counters.  The runner must
+# end with its summary, its counts must match its lines, and a non-zero
+# exit status must come with a FAIL line: a runner that died part way
+# fails the suite.  The guest rig's self-checks (tests 0x) count as "rig:".
+count_runner() { # log suite runner-name exit-status
+    local line name n_ok=0 n_bad=0 n_skip=0 sum
+    while IFS= read -r line; do
+        case $line in
+        "ok "*|"FAIL "*|"skip "*) name=${line#* } ;;
+        *) continue ;;
+        esac
+        local pre="$2: "
+        case $name in 0[0-9]-*) [ "$2" = guest ] && pre="rig: " ;; esac
+        case $line in
+        "ok "*) ok "$pre$name"; n_ok=$((n_ok + 1)) ;;
+        "FAIL "*) bad "$pre$name"; n_bad=$((n_bad + 1)) ;;
+        "skip "*) skp "$pre$name"; n_skip=$((n_skip + 1)) ;;
+        esac
+    done < "$1"
+    sum=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+    if [ -z "$sum" ]; then
+        bad "$2" "$3 ended without its summary line: $(tail -n 1 "$1")"
+    elif [ "${sum%% passed*}" != $n_ok ] ||
+         [ "$(echo "$sum" | sed -E 's/.* ([0-9]+) failed.*/\1/')" != $n_bad ]; then
+        bad "$2" "$3 summary '$sum' does not match its $n_ok ok / $n_bad FAIL lines"
+    elif [ "$4" != 0 ] && [ $n_bad = 0 ]; then
+        bad "$2" "$3 exited $4 without a FAIL line"
+    elif [ "$4" = 0 ] && [ $n_bad != 0 ]; then
+        bad "$2" "$3 reported failures but exited 0"
+    fi
 }
 
 mkdir -p build
@@ -146,14 +185,8 @@ for s in $suites; do
         [ "$sel" = all ] && sel=
         # shellcheck disable=SC2086
         scripts/nested/run-tests.sh $sel > build/nested.log 2>&1
-        while IFS= read -r line; do
-            case $line in
-            "ok "*) ok "nested: ${line#ok }" ;;
-            "FAIL "*) bad "nested: ${line#FAIL }" ;;
-            esac
-        done < build/nested.log
-        grep -q '^[0-9]* passed' build/nested.log ||
-            bad nested "scripts/nested/run-tests.sh: $(tail -n 1 build/nested.log)"
+        st=$?
+        count_runner build/nested.log nested "scripts/nested/run-tests.sh" $st
         ;;
     guest)
         if [ -x tests/guest/run.sh ]; then
@@ -161,13 +194,8 @@ for s in $suites; do
             scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
                 bad guest-image "scripts/guest/build-image.sh failed"
             tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" > build/guest.log 2>&1
-            while IFS= read -r line; do
-                case $line in
-                "ok "*) ok "guest: ${line#ok }" ;;
-                "FAIL "*) bad "guest: ${line#FAIL }" ;;
-                "skip "*) skp "guest: ${line#skip }" ;;
-                esac
-            done < build/guest.log
+            st=$?
+            count_runner build/guest.log guest tests/guest/run.sh $st
         else
             skp guest "tests/guest/run.sh not present"
         fi
