@@ -70,6 +70,8 @@ mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
 files=() envs=() scripts=()
 
+# shellcheck source=scripts/guest/initrd-lib.sh
+. "$here/initrd-lib.sh"
 die() { echo "run-vm: $*" >&2; exit 2; }
 need_arg() { [ $# -ge 2 ] || die "option $1 needs an argument"; }
 while [ $# -gt 0 ]; do
@@ -174,11 +176,7 @@ for i in $(seq 0 $((vms - 1))); do
     fi
     cp "$here/guest-lib.sh" "$d/extra/usr/lib/pvrdma/guest-lib.sh"
     for f in "${files[@]}"; do
-        src=${f%%:*} dst=${f#*:}
-        [ "$dst" != "$f" ] || dst=/$(basename "$src")
-        [ -f "$src" ] || die "--file: no such file: $src"
-        mkdir -p "$d/extra$(dirname "$dst")"
-        cp "$src" "$d/extra$dst"
+        rig_put "$d/extra" "$f" || die "cannot add $f"
     done
     {
         echo "PVRDMA_VM=$i"
@@ -189,16 +187,10 @@ for i in $(seq 0 $((vms - 1))); do
         echo "PVRDMA_DEVICE=$use_pvrdma"
         echo "PVRDMA_TEST=$(basename "${script:-shell}" .sh)"
         echo "PVRDMA_RESTART=0"
-        for e in "${envs[@]}"; do
-            case $e in *=*) printf '%s=%q\n' "${e%%=*}" "${e#*=}" ;; *) die "--env wants NAME=VALUE: $e" ;; esac
-        done
         echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_TEST PVRDMA_RESTART"
-        for e in "${envs[@]}"; do echo "export ${e%%=*}"; done
+        rig_env ${envs[@]+"${envs[@]}"} || die "bad --env"
     } > "$d/extra/test.env"
-    # second initramfs segment, appended to the image (the kernel unpacks both)
-    (cd "$d/extra" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) |
-        gzip -n -1 > "$d/extra.cpio.gz"
-    cat "$G/initrd.img" "$d/extra.cpio.gz" > "$d/initrd.img"
+    rig_initrd "$G/initrd.img" "$d/extra" "$d" || die "cannot build $d/initrd.img"
 
     if [ "$vms" = 1 ]; then
         netdev="hubport,id=n0,hubid=0"
@@ -310,9 +302,7 @@ restart_vm1() {
     echo "run-vm: vm1: killed (SIGKILL) at VM 0's request #$1; restarting it" >&2
     mv "$d/console.log" "$d/console.killed-$1.log"
     sed -i "s/^PVRDMA_RESTART=.*/PVRDMA_RESTART=$1/" "$d/extra/test.env"
-    (cd "$d/extra" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) |
-        gzip -n -1 > "$d/extra.cpio.gz"
-    cat "$G/initrd.img" "$d/extra.cpio.gz" > "$d/initrd.img"
+    rig_initrd "$G/initrd.img" "$d/extra" "$d" || echo "run-vm: cannot rebuild $d/initrd.img" >&2
     : > "$d/console.log"
     eval "c=(\"\${qcmd_1[@]}\")"
     "${c[@]}" < /dev/null >> "$d/qemu.stderr" 2>&1 &

@@ -47,6 +47,7 @@ IMG=/usr/share/pvrdma/l2
 FW=/usr/share/pvrdma/firmware
 LIB=/usr/lib/pvrdma
 
+. "$LIB/initrd-lib.sh"
 die() { echo "l2: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -84,11 +85,7 @@ mac=52:54:00:12:34:$((56 + tap))
 cp "$script" "$out/extra/test.sh"
 cp "$LIB/guest-lib.sh" "$LIB/tests-common.sh" "$out/extra$LIB/"
 for f in $files; do
-    src=${f%%:*} dst=${f#*:}
-    [ "$dst" != "$f" ] || dst=/$(basename "$src")
-    [ -f "$src" ] || die "--file: no such file: $src"
-    mkdir -p "$out/extra$(dirname "$dst")"
-    cp "$src" "$out/extra$dst"
+    rig_put "$out/extra" "$f" || die "cannot add $f"
 done
 use=0; [ "$pvrdma" = on ] && use=1
 {
@@ -102,15 +99,11 @@ use=0; [ "$pvrdma" = on ] && use=1
     echo "PVRDMA_TEST=$name"
     echo "PVRDMA_RESTART=0"
     echo "PVRDMA_NESTED=1"
-    for e in $envs; do
-        case $e in *=*) echo "$e" ;; *) die "--env wants NAME=VALUE: $e" ;; esac
-    done
     echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_L1_IP PVRDMA_DEVICE PVRDMA_TEST PVRDMA_RESTART PVRDMA_NESTED"
-    for e in $envs; do echo "export ${e%%=*}"; done
+    # shellcheck disable=SC2086  # entries without spaces (see --env)
+    rig_env $envs || die "bad --env"
 } > "$out/extra/test.env"
-(cd "$out/extra" && find . -mindepth 1 | sort | cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 > "$out/extra.cpio.gz" ||
-    die "cpio of the guest files failed"
-cat "$IMG/initrd.img" "$out/extra.cpio.gz" > "$out/initrd.img"
+rig_initrd "$IMG/initrd.img" "$out/extra" "$out" || die "cpio of the guest files failed"
 
 # --- QEMU -----------------------------------------------------------------------
 set -- "$QEMU" -L "$FW" -nodefaults -machine q35 -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem" \

@@ -43,6 +43,8 @@ timeout=${PVRDMA_L1_TIMEOUT:-1800} out='' mem=${PVRDMA_L1_MEM:-3G} smp=${PVRDMA_
 taps=2 quiet=0 verbose=0 shell=0 build=1
 files=() envs=() script='' args=()
 
+# shellcheck source=scripts/guest/initrd-lib.sh
+. "$top/scripts/guest/initrd-lib.sh"
 die() { echo "run-l1: $*" >&2; exit 2; }
 need_arg() { [ $# -ge 2 ] || die "option $1 needs an argument"; }
 while [ $# -gt 0 ] && [ -z "$script" ]; do
@@ -92,21 +94,16 @@ out=$(cd "$out" && pwd)
 X=$out/extra
 mkdir -p "$X/usr/lib/pvrdma/tests" "$X/usr/lib/pvrdma/nested"
 [ -z "$script" ] || cp "$script" "$X/test.sh"
-sq() { local s=${1//\'/\'\\\'\'}; printf "'%s' " "$s"; }   # POSIX single-quoting
-for a in "${args[@]}"; do sq "$a"; done > "$X/test.args"
+for a in ${args[@]+"${args[@]}"}; do rig_sq "$a"; printf ' '; done > "$X/test.args"
 install -m 0755 "$here/l2.sh" "$X/usr/lib/pvrdma/l2.sh"
-cp "$top/scripts/guest/guest-lib.sh" "$X/usr/lib/pvrdma/guest-lib.sh"
+cp "$top/scripts/guest/guest-lib.sh" "$top/scripts/guest/initrd-lib.sh" "$X/usr/lib/pvrdma/"
 cp "$top/tests/guest/common.sh" "$X/usr/lib/pvrdma/tests-common.sh"
 cp "$top"/tests/guest/[0-9][0-9]-*.sh "$X/usr/lib/pvrdma/tests/"
 cp "$here"/*.sh "$X/usr/lib/pvrdma/nested/"
 # nested tests and their L2 guest scripts (tests/nested)
 cp "$top"/tests/nested/*.sh "$X/usr/lib/pvrdma/nested/" 2>/dev/null || true
-for f in "${files[@]}"; do
-    src=${f%%:*} dst=${f#*:}
-    [ "$dst" != "$f" ] || dst=/$(basename "$src")
-    [ -f "$src" ] || die "--file: no such file: $src"
-    mkdir -p "$X$(dirname "$dst")"
-    cp "$src" "$X$dst"
+for f in ${files[@]+"${files[@]}"}; do
+    rig_put "$X" "$f" || die "cannot add $f"
 done
 {
     echo "PVRDMA_VM=l1"
@@ -115,14 +112,10 @@ done
     echo "PVRDMA_NETIF=br0"
     echo "PVRDMA_DEV=rxe0"
     echo "PVRDMA_TAPS=$taps"
-    for e in "${envs[@]}"; do
-        case $e in *=*) echo "${e%%=*}=$(sq "${e#*=}")" ;; *) die "--env wants NAME=VALUE: $e" ;; esac
-    done
     echo "export PVRDMA_VM PVRDMA_IP PVRDMA_PREFIX PVRDMA_NETIF PVRDMA_DEV PVRDMA_TAPS"
-    for e in "${envs[@]}"; do echo "export ${e%%=*}"; done
+    rig_env ${envs[@]+"${envs[@]}"} || die "bad --env"
 } > "$X/test.env"
-(cd "$X" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -n -1 > "$out/extra.cpio.gz"
-cat "$L/initrd.img" "$out/extra.cpio.gz" > "$out/initrd.img"
+rig_initrd "$L/initrd.img" "$X" "$out" || die "cannot build $out/initrd.img"
 
 kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_L1_LOGLEVEL:-4} mitigations=off pvrdma.taps=$taps"
 [ "$shell" = 0 ] || kapp="$kapp pvrdma.shell"
