@@ -1,10 +1,10 @@
 #!/bin/sh
 # L1: an L2 guest whose pvrdma device uses rxe0 (ibdev=rxe0) against
 # rdma-core programs running natively in L1: ibv_rc_pingpong and
-# ibv_ud_pingpong with data checked (-c), ib_write_bw and ib_read_lat;
+# ibv_ud_pingpong with -c ("invalid data" fails), ib_write_bw and ib_read_lat;
 # then rdma_cm both ways: rping (-V: every payload checked) and udaddy (UD,
 # SIDR) from L2 to a server in L1, and from L1 to a server in L2 (the
-# device's cm-listen).
+# device's cm-listen); rdma_xclient (an inline send) to rdma_xserver in L1.
 #
 # Addresses: L2 is 10.0.0.2 on tap0 (the TCP exchange of the tools) and
 # also 10.0.1.2, its RoCE address; L1 gives br0 10.0.1.2/32 too, so rxe0
@@ -14,6 +14,9 @@
 . /usr/lib/pvrdma/tests-common.sh
 export PVRDMA_VM=0 BARRIER_PORT=18600
 /usr/bin/ip addr add 10.0.1.2/32 dev br0 || fail "ip addr add 10.0.1.2/32 dev br0"
+# 10.0.1.1: an L1 address that L2 reaches from its RoCE address, for the
+# programs that cannot bind a source address (rdma_xclient)
+/usr/bin/ip addr add 10.0.1.1/32 dev br0 || fail "ip addr add 10.0.1.1/32 dev br0"
 gidx=$(wait_gid rxe0 10.0.0.1 "RoCE v2" 10) || fail "rxe0: no RoCE v2 GID for 10.0.0.1"
 log "rxe0 GID index $gidx (10.0.0.1)"
 /usr/lib/pvrdma/l2.sh -n 0 -e PVRDMA_VM=1 --mem 512M \
@@ -45,6 +48,10 @@ vm_pair_rev udaddy_in 60 cm:10.0.1.2:7174 "" "udaddy -s 10.0.1.2 -b 10.0.0.1 -C 
     bad=$((bad + 1))
 grep -q 'data transfers complete' /tmp/udaddy_in.out ||
     { bad=$((bad + 1)); log "udaddy_in: no transfers"; }
+# librdmacm's rdma_xclient in L2 posts its SEND with IBV_SEND_INLINE and
+# lkey 0: the device reads it through the MR's host key
+vm_pair xrc 120 cm:7471 "rdma_xserver -c r" "" || bad=$((bad + 1))
+grep -q 'rdma_xserver: end 0' /tmp/xrc.out || { bad=$((bad + 1)); log "xrc: server did not end 0"; }
 wait $l2; rc=$?
 cat /tmp/l2.out
 if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
@@ -53,4 +60,4 @@ if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
 fi
 [ "$rc" = 0 ] || fail "L2 guest side failed (rc $rc): $(grep -m1 'FAIL' /tmp/l2.out)"
 [ "$bad" = 0 ] || fail "$bad runs failed on the L1 side"
-log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping and udaddy both ways ok"
+log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping and udaddy both ways, rdma_xclient ok"

@@ -35,5 +35,8 @@ vm_pair_rev udaddy_in 60 cm:10.0.1.2:7174 "udaddy -b 10.0.1.2 -C 5" "" ||
     bad=$((bad + 1))
 grep -q 'data transfers complete' /tmp/udaddy_in.out ||
     { bad=$((bad + 1)); log "udaddy_in: no transfers"; }
-[ "$bad" = 0 ] || fail "$bad of 8 runs against L1 failed (first: $PAIR_ERR)"
-log "all 8 runs against the native endpoint passed"
+# rdma_xclient (IBV_SEND_INLINE, lkey 0) to rdma_xserver on L1's 10.0.1.1
+vm_pair xrc 120 cm:7471 "" "rdma_xclient -s 10.0.1.1 -c r" || bad=$((bad + 1))
+grep -q 'rdma_xclient: end 0' /tmp/xrc.out || { bad=$((bad + 1)); log "xrc: client did not end 0"; }
+[ "$bad" = 0 ] || fail "$bad of 9 runs against L1 failed (first: $PAIR_ERR)"
+log "all 9 runs against the native endpoint passed"
