@@ -14,6 +14,7 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
 
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle)
 {

@@ -9,6 +9,7 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
 
 #include <arpa/inet.h>
 

@@ -9,6 +9,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
+#include "pvrdma_int.h"
 
 bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
                       const uint64_t *pages, uint32_t npages,
