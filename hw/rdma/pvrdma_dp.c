@@ -6,7 +6,7 @@
  * wake-up), and the hooks that tell the transports about the data path
  * (wake, flush, qp_gone).
  *
- * Not here: decoding UAR writes (pvrdma_regs.c), walking a send queue and
+ * Not here: decoding UAR writes (pvrdma_uar.c), walking a send queue and
  * the RNR deadline (pvrdma_req.c), CQ doorbells (pvrdma_event.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later

@@ -1,10 +1,13 @@
 /*
- * pvrdma: completions into the guest.  Writes CQEs into guest CQ rings
- * (a full CQ or a bad index puts the CQ in error), arms CQs (CQ doorbell)
- * and notifies an armed CQ through the CQ notification ring.
+ * pvrdma: what the device signals to the guest.  Interrupts (the IMR mask,
+ * then the host's notify), async events into the async event ring, CQEs
+ * into guest CQ rings (a full CQ or a bad index puts the CQ in error), CQ
+ * arming (the CQ doorbell) and notifying an armed CQ through the CQ
+ * notification ring.
  *
- * Not here: what goes into a CQE (pvrdma_comp.c, pvrdma_hca.c), ring index
- * checks (pvrdma_ring.c), interrupts and async events (pvrdma_regs.c).
+ * Not here: what goes into a CQE (pvrdma_comp.c, pvrdma_hca.c), which
+ * async event to post and when (the callers), ring index checks
+ * (pvrdma_ring.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -13,6 +16,37 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "pvrdma_int.h"
+
+void pvrdma_raise(PvrdmaCore *c, unsigned vector)
+{
+    if (c->imr & (1u << vector)) {
+        trace_pvrdma_irq_masked(vector);
+        return;
+    }
+    trace_pvrdma_irq(vector);
+    c->ops->notify(c->opaque, vector);
+}
+
+void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info)
+{
+    struct pvrdma_eqe *e;
+    bool bad;
+
+    if (!c->active) {
+        return;
+    }
+    e = pvrdma_ring_prod_slot(&c->async_ring, &bad);
+    if (!e) {
+        PVRDMA_GUEST_ERR(c, "async event ring %s, event %u dropped",
+                         bad ? "index invalid" : "full", type);
+        return;
+    }
+    e->type = cpu_to_le32(type);
+    e->info = cpu_to_le32(info);
+    pvrdma_ring_prod_push(&c->async_ring);
+    trace_pvrdma_async_event(type, info);
+    pvrdma_raise(c, PVRDMA_INTR_VECTOR_ASYNC);
+}
 
 static void cq_notify(PvrdmaCore *c, PvrdmaCQ *cq)
 {

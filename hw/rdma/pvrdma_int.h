@@ -36,12 +36,14 @@ void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
 void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
                            uint32_t max_sge, PvrdmaRecvWqe *w);
 
-/* pvrdma_regs.c: port, interrupts, async events, GID table */
+/* pvrdma_core.c: the core as a whole */
 
 /* Is the port up (the paired NIC's link)? */
 bool pvrdma_port_up(PvrdmaCore *c);
-void pvrdma_raise(PvrdmaCore *c, unsigned vector);
-void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
+
+/* pvrdma_gid.c: the GID table */
+
+/* The GID table changed: tell the transports. */
 void pvrdma_gids_changed(PvrdmaCore *c);
 
 /* pvrdma_cmd.c: the command channel, object lifetimes */
@@ -53,8 +55,12 @@ void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
 /* Effective UAR page owner check for doorbells. */
 uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
 
-/* pvrdma_event.c: CQEs into guest CQ rings, CQ arming and notification */
+/* pvrdma_event.c: interrupts, async events, CQEs, CQ arming, notification */
 
+/* Raise interrupt vector unless IMR masks it. */
+void pvrdma_raise(PvrdmaCore *c, unsigned vector);
+/* Post an async event (PVRDMA_EVENT_*, object handle) and raise its vector. */
+void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
 void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
                     const struct pvrdma_cqe *e, bool solicited);
 void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
