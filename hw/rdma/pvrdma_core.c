@@ -1,13 +1,14 @@
 /*
  * pvrdma: the core as a whole.  Its limits (defaults, and the checks made
  * before a device is built), init, fini and reset, the list of transports
- * (loopback first, made here; the QOM glue adds the others; fini destroys
- * them), and the port's link state (PORT_ERR / PORT_ACTIVE when the link
- * of the paired NIC changes).
+ * (the core's owner adds them, loopback first; fini destroys them), and
+ * the port's link state (PORT_ERR / PORT_ACTIVE when the link of the
+ * paired NIC changes).
  *
  * Not here: registers and activation (pvrdma_regs.c), freeing the guest's
- * objects (pvrdma_destroy_all() in pvrdma_cmd.c), the transports
- * themselves (backend/).
+ * objects (pvrdma_destroy_all() in pvrdma_cmd.c), any transport: the core
+ * knows none (backend/, added by the QOM glue pvrdma.c and the test
+ * harnesses).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -99,9 +100,6 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     c->ops = ops;
     c->opaque = opaque;
     c->lim = *lim;
-    c->transports[0] = g_new(PvrdmaTransport, 1);
-    pvrdma_loopback_init(c->transports[0], c);
-    c->ntransports = 1;
     c->imr = ~0u;
     /* handle 0 is never valid: it catches uninitialised guest fields */
     pvrdma_table_init(&c->uc, lim->max_uar, 1);

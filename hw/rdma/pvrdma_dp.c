@@ -54,6 +54,7 @@ static void flush_transports(PvrdmaCore *c)
  */
 void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
 {
+    /* with loopback alone (always first) nothing is sent from here */
     if (c->ntransports < 2 || c->running || qp->queued ||
         qp->state != PVRDMA_QPS_RTS || qp->rnr_wait) {
         pvrdma_qp_schedule(c, qp);

@@ -380,7 +380,10 @@ struct PvrdmaCore {
     const PvrdmaHostOps *ops;
     void *opaque;
     PvrdmaLimits lim;
-    /* transports[0] is loopback; a request uses the first that reaches */
+    /*
+     * Added by the core's owner, loopback first (pvrdma_core_add_transport);
+     * a request uses the first that reaches its destination.
+     */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
     /* host HCA mode: guest objects have host twins (rdma_backend.h) */
