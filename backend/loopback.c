@@ -20,12 +20,15 @@ static int loopback_execute(PvrdmaTransport *t, PvrdmaReq *req)
     return pvrdma_responder(t->core, req);
 }
 
-void pvrdma_loopback_init(PvrdmaTransport *t, PvrdmaCore *c)
+PvrdmaTransport *pvrdma_loopback_new(PvrdmaCore *c)
 {
+    PvrdmaTransport *t = g_new(PvrdmaTransport, 1);
+
     *t = (PvrdmaTransport) {
         .name = "loopback",
         .core = c,
         .reaches = loopback_reaches,
         .execute = loopback_execute,
     };
+    return t;   /* no destroy hook: pvrdma_core_fini() g_free()s it */
 }

@@ -618,6 +618,8 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
+    /* loopback first: a request goes to the first transport that reaches */
+    pvrdma_core_add_transport(&s->core, pvrdma_loopback_new(&s->core));
     if (!s->ibdev && (s->ibport || s->gid_index != -1 || s->cm_listen)) {
         error_setg(errp, "pvrdma: 'ibport', 'gid-index' and 'cm-listen' "
                    "apply to a host RDMA device: they need 'ibdev'");

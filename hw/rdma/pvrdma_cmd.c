@@ -11,6 +11,7 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
 
 typedef int (*CmdHandler)(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                           union pvrdma_cmd_resp *rsp);

@@ -19,6 +19,7 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
 
 static void hca_err_cqe(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq,
                         uint64_t wr_id, uint32_t opcode, uint32_t status)

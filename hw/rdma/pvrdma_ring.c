@@ -1,7 +1,13 @@
 /*
  * pvrdma: guest rings.  All index arithmetic and every access to a ring
  * element goes through here.  Geometry is checked once, when the ring is
- * mapped; afterwards an index is only ever used modulo nelems.
+ * mapped; afterwards an index is only ever used modulo nelems.  Copying a
+ * WQE out of a send or receive ring (its header and at most the queue's
+ * SGE count) is here too.
+ *
+ * Not here: checking that a guest producer index is at most N entries
+ * ahead of the device's consumer index (the callers do: pvrdma_req.c,
+ * pvrdma_resp.c, pvrdma_comp.c), what a WQE means.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -9,6 +15,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
+#include "pvrdma_int.h"
 
 bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
                       const uint64_t *pages, uint32_t npages,
@@ -152,4 +159,18 @@ void pvrdma_ring_prod_push(PvrdmaRing *r)
 {
     r->priv = (r->priv + 1) & (r->period - 1);
     pvrdma_ring_publish_prod(r);
+}
+
+void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
+                           uint32_t max_sge, PvrdmaSendWqe *w)
+{
+    memcpy(w, pvrdma_ring_elem(r, idx),
+           MIN(sizeof(*w), sizeof(w->hdr) + max_sge * sizeof(w->sge[0])));
+}
+
+void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
+                           uint32_t max_sge, PvrdmaRecvWqe *w)
+{
+    memcpy(w, pvrdma_ring_elem(r, idx),
+           MIN(sizeof(*w), sizeof(w->hdr) + max_sge * sizeof(w->sge[0])));
 }

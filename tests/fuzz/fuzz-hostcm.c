@@ -277,6 +277,7 @@ static void cm_init(Cm *m)
     l.gid_tbl_len = 4;
     fh_init_size(&m->d.h, RAM_SIZE);
     pvrdma_core_init(&m->d.c, &fh_ops, &m->d.h, &l);
+    pvrdma_core_add_transport(&m->d.c, pvrdma_loopback_new(&m->d.c));
     fake_hca_init(&m->hca, &m->d.c);
     /* hostcm.c draws its first comm ID and transaction ID at random */
     g_random_set_seed(1);

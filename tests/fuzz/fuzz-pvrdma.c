@@ -559,6 +559,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f.next_page = FZ_FIRST_FREE;
     f.nalloc = 0;
     pvrdma_core_init(&f.c, &fh_ops, &f.h, &lim);
+    pvrdma_core_add_transport(&f.c, pvrdma_loopback_new(&f.c));
 
     for (unsigned i = 0; i < FZ_MAX_OPS && in.n; i++) {
         step(&f, &in);

@@ -27,6 +27,7 @@ void dev_init(Dev *d, const PvrdmaLimits *lim)
     memset(d, 0, sizeof(*d));
     fh_init(&d->h);
     pvrdma_core_init(&d->c, &fh_ops, &d->h, lim);
+    pvrdma_core_add_transport(&d->c, pvrdma_loopback_new(&d->c));
 }
 
 /* What pvrdma_pci_probe does: DSR, slots, async/CQ-notify rings. */

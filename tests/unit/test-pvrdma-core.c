@@ -19,6 +19,7 @@ static void fx_init(Fx *f)
     fh_init(&f->h);
     pvrdma_limits_default(&l);
     pvrdma_core_init(&f->c, &fh_ops, &f->h, &l);
+    pvrdma_core_add_transport(&f->c, pvrdma_loopback_new(&f->c));
 }
 
 static void fx_fini(Fx *f)

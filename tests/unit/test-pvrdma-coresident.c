@@ -58,6 +58,7 @@ static void vm_init(Vm *v, const char *dir, uint8_t id)
     fh_init_memfd(&v->d.h, VM_RAM);
     v->d.h.mac[5] = id;
     pvrdma_core_init(&v->d.c, &fh_ops, &v->d.h, &l);
+    pvrdma_core_add_transport(&v->d.c, pvrdma_loopback_new(&v->d.c));
     v->d.h.core = &v->d.c;
     fh_shm_region(&v->d.h, &r);
     v->t = pvrdma_coresident_new(&v->d.c, dir, &r, 1, &fh_loop_ops, &v->d.h,
@@ -434,6 +435,7 @@ static void test_join_errors(void)
     pvrdma_limits_default(&l);
     fh_init_memfd(&a.d.h, VM_RAM);
     pvrdma_core_init(&a.d.c, &fh_ops, &a.d.h, &l);
+    pvrdma_core_add_transport(&a.d.c, pvrdma_loopback_new(&a.d.c));
     fh_shm_region(&a.d.h, &r);
 
     /* no region to offer */

@@ -110,6 +110,7 @@ static void test_leak_cycles(void)
     pvrdma_limits_default(&lim);
     fh_init(&d.h);
     pvrdma_core_init(&d.c, &fh_ops, &d.h, &lim);
+    pvrdma_core_add_transport(&d.c, pvrdma_loopback_new(&d.c));
     probe(&d);
     cq_pdir = pages_pdir(&d, 2, NULL);
     qp_pdir = pages_pdir(&d, 3, NULL);

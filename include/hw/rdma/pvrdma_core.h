@@ -6,6 +6,10 @@
  * It touches guest memory and raises interrupts only through PvrdmaHostOps,
  * so unit tests drive it against plain host memory.
  *
+ * This header is the core's public side: what the QOM glue (pvrdma.c), the
+ * transports (backend/) and the tests use.  What only the core's own files
+ * share is in hw/rdma/pvrdma_int.h.
+ *
  * Threading: every entry point runs with the caller's lock held (the BQL in
  * QEMU); the core has no threads of its own.
  *
@@ -186,6 +190,16 @@ typedef struct PvrdmaRing {
     uint32_t slots;
 } PvrdmaRing;
 
+/*
+ * Map a ring of nelems elements of elem_size bytes: pages[first_page] holds
+ * element 0, the ring state is at state_off in pages[0].  Checks the
+ * geometry; false (guest error) if it is bad or a page is not RAM.
+ */
+bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
+                      const uint64_t *pages, uint32_t npages,
+                      uint32_t first_page, uint32_t state_off,
+                      uint32_t nelems, uint32_t elem_size);
+void pvrdma_ring_free(PvrdmaCore *c, PvrdmaRing *r);
 /* The one accessor for ring elements: idx is reduced modulo nelems. */
 void *pvrdma_ring_elem(const PvrdmaRing *r, uint32_t idx);
 /* Read the guest's producer index; false (guest error) if invalid. */
@@ -366,7 +380,10 @@ struct PvrdmaCore {
     const PvrdmaHostOps *ops;
     void *opaque;
     PvrdmaLimits lim;
-    /* transports[0] is loopback; a request uses the first that reaches */
+    /*
+     * Added by the core's owner, loopback first (pvrdma_core_add_transport);
+     * a request uses the first that reaches its destination.
+     */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
     /* host HCA mode: guest objects have host twins (rdma_backend.h) */
@@ -426,59 +443,11 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val);
 void pvrdma_core_run(PvrdmaCore *c);
 /* Poll the link of the paired NIC: PORT_ERR / PORT_ACTIVE on a change. */
 void pvrdma_core_check_link(PvrdmaCore *c);
-/* Is the port up (the paired NIC's link)? */
-bool pvrdma_port_up(PvrdmaCore *c);
 
-/* Internal API shared by the core's files. */
-
-/* A WQE copied out of a guest ring (at most the QP's SGE count is read). */
-typedef struct PvrdmaSendWqe {
-    struct pvrdma_sq_wqe_hdr hdr;
-    struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
-} PvrdmaSendWqe;
-
-typedef struct PvrdmaRecvWqe {
-    struct pvrdma_rq_wqe_hdr hdr;
-    struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
-} PvrdmaRecvWqe;
-
-/* IBV_SEND_INLINE: SGEs with a key that does not cover them read their MR */
-void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w);
-/* Copy WQE idx of ring r out: its header and at most max_sge SGEs. */
-void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
-                           uint32_t max_sge, PvrdmaSendWqe *w);
-void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
-                           uint32_t max_sge, PvrdmaRecvWqe *w);
-
-/* The completion opcode of a send work request's opcode. */
-uint32_t pvrdma_wc_opcode(uint32_t wr_opcode);
-
-void pvrdma_raise(PvrdmaCore *c, unsigned vector);
-void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
-void pvrdma_exec_command(PvrdmaCore *c);
-void pvrdma_destroy_all(PvrdmaCore *c);
-void pvrdma_ring_free(PvrdmaCore *c, PvrdmaRing *r);
-bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
-                      const uint64_t *pages, uint32_t npages,
-                      uint32_t first_page, uint32_t state_off,
-                      uint32_t nelems, uint32_t elem_size);
-
+/* Lookups for transports and tests. */
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle);
 PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn);
 PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key);
-int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
-                     const struct pvrdma_qp_attr *a);
-void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
-void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
-void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
-void pvrdma_wake_rnr(PvrdmaCore *c);
-void pvrdma_gids_changed(PvrdmaCore *c);
-/* A QP is destroyed or reset: transports drop requests waiting on it. */
-void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 bool pvrdma_gid_is_local(PvrdmaCore *c, const uint8_t gid[16]);
 /* An IPv4-mapped GID (::ffff:a.b.c.d)? */
 static inline bool pvrdma_gid_is_v4(const uint8_t gid[16])
@@ -487,17 +456,5 @@ static inline bool pvrdma_gid_is_v4(const uint8_t gid[16])
 }
 /* The GID's address as text (a.b.c.d or IPv6); len >= INET6_ADDRSTRLEN. */
 void pvrdma_gid_str(const uint8_t gid[16], char *buf, size_t len);
-void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
-                    const struct pvrdma_cqe *e, bool solicited);
-/* Host HCA mode (pvrdma_hca.c): hand guest WQEs to the host queues. */
-void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
-/* Guest QP qp of host HCA mode goes to error (host QP too). */
-void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
-
-/* Effective UAR page owner check for doorbells. */
-uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
 
 #endif

@@ -9,7 +9,8 @@
  * then exactly one pvrdma_req_done() call with the request's cookie).
  * Transports never see guest rings, registers or guest physical addresses.
  *
- * A device has a list of transports; a request goes to the first whose
+ * A device has a list of transports, which its owner (the QOM glue, a test
+ * harness) adds after pvrdma_core_init(); a request goes to the first whose
  * reaches() accepts the destination GID: loopback (a GID of this device)
  * first, then the co-resident transport (a GID of a peer VM).
  *
@@ -73,8 +74,11 @@ struct PvrdmaTransport {
     void (*destroy)(PvrdmaTransport *t);
 };
 
-/* The loopback transport of core c (both ends on this device). */
-void pvrdma_loopback_init(PvrdmaTransport *t, PvrdmaCore *c);
+/*
+ * The loopback transport of core c (both ends on this device), for
+ * pvrdma_core_add_transport(); pvrdma_core_fini() frees it.
+ */
+PvrdmaTransport *pvrdma_loopback_new(PvrdmaCore *c);
 
 /*
  * Responder side, shared by transports: execute req against the local QP
@@ -90,7 +94,12 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
  */
 void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status);
 
-/* Add a transport after loopback; false if the list is full. */
+/*
+ * Append a transport to the list (at most PVRDMA_MAX_TRANSPORTS); false if
+ * the list is full.  Loopback must come first: pvrdma_qp_send_doorbell()
+ * sends from the doorbell only when there is more than one transport.
+ * pvrdma_core_fini() destroys them.
+ */
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
 
 /* ------------------------------------------------------------------ */

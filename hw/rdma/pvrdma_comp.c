@@ -1,0 +1,203 @@
+/*
+ * pvrdma: the completer.  A send WQE between execution and completion
+ * lives in the QP's send slot; pvrdma_drain_sq() completes finished slots
+ * in order, from the consumer index up to the first still in flight, and
+ * publishes the consumer index (the guest reuses a ring slot only then);
+ * pvrdma_req_done() is where a transport reports a request it answered
+ * PVRDMA_TRANSPORT_PENDING; pvrdma_flush_queues() completes everything
+ * posted to a QP in error with WR_FLUSH_ERR.  Builds the send and receive
+ * CQEs.
+ *
+ * Not here: writing a CQE into the guest's CQ ring and notifying the guest
+ * (pvrdma_event.c), executing WQEs (pvrdma_req.c, pvrdma_resp.c), the
+ * move to the error state (pvrdma_qp.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
+
+uint32_t pvrdma_wc_opcode(uint32_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+        return PVRDMA_WC_RDMA_WRITE;
+    case PVRDMA_WR_RDMA_READ:
+        return PVRDMA_WC_RDMA_READ;
+    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
+        return PVRDMA_WC_COMP_SWAP;
+    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return PVRDMA_WC_FETCH_ADD;
+    case PVRDMA_WR_LOCAL_INV:
+        return PVRDMA_WC_LOCAL_INV;
+    case PVRDMA_WR_FAST_REG_MR:
+        return PVRDMA_WC_FAST_REG_MR;
+    default:
+        return PVRDMA_WC_SEND;
+    }
+}
+
+static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
+                     uint32_t status, uint32_t byte_len)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = w->hdr.wr_id;
+    e.qp = qp->handle;
+    e.opcode = pvrdma_wc_opcode(w->hdr.opcode);
+    e.status = status;
+    e.byte_len = byte_len;
+    e.src_qp = qp->qpn;
+    e.port_num = 1;
+    pvrdma_cq_post(c, qp->scq, &e, false);
+}
+
+void pvrdma_recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
+                     uint32_t status, uint32_t opcode, uint32_t byte_len,
+                     const PvrdmaReq *req, uint32_t flags, bool solicited)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = w->hdr.wr_id;
+    e.qp = qp->handle;
+    e.opcode = opcode;
+    e.status = status;
+    e.byte_len = byte_len;
+    e.port_num = 1;
+    if (req) {
+        e.src_qp = req->src_qpn;
+        e.imm_data = req->imm;
+        memcpy(e.smac, req->smac, 6);
+        e.network_hdr_type =
+            req->sgid_type == PVRDMA_GID_TYPE_FLAG_ROCE_V1 ?
+            PVRDMA_NETWORK_ROCE_V1 :
+            (pvrdma_gid_is_v4(req->sgid) ? PVRDMA_NETWORK_IPV4 :
+                                           PVRDMA_NETWORK_IPV6);
+    }
+    e.wc_flags = flags;
+    pvrdma_cq_post(c, qp->rcq, &e, solicited);
+}
+
+static void slot_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendSlot *s,
+                     uint32_t status)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = s->wr_id;
+    e.qp = qp->handle;
+    e.opcode = pvrdma_wc_opcode(s->opcode);
+    e.status = status;
+    e.byte_len = s->byte_len;
+    e.src_qp = qp->qpn;
+    e.port_num = 1;
+    pvrdma_cq_post(c, qp->scq, &e, false);
+}
+
+/* Complete every posted WQE with WR_FLUSH_ERR (QP in error). */
+void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    uint32_t prod, n = 0;
+
+    /* in flight: their late results will find no slot */
+    while (qp->sq.priv != qp->sq_head && n++ < qp->sq.nelems) {
+        PvrdmaSendSlot *s = pvrdma_send_slot(qp, qp->sq.priv);
+
+        slot_cqe(c, qp, s, PVRDMA_WC_WR_FLUSH_ERR);
+        memset(s, 0, sizeof(*s));
+        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+    }
+    qp->sq_head = qp->sq.priv;
+    if (pvrdma_ring_guest_prod(&qp->sq, &prod) &&
+        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) <= qp->sq.nelems) {
+        n = 0;
+        while (qp->sq.priv != prod && n++ < qp->sq.nelems) {
+            PvrdmaSendWqe w;
+
+            pvrdma_fetch_send_wqe(&qp->sq, qp->sq.priv, qp->max_send_sge,
+                                  &w);
+            qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+            send_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR, 0);
+        }
+        qp->sq_head = qp->sq.priv;
+    }
+    pvrdma_ring_publish_cons(&qp->sq);
+    if (!qp->is_srq && qp->rq.page &&
+        pvrdma_ring_guest_prod(&qp->rq, &prod) &&
+        pvrdma_idx_used(prod, qp->rq.priv, qp->rq.nelems) <= qp->rq.nelems) {
+        n = 0;
+        while (qp->rq.priv != prod && n++ < qp->rq.nelems) {
+            PvrdmaRecvWqe w;
+
+            memcpy(&w.hdr, pvrdma_ring_elem(&qp->rq, qp->rq.priv),
+                   sizeof(w.hdr));
+            qp->rq.priv = pvrdma_idx_next(qp->rq.priv, qp->rq.nelems);
+            pvrdma_recv_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR,
+                            PVRDMA_WC_RECV, 0, NULL, 0, false);
+        }
+        pvrdma_ring_publish_cons(&qp->rq);
+    }
+}
+
+/*
+ * Complete finished WQEs in order, from the consumer index up to the
+ * first one still in flight.  The first error moves the QP to error.
+ */
+void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    bool moved = false;
+
+    while (qp->sq.priv != qp->sq_head) {
+        PvrdmaSendSlot *s = pvrdma_send_slot(qp, qp->sq.priv);
+        int st = s->status;
+
+        if (!s->done) {
+            break;
+        }
+        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+        moved = true;
+        if (st != PVRDMA_WC_SUCCESS || s->signaled) {
+            slot_cqe(c, qp, s, st);
+        }
+        memset(s, 0, sizeof(*s));
+        if (st != PVRDMA_WC_SUCCESS) {
+            pvrdma_ring_publish_cons(&qp->sq);
+            pvrdma_qp_to_error(c, qp);
+            return;
+        }
+    }
+    if (moved) {
+        pvrdma_ring_publish_cons(&qp->sq);
+    }
+}
+
+void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
+{
+    PvrdmaQP *qp = pvrdma_qp_get(c, qpn);
+    uint32_t i, n = 0;
+
+    if (!qp || !cookie || qp->state == PVRDMA_QPS_ERR) {
+        return;
+    }
+    for (i = qp->sq.priv; i != qp->sq_head && n++ < qp->sq.nelems;
+         i = pvrdma_idx_next(i, qp->sq.nelems)) {
+        PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
+
+        if (s->cookie == cookie && !s->done) {
+            s->done = true;
+            s->status = status;
+            if (status != PVRDMA_WC_SUCCESS) {
+                qp->sq_failed = true;   /* execute nothing after it */
+            }
+            trace_pvrdma_req_done(qpn, cookie, status);
+            pvrdma_drain_sq(c, qp);
+            /* a full window may have held back more WQEs */
+            pvrdma_qp_schedule(c, qp);
+            return;
+        }
+    }
+}

@@ -1,0 +1,149 @@
+/*
+ * pvrdma: data path scheduling.  The run list of QPs with work
+ * (pvrdma_qp_schedule()), the run loop (pvrdma_core_run(): one budgeted
+ * pass per queued QP, then another kick if work is left), send and SRQ
+ * doorbells, senders waiting on RNR (the count of waiters and their
+ * wake-up), and the hooks that tell the transports about the data path
+ * (wake, flush, qp_gone).
+ *
+ * Not here: decoding UAR writes (pvrdma_uar.c), walking a send queue and
+ * the RNR deadline (pvrdma_req.c), CQ doorbells (pvrdma_event.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
+
+/* The head send of qp waits (or stops waiting) for a receive (RNR). */
+void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait)
+{
+    if (qp->rnr_wait != wait) {
+        qp->rnr_wait = wait;
+        c->rnr_waiters += wait ? 1 : -1;
+    }
+}
+
+void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (!qp->queued) {
+        qp->queued = true;
+        g_queue_push_tail(&c->run, GUINT_TO_POINTER(qp->handle));
+        c->ops->kick(c->opaque, 0);
+    }
+}
+
+static void flush_transports(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->flush) {
+            c->transports[i]->flush(c->transports[i]);
+        }
+    }
+}
+
+/*
+ * Send doorbell (vCPU thread, BQL held).  With a co-resident transport, a
+ * short burst of requests for a peer is sent from here: the requester only
+ * writes a message (the peer's responder copies the data), and the hop to
+ * the bottom half is saved from the latency.  Everything else, loopback
+ * included (its copy happens at the requester), goes to the run loop.
+ */
+void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    /* with loopback alone (always first) nothing is sent from here */
+    if (c->ntransports < 2 || c->running || qp->queued ||
+        qp->state != PVRDMA_QPS_RTS || qp->rnr_wait) {
+        pvrdma_qp_schedule(c, qp);
+        return;
+    }
+    c->running = true;
+    pvrdma_serve_sq(c, qp, PVRDMA_INLINE_BUDGET);
+    c->running = false;
+    flush_transports(c);
+}
+
+void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
+{
+    pvrdma_wake_rnr(c);
+}
+
+/*
+ * A receive was posted (or an RNR timer fired): senders waiting on RNR try
+ * again, here and in the transports (requests of peers waiting here).
+ */
+void pvrdma_wake_rnr(PvrdmaCore *c)
+{
+    /* a receive doorbell must not cost a walk of every QP for nothing */
+    for (uint32_t h = 0; c->rnr_waiters && h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (qp && qp->rnr_wait) {
+            pvrdma_qp_schedule(c, qp);
+        }
+    }
+    /*
+     * Transports serve waiting requests from the run loop, not here: this
+     * may be a receive doorbell on a vCPU thread, and serving copies data.
+     */
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->wake) {
+            c->wake_transports = true;
+            c->ops->kick(c->opaque, 0);
+            break;
+        }
+    }
+}
+
+void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->qp_gone) {
+            c->transports[i]->qp_gone(c->transports[i], qpn);
+        }
+    }
+}
+
+void pvrdma_core_run(PvrdmaCore *c)
+{
+    uint32_t n = c->run.length;
+
+    if (c->running) {
+        return;
+    }
+    if (c->rnr_timer) {
+        /* an RNR timer fired: waiting senders retry (and may time out) */
+        c->rnr_timer = false;
+        pvrdma_wake_rnr(c);
+        n = c->run.length;
+    }
+    c->running = true;
+    if (c->wake_transports) {
+        c->wake_transports = false;
+        for (unsigned i = 0; i < c->ntransports; i++) {
+            if (c->transports[i]->wake) {
+                c->transports[i]->wake(c->transports[i]);
+            }
+        }
+        n = c->run.length;
+    }
+    /* serve the QPs queued now; those re-queued meanwhile wait a turn */
+    while (n-- && c->run.length) {
+        uint32_t h = GPOINTER_TO_UINT(g_queue_pop_head(&c->run));
+        PvrdmaQP *qp = pvrdma_qp_get(c, h);
+
+        if (!qp) {
+            continue;
+        }
+        qp->queued = false;
+        pvrdma_serve_sq(c, qp, 0);
+    }
+    c->running = false;
+    flush_transports(c);
+    if (c->run.length) {
+        c->ops->kick(c->opaque, 0);
+    }
+}

@@ -1,0 +1,110 @@
+/*
+ * pvrdma: what the device signals to the guest.  Interrupts (the IMR mask,
+ * then the host's notify), async events into the async event ring, CQEs
+ * into guest CQ rings (a full CQ or a bad index puts the CQ in error), CQ
+ * arming (the CQ doorbell) and notifying an armed CQ through the CQ
+ * notification ring.
+ *
+ * Not here: what goes into a CQE (pvrdma_comp.c, pvrdma_hca.c), which
+ * async event to post and when (the callers), ring index checks
+ * (pvrdma_ring.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "pvrdma_int.h"
+
+void pvrdma_raise(PvrdmaCore *c, unsigned vector)
+{
+    if (c->imr & (1u << vector)) {
+        trace_pvrdma_irq_masked(vector);
+        return;
+    }
+    trace_pvrdma_irq(vector);
+    c->ops->notify(c->opaque, vector);
+}
+
+void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info)
+{
+    struct pvrdma_eqe *e;
+    bool bad;
+
+    if (!c->active) {
+        return;
+    }
+    e = pvrdma_ring_prod_slot(&c->async_ring, &bad);
+    if (!e) {
+        PVRDMA_GUEST_ERR(c, "async event ring %s, event %u dropped",
+                         bad ? "index invalid" : "full", type);
+        return;
+    }
+    e->type = cpu_to_le32(type);
+    e->info = cpu_to_le32(info);
+    pvrdma_ring_prod_push(&c->async_ring);
+    trace_pvrdma_async_event(type, info);
+    pvrdma_raise(c, PVRDMA_INTR_VECTOR_ASYNC);
+}
+
+static void cq_notify(PvrdmaCore *c, PvrdmaCQ *cq)
+{
+    struct pvrdma_cqne *n;
+    bool bad;
+
+    cq->armed = 0;
+    n = pvrdma_ring_prod_slot(&c->cqn_ring, &bad);
+    if (!n) {
+        PVRDMA_GUEST_ERR(c, "CQ notification ring %s: CQ %u not notified",
+                         bad ? "index invalid" : "full", cq->handle);
+        return;
+    }
+    n->info = cpu_to_le32(cq->handle);
+    pvrdma_ring_prod_push(&c->cqn_ring);
+    trace_pvrdma_cq_notify(cq->handle);
+    pvrdma_raise(c, PVRDMA_INTR_VECTOR_CQ);
+}
+
+void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
+                    const struct pvrdma_cqe *e, bool solicited)
+{
+    PvrdmaCQ *cq = pvrdma_table_get(&c->cq, cq_handle);
+    struct pvrdma_cqe *slot;
+    bool bad;
+
+    if (!cq || cq->error) {
+        return;
+    }
+    slot = pvrdma_ring_prod_slot(&cq->ring, &bad);
+    if (!slot) {
+        PVRDMA_GUEST_ERR(c, "CQ %u %s: completion lost, CQ in error",
+                         cq_handle, bad ? "index invalid" : "overrun");
+        cq->error = true;
+        pvrdma_post_async(c, PVRDMA_EVENT_CQ_ERR, cq_handle);
+        return;
+    }
+    memcpy(slot, e, sizeof(*e));
+    pvrdma_ring_prod_push(&cq->ring);
+    trace_pvrdma_cqe(cq_handle, e->wr_id, e->opcode, e->status, e->byte_len);
+    if ((cq->armed & PVRDMA_CQ_FLAG_ARMED) ||
+        ((cq->armed & PVRDMA_CQ_FLAG_ARMED_SOL) &&
+         (solicited || e->status != PVRDMA_WC_SUCCESS))) {
+        cq_notify(c, cq);
+    }
+}
+
+void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val)
+{
+    trace_pvrdma_db_cq(cq->handle, val);
+    if (val & PVRDMA_UAR_CQ_ARM_SOL) {
+        cq->armed |= PVRDMA_CQ_FLAG_ARMED_SOL;
+    }
+    if (val & PVRDMA_UAR_CQ_ARM) {
+        cq->armed |= PVRDMA_CQ_FLAG_ARMED;
+    }
+    /* POLL: completions are written as they happen; serve pending work */
+    if (val & PVRDMA_UAR_CQ_POLL && c->run.length) {
+        c->ops->kick(c->opaque, 0);
+    }
+}

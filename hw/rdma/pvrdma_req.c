@@ -1,0 +1,306 @@
+/*
+ * pvrdma: the requester.  Walks a QP's send queue from its own cursor
+ * (sq_head) to the guest's producer index, which it reads once per pass;
+ * copies each WQE out of the ring before looking at it, validates the copy
+ * (opcode, SGE count, lkeys), executes LOCAL_INV and FAST_REG_MR itself and
+ * hands every other WQE, as a PvrdmaReq, to the first transport that
+ * reaches its destination.  A WQE is always consumed, good or bad, except
+ * while the responder has no receive posted (RNR): then it stays at the
+ * head until a receive doorbell, or the RNR deadline fails it.  The outcome
+ * goes into the WQE's send slot.  A pass handles at most PVRDMA_RUN_BUDGET
+ * WQEs (PVRDMA_INLINE_BUDGET from a send doorbell), then the QP goes to the
+ * back of the run list.
+ *
+ * Not here: completing WQEs and building their CQEs (pvrdma_comp.c), the
+ * responder (pvrdma_resp.c), memory keys (pvrdma_mr.c), the run list,
+ * doorbells and RNR wake-ups (pvrdma_dp.c), QP states (pvrdma_qp.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
+
+static int fast_reg(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
+{
+    const typeof(w->hdr.wr.fast_reg) *f = &w->hdr.wr.fast_reg;
+    PvrdmaMR *mr = pvrdma_table_get(&c->mr, f->rkey >> 8);
+    uint64_t psz, *pages = NULL;
+
+    if (!mr || mr->kind != PVRDMA_MR_FRMR || mr->pd != qp->pd || mr->valid ||
+        f->page_list_len < 1 || f->page_list_len > mr->max_pages ||
+        f->page_shift < 12 || f->page_shift > 30 ||
+        (f->access_flags & ~PVRDMA_ACCESS_FLAGS_ALL)) {
+        PVRDMA_GUEST_ERR(c, "FAST_REG_MR: rkey 0x%x refused", f->rkey);
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    psz = 1ull << f->page_shift;
+    if (!f->length || (f->iova_start & (psz - 1)) + f->length >
+        (uint64_t)f->page_list_len * psz) {
+        PVRDMA_GUEST_ERR(c, "FAST_REG_MR: length %u exceeds %u pages",
+                         f->length, f->page_list_len);
+        return PVRDMA_WC_LOC_LEN_ERR;
+    }
+    if (!pvrdma_pdir_read(c, f->pl_pdir_dma, f->page_list_len, &pages)) {
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    for (uint32_t i = 0; i < f->page_list_len; i++) {
+        pages[i] &= ~(psz - 1);     /* the driver passes page addresses */
+    }
+    pvrdma_map_release(c, &mr->map);
+    if (!pvrdma_map_pages(c, &mr->map, pages, f->page_list_len, psz)) {
+        g_free(pages);
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    g_free(pages);
+    mr->iova = f->iova_start;
+    mr->base = f->iova_start & ~(psz - 1);
+    mr->length = f->length;
+    mr->access = f->access_flags;
+    mr->key = (mr->handle << 8) | (f->rkey & 0xff);
+    mr->valid = true;
+    trace_pvrdma_fast_reg(mr->handle, mr->key, mr->iova, mr->length);
+    return PVRDMA_WC_SUCCESS;
+}
+
+static int local_inv(PvrdmaCore *c, PvrdmaQP *qp, uint32_t key)
+{
+    PvrdmaMR *mr = pvrdma_mr_by_key(c, key);
+
+    if (!mr || mr->kind != PVRDMA_MR_FRMR || mr->pd != qp->pd) {
+        PVRDMA_GUEST_ERR(c, "LOCAL_INV: key 0x%x refused", key);
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    mr->valid = false;
+    return PVRDMA_WC_SUCCESS;
+}
+
+static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
+{
+    if (qp->type != PVRDMA_QPT_RC) {
+        return op == PVRDMA_WR_SEND || op == PVRDMA_WR_SEND_WITH_IMM;
+    }
+    switch (op) {
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case PVRDMA_WR_SEND:
+    case PVRDMA_WR_SEND_WITH_IMM:
+    case PVRDMA_WR_RDMA_READ:
+    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
+    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
+    case PVRDMA_WR_SEND_WITH_INV:
+    case PVRDMA_WR_LOCAL_INV:
+    case PVRDMA_WR_FAST_REG_MR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * Execute one send WQE; returns a WC status, PVRDMA_TRANSPORT_RNR or
+ * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_req_done).
+ */
+static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
+                       uint32_t *byte_len, uint64_t *cookie)
+{
+    const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
+    uint32_t op = h->opcode, sgid_index;
+    const uint8_t *dgid;
+    bool sink;
+    PvrdmaReq req = { 0 };
+    int st;
+
+    *byte_len = 0;
+    *cookie = 0;
+    if (!opcode_ok(qp, op)) {
+        PVRDMA_GUEST_ERR(c, "QP %u: opcode %u not supported", qp->qpn, op);
+        return PVRDMA_WC_LOC_QP_OP_ERR;
+    }
+    if (h->num_sge > qp->max_send_sge) {
+        PVRDMA_GUEST_ERR(c, "QP %u: WQE with %u sges (max %u)", qp->qpn,
+                         h->num_sge, qp->max_send_sge);
+        return PVRDMA_WC_LOC_LEN_ERR;
+    }
+    if (op == PVRDMA_WR_LOCAL_INV) {
+        return local_inv(c, qp, h->ex.invalidate_rkey);
+    }
+    if (op == PVRDMA_WR_FAST_REG_MR) {
+        return fast_reg(c, qp, w);
+    }
+    /* PVRDMA_SEND_INLINE: the SGEs carry the data (pvrdma_inline_sges) */
+    sink = op == PVRDMA_WR_RDMA_READ || op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+           op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    st = pvrdma_resolve_sges(c, qp->pd, w->sge, h->num_sge, sink,
+                             &req.local);
+    if (st != PVRDMA_WC_SUCCESS) {
+        pvrdma_sg_release(c, &req.local);
+        return st;
+    }
+    if ((op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+         op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD) && req.local.len != 8) {
+        pvrdma_sg_release(c, &req.local);
+        return PVRDMA_WC_LOC_LEN_ERR;
+    }
+    req.opcode = op;
+    req.send_flags = h->send_flags;
+    req.src_qpn = qp->qpn;
+    req.qp_type = qp->type;
+    req.imm = h->ex.imm_data;
+    if (qp->type == PVRDMA_QPT_RC) {
+        req.remote_addr = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
+                          op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
+                          h->wr.atomic.remote_addr : h->wr.rdma.remote_addr;
+        req.rkey = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
+                   op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
+                   h->wr.atomic.rkey : h->wr.rdma.rkey;
+        req.compare_add = h->wr.atomic.compare_add;
+        req.swap = h->wr.atomic.swap;
+        req.dest_qpn = qp->attr.dest_qp_num;
+        dgid = qp->attr.ah_attr.grh.dgid.raw;
+        sgid_index = qp->attr.ah_attr.grh.sgid_index;
+    } else {
+        if (req.local.len > 4096) {
+            pvrdma_sg_release(c, &req.local);
+            return PVRDMA_WC_LOC_LEN_ERR;   /* larger than the MTU */
+        }
+        req.dest_qpn = h->wr.ud.remote_qpn & 0xffffff;
+        req.qkey = (h->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey :
+                   h->wr.ud.remote_qkey;
+        dgid = h->wr.ud.av.dgid;
+        sgid_index = h->wr.ud.av.gid_index;
+    }
+    if (sgid_index < c->lim.gid_tbl_len) {
+        memcpy(req.sgid, c->gid[sgid_index].gid.raw, 16);
+        req.sgid_type = c->gid[sgid_index].type;
+    }
+    memcpy(req.dgid, dgid, 16);
+    c->ops->get_mac(c->opaque, req.smac);
+    req.rnr_retry = qp->attr.rnr_retry;
+    req.cookie = *cookie = ++c->next_cookie;
+    *byte_len = req.local.len;
+    st = -3;
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->reaches(t, req.dgid)) {
+            st = t->execute(t, &req);
+            break;
+        }
+    }
+    if (st == -3) {
+        trace_pvrdma_unreachable(qp->qpn);
+        st = qp->type == PVRDMA_QPT_RC ? PVRDMA_WC_RETRY_EXC_ERR :
+                                         PVRDMA_WC_SUCCESS;
+    }
+    pvrdma_sg_release(c, &req.local);
+    return st;
+}
+
+/* Would this WQE be carried by the loopback transport (copy here)? */
+static bool wqe_is_loopback(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
+{
+    const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
+                          qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
+
+    return pvrdma_gid_is_local(c, dgid);
+}
+
+/*
+ * Serve qp's send queue.  inline_budget > 0: called from a send doorbell
+ * (vCPU thread): serve at most that many WQEs and only those that cost no
+ * data copy here (requests for a co-resident peer, whose responder copies),
+ * leaving the rest to the run loop.
+ */
+void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
+{
+    uint32_t prod;
+    uint32_t budget = inline_budget ? inline_budget : PVRDMA_RUN_BUDGET;
+
+    if (qp->state == PVRDMA_QPS_ERR) {
+        pvrdma_flush_queues(c, qp);
+        if (qp->gone_pending) {
+            qp->gone_pending = false;
+            pvrdma_qp_gone(c, qp->qpn); /* peers' requests waiting on it */
+        }
+        return;
+    }
+    if (qp->state != PVRDMA_QPS_RTS) {
+        return;     /* WQEs wait in the ring until the QP is ready */
+    }
+    if (qp->sq_failed) {
+        /*
+         * A WQE failed behind ones still in flight: nothing after it may
+         * run; the QP goes to error when it completes in order.
+         */
+        pvrdma_drain_sq(c, qp);
+        return;
+    }
+    if (!pvrdma_ring_guest_prod(&qp->sq, &prod) ||
+        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) > qp->sq.nelems ||
+        pvrdma_idx_used(prod, qp->sq_head, qp->sq.nelems) >
+        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems)) {
+        PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
+        pvrdma_qp_fail(c, qp, PVRDMA_EVENT_QP_FATAL);
+        return;
+    }
+    while (qp->sq_head != prod) {
+        PvrdmaSendSlot *s;
+        uint64_t cookie;
+        uint32_t len;
+        PvrdmaSendWqe w;
+        int st;
+
+        if (!budget--) {
+            pvrdma_qp_schedule(c, qp);
+            break;
+        }
+        pvrdma_fetch_send_wqe(&qp->sq, qp->sq_head, qp->max_send_sge, &w);
+        pvrdma_inline_sges(c, qp, &w);
+        if (inline_budget && wqe_is_loopback(c, qp, &w)) {
+            pvrdma_qp_schedule(c, qp);
+            break;
+        }
+        st = execute_wqe(c, qp, &w, &len, &cookie);
+        if (st == PVRDMA_TRANSPORT_RNR) {
+            int64_t now = c->ops->now_ms(c->opaque);
+
+            if (!qp->rnr_wait) {
+                pvrdma_qp_set_rnr_wait(c, qp, true);
+                /* rnr_retry 7 means retry forever */
+                qp->rnr_deadline = qp->attr.rnr_retry >= 7 ? 0 :
+                    now + 10 * (1 + qp->attr.rnr_retry) *
+                          MAX(1, qp->attr.min_rnr_timer);
+            }
+            if (qp->rnr_deadline && now >= qp->rnr_deadline) {
+                st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
+            } else {
+                trace_pvrdma_rnr_wait(qp->qpn);
+                if (qp->rnr_deadline) {
+                    c->rnr_timer = true;
+                    c->ops->kick(c->opaque, qp->rnr_deadline - now);
+                }
+                break;
+            }
+        }
+        pvrdma_qp_set_rnr_wait(c, qp, false);
+        s = pvrdma_send_slot(qp, qp->sq_head);
+        s->wr_id = w.hdr.wr_id;
+        s->opcode = w.hdr.opcode;
+        s->byte_len = len;
+        s->signaled = qp->sq_sig_all ||
+                      (w.hdr.send_flags & PVRDMA_SEND_SIGNALED);
+        s->cookie = cookie;
+        s->done = st != PVRDMA_TRANSPORT_PENDING;
+        s->status = s->done ? st : PVRDMA_WC_SUCCESS;
+        qp->sq_head = pvrdma_idx_next(qp->sq_head, qp->sq.nelems);
+        if (s->done && st != PVRDMA_WC_SUCCESS) {
+            qp->sq_failed = true;
+            break;      /* the QP goes to error when this one completes */
+        }
+    }
+    pvrdma_drain_sq(c, qp);
+}
