@@ -395,6 +395,9 @@ static void pvrdma_exit_notify(Notifier *n, void *data)
     }
 }
 
+/* Shorter rendezvous secrets are a guess away: warn. */
+#define PVRDMA_SECRET_MIN   16
+
 /*
  * Peers map our guest RAM: it must come from a shareable memory backend.
  * Offer every shared, fd-backed RAM block.  Peers must run as our uid and,
@@ -432,6 +435,13 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
             error_setg(errp, "pvrdma: rendezvous-secret=%s: the secret is "
                        "empty", s->rendezvous_secret);
             return false;
+        }
+        if (secret_len < PVRDMA_SECRET_MIN) {
+            warn_report("pvrdma: rendezvous-secret=%s has %zu bytes: a "
+                        "process that reaches the rendezvous directory can "
+                        "test guesses of it offline; use %d random bytes "
+                        "or more", s->rendezvous_secret, secret_len,
+                        PVRDMA_SECRET_MIN);
         }
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
