@@ -6,11 +6,23 @@
  * it listens on "<node>.sock" there and connects to every socket already
  * present (under an flock of "<dir>/.lock", so each pair of peers ends up
  * with exactly one connection; sockets nobody listens on are removed).
+ * The directory must belong to this process's user and be writable by
+ * nobody else (it is created 0700); the socket is made 0600 before it
+ * listens.
+ *
+ * Who may join.  A connection whose other end runs as another uid
+ * (SO_PEERCRED) is closed before anything is sent on it.  With a shared
+ * secret, each side must also prove it knows the secret before the other
+ * sends it anything more (see pvrdma_coresident_wire.h for the HMAC).
  *
  * Handshake (vhost-user style).  Over the SOCK_SEQPACKET connection each
- * side sends HELLO, one REGION message per shareable guest RAM block with
- * the block's file descriptor (SCM_RIGHTS), then GIDS, its GID table (again
- * whenever the guest changes it).  Each side maps the other's regions once.
+ * side sends HELLO (with a nonce), then, with a secret, AUTH; once a side
+ * has accepted its peer it sends one REGION message per shareable guest
+ * RAM block with the block's file descriptor (SCM_RIGHTS), then GIDS, its
+ * GID table (again whenever the guest changes it).  Each side maps the
+ * other's regions once, whole: an accepted peer can read and write all of
+ * this guest's RAM.  A GID that this device or an earlier peer owns is
+ * not taken from a peer's GIDS (first owner wins, ours always).
  *
  * Data path: the responder copies.  The requester turns its local buffer
  * into (region, offset, length) triples of its own RAM and sends REQ (plus
@@ -45,6 +57,7 @@
 #endif
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -71,18 +84,26 @@ typedef struct CrOut {
 typedef struct CrPeer {
     CrTransport *t;
     int fd;
+    char *name;             /* for messages: its socket, its pid */
+    int pid;                /* SO_PEERCRED */
+    bool outgoing;          /* we connected (else it connected to us) */
     bool dead;
     bool hello;
+    bool authed;            /* accepted: it gets our RAM, we take its */
     bool want_write;
     uint64_t node;
+    uint8_t nonce[CR_NONCE_LEN];        /* ours, for its AUTH */
+    uint8_t peer_nonce[CR_NONCE_LEN];   /* its, for our AUTH */
     uint32_t nregions;      /* announced in HELLO */
     uint32_t nmapped;
     struct {
         uint8_t *host;
         uint64_t size;
     } region[CR_MAX_REGIONS];
-    CrGid *gids;
+    CrGid *gids;            /* the GIDs it owns here */
     uint32_t ngids;
+    CrGid *refused;         /* announced but owned by someone else */
+    uint32_t nrefused;
     GQueue out;             /* CrOut waiting for the socket */
     struct CrInReq *partial;    /* REQ still collecting MORE messages */
     uint32_t inflight;      /* our requests it has not answered */
@@ -115,6 +136,9 @@ struct CrTransport {
     char *sock_path;
     int lfd;
     uint64_t node;
+    uid_t uid;              /* peers must run as this uid */
+    uint8_t *secret;        /* shared secret (HMAC key); NULL: none */
+    size_t secret_len;
     PvrdmaShmRegion *regions;
     unsigned nregions;
     const PvrdmaLoopOps *loop;
@@ -150,8 +174,8 @@ static void cr_peer_fail(CrPeer *p, const char *why)
 {
     if (!p->dead) {
         if (why) {
-            pvrdma_log_host("co-resident peer %016" PRIx64 ": %s, dropped",
-                            p->node, why);
+            pvrdma_log_host("co-resident peer %s: %s, dropped", p->name,
+                            why);
         }
         trace_pvrdma_cr_peer_gone(p->node);
         p->dead = true;
@@ -316,24 +340,124 @@ static void cr_send_gids(CrTransport *t, CrPeer *p)
 /* ------------------------------------------------------------------ */
 /* Peers                                                               */
 
-static CrPeer *cr_peer_new(CrTransport *t, int fd)
+static bool cr_random(void *buf, size_t len)
 {
-    CrPeer *p = g_new0(CrPeer, 1);
+    uint8_t *b = buf;
+
+    while (len) {
+        ssize_t n = getrandom(b, len, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        b += n;
+        len -= n;
+    }
+    return true;
+}
+
+/*
+ * The HMAC of an AUTH message on p's connection (pvrdma_coresident_wire.h):
+ * ours (the proof we send p) or theirs (the proof p must send us).
+ */
+static void cr_auth_mac(const CrTransport *t, const CrPeer *p, bool ours,
+                        uint8_t mac[CR_MAC_LEN])
+{
+    uint8_t role = (ours ? p->outgoing : !p->outgoing) ? 'c' : 'a';
+    uint64_t pnode = ours ? t->node : p->node;
+    uint64_t vnode = ours ? p->node : t->node;
+    GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, t->secret, t->secret_len);
+    gsize len = CR_MAC_LEN;
+
+    g_hmac_update(h, (const guchar *)CR_AUTH_LABEL, strlen(CR_AUTH_LABEL));
+    g_hmac_update(h, &role, 1);
+    g_hmac_update(h, ours ? p->peer_nonce : p->nonce, CR_NONCE_LEN);
+    g_hmac_update(h, ours ? p->nonce : p->peer_nonce, CR_NONCE_LEN);
+    g_hmac_update(h, (const guchar *)&pnode, sizeof(pnode));
+    g_hmac_update(h, (const guchar *)&vnode, sizeof(vnode));
+    g_hmac_get_digest(h, mac, &len);
+    g_hmac_unref(h);
+}
+
+/* Compare MACs in constant time. */
+static bool cr_mac_equal(const uint8_t *a, const uint8_t *b)
+{
+    uint8_t d = 0;
+
+    for (unsigned i = 0; i < CR_MAC_LEN; i++) {
+        d |= a[i] ^ b[i];
+    }
+    return !d;
+}
+
+/*
+ * A connection is up (we connected to path, or accepted one on our
+ * socket): unless its other end runs as another user, it becomes a peer
+ * and gets our HELLO.  Our RAM and GIDs follow once it is accepted
+ * (cr_peer_accepted).
+ */
+static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
+                           bool outgoing)
+{
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    CrPeer *p;
     CrHello h = {
         .h = { CR_HELLO, sizeof(h) },
         .magic = CR_MAGIC,
         .version = CR_VERSION,
         .node = t->node,
         .nregions = t->nregions,
+        .auth = t->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE,
     };
 
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
+        cl != sizeof(cred)) {
+        pvrdma_log_host("co-resident: %s: cannot tell who the peer is (%s), "
+                        "refused", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    p = g_new0(CrPeer, 1);
+    p->name = outgoing ?
+              g_strdup_printf("%s (pid %d)", path, (int)cred.pid) :
+              g_strdup_printf("pid %d on %s", (int)cred.pid, path);
+    if (cred.uid != t->uid) {
+        pvrdma_log_host("co-resident peer %s runs as uid %u, not as this "
+                        "QEMU's uid %u: refused", p->name,
+                        (unsigned)cred.uid, (unsigned)t->uid);
+        close(fd);
+        g_free(p->name);
+        g_free(p);
+        return NULL;
+    }
     p->t = t;
     p->fd = fd;
+    p->pid = cred.pid;
+    p->outgoing = outgoing;
     p->tx = g_malloc(CR_MAX_MSG);
     g_queue_init(&p->out);
     g_ptr_array_add(t->peers, p);
     cr_watch(p);
+    if (t->secret && !cr_random(p->nonce, CR_NONCE_LEN)) {
+        cr_peer_fail(p, "no random numbers for its challenge");
+        return p;
+    }
+    memcpy(h.nonce, p->nonce, CR_NONCE_LEN);
     cr_send(p, &h, sizeof(h), -1);
+    return p;
+}
+
+/* p passed the checks: it may map our RAM and learn our GIDs. */
+static void cr_peer_accepted(CrPeer *p)
+{
+    CrTransport *t = p->t;
+
+    p->authed = true;
+    trace_pvrdma_cr_authed(p->node, t->secret != NULL);
     for (unsigned i = 0; i < t->nregions; i++) {
         CrRegionMsg r = {
             .h = { CR_REGION, sizeof(r) },
@@ -345,12 +469,11 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd)
         cr_send(p, &r, sizeof(r), t->regions[i].fd);
     }
     cr_send_gids(t, p);
-    return p;
 }
 
 static bool cr_peer_ready(const CrPeer *p)
 {
-    return !p->dead && p->hello && p->nmapped == p->nregions;
+    return !p->dead && p->authed && p->nmapped == p->nregions;
 }
 
 static CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])
@@ -478,6 +601,8 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
         }
     }
     g_free(p->gids);
+    g_free(p->refused);
+    g_free(p->name);
     g_free(p->tx);
     g_free(p);
 }
@@ -795,16 +920,76 @@ static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
     return true;
 }
 
+static bool cr_gid_in(const CrGid *g, uint32_t n, const uint8_t gid[16])
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (!memcmp(g[i].gid, gid, 16)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Who other than peer p owns gid: "this device", a peer's name, NULL. */
+static const char *cr_gid_owner(CrTransport *t, const CrPeer *p,
+                                const uint8_t gid[16])
+{
+    if (pvrdma_gid_is_local(t->t.core, gid)) {
+        return "this device";
+    }
+    for (guint i = 0; i < t->peers->len; i++) {
+        const CrPeer *q = g_ptr_array_index(t->peers, i);
+
+        if (q != p && !q->dead && cr_gid_in(q->gids, q->ngids, gid)) {
+            return q->name;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * p announces the GIDs gids[n] (its whole table): it gets those nobody
+ * else owns here.  First owner wins, and a GID of this device is never
+ * taken.  A refusal is logged once, not at every announcement.
+ */
+static void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n)
+{
+    CrTransport *t = p->t;
+    CrGid *keep = g_new(CrGid, MAX(1, n));
+    CrGid *refused = g_new(CrGid, MAX(1, n));
+    uint32_t nkeep = 0, nrefused = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const char *owner = cr_gid_owner(t, p, gids[i].gid);
+        char s[64];
+
+        if (!owner) {
+            keep[nkeep++] = gids[i];
+            continue;
+        }
+        refused[nrefused++] = gids[i];
+        if (!cr_gid_in(p->refused, p->nrefused, gids[i].gid)) {
+            pvrdma_gid_str(gids[i].gid, s, sizeof(s));
+            pvrdma_log_host("co-resident peer %s announces GID %s, which %s "
+                            "owns: not routed to it", p->name, s, owner);
+        }
+    }
+    g_free(p->gids);
+    g_free(p->refused);
+    p->gids = keep;
+    p->ngids = nkeep;
+    p->refused = refused;
+    p->nrefused = nrefused;
+    trace_pvrdma_cr_gids(p->node, nkeep);
+}
+
 static bool cr_rx_gids(CrPeer *p, const CrGids *m, size_t len)
 {
     if (len < sizeof(*m) || m->n > CR_MAX_GIDS ||
-        len != sizeof(*m) + m->n * sizeof(CrGid) || !p->hello) {
+        len != sizeof(*m) + m->n * sizeof(CrGid)) {
         return false;
     }
-    g_free(p->gids);
-    p->gids = g_memdup2(m->g, m->n * sizeof(CrGid));
-    p->ngids = m->n;
-    trace_pvrdma_cr_gids(p->node, m->n);
+    cr_claim_gids(p, m->g, m->n);
     return true;
 }
 
@@ -842,14 +1027,83 @@ static bool cr_rx_cancel(CrPeer *p, const CrCancelMsg *m, size_t len)
 
 static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
 {
-    if (len != sizeof(*m) || p->hello || m->magic != CR_MAGIC ||
-        m->version != CR_VERSION || m->nregions > CR_MAX_REGIONS) {
+    CrTransport *t = p->t;
+    uint32_t auth = t->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE;
+
+    if (p->hello) {
+        return false;
+    }
+    if (len >= offsetof(CrHello, node) && m->magic == CR_MAGIC &&
+        m->version != CR_VERSION) {
+        char why[80];
+
+        snprintf(why, sizeof(why), "speaks protocol version %u, this device "
+                 "%u (another QEMU build)", m->version, CR_VERSION);
+        cr_peer_fail(p, why);
+        return false;
+    }
+    if (len != sizeof(*m) || m->magic != CR_MAGIC ||
+        m->nregions > CR_MAX_REGIONS) {
+        return false;
+    }
+    if (m->node == t->node) {
+        cr_peer_fail(p, "claims this device's node id");
+        return false;
+    }
+    if (!p->outgoing) {
+        /* name it by the socket it says it listens on; the pid is sure */
+        char *name = g_strdup_printf("%s/%016" PRIx64 ".sock (pid %d)",
+                                     t->dir, m->node, p->pid);
+
+        g_free(p->name);
+        p->name = name;
+    }
+    if (m->auth != auth) {
+        cr_peer_fail(p, m->auth == CR_AUTH_HMAC_SHA256 ?
+                     "requires a rendezvous-secret, this device has none" :
+                     m->auth == CR_AUTH_NONE ?
+                     "has no rendezvous-secret, this device requires one" :
+                     "asks for an unknown authentication");
+        return false;
+    }
+    if (auth && !memcmp(m->nonce, p->nonce, CR_NONCE_LEN)) {
+        cr_peer_fail(p, "returned this device's challenge as its own");
         return false;
     }
     p->hello = true;
     p->node = m->node;
     p->nregions = m->nregions;
+    memcpy(p->peer_nonce, m->nonce, CR_NONCE_LEN);
     trace_pvrdma_cr_peer(p->node, p->nregions);
+    if (auth) {
+        CrAuthMsg a = { .h = { CR_AUTH, sizeof(a) } };
+
+        cr_auth_mac(t, p, true, a.mac);
+        cr_send(p, &a, sizeof(a), -1);
+    } else {
+        cr_peer_accepted(p);    /* same uid: all it takes without a secret */
+    }
+    return true;
+}
+
+/* p proves it has our secret: only then it gets our RAM and GIDs. */
+static bool cr_rx_auth(CrPeer *p, const CrAuthMsg *m, size_t len)
+{
+    uint8_t want[CR_MAC_LEN];
+    bool ok;
+
+    if (len != sizeof(*m) || !p->t->secret || p->authed) {
+        return false;
+    }
+    cr_auth_mac(p->t, p, false, want);
+    ok = cr_mac_equal(want, m->mac);
+    memset(want, 0, sizeof(want));
+    if (!ok) {
+        cr_peer_fail(p, "failed authentication (its rendezvous-secret is "
+                     "not this device's)");
+        return false;
+    }
+    cr_peer_accepted(p);
     return true;
 }
 
@@ -866,9 +1120,15 @@ static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
     if (!p->hello && h->type != CR_HELLO) {
         return false;
     }
+    /* nothing but the handshake before the peer is accepted */
+    if (!p->authed && h->type != CR_HELLO && h->type != CR_AUTH) {
+        return false;
+    }
     switch (h->type) {
     case CR_HELLO:
         return cr_rx_hello(p, (const CrHello *)buf, len);
+    case CR_AUTH:
+        return cr_rx_auth(p, (const CrAuthMsg *)buf, len);
     case CR_REGION:
         return cr_rx_region(p, (const CrRegionMsg *)buf, len, fd);
     case CR_GIDS:
@@ -936,7 +1196,9 @@ static void cr_peer_read(void *opaque)
             break;
         }
         if (n <= 0) {
-            cr_peer_fail(p, n < 0 ? strerror(errno) : NULL);
+            cr_peer_fail(p, n < 0 ? strerror(errno) : p->authed ? NULL :
+                         "hung up before the handshake was over (it "
+                         "refused this device: see its log)");
             break;
         }
         for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -1081,12 +1343,31 @@ static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     return PVRDMA_TRANSPORT_PENDING;
 }
 
+/*
+ * The guest changed our GID table: tell the peers we accepted.  A GID we
+ * now own that a peer had before is ours from now on (loopback carries
+ * it): that peer no longer gets it.
+ */
 static void cr_gids_changed(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
 
     for (guint i = 0; i < t->peers->len; i++) {
-        cr_send_gids(t, g_ptr_array_index(t->peers, i));
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+        g_autofree CrGid *gids = NULL;
+
+        if (p->dead || !p->authed) {
+            continue;
+        }
+        cr_send_gids(t, p);
+        for (uint32_t j = 0; j < p->ngids; j++) {
+            if (pvrdma_gid_is_local(t->t.core, p->gids[j].gid)) {
+                /* claim its table again: ours are refused now */
+                gids = g_memdup2(p->gids, p->ngids * sizeof(CrGid));
+                cr_claim_gids(p, gids, p->ngids);
+                break;
+            }
+        }
     }
     cr_done(t);
 }
@@ -1115,7 +1396,7 @@ static void cr_accept(void *opaque)
             }
             break;
         }
-        cr_peer_new(t, fd);
+        cr_peer_new(t, fd, t->sock_path, false);
     }
     cr_done(t);
 }
@@ -1157,7 +1438,7 @@ static void cr_scan(CrTransport *t)
         /* non-blocking: a peer with a full backlog is skipped, not waited */
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-            cr_peer_new(t, fd);
+            cr_peer_new(t, fd, path, true);
         } else {
             if (fd >= 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
                 unlink(path);   /* its owner is gone */
@@ -1193,6 +1474,10 @@ static void cr_destroy(PvrdmaTransport *pt)
         close(t->lfd);
         unlink(t->sock_path);
     }
+    if (t->secret) {
+        explicit_bzero(t->secret, t->secret_len);
+        g_free(t->secret);
+    }
     g_free(t->regions);
     g_free(t->sock_path);
     g_free(t->dir);
@@ -1216,7 +1501,46 @@ unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
     return n;
 }
 
+/*
+ * The rendezvous directory: created 0700 if missing; an existing one must
+ * belong to us and be writable by nobody else, or a process of another
+ * user could plant or replace sockets there.  NULL if it will do, else the
+ * reason (g_free it).
+ */
+static char *cr_check_dir(const char *dir, uid_t uid)
+{
+    struct stat st;
+
+    if (mkdir(dir, 0700) && errno != EEXIST) {
+        return g_strdup_printf("cannot create rendezvous directory %s: %s",
+                               dir, strerror(errno));
+    }
+    if (stat(dir, &st)) {
+        return g_strdup_printf("cannot create rendezvous directory %s: %s",
+                               dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return g_strdup_printf("rendezvous path %s is not a directory", dir);
+    }
+    if (st.st_uid != uid) {
+        return g_strdup_printf("rendezvous directory %s belongs to uid %u, "
+                               "not to this QEMU's uid %u: use a directory "
+                               "of this user's (QEMU creates it with mode "
+                               "0700 if it does not exist)", dir,
+                               (unsigned)st.st_uid, (unsigned)uid);
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        return g_strdup_printf("rendezvous directory %s is writable by its "
+                               "group or by others (mode %04o): other users "
+                               "could replace the peers' sockets; make it "
+                               "private with 'chmod 0700 %s'", dir,
+                               (unsigned)(st.st_mode & 07777), dir);
+    }
+    return NULL;
+}
+
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
+                                       const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
                                        unsigned nregions,
                                        const PvrdmaLoopOps *loop,
@@ -1224,12 +1548,17 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
 {
     CrTransport *t;
     struct sockaddr_un sa;
+    struct stat st;
     char *lock;
     int lockfd;
 
     if (!nregions || nregions > CR_MAX_REGIONS) {
         *err = g_strdup_printf("%u shareable RAM regions (1 to %u supported)",
                                nregions, CR_MAX_REGIONS);
+        return NULL;
+    }
+    if (secret && !secret_len) {
+        *err = g_strdup("the rendezvous secret is empty");
         return NULL;
     }
     /* before anything is created: the socket path must fit in sun_path */
@@ -1239,9 +1568,8 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                sizeof(sa.sun_path) - 1 - CR_SOCK_NAME);
         return NULL;
     }
-    if (mkdir(dir, 0700) && errno != EEXIST) {
-        *err = g_strdup_printf("cannot create rendezvous directory %s: %s",
-                               dir, strerror(errno));
+    *err = cr_check_dir(dir, geteuid());
+    if (*err) {
         return NULL;
     }
     t = g_new0(CrTransport, 1);
@@ -1258,6 +1586,11 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     };
     t->dir = g_strdup(dir);
     t->lfd = -1;
+    t->uid = geteuid();
+    if (secret) {
+        t->secret = g_memdup2(secret, secret_len);
+        t->secret_len = secret_len;
+    }
     t->regions = g_memdup2(regions, nregions * sizeof(*regions));
     t->nregions = nregions;
     t->loop = loop;
@@ -1273,20 +1606,27 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     cr_sockaddr(t->sock_path, &sa);     /* fits: checked above */
 
     lock = g_build_filename(dir, ".lock", NULL);
-    lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    g_free(lock);
-    if (lockfd < 0 || flock(lockfd, LOCK_EX)) {
+    lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lockfd >= 0 && !fstat(lockfd, &st) && st.st_uid != t->uid) {
+        *err = g_strdup_printf("lock file %s belongs to uid %u, not to this "
+                               "QEMU's uid %u: remove it", lock,
+                               (unsigned)st.st_uid, (unsigned)t->uid);
+    } else if (lockfd < 0 || flock(lockfd, LOCK_EX)) {
         *err = g_strdup_printf("cannot lock rendezvous directory %s: %s",
                                dir, strerror(errno));
+    }
+    g_free(lock);
+    if (*err) {
         if (lockfd >= 0) {
             close(lockfd);
         }
         cr_destroy(&t->t);
         return NULL;
     }
+    /* connections are refused until listen(): 0600 before anyone gets in */
     t->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (t->lfd < 0 || bind(t->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-        listen(t->lfd, 64)) {
+        chmod(t->sock_path, 0600) || listen(t->lfd, 64)) {
         *err = g_strdup_printf("cannot listen on %s: %s", t->sock_path,
                                strerror(errno));
         if (t->lfd >= 0) {

@@ -124,6 +124,37 @@ TMO=3 t rendezvous-good-config-runs 124 '' \
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \
     $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+# who may join: the directory is private; a shared secret object
+mem="-object memory-backend-memfd,id=mem,size=128M,share=on -machine memory-backend=mem -m 128M"
+mkdir -m 0777 "$rdv/ww" && chmod 0777 "$rdv/ww"
+t rendezvous-dir-world-writable 1 "rendezvous directory $rdv/ww is writable by its group or by others \(mode 0777\).*chmod 0700 $rdv/ww" \
+    $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv/ww
+mkdir "$rdv/gw" && chmod 0770 "$rdv/gw"
+t rendezvous-dir-group-writable 1 'is writable by its group or by others \(mode 0770\)' \
+    $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv/gw
+if [ "$(id -u)" = 0 ]; then
+    mkdir -m 0700 "$rdv/nobody" && chown 65534 "$rdv/nobody"
+    t rendezvous-dir-other-user 1 "rendezvous directory $rdv/nobody belongs to uid 65534, not to this QEMU's uid 0" \
+        $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv/nobody
+else
+    n=$((n + 1)); echo "ok $n rendezvous-dir-other-user # SKIP needs root"
+fi
+: > "$rdv/file"
+t rendezvous-not-a-directory 1 "rendezvous path $rdv/file is not a directory" \
+    $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv/file
+t rendezvous-secret-unknown 1 "rendezvous-secret=nosuch: No secret with id 'nosuch'" \
+    $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv,rendezvous-secret=nosuch
+t rendezvous-secret-empty 1 "rendezvous-secret=s0: the secret is empty" \
+    -object secret,id=s0,data= $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv,rendezvous-secret=s0
+t rendezvous-secret-without-rendezvous 1 "'rendezvous-secret' applies to the co-resident transport: it needs 'rendezvous'" \
+    -object secret,id=s0,data=pass $nic -device pvrdma,addr=4.1,rendezvous-secret=s0
+TMO=3 t rendezvous-secret-good-config-runs 124 '' -object secret,id=s0,data=pass \
+    $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv,rendezvous-secret=s0
+if [ "$(stat -c %a "$rdv")" = 700 ] && [ ! -e "$rdv/ww/.lock" ]; then
+    n=$((n + 1)); echo "ok $n rendezvous-refused-dirs-left-alone"
+else
+    n=$((n + 1)); echo "not ok $n rendezvous-refused-dirs-left-alone"
+fi
 # host HCA mode: clear messages, no crash, when it cannot work
 t ibdev-missing 1 'ibdev=nosuchdev: no host RDMA device' \
     $nic -device pvrdma,addr=4.1,ibdev=nosuchdev

@@ -28,6 +28,7 @@
 #include "qemu/units.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
+#include "crypto/secret_common.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/rdma_backend.h"
 #include "trace/trace-hw_rdma.h"
@@ -47,6 +48,7 @@ struct PvrdmaState {
     QEMUTimer *link_timer;
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
+    char *rendezvous_secret;    /* id of a secret object peers must share */
     char *ibdev;            /* host HCA: device name or "auto" */
     uint8_t ibport;         /* host HCA port, 0: the first active one */
     int32_t gid_index;      /* host GID index to use, -1: the guest's GID */
@@ -393,9 +395,13 @@ static void pvrdma_exit_notify(Notifier *n, void *data)
     }
 }
 
+/* Shorter rendezvous secrets are a guess away: warn. */
+#define PVRDMA_SECRET_MIN   16
+
 /*
  * Peers map our guest RAM: it must come from a shareable memory backend.
- * Offer every shared, fd-backed RAM block.
+ * Offer every shared, fd-backed RAM block.  Peers must run as our uid and,
+ * with 'rendezvous-secret', know the bytes of that secret object.
  */
 static bool pvrdma_join(PvrdmaState *s, Error **errp)
 {
@@ -403,6 +409,8 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
     g_autoptr(GArray) regions = g_array_new(false, false,
                                             sizeof(PvrdmaShmRegion));
     g_autofree char *err = NULL;
+    uint8_t *secret = NULL;
+    size_t secret_len = 0;
     PvrdmaTransport *t;
 
     if (!ms->ram || memory_region_get_fd(ms->ram) < 0 ||
@@ -415,11 +423,36 @@ static bool pvrdma_join(PvrdmaState *s, Error **errp)
                    "id=mem,size=%s,share=on -machine memory-backend=mem", sz);
         return false;
     }
+    if (s->rendezvous_secret) {
+        if (qcrypto_secret_lookup(s->rendezvous_secret, &secret, &secret_len,
+                                  errp)) {
+            error_prepend(errp, "pvrdma: rendezvous-secret=%s: ",
+                          s->rendezvous_secret);
+            return false;
+        }
+        if (!secret_len) {
+            g_free(secret);
+            error_setg(errp, "pvrdma: rendezvous-secret=%s: the secret is "
+                       "empty", s->rendezvous_secret);
+            return false;
+        }
+        if (secret_len < PVRDMA_SECRET_MIN) {
+            warn_report("pvrdma: rendezvous-secret=%s has %zu bytes: a "
+                        "process that reaches the rendezvous directory can "
+                        "test guesses of it offline; use %d random bytes "
+                        "or more", s->rendezvous_secret, secret_len,
+                        PVRDMA_SECRET_MIN);
+        }
+    }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
     s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    t = pvrdma_coresident_new(&s->core, s->rendezvous,
+    t = pvrdma_coresident_new(&s->core, s->rendezvous, secret, secret_len,
                               (PvrdmaShmRegion *)regions->data, regions->len,
                               &pvrdma_loop_ops, s, &err);
+    if (secret) {
+        explicit_bzero(secret, secret_len);     /* the transport has a copy */
+        g_free(secret);
+    }
     if (!t) {
         error_setg(errp, "pvrdma: %s", err);
         return false;
@@ -630,6 +663,12 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
         pvrdma_exit(pdev);
         return;
     }
+    if (s->rendezvous_secret && !s->rendezvous) {
+        error_setg(errp, "pvrdma: 'rendezvous-secret' applies to the "
+                   "co-resident transport: it needs 'rendezvous'");
+        pvrdma_exit(pdev);
+        return;
+    }
     if (s->rendezvous && !pvrdma_join(s, errp)) {
         pvrdma_exit(pdev);
         return;
@@ -723,6 +762,7 @@ static const Property pvrdma_props[] = {
                        PVRDMA_DEF_MAX_RD_ATOM),
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
     DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
+    DEFINE_PROP_STRING("rendezvous-secret", PvrdmaState, rendezvous_secret),
     DEFINE_PROP_STRING("ibdev", PvrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
     DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),

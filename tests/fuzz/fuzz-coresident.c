@@ -4,7 +4,9 @@
  * QP (RTS, receives posted, an MR for remote access) and a UD QP.  Each
  * input is a connection into that directory: a valid HELLO, REGION (a
  * memfd of the fuzzer's own) and GIDS, then datagrams taken from the input,
- * then the connection closes.  Whatever the datagrams say, the device must
+ * then the connection closes.  An input whose first datagram is a HELLO
+ * brings its own handshake instead (HELLO, AUTH and what a peer may send
+ * before it is accepted).  Whatever the datagrams say, the device must
  * not crash (ASan/UBSan), and once the peer is gone nothing of it may stay:
  * no fd handler, no waiting request, the device's QPs served.
  *
@@ -79,8 +81,8 @@ static void setup(void)
     dev.h.core = &dev.c;
     dir = g_dir_make_tmp("pvrdma-fuzz-XXXXXX", NULL);
     fh_shm_region(&dev.h, &r);
-    tr = pvrdma_coresident_new(&dev.c, dir, &r, 1, &fh_loop_ops, &dev.h,
-                               &err);
+    tr = pvrdma_coresident_new(&dev.c, dir, NULL, 0, &r, 1, &fh_loop_ops,
+                               &dev.h, &err);
     if (!tr) {
         fprintf(stderr, "fuzz-coresident: %s\n", err);
         abort();
@@ -195,6 +197,15 @@ static void write_seeds(const char *out)
         }
         seed(out, kinds[i].name, qbuf, m->h.len);
     }
+    {
+        CrHello h = {
+            .h = { CR_HELLO, sizeof(h) },
+            .magic = CR_MAGIC, .version = CR_VERSION, .node = 0xf023,
+            .nregions = 1,
+        };
+
+        seed(out, "hello", &h, sizeof(h));  /* its own handshake */
+    }
     seed(out, "resp", &resp, sizeof(resp));
     seed(out, "cancel", &cancel, sizeof(cancel));
 }
@@ -241,9 +252,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g->n = 1;
     memcpy(g->g[0].gid, peer_gid, 16);
     g->g[0].type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
-    peer_send(fd, &h, sizeof(h), -1);
-    peer_send(fd, &r, sizeof(r), peer_memfd);
-    peer_send(fd, gbuf, sizeof(gbuf), -1);
+    if (size < 6 || (data[2] | data[3] << 8 | data[4] << 16 |
+                     (uint32_t)data[5] << 24) != CR_HELLO) {
+        peer_send(fd, &h, sizeof(h), -1);
+        peer_send(fd, &r, sizeof(r), peer_memfd);
+        peer_send(fd, gbuf, sizeof(gbuf), -1);
+    }
     pump();
     while (size >= 2) {
         size_t len = data[0] | data[1] << 8;

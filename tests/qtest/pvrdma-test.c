@@ -1503,9 +1503,11 @@ static void test_intx(void)
 /* ------------------------------------------------------------------ */
 /* Co-resident transport: two QEMU processes, one rendezvous directory  */
 
-static const uint8_t peer_gid[2][16] = {
+static const uint8_t peer_gid[4][16] = {
     { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1 },
     { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2 },
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 3 },
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 4 },
 };
 
 /* One "VM": device, PD, CQ, an MR over a 4-page buffer. */
@@ -1557,11 +1559,16 @@ static void wait_peers(QPvrdma *d, uint32_t n)
     g_assert_cmpuint(peer_count(d), ==, n);
 }
 
-static void peer_start(Peer *p, const char *dir, unsigned i)
+/* A peer with a rendezvous secret (NULL: none). */
+static void peer_start_secret(Peer *p, const char *dir, unsigned i,
+                              const char *secret)
 {
+    g_autofree char *sec = secret ?
+        g_strdup_printf(",rendezvous-secret=rs -object secret,id=rs,"
+                        "data=%s", secret) : g_strdup("");
     g_autofree char *extra = g_strdup_printf(
-        ",rendezvous=%s -m 128M -machine memory-backend=mem "
-        "-object memory-backend-memfd,id=mem,size=128M,share=on", dir);
+        ",rendezvous=%s%s -m 128M -machine memory-backend=mem "
+        "-object memory-backend-memfd,id=mem,size=128M,share=on", dir, sec);
 
     memset(p, 0, sizeof(*p));
     p->d = qpvrdma_start_active(extra);
@@ -1572,6 +1579,11 @@ static void peer_start(Peer *p, const char *dir, unsigned i)
     p->key = qpvrdma_create_mr(p->d, p->pd, p->buf, 4 * 4096,
                        PVRDMA_ACCESS_LOCAL_WRITE | PVRDMA_ACCESS_REMOTE_WRITE |
                        PVRDMA_ACCESS_REMOTE_READ | PVRDMA_ACCESS_REMOTE_ATOMIC);
+}
+
+static void peer_start(Peer *p, const char *dir, unsigned i)
+{
+    peer_start_secret(p, dir, i, NULL);
 }
 
 /* Connect RC QPs of a and b (created here) with the given RNR retry. */
@@ -1836,6 +1848,44 @@ static void test_cr_rnr_timeout(void)
  * b's MSI-X vectors aimed at b's own CTL register (data RESET), the
  * completion it raises must not reset b under the responder.
  */
+/*
+ * rendezvous-secret: devices with the same secret object meet and work;
+ * one with another secret, or none, is refused by both and sees no peer.
+ */
+static void test_cr_secret(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b, c, n;
+
+    peer_start_secret(&a, dir, 0, "open-sesame");
+    peer_start_secret(&b, dir, 1, "open-sesame");
+    wait_peers(a.d, 1);
+    wait_peers(b.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peer_fill(&a, 0, 4096, 9);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 4096, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 4096, a.key,
+                    0, 0);
+    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    peers_same(&a, 0, &b, 0, 4096);
+
+    peer_start_secret(&c, dir, 2, "open-sesame!");
+    peer_start_secret(&n, dir, 3, NULL);
+    for (int i = 0; i < 30; i++) {      /* give the handshakes time */
+        g_assert_cmpuint(peer_count(c.d), ==, 0);
+        g_assert_cmpuint(peer_count(n.d), ==, 0);
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpuint(peer_count(a.d), ==, 1);
+    g_assert_cmpuint(peer_count(b.d), ==, 1);
+    qpvrdma_stop(n.d);
+    qpvrdma_stop(c.d);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
 static void test_cr_msix_at_own_registers(void)
 {
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
@@ -2721,6 +2771,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
     qtest_add_func("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
     qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
+    qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
     qtest_add_func("/pvrdma/hca/rc", test_hca_rc);

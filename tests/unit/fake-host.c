@@ -11,8 +11,9 @@
 #include <sys/socket.h>
 #include "fake-host.h"
 
-/* The one definition the standalone core needs (pvrdma_port.h). */
+/* The definitions the standalone core needs (pvrdma_port.h). */
 unsigned pvrdma_standalone_log_guest_errors;
+GString *pvrdma_standalone_host_log;
 
 void fh_test_init(int *argc, char ***argv)
 {

@@ -46,8 +46,12 @@ static void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)
     gid[15] = id;
 }
 
-/* A device with memfd RAM that joined dir; activated, no GID yet. */
-static void vm_init(Vm *v, const char *dir, uint8_t id)
+/*
+ * A device with memfd RAM that joined dir with a shared secret (NULL:
+ * none); activated, no GID yet.
+ */
+static void vm_init_secret(Vm *v, const char *dir, uint8_t id,
+                           const char *secret)
 {
     PvrdmaLimits l;
     PvrdmaShmRegion r;
@@ -61,8 +65,9 @@ static void vm_init(Vm *v, const char *dir, uint8_t id)
     pvrdma_core_add_transport(&v->d.c, pvrdma_loopback_new(&v->d.c));
     v->d.h.core = &v->d.c;
     fh_shm_region(&v->d.h, &r);
-    v->t = pvrdma_coresident_new(&v->d.c, dir, &r, 1, &fh_loop_ops, &v->d.h,
-                                 &err);
+    v->t = pvrdma_coresident_new(&v->d.c, dir, secret,
+                                 secret ? strlen(secret) : 0, &r, 1,
+                                 &fh_loop_ops, &v->d.h, &err);
     g_assert_null(err);
     g_assert_nonnull(v->t);
     g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
@@ -72,6 +77,11 @@ static void vm_init(Vm *v, const char *dir, uint8_t id)
     pvrdma_core_reg_write(&v->d.c, PVRDMA_REG_IMR, 0);
     v->id = id;
     make_gid(v->gid, 10, id);
+}
+
+static void vm_init(Vm *v, const char *dir, uint8_t id)
+{
+    vm_init_secret(v, dir, id, NULL);
 }
 
 /* The guest driver registers the VM's GID. */
@@ -439,16 +449,16 @@ static void test_join_errors(void)
     fh_shm_region(&a.d.h, &r);
 
     /* no region to offer */
-    g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, &r, 0, &fh_loop_ops,
-                                        &a.d.h, &err));
+    g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 0,
+                                        &fh_loop_ops, &a.d.h, &err));
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "shareable RAM regions"));
     g_clear_pointer(&err, g_free);
 
     /* the parent of the directory does not exist */
     dir = g_build_filename(e.dir, "no", "such", NULL);
-    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, &r, 1, &fh_loop_ops,
-                                        &a.d.h, &err));
+    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, NULL, 0, &r, 1,
+                                        &fh_loop_ops, &a.d.h, &err));
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "cannot create rendezvous directory"));
     g_clear_pointer(&err, g_free);
@@ -462,8 +472,8 @@ static void test_join_errors(void)
         g_string_append_c(s, 'd');
     }
     g_assert_cmpuint(s->len, ==, max);
-    a.t = pvrdma_coresident_new(&a.d.c, s->str, &r, 1, &fh_loop_ops, &a.d.h,
-                                &err);
+    a.t = pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1, &fh_loop_ops,
+                                &a.d.h, &err);
     g_assert_null(err);
     g_assert_nonnull(a.t);
     g_assert_true(pvrdma_core_add_transport(&a.d.c, a.t));
@@ -471,8 +481,8 @@ static void test_join_errors(void)
 
     /* ... one more character is refused with a message that says so */
     g_string_append_c(s, 'd');
-    g_assert_null(pvrdma_coresident_new(&a.d.c, s->str, &r, 1, &fh_loop_ops,
-                                        &a.d.h, &err));
+    g_assert_null(pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1,
+                                        &fh_loop_ops, &a.d.h, &err));
     g_assert_nonnull(err);
     want = g_strdup_printf("at most %zu characters", max);
     if (!err || !strstr(err, "too long") || !strstr(err, want)) {
@@ -1626,9 +1636,15 @@ static void test_peer_gone_backlog(void)
 typedef struct Fake {
     int fd;
     int memfd;
+    Vm *v;                  /* the device it talks to */
     uint8_t *ram;           /* FAKE_RAM bytes the fake offers */
     uint8_t *vm_ram;        /* the device's RAM, mapped from its REGION */
     uint64_t vm_ram_size;
+    uint64_t vm_node;       /* from the device's HELLO */
+    uint32_t vm_auth;
+    uint8_t vm_nonce[CR_NONCE_LEN];
+    uint8_t nonce[CR_NONCE_LEN];        /* the fake's, in its HELLO */
+    const char *secret;     /* what the fake believes the secret is */
     /* the device sends several messages per datagram: the rest of one */
     uint8_t pend[CR_MAX_MSG];
     size_t pend_len, pend_off;
@@ -1736,17 +1752,17 @@ static bool fake_dropped(Fake *f)
     }
 }
 
-/* Connect to v's socket at path; v greets with HELLO, REGION, GIDS. */
+/* Connect to v's socket at path; v greets with HELLO, nothing more. */
 static void fake_connect(Fake *f, Vm *v, const char *path)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
     CrHello *h = (CrHello *)buf;
-    CrRegionMsg *r = (CrRegionMsg *)buf;
     void *p;
     int fd;
 
     memset(f, 0, sizeof(*f));
+    f->v = v;
     f->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     g_assert_cmpint(f->fd, >=, 0);
     strcpy(sa.sun_path, path);
@@ -1758,6 +1774,9 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
     p = mmap(NULL, FAKE_RAM, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
     g_assert_true(p != MAP_FAILED);
     f->ram = p;
+    for (unsigned i = 0; i < CR_NONCE_LEN; i++) {
+        f->nonce[i] = g_random_int();
+    }
 
     PUMP(v);
     g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, sizeof(*h));
@@ -1767,6 +1786,22 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
     g_assert_cmpuint(h->version, ==, CR_VERSION);
     g_assert_cmpuint(h->nregions, ==, 1);
     g_assert_cmphex(h->node, !=, 0);
+    f->vm_node = h->node;
+    f->vm_auth = h->auth;
+    memcpy(f->vm_nonce, h->nonce, CR_NONCE_LEN);
+    /* nothing else until the device accepted the fake */
+    g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, -1);
+}
+
+/* The device accepted the fake: its REGION and GIDS come next. */
+static void fake_take_ram(Fake *f)
+{
+    g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
+    CrRegionMsg *r = (CrRegionMsg *)buf;
+    Vm *v = f->v;
+    void *p;
+    int fd;
+
     g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, sizeof(*r));
     g_assert_cmpuint(r->h.type, ==, CR_REGION);
     g_assert_cmpuint(r->index, ==, 0);
@@ -1787,7 +1822,31 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
     g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, -1);
 }
 
-static void fake_hello(Fake *f, uint32_t nregions)
+/*
+ * The HMAC of an AUTH on a fake's connection (the fake connected, so it
+ * is the 'c' side): by_fake, the fake's proof, else the device's.
+ */
+static void fake_mac(const char *secret, bool by_fake, const uint8_t *vnonce,
+                     const uint8_t *pnonce, uint64_t pnode, uint64_t vnode,
+                     uint8_t mac[CR_MAC_LEN])
+{
+    GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, (const guchar *)secret,
+                          strlen(secret));
+    uint8_t role = by_fake ? 'c' : 'a';
+    gsize len = CR_MAC_LEN;
+
+    g_hmac_update(h, (const guchar *)CR_AUTH_LABEL, strlen(CR_AUTH_LABEL));
+    g_hmac_update(h, &role, 1);
+    g_hmac_update(h, vnonce, CR_NONCE_LEN);
+    g_hmac_update(h, pnonce, CR_NONCE_LEN);
+    g_hmac_update(h, (const guchar *)&pnode, 8);
+    g_hmac_update(h, (const guchar *)&vnode, 8);
+    g_hmac_get_digest(h, mac, &len);
+    g_hmac_unref(h);
+}
+
+/* The fake's HELLO as it would send it. */
+static CrHello fake_hello_msg(Fake *f, uint32_t nregions)
 {
     CrHello h = {
         .h = { CR_HELLO, sizeof(h) },
@@ -1795,9 +1854,51 @@ static void fake_hello(Fake *f, uint32_t nregions)
         .version = CR_VERSION,
         .node = FAKE_NODE,
         .nregions = nregions,
+        .auth = f->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE,
     };
 
+    memcpy(h.nonce, f->nonce, CR_NONCE_LEN);
+    return h;
+}
+
+/*
+ * The device's AUTH, which must prove it has f->secret; then the fake's,
+ * which proves the fake has it (or not, if the secrets differ).
+ */
+static void fake_auth(Fake *f)
+{
+    CrAuthMsg a;
+    uint8_t want[CR_MAC_LEN];
+
+    g_assert_cmpint(fake_expect(f, &a, sizeof(a), CR_AUTH), ==, sizeof(a));
+    fake_mac(f->secret, false, f->nonce, f->vm_nonce, f->vm_node,
+             FAKE_NODE, want);
+    g_assert_cmpmem(a.mac, CR_MAC_LEN, want, CR_MAC_LEN);
+    g_assert_cmpint(fake_recv(f, &a, sizeof(a), &(int) { 0 }), ==, -1);
+    fake_mac(f->secret, true, f->vm_nonce, f->nonce, FAKE_NODE, f->vm_node,
+             a.mac);
+    a.h = (CrHdr) { CR_AUTH, sizeof(a) };
+    fake_send(f, &a, sizeof(a), -1);
+    PUMP(f->v);
+}
+
+/*
+ * The fake's HELLO (with f->secret: asking for HMAC authentication, then
+ * AUTH both ways).  A device that agrees then accepts the fake: its RAM
+ * and GIDs are taken here.
+ */
+static void fake_hello(Fake *f, uint32_t nregions)
+{
+    CrHello h = fake_hello_msg(f, nregions);
+
     fake_send(f, &h, sizeof(h), -1);
+    PUMP(f->v);
+    if (f->secret && f->vm_auth == CR_AUTH_HMAC_SHA256) {
+        fake_auth(f);
+    }
+    if (!!f->secret == (f->vm_auth == CR_AUTH_HMAC_SHA256)) {
+        fake_take_ram(f);
+    }
 }
 
 static void fake_region(Fake *f, uint32_t index, uint64_t size, uint64_t off,
@@ -2493,6 +2594,692 @@ static void test_malformed(void)
     x_fini(&x);
 }
 
+/* ------------------------------------------------------------------ */
+/* Who may join: uid, shared secret, GID claims, permissions           */
+
+/* Start collecting the transport's host warnings (pvrdma_log_host). */
+static void log_start(void)
+{
+    g_assert_null(pvrdma_standalone_host_log);
+    pvrdma_standalone_host_log = g_string_new(NULL);
+}
+
+/* How often the warnings since log_start() contain all of a and b. */
+static unsigned log_count(const char *a, const char *b)
+{
+    g_auto(GStrv) lines = g_strsplit(pvrdma_standalone_host_log->str, "\n",
+                                     -1);
+    unsigned n = 0;
+
+    for (char **l = lines; *l; l++) {
+        n += strstr(*l, a) && (!b || strstr(*l, b));
+    }
+    return n;
+}
+
+static void log_expect(const char *a, const char *b)
+{
+    if (!log_count(a, b)) {
+        g_test_message("no warning with '%s' and '%s' in:\n%s", a,
+                       b ? b : "", pvrdma_standalone_host_log->str);
+        g_test_fail();
+    }
+}
+
+static void log_stop(void)
+{
+    if (g_test_verbose()) {
+        g_test_message("%s", pvrdma_standalone_host_log->str);
+    }
+    g_string_free(pvrdma_standalone_host_log, TRUE);
+    pvrdma_standalone_host_log = NULL;
+}
+
+/* How many mappings of the fake hosts' guest RAM this process has. */
+static unsigned ram_maps(void)
+{
+    g_autofree char *maps = NULL;
+    unsigned n = 0;
+
+    g_assert_true(g_file_get_contents("/proc/self/maps", &maps, NULL, NULL));
+    for (char *p = maps; (p = strstr(p, "memfd:fake-guest-ram")); p++) {
+        n++;
+    }
+    return n;
+}
+
+/* The path of v's listening socket (g_free it). */
+static char *vm_sock(Vm *v)
+{
+    for (guint i = 0; i < v->d.h.watches->len; i++) {
+        int fd = g_array_index(v->d.h.watches, FhWatch, i).fd;
+        int listening = 0;
+        socklen_t ol = sizeof(listening);
+        struct sockaddr_un sa;
+        socklen_t sl = sizeof(sa);
+
+        g_assert_cmpint(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN,
+                                   &listening, &ol), ==, 0);
+        if (listening) {
+            g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &sl), ==,
+                            0);
+            return g_strdup(sa.sun_path);
+        }
+    }
+    g_assert_not_reached();
+    return NULL;
+}
+
+/* a sends 64 bytes to b over connected RC QPs: delivered. */
+static void send_across(Side *sa, Side *sb, uint8_t seed)
+{
+    struct pvrdma_sge g = mr_sge(sa, 0, 64), r = mr_sge(sb, 0, 64);
+    uint8_t data[64], got[64];
+
+    fill_pattern(data, sizeof(data), seed);
+    mr_write(&sa->v->d, &sa->mr, S_IOVA, data, sizeof(data));
+    post_recv(&sb->v->d, &sb->qp, 0xb0 + seed, &r, 1);
+    send_wqe(sa, 0xa0 + seed, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(sa->v, sb->v);
+    side_expect_cqe(sa, 0xa0 + seed, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+    side_expect_cqe(sb, 0xb0 + seed, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 64);
+    mr_read(&sb->v->d, &sb->mr, S_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+}
+
+/* Devices that share a secret meet; their traffic flows as without one. */
+static void test_auth_same_secret(void)
+{
+    Env e;
+    Vm a, b, c;
+    Side sa, sb;
+    unsigned maps;
+
+    env_init(&e);
+    maps = ram_maps();
+    vm_init_secret(&a, e.dir, 1, "correct horse battery staple");
+    vm_init_secret(&b, e.dir, 2, "correct horse battery staple");
+    vm_up(&a);
+    vm_up(&b);
+    PUMP(&a, &b);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_cmpuint(peers(&b), ==, 1);
+    g_assert_true(reaches(&a, b.gid));
+    g_assert_true(reaches(&b, a.gid));
+    g_assert_cmpuint(ram_maps(), ==, maps + 4);     /* own + the other's */
+    side_init(&sa, &a, PVRDMA_QPT_RC);
+    side_init(&sb, &b, PVRDMA_QPT_RC);
+    rc_connect(&sa, &sb, 7);
+    send_across(&sa, &sb, 1);
+    send_across(&sb, &sa, 2);
+
+    /* a third with the secret joins both */
+    vm_init_secret(&c, e.dir, 3, "correct horse battery staple");
+    vm_up(&c);
+    PUMP(&a, &b, &c);
+    g_assert_cmpuint(peers(&a), ==, 2);
+    g_assert_cmpuint(peers(&b), ==, 2);
+    g_assert_cmpuint(peers(&c), ==, 2);
+    g_assert_true(reaches(&c, a.gid));
+    expect_cq_empty(&a.d, &sa.cq);
+    expect_cq_empty(&b.d, &sb.cq);
+    vm_fini(&c);
+    vm_fini(&b);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+/*
+ * Two devices that cannot accept each other (different secrets, or a
+ * secret on one side only): neither maps the other's RAM nor learns its
+ * GIDs, both warn naming the socket, and both hang up.
+ */
+static void refused_pair(const char *sa, const char *sb, const char *why_a,
+                         const char *why_b)
+{
+    Env e;
+    Vm a, b;
+    unsigned maps;
+    g_autofree char *pa = NULL, *pb = NULL;
+
+    env_init(&e);
+    log_start();
+    maps = ram_maps();
+    vm_init_secret(&a, e.dir, 1, sa);
+    vm_up(&a);
+    pa = vm_sock(&a);
+    vm_init_secret(&b, e.dir, 2, sb);       /* b connects to a */
+    vm_up(&b);
+    pb = vm_sock(&b);
+    PUMP(&a, &b);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    g_assert_cmpuint(peers(&b), ==, 0);
+    g_assert_false(reaches(&a, b.gid));
+    g_assert_false(reaches(&b, a.gid));
+    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 1);    /* listener only */
+    g_assert_cmpuint(fh_watch_count(&b.d.h), ==, 1);
+    g_assert_cmpuint(ram_maps(), ==, maps + 2);     /* each its own only */
+    /*
+     * Each names the other's socket; the side that finds out first says
+     * why, the other may only see it hang up.
+     */
+    if (!(log_count(why_a, pb) || log_count(why_b, pa)) ||
+        !(log_count(why_a, pb) || log_count("hung up", pb)) ||
+        !(log_count(why_b, pa) || log_count("hung up", pa))) {
+        g_test_message("expected '%s' naming %s and '%s' naming %s in:\n%s",
+                       why_a, pb, why_b, pa,
+                       pvrdma_standalone_host_log->str);
+        g_test_fail();
+    }
+    g_assert_cmpuint(count_socks(e.dir), ==, 2);    /* both still listen */
+    log_stop();
+    vm_fini(&b);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+static void test_auth_wrong_secret(void)
+{
+    refused_pair("alpha", "beta", "failed authentication",
+                 "failed authentication");
+}
+
+static void test_auth_one_sided(void)
+{
+    refused_pair("alpha", NULL, "has no rendezvous-secret, this device "
+                 "requires one", "requires a rendezvous-secret, this device "
+                 "has none");
+    refused_pair(NULL, "beta", "requires a rendezvous-secret, this device "
+                 "has none", "has no rendezvous-secret, this device "
+                 "requires one");
+}
+
+/*
+ * The fake connection was dropped before the device sent it its RAM or
+ * GIDs (only HELLO and AUTH may have come).
+ */
+static void fake_dropped_empty(Fake *f, const char *what)
+{
+    g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
+
+    for (;;) {
+        int fd;
+        ssize_t n = fake_recv(f, buf, CR_MAX_MSG, &fd);
+
+        if (fd >= 0) {
+            g_test_message("%s: the device sent a descriptor", what);
+            g_test_fail();
+            close(fd);
+        }
+        if (n < 0) {
+            g_test_message("%s: the peer was not dropped", what);
+            g_test_fail();
+            return;
+        }
+        if (n == 0) {
+            return;
+        }
+        if (((CrHdr *)buf)->type != CR_AUTH) {
+            g_test_message("%s: the device sent message type %u", what,
+                           ((CrHdr *)buf)->type);
+            g_test_fail();
+        }
+    }
+}
+
+/* A fake peer against a device with a secret: each way of cheating. */
+static void test_auth_fake(void)
+{
+    const char *key = "s3cret";
+    Env e;
+    Vm a, n;
+    Fake f;
+    g_autofree char *path = NULL, *npath = NULL;
+    uint8_t fgid[16];
+    CrAuthMsg good, got;
+    CrHello h;
+    CrRegionMsg r = { { CR_REGION, sizeof(r) }, 0, 0, FAKE_RAM, 0 };
+
+    env_init(&e);
+    log_start();
+    vm_init_secret(&a, e.dir, 1, key);
+    vm_up(&a);
+    path = vm_sock(&a);
+    make_gid(fgid, 10, 0xfa);
+
+    /* the secret: accepted, RAM both ways; its AUTH kept for a replay */
+    fake_connect(&f, &a, path);
+    g_assert_cmpuint(f.vm_auth, ==, CR_AUTH_HMAC_SHA256);
+    f.secret = key;
+    h = fake_hello_msg(&f, 1);
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    g_assert_cmpint(fake_expect(&f, &got, sizeof(got), CR_AUTH), ==,
+                    sizeof(got));
+    fake_mac(key, true, f.vm_nonce, f.nonce, FAKE_NODE, f.vm_node, good.mac);
+    good.h = (CrHdr) { CR_AUTH, sizeof(good) };
+    fake_send(&f, &good, sizeof(good), -1);
+    PUMP(&a);
+    fake_take_ram(&f);
+    fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
+    fake_gids(&f, fgid);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_true(reaches(&a, fgid));
+    /* a second AUTH once accepted */
+    fake_send(&f, &good, sizeof(good), -1);
+    PUMP(&a);
+    g_assert_true(fake_dropped(&f));
+    g_assert_cmpuint(peers(&a), ==, 0);
+    g_assert_false(reaches(&a, fgid));
+    fake_close(&f);
+
+    /* the same AUTH replayed on a new connection (same fake nonce) */
+    {
+        uint8_t nonce[CR_NONCE_LEN];
+
+        memcpy(nonce, f.nonce, CR_NONCE_LEN);
+        fake_connect(&f, &a, path);
+        f.secret = key;
+        memcpy(f.nonce, nonce, CR_NONCE_LEN);
+        h = fake_hello_msg(&f, 1);
+        fake_send(&f, &h, sizeof(h), -1);
+        fake_send(&f, &good, sizeof(good), -1);
+        PUMP(&a);
+        fake_dropped_empty(&f, "replayed AUTH");
+        fake_close(&f);
+    }
+
+    /* the wrong secret */
+    fake_connect(&f, &a, path);
+    f.secret = "s3cret ";
+    h = fake_hello_msg(&f, 1);
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    fake_mac(f.secret, true, f.vm_nonce, f.nonce, FAKE_NODE, f.vm_node,
+             got.mac);
+    got.h = (CrHdr) { CR_AUTH, sizeof(got) };
+    fake_send(&f, &got, sizeof(got), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "wrong secret");
+    log_expect("failed authentication", "fa4e000000000001.sock (pid");
+    fake_close(&f);
+
+    /* the device's own AUTH sent back to it */
+    fake_connect(&f, &a, path);
+    f.secret = key;
+    h = fake_hello_msg(&f, 1);
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    g_assert_cmpint(fake_expect(&f, &got, sizeof(got), CR_AUTH), ==,
+                    sizeof(got));
+    fake_send(&f, &got, sizeof(got), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "reflected AUTH");
+    fake_close(&f);
+
+    /* HELLO returning the device's nonce, or claiming its node id */
+    fake_connect(&f, &a, path);
+    f.secret = key;
+    memcpy(f.nonce, f.vm_nonce, CR_NONCE_LEN);
+    h = fake_hello_msg(&f, 1);
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "HELLO with the device's nonce");
+    log_expect("returned this device's challenge", NULL);
+    fake_close(&f);
+    fake_connect(&f, &a, path);
+    f.secret = key;
+    h = fake_hello_msg(&f, 1);
+    h.node = f.vm_node;
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "HELLO with the device's node");
+    log_expect("claims this device's node id", NULL);
+    fake_close(&f);
+
+    /* no secret; an unknown authentication; an old protocol */
+    fake_connect(&f, &a, path);
+    h = fake_hello_msg(&f, 1);
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "HELLO without a secret");
+    fake_close(&f);
+    fake_connect(&f, &a, path);
+    h = fake_hello_msg(&f, 1);
+    h.auth = 2;
+    fake_send(&f, &h, sizeof(h), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "HELLO auth 2");
+    log_expect("unknown authentication", NULL);
+    fake_close(&f);
+    fake_connect(&f, &a, path);
+    h = fake_hello_msg(&f, 1);
+    h.version = 3;
+    h.h.len = 32;           /* a version 3 HELLO */
+    fake_send(&f, &h, 32, -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "HELLO version 3");
+    log_expect("speaks protocol version 3, this device 4", path);
+    fake_close(&f);
+
+    /* AUTH before HELLO */
+    fake_connect(&f, &a, path);
+    fake_send(&f, &good, sizeof(good), -1);
+    PUMP(&a);
+    fake_dropped_empty(&f, "AUTH before HELLO");
+    fake_close(&f);
+
+    /* HELLO, then anything but AUTH: REGION (its fd is not mapped), ... */
+    for (int i = 0; i < 4; i++) {
+        unsigned maps = ram_maps();
+        CrCancelMsg c = { { CR_CANCEL, sizeof(c) }, 77 };
+        CrAuthMsg shortauth = good;
+
+        fake_connect(&f, &a, path);
+        f.secret = key;
+        h = fake_hello_msg(&f, 1);
+        fake_send(&f, &h, sizeof(h), -1);
+        if (i == 0) {
+            fake_send(&f, &r, sizeof(r), f.memfd);
+        } else if (i == 1) {
+            fake_gids(&f, fgid);
+        } else if (i == 2) {
+            fake_send(&f, &c, sizeof(c), -1);
+        } else {
+            shortauth.h.len -= 8;
+            fake_send(&f, &shortauth, sizeof(shortauth) - 8, -1);
+        }
+        PUMP(&a);
+        fake_dropped_empty(&f, "unauthenticated message");
+        g_assert_cmpuint(ram_maps(), ==, maps);
+        g_assert_false(reaches(&a, fgid));
+        fake_close(&f);
+    }
+    g_assert_cmpuint(peers(&a), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 1);
+
+    /* AUTH to a device without a secret */
+    vm_init(&n, e.dir, 2);
+    PUMP(&a, &n);
+    g_assert_cmpuint(peers(&n), ==, 0);     /* and a refused it */
+    npath = vm_sock(&n);
+    fake_connect(&f, &n, npath);
+    g_assert_cmpuint(f.vm_auth, ==, CR_AUTH_NONE);
+    fake_hello(&f, 1);
+    fake_send(&f, &good, sizeof(good), -1);
+    PUMP(&n);
+    g_assert_true(fake_dropped(&f));
+    fake_close(&f);
+    log_stop();
+    vm_fini(&n);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+/*
+ * GID claims: first owner wins, and a device's own GIDs are never a
+ * peer's.  c announces b's GID and a's: a and b ignore those, traffic
+ * for them still goes where it went, and nobody is dropped.
+ */
+static void test_gid_claims(void)
+{
+    Env e;
+    Vm a, b, c;
+    Side sa, sb;
+    uint8_t other[16], late[16];
+    g_autofree char *pb = NULL, *pc = NULL, *owner = NULL;
+
+    env_init(&e);
+    log_start();
+    vm_init(&a, e.dir, 1);
+    vm_init(&b, e.dir, 2);
+    vm_up(&a);
+    vm_up(&b);
+    PUMP(&a, &b);
+    pb = vm_sock(&b);
+    vm_init(&c, e.dir, 3);
+    pc = vm_sock(&c);
+    bind_gid(&c.d, 0, b.gid);           /* b's */
+    bind_gid(&c.d, 1, a.gid);           /* a's */
+    make_gid(other, 10, 33);
+    bind_gid(&c.d, 2, other);           /* nobody's: c's own */
+    PUMP(&a, &b, &c);
+    g_assert_cmpuint(peers(&a), ==, 2);
+    g_assert_cmpuint(peers(&b), ==, 2);
+    g_assert_cmpuint(peers(&c), ==, 2);
+    g_assert_true(reaches(&a, other));
+    g_assert_true(reaches(&b, other));
+    g_assert_false(reaches(&b, b.gid));     /* b's own: loopback */
+    log_expect("announces GID 10.0.0.2, which this device owns", pc);
+    log_expect("announces GID 10.0.0.1, which this device owns", pc);
+    /* a knew b first: b keeps 10.0.0.2 at a */
+    owner = g_strdup_printf("10.0.0.2, which %s", pb);
+    log_expect(owner, pc);
+    /* and c, which has b's GID too, does not take b's */
+    log_expect("announces GID 10.0.0.2, which this device owns", pb);
+
+    /* a's traffic for b's GID still reaches b, not c */
+    side_init(&sa, &a, PVRDMA_QPT_RC);
+    side_init(&sb, &b, PVRDMA_QPT_RC);
+    rc_connect(&sa, &sb, 7);
+    send_across(&sa, &sb, 3);
+    send_across(&sb, &sa, 4);
+
+    /* c announces again (a new GID): the refusals are not logged again */
+    g_assert_cmpuint(log_count("announces GID 10.0.0.2", NULL), ==, 3);
+    make_gid(late, 10, 34);
+    bind_gid(&c.d, 3, late);
+    PUMP(&a, &b, &c);
+    g_assert_true(reaches(&a, late));
+    g_assert_cmpuint(log_count("announces GID 10.0.0.2", NULL), ==, 3);
+
+    /* a takes a GID c had: from now on it is a's (loopback), not c's */
+    bind_gid(&a.d, 1, other);
+    PUMP(&a, &b, &c);
+    g_assert_false(reaches(&a, other));
+    g_assert_true(reaches(&a, late));
+    log_expect("announces GID 10.0.0.33, which this device owns", pc);
+    /* b keeps c as the owner of 10.0.0.33: c had it first */
+    g_assert_true(reaches(&b, other));
+    g_assert_cmpuint(peers(&a), ==, 2);
+    g_assert_cmpuint(peers(&b), ==, 2);
+    expect_cq_empty(&a.d, &sa.cq);
+    expect_cq_empty(&b.d, &sb.cq);
+    log_stop();
+    vm_fini(&c);
+    vm_fini(&b);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+/* Join dir; NULL and the error message (g_free it) if refused. */
+static char *try_join(Vm *v, const char *dir)
+{
+    PvrdmaLimits l;
+    PvrdmaShmRegion r;
+    char *err = NULL;
+
+    memset(v, 0, sizeof(*v));
+    pvrdma_limits_default(&l);
+    fh_init_memfd(&v->d.h, VM_RAM);
+    pvrdma_core_init(&v->d.c, &fh_ops, &v->d.h, &l);
+    pvrdma_core_add_transport(&v->d.c, pvrdma_loopback_new(&v->d.c));
+    v->d.h.core = &v->d.c;
+    fh_shm_region(&v->d.h, &r);
+    v->t = pvrdma_coresident_new(&v->d.c, dir, NULL, 0, &r, 1, &fh_loop_ops,
+                                 &v->d.h, &err);
+    g_assert_true(!v->t == !!err);
+    if (v->t) {
+        g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
+    }
+    pvrdma_core_fini(&v->d.c);      /* destroys the transport */
+    fh_fini(&v->d.h);
+    return err;
+}
+
+static void expect_refused(const char *dir, const char *want,
+                           const char *want2)
+{
+    Vm v;
+    g_autofree char *err = try_join(&v, dir);
+
+    if (!err || !strstr(err, want) || (want2 && !strstr(err, want2))) {
+        g_test_message("joining %s: '%s', expected '%s' and '%s'", dir,
+                       err ? err : "(no error)", want, want2 ? want2 : "");
+        g_test_fail();
+    }
+    if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        g_assert_cmpuint(count_socks(dir), ==, 0);
+    }
+}
+
+/*
+ * The directory is created 0700 and the socket 0600, whatever the umask;
+ * a directory others can write to, or another user's, is refused with
+ * what to do about it.
+ */
+static void test_permissions(void)
+{
+    Env e;
+    Vm a;
+    struct stat st;
+    g_autofree char *dir = NULL, *sock = NULL, *lock = NULL, *file = NULL;
+    static const mode_t bad[] = { 0777, 0770, 0730, 0702, 01777 };
+    mode_t old;
+
+    env_init(&e);
+    dir = g_build_filename(e.dir, "rdv", NULL);
+    old = umask(0);
+    vm_init(&a, dir, 1);
+    umask(old);
+    g_assert_cmpint(stat(dir, &st), ==, 0);
+    g_assert_cmpint(st.st_mode & 07777, ==, 0700);
+    sock = only_sock(dir);
+    g_assert_cmpint(stat(sock, &st), ==, 0);
+    g_assert_true(S_ISSOCK(st.st_mode));
+    g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+    lock = g_build_filename(dir, ".lock", NULL);
+    g_assert_cmpint(stat(lock, &st), ==, 0);
+    g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+    vm_fini(&a);
+
+    /* group- or world-writable: refused, saying so and what to run */
+    for (unsigned i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autofree char *mode = g_strdup_printf("(mode %04o)", bad[i]);
+        g_autofree char *fix = g_strdup_printf("chmod 0700 %s", dir);
+
+        g_assert_cmpint(chmod(dir, bad[i]), ==, 0);
+        expect_refused(dir, "is writable by its group or by others", mode);
+        expect_refused(dir, fix, NULL);
+    }
+    /* readable and searchable by others is fine: the socket is 0600 */
+    g_assert_cmpint(chmod(dir, 0755), ==, 0);
+    {
+        Vm v;
+
+        g_assert_null(try_join(&v, dir));
+    }
+    g_assert_cmpint(chmod(dir, 0700), ==, 0);
+
+    /* not a directory */
+    file = g_build_filename(e.dir, "plain", NULL);
+    g_assert_true(g_file_set_contents(file, "x", 1, NULL));
+    expect_refused(file, "is not a directory", NULL);
+    unlink(file);
+
+    /* another user's directory, or lock file (needs root to set up) */
+    if (geteuid() == 0) {
+        g_assert_cmpint(chown(dir, 65534, 65534), ==, 0);
+        expect_refused(dir, "belongs to uid 65534, not to this QEMU's uid 0",
+                       "use a directory of this user's");
+        g_assert_cmpint(chown(dir, 0, 0), ==, 0);
+        g_assert_cmpint(chown(lock, 65534, 65534), ==, 0);
+        expect_refused(dir, "lock file", "belongs to uid 65534");
+        g_assert_cmpint(chown(lock, 0, 0), ==, 0);
+    } else {
+        g_test_message("not root: another user's directory not tried");
+    }
+    /* a lock file that is a symlink is not followed */
+    g_assert_cmpint(unlink(lock), ==, 0);
+    g_assert_cmpint(symlink(file, lock), ==, 0);
+    expect_refused(dir, "cannot lock rendezvous directory", NULL);
+    g_assert_false(g_file_test(file, G_FILE_TEST_EXISTS));
+    unlink(lock);
+    env_fini(&e);
+}
+
+/*
+ * A process of another user reaches a socket (the directory was opened up
+ * by hand): it is refused, in both directions, before anything is sent.
+ */
+static void test_foreign_uid(void)
+{
+    Env e;
+    Vm a, b;
+    g_autofree char *pa = NULL, *dir2 = NULL, *fsock = NULL;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    uint8_t buf[256];
+    int fd, lfd, cfd;
+
+    if (geteuid() != 0) {
+        g_test_skip("needs root to act as another user");
+        return;
+    }
+    env_init(&e);
+    log_start();
+    vm_init(&a, e.dir, 1);
+    vm_up(&a);
+    pa = vm_sock(&a);
+
+    /* uid 65534 connects to a (directory and socket opened up by hand) */
+    g_assert_cmpint(chmod(e.dir, 0711), ==, 0);
+    g_assert_cmpint(chmod(pa, 0666), ==, 0);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    strcpy(sa.sun_path, pa);
+    g_assert_cmpint(setresuid(-1, 65534, -1), ==, 0);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(setresuid(-1, 0, -1), ==, 0);
+    PUMP(&a);
+    g_assert_cmpint(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), ==, 0);
+    close(fd);
+    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 1);
+    log_expect("runs as uid 65534, not as this QEMU's uid 0: refused", pa);
+    g_assert_cmpint(chmod(e.dir, 0700), ==, 0);
+
+    /* b joins a directory where uid 65534 listens: b hangs up on it */
+    dir2 = g_build_filename(e.dir, "two", NULL);
+    g_assert_cmpint(mkdir(dir2, 0777), ==, 0);
+    g_assert_cmpint(chmod(dir2, 0777), ==, 0);
+    g_assert_cmpint(chmod(e.dir, 0711), ==, 0);
+    fsock = g_build_filename(dir2, "00000000000000aa.sock", NULL);
+    strcpy(sa.sun_path, fsock);
+    lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(setresuid(-1, 65534, -1), ==, 0);
+    g_assert_cmpint(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(listen(lfd, 4), ==, 0);
+    g_assert_cmpint(setresuid(-1, 0, -1), ==, 0);
+    g_assert_cmpint(chmod(dir2, 0700), ==, 0);
+    g_assert_cmpint(chmod(e.dir, 0700), ==, 0);
+    vm_init(&b, dir2, 2);
+    vm_up(&b);
+    PUMP(&b);
+    cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    g_assert_cmpint(cfd, >=, 0);
+    g_assert_cmpint(recv(cfd, buf, sizeof(buf), MSG_DONTWAIT), ==, 0);
+    close(cfd);
+    close(lfd);
+    g_assert_cmpuint(peers(&b), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&b.d.h), ==, 1);
+    log_expect("runs as uid 65534, not as this QEMU's uid 0: refused",
+               fsock);
+    g_assert_cmpint(unlink(fsock), ==, 0);
+    log_stop();
+    vm_fini(&b);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
 int main(int argc, char **argv)
 {
     fh_test_init(&argc, &argv);
@@ -2518,5 +3305,12 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);
+    g_test_add_func("/pvrdma/cr/auth/same-secret", test_auth_same_secret);
+    g_test_add_func("/pvrdma/cr/auth/wrong-secret", test_auth_wrong_secret);
+    g_test_add_func("/pvrdma/cr/auth/one-sided", test_auth_one_sided);
+    g_test_add_func("/pvrdma/cr/auth/fake-peer", test_auth_fake);
+    g_test_add_func("/pvrdma/cr/gid-claims", test_gid_claims);
+    g_test_add_func("/pvrdma/cr/permissions", test_permissions);
+    g_test_add_func("/pvrdma/cr/foreign-uid", test_foreign_uid);
     return g_test_run();
 }

@@ -5,14 +5,23 @@
  * holds one message, or several each starting 8-byte aligned; a file
  * descriptor (SCM_RIGHTS) comes only with a datagram holding one REGION.
  *
+ * Order on a connection: each side sends HELLO; with a shared secret each
+ * then proves it knows the secret (AUTH, an HMAC over the other side's
+ * nonce); only a side that has authenticated its peer sends it REGION
+ * (its RAM) and GIDS.  Everything after that needs an authenticated peer.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 #define HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 
 #define CR_MAGIC        0x70767264u     /* "pvrd" */
-#define CR_VERSION      3       /* 3: several messages per datagram */
+#define CR_VERSION      4       /* 4: HELLO carries auth and a nonce, AUTH */
 #define CR_MAX_MSG      (64 * 1024)
+#define CR_NONCE_LEN    32
+#define CR_MAC_LEN      32      /* HMAC-SHA256 */
+/* what an AUTH message's HMAC covers, after this label (see CrAuthMsg) */
+#define CR_AUTH_LABEL   "pvrdma-coresident-auth-v4"
 
 enum {
     CR_HELLO = 1,
@@ -22,6 +31,13 @@ enum {
     CR_MORE,
     CR_RESP,
     CR_CANCEL,
+    CR_AUTH,
+};
+
+/* CrHello.auth: how a side authenticates its peers; both must agree */
+enum {
+    CR_AUTH_NONE = 0,           /* same uid (SO_PEERCRED) only */
+    CR_AUTH_HMAC_SHA256 = 1,    /* and a shared secret (AUTH message) */
 };
 
 typedef struct CrHdr {
@@ -35,8 +51,23 @@ typedef struct CrHello {
     uint32_t version;
     uint64_t node;
     uint32_t nregions;
-    uint32_t pad;
+    uint32_t auth;                  /* CR_AUTH_* */
+    uint8_t nonce[CR_NONCE_LEN];    /* random; the peer's AUTH covers it */
 } CrHello;
+
+/*
+ * Proof of the shared secret K, sent after the peer's HELLO:
+ *   mac = HMAC-SHA256(K, CR_AUTH_LABEL || role || verifier nonce ||
+ *                        prover nonce || prover node || verifier node)
+ * role is 'c' when the prover connected, 'a' when it accepted; the nodes
+ * are 8 bytes each (host order).  The verifier's fresh nonce stops a
+ * replay, the role and node order stop a peer from reflecting one side's
+ * proof back at it.
+ */
+typedef struct CrAuthMsg {
+    CrHdr h;
+    uint8_t mac[CR_MAC_LEN];
+} CrAuthMsg;
 
 typedef struct CrRegionMsg {
     CrHdr h;

@@ -38,10 +38,18 @@ extern unsigned pvrdma_standalone_log_guest_errors;
             fprintf(stderr, "pvrdma: " fmt "\n", ##__VA_ARGS__); \
         } \
     } while (0)
-/* host-side trouble (a peer process, the rendezvous): not guest errors */
+/*
+ * host-side trouble (a peer process, the rendezvous): not guest errors;
+ * also collected in pvrdma_standalone_host_log when a test sets it up
+ */
+extern GString *pvrdma_standalone_host_log;
 #define pvrdma_log_host(fmt, ...) do { \
         if (pvrdma_standalone_log_guest_errors) { \
             fprintf(stderr, "pvrdma: " fmt "\n", ##__VA_ARGS__); \
+        } \
+        if (pvrdma_standalone_host_log) { \
+            g_string_append_printf(pvrdma_standalone_host_log, \
+                                   "pvrdma: " fmt "\n", ##__VA_ARGS__); \
         } \
     } while (0)
 #define pvrdma_host_page_size()    ((uint64_t)getpagesize())

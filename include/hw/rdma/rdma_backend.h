@@ -125,10 +125,15 @@ typedef struct PvrdmaLoopOps {
 
 /*
  * Join the rendezvous directory dir: listen on a socket in it, connect to
- * every peer already there, offer the regions to peers.  Returns NULL with
- * a message in *err (g_free it) on failure.
+ * every peer already there, offer the regions to peers.  dir is created
+ * 0700 if missing; an existing one must belong to this uid and not be
+ * writable by group or others.  Peers must run as this uid; with a secret
+ * (secret_len bytes, not empty; NULL: none) they must also prove they
+ * have the same secret before they get the regions.  Returns NULL with a
+ * message in *err (g_free it) on failure.
  */
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
+                                       const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
                                        unsigned nregions,
                                        const PvrdmaLoopOps *loop,
