@@ -411,14 +411,19 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
     return true;
 }
 
+bool fh_step(FakeHost *const *hosts, unsigned n)
+{
+    bool ran = fh_run_due(hosts, n);
+
+    return fh_poll_once(hosts, n) || ran;
+}
+
 bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms)
 {
     int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
 
     for (;;) {
-        bool ran = fh_run_due(hosts, n);
-
-        if (!fh_poll_once(hosts, n) && !ran) {
+        if (!fh_step(hosts, n)) {
             return true;
         }
         if (g_get_monotonic_time() > deadline) {

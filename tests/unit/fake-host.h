@@ -81,6 +81,12 @@ void fh_shm_region(FakeHost *h, PvrdmaShmRegion *r);
  * if still busy after timeout_ms of wall-clock time (a livelock).
  */
 bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms);
+/*
+ * One turn of that loop: run the cores whose kick is due, poll the fds
+ * once without waiting and call the ready handlers.  False if nothing ran
+ * and no fd was ready.
+ */
+bool fh_step(FakeHost *const *hosts, unsigned n);
 /* Number of fds registered on h. */
 unsigned fh_watch_count(const FakeHost *h);
 /* Number of open fds of this process (/proc/self/fd). */
