@@ -353,8 +353,11 @@ static bool fh_run_due(FakeHost *const *hosts, unsigned n)
     return ran;
 }
 
-/* Poll once without waiting and dispatch; true if any fd was ready. */
-static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
+/*
+ * Poll once, waiting up to timeout_ms (0: not at all), and dispatch; true
+ * if any fd was ready.
+ */
+static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
 {
     g_autofree struct pollfd *pfd = NULL;
     g_autofree unsigned *owner = NULL;
@@ -379,7 +382,7 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
         }
     }
     do {
-        r = poll(pfd, k, 0);
+        r = poll(pfd, k, timeout_ms);
     } while (r < 0 && errno == EINTR);
     g_assert_cmpint(r, >=, 0);
     if (!r) {
@@ -411,11 +414,16 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
     return true;
 }
 
-bool fh_step(FakeHost *const *hosts, unsigned n)
+bool fh_step_wait(FakeHost *const *hosts, unsigned n, int timeout_ms)
 {
     bool ran = fh_run_due(hosts, n);
 
-    return fh_poll_once(hosts, n) || ran;
+    return fh_poll_once(hosts, n, ran ? 0 : timeout_ms) || ran;
+}
+
+bool fh_step(FakeHost *const *hosts, unsigned n)
+{
+    return fh_step_wait(hosts, n, 0);
 }
 
 bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms)

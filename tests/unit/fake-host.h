@@ -87,6 +87,11 @@ bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms);
  * and no fd was ready.
  */
 bool fh_step(FakeHost *const *hosts, unsigned n);
+/*
+ * The same, but if no core ran, poll() waits up to timeout_ms for an fd
+ * (as QEMU's main loop sleeps): a loop that does not spin.
+ */
+bool fh_step_wait(FakeHost *const *hosts, unsigned n, int timeout_ms);
 /* Number of fds registered on h. */
 unsigned fh_watch_count(const FakeHost *h);
 /* Number of open fds of this process (/proc/self/fd). */
