@@ -36,7 +36,11 @@
  *
  * Except in the two-process "sleep" run, every loop busy-polls: those
  * figures are the cost of the device, the transport and the fake driver,
- * not of waking a sleeping main loop.
+ * not of waking a sleeping main loop.  The fake driver runs in the loop's
+ * thread, and a core that asked to be kicked runs on the loop's next turn:
+ * QEMU's bottom-half hop (the vCPU thread waking the main loop) is not in
+ * the loopback figures; a co-resident request leaves from the doorbell, as
+ * in QEMU.
  *
  *   bench-core [-t SECS] [-n LAT_ITERS] [-w LAT_WARMUP] [-L SECS] [-m MODES]
  *              [-c SECS]
