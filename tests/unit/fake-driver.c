@@ -392,8 +392,9 @@ void post_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
     ring_send(d, qp);
 }
 
-void post_recv(Dev *d, TQp *qp, uint64_t wr_id,
-               const struct pvrdma_sge *sge, uint32_t nsge)
+/* Write a receive WQE (no doorbell). */
+void put_recv(Dev *d, TQp *qp, uint64_t wr_id,
+              const struct pvrdma_sge *sge, uint32_t nsge)
 {
     uint8_t *e = rq_elem(d, qp, qp->rq_prod);
     struct pvrdma_rq_wqe_hdr hdr = { .wr_id = wr_id, .num_sge = nsge };
@@ -406,8 +407,19 @@ void post_recv(Dev *d, TQp *qp, uint64_t wr_id,
     qp->rq_prod = pvrdma_idx_next(qp->rq_prod, qp->recv_wr);
     __atomic_store_n(&qp_rings(d, qp)[1].prod_tail, qp->rq_prod,
                      __ATOMIC_RELEASE);
+}
+
+void ring_recv(Dev *d, TQp *qp)
+{
     pvrdma_core_uar_write(&d->c, PVRDMA_UAR_QP_OFFSET,
                           PVRDMA_UAR_QP_RECV | qp->handle);
+}
+
+void post_recv(Dev *d, TQp *qp, uint64_t wr_id,
+               const struct pvrdma_sge *sge, uint32_t nsge)
+{
+    put_recv(d, qp, wr_id, sge, nsge);
+    ring_recv(d, qp);
 }
 
 uint32_t modify_qp(Dev *d, TQp *qp, uint32_t mask,

@@ -89,6 +89,10 @@ void put_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
 void ring_send(Dev *d, TQp *qp);
 void post_send(Dev *d, TQp *qp, struct pvrdma_sq_wqe_hdr *hdr,
                const struct pvrdma_sge *sge, uint32_t nsge);
+/* Write a receive WQE (no doorbell); ring_recv rings once for several. */
+void put_recv(Dev *d, TQp *qp, uint64_t wr_id,
+              const struct pvrdma_sge *sge, uint32_t nsge);
+void ring_recv(Dev *d, TQp *qp);
 void post_recv(Dev *d, TQp *qp, uint64_t wr_id,
                const struct pvrdma_sge *sge, uint32_t nsge);
 uint32_t modify_qp(Dev *d, TQp *qp, uint32_t mask,

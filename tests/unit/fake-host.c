@@ -354,8 +354,11 @@ static bool fh_run_due(FakeHost *const *hosts, unsigned n)
     return ran;
 }
 
-/* Poll once without waiting and dispatch; true if any fd was ready. */
-static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
+/*
+ * Poll once, waiting up to timeout_ms (0: not at all), and dispatch; true
+ * if any fd was ready.
+ */
+static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
 {
     g_autofree struct pollfd *pfd = NULL;
     g_autofree unsigned *owner = NULL;
@@ -380,7 +383,7 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
         }
     }
     do {
-        r = poll(pfd, k, 0);
+        r = poll(pfd, k, timeout_ms);
     } while (r < 0 && errno == EINTR);
     g_assert_cmpint(r, >=, 0);
     if (!r) {
@@ -412,14 +415,24 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n)
     return true;
 }
 
+bool fh_step_wait(FakeHost *const *hosts, unsigned n, int timeout_ms)
+{
+    bool ran = fh_run_due(hosts, n);
+
+    return fh_poll_once(hosts, n, ran ? 0 : timeout_ms) || ran;
+}
+
+bool fh_step(FakeHost *const *hosts, unsigned n)
+{
+    return fh_step_wait(hosts, n, 0);
+}
+
 bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms)
 {
     int64_t deadline = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
 
     for (;;) {
-        bool ran = fh_run_due(hosts, n);
-
-        if (!fh_poll_once(hosts, n) && !ran) {
+        if (!fh_step(hosts, n)) {
             return true;
         }
         if (g_get_monotonic_time() > deadline) {

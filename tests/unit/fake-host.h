@@ -81,6 +81,17 @@ void fh_shm_region(FakeHost *h, PvrdmaShmRegion *r);
  * if still busy after timeout_ms of wall-clock time (a livelock).
  */
 bool fh_pump(FakeHost *const *hosts, unsigned n, int timeout_ms);
+/*
+ * One turn of that loop: run the cores whose kick is due, poll the fds
+ * once without waiting and call the ready handlers.  False if nothing ran
+ * and no fd was ready.
+ */
+bool fh_step(FakeHost *const *hosts, unsigned n);
+/*
+ * The same, but if no core ran, poll() waits up to timeout_ms for an fd
+ * (as QEMU's main loop sleeps): a loop that does not spin.
+ */
+bool fh_step_wait(FakeHost *const *hosts, unsigned n, int timeout_ms);
 /* Number of fds registered on h. */
 unsigned fh_watch_count(const FakeHost *h);
 /* Number of open fds of this process (/proc/self/fd). */
