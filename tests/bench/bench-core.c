@@ -236,6 +236,7 @@ static void node_init_loop(Node *n, uint8_t id)
     memset(n, 0, sizeof(*n));
     fh_init(&n->d.h);
     pvrdma_core_init(&n->d.c, &bench_ops, &n->d.h, &l);
+    pvrdma_core_add_transport(&n->d.c, pvrdma_loopback_new(&n->d.c));
     n->d.h.core = &n->d.c;
     activate(n, id);
 }
@@ -252,10 +253,11 @@ static void node_init_cr(Node *n, const char *dir, uint8_t id)
     fh_init_memfd(&n->d.h, RAM);
     n->d.h.mac[5] = id;
     pvrdma_core_init(&n->d.c, &bench_ops, &n->d.h, &l);
+    pvrdma_core_add_transport(&n->d.c, pvrdma_loopback_new(&n->d.c));
     n->d.h.core = &n->d.c;
     fh_shm_region(&n->d.h, &r);
-    n->t = pvrdma_coresident_new(&n->d.c, dir, &r, 1, &fh_loop_ops, &n->d.h,
-                                 &err);
+    n->t = pvrdma_coresident_new(&n->d.c, dir, NULL, 0, &r, 1, &fh_loop_ops,
+                                 &n->d.h, &err);
     if (!n->t) {
         die("co-resident transport: %s", err);
     }
