@@ -52,6 +52,17 @@ static void flush_transports(PvrdmaCore *c)
  * the bottom half is saved from the latency.  Everything else, loopback
  * included (its copy happens at the requester), goes to the run loop.
  */
+int64_t pvrdma_rnr_deadline(PvrdmaCore *c, uint8_t rnr_retry,
+                            const PvrdmaQP *responder)
+{
+    unsigned timer = responder ? responder->attr.min_rnr_timer : 0;
+
+    if (rnr_retry >= 7) {
+        return 0;           /* rnr_retry 7: retry forever */
+    }
+    return c->ops->now_ms(c->opaque) + 10 * (1 + rnr_retry) * MAX(1, timer);
+}
+
 void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
 {
     /* with loopback alone (always first) nothing is sent from here */

@@ -45,7 +45,6 @@ void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
     /* the host flushes what it holds; the guest rings are flushed below */
     c->hca->qp_modify(c->hca, qp, PVRDMA_QP_STATE, &a);
     qp->state = PVRDMA_QPS_ERR;
-    qp->attr.qp_state = PVRDMA_QPS_ERR;
 }
 
 /* May the host take sends (receives) of qp in its current state? */
@@ -266,7 +265,6 @@ void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     if (wc->status != PVRDMA_WC_SUCCESS && qp->state != PVRDMA_QPS_ERR) {
         /* an error completion leaves the host QP in the error state */
         qp->state = PVRDMA_QPS_ERR;
-        qp->attr.qp_state = PVRDMA_QPS_ERR;
     }
     if (is_send && qp->hca_sq_blocked) {
         qp->hca_sq_blocked = false;
@@ -294,7 +292,6 @@ void pvrdma_hca_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
             return;
         }
         qp->state = PVRDMA_QPS_ERR;
-        qp->attr.qp_state = PVRDMA_QPS_ERR;
         qp->events++;
     }
     pvrdma_post_async(c, type, handle);

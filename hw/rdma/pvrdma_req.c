@@ -240,7 +240,6 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         return;
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod) ||
-        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) > qp->sq.nelems ||
         pvrdma_idx_used(prod, qp->sq_head, qp->sq.nelems) >
         pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems)) {
         PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
@@ -270,10 +269,8 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
 
             if (!qp->rnr_wait) {
                 pvrdma_qp_set_rnr_wait(c, qp, true);
-                /* rnr_retry 7 means retry forever */
-                qp->rnr_deadline = qp->attr.rnr_retry >= 7 ? 0 :
-                    now + 10 * (1 + qp->attr.rnr_retry) *
-                          MAX(1, qp->attr.min_rnr_timer);
+                qp->rnr_deadline = pvrdma_rnr_deadline(c, qp->attr.rnr_retry,
+                    pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num));
             }
             if (qp->rnr_deadline && now >= qp->rnr_deadline) {
                 st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
