@@ -1242,6 +1242,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t = g_new0(CrTransport, 1);
     t->t = (PvrdmaTransport) {
         .name = "coresident",
+        .doorbell_ok = true,
         .core = c,
         .reaches = cr_reaches,
         .execute = cr_execute,

@@ -164,6 +164,7 @@ bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
         return false;
     }
     c->transports[c->ntransports++] = t;
+    c->doorbell_ok |= t->doorbell_ok;
     return true;
 }
 

@@ -327,6 +327,7 @@ typedef struct PvrdmaSRQ {
     uint32_t refs;          /* QPs */
     void *hw;               /* host HCA twin */
     bool hca_blocked;       /* host queue full: post again on a completion */
+    bool hca_pending;       /* receives left for the run loop */
 } PvrdmaSRQ;
 
 /* A send WQE between execution and completion (the requester's window). */
@@ -393,6 +394,7 @@ struct PvrdmaCore {
      */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
+    bool doorbell_ok;       /* a transport may run from a send doorbell */
     /* host HCA mode: guest objects have host twins (rdma_backend.h) */
     PvrdmaHca *hca;
     uint64_t next_cookie;
@@ -421,6 +423,7 @@ struct PvrdmaCore {
     bool running;
     bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
     bool wake_transports;   /* receives posted: transports' wake() to run */
+    bool hca_srqs;          /* host HCA mode: an SRQ has hca_pending set */
     uint32_t rnr_waiters;   /* QPs with rnr_wait set */
 
     /* counters (tests and info) */
