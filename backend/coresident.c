@@ -635,14 +635,9 @@ static void cr_reap(CrTransport *t)
 static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
 {
     PvrdmaCore *c = t->t.core;
-    PvrdmaQP *qp = pvrdma_qp_by_qpn(c, r->req.dest_qpn);
-    unsigned timer = qp ? qp->attr.min_rnr_timer : 0;
 
-    if (r->req.rnr_retry >= 7) {
-        return 0;
-    }
-    return c->ops->now_ms(c->opaque) +
-           10 * (1 + r->req.rnr_retry) * MAX(1, timer);
+    return pvrdma_rnr_deadline(c, r->req.rnr_retry,
+                               pvrdma_qp_by_qpn(c, r->req.dest_qpn));
 }
 
 static void cr_arm_timer(CrTransport *t, int64_t deadline)
@@ -1575,6 +1570,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t = g_new0(CrTransport, 1);
     t->t = (PvrdmaTransport) {
         .name = "coresident",
+        .doorbell_ok = true,
         .core = c,
         .reaches = cr_reaches,
         .execute = cr_execute,

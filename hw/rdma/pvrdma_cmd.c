@@ -650,7 +650,7 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         m->qp_type != PVRDMA_QPT_GSI) {
         return CMD_ERR(c, EOPNOTSUPP, "CREATE_QP: type %u", m->qp_type);
     }
-    if (m->qp_type == PVRDMA_QPT_GSI && c->gsi_qp) {
+    if (m->qp_type == PVRDMA_QPT_GSI && pvrdma_qp_get(c, PVRDMA_GSI_QPN)) {
         return CMD_ERR(c, EBUSY, "CREATE_QP: GSI QP exists");
     }
     if (m->is_srq > 1) {
@@ -717,10 +717,9 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     g_free(pages);
     if (m->qp_type == PVRDMA_QPT_GSI) {
-        h = PVRDMA_GSI_QPN;
-        c->gsi_qp = h;
-        c->qp.slot[h] = qp;
-        c->qp.used++;
+        /* QP 1: a handle the table reserves, free (checked above) */
+        h = pvrdma_table_insert(&c->qp, PVRDMA_GSI_QPN, qp) ? PVRDMA_GSI_QPN :
+                                                             UINT32_MAX;
     } else {
         h = pvrdma_table_alloc(&c->qp, qp);
     }
@@ -744,7 +743,6 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     qp->max_send_sge = m->max_send_sge;
     qp->max_recv_wr = m->is_srq ? 0 : m->max_recv_wr;
     qp->max_recv_sge = m->is_srq ? 0 : m->max_recv_sge;
-    qp->attr.qp_state = PVRDMA_QPS_RESET;
     qp->attr.path_mtu = PVRDMA_MTU_1024;
     qp->attr.port_num = 1;
     qp->attr.cap = (struct pvrdma_qp_cap) {
@@ -816,13 +814,7 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
     if (qp->queued) {
         g_queue_remove(&c->run, GUINT_TO_POINTER(qp->handle));
     }
-    if (c->gsi_qp == qp->handle) {
-        c->gsi_qp = 0;
-        c->qp.slot[qp->handle] = NULL;
-        c->qp.used--;
-    } else {
-        pvrdma_table_remove(&c->qp, qp->handle);
-    }
+    pvrdma_table_remove(&c->qp, qp->handle);
     if (qp->hw) {
         c->hca->qp_destroy(c->hca, qp);
     } else {
@@ -861,7 +853,6 @@ static int cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
         if (st >= 0) {
             qp->state = st;
-            qp->attr.qp_state = st;
         }
     }
     rsp->query_qp_resp.attrs = qp->attr;
@@ -1049,5 +1040,4 @@ void pvrdma_destroy_all(PvrdmaCore *c)
             uc_free(c, c->uc.slot[h]);
         }
     }
-    c->gsi_qp = 0;
 }

@@ -112,8 +112,7 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
         qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
     }
     qp->sq_head = qp->sq.priv;
-    if (pvrdma_ring_guest_prod(&qp->sq, &prod) &&
-        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) <= qp->sq.nelems) {
+    if (pvrdma_ring_guest_prod(&qp->sq, &prod)) {
         n = 0;
         while (qp->sq.priv != prod && n++ < qp->sq.nelems) {
             PvrdmaSendWqe w;
@@ -127,14 +126,12 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
     }
     pvrdma_ring_publish_cons(&qp->sq);
     if (!qp->is_srq && qp->rq.page &&
-        pvrdma_ring_guest_prod(&qp->rq, &prod) &&
-        pvrdma_idx_used(prod, qp->rq.priv, qp->rq.nelems) <= qp->rq.nelems) {
+        pvrdma_ring_guest_prod(&qp->rq, &prod)) {
         n = 0;
         while (qp->rq.priv != prod && n++ < qp->rq.nelems) {
             PvrdmaRecvWqe w;
 
-            memcpy(&w.hdr, pvrdma_ring_elem(&qp->rq, qp->rq.priv),
-                   sizeof(w.hdr));
+            pvrdma_fetch_recv_wqe(&qp->rq, qp->rq.priv, 0, &w);
             qp->rq.priv = pvrdma_idx_next(qp->rq.priv, qp->rq.nelems);
             pvrdma_recv_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR,
                             PVRDMA_WC_RECV, 0, NULL, 0, false);

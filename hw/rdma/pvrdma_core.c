@@ -107,6 +107,7 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     pvrdma_table_init(&c->mr, lim->max_mr, 1);
     pvrdma_table_init(&c->cq, lim->max_cq, 1);
     pvrdma_table_init(&c->qp, lim->max_qp, PVRDMA_GSI_QPN + 1);
+    pvrdma_table_reserve(&c->qp, PVRDMA_GSI_QPN);
     pvrdma_table_init(&c->srq, MAX(lim->max_srq, 1), 1);
     c->gid = g_new0(PvrdmaGid, lim->gid_tbl_len);
     g_queue_init(&c->run);
@@ -163,6 +164,7 @@ bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
         return false;
     }
     c->transports[c->ntransports++] = t;
+    c->doorbell_ok |= t->doorbell_ok;
     return true;
 }
 

@@ -52,10 +52,21 @@ static void flush_transports(PvrdmaCore *c)
  * the bottom half is saved from the latency.  Everything else, loopback
  * included (its copy happens at the requester), goes to the run loop.
  */
+int64_t pvrdma_rnr_deadline(PvrdmaCore *c, uint8_t rnr_retry,
+                            const PvrdmaQP *responder)
+{
+    unsigned timer = responder ? responder->attr.min_rnr_timer : 0;
+
+    if (rnr_retry >= 7) {
+        return 0;           /* rnr_retry 7: retry forever */
+    }
+    return c->ops->now_ms(c->opaque) + 10 * (1 + rnr_retry) * MAX(1, timer);
+}
+
 void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    /* with loopback alone (always first) nothing is sent from here */
-    if (c->ntransports < 2 || c->running || qp->queued ||
+    /* without a transport that may run here, nothing is sent from here */
+    if (!c->doorbell_ok || c->running || qp->queued ||
         qp->state != PVRDMA_QPS_RTS || qp->rnr_wait) {
         pvrdma_qp_schedule(c, qp);
         return;
@@ -130,6 +141,9 @@ void pvrdma_core_run(PvrdmaCore *c)
         }
         n = c->run.length;
     }
+    if (c->hca_srqs) {
+        pvrdma_hca_serve_srqs(c);
+    }
     /* serve the QPs queued now; those re-queued meanwhile wait a turn */
     while (n-- && c->run.length) {
         uint32_t h = GPOINTER_TO_UINT(g_queue_pop_head(&c->run));
@@ -139,7 +153,11 @@ void pvrdma_core_run(PvrdmaCore *c)
             continue;
         }
         qp->queued = false;
-        pvrdma_serve_sq(c, qp, 0);
+        if (qp->hw) {
+            pvrdma_hca_serve_qp(c, qp);
+        } else {
+            pvrdma_serve_sq(c, qp, 0);
+        }
     }
     c->running = false;
     flush_transports(c);

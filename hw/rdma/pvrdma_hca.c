@@ -45,7 +45,6 @@ void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
     /* the host flushes what it holds; the guest rings are flushed below */
     c->hca->qp_modify(c->hca, qp, PVRDMA_QP_STATE, &a);
     qp->state = PVRDMA_QPS_ERR;
-    qp->attr.qp_state = PVRDMA_QPS_ERR;
 }
 
 /* May the host take sends (receives) of qp in its current state? */
@@ -137,7 +136,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_hca_qp_error(c, qp);
         return;
     }
-    for (n = 0; qp->sq.priv != prod && n < qp->sq.nelems; n++) {
+    for (n = 0; qp->sq.priv != prod && n < PVRDMA_RUN_BUDGET; n++) {
         PvrdmaSendWqe w;
         PvrdmaHcaSend wr;
         uint32_t st;
@@ -170,10 +169,16 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
     if (moved) {
         pvrdma_ring_publish_cons(&qp->sq);
     }
+    if (qp->sq.priv != prod && sq_open(qp) && !qp->hca_sq_blocked) {
+        pvrdma_qp_schedule(c, qp);      /* the rest on the next turn */
+    }
 }
 
-/* Hand the receive WQEs of ring r to the host (qp's RQ, or srq). */
-static void post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
+/*
+ * Hand at most PVRDMA_RUN_BUDGET receive WQEs of ring r to the host (qp's
+ * RQ, or srq); true if more are waiting.
+ */
+static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
                        PvrdmaRing *r, uint32_t max_sge, bool *blocked)
 {
     uint32_t prod, n, handle = qp ? qp->handle : srq->handle;
@@ -187,9 +192,9 @@ static void post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
         } else {
             pvrdma_post_async(c, PVRDMA_EVENT_SRQ_ERR, handle);
         }
-        return;
+        return false;
     }
-    for (n = 0; r->priv != prod && n < r->nelems; n++) {
+    for (n = 0; r->priv != prod && n < PVRDMA_RUN_BUDGET; n++) {
         PvrdmaRecvWqe w;
         int err = -EINVAL;
 
@@ -220,20 +225,47 @@ static void post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
     if (moved) {
         pvrdma_ring_publish_cons(r);
     }
+    return r->priv != prod && !*blocked;
 }
 
 void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (qp->hw && !qp->is_srq && rq_open(qp) && !qp->hca_rq_blocked) {
+    if (qp->hw && !qp->is_srq && rq_open(qp) && !qp->hca_rq_blocked &&
         post_recvs(c, qp, NULL, &qp->rq, qp->max_recv_sge,
-                   &qp->hca_rq_blocked);
+                   &qp->hca_rq_blocked)) {
+        pvrdma_qp_schedule(c, qp);      /* the rest from the run loop */
     }
 }
 
 void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
-    if (srq->hw && !srq->hca_blocked) {
-        post_recvs(c, NULL, srq, &srq->ring, srq->max_sge, &srq->hca_blocked);
+    if (srq->hw && !srq->hca_blocked &&
+        post_recvs(c, NULL, srq, &srq->ring, srq->max_sge,
+                   &srq->hca_blocked)) {
+        srq->hca_pending = true;        /* the rest from the run loop */
+        c->hca_srqs = true;
+        c->ops->kick(c->opaque, 0);
+    }
+}
+
+/* The run loop's turn for qp: its new receives, then its sends. */
+void pvrdma_hca_serve_qp(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    pvrdma_hca_post_rq(c, qp);
+    pvrdma_hca_post_sq(c, qp);
+}
+
+/* The run loop's turn for SRQs whose receives did not all fit a turn. */
+void pvrdma_hca_serve_srqs(PvrdmaCore *c)
+{
+    c->hca_srqs = false;
+    for (uint32_t h = 0; h < c->srq.size; h++) {
+        PvrdmaSRQ *srq = c->srq.slot[h];
+
+        if (srq && srq->hca_pending) {
+            srq->hca_pending = false;
+            pvrdma_hca_post_srq(c, srq);
+        }
     }
 }
 
@@ -266,7 +298,6 @@ void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     if (wc->status != PVRDMA_WC_SUCCESS && qp->state != PVRDMA_QPS_ERR) {
         /* an error completion leaves the host QP in the error state */
         qp->state = PVRDMA_QPS_ERR;
-        qp->attr.qp_state = PVRDMA_QPS_ERR;
     }
     if (is_send && qp->hca_sq_blocked) {
         qp->hca_sq_blocked = false;
@@ -294,7 +325,6 @@ void pvrdma_hca_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
             return;
         }
         qp->state = PVRDMA_QPS_ERR;
-        qp->attr.qp_state = PVRDMA_QPS_ERR;
         qp->events++;
     }
     pvrdma_post_async(c, type, handle);

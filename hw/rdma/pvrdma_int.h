@@ -126,6 +126,8 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
+void pvrdma_hca_serve_qp(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_hca_serve_srqs(PvrdmaCore *c);
 /* Guest QP qp of host HCA mode goes to error (host QP too). */
 void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
 

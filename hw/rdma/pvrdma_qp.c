@@ -20,10 +20,7 @@
 
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle)
 {
-    if (handle == PVRDMA_GSI_QPN) {
-        return c->gsi_qp ? c->qp.slot[PVRDMA_GSI_QPN] : NULL;
-    }
-    return pvrdma_table_get(&c->qp, handle);
+    return pvrdma_table_get(&c->qp, handle);    /* the GSI QP included */
 }
 
 PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn)
@@ -70,7 +67,6 @@ void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
     if (qp->state != PVRDMA_QPS_ERR) {
         trace_pvrdma_qp_state(qp->qpn, qp->state, PVRDMA_QPS_ERR);
         qp->state = PVRDMA_QPS_ERR;
-        qp->attr.qp_state = PVRDMA_QPS_ERR;
         qp_entered_error(c, qp);
     }
     pvrdma_qp_schedule(c, qp);  /* flush from the run loop */
@@ -266,7 +262,6 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     trace_pvrdma_qp_state(qp->qpn, cur, next);
     if (qp->hw) {
         qp->state = next;
-        qp->attr.qp_state = next;
         if (next == PVRDMA_QPS_RESET) {
             qp->sq.priv = qp->rq.priv = 0;
             qp->hca_sq_blocked = qp->hca_rq_blocked = false;
@@ -283,7 +278,6 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         qp->comm_est = false;
     }
     qp->state = next;
-    qp->attr.qp_state = next;
     if (next == PVRDMA_QPS_RESET) {
         reset_rings(c, qp);
     } else if (next == PVRDMA_QPS_ERR) {

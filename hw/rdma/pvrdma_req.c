@@ -200,13 +200,21 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     return st;
 }
 
-/* Would this WQE be carried by the loopback transport (copy here)? */
-static bool wqe_is_loopback(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
+/* May this WQE run from the send doorbell (vCPU thread)? */
+static bool wqe_doorbell_ok(PvrdmaCore *c, PvrdmaQP *qp,
+                            const PvrdmaSendWqe *w)
 {
     const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
                           qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
 
-    return pvrdma_gid_is_local(c, dgid);
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->reaches(t, dgid)) {
+            return t->doorbell_ok;
+        }
+    }
+    return false;
 }
 
 /*
@@ -240,7 +248,6 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         return;
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod) ||
-        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems) > qp->sq.nelems ||
         pvrdma_idx_used(prod, qp->sq_head, qp->sq.nelems) >
         pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems)) {
         PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
@@ -260,7 +267,7 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         }
         pvrdma_fetch_send_wqe(&qp->sq, qp->sq_head, qp->max_send_sge, &w);
         pvrdma_inline_sges(c, qp, &w);
-        if (inline_budget && wqe_is_loopback(c, qp, &w)) {
+        if (inline_budget && !wqe_doorbell_ok(c, qp, &w)) {
             pvrdma_qp_schedule(c, qp);
             break;
         }
@@ -270,10 +277,8 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
 
             if (!qp->rnr_wait) {
                 pvrdma_qp_set_rnr_wait(c, qp, true);
-                /* rnr_retry 7 means retry forever */
-                qp->rnr_deadline = qp->attr.rnr_retry >= 7 ? 0 :
-                    now + 10 * (1 + qp->attr.rnr_retry) *
-                          MAX(1, qp->attr.min_rnr_timer);
+                qp->rnr_deadline = pvrdma_rnr_deadline(c, qp->attr.rnr_retry,
+                    pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num));
             }
             if (qp->rnr_deadline && now >= qp->rnr_deadline) {
                 st = PVRDMA_WC_RNR_RETRY_EXC_ERR;

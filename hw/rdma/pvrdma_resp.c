@@ -37,8 +37,7 @@ static bool recv_peek(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvWqe *w,
     if (!r->page) {
         return false;
     }
-    if (!pvrdma_ring_guest_prod(r, &prod) ||
-        pvrdma_idx_used(prod, r->priv, r->nelems) > r->nelems) {
+    if (!pvrdma_ring_guest_prod(r, &prod)) {
         PVRDMA_GUEST_ERR(c, "%s of QP %u: producer index invalid", r->name,
                          qp->qpn);
         *bad = true;

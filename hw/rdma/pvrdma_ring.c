@@ -109,7 +109,8 @@ bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod)
 {
     uint32_t v = pvrdma_atomic_load(&r->state->prod_tail);
 
-    if (v >= r->period) {
+    /* in range, and at most nelems ahead of what the device consumed */
+    if (v >= r->period || pvrdma_idx_used(v, r->priv, r->nelems) > r->nelems) {
         return false;
     }
     *prod = v;

@@ -2,6 +2,8 @@
  * pvrdma: handle tables.  Handles are small integers in [first, size) that
  * the guest uses as array indices, so they must stay below the advertised
  * maximum.  Allocation is next-fit, which delays reuse of a freed handle.
+ * Handles in [lo, first) are reserved: never allocated, only inserted by
+ * number (the GSI QP is QP 1).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -15,6 +17,7 @@ void pvrdma_table_init(PvrdmaTable *t, uint32_t size, uint32_t first)
     t->slot = g_new0(void *, size);
     t->size = size;
     t->first = first < size ? first : size;
+    t->lo = t->first;
     t->next = t->first;
     t->used = 0;
 }
@@ -44,9 +47,14 @@ uint32_t pvrdma_table_alloc(PvrdmaTable *t, void *obj)
     return UINT32_MAX;
 }
 
+void pvrdma_table_reserve(PvrdmaTable *t, uint32_t lo)
+{
+    t->lo = MIN(lo, t->first);
+}
+
 bool pvrdma_table_insert(PvrdmaTable *t, uint32_t handle, void *obj)
 {
-    if (handle < t->first || handle >= t->size || t->slot[handle]) {
+    if (handle < t->lo || handle >= t->size || t->slot[handle]) {
         return false;
     }
     t->slot[handle] = obj;
@@ -56,7 +64,7 @@ bool pvrdma_table_insert(PvrdmaTable *t, uint32_t handle, void *obj)
 
 void *pvrdma_table_get(const PvrdmaTable *t, uint32_t handle)
 {
-    if (handle < t->first || handle >= t->size) {
+    if (handle < t->lo || handle >= t->size) {
         return NULL;
     }
     return t->slot[handle];
@@ -64,7 +72,7 @@ void *pvrdma_table_get(const PvrdmaTable *t, uint32_t handle)
 
 void pvrdma_table_remove(PvrdmaTable *t, uint32_t handle)
 {
-    if (handle >= t->first && handle < t->size && t->slot[handle]) {
+    if (handle >= t->lo && handle < t->size && t->slot[handle]) {
         t->slot[handle] = NULL;
         t->used--;
     }

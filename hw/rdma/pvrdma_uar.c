@@ -52,13 +52,18 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
             return;
         }
         if (qp->hw) {
+            /*
+             * Receives go to the host at once (at most a run budget's
+             * worth), as on an HCA a posted receive is there for the next
+             * send; sends are handed over from the run loop.
+             */
             if (val & PVRDMA_UAR_QP_RECV) {
                 trace_pvrdma_db_qp_recv(handle);
                 pvrdma_hca_post_rq(c, qp);
             }
             if (val & PVRDMA_UAR_QP_SEND) {
                 trace_pvrdma_db_qp_send(handle);
-                pvrdma_hca_post_sq(c, qp);
+                pvrdma_qp_schedule(c, qp);
             }
             break;
         }

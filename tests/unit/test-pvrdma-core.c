@@ -320,10 +320,15 @@ static void test_ring_producer(void)
     st->cons_head = 8;
     g_assert_null(pvrdma_ring_prod_slot(&r, &bad));
     g_assert_true(bad);
-    /* guest producer index checks */
+    /* guest producer index checks: the device consumes, priv is its index */
+    r.priv = 4;
     st->prod_tail = 7;
     g_assert_true(pvrdma_ring_guest_prod(&r, &prod));
     g_assert_cmpuint(prod, ==, 7);
+    r.priv = 2;                 /* 7 is 5 ahead of 2: more than N (4) */
+    g_assert_false(pvrdma_ring_guest_prod(&r, &prod));
+    r.priv = 3;                 /* 4 ahead: a full ring */
+    g_assert_true(pvrdma_ring_guest_prod(&r, &prod));
     st->prod_tail = 8;
     g_assert_false(pvrdma_ring_guest_prod(&r, &prod));
     st->prod_tail = 0xffffffff;
@@ -381,6 +386,19 @@ static void test_table(void)
     h = pvrdma_table_alloc(&t, &objs[10]);
     g_assert_cmpuint(h, ==, 6);
     g_assert_cmpuint(pvrdma_table_alloc(&t, &objs[11]), ==, UINT32_MAX);
+
+    /* a reserved handle (the GSI QP's): inserted by number, never given */
+    g_assert_false(pvrdma_table_insert(&t, 1, &objs[12]));
+    pvrdma_table_reserve(&t, 1);
+    g_assert_null(pvrdma_table_get(&t, 1));
+    g_assert_true(pvrdma_table_insert(&t, 1, &objs[12]));
+    g_assert_false(pvrdma_table_insert(&t, 1, &objs[13]));
+    g_assert_false(pvrdma_table_insert(&t, 0, &objs[13]));
+    g_assert_true(pvrdma_table_get(&t, 1) == &objs[12]);
+    pvrdma_table_remove(&t, 6);
+    g_assert_cmpuint(pvrdma_table_alloc(&t, &objs[13]), ==, 6);
+    pvrdma_table_remove(&t, 1);
+    g_assert_null(pvrdma_table_get(&t, 1));
     pvrdma_table_destroy(&t);
 
     /* longer run: a handle freed right after allocation is skipped */

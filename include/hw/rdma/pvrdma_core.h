@@ -122,6 +122,7 @@ typedef struct PvrdmaTable {
     void **slot;
     uint32_t size;      /* handles are in [first, size) */
     uint32_t first;
+    uint32_t lo;        /* [lo, first): reserved, inserted by number only */
     uint32_t next;      /* next-fit cursor: delays reuse of a handle */
     uint32_t used;
 } PvrdmaTable;
@@ -130,6 +131,8 @@ void pvrdma_table_init(PvrdmaTable *t, uint32_t size, uint32_t first);
 void pvrdma_table_destroy(PvrdmaTable *t);
 /* Returns the new handle, or UINT32_MAX when full. */
 uint32_t pvrdma_table_alloc(PvrdmaTable *t, void *obj);
+/* Handles [lo, first) may be inserted by number (never allocated). */
+void pvrdma_table_reserve(PvrdmaTable *t, uint32_t lo);
 /* Put obj at a handle the caller chose; false if out of range or taken. */
 bool pvrdma_table_insert(PvrdmaTable *t, uint32_t handle, void *obj);
 /* NULL for any handle that is out of range or free. */
@@ -202,7 +205,11 @@ bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
 void pvrdma_ring_free(PvrdmaCore *c, PvrdmaRing *r);
 /* The one accessor for ring elements: idx is reduced modulo nelems. */
 void *pvrdma_ring_elem(const PvrdmaRing *r, uint32_t idx);
-/* Read the guest's producer index; false (guest error) if invalid. */
+/*
+ * The one reader of a guest producer index (rings the device consumes:
+ * send, receive, SRQ): false (a guest error) unless it is in range and at
+ * most nelems ahead of the device's consumer index r->priv.
+ */
 bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod);
 /* Read the guest's consumer index; false (guest error) if invalid. */
 bool pvrdma_ring_guest_cons(const PvrdmaRing *r, uint32_t *cons);
@@ -320,6 +327,7 @@ typedef struct PvrdmaSRQ {
     uint32_t refs;          /* QPs */
     void *hw;               /* host HCA twin */
     bool hca_blocked;       /* host queue full: post again on a completion */
+    bool hca_pending;       /* receives left for the run loop */
 } PvrdmaSRQ;
 
 /* A send WQE between execution and completion (the requester's window). */
@@ -337,13 +345,13 @@ typedef struct PvrdmaQP {
     uint32_t handle;        /* == qpn */
     uint32_t qpn;
     uint8_t type;
-    uint8_t state;
+    uint8_t state;          /* the QP state (attr.qp_state is not kept) */
     bool sq_sig_all;
     bool is_srq;
     uint32_t pd;
     uint32_t scq, rcq, srq;
     uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
-    struct pvrdma_qp_attr attr;     /* current attributes */
+    struct pvrdma_qp_attr attr;     /* current attributes but the state */
     /*
      * Send queue: sq.priv is the next WQE to complete (the consumer index
      * the guest sees), sq_head the next to execute; the WQEs in between are
@@ -386,6 +394,7 @@ struct PvrdmaCore {
      */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
+    bool doorbell_ok;       /* a transport may run from a send doorbell */
     /* host HCA mode: guest objects have host twins (rdma_backend.h) */
     PvrdmaHca *hca;
     uint64_t next_cookie;
@@ -408,13 +417,13 @@ struct PvrdmaCore {
 
     PvrdmaTable uc, pd, mr, cq, qp, srq;
     PvrdmaGid *gid;
-    uint32_t gsi_qp;        /* 0 if none */
 
     /* data path */
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
     bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
     bool wake_transports;   /* receives posted: transports' wake() to run */
+    bool hca_srqs;          /* host HCA mode: an SRQ has hca_pending set */
     uint32_t rnr_waiters;   /* QPs with rnr_wait set */
 
     /* counters (tests and info) */
@@ -439,6 +448,15 @@ uint32_t pvrdma_core_reg_read(PvrdmaCore *c, uint32_t addr);
 void pvrdma_core_reg_write(PvrdmaCore *c, uint32_t addr, uint32_t val);
 /* BAR2: addr is the offset in the UAR BAR. */
 void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val);
+/*
+ * When a send that the responder keeps refusing for want of a receive (RNR)
+ * fails: after rnr_retry retries (7: never) of the responder QP's RNR timer
+ * (its min_rnr_timer, 10 ms a step), which a responder announces in its RNR
+ * NAK.  In ms of ops->now_ms; 0 means never.  The requester (loopback) and
+ * the co-resident transport's responder both use this.
+ */
+int64_t pvrdma_rnr_deadline(PvrdmaCore *c, uint8_t rnr_retry,
+                            const PvrdmaQP *responder);
 /* Serve queued work (BH / timer). */
 void pvrdma_core_run(PvrdmaCore *c);
 /* Poll the link of the paired NIC: PORT_ERR / PORT_ACTIVE on a change. */

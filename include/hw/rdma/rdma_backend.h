@@ -51,6 +51,14 @@ typedef struct PvrdmaReq {
 struct PvrdmaTransport {
     const char *name;
     PvrdmaCore *core;
+    /*
+     * execute() is cheap enough for the vCPU thread (a send doorbell runs
+     * up to PVRDMA_INLINE_BUDGET requests for such a transport at once): it
+     * builds and sends a message, no data copy, no host device calls.  The
+     * co-resident transport; not loopback (it copies) or the rdma_cm
+     * translator (host rdma_cm calls).
+     */
+    bool doorbell_ok;
     /* Can this transport deliver to dgid? */
     bool (*reaches)(PvrdmaTransport *t, const uint8_t dgid[16]);
     /*
