@@ -109,14 +109,17 @@ uint64_t qpvrdma_pdir(QPvrdma *d, const uint64_t *pages, uint32_t npages)
     uint64_t dir = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
     uint32_t ntables = (npages + 511) / 512;
 
-    for (uint32_t t = 0; t < ntables; t++) {
-        uint64_t tbl = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
+    g_autofree uint64_t *tbls = g_new0(uint64_t, 512);
 
-        qtest_writeq(d->qts, dir + 8 * t, tbl);
-        for (uint32_t i = 0; i < 512 && t * 512 + i < npages; i++) {
-            qtest_writeq(d->qts, tbl + 8 * i, pages[t * 512 + i]);
-        }
+    g_assert(ntables <= 512);
+    /* one memwrite per page: a qtest round trip per entry is slow (1 GiB) */
+    for (uint32_t t = 0; t < ntables; t++) {
+        uint32_t n = MIN(512, npages - t * 512);
+
+        tbls[t] = qpvrdma_alloc(d, PVRDMA_PAGE_SIZE);
+        qtest_memwrite(d->qts, tbls[t], pages + t * 512, n * 8);
     }
+    qtest_memwrite(d->qts, dir, tbls, ntables * 8);
     return dir;
 }
 
