@@ -72,7 +72,7 @@ static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     wr->imm = h->ex.imm_data;
     wr->sge = w->sge;
     wr->num_sge = h->num_sge;
-    if (h->num_sge > qp->max_send_sge) {
+    if (!w->sge_ok) {
         PVRDMA_GUEST_ERR(c, "QP %u: WQE with %u sges (max %u)", qp->handle,
                          h->num_sge, qp->max_send_sge);
         return PVRDMA_WC_LOC_LEN_ERR;
@@ -199,7 +199,7 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
         int err = -EINVAL;
 
         pvrdma_fetch_recv_wqe(r, r->priv, max_sge, &w);
-        if (w.hdr.num_sge <= max_sge) {
+        if (w.sge_ok) {
             err = c->hca->post_recv(c->hca, qp, srq, w.hdr.wr_id, w.sge,
                                     w.hdr.num_sge);
             if (err == -ENOMEM) {

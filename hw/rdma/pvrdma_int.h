@@ -23,11 +23,13 @@
 typedef struct PvrdmaSendWqe {
     struct pvrdma_sq_wqe_hdr hdr;
     struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
+    bool sge_ok;            /* hdr.num_sge within the ring's SGE limit */
 } PvrdmaSendWqe;
 
 typedef struct PvrdmaRecvWqe {
     struct pvrdma_rq_wqe_hdr hdr;
     struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
+    bool sge_ok;            /* hdr.num_sge within the ring's SGE limit */
 } PvrdmaRecvWqe;
 
 /* Copy WQE idx of ring r out: its header and at most max_sge SGEs. */

@@ -82,12 +82,10 @@ static PvrdmaMR *user_mr_covering(PvrdmaCore *c, uint32_t pd, uint64_t va,
  */
 void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w)
 {
-    uint32_t n = MIN(w->hdr.num_sge, qp->max_send_sge);
-
-    if (!(w->hdr.send_flags & PVRDMA_SEND_INLINE)) {
-        return;
+    if (!(w->hdr.send_flags & PVRDMA_SEND_INLINE) || !w->sge_ok) {
+        return;     /* a bad SGE count fails the WQE anyway */
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < w->hdr.num_sge; i++) {
         struct pvrdma_sge *s = &w->sge[i];
         PvrdmaMR *mr = pvrdma_mr_by_key(c, s->lkey);
 

@@ -120,7 +120,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
         PVRDMA_GUEST_ERR(c, "QP %u: opcode %u not supported", qp->qpn, op);
         return PVRDMA_WC_LOC_QP_OP_ERR;
     }
-    if (h->num_sge > qp->max_send_sge) {
+    if (!w->sge_ok) {
         PVRDMA_GUEST_ERR(c, "QP %u: WQE with %u sges (max %u)", qp->qpn,
                          h->num_sge, qp->max_send_sge);
         return PVRDMA_WC_LOC_LEN_ERR;

@@ -122,7 +122,7 @@ static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
         return ud ? PVRDMA_WC_SUCCESS : PVRDMA_TRANSPORT_RNR;
     }
     recv_consume(c, dqp, r);
-    if (w.hdr.num_sge > max_sge) {
+    if (!w.sge_ok) {
         PVRDMA_GUEST_ERR(c, "recv WQE with %u sges (max %u)", w.hdr.num_sge,
                          max_sge);
         st = PVRDMA_WC_LOC_LEN_ERR;

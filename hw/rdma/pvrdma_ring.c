@@ -162,16 +162,25 @@ void pvrdma_ring_prod_push(PvrdmaRing *r)
     pvrdma_ring_publish_prod(r);
 }
 
+/*
+ * The one copy-out of a WQE: its header and at most max_sge SGEs (the
+ * ring's element holds no more); sge_ok says whether the guest's num_sge
+ * fits, the one check of it.
+ */
 void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
                            uint32_t max_sge, PvrdmaSendWqe *w)
 {
     memcpy(w, pvrdma_ring_elem(r, idx),
-           MIN(sizeof(*w), sizeof(w->hdr) + max_sge * sizeof(w->sge[0])));
+           sizeof(w->hdr) + MIN(max_sge, PVRDMA_HARD_MAX_SGE) *
+                            sizeof(w->sge[0]));
+    w->sge_ok = w->hdr.num_sge <= max_sge;
 }
 
 void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
                            uint32_t max_sge, PvrdmaRecvWqe *w)
 {
     memcpy(w, pvrdma_ring_elem(r, idx),
-           MIN(sizeof(*w), sizeof(w->hdr) + max_sge * sizeof(w->sge[0])));
+           sizeof(w->hdr) + MIN(max_sge, PVRDMA_HARD_MAX_SGE) *
+                            sizeof(w->sge[0]));
+    w->sge_ok = w->hdr.num_sge <= max_sge;
 }
