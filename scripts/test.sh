@@ -4,8 +4,9 @@
 # tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
 #   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan]...
-# Default: unit fuzz qtest cmdline guest nested, plus asan with
-# PVRDMA_CHECK_ASAN=1 (CI).  unit and fuzz need no QEMU build; fuzz builds
+# Default: unit fuzz qtest cmdline guest nested; with PVRDMA_CHECK_ASAN=1
+# (CI) unit fuzz qtest cmdline guest asan nested, and nested adds test 43
+# (the host HCA qtests under ASan+UBSan in L1).  unit and fuzz need no QEMU build; fuzz builds
 # the libFuzzer targets (clang 14) and runs each for a fixed number of
 # executions (make -C tests/fuzz check, under a minute).  nested boots a VM
 # with soft-RoCE and runs the host HCA tests in it (tests/nested 40 and 41;
@@ -22,8 +23,10 @@ ok()   { pass=$((pass + 1)); echo "ok $1${2:+ ($2)}"; }
 bad()  { fail=$((fail + 1)); failed+=("$1"); echo "FAIL $1${2:+: $2}"; }
 skp()  { skip=$((skip + 1)); echo "skip $1${2:+: $2}"; }
 
+# with the sanitizer build (CI), asan runs before nested, which then also
+# runs the host HCA qtests under the sanitizers in L1 (tests/nested/43)
 default_suites="unit fuzz qtest cmdline guest nested"
-[ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="$default_suites asan"
+[ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="unit fuzz qtest cmdline guest asan nested"
 suites=${*:-$default_suites}
 need_qemu=0
 for s in $suites; do
@@ -182,6 +185,13 @@ for s in $suites; do
         scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
             bad guest-image "scripts/guest/build-image.sh failed"
         sel=${PVRDMA_NESTED_TESTS:-40 41}
+        if [ -z "${PVRDMA_NESTED_TESTS:-}" ] && [ "${PVRDMA_CHECK_ASAN:-0}" = 1 ]; then
+            if [ -x build/qemu-asan/qemu-system-x86_64 ]; then
+                sel="$sel 43"
+            else
+                bad nested-asan "no sanitizer build for tests/nested/43"
+            fi
+        fi
         [ "$sel" = all ] && sel=
         # shellcheck disable=SC2086
         scripts/nested/run-tests.sh $sel > build/nested.log 2>&1

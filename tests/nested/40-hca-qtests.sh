@@ -8,10 +8,11 @@
 # l1-files: build/qemu/tests/qtest/pvrdma-test:/pvrdma-test
 # timeout: 900
 . /usr/lib/pvrdma/guest-lib.sh
-# qtest starts QEMU itself: give it the firmware directory
+# qtest starts QEMU itself: give it the firmware directory.  The QEMU is
+# L1's, or PVRDMA_QTEST_QEMU's (43: the sanitizer build)
 mkdir -p /tmp/qb
-printf '#!/bin/sh\nexec /usr/bin/qemu-system-x86_64 -L /usr/share/pvrdma/firmware "$@"\n' \
-    > /tmp/qb/qemu-system-x86_64
+printf '#!/bin/sh\nexec %s -L /usr/share/pvrdma/firmware "$@"\n' \
+    "${PVRDMA_QTEST_QEMU:-/usr/bin/qemu-system-x86_64}" > /tmp/qb/qemu-system-x86_64
 chmod +x /tmp/qb/qemu-system-x86_64
 export QTEST_QEMU_BINARY=/tmp/qb/qemu-system-x86_64
 # L1 is disposable: the qtest may take the RDMA netdev down and up
