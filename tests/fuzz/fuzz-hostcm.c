@@ -27,6 +27,7 @@
 #include "fake-driver.h"
 #include "fake-hca.h"
 #include "fake-rdmacm.h"
+#include "fuzz-input.h"
 
 #define RAM_SIZE    (1ull << 20)
 #define BUF_IOVA    0x7f0000000000ull
@@ -67,10 +68,6 @@ enum {
 #define MAD_ANSWER      2   /* remote comm ID: the last MAD the guest heard */
 #define MAD_OWN_QPN     4   /* REQ, REP, SIDR_REP: QPN of RC QP flags >> 7 */
 
-typedef struct Input {
-    const uint8_t *p;
-    size_t n;
-} Input;
 
 typedef struct Cm {
     Dev d;
@@ -103,19 +100,6 @@ static const uint8_t peers[4][16] = {
     { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 },  /* the guest: loopback */
 };
 static const uint16_t ports[] = { 7174, 18515 };
-
-static uint64_t get(Input *in, unsigned bytes)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < bytes; i++) {
-        if (in->n) {
-            v |= (uint64_t)*in->p++ << (8 * i);
-            in->n--;
-        }
-    }
-    return v;
-}
 
 /* Up to len input bytes into buf (the rest zero); returns len. */
 static uint32_t get_bytes(Input *in, uint8_t *buf, uint32_t len)
@@ -574,14 +558,12 @@ typedef struct Seed {
 
 static void u8(Seed *s, uint8_t v)
 {
-    g_byte_array_append(s->b, &v, 1);
+    seed_u8(s->b, v);
 }
 
 static void le(Seed *s, uint64_t v, unsigned n)
 {
-    for (unsigned i = 0; i < n; i++) {
-        u8(s, v >> (8 * i));
-    }
+    seed_le(s->b, v, n);
 }
 
 static void mad_init(uint8_t *m, uint16_t attr, uint32_t local_id)

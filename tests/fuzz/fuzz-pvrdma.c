@@ -15,11 +15,8 @@
 #include "fake-host.h"
 #include "fake-hca.h"
 #include "fuzz-pvrdma.h"
+#include "fuzz-input.h"
 
-typedef struct Input {
-    const uint8_t *p;
-    size_t n;
-} Input;
 
 typedef struct Alloc {
     uint64_t pdir;
@@ -38,19 +35,6 @@ typedef struct Fz {
 
 /* PVRDMA_FUZZ_VERBOSE=1: log guest errors and command results (repro) */
 static bool verbose;
-
-static uint64_t get(Input *in, unsigned bytes)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < bytes; i++) {
-        if (in->n) {
-            v |= (uint64_t)*in->p++ << (8 * i);
-            in->n--;
-        }
-    }
-    return v;
-}
 
 static void skip(Input *in, size_t bytes)
 {

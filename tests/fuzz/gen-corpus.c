@@ -19,6 +19,7 @@
 #include <string.h>
 #include "hw/rdma/pvrdma_abi.h"
 #include "fuzz-pvrdma.h"
+#include "fuzz-input.h"
 
 #define RAM_BASE    0x100000ull     /* FH_RAM_BASE */
 #define PAGE        4096u
@@ -32,14 +33,12 @@ typedef struct Seed {
 
 static void u8(Seed *s, uint8_t v)
 {
-    g_byte_array_append(s->b, &v, 1);
+    seed_u8(s->b, v);
 }
 
 static void le(Seed *s, uint64_t v, unsigned n)
 {
-    for (unsigned i = 0; i < n; i++) {
-        u8(s, v >> (8 * i));
-    }
+    seed_le(s->b, v, n);
 }
 
 static void seed_init(Seed *s)
