@@ -113,8 +113,6 @@ static inline PvrdmaSendSlot *pvrdma_send_slot(PvrdmaQP *qp, uint32_t idx)
     return &qp->slot[idx & (qp->sq.nelems - 1)];
 }
 
-/* The completion opcode of a send work request's opcode. */
-uint32_t pvrdma_wc_opcode(uint32_t wr_opcode);
 void pvrdma_recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
                      uint32_t status, uint32_t opcode, uint32_t byte_len,
                      const PvrdmaReq *req, uint32_t flags, bool solicited);

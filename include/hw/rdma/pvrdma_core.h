@@ -457,6 +457,8 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val);
  */
 int64_t pvrdma_rnr_deadline(PvrdmaCore *c, uint8_t rnr_retry,
                             const PvrdmaQP *responder);
+/* The completion opcode (PVRDMA_WC_*) of a send work request's opcode. */
+uint32_t pvrdma_wc_opcode(uint32_t wr_opcode);
 /* Serve queued work (BH / timer). */
 void pvrdma_core_run(PvrdmaCore *c);
 /* Poll the link of the paired NIC: PORT_ERR / PORT_ACTIVE on a change. */
