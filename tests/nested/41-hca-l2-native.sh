@@ -17,6 +17,10 @@ export PVRDMA_VM=0 BARRIER_PORT=18600
 # 10.0.1.1: an L1 address that L2 reaches from its RoCE address, for the
 # programs that cannot bind a source address (rdma_xclient)
 /usr/bin/ip addr add 10.0.1.1/32 dev br0 || fail "ip addr add 10.0.1.1/32 dev br0"
+# L2's ARP request for 10.0.1.1 comes from 10.0.1.2, which L1 has too: a
+# packet from a local source address is dropped unless accept_local is set
+echo 1 > /proc/sys/net/ipv4/conf/br0/accept_local ||
+    fail "net.ipv4.conf.br0.accept_local=1"
 gidx=$(wait_gid rxe0 10.0.0.1 "RoCE v2" 10) || fail "rxe0: no RoCE v2 GID for 10.0.0.1"
 log "rxe0 GID index $gidx (10.0.0.1)"
 /usr/lib/pvrdma/l2.sh -n 0 -e PVRDMA_VM=1 --mem 512M \
