@@ -158,13 +158,26 @@ barrier() {
 }
 
 # VM 0: accept connections until one says "NAME" or "NAME WORD" (at most
-# SECS seconds); prints WORD
+# SECS seconds); prints WORD.  Each connection runs a small program (nc -e)
+# that reads VM 1's line first, keeps it, and only then answers NAME, and
+# only if the line is for NAME: the answer is VM 1's proof of delivery.
+# (An answer written before the line was read let nc close on its own
+# stdin's end with VM 1's line unread: VM 1 took it as delivered, VM 0
+# never saw it.)
 _barrier_listen() {
     _end=$(( $(cut -d. -f1 /proc/uptime) + $2 ))
+    _f=/tmp/barrier-msg.$$
     while :; do
         _left=$(( _end - $(cut -d. -f1 /proc/uptime) ))
         [ "$_left" -gt 0 ] || return 1
-        _m=$(echo "$1" | timeout "$_left" nc -l -p "${BARRIER_PORT:-18600}" 2>/dev/null | head -n 1)
+        rm -f "$_f"
+        # shellcheck disable=SC2016  # expanded by the sh that nc runs
+        timeout "$_left" nc -l -p "${BARRIER_PORT:-18600}" -e sh -c '
+            read -r m
+            echo "$m" > "$2"
+            case $m in "$1"|"$1 "*) echo "$1" ;; esac' sh "$1" "$_f" \
+            > /dev/null 2>&1
+        _m=$(cat "$_f" 2>/dev/null)
         case $_m in
             "$1") echo ""; return 0 ;;
             "$1 "*) echo "${_m#"$1 "}"; return 0 ;;
@@ -174,10 +187,11 @@ _barrier_listen() {
 }
 
 # VM 1: connect until VM 0 takes MSG (at most SECS seconds).  Taken means
-# acknowledged: VM 0's listener for NAME answers with NAME.  A connect alone
-# proves nothing: it can land in the backlog of a listener that is closing
-# (the message is then lost), and nc's exit status can report failure for a
-# message that was taken (it was then sent again, stale).
+# acknowledged: VM 0's listener for NAME answers with NAME after it read
+# MSG.  A connect alone proves nothing: it can land in the backlog of a
+# listener that is closing (the message is then lost), and nc's exit status
+# can report failure for a message that was taken (it was then sent again,
+# stale).
 _barrier_connect() {
     _i=0
     until [ "$(echo "$3" | nc -w 2 "$PVRDMA_PEER_IP" "${BARRIER_PORT:-18600}" 2>/dev/null |
