@@ -1,6 +1,9 @@
 # The QEMU-free pvrdma core: the sources every standalone build links (the
-# unit tests, tests/unit/Makefile, and the fuzzers, tests/fuzz/Makefile).
-# One list for both, so a new core file cannot be left out of one of them.
+# unit tests, tests/unit/Makefile, the fuzzers, tests/fuzz/Makefile, and
+# the benchmark, tests/bench/Makefile), glib's flags, and the trace header
+# they compile against.  One place for all three, so a new core file (or
+# trace event) cannot be left out of one of them.  Include it after BUILD
+# is set.
 #
 # Every hw/rdma/pvrdma_*.c is core; hw/rdma/pvrdma.c (PCI/QOM glue) is
 # QEMU's.  Of the transports, loopback.c and coresident.c need only glib;
@@ -13,3 +16,16 @@ PVRDMA_TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 CORE_SRCS  := $(sort $(wildcard $(PVRDMA_TOP)/hw/rdma/pvrdma_*.c)) \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c
+
+PKG_CONFIG  ?= pkg-config
+GLIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags glib-2.0)
+GLIB_LIBS   := $(shell $(PKG_CONFIG) --libs glib-2.0)
+
+# every trace event a no-op: QEMU's build generates the real header
+TRACE_H := $(BUILD)/trace/trace-hw_rdma.h
+$(TRACE_H): $(PVRDMA_TOP)/hw/rdma/trace-events
+	@mkdir -p $(dir $@)
+	sed -n 's/^\(pvrdma_[a-z_0-9]*\)(.*/#define trace_\1(...) do { } while (0)/p' $< > $@
+
+# the rule above is not the includer's default goal
+.DEFAULT_GOAL := all
