@@ -130,6 +130,17 @@ typedef struct CrFlight {
     bool cancelled;         /* CANCEL sent for its QP */
 } CrFlight;
 
+/* The request of flight f finished with status (pvrdma_complete). */
+static void cr_flight_done(PvrdmaCore *c, const CrFlight *f,
+                           uint32_t status)
+{
+    PvrdmaWc wc = {
+        .qp = f->qpn, .is_send = true, .cookie = f->cookie, .status = status,
+    };
+
+    pvrdma_complete(c, &wc);
+}
+
 struct CrTransport {
     PvrdmaTransport t;
     char *dir;
@@ -586,8 +597,8 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
         CrFlight *f = l->data;
 
         /* RC: retries exhausted; UD: the datagram is lost, as on a wire */
-        pvrdma_req_done(c, f->qpn, f->cookie,
-                        f->rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS);
+        cr_flight_done(c, f, f->rc ? PVRDMA_WC_RETRY_EXC_ERR :
+                                     PVRDMA_WC_SUCCESS);
         g_free(f);
     }
     g_slist_free(done);
@@ -1005,7 +1016,7 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
     }
     g_hash_table_steal(t->flights, &m->cookie);
     p->inflight--;
-    pvrdma_req_done(t->t.core, f->qpn, f->cookie, m->status);
+    cr_flight_done(t->t.core, f, m->status);
     g_free(f);
     return true;
 }
@@ -1534,6 +1545,18 @@ static char *cr_check_dir(const char *dir, uid_t uid)
     return NULL;
 }
 
+static const PvrdmaTransportOps cr_ops = {
+    .name = "coresident",
+    .flags = PVRDMA_TP_DOORBELL_OK,
+    .reaches = cr_reaches,
+    .execute = cr_execute,
+    .gids_changed = cr_gids_changed,
+    .wake = cr_wake,
+    .qp_gone = cr_qp_gone,
+    .flush = cr_flush_hook,
+    .destroy = cr_destroy,
+};
+
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
@@ -1568,18 +1591,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         return NULL;
     }
     t = g_new0(CrTransport, 1);
-    t->t = (PvrdmaTransport) {
-        .name = "coresident",
-        .doorbell_ok = true,
-        .core = c,
-        .reaches = cr_reaches,
-        .execute = cr_execute,
-        .gids_changed = cr_gids_changed,
-        .wake = cr_wake,
-        .qp_gone = cr_qp_gone,
-        .flush = cr_flush_hook,
-        .destroy = cr_destroy,
-    };
+    t->t = (PvrdmaTransport) { .ops = &cr_ops, .core = c };
     t->dir = g_strdup(dir);
     t->lfd = -1;
     t->uid = geteuid();

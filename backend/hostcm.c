@@ -784,11 +784,6 @@ static void guest_sidr_rep(HcCm *cm, const uint8_t *m)
     conn_close(cm, k);
 }
 
-static bool hc_reaches(PvrdmaTransport *t, const uint8_t dgid[16])
-{
-    return true;    /* in host HCA mode only the GSI QP gets here */
-}
-
 static int hc_execute(PvrdmaTransport *t, PvrdmaReq *req)
 {
     HcCm *cm = hc_of(t);
@@ -1329,6 +1324,20 @@ static void hc_destroy(PvrdmaTransport *t)
     g_free(cm);
 }
 
+/*
+ * The GSI agent: the GSI QP's MADs for a GID no other transport reaches
+ * (all but those to this device's own GIDs) come here; reaches nothing by
+ * itself.
+ */
+static const PvrdmaTransportOps hc_ops = {
+    .name = "hostcm",
+    .flags = PVRDMA_TP_GSI_AGENT,
+    .execute = hc_execute,
+    .gids_changed = hc_gids_changed,
+    .rq_psn = hc_rq_psn,
+    .destroy = hc_destroy,
+};
+
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
                                    unsigned nports, const PvrdmaLoopOps *loop,
                                    void *loop_opaque, char **err)
@@ -1345,13 +1354,7 @@ PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
     }
     fl = fcntl(cm->ch->fd, F_GETFL);
     fcntl(cm->ch->fd, F_SETFL, fl | O_NONBLOCK);
-    cm->t.name = "hostcm";
-    cm->t.core = c;
-    cm->t.reaches = hc_reaches;
-    cm->t.execute = hc_execute;
-    cm->t.gids_changed = hc_gids_changed;
-    cm->t.rq_psn = hc_rq_psn;
-    cm->t.destroy = hc_destroy;
+    cm->t = (PvrdmaTransport) { .ops = &hc_ops, .core = c };
     cm->loop = loop;
     cm->loop_opaque = loop_opaque;
     cm->ports = g_memdup2(ports, nports * sizeof(*ports));

@@ -38,7 +38,7 @@
 #define HV_DMA_MR_START 0x100000ull
 
 typedef struct HvDev {
-    PvrdmaHca hca;
+    PvrdmaTransport t;          /* first member */
     struct ibv_context *ctx;
     struct ibv_comp_channel *chan;
     char name[IBV_SYSFS_NAME_MAX];
@@ -86,9 +86,9 @@ typedef struct HvCQ {
     PvrdmaCQ *gcq;
 } HvCQ;
 
-static HvDev *hv(PvrdmaHca *h)
+static HvDev *hv(PvrdmaTransport *h)
 {
-    return (HvDev *)h;      /* hca is the first member */
+    return (HvDev *)h;      /* t is the first member */
 }
 
 /* ------------------------------------------------------------------ */
@@ -183,7 +183,7 @@ static void ah_free(gpointer ah)
     ibv_destroy_ah(ah);
 }
 
-static int hv_pd_create(PvrdmaHca *h, PvrdmaPD *pd)
+static int hv_pd_create(PvrdmaTransport *h, PvrdmaPD *pd)
 {
     HvDev *d = hv(h);
     HvPD *p = g_new0(HvPD, 1);
@@ -200,7 +200,7 @@ static int hv_pd_create(PvrdmaHca *h, PvrdmaPD *pd)
     return 0;
 }
 
-static void hv_pd_destroy(PvrdmaHca *h, PvrdmaPD *pd)
+static void hv_pd_destroy(PvrdmaTransport *h, PvrdmaPD *pd)
 {
     HvPD *p = pd->hw;
 
@@ -210,7 +210,7 @@ static void hv_pd_destroy(PvrdmaHca *h, PvrdmaPD *pd)
     pd->hw = NULL;
 }
 
-static HvPD *pd_of(PvrdmaHca *h, uint32_t handle)
+static HvPD *pd_of(PvrdmaTransport *h, uint32_t handle)
 {
     PvrdmaPD *pd = pvrdma_table_get(&h->core->pd, handle);
 
@@ -218,7 +218,7 @@ static HvPD *pd_of(PvrdmaHca *h, uint32_t handle)
 }
 
 /* A host AH for a UD destination (cached per PD). */
-static struct ibv_ah *ud_ah(HvDev *d, HvPD *p, const PvrdmaHcaSend *wr)
+static struct ibv_ah *ud_ah(HvDev *d, HvPD *p, const PvrdmaSendWr *wr)
 {
     const struct pvrdma_av *av = wr->av;
     struct ibv_ah_attr attr = { 0 };
@@ -316,7 +316,7 @@ static void *remap_runs(HvDev *d, const PvrdmaMap *m, size_t *len_out)
     return base;
 }
 
-static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
+static int hv_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
                         uint32_t *rkey)
 {
     HvDev *d = hv(h);
@@ -396,7 +396,7 @@ static int hv_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
     return 0;
 }
 
-static void hv_mr_destroy(PvrdmaHca *h, PvrdmaMR *mr)
+static void hv_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
 {
     HvMR *r = mr->hw;
 
@@ -414,7 +414,7 @@ static void hv_mr_destroy(PvrdmaHca *h, PvrdmaMR *mr)
 /* ------------------------------------------------------------------ */
 /* CQs and completions                                                 */
 
-static int hv_cq_create(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe)
+static int hv_cq_create(PvrdmaTransport *h, PvrdmaCQ *cq, uint32_t cqe)
 {
     HvDev *d = hv(h);
     HvCQ *q = g_new0(HvCQ, 1);
@@ -434,7 +434,7 @@ static int hv_cq_create(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe)
     return 0;
 }
 
-static void hv_cq_destroy(PvrdmaHca *h, PvrdmaCQ *cq)
+static void hv_cq_destroy(PvrdmaTransport *h, PvrdmaCQ *cq)
 {
     HvCQ *q = cq->hw;
 
@@ -466,8 +466,7 @@ static uint32_t wc_opcode(enum ibv_wc_opcode op)
 static void deliver(HvDev *d, HvCQ *q, const struct ibv_wc *wc)
 {
     PvrdmaQP *qp = g_hash_table_lookup(d->qps, GUINT_TO_POINTER(wc->qp_num));
-    PvrdmaHcaWc w = { 0 };
-    bool is_send;
+    PvrdmaWc w = { 0 };
 
     trace_pvrdma_hv_wc(q->gcq->handle, wc->qp_num, wc->opcode, wc->status);
     if (!qp) {
@@ -492,12 +491,14 @@ static void deliver(HvDev *d, HvCQ *q, const struct ibv_wc *wc)
         w.wc_flags |= PVRDMA_WC_WITH_INVALIDATE;
     }
     if (wc->status == IBV_WC_SUCCESS) {
-        is_send = !(wc->opcode & IBV_WC_RECV);
+        w.is_send = !(wc->opcode & IBV_WC_RECV);
     } else {
         /* error completions carry no opcode: tell by the CQ if we can */
-        is_send = q->gcq->handle != qp->rcq;
+        w.is_send = q->gcq->handle != qp->rcq;
     }
-    pvrdma_hca_complete(d->hca.core, q->gcq, qp, is_send, &w);
+    w.qp = qp->handle;
+    w.cq = q->gcq->handle;
+    pvrdma_complete(d->t.core, &w);
 }
 
 /*
@@ -519,7 +520,7 @@ static void hv_gone(HvDev *d)
                             NULL);
     pvrdma_log_host("host device %s is gone (%s)", d->name,
                     err ? strerror(err) : "end of file");
-    pvrdma_hca_event(d->hca.core, PVRDMA_EVENT_DEVICE_FATAL, 1);
+    pvrdma_transport_event(d->t.core, PVRDMA_EVENT_DEVICE_FATAL, 1);
 }
 
 static void hv_comp_ready(void *opaque)
@@ -550,7 +551,7 @@ static void hv_comp_ready(void *opaque)
 /* ------------------------------------------------------------------ */
 /* SRQs                                                                */
 
-static int hv_srq_create(PvrdmaHca *h, PvrdmaSRQ *srq)
+static int hv_srq_create(PvrdmaTransport *h, PvrdmaSRQ *srq)
 {
     HvPD *p = pd_of(h, srq->pd);
     struct ibv_srq_init_attr a = { 0 };
@@ -571,7 +572,7 @@ static int hv_srq_create(PvrdmaHca *h, PvrdmaSRQ *srq)
     return 0;
 }
 
-static int hv_srq_modify(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
+static int hv_srq_modify(PvrdmaTransport *h, PvrdmaSRQ *srq, uint32_t mask,
                          uint32_t limit)
 {
     struct ibv_srq_attr a = { .srq_limit = limit };
@@ -579,7 +580,7 @@ static int hv_srq_modify(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
     return -ibv_modify_srq(srq->hw, &a, IBV_SRQ_LIMIT);
 }
 
-static void hv_srq_destroy(PvrdmaHca *h, PvrdmaSRQ *srq)
+static void hv_srq_destroy(PvrdmaTransport *h, PvrdmaSRQ *srq)
 {
     ibv_destroy_srq(srq->hw);
     srq->hw = NULL;
@@ -588,7 +589,7 @@ static void hv_srq_destroy(PvrdmaHca *h, PvrdmaSRQ *srq)
 /* ------------------------------------------------------------------ */
 /* QPs                                                                 */
 
-static int hv_qp_create(PvrdmaHca *h, PvrdmaQP *qp)
+static int hv_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     HvDev *d = hv(h);
     PvrdmaCore *c = h->core;
@@ -624,7 +625,7 @@ static int hv_qp_create(PvrdmaHca *h, PvrdmaQP *qp)
     return 0;
 }
 
-static int hv_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
+static int hv_qp_modify(PvrdmaTransport *h, PvrdmaQP *qp, uint32_t mask,
                         const struct pvrdma_qp_attr *a)
 {
     HvDev *d = hv(h);
@@ -708,7 +709,7 @@ static int hv_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
     return -err;
 }
 
-static int hv_qp_state(PvrdmaHca *h, PvrdmaQP *qp)
+static int hv_qp_state(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     struct ibv_qp_attr at;
     struct ibv_qp_init_attr init;
@@ -719,7 +720,7 @@ static int hv_qp_state(PvrdmaHca *h, PvrdmaQP *qp)
     return at.qp_state;
 }
 
-static void hv_qp_destroy(PvrdmaHca *h, PvrdmaQP *qp)
+static void hv_qp_destroy(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     struct ibv_qp *q = qp->hw;
 
@@ -728,7 +729,7 @@ static void hv_qp_destroy(PvrdmaHca *h, PvrdmaQP *qp)
     qp->hw = NULL;
 }
 
-static int hv_post_send(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *s)
+static int hv_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *s)
 {
     HvDev *d = hv(h);
     struct ibv_sge sge[PVRDMA_HARD_MAX_SGE];
@@ -798,7 +799,7 @@ static int hv_post_send(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *s)
     return -ibv_post_send(qp->hw, &wr, &bad);
 }
 
-static int hv_post_recv(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
+static int hv_post_recv(PvrdmaTransport *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
                         uint64_t wr_id, const struct pvrdma_sge *s,
                         uint32_t num_sge)
 {
@@ -819,7 +820,7 @@ static int hv_post_recv(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
     return -ibv_post_recv(qp->hw, &wr, &bad);
 }
 
-static uint32_t hv_port_state(PvrdmaHca *h)
+static uint32_t hv_port_state(PvrdmaTransport *h)
 {
     HvDev *d = hv(h);
     struct ibv_port_attr pa;
@@ -876,7 +877,7 @@ static void hv_async_ready(void *opaque)
         trace_pvrdma_hv_async(ev.event_type, handle);
         /* enum ibv_event_type and the device's event numbers agree */
         if (forward) {
-            pvrdma_hca_event(d->hca.core, ev.event_type, handle);
+            pvrdma_transport_event(d->t.core, ev.event_type, handle);
         }
         ibv_ack_async_event(&ev);
     }
@@ -888,7 +889,7 @@ static void hv_async_ready(void *opaque)
 /* ------------------------------------------------------------------ */
 /* Device                                                              */
 
-static void hv_destroy(PvrdmaHca *h)
+static void hv_destroy(PvrdmaTransport *h)
 {
     HvDev *d = hv(h);
 
@@ -986,11 +987,36 @@ out:
     return ctx;
 }
 
-PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
-                                PvrdmaLimits *lim,
-                                const PvrdmaShmRegion *regions,
-                                unsigned nregions, const PvrdmaLoopOps *loop,
-                                void *loop_opaque, char **err)
+/* The host device owns the guest's objects; its QPs are queue paths. */
+static const PvrdmaTransportOps hv_ops = {
+    .name = "hostverbs",
+    .flags = PVRDMA_TP_OWNER,
+    .pd_create = hv_pd_create,
+    .pd_destroy = hv_pd_destroy,
+    .mr_create = hv_mr_create,
+    .mr_destroy = hv_mr_destroy,
+    .cq_create = hv_cq_create,
+    .cq_destroy = hv_cq_destroy,
+    .srq_create = hv_srq_create,
+    .srq_modify = hv_srq_modify,
+    .srq_destroy = hv_srq_destroy,
+    .qp_create = hv_qp_create,
+    .qp_destroy = hv_qp_destroy,
+    .port_state = hv_port_state,
+    .qp_modify = hv_qp_modify,
+    .qp_state = hv_qp_state,
+    .post_send = hv_post_send,
+    .post_recv = hv_post_recv,
+    .destroy = hv_destroy,
+};
+
+PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
+                                      const PvrdmaHcaConfig *cfg,
+                                      PvrdmaLimits *lim,
+                                      const PvrdmaShmRegion *regions,
+                                      unsigned nregions,
+                                      const PvrdmaLoopOps *loop,
+                                      void *loop_opaque, char **err)
 {
     struct ibv_device_attr da;
     struct ibv_port_attr pa;
@@ -1084,26 +1110,9 @@ PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
     }
     lim->max_mr_size = MIN(lim->max_mr_size, da.max_mr_size);
 
-    d->hca.core = c;
-    d->hca.pd_create = hv_pd_create;
-    d->hca.pd_destroy = hv_pd_destroy;
-    d->hca.mr_create = hv_mr_create;
-    d->hca.mr_destroy = hv_mr_destroy;
-    d->hca.cq_create = hv_cq_create;
-    d->hca.cq_destroy = hv_cq_destroy;
-    d->hca.srq_create = hv_srq_create;
-    d->hca.srq_modify = hv_srq_modify;
-    d->hca.srq_destroy = hv_srq_destroy;
-    d->hca.qp_create = hv_qp_create;
-    d->hca.qp_modify = hv_qp_modify;
-    d->hca.qp_state = hv_qp_state;
-    d->hca.qp_destroy = hv_qp_destroy;
-    d->hca.post_send = hv_post_send;
-    d->hca.post_recv = hv_post_recv;
-    d->hca.port_state = hv_port_state;
-    d->hca.destroy = hv_destroy;
+    d->t = (PvrdmaTransport) { .ops = &hv_ops, .core = c };
     loop->set_fd_handler(loop_opaque, d->chan->fd, hv_comp_ready, NULL, d);
     loop->set_fd_handler(loop_opaque, ctx->async_fd, hv_async_ready, NULL, d);
     trace_pvrdma_hv_open(d->name, port, d->netdev);
-    return &d->hca;
+    return &d->t;
 }

@@ -20,15 +20,16 @@ static int loopback_execute(PvrdmaTransport *t, PvrdmaReq *req)
     return pvrdma_responder(t->core, req);
 }
 
+static const PvrdmaTransportOps loopback_ops = {
+    .name = "loopback",
+    .reaches = loopback_reaches,
+    .execute = loopback_execute,
+};
+
 PvrdmaTransport *pvrdma_loopback_new(PvrdmaCore *c)
 {
     PvrdmaTransport *t = g_new(PvrdmaTransport, 1);
 
-    *t = (PvrdmaTransport) {
-        .name = "loopback",
-        .core = c,
-        .reaches = loopback_reaches,
-        .execute = loopback_execute,
-    };
+    *t = (PvrdmaTransport) { .ops = &loopback_ops, .core = c };
     return t;   /* no destroy hook: pvrdma_core_fini() g_free()s it */
 }

@@ -541,6 +541,7 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
                                             sizeof(PvrdmaShmRegion));
     g_autoptr(GArray) ports = g_array_new(false, false, sizeof(uint16_t));
     g_autofree char *err = NULL;
+    PvrdmaTransport *t;
     PvrdmaHcaConfig cfg = {
         .dev = strcmp(s->ibdev, "auto") ? s->ibdev : NULL,
         .port = s->ibport,
@@ -562,14 +563,14 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
     s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    s->core.hca = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
-                                       (PvrdmaShmRegion *)regions->data,
-                                       regions->len, &pvrdma_loop_ops, s,
-                                       &err);
-    if (!s->core.hca) {
+    t = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
+                             (PvrdmaShmRegion *)regions->data, regions->len,
+                             &pvrdma_loop_ops, s, &err);
+    if (!t) {
         error_setg(errp, "pvrdma: ibdev=%s: %s", s->ibdev, err);
         return false;
     }
+    pvrdma_core_add_transport(&s->core, t);     /* the object owner */
     return pvrdma_open_cm(s, ports, errp);
 }
 
@@ -651,7 +652,7 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
-    /* loopback first: a request goes to the first transport that reaches */
+    /* loopback first: a QP's path is the first transport that reaches */
     pvrdma_core_add_transport(&s->core, pvrdma_loopback_new(&s->core));
     if (!s->ibdev && (s->ibport || s->gid_index != -1 || s->cm_listen)) {
         error_setg(errp, "pvrdma: 'ibport', 'gid-index' and 'cm-listen' "

@@ -55,7 +55,7 @@ static int cmd_query_port(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                        req->query_port.port_num);
     }
     a->state = pvrdma_port_up(c) ? PVRDMA_PORT_ACTIVE : PVRDMA_PORT_DOWN;
-    if (c->hca && c->hca->port_state(c->hca) != PVRDMA_PORT_ACTIVE) {
+    if (!pvrdma_owner_port_active(c)) {
         a->state = PVRDMA_PORT_DOWN;
     }
     a->max_mtu = PVRDMA_MTU_4096;
@@ -144,6 +144,7 @@ static int cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     uint32_t ctx = req->create_pd.ctx_handle;
     PvrdmaPD *pd;
     uint32_t h;
+    int err;
 
     if (!ctx_valid(c, ctx)) {
         return CMD_ERR(c, EINVAL, "CREATE_PD: bad context %u", ctx);
@@ -156,15 +157,12 @@ static int cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     pd->handle = h;
     pd->ctx = ctx;
-    if (c->hca) {
-        int err = c->hca->pd_create(c->hca, pd);
-
-        if (err) {
-            pvrdma_table_remove(&c->pd, h);
-            g_free(pd);
-            return CMD_ERR(c, -err, "CREATE_PD: host device: %s",
-                           strerror(-err));
-        }
+    err = pvrdma_owner_pd_create(c, pd);
+    if (err) {
+        pvrdma_table_remove(&c->pd, h);
+        g_free(pd);
+        return CMD_ERR(c, -err, "CREATE_PD: host device: %s",
+                       strerror(-err));
     }
     ctx_ref(c, ctx, 1);
     rsp->create_pd_resp.pd_handle = h;
@@ -174,9 +172,7 @@ static int cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 static void pd_free(PvrdmaCore *c, PvrdmaPD *pd)
 {
-    if (pd->hw) {
-        c->hca->pd_destroy(c->hca, pd);
-    }
+    pvrdma_owner_pd_destroy(c, pd);
     ctx_ref(c, pd->ctx, -1);
     pvrdma_table_remove(&c->pd, pd->handle);
     g_free(pd);
@@ -217,6 +213,7 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     PvrdmaMR *mr;
     uint64_t *pages = NULL;
     uint32_t h;
+    int err;
 
     if (!pvrdma_table_get(&c->pd, m->pd_handle)) {
         return CMD_ERR(c, EINVAL, "CREATE_MR: bad PD %u", m->pd_handle);
@@ -240,7 +237,7 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         mr->kind = PVRDMA_MR_DMA;
         mr->valid = true;
     } else if (m->flags & PVRDMA_MR_FLAG_FRMR) {
-        if (c->hca) {
+        if (c->owner) {
             g_free(mr);
             return CMD_ERR(c, EOPNOTSUPP,
                            "CREATE_MR: no fast registration with a host HCA");
@@ -295,20 +292,16 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     mr->key = h << 8;
     rsp->create_mr_resp.lkey = mr->key;
     rsp->create_mr_resp.rkey = mr->key;
-    if (c->hca) {
-        int err = c->hca->mr_create(c->hca, mr,
-                                    &rsp->create_mr_resp.lkey,
-                                    &rsp->create_mr_resp.rkey);
-
-        if (err) {
-            pvrdma_table_remove(&c->mr, h);
-            pvrdma_map_release(c, &mr->map);
-            g_free(mr);
-            return CMD_ERR(c, -err, "CREATE_MR: host device: %s",
-                           strerror(-err));
-        }
-        mr->key = rsp->create_mr_resp.lkey;
+    err = pvrdma_owner_mr_create(c, mr, &rsp->create_mr_resp.lkey,
+                                 &rsp->create_mr_resp.rkey);
+    if (err) {
+        pvrdma_table_remove(&c->mr, h);
+        pvrdma_map_release(c, &mr->map);
+        g_free(mr);
+        return CMD_ERR(c, -err, "CREATE_MR: host device: %s",
+                       strerror(-err));
     }
+    mr->key = rsp->create_mr_resp.lkey;
     pd_ref(c, mr->pd, 1);
     rsp->create_mr_resp.mr_handle = h;
     trace_pvrdma_create_mr(h, mr->kind, mr->pd, mr->iova, mr->length);
@@ -317,9 +310,7 @@ static int cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr)
 {
-    if (mr->hw) {
-        c->hca->mr_destroy(c->hca, mr);
-    }
+    pvrdma_owner_mr_destroy(c, mr);
     pvrdma_map_release(c, &mr->map);
     pd_ref(c, mr->pd, -1);
     pvrdma_table_remove(&c->mr, mr->handle);
@@ -347,6 +338,7 @@ static int cmd_create_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     uint64_t *pages;
     PvrdmaCQ *cq;
     uint32_t h;
+    int err;
 
     if (!ctx_valid(c, m->ctx_handle)) {
         return CMD_ERR(c, EINVAL, "CREATE_CQ: bad context %u", m->ctx_handle);
@@ -381,16 +373,13 @@ static int cmd_create_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     }
     cq->handle = h;
     cq->ctx = m->ctx_handle;
-    if (c->hca) {
-        int err = c->hca->cq_create(c->hca, cq, m->cqe);
-
-        if (err) {
-            pvrdma_table_remove(&c->cq, h);
-            pvrdma_ring_free(c, &cq->ring);
-            g_free(cq);
-            return CMD_ERR(c, -err, "CREATE_CQ: host device: %s",
-                           strerror(-err));
-        }
+    err = pvrdma_owner_cq_create(c, cq, m->cqe);
+    if (err) {
+        pvrdma_table_remove(&c->cq, h);
+        pvrdma_ring_free(c, &cq->ring);
+        g_free(cq);
+        return CMD_ERR(c, -err, "CREATE_CQ: host device: %s",
+                       strerror(-err));
     }
     ctx_ref(c, cq->ctx, 1);
     rsp->create_cq_resp.cq_handle = h;
@@ -435,9 +424,7 @@ static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 static void cq_free(PvrdmaCore *c, PvrdmaCQ *cq)
 {
-    if (cq->hw) {
-        c->hca->cq_destroy(c->hca, cq);
-    }
+    pvrdma_owner_cq_destroy(c, cq);
     ctx_ref(c, cq->ctx, -1);
     pvrdma_ring_free(c, &cq->ring);
     pvrdma_table_remove(&c->cq, cq->handle);
@@ -486,6 +473,7 @@ static int cmd_create_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     uint64_t *pages;
     PvrdmaSRQ *srq;
     uint32_t h;
+    int err;
 
     if (!c->lim.max_srq) {
         return CMD_ERR(c, EOPNOTSUPP, "CREATE_SRQ: SRQs disabled");
@@ -532,16 +520,13 @@ static int cmd_create_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     srq->max_wr = max_wr;
     srq->max_sge = max_sge;
     srq->limit = m->attrs.srq_limit;
-    if (c->hca) {
-        int err = c->hca->srq_create(c->hca, srq);
-
-        if (err) {
-            pvrdma_table_remove(&c->srq, h);
-            pvrdma_ring_free(c, &srq->ring);
-            g_free(srq);
-            return CMD_ERR(c, -err, "CREATE_SRQ: host device: %s",
-                           strerror(-err));
-        }
+    err = pvrdma_owner_srq_create(c, srq);
+    if (err) {
+        pvrdma_table_remove(&c->srq, h);
+        pvrdma_ring_free(c, &srq->ring);
+        g_free(srq);
+        return CMD_ERR(c, -err, "CREATE_SRQ: host device: %s",
+                       strerror(-err));
     }
     pd_ref(c, srq->pd, 1);
     rsp->create_srq_resp.srqn = h;
@@ -568,14 +553,12 @@ static int cmd_modify_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
             return CMD_ERR(c, EINVAL, "MODIFY_SRQ: limit %u > %u",
                            m->attrs.srq_limit, srq->max_wr);
         }
-        if (srq->hw) {
-            int err = c->hca->srq_modify(c->hca, srq, m->attr_mask,
-                                         m->attrs.srq_limit);
+        int err = pvrdma_owner_srq_modify(c, srq, m->attr_mask,
+                                          m->attrs.srq_limit);
 
-            if (err) {
-                return CMD_ERR(c, -err, "MODIFY_SRQ: host device: %s",
-                               strerror(-err));
-            }
+        if (err) {
+            return CMD_ERR(c, -err, "MODIFY_SRQ: host device: %s",
+                           strerror(-err));
         }
         srq->limit = m->attrs.srq_limit;
     }
@@ -600,9 +583,7 @@ static int cmd_query_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
 static void srq_free(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
-    if (srq->hw) {
-        c->hca->srq_destroy(c->hca, srq);
-    }
+    pvrdma_owner_srq_destroy(c, srq);
     pd_ref(c, srq->pd, -1);
     pvrdma_ring_free(c, &srq->ring);
     pvrdma_table_remove(&c->srq, srq->handle);
@@ -638,6 +619,7 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     uint32_t sq_stride, rq_stride = 0, rq_pages, h;
     uint64_t *pages;
     PvrdmaQP *qp;
+    int err;
 
     if (ctx == UINT32_MAX) {
         return CMD_ERR(c, EINVAL, "CREATE_QP: bad PD %u", m->pd_handle);
@@ -750,18 +732,15 @@ static int cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         qp->max_recv_sge, 0, 0
     };
     /* the GSI QP stays with the device: the host's QP1 is the kernel's */
-    if (c->hca && qp->type != PVRDMA_QPT_GSI) {
-        int err = c->hca->qp_create(c->hca, qp);
-
-        if (err) {
-            pvrdma_table_remove(&c->qp, h);
-            pvrdma_ring_free(c, &qp->sq);
-            pvrdma_ring_free(c, &qp->rq);
-            g_free(qp->slot);
-            g_free(qp);
-            return CMD_ERR(c, -err, "CREATE_QP: host device: %s",
-                           strerror(-err));
-        }
+    err = pvrdma_owner_qp_create(c, qp);
+    if (err) {
+        pvrdma_table_remove(&c->qp, h);
+        pvrdma_ring_free(c, &qp->sq);
+        pvrdma_ring_free(c, &qp->rq);
+        g_free(qp->slot);
+        g_free(qp);
+        return CMD_ERR(c, -err, "CREATE_QP: host device: %s",
+                       strerror(-err));
     }
     scq->refs++;
     rcq->refs++;
@@ -815,11 +794,11 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
         g_queue_remove(&c->run, GUINT_TO_POINTER(qp->handle));
     }
     pvrdma_table_remove(&c->qp, qp->handle);
-    if (qp->hw) {
-        c->hca->qp_destroy(c->hca, qp);
-    } else {
+    if (!pvrdma_qp_queue_path(qp)) {
         pvrdma_qp_gone(c, qp->qpn);
     }
+    pvrdma_path_detach(c, qp);
+    pvrdma_owner_qp_destroy(c, qp);
     pvrdma_qp_set_rnr_wait(c, qp, false);
     pvrdma_ring_free(c, &qp->sq);
     pvrdma_ring_free(c, &qp->rq);
@@ -848,8 +827,8 @@ static int cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EINVAL, "QUERY_QP: bad handle %u",
                        req->query_qp.qp_handle);
     }
-    if (qp->hw) {
-        int st = c->hca->qp_state(c->hca, qp);
+    if (pvrdma_qp_queue_path(qp)) {
+        int st = qp->path->ops->qp_state(qp->path, qp);
 
         if (st >= 0) {
             qp->state = st;

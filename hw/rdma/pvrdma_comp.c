@@ -3,10 +3,10 @@
  * lives in the QP's send slot; pvrdma_drain_sq() completes finished slots
  * in order, from the consumer index up to the first still in flight, and
  * publishes the consumer index (the guest reuses a ring slot only then);
- * pvrdma_req_done() is where a transport reports a request it answered
- * PVRDMA_TRANSPORT_PENDING; pvrdma_flush_queues() completes everything
- * posted to a QP in error with WR_FLUSH_ERR.  Builds the send and receive
- * CQEs.
+ * pvrdma_complete() is where every path reports completions: a message
+ * path's request it answered PVRDMA_TRANSPORT_PENDING, or a queue path's
+ * CQE; pvrdma_flush_queues() completes everything posted to a QP in error
+ * with WR_FLUSH_ERR.  Builds the send and receive CQEs.
  *
  * Not here: writing a CQE into the guest's CQ ring and notifying the guest
  * (pvrdma_event.c), executing WQEs (pvrdma_req.c, pvrdma_resp.c), the
@@ -172,12 +172,13 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
     }
 }
 
-void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
+/* A message path's request that execute() answered PENDING finished. */
+static void req_done(PvrdmaCore *c, PvrdmaQP *qp, uint64_t cookie,
+                     int status)
 {
-    PvrdmaQP *qp = pvrdma_qp_get(c, qpn);
     uint32_t i, n = 0;
 
-    if (!qp || !cookie || qp->state == PVRDMA_QPS_ERR) {
+    if (qp->state == PVRDMA_QPS_ERR) {
         return;
     }
     for (i = qp->sq.priv; i != qp->sq_head && n++ < qp->sq.nelems;
@@ -190,11 +191,60 @@ void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status)
             if (status != PVRDMA_WC_SUCCESS) {
                 qp->sq_failed = true;   /* execute nothing after it */
             }
-            trace_pvrdma_req_done(qpn, cookie, status);
+            trace_pvrdma_req_done(qp->qpn, cookie, status);
             pvrdma_drain_sq(c, qp);
             /* a full window may have held back more WQEs */
             pvrdma_qp_schedule(c, qp);
             return;
         }
+    }
+}
+
+/* A queue path's completion, as its owner reported it, for CQ cq. */
+static void queue_cqe(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
+                      const PvrdmaWc *wc)
+{
+    struct pvrdma_cqe e = { 0 };
+
+    e.wr_id = wc->wr_id;
+    e.qp = qp ? qp->handle : 0;
+    e.opcode = wc->opcode;
+    e.status = wc->status;
+    e.byte_len = wc->byte_len;
+    e.imm_data = wc->imm;
+    e.src_qp = wc->src_qp;
+    if (!wc->is_send && qp && qp->type == PVRDMA_QPT_RC) {
+        e.src_qp = qp->attr.dest_qp_num;    /* hosts leave it 0 for RC */
+    }
+    e.wc_flags = wc->wc_flags;
+    e.vendor_err = wc->vendor_err;
+    e.pkey_index = wc->pkey_index;
+    e.sl = wc->sl;
+    e.port_num = 1;
+    e.network_hdr_type = wc->network_hdr_type;
+    /* the host does not say whether a receive was solicited: wake anyway */
+    pvrdma_cq_post(c, cq->handle, &e, !wc->is_send);
+    if (qp) {
+        pvrdma_hca_completed(c, qp, wc->is_send, wc->status);
+    }
+}
+
+void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc)
+{
+    PvrdmaQP *qp = wc->qp ? pvrdma_qp_get(c, wc->qp) : NULL;
+    PvrdmaCQ *cq;
+
+    if (wc->cookie) {
+        if (qp && !pvrdma_qp_queue_path(qp)) {
+            req_done(c, qp, wc->cookie, wc->status);
+        }
+        return;
+    }
+    if (qp && !pvrdma_qp_queue_path(qp)) {
+        return;     /* the core completes a message path's WQEs itself */
+    }
+    cq = pvrdma_table_get(&c->cq, wc->cq);
+    if (cq) {
+        queue_cqe(c, cq, qp, wc);
     }
 }

@@ -1,14 +1,13 @@
 /*
  * pvrdma: the core as a whole.  Its limits (defaults, and the checks made
- * before a device is built), init, fini and reset, the list of transports
- * (the core's owner adds them, loopback first; fini destroys them), and
- * the port's link state (PORT_ERR / PORT_ACTIVE when the link of the
- * paired NIC changes).
+ * before a device is built), init, fini (which destroys the transports
+ * after the reset) and reset, and the port's link state (PORT_ERR /
+ * PORT_ACTIVE when the link of the paired NIC changes).
  *
  * Not here: registers and activation (pvrdma_regs.c), freeing the guest's
- * objects (pvrdma_destroy_all() in pvrdma_cmd.c), any transport: the core
- * knows none (backend/, added by the QOM glue pvrdma.c and the test
- * harnesses).
+ * objects (pvrdma_destroy_all() in pvrdma_cmd.c), the transport list
+ * (pvrdma_path.c), any transport: the core knows none (backend/, added by
+ * the QOM glue pvrdma.c and the test harnesses).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -116,20 +115,7 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
 void pvrdma_core_fini(PvrdmaCore *c)
 {
     pvrdma_core_reset(c);
-    for (unsigned i = c->ntransports; i-- > 0;) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->destroy) {
-            t->destroy(t);
-        } else {
-            g_free(t);
-        }
-    }
-    c->ntransports = 0;
-    if (c->hca) {
-        c->hca->destroy(c->hca);    /* after reset freed its objects */
-        c->hca = NULL;
-    }
+    pvrdma_transports_destroy(c);   /* after reset freed the owner's twins */
     pvrdma_table_destroy(&c->uc);
     pvrdma_table_destroy(&c->pd);
     pvrdma_table_destroy(&c->mr);
@@ -156,16 +142,6 @@ void pvrdma_core_reset(PvrdmaCore *c)
     c->active = false;
     c->version = 0;
     c->cmd_gpa = c->resp_gpa = c->uar_pfn = 0;
-}
-
-bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
-{
-    if (c->ntransports >= PVRDMA_MAX_TRANSPORTS) {
-        return false;
-    }
-    c->transports[c->ntransports++] = t;
-    c->doorbell_ok |= t->doorbell_ok;
-    return true;
 }
 
 bool pvrdma_port_up(PvrdmaCore *c)

@@ -3,11 +3,11 @@
  * (pvrdma_qp_schedule()), the run loop (pvrdma_core_run(): one budgeted
  * pass per queued QP, then another kick if work is left), send and SRQ
  * doorbells, senders waiting on RNR (the count of waiters and their
- * wake-up), and the hooks that tell the transports about the data path
- * (wake, flush, qp_gone).
+ * wake-up).
  *
  * Not here: decoding UAR writes (pvrdma_uar.c), walking a send queue and
- * the RNR deadline (pvrdma_req.c), CQ doorbells (pvrdma_event.c).
+ * the RNR deadline (pvrdma_req.c), CQ doorbells (pvrdma_event.c), the
+ * transports' hooks (pvrdma_path.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -33,15 +33,6 @@ void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
         qp->queued = true;
         g_queue_push_tail(&c->run, GUINT_TO_POINTER(qp->handle));
         c->ops->kick(c->opaque, 0);
-    }
-}
-
-static void flush_transports(PvrdmaCore *c)
-{
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        if (c->transports[i]->flush) {
-            c->transports[i]->flush(c->transports[i]);
-        }
     }
 }
 
@@ -74,7 +65,7 @@ void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
     c->running = true;
     pvrdma_serve_sq(c, qp, PVRDMA_INLINE_BUDGET);
     c->running = false;
-    flush_transports(c);
+    pvrdma_transports_flush(c);
 }
 
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
@@ -100,21 +91,9 @@ void pvrdma_wake_rnr(PvrdmaCore *c)
      * Transports serve waiting requests from the run loop, not here: this
      * may be a receive doorbell on a vCPU thread, and serving copies data.
      */
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        if (c->transports[i]->wake) {
-            c->wake_transports = true;
-            c->ops->kick(c->opaque, 0);
-            break;
-        }
-    }
-}
-
-void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
-{
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        if (c->transports[i]->qp_gone) {
-            c->transports[i]->qp_gone(c->transports[i], qpn);
-        }
+    if (pvrdma_transports_can_wake(c)) {
+        c->wake_transports = true;
+        c->ops->kick(c->opaque, 0);
     }
 }
 
@@ -134,11 +113,7 @@ void pvrdma_core_run(PvrdmaCore *c)
     c->running = true;
     if (c->wake_transports) {
         c->wake_transports = false;
-        for (unsigned i = 0; i < c->ntransports; i++) {
-            if (c->transports[i]->wake) {
-                c->transports[i]->wake(c->transports[i]);
-            }
-        }
+        pvrdma_transports_wake(c);
         n = c->run.length;
     }
     if (c->hca_srqs) {
@@ -153,14 +128,14 @@ void pvrdma_core_run(PvrdmaCore *c)
             continue;
         }
         qp->queued = false;
-        if (qp->hw) {
+        if (pvrdma_qp_queue_path(qp)) {
             pvrdma_hca_serve_qp(c, qp);
         } else {
             pvrdma_serve_sq(c, qp, 0);
         }
     }
     c->running = false;
-    flush_transports(c);
+    pvrdma_transports_flush(c);
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);
     }

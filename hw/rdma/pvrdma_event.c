@@ -3,9 +3,9 @@
  * then the host's notify), async events into the async event ring, CQEs
  * into guest CQ rings (a full CQ or a bad index puts the CQ in error), CQ
  * arming (the CQ doorbell) and notifying an armed CQ through the CQ
- * notification ring.
+ * notification ring; async events a transport reports.
  *
- * Not here: what goes into a CQE (pvrdma_comp.c, pvrdma_hca.c), which
+ * Not here: what goes into a CQE (pvrdma_comp.c), which
  * async event to post and when (the callers), ring index checks
  * (pvrdma_ring.c).
  *
@@ -107,4 +107,24 @@ void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val)
     if (val & PVRDMA_UAR_CQ_POLL && c->run.length) {
         c->ops->kick(c->opaque, 0);
     }
+}
+
+/* An async event from a transport (the object owner's host device). */
+void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
+{
+    if (type == PVRDMA_EVENT_QP_FATAL || type == PVRDMA_EVENT_QP_REQ_ERR ||
+        type == PVRDMA_EVENT_QP_ACCESS_ERR) {
+        PvrdmaQP *qp = pvrdma_qp_get(c, handle);
+
+        if (!qp) {
+            return;
+        }
+        if (!pvrdma_qp_queue_path(qp)) {
+            pvrdma_qp_fail(c, qp, type);    /* the core flushes its queues */
+            return;
+        }
+        qp->state = PVRDMA_QPS_ERR;         /* the owner flushes its own */
+        qp->events++;
+    }
+    pvrdma_post_async(c, type, handle);
 }

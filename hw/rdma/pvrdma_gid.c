@@ -1,10 +1,10 @@
 /*
- * pvrdma: the GID table.  Whether a GID is one of this device's, the text
- * form of a GID, and telling the transports that the table changed (peers
- * learn this device's GIDs from them).
+ * pvrdma: the GID table.  Whether a GID is one of this device's, and the
+ * text form of a GID.
  *
  * Not here: CREATE_BIND and DESTROY_BIND, which fill the table
- * (pvrdma_cmd.c); clearing it at reset (pvrdma_core.c).
+ * (pvrdma_cmd.c); clearing it at reset (pvrdma_core.c); telling the
+ * transports that it changed (pvrdma_path.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,16 +16,6 @@
 #include "pvrdma_int.h"
 
 #include <arpa/inet.h>
-
-/* Tell the transports (peers learn our GIDs from them). */
-void pvrdma_gids_changed(PvrdmaCore *c)
-{
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        if (c->transports[i]->gids_changed) {
-            c->transports[i]->gids_changed(c->transports[i]);
-        }
-    }
-}
 
 void pvrdma_gid_str(const uint8_t gid[16], char *buf, size_t len)
 {

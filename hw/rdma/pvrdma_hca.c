@@ -1,15 +1,17 @@
 /*
- * pvrdma: the device side of host HCA mode.
+ * pvrdma: queue paths (rdma_backend.h), the QPs the object owner (a host
+ * HCA) runs.
  *
- * A guest QP with a host twin is not run by the software requester and
- * responder: its WQEs are copied out of the guest rings, checked for what
- * only the device can check (opcode, SGE count against the QP's limits)
- * and handed to the host queues; keys, addresses and lengths pass through
- * unchanged and the host device checks them against the host MRs, which
- * cover only guest RAM.  Host completions become guest CQEs here.
+ * Such a QP is not run by the software requester and responder: its WQEs
+ * are copied out of the guest rings, checked for what only the device can
+ * check (opcode, SGE count against the QP's limits) and handed to the
+ * owner's queues; keys, addresses and lengths pass through unchanged and
+ * the host device checks them against the host MRs, which cover only
+ * guest RAM.  Its completions come back through pvrdma_complete()
+ * (pvrdma_comp.c), which calls pvrdma_hca_completed() here.
  *
  * The rings' private indices (sq.priv, rq.priv) are the next WQEs to hand
- * to the host.  When a host queue is full the rest stays in the guest ring
+ * to the owner.  When its queue is full the rest stays in the guest ring
  * and is handed over after the next completion of that QP (or SRQ).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -42,8 +44,8 @@ void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
     if (qp->state == PVRDMA_QPS_ERR) {
         return;
     }
-    /* the host flushes what it holds; the guest rings are flushed below */
-    c->hca->qp_modify(c->hca, qp, PVRDMA_QP_STATE, &a);
+    /* the owner flushes what it holds */
+    qp->path->ops->qp_modify(qp->path, qp, PVRDMA_QP_STATE, &a);
     qp->state = PVRDMA_QPS_ERR;
 }
 
@@ -61,7 +63,7 @@ static bool rq_open(const PvrdmaQP *qp)
 
 /* Check one send WQE; fill wr.  Returns 0 or a PVRDMA_WC_* error status. */
 static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
-                        PvrdmaHcaSend *wr)
+                        PvrdmaSendWr *wr)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
 
@@ -127,7 +129,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
     uint32_t prod, n;
     bool moved = false;
 
-    if (!qp->hw || !sq_open(qp) || qp->hca_sq_blocked) {
+    if (!pvrdma_qp_queue_path(qp) || !sq_open(qp) || qp->hca_sq_blocked) {
         return;
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod)) {
@@ -138,7 +140,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
     }
     for (n = 0; qp->sq.priv != prod && n < PVRDMA_RUN_BUDGET; n++) {
         PvrdmaSendWqe w;
-        PvrdmaHcaSend wr;
+        PvrdmaSendWr wr;
         uint32_t st;
         int err;
 
@@ -146,7 +148,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_inline_sges(c, qp, &w);
         st = send_wr(c, qp, &w, &wr);
         if (!st) {
-            err = c->hca->post_send(c->hca, qp, &wr);
+            err = qp->path->ops->post_send(qp->path, qp, &wr);
             if (err == -ENOMEM) {
                 qp->hca_sq_blocked = true;
                 break;
@@ -200,8 +202,8 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
 
         pvrdma_fetch_recv_wqe(r, r->priv, max_sge, &w);
         if (w.sge_ok) {
-            err = c->hca->post_recv(c->hca, qp, srq, w.hdr.wr_id, w.sge,
-                                    w.hdr.num_sge);
+            err = c->owner->ops->post_recv(c->owner, qp, srq, w.hdr.wr_id,
+                                           w.sge, w.hdr.num_sge);
             if (err == -ENOMEM) {
                 *blocked = true;
                 break;
@@ -230,7 +232,8 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
 
 void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (qp->hw && !qp->is_srq && rq_open(qp) && !qp->hca_rq_blocked &&
+    if (pvrdma_qp_queue_path(qp) && !qp->is_srq && rq_open(qp) &&
+        !qp->hca_rq_blocked &&
         post_recvs(c, qp, NULL, &qp->rq, qp->max_recv_sge,
                    &qp->hca_rq_blocked)) {
         pvrdma_qp_schedule(c, qp);      /* the rest from the run loop */
@@ -269,33 +272,10 @@ void pvrdma_hca_serve_srqs(PvrdmaCore *c)
     }
 }
 
-void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
-                         bool is_send, const PvrdmaHcaWc *wc)
+void pvrdma_hca_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
+                         uint32_t status)
 {
-    struct pvrdma_cqe e = { 0 };
-
-    e.wr_id = wc->wr_id;
-    e.qp = qp ? qp->handle : 0;
-    e.opcode = wc->opcode;
-    e.status = wc->status;
-    e.byte_len = wc->byte_len;
-    e.imm_data = wc->imm;
-    e.src_qp = wc->src_qp;
-    if (!is_send && qp && qp->type == PVRDMA_QPT_RC) {
-        e.src_qp = qp->attr.dest_qp_num;    /* hosts leave it 0 for RC */
-    }
-    e.wc_flags = wc->wc_flags;
-    e.vendor_err = wc->vendor_err;
-    e.pkey_index = wc->pkey_index;
-    e.sl = wc->sl;
-    e.port_num = 1;
-    e.network_hdr_type = wc->network_hdr_type;
-    /* the host does not say whether a receive was solicited: wake anyway */
-    pvrdma_cq_post(c, cq->handle, &e, !is_send);
-    if (!qp) {
-        return;
-    }
-    if (wc->status != PVRDMA_WC_SUCCESS && qp->state != PVRDMA_QPS_ERR) {
+    if (status != PVRDMA_WC_SUCCESS && qp->state != PVRDMA_QPS_ERR) {
         /* an error completion leaves the host QP in the error state */
         qp->state = PVRDMA_QPS_ERR;
     }
@@ -313,19 +293,4 @@ void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
             pvrdma_hca_post_srq(c, srq);
         }
     }
-}
-
-void pvrdma_hca_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
-{
-    if (type == PVRDMA_EVENT_QP_FATAL || type == PVRDMA_EVENT_QP_REQ_ERR ||
-        type == PVRDMA_EVENT_QP_ACCESS_ERR) {
-        PvrdmaQP *qp = pvrdma_qp_get(c, handle);
-
-        if (!qp) {
-            return;
-        }
-        qp->state = PVRDMA_QPS_ERR;
-        qp->events++;
-    }
-    pvrdma_post_async(c, type, handle);
 }

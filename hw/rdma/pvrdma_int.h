@@ -5,9 +5,9 @@
  * glue pvrdma.c) use between each other, grouped by the file that defines
  * them.  Does not own the core's public API (include/hw/rdma/pvrdma_core.h:
  * what the QOM glue, the transports and the tests use) nor the transport
- * interface (include/hw/rdma/rdma_backend.h: PvrdmaReq, pvrdma_responder(),
- * pvrdma_req_done()).  Nothing outside hw/rdma/pvrdma_*.c includes this
- * header.
+ * interface (include/hw/rdma/rdma_backend.h: the transport contract,
+ * pvrdma_responder(), pvrdma_complete()).  Nothing outside
+ * hw/rdma/pvrdma_*.c includes this header.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -43,10 +43,50 @@ void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
 /* Is the port up (the paired NIC's link)? */
 bool pvrdma_port_up(PvrdmaCore *c);
 
-/* pvrdma_gid.c: the GID table */
+/* pvrdma_path.c: the transport list, QP paths, the owner, transport hooks */
 
+void pvrdma_transports_destroy(PvrdmaCore *c);
+/* An RC QP goes to RTR: the first transport that reaches it takes it. */
+int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp);
+/* Reset / destroy: a chosen path (not the owner's) lets the QP go. */
+void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp);
+/* The transport for a request of qp to dgid; NULL: unreachable. */
+PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
+                                 const uint8_t dgid[16]);
+/* Is qp a queue path (the object owner runs it)? */
+static inline bool pvrdma_qp_queue_path(const PvrdmaQP *qp)
+{
+    return qp->hw != NULL;
+}
+/* The owner's twins: 0 / nothing without an owner (negative errno). */
+int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd);
+void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd);
+int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
+                           uint32_t *rkey);
+void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr);
+int pvrdma_owner_cq_create(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t cqe);
+void pvrdma_owner_cq_destroy(PvrdmaCore *c, PvrdmaCQ *cq);
+int pvrdma_owner_srq_create(PvrdmaCore *c, PvrdmaSRQ *srq);
+int pvrdma_owner_srq_modify(PvrdmaCore *c, PvrdmaSRQ *srq, uint32_t mask,
+                            uint32_t limit);
+void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq);
+/* Non-GSI QPs get a twin and the owner as their (queue) path. */
+int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp);
+/* The owner's port is active (true without an owner). */
+bool pvrdma_owner_port_active(PvrdmaCore *c);
 /* The GID table changed: tell the transports. */
 void pvrdma_gids_changed(PvrdmaCore *c);
+/* Does any transport have a wake hook? */
+bool pvrdma_transports_can_wake(PvrdmaCore *c);
+void pvrdma_transports_wake(PvrdmaCore *c);
+/* End of a run: transports send what they batched. */
+void pvrdma_transports_flush(PvrdmaCore *c);
+/* A QP is destroyed or reset: transports drop requests waiting on it. */
+void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
+/* A receive PSN a transport imposes on qpn (the GSI agent's connections). */
+bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
+                              const uint8_t dgid[16], uint32_t *psn);
 
 /* pvrdma_cmd.c: the command channel, object lifetimes */
 
@@ -87,15 +127,13 @@ void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
 /* QP error no completion reports: async event, then the error state. */
 void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event);
 
-/* pvrdma_dp.c: run list, run loop, doorbells, RNR waiters, transport hooks */
+/* pvrdma_dp.c: run list, run loop, doorbells, RNR waiters */
 
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
 void pvrdma_wake_rnr(PvrdmaCore *c);
-/* A QP is destroyed or reset: transports drop requests waiting on it. */
-void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 
 /* pvrdma_req.c: the requester */
 
@@ -121,14 +159,20 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp);
 /* Complete finished send WQEs in order; the first error moves to error. */
 void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp);
 
-/* pvrdma_hca.c: host HCA mode, guest WQEs to the host queues */
+/* pvrdma_hca.c: queue paths (the owner's QPs): guest WQEs to its queues */
 
 void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_hca_serve_qp(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_serve_srqs(PvrdmaCore *c);
-/* Guest QP qp of host HCA mode goes to error (host QP too). */
+/*
+ * After a queue path's completion: an error moved the QP to error; a queue
+ * that was full takes more WQEs.
+ */
+void pvrdma_hca_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
+                          uint32_t status);
+/* A queue path's QP goes to error (the owner's QP too). */
 void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
 
 #endif

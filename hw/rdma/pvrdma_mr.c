@@ -20,8 +20,8 @@ PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key)
 {
     PvrdmaMR *mr;
 
-    if (c->hca) {
-        /* the guest knows the host's keys (used by the GSI QP only) */
+    if (c->owner) {
+        /* the guest knows the owner's keys (used by the GSI QP only) */
         for (uint32_t h = 0; h < c->mr.size; h++) {
             mr = c->mr.slot[h];
             if (mr && mr->key == key) {

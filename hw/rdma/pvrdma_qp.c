@@ -1,9 +1,10 @@
 /*
  * pvrdma: the QP state machine.  Looking a QP up by handle or QP number,
  * the allowed transitions and the attributes each one needs, MODIFY_QP
- * (checks, then the host twin in host HCA mode, then the new attributes
- * and what entering a state does), and the move to the error state after a
- * failed WQE, a remote error or a fatal guest error (with an async event).
+ * (checks, then a queue path's own QP, then the new attributes, the path
+ * at RTR and what entering a state does), and the move to the error state
+ * after a failed WQE, a remote error or a fatal guest error (with an async
+ * event).
  *
  * Not here: creating and destroying QPs (pvrdma_cmd.c); flushing the queues
  * of a QP in error (pvrdma_comp.c, from the run loop); the send and
@@ -27,7 +28,8 @@ PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn)
 {
     PvrdmaQP *qp = pvrdma_qp_get(c, qpn);   /* QPNs double as handles */
 
-    return qp && !qp->hw ? qp : NULL;   /* not host HCA QPs */
+    /* not queue paths: their QP numbers are the owner's */
+    return qp && !pvrdma_qp_queue_path(qp) ? qp : NULL;
 }
 
 /*
@@ -60,7 +62,7 @@ static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (qp->hw) {
+    if (pvrdma_qp_queue_path(qp)) {
         pvrdma_hca_qp_error(c, qp);
         return;
     }
@@ -129,15 +131,17 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
     memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);
     qp->gone_pending = false;
     pvrdma_qp_gone(c, qp->qpn);
+    pvrdma_path_detach(c, qp);
 }
 
 /*
- * Host HCA mode: a QP whose connection the host's rdma_cm made receives
- * from the PSN the host CM announced, not the one the guest's CM did.
+ * A QP whose connection a transport made for the guest (the host rdma_cm
+ * translator) receives from the PSN that transport announced, not the one
+ * the guest's CM did.
  */
 static const struct pvrdma_qp_attr *
-hca_rq_psn(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
-           const struct pvrdma_qp_attr *a, struct pvrdma_qp_attr *fixed)
+fixed_rq_psn(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+             const struct pvrdma_qp_attr *a, struct pvrdma_qp_attr *fixed)
 {
     uint32_t dest = (mask & PVRDMA_QP_DEST_QPN) ? a->dest_qp_num :
                     qp->attr.dest_qp_num;
@@ -145,16 +149,12 @@ hca_rq_psn(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
                           qp->attr.ah_attr.grh.dgid.raw;
     uint32_t psn;
 
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->rq_psn && t->rq_psn(t, qp->qpn, dest, dgid, &psn)) {
-            *fixed = *a;
-            fixed->rq_psn = psn;
-            return fixed;
-        }
+    if (!pvrdma_transports_rq_psn(c, qp->qpn, dest, dgid, &psn)) {
+        return a;
     }
-    return a;
+    *fixed = *a;
+    fixed->rq_psn = psn;
+    return fixed;
 }
 
 int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
@@ -162,7 +162,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
 {
     uint8_t cur = qp->state;
     uint8_t next = (mask & PVRDMA_QP_STATE) ? a->qp_state : cur;
-    struct pvrdma_qp_attr fixed;
+    struct pvrdma_qp_attr fixed, old;
     uint32_t req;
 
     if (mask & ~PVRDMA_QP_ATTR_MASK_ALL) {
@@ -219,16 +219,18 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         return EINVAL;
     }
 
-    if (qp->hw && (mask & PVRDMA_QP_RQ_PSN)) {
-        a = hca_rq_psn(c, qp, mask, a, &fixed);
-    }
-    if (qp->hw) {
-        int err = c->hca->qp_modify(c->hca, qp, mask, a);
+    if (pvrdma_qp_queue_path(qp)) {
+        int err;
 
+        if (mask & PVRDMA_QP_RQ_PSN) {
+            a = fixed_rq_psn(c, qp, mask, a, &fixed);
+        }
+        err = qp->path->ops->qp_modify(qp->path, qp, mask, a);
         if (err) {
             return -err;
         }
     }
+    old = qp->attr;
 
 #define SET(bit, field) do { if (mask & (bit)) { qp->attr.field = a->field; } \
                         } while (0)
@@ -259,8 +261,16 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         qp->attr.qkey = PVRDMA_GSI_QKEY;
     }
 
+    if (cur == PVRDMA_QPS_INIT && next == PVRDMA_QPS_RTR) {
+        int err = pvrdma_path_attach(c, qp);
+
+        if (err) {
+            qp->attr = old;     /* the path refused the QP */
+            return err;
+        }
+    }
     trace_pvrdma_qp_state(qp->qpn, cur, next);
-    if (qp->hw) {
+    if (pvrdma_qp_queue_path(qp)) {
         qp->state = next;
         if (next == PVRDMA_QPS_RESET) {
             qp->sq.priv = qp->rq.priv = 0;

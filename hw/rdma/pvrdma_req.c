@@ -3,10 +3,11 @@
  * (sq_head) to the guest's producer index, which it reads once per pass;
  * copies each WQE out of the ring before looking at it, validates the copy
  * (opcode, SGE count, lkeys), executes LOCAL_INV and FAST_REG_MR itself and
- * hands every other WQE, as a PvrdmaReq, to the first transport that
- * reaches its destination.  A WQE is always consumed, good or bad, except
- * while the responder has no receive posted (RNR): then it stays at the
- * head until a receive doorbell, or the RNR deadline fails it.  The outcome
+ * hands every other WQE, as a PvrdmaReq, to the QP's path (pvrdma_path.c:
+ * RC chose it at RTR, UD and GSI choose per request).  A WQE is always
+ * consumed, good or bad, except while the responder has no receive posted
+ * (RNR): then it stays at the head until a receive doorbell, or the RNR
+ * deadline fails it.  The outcome
  * goes into the WQE's send slot.  A pass handles at most PVRDMA_RUN_BUDGET
  * WQEs (PVRDMA_INLINE_BUDGET from a send doorbell), then the QP goes to the
  * back of the run list.
@@ -102,7 +103,7 @@ static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
 
 /*
  * Execute one send WQE; returns a WC status, PVRDMA_TRANSPORT_RNR or
- * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_req_done).
+ * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_complete).
  */
 static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
                        uint32_t *byte_len, uint64_t *cookie)
@@ -112,6 +113,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     const uint8_t *dgid;
     bool sink;
     PvrdmaReq req = { 0 };
+    PvrdmaTransport *t;
     int st;
 
     *byte_len = 0;
@@ -182,16 +184,10 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     req.rnr_retry = qp->attr.rnr_retry;
     req.cookie = *cookie = ++c->next_cookie;
     *byte_len = req.local.len;
-    st = -3;
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->reaches(t, req.dgid)) {
-            st = t->execute(t, &req);
-            break;
-        }
-    }
-    if (st == -3) {
+    t = pvrdma_path_for(c, qp, req.dgid);
+    if (t) {
+        st = t->ops->execute(t, &req);
+    } else {
         trace_pvrdma_unreachable(qp->qpn);
         st = qp->type == PVRDMA_QPT_RC ? PVRDMA_WC_RETRY_EXC_ERR :
                                          PVRDMA_WC_SUCCESS;
@@ -207,14 +203,9 @@ static bool wqe_doorbell_ok(PvrdmaCore *c, PvrdmaQP *qp,
     const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
                           qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
 
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
+    PvrdmaTransport *t = pvrdma_path_for(c, qp, dgid);
 
-        if (t->reaches(t, dgid)) {
-            return t->doorbell_ok;
-        }
-    }
-    return false;
+    return t && (t->ops->flags & PVRDMA_TP_DOORBELL_OK);
 }
 
 /*

@@ -51,9 +51,9 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
             PVRDMA_GUEST_ERR(c, "QP doorbell for unknown QP handle %u", handle);
             return;
         }
-        if (qp->hw) {
+        if (pvrdma_qp_queue_path(qp)) {
             /*
-             * Receives go to the host at once (at most a run budget's
+             * Receives go to the owner at once (at most a run budget's
              * worth), as on an HCA a posted receive is there for the next
              * send; sends are handed over from the run loop.
              */

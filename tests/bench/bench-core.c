@@ -273,7 +273,8 @@ static void node_wait_peer(Node *n, FakeHost *const *hosts, unsigned nh,
 {
     int64_t t0 = now_ns();
 
-    while (pvrdma_coresident_peers(n->t) < 1 || !n->t->reaches(n->t, gid)) {
+    while (pvrdma_coresident_peers(n->t) < 1 ||
+           !n->t->ops->reaches(n->t, gid)) {
         fh_step(hosts, nh);
         stall_check(t0, "rendezvous");
     }

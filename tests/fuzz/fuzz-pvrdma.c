@@ -30,7 +30,7 @@ typedef struct Fz {
     uint32_t next_page;
     Alloc alloc[FZ_MAX_ALLOCS];
     uint32_t nalloc;
-    FakeHca hca;            /* host HCA mode once c.hca is set */
+    FakeHca hca;            /* host HCA mode once c.owner is set */
 } Fz;
 
 /* PVRDMA_FUZZ_VERBOSE=1: log guest errors and command results (repro) */
@@ -76,7 +76,7 @@ static void check_no_mappings(Fz *f)
                 f->h.bad_unmaps);
         abort();
     }
-    if (f->c.hca && f->hca.twins) {
+    if (f->c.owner && f->hca.twins) {
         fprintf(stderr, "pvrdma fuzz: %d host twins left after reset\n",
                 f->hca.twins);
         abort();
@@ -231,7 +231,7 @@ static void hca_attach(Fz *f)
 {
     PvrdmaCore *c = &f->c;
 
-    if (c->hca || c->pd.used || c->mr.used || c->cq.used || c->qp.used ||
+    if (c->owner || c->pd.used || c->mr.used || c->cq.used || c->qp.used ||
         c->srq.used) {
         return;
     }
@@ -267,12 +267,12 @@ static void hca_wc(Fz *f, Input *in)
     uint32_t len = get(in, 4), extra = get(in, 4);
     PvrdmaCore *c = &f->c;
     FakeHcaPosted *p = NULL;
-    PvrdmaHcaWc wc = { 0 };
+    PvrdmaWc wc = { 0 };
     PvrdmaQP *qp;
     PvrdmaCQ *cq;
     unsigned n = 0;
 
-    if (!c->hca) {
+    if (!c->owner) {
         return;
     }
     for (guint i = 0; i < f->hca.posted->len; i++) {
@@ -301,6 +301,9 @@ static void hca_wc(Fz *f, Input *in)
     if (!cq || !cq->hw) {
         return;
     }
+    wc.qp = qp->handle;
+    wc.cq = cq->handle;
+    wc.is_send = !p->recv;
     wc.wr_id = p->wr_id;
     wc.status = status & 0x80 ? status & 0x1f : PVRDMA_WC_SUCCESS;
     wc.opcode = !p->recv ? pvrdma_wc_opcode(p->opcode) :
@@ -310,7 +313,7 @@ static void hca_wc(Fz *f, Input *in)
     wc.src_qp = extra >> 8;
     wc.wc_flags = extra & 7;
     wc.vendor_err = status;
-    pvrdma_hca_complete(c, cq, qp, !p->recv, &wc);
+    pvrdma_complete(c, &wc);
 }
 
 static bool has_twin(const PvrdmaTable *t, uint32_t h, size_t hw_off)
@@ -359,7 +362,7 @@ static void hca_event(Fz *f, Input *in)
     uint32_t n = get(in, 2), handle = 1;
     PvrdmaCore *c = &f->c;
 
-    if (!c->hca) {
+    if (!c->owner) {
         return;
     }
     if (i <= 5) {
@@ -370,7 +373,7 @@ static void hca_event(Fz *f, Input *in)
         handle = hca_pick(&c->srq, offsetof(PvrdmaSRQ, hw), n);
     }
     if (handle) {
-        pvrdma_hca_event(c, type, handle);
+        pvrdma_transport_event(c, type, handle);
     }
 }
 
@@ -385,7 +388,7 @@ static void hca_knob(Fz *f, Input *in)
 {
     uint8_t which = get(in, 1), v = get(in, 1);
 
-    if (!f->c.hca) {
+    if (!f->c.owner) {
         return;
     }
     switch (which % 6) {
@@ -561,14 +564,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "done: %" PRIu64 " commands, %" PRIu64 " doorbells, "
                 "%" PRIu64 " guest errors, %u irqs\n", f.c.commands,
                 f.c.doorbells, f.c.guest_errors, f.h.irqs->len);
-        if (f.c.hca) {
+        if (f.c.owner) {
             fprintf(stderr, "host HCA: %u work requests posted, %d twins\n",
                     f.hca.posted->len, f.hca.twins);
         }
     }
     pvrdma_core_reg_write(&f.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
     check_no_mappings(&f);
-    hca = f.c.hca != NULL;
+    hca = f.c.owner != NULL;
     pvrdma_core_fini(&f.c);
     check_no_mappings(&f);
     if (hca) {

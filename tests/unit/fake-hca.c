@@ -5,13 +5,13 @@
  */
 #include "fake-hca.h"
 
-static FakeHca *fk(PvrdmaHca *h)
+static FakeHca *fk(PvrdmaTransport *h)
 {
     return (FakeHca *)h;
 }
 
 /* The next create fails if the test asked for it. */
-static int create_result(PvrdmaHca *h)
+static int create_result(PvrdmaTransport *h)
 {
     int err = fk(h)->create_err;
 
@@ -34,7 +34,7 @@ static void discard(FakeHca *f, bool srq, uint32_t id)
     }
 }
 
-static int f_pd_create(PvrdmaHca *h, PvrdmaPD *pd)
+static int f_pd_create(PvrdmaTransport *h, PvrdmaPD *pd)
 {
     int err = create_result(h);
 
@@ -44,13 +44,13 @@ static int f_pd_create(PvrdmaHca *h, PvrdmaPD *pd)
     return err;
 }
 
-static void f_pd_destroy(PvrdmaHca *h, PvrdmaPD *pd)
+static void f_pd_destroy(PvrdmaTransport *h, PvrdmaPD *pd)
 {
     fk(h)->twins--;
     pd->hw = NULL;
 }
 
-static int f_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
+static int f_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
                        uint32_t *rkey)
 {
     int err = create_result(h);
@@ -63,13 +63,13 @@ static int f_mr_create(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
     return err;
 }
 
-static void f_mr_destroy(PvrdmaHca *h, PvrdmaMR *mr)
+static void f_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
 {
     fk(h)->twins--;
     mr->hw = NULL;
 }
 
-static int f_cq_create(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe)
+static int f_cq_create(PvrdmaTransport *h, PvrdmaCQ *cq, uint32_t cqe)
 {
     int err = create_result(h);
 
@@ -79,13 +79,13 @@ static int f_cq_create(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe)
     return err;
 }
 
-static void f_cq_destroy(PvrdmaHca *h, PvrdmaCQ *cq)
+static void f_cq_destroy(PvrdmaTransport *h, PvrdmaCQ *cq)
 {
     fk(h)->twins--;
     cq->hw = NULL;
 }
 
-static int f_srq_create(PvrdmaHca *h, PvrdmaSRQ *srq)
+static int f_srq_create(PvrdmaTransport *h, PvrdmaSRQ *srq)
 {
     int err = create_result(h);
 
@@ -95,20 +95,20 @@ static int f_srq_create(PvrdmaHca *h, PvrdmaSRQ *srq)
     return err;
 }
 
-static int f_srq_modify(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
+static int f_srq_modify(PvrdmaTransport *h, PvrdmaSRQ *srq, uint32_t mask,
                         uint32_t limit)
 {
     return 0;
 }
 
-static void f_srq_destroy(PvrdmaHca *h, PvrdmaSRQ *srq)
+static void f_srq_destroy(PvrdmaTransport *h, PvrdmaSRQ *srq)
 {
     fk(h)->twins--;
     discard(fk(h), true, srq->handle);
     srq->hw = NULL;
 }
 
-static int f_qp_create(PvrdmaHca *h, PvrdmaQP *qp)
+static int f_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     int err = create_result(h);
 
@@ -119,7 +119,7 @@ static int f_qp_create(PvrdmaHca *h, PvrdmaQP *qp)
     return err;
 }
 
-static int f_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
+static int f_qp_modify(PvrdmaTransport *h, PvrdmaQP *qp, uint32_t mask,
                        const struct pvrdma_qp_attr *a)
 {
     int err = fk(h)->modify_err;
@@ -135,19 +135,19 @@ static int f_qp_modify(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
 }
 
 /* A host QP leaves the state the guest gave it only for an error state. */
-static int f_qp_state(PvrdmaHca *h, PvrdmaQP *qp)
+static int f_qp_state(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     return qp->state >= PVRDMA_QPS_RTR ? fk(h)->qp_state : -1;
 }
 
-static void f_qp_destroy(PvrdmaHca *h, PvrdmaQP *qp)
+static void f_qp_destroy(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     fk(h)->twins--;
     discard(fk(h), false, qp->qpn);
     qp->hw = NULL;
 }
 
-static int f_post_send(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *wr)
+static int f_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *wr)
 {
     FakeHcaPosted p = { .qpn = qp->qpn, .wr_id = wr->wr_id,
                         .opcode = wr->opcode, .num_sge = wr->num_sge,
@@ -162,7 +162,7 @@ static int f_post_send(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *wr)
     return 0;
 }
 
-static int f_post_recv(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
+static int f_post_recv(PvrdmaTransport *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
                        uint64_t wr_id, const struct pvrdma_sge *sge,
                        uint32_t num_sge)
 {
@@ -180,36 +180,39 @@ static int f_post_recv(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
     return 0;
 }
 
-static uint32_t f_port_state(PvrdmaHca *h)
+static uint32_t f_port_state(PvrdmaTransport *h)
 {
     return fk(h)->port_state;
 }
 
-static void f_destroy(PvrdmaHca *h)
+static void f_destroy(PvrdmaTransport *h)
 {
 }
+
+static const PvrdmaTransportOps fake_hca_ops = {
+    .name = "fake-hca",
+    .flags = PVRDMA_TP_OWNER,
+    .pd_create = f_pd_create, .pd_destroy = f_pd_destroy,
+    .mr_create = f_mr_create, .mr_destroy = f_mr_destroy,
+    .cq_create = f_cq_create, .cq_destroy = f_cq_destroy,
+    .srq_create = f_srq_create, .srq_modify = f_srq_modify,
+    .srq_destroy = f_srq_destroy, .qp_create = f_qp_create,
+    .qp_modify = f_qp_modify, .qp_state = f_qp_state,
+    .qp_destroy = f_qp_destroy, .post_send = f_post_send,
+    .post_recv = f_post_recv, .port_state = f_port_state,
+    .destroy = f_destroy,
+};
 
 void fake_hca_init(FakeHca *f, PvrdmaCore *c)
 {
     memset(f, 0, sizeof(*f));
-    f->hca = (PvrdmaHca) {
-        .core = c,
-        .pd_create = f_pd_create, .pd_destroy = f_pd_destroy,
-        .mr_create = f_mr_create, .mr_destroy = f_mr_destroy,
-        .cq_create = f_cq_create, .cq_destroy = f_cq_destroy,
-        .srq_create = f_srq_create, .srq_modify = f_srq_modify,
-        .srq_destroy = f_srq_destroy, .qp_create = f_qp_create,
-        .qp_modify = f_qp_modify, .qp_state = f_qp_state,
-        .qp_destroy = f_qp_destroy, .post_send = f_post_send,
-        .post_recv = f_post_recv, .port_state = f_port_state,
-        .destroy = f_destroy,
-    };
+    f->t = (PvrdmaTransport) { .ops = &fake_hca_ops, .core = c };
     f->sq_room = 1000;
     f->rq_room = 1000;
     f->qp_state = -1;
     f->port_state = PVRDMA_PORT_ACTIVE;
     f->posted = g_array_new(false, true, sizeof(FakeHcaPosted));
-    c->hca = &f->hca;
+    g_assert_true(pvrdma_core_add_transport(c, &f->t));
 }
 
 void fake_hca_fini(FakeHca *f)

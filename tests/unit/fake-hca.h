@@ -1,10 +1,10 @@
 /*
- * A scripted host RDMA device for host HCA mode (PvrdmaHca), shared by
+ * A scripted host RDMA device for host HCA mode (an object owner), shared by
  * the unit tests (test-pvrdma-hca.c) and the fuzzers: objects get twins
  * (counted), QPs the host numbers 0x300 + handle, MRs the keys
  * 0x1000 / 0x2000 + handle; posted work requests are logged, and the
  * test decides when the host queues are full, when a call fails and when
- * work completes (pvrdma_hca_complete).
+ * work completes (pvrdma_complete).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -30,7 +30,7 @@ typedef struct FakeHcaPosted {
 } FakeHcaPosted;
 
 typedef struct FakeHca {
-    PvrdmaHca hca;
+    PvrdmaTransport t;      /* first member */
     int twins;              /* host objects alive */
     int sq_room;            /* sends the host takes before -ENOMEM */
     int rq_room;            /* receives the host takes before -ENOMEM */
@@ -42,9 +42,9 @@ typedef struct FakeHca {
     GArray *posted;         /* FakeHcaPosted, in order */
 } FakeHca;
 
-/* Attach f to core c as its host device (c->hca). */
+/* Add f to core c as its object owner (c->owner). */
 void fake_hca_init(FakeHca *f, PvrdmaCore *c);
-/* After pvrdma_core_fini (or once c->hca is gone): free the log. */
+/* After pvrdma_core_fini (which calls its no-op destroy): free the log. */
 void fake_hca_fini(FakeHca *f);
 FakeHcaPosted *fake_hca_posted(FakeHca *f, unsigned i);
 

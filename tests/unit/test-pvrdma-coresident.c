@@ -103,7 +103,7 @@ static unsigned peers(Vm *v)
 
 static bool reaches(Vm *v, const uint8_t gid[16])
 {
-    return v->t->reaches(v->t, gid);
+    return v->t->ops->reaches(v->t, gid);
 }
 
 static void pump_vms(Vm *const *v, unsigned n)

@@ -36,11 +36,11 @@ static FakeHcaPosted *posted(FakeHca *f, unsigned i)
 static void host_wc(Dev *d, TCq *cq, TQp *qp, bool is_send, uint64_t wr_id,
                     uint32_t opcode, uint32_t status, uint32_t len)
 {
-    PvrdmaHcaWc wc = { .wr_id = wr_id, .opcode = opcode, .status = status,
-                       .byte_len = len };
+    PvrdmaWc wc = { .qp = qp->handle, .cq = cq->handle, .is_send = is_send,
+                    .wr_id = wr_id, .opcode = opcode, .status = status,
+                    .byte_len = len };
 
-    pvrdma_hca_complete(&d->c, pvrdma_table_get(&d->c.cq, cq->handle),
-                        pvrdma_qp_get(&d->c, qp->handle), is_send, &wc);
+    pvrdma_complete(&d->c, &wc);
 }
 
 typedef struct Setup {
@@ -260,14 +260,14 @@ static void test_events(void)
     hca_setup(&d, &f);
     setup_qp(&d, &s);
     rc_to_rts(&d, &s.qp, 0x999, 7);
-    pvrdma_hca_event(&d.c, PVRDMA_EVENT_QP_FATAL, s.qp.handle);
+    pvrdma_transport_event(&d.c, PVRDMA_EVENT_QP_FATAL, s.qp.handle);
     g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_ERR);
     eq = fh_ptr(&d.h, d.async_pages[1]);
     g_assert_cmpuint(eq[0].type, ==, PVRDMA_EVENT_QP_FATAL);
     g_assert_cmpuint(eq[0].info, ==, s.qp.handle);
     g_assert_cmpuint(fh_irq_count(&d.h, PVRDMA_INTR_VECTOR_ASYNC), >=, 1);
     /* an event for a handle that is gone is still only an event */
-    pvrdma_hca_event(&d.c, PVRDMA_EVENT_QP_FATAL, 4000);
+    pvrdma_transport_event(&d.c, PVRDMA_EVENT_QP_FATAL, 4000);
     hca_fini(&d, &f);
 }
 

@@ -23,7 +23,6 @@
 
 typedef struct PvrdmaCore PvrdmaCore;
 typedef struct PvrdmaTransport PvrdmaTransport;
-typedef struct PvrdmaHca PvrdmaHca;
 
 /* What the core asks of its host (QEMU glue or a unit test). */
 typedef struct PvrdmaHostOps {
@@ -284,7 +283,7 @@ typedef struct PvrdmaPD {
     uint32_t handle;
     uint32_t ctx;           /* 0: kernel */
     uint32_t refs;          /* MRs, QPs, SRQs */
-    void *hw;               /* host HCA twin */
+    void *hw;               /* the object owner's twin */
 } PvrdmaPD;
 
 enum { PVRDMA_MR_USER, PVRDMA_MR_DMA, PVRDMA_MR_FRMR };
@@ -301,7 +300,7 @@ typedef struct PvrdmaMR {
     uint64_t base;          /* iova of byte 0 of the first mapped page */
     uint32_t max_pages;     /* FRMR */
     PvrdmaMap map;
-    void *hw;               /* host HCA twin */
+    void *hw;               /* the object owner's twin */
 } PvrdmaMR;
 
 typedef struct PvrdmaCQ {
@@ -311,7 +310,7 @@ typedef struct PvrdmaCQ {
     uint8_t armed;          /* PVRDMA_CQ_FLAG_ARMED{,_SOL} */
     bool error;             /* overrun: CQ is unusable */
     uint32_t refs;          /* QPs */
-    void *hw;               /* host HCA twin */
+    void *hw;               /* the object owner's twin */
 } PvrdmaCQ;
 
 #define PVRDMA_CQ_FLAG_ARMED_SOL    (1u << 0)
@@ -325,8 +324,8 @@ typedef struct PvrdmaSRQ {
     uint32_t max_sge;
     uint32_t limit;
     uint32_t refs;          /* QPs */
-    void *hw;               /* host HCA twin */
-    bool hca_blocked;       /* host queue full: post again on a completion */
+    void *hw;               /* the object owner's twin */
+    bool hca_blocked;       /* owner's queue full: post on a completion */
     bool hca_pending;       /* receives left for the run loop */
 } PvrdmaSRQ;
 
@@ -368,11 +367,19 @@ typedef struct PvrdmaQP {
     int64_t rnr_deadline;   /* ms; 0: wait forever */
     uint32_t events;        /* async events reported */
     /*
-     * Host HCA twin.  Then sq.priv / rq.priv are the next WQEs to hand to
-     * the host, and the host's QP number is qpn (handle stays ours).
+     * The QP's path (rdma_backend.h): the transport that carries it, and
+     * that transport's state for it.  NULL: none yet (an RC QP before RTR,
+     * a UD or GSI QP, whose path is chosen per request).
+     */
+    PvrdmaTransport *path;
+    void *path_state;
+    /*
+     * The object owner's twin (a host HCA).  Then the QP is a queue path:
+     * sq.priv / rq.priv are the next WQEs to hand to the owner, and qpn is
+     * the owner's QP number (handle stays ours).
      */
     void *hw;
-    bool hca_sq_blocked;    /* host queue full: post again on a completion */
+    bool hca_sq_blocked;    /* owner's queue full: post on a completion */
     bool hca_rq_blocked;
 } PvrdmaQP;
 
@@ -390,13 +397,13 @@ struct PvrdmaCore {
     PvrdmaLimits lim;
     /*
      * Added by the core's owner, loopback first (pvrdma_core_add_transport);
-     * a request uses the first that reaches its destination.
+     * a QP's path is the first that reaches its destination.
      */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
     bool doorbell_ok;       /* a transport may run from a send doorbell */
-    /* host HCA mode: guest objects have host twins (rdma_backend.h) */
-    PvrdmaHca *hca;
+    PvrdmaTransport *owner; /* owns the guest's objects (a host HCA) */
+    PvrdmaTransport *gsi_agent;     /* GSI requests nobody else reaches */
     uint64_t next_cookie;
 
     /* registers */

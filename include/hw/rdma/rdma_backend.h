@@ -1,18 +1,40 @@
 /*
- * pvrdma transports ("backends").
- *
- * The device core turns a guest send WQE into a PvrdmaReq: opcode, flags,
- * the local buffer already validated and resolved into host memory, and the
- * remote side (address/rkey, or UD destination).  A transport moves it to
- * the responder and reports the requester's completion status, either at
- * once (the return value of execute) or later (PVRDMA_TRANSPORT_PENDING,
- * then exactly one pvrdma_req_done() call with the request's cookie).
- * Transports never see guest rings, registers or guest physical addresses.
+ * pvrdma transports ("backends"): one contract for every path a QP's
+ * traffic can take.
  *
  * A device has a list of transports, which its owner (the QOM glue, a test
- * harness) adds after pvrdma_core_init(); a request goes to the first whose
- * reaches() accepts the destination GID: loopback (a GID of this device)
- * first, then the co-resident transport (a GID of a peer VM).
+ * harness) adds after pvrdma_core_init() with pvrdma_core_add_transport().
+ * Each QP has a path (qp->path):
+ *  - RC: chosen when the QP goes to RTR, by its destination GID: the first
+ *    transport whose reaches() accepts it (loopback: a GID of this device;
+ *    co-resident: a GID of a peer VM).  The transport's qp_attach() then
+ *    takes the QP and may keep per-QP state in qp->path_state (PSNs,
+ *    timers); qp_detach() gives it back at reset and destroy.  A QP that no
+ *    transport reaches at RTR is tried again at its first request.
+ *  - UD and GSI: per request, by the work request's destination GID; a
+ *    GSI request that no transport reaches goes to the GSI agent (the
+ *    transport flagged PVRDMA_TP_GSI_AGENT: the host rdma_cm translator).
+ *  - With an object owner (PVRDMA_TP_OWNER: a host HCA) every guest PD,
+ *    CQ, SRQ, MR and non-GSI QP has a twin in the owner (its 'hw'
+ *    pointer), the guest sees the owner's QP numbers and keys, and every
+ *    non-GSI QP takes the owner as its path when it is created.  At most
+ *    one transport owns objects: the guest sees one set of numbers.
+ *
+ * A path carries a QP in one of two ways:
+ *  - message paths (loopback, co-resident): the core's requester turns
+ *    each send WQE into a PvrdmaReq (validated, its local buffer resolved
+ *    into host memory) and calls execute(); the transport gets it to the
+ *    responder, which is pvrdma_responder() of the core that owns the
+ *    destination QP, and reports the requester's status.
+ *  - queue paths (the owner): the core copies each WQE out of the guest
+ *    ring, checks what only it can check (opcode, SGE count) and hands it
+ *    to post_send() / post_recv(); the transport runs requester, responder
+ *    and completer itself.
+ * Either way, completions come back through pvrdma_complete() and async
+ * events through pvrdma_transport_event().  Transports never see guest
+ * rings, registers or guest physical addresses.
+ *
+ * Threading: every hook runs with the device's lock held (the BQL).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,7 +44,7 @@
 #include "hw/rdma/pvrdma_core.h"
 
 typedef struct PvrdmaReq {
-    uint64_t cookie;        /* identifies the request in pvrdma_req_done */
+    uint64_t cookie;        /* identifies the request in pvrdma_complete */
     uint32_t opcode;        /* PVRDMA_WR_* */
     uint32_t send_flags;    /* PVRDMA_SEND_* */
     uint32_t src_qpn;
@@ -43,72 +65,184 @@ typedef struct PvrdmaReq {
     uint8_t smac[6];
 } PvrdmaReq;
 
+/* One send work request for a queue path, guest values (keys pass through). */
+typedef struct PvrdmaSendWr {
+    uint64_t wr_id;
+    uint32_t opcode;                /* PVRDMA_WR_* */
+    uint32_t send_flags;            /* PVRDMA_SEND_* */
+    uint32_t imm;                   /* immediate data or rkey to invalidate */
+    const struct pvrdma_sge *sge;
+    uint32_t num_sge;
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint64_t compare_add;
+    uint64_t swap;
+    /* UD */
+    uint32_t remote_qpn;
+    uint32_t remote_qkey;
+    const PvrdmaGid *sgid;          /* the guest's source GID entry */
+    const struct pvrdma_av *av;
+} PvrdmaSendWr;
+
+/*
+ * One completion, from any path (pvrdma_complete()).
+ *  - A message path's request that execute() answered PENDING: qp, cookie
+ *    and status; the core builds the CQE from the WQE it kept, in order.
+ *  - A queue path: cookie 0 and everything the CQE needs; cq says where
+ *    it goes (the QP may be gone: qp 0).
+ */
+typedef struct PvrdmaWc {
+    uint32_t qp;                    /* guest QP handle; 0: gone */
+    uint32_t cq;                    /* guest CQ handle (queue paths) */
+    bool is_send;
+    uint64_t cookie;                /* PvrdmaReq.cookie; 0: a queue path */
+    uint64_t wr_id;
+    uint32_t status;                /* PVRDMA_WC_* status */
+    uint32_t opcode;                /* PVRDMA_WC_* opcode */
+    uint32_t vendor_err;
+    uint32_t byte_len;
+    uint32_t imm;
+    uint32_t src_qp;
+    uint32_t wc_flags;              /* PVRDMA_WC_* flags */
+    uint16_t pkey_index;
+    uint8_t sl;
+    uint8_t network_hdr_type;
+} PvrdmaWc;
+
 /* execute: the responder has no receive posted (RNR); retry later. */
 #define PVRDMA_TRANSPORT_RNR        (-1)
-/* execute: in flight; the transport calls pvrdma_req_done() later. */
+/* execute: in flight; the transport calls pvrdma_complete() later. */
 #define PVRDMA_TRANSPORT_PENDING    (-2)
 
-struct PvrdmaTransport {
+/* PvrdmaTransportOps.flags */
+/*
+ * execute() is cheap enough for the vCPU thread (a send doorbell runs up
+ * to PVRDMA_INLINE_BUDGET requests for such a transport at once): it
+ * builds and sends a message, no data copy, no host device calls.  The
+ * co-resident transport; not loopback (it copies) or the rdma_cm
+ * translator (host rdma_cm calls).
+ */
+#define PVRDMA_TP_DOORBELL_OK       (1u << 0)
+/* Takes the GSI requests no other transport reaches (at most one). */
+#define PVRDMA_TP_GSI_AGENT         (1u << 1)
+/* Owns the guest's objects and runs its QPs as queue paths (at most one). */
+#define PVRDMA_TP_OWNER             (1u << 2)
+
+typedef struct PvrdmaTransportOps {
     const char *name;
-    PvrdmaCore *core;
-    /*
-     * execute() is cheap enough for the vCPU thread (a send doorbell runs
-     * up to PVRDMA_INLINE_BUDGET requests for such a transport at once): it
-     * builds and sends a message, no data copy, no host device calls.  The
-     * co-resident transport; not loopback (it copies) or the rdma_cm
-     * translator (host rdma_cm calls).
-     */
-    bool doorbell_ok;
-    /* Can this transport deliver to dgid? */
+    unsigned flags;                 /* PVRDMA_TP_* */
+
+    /* Path choice: can this transport carry traffic to dgid? */
     bool (*reaches)(PvrdmaTransport *t, const uint8_t dgid[16]);
     /*
-     * Deliver; returns a PVRDMA_WC_* status for the requester, RNR, or
-     * PENDING.  The core releases req->local when execute returns, so a
-     * transport that keeps the request must not keep host pointers into
-     * req->local that it did not take its own reference on.
+     * An RC QP takes this path (at RTR, with its attributes set); 0 or a
+     * positive errno that fails the MODIFY_QP.  qp_detach undoes it.
+     */
+    int (*qp_attach)(PvrdmaTransport *t, PvrdmaQP *qp);
+    void (*qp_detach)(PvrdmaTransport *t, PvrdmaQP *qp);
+
+    /*
+     * Message paths.  Deliver req; returns a PVRDMA_WC_* status for the
+     * requester, RNR, or PENDING.  The core releases req->local when
+     * execute returns, so a transport that keeps the request must not keep
+     * host pointers into req->local that it did not take its own
+     * reference on.
      */
     int (*execute)(PvrdmaTransport *t, PvrdmaReq *req);
-    /* Optional hooks. */
+
+    /*
+     * Object owner (PVRDMA_TP_OWNER): twins of the guest's objects.  The
+     * create hooks return 0 or a negative errno.
+     */
+    int (*pd_create)(PvrdmaTransport *t, PvrdmaPD *pd);
+    void (*pd_destroy)(PvrdmaTransport *t, PvrdmaPD *pd);
+    /* user and DMA MRs; *lkey / *rkey are what the guest sees */
+    int (*mr_create)(PvrdmaTransport *t, PvrdmaMR *mr, uint32_t *lkey,
+                     uint32_t *rkey);
+    void (*mr_destroy)(PvrdmaTransport *t, PvrdmaMR *mr);
+    int (*cq_create)(PvrdmaTransport *t, PvrdmaCQ *cq, uint32_t cqe);
+    void (*cq_destroy)(PvrdmaTransport *t, PvrdmaCQ *cq);
+    int (*srq_create)(PvrdmaTransport *t, PvrdmaSRQ *srq);
+    int (*srq_modify)(PvrdmaTransport *t, PvrdmaSRQ *srq, uint32_t mask,
+                      uint32_t limit);
+    void (*srq_destroy)(PvrdmaTransport *t, PvrdmaSRQ *srq);
+    /* sets qp->qpn to the owner's QP number */
+    int (*qp_create)(PvrdmaTransport *t, PvrdmaQP *qp);
+    void (*qp_destroy)(PvrdmaTransport *t, PvrdmaQP *qp);
+    /* port state of the owner's port (PVRDMA_PORT_*) */
+    uint32_t (*port_state)(PvrdmaTransport *t);
+
+    /*
+     * Queue paths.  qp_modify: the QP's new attributes (0 or a negative
+     * errno); qp_state: the path's current state of the QP (it may have
+     * moved to error); post_send: 0, -ENOMEM (queue full: the core posts
+     * again after a completion) or another negative errno; post_recv: the
+     * same, srq NULL for the QP's own receive queue.
+     */
+    int (*qp_modify)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t mask,
+                     const struct pvrdma_qp_attr *a);
+    int (*qp_state)(PvrdmaTransport *t, PvrdmaQP *qp);
+    int (*post_send)(PvrdmaTransport *t, PvrdmaQP *qp,
+                     const PvrdmaSendWr *wr);
+    int (*post_recv)(PvrdmaTransport *t, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                     uint64_t wr_id, const struct pvrdma_sge *sge,
+                     uint32_t num_sge);
+
+    /* Device-wide hooks, all optional. */
     void (*gids_changed)(PvrdmaTransport *t);   /* GID table changed */
     void (*wake)(PvrdmaTransport *t);           /* receives posted, timer */
-    void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);  /* destroy / reset */
+    /* QP qpn of this device is destroyed or reset: drop what waits on it */
+    void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);
     void (*flush)(PvrdmaTransport *t);          /* end of a core run */
     /*
-     * Host HCA mode: QP qpn goes to RTR towards dest_qpn at dgid.  true
-     * with *psn if its receive PSN must be *psn instead of the guest's.
+     * QP qpn goes to RTR towards dest_qpn at dgid.  true with *psn if its
+     * receive PSN must be *psn instead of the guest's (a connection that
+     * the GSI agent made on the guest's behalf).
      */
     bool (*rq_psn)(PvrdmaTransport *t, uint32_t qpn, uint32_t dest_qpn,
                    const uint8_t dgid[16], uint32_t *psn);
+    /* NULL: pvrdma_core_fini() g_free()s the transport */
     void (*destroy)(PvrdmaTransport *t);
+} PvrdmaTransportOps;
+
+struct PvrdmaTransport {
+    const PvrdmaTransportOps *ops;
+    PvrdmaCore *core;
 };
+
+/*
+ * Append a transport to the list (at most PVRDMA_MAX_TRANSPORTS, at most
+ * one owner and one GSI agent); false if refused.  Loopback comes first:
+ * the first transport that reaches a destination gets it.
+ * pvrdma_core_fini() destroys them, last added first, after the reset
+ * that destroys the owner's twins.
+ */
+bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
+
+/*
+ * Responder side, shared by message paths: execute req against the local
+ * QP req->dest_qpn of core c.  Returns the requester's status or
+ * PVRDMA_TRANSPORT_RNR.
+ */
+int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
+
+/*
+ * The one completion entry of every path (see PvrdmaWc).  Unknown QPs,
+ * CQs and (qp, cookie) pairs are ignored: the QP may have been flushed,
+ * reset or destroyed meanwhile.
+ */
+void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc);
+/*
+ * An async event from a path for a guest object (PVRDMA_EVENT_*, handle);
+ * a QP error event moves the QP to the error state.
+ */
+void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
 
 /*
  * The loopback transport of core c (both ends on this device), for
  * pvrdma_core_add_transport(); pvrdma_core_fini() frees it.
  */
 PvrdmaTransport *pvrdma_loopback_new(PvrdmaCore *c);
-
-/*
- * Responder side, shared by transports: execute req against the local QP
- * req->dest_qpn of core c.  Returns the requester's status or
- * PVRDMA_TRANSPORT_RNR.
- */
-int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
-
-/*
- * Requester side: a PENDING request finished with a PVRDMA_WC_* status.
- * qpn is req->src_qpn.  Unknown (qpn, cookie) pairs are ignored: the QP
- * may have been flushed, reset or destroyed meanwhile.
- */
-void pvrdma_req_done(PvrdmaCore *c, uint32_t qpn, uint64_t cookie, int status);
-
-/*
- * Append a transport to the list (at most PVRDMA_MAX_TRANSPORTS); false if
- * the list is full.  Loopback must come first: pvrdma_qp_send_doorbell()
- * sends from the doorbell only when there is more than one transport.
- * pvrdma_core_fini() destroys them.
- */
-bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
 
 /* ------------------------------------------------------------------ */
 /* Co-resident transport (backend/coresident.c)                        */
@@ -155,92 +289,12 @@ unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 /* Host HCA (backend/hostverbs.c)                                      */
 
 /*
- * With a host HCA the guest's verbs objects become objects of a host
- * RDMA device: every PD, CQ, SRQ, MR and (non-GSI) QP of the guest has a
- * host twin (its 'hw' pointer), the guest sees the host's QP numbers and
- * memory keys, and host MRs cover guest RAM so the HCA moves data to and
- * from it directly.  The core still owns the guest rings: it copies each
- * WQE out, checks what only it can check (opcode, SGE count) and hands a
- * PvrdmaHcaSend to post_send; the host device checks keys and ranges.
- * Completions come back through pvrdma_hca_complete().
+ * With a host HCA the host device owns the guest's objects
+ * (PVRDMA_TP_OWNER): every PD, CQ, SRQ, MR and non-GSI QP of the guest
+ * has a host twin, the guest sees the host's QP numbers and memory keys,
+ * and host MRs cover guest RAM so the HCA moves data to and from it
+ * directly.  Its QPs are queue paths: the host runs them.
  */
-typedef struct PvrdmaHca PvrdmaHca;
-
-/* One send work request, guest values (keys and addresses pass through). */
-typedef struct PvrdmaHcaSend {
-    uint64_t wr_id;
-    uint32_t opcode;                /* PVRDMA_WR_* */
-    uint32_t send_flags;            /* PVRDMA_SEND_* */
-    uint32_t imm;                   /* immediate data or rkey to invalidate */
-    const struct pvrdma_sge *sge;
-    uint32_t num_sge;
-    uint64_t remote_addr;
-    uint32_t rkey;
-    uint64_t compare_add;
-    uint64_t swap;
-    /* UD */
-    uint32_t remote_qpn;
-    uint32_t remote_qkey;
-    const PvrdmaGid *sgid;          /* the guest's source GID entry */
-    const struct pvrdma_av *av;
-} PvrdmaHcaSend;
-
-/* One host completion, in the device's terms. */
-typedef struct PvrdmaHcaWc {
-    uint64_t wr_id;
-    uint32_t status;                /* PVRDMA_WC_* status */
-    uint32_t opcode;                /* PVRDMA_WC_* opcode */
-    uint32_t vendor_err;
-    uint32_t byte_len;
-    uint32_t imm;
-    uint32_t src_qp;
-    uint32_t wc_flags;              /* PVRDMA_WC_* flags */
-    uint16_t pkey_index;
-    uint8_t sl;
-    uint8_t network_hdr_type;
-} PvrdmaHcaWc;
-
-struct PvrdmaHca {
-    PvrdmaCore *core;
-    int (*pd_create)(PvrdmaHca *h, PvrdmaPD *pd);
-    void (*pd_destroy)(PvrdmaHca *h, PvrdmaPD *pd);
-    /* user and DMA MRs; *lkey / *rkey are what the guest sees */
-    int (*mr_create)(PvrdmaHca *h, PvrdmaMR *mr, uint32_t *lkey,
-                     uint32_t *rkey);
-    void (*mr_destroy)(PvrdmaHca *h, PvrdmaMR *mr);
-    int (*cq_create)(PvrdmaHca *h, PvrdmaCQ *cq, uint32_t cqe);
-    void (*cq_destroy)(PvrdmaHca *h, PvrdmaCQ *cq);
-    int (*srq_create)(PvrdmaHca *h, PvrdmaSRQ *srq);
-    int (*srq_modify)(PvrdmaHca *h, PvrdmaSRQ *srq, uint32_t mask,
-                      uint32_t limit);
-    void (*srq_destroy)(PvrdmaHca *h, PvrdmaSRQ *srq);
-    /* sets qp->qpn to the host's QP number */
-    int (*qp_create)(PvrdmaHca *h, PvrdmaQP *qp);
-    int (*qp_modify)(PvrdmaHca *h, PvrdmaQP *qp, uint32_t mask,
-                     const struct pvrdma_qp_attr *a);
-    /* the host QP's current state (it may have moved to error) */
-    int (*qp_state)(PvrdmaHca *h, PvrdmaQP *qp);
-    void (*qp_destroy)(PvrdmaHca *h, PvrdmaQP *qp);
-    /* 0, -ENOMEM (queue full: retry after a completion) or -errno */
-    int (*post_send)(PvrdmaHca *h, PvrdmaQP *qp, const PvrdmaHcaSend *wr);
-    /* srq NULL: the QP's receive queue */
-    int (*post_recv)(PvrdmaHca *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
-                     uint64_t wr_id, const struct pvrdma_sge *sge,
-                     uint32_t num_sge);
-    /* port state of the host port (PVRDMA_PORT_*) */
-    uint32_t (*port_state)(PvrdmaHca *h);
-    void (*destroy)(PvrdmaHca *h);
-};
-
-/*
- * A host completion for guest CQ cq, of QP qp (NULL if the QP is gone) on
- * its send (is_send) or receive side.
- */
-void pvrdma_hca_complete(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
-                         bool is_send, const PvrdmaHcaWc *wc);
-/* A host async event for a guest object (PVRDMA_EVENT_*, handle). */
-void pvrdma_hca_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
-
 typedef struct PvrdmaHcaConfig {
     const char *dev;        /* host device name; NULL: the first one */
     uint8_t port;           /* 0: the first active port */
@@ -252,11 +306,13 @@ typedef struct PvrdmaHcaConfig {
  * regions: guest RAM (for MRs whose pages are not contiguous in this
  * process, which are mapped again, contiguously, from the region's fd).
  */
-PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
-                                PvrdmaLimits *lim,
-                                const PvrdmaShmRegion *regions,
-                                unsigned nregions, const PvrdmaLoopOps *loop,
-                                void *loop_opaque, char **err);
+PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
+                                      const PvrdmaHcaConfig *cfg,
+                                      PvrdmaLimits *lim,
+                                      const PvrdmaShmRegion *regions,
+                                      unsigned nregions,
+                                      const PvrdmaLoopOps *loop,
+                                      void *loop_opaque, char **err);
 
 /* ------------------------------------------------------------------ */
 /* rdma_cm in host HCA mode (backend/hostcm.c)                         */

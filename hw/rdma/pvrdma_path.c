@@ -1,0 +1,288 @@
+/*
+ * pvrdma: the core's side of the transport contract (rdma_backend.h).
+ * The transport list, the path of a QP (chosen at RTR for RC, per request
+ * for UD and GSI, the object owner's from creation) and its attach and
+ * detach, the object owner's hooks (no-ops without an owner), and the
+ * device-wide hooks every transport may have (GID table changed, wake,
+ * QP gone, flush, receive PSN).  Every call from the core into a
+ * transport goes through this file or through qp->path.
+ *
+ * Not here: building and executing requests (pvrdma_req.c), the queue
+ * path's WQE hand-over (pvrdma_hca.c), completions (pvrdma_comp.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
+
+bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
+{
+    unsigned fl = t->ops->flags;
+
+    if (c->ntransports >= PVRDMA_MAX_TRANSPORTS ||
+        ((fl & PVRDMA_TP_OWNER) && c->owner) ||
+        ((fl & PVRDMA_TP_GSI_AGENT) && c->gsi_agent)) {
+        return false;
+    }
+    c->transports[c->ntransports++] = t;
+    c->doorbell_ok |= !!(fl & PVRDMA_TP_DOORBELL_OK);
+    if (fl & PVRDMA_TP_OWNER) {
+        c->owner = t;
+    }
+    if (fl & PVRDMA_TP_GSI_AGENT) {
+        c->gsi_agent = t;
+    }
+    return true;
+}
+
+void pvrdma_transports_destroy(PvrdmaCore *c)
+{
+    for (unsigned i = c->ntransports; i-- > 0;) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->destroy) {
+            t->ops->destroy(t);
+        } else {
+            g_free(t);
+        }
+    }
+    c->ntransports = 0;
+    c->owner = c->gsi_agent = NULL;
+    c->doorbell_ok = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Paths                                                               */
+
+/* The first transport that reaches dgid, or NULL. */
+static PvrdmaTransport *reaching(PvrdmaCore *c, const uint8_t dgid[16])
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->reaches && t->ops->reaches(t, dgid)) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static void set_path(PvrdmaQP *qp, PvrdmaTransport *t)
+{
+    qp->path = t;
+    trace_pvrdma_qp_path(qp->qpn, t ? t->ops->name : "none");
+}
+
+int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaTransport *t;
+    int err;
+
+    if (qp->type != PVRDMA_QPT_RC || qp->path) {
+        return 0;       /* per request, or the owner's from creation */
+    }
+    t = reaching(c, qp->attr.ah_attr.grh.dgid.raw);
+    if (!t) {
+        return 0;       /* tried again at the first request */
+    }
+    err = t->ops->qp_attach ? t->ops->qp_attach(t, qp) : 0;
+    if (!err) {
+        set_path(qp, t);
+    }
+    return err;
+}
+
+void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaTransport *t = qp->path;
+
+    if (!t || qp->hw) {
+        return;         /* the owner's QPs keep their path until destroy */
+    }
+    if (t->ops->qp_detach) {
+        t->ops->qp_detach(t, qp);
+    }
+    qp->path_state = NULL;
+    set_path(qp, NULL);
+}
+
+PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
+                                 const uint8_t dgid[16])
+{
+    PvrdmaTransport *t;
+
+    if (qp->type == PVRDMA_QPT_RC) {
+        if (!qp->path && pvrdma_path_attach(c, qp)) {
+            return NULL;
+        }
+        return qp->path;
+    }
+    t = reaching(c, dgid);
+    if (!t && qp->type == PVRDMA_QPT_GSI) {
+        t = c->gsi_agent;
+    }
+    return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* The object owner: twins of guest objects, none without an owner     */
+
+int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd)
+{
+    return c->owner ? c->owner->ops->pd_create(c->owner, pd) : 0;
+}
+
+void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd)
+{
+    if (pd->hw) {
+        c->owner->ops->pd_destroy(c->owner, pd);
+    }
+}
+
+int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
+                           uint32_t *rkey)
+{
+    return c->owner ? c->owner->ops->mr_create(c->owner, mr, lkey, rkey) : 0;
+}
+
+void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
+{
+    if (mr->hw) {
+        c->owner->ops->mr_destroy(c->owner, mr);
+    }
+}
+
+int pvrdma_owner_cq_create(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t cqe)
+{
+    return c->owner ? c->owner->ops->cq_create(c->owner, cq, cqe) : 0;
+}
+
+void pvrdma_owner_cq_destroy(PvrdmaCore *c, PvrdmaCQ *cq)
+{
+    if (cq->hw) {
+        c->owner->ops->cq_destroy(c->owner, cq);
+    }
+}
+
+int pvrdma_owner_srq_create(PvrdmaCore *c, PvrdmaSRQ *srq)
+{
+    return c->owner ? c->owner->ops->srq_create(c->owner, srq) : 0;
+}
+
+int pvrdma_owner_srq_modify(PvrdmaCore *c, PvrdmaSRQ *srq, uint32_t mask,
+                            uint32_t limit)
+{
+    return srq->hw ? c->owner->ops->srq_modify(c->owner, srq, mask, limit) :
+                     0;
+}
+
+void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq)
+{
+    if (srq->hw) {
+        c->owner->ops->srq_destroy(c->owner, srq);
+    }
+}
+
+/* The GSI QP stays the core's: its MADs go per request. */
+int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    int err;
+
+    if (!c->owner || qp->type == PVRDMA_QPT_GSI) {
+        return 0;
+    }
+    err = c->owner->ops->qp_create(c->owner, qp);
+    if (!err) {
+        set_path(qp, c->owner);     /* a queue path from now on */
+    }
+    return err;
+}
+
+void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (qp->hw) {
+        c->owner->ops->qp_destroy(c->owner, qp);
+        qp->path = NULL;
+    }
+}
+
+bool pvrdma_owner_port_active(PvrdmaCore *c)
+{
+    return !c->owner ||
+           c->owner->ops->port_state(c->owner) == PVRDMA_PORT_ACTIVE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Device-wide hooks                                                   */
+
+/* Tell the transports (peers learn our GIDs from them). */
+void pvrdma_gids_changed(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->gids_changed) {
+            t->ops->gids_changed(t);
+        }
+    }
+}
+
+bool pvrdma_transports_can_wake(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (c->transports[i]->ops->wake) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void pvrdma_transports_wake(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->wake) {
+            t->ops->wake(t);
+        }
+    }
+}
+
+void pvrdma_transports_flush(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->flush) {
+            t->ops->flush(t);
+        }
+    }
+}
+
+void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->qp_gone) {
+            t->ops->qp_gone(t, qpn);
+        }
+    }
+}
+
+bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
+                              const uint8_t dgid[16], uint32_t *psn)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->rq_psn && t->ops->rq_psn(t, qpn, dest_qpn, dgid, psn)) {
+            return true;
+        }
+    }
+    return false;
+}
