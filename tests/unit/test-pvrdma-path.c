@@ -1,0 +1,353 @@
+/*
+ * The transport contract's path choice (hw/rdma/pvrdma_path.c): an RC QP
+ * takes its path at RTR and keeps it until reset (qp_attach / qp_detach),
+ * a refused attach fails MODIFY_QP and leaves the QP as it was, a QP no
+ * transport reached at RTR is tried again at its first request, UD
+ * chooses per request, and the transport list refuses a second owner, a
+ * second GSI agent and a fifth transport.
+ *
+ * A probe transport plays a peer: it reaches one GID the device does not
+ * have, counts its hooks and delivers to this device's own responder, so
+ * the data a test sends through it can be compared like loopback's.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "fake-driver.h"
+#include "hw/rdma/rdma_backend.h"
+
+static const uint8_t probe_gid[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 9, 9, 9
+};
+
+typedef struct Probe {
+    PvrdmaTransport t;      /* first member */
+    bool reach;             /* reaches probe_gid now */
+    int attach_err;         /* qp_attach answers this */
+    int attached, detached, executed;
+    uint32_t last_qpn;
+} Probe;
+
+static Probe *probe_of(PvrdmaTransport *t)
+{
+    return (Probe *)t;
+}
+
+static bool probe_reaches(PvrdmaTransport *t, const uint8_t dgid[16])
+{
+    return probe_of(t)->reach && !memcmp(dgid, probe_gid, 16);
+}
+
+static int probe_attach(PvrdmaTransport *t, PvrdmaQP *qp)
+{
+    Probe *p = probe_of(t);
+
+    if (p->attach_err) {
+        return p->attach_err;
+    }
+    p->attached++;
+    p->last_qpn = qp->qpn;
+    qp->path_state = p;     /* per-QP state: checked at detach */
+    return 0;
+}
+
+static void probe_detach(PvrdmaTransport *t, PvrdmaQP *qp)
+{
+    g_assert_true(qp->path_state == probe_of(t));
+    probe_of(t)->detached++;
+}
+
+static int probe_execute(PvrdmaTransport *t, PvrdmaReq *req)
+{
+    probe_of(t)->executed++;
+    return pvrdma_responder(t->core, req);
+}
+
+static void probe_destroy(PvrdmaTransport *t)
+{
+}
+
+static const PvrdmaTransportOps probe_ops = {
+    .name = "probe",
+    .reaches = probe_reaches,
+    .qp_attach = probe_attach,
+    .qp_detach = probe_detach,
+    .execute = probe_execute,
+    .destroy = probe_destroy,       /* static: not g_free()d */
+};
+
+typedef struct Fx {
+    Dev d;
+    Probe probe;
+    uint32_t pd;
+    TCq cq;
+    TQp a, b;
+    TMr mr;
+} Fx;
+
+#define FX_IOVA 0x20000ull
+
+static void fx_setup(Fx *f, uint8_t type)
+{
+    Dev *d = &f->d;
+
+    dev_setup(d, NULL);
+    f->probe = (Probe) { .t = { .ops = &probe_ops, .core = &d->c },
+                         .reach = true };
+    g_assert_true(pvrdma_core_add_transport(&d->c, &f->probe.t));
+    f->pd = create_pd(d, 0);
+    bind_gid(d, 0, test_gid);
+    create_cq(d, &f->cq, 64);
+    create_qp(d, &f->a, f->pd, f->cq.handle, f->cq.handle, type);
+    create_qp(d, &f->b, f->pd, f->cq.handle, f->cq.handle, type);
+    create_mr(d, &f->mr, f->pd, FX_IOVA, 4 * FH_PAGE,
+              PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS);
+}
+
+static PvrdmaQP *qp_of(Fx *f, TQp *q)
+{
+    return pvrdma_qp_get(&f->d.c, q->handle);
+}
+
+/* Send 700 bytes from 'from' into a receive of 'to'; compared. */
+static void send_and_check(Fx *f, TQp *from, TQp *to, uint64_t wr_id,
+                           uint32_t seed, const uint8_t *ud_dgid)
+{
+    Dev *d = &f->d;
+    uint8_t data[700], got[700 + 40];
+    uint32_t grh = ud_dgid ? 40 : 0;
+    struct pvrdma_sge ss = { FX_IOVA, sizeof(data), f->mr.lkey };
+    struct pvrdma_sge rs = { FX_IOVA + 2 * FH_PAGE, sizeof(got), f->mr.lkey };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_cqe e;
+
+    fill_pattern(data, sizeof(data), seed);
+    mr_write(d, &f->mr, FX_IOVA, data, sizeof(data));
+    post_recv(d, to, wr_id + 1, &rs, 1);
+    w.wr_id = wr_id;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    if (ud_dgid) {
+        w.wr.ud.remote_qpn = to->qpn;
+        w.wr.ud.remote_qkey = 0x1111;
+        memcpy(w.wr.ud.av.dgid, ud_dgid, 16);
+    }
+    post_send(d, from, &w, &ss, 1);
+    run_all(d);
+    g_assert_true(poll_cq(d, &f->cq, &e));
+    g_assert_cmphex(e.wr_id, ==, wr_id + 1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.byte_len, ==, sizeof(data) + grh);
+    g_assert_cmpuint(e.src_qp, ==, from->qpn);
+    expect_cqe(d, &f->cq, wr_id, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND,
+               sizeof(data), from->handle);
+    mr_read(d, &f->mr, FX_IOVA + 2 * FH_PAGE, got, sizeof(data) + grh);
+    g_assert_cmpmem(got + grh, sizeof(data), data, sizeof(data));
+}
+
+/* q goes to RTR and RTS towards dest at dgid */
+static void to_rts(Fx *f, TQp *q, uint32_t dest, const uint8_t *dgid)
+{
+    rc_to_rts_gid(&f->d, q, dest, dgid, 7);
+}
+
+static void test_rc_at_rtr(void)
+{
+    Fx f;
+    struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_RESET };
+
+    fx_setup(&f, PVRDMA_QPT_RC);
+    g_assert_null(qp_of(&f, &f.a)->path);
+    rc_to_init(&f.d, &f.a);
+    g_assert_null(qp_of(&f, &f.a)->path);       /* not before RTR */
+    /* a reaches b through the probe, b reaches a through loopback */
+    to_rts(&f, &f.a, f.b.qpn, probe_gid);
+    to_rts(&f, &f.b, f.a.qpn, test_gid);
+    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    g_assert_cmpstr(qp_of(&f, &f.b)->path->ops->name, ==, "loopback");
+    g_assert_cmpint(f.probe.attached, ==, 1);
+    g_assert_cmpuint(f.probe.last_qpn, ==, f.a.qpn);
+
+    send_and_check(&f, &f.a, &f.b, 0xa1, 1, NULL);
+    g_assert_cmpint(f.probe.executed, ==, 1);
+    send_and_check(&f, &f.b, &f.a, 0xb1, 2, NULL);
+    g_assert_cmpint(f.probe.executed, ==, 1);   /* loopback's, not ours */
+
+    /* the path is kept: the probe no longer reaches, a still uses it */
+    f.probe.reach = false;
+    send_and_check(&f, &f.a, &f.b, 0xa3, 3, NULL);
+    g_assert_cmpint(f.probe.executed, ==, 2);
+
+    /* reset gives the QP back; the next RTR chooses again */
+    g_assert_cmpuint(modify_qp(&f.d, &f.a, PVRDMA_QP_STATE, &at), ==, 0);
+    g_assert_cmpint(f.probe.detached, ==, 1);
+    g_assert_null(qp_of(&f, &f.a)->path);
+    g_assert_null(qp_of(&f, &f.a)->path_state);
+    f.probe.reach = true;
+    to_rts(&f, &f.a, f.b.qpn, probe_gid);
+    g_assert_cmpint(f.probe.attached, ==, 2);
+    /* destroying a QP detaches it too */
+    {
+        union pvrdma_cmd_req req = { 0 };
+
+        req.destroy_qp.qp_handle = f.a.handle;
+        g_assert_cmpuint(dev_cmd(&f.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
+                         ==, 0);
+    }
+    g_assert_cmpint(f.probe.detached, ==, 2);
+    expect_cq_empty(&f.d, &f.cq);
+    dev_fini(&f.d);
+    g_assert_cmpint(f.probe.detached, ==, 2);   /* b never was ours */
+}
+
+static void test_attach_refused(void)
+{
+    Fx f;
+    struct pvrdma_qp_attr at;
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+
+    fx_setup(&f, PVRDMA_QPT_RC);
+    rc_to_init(&f.d, &f.a);
+    f.probe.attach_err = EBUSY;
+    rc_rtr_attrs_gid(&at, f.b.qpn, probe_gid);
+    g_assert_cmpuint(modify_qp(&f.d, &f.a, RTR_MASK, &at), ==, EBUSY);
+    /* the QP is as it was: INIT, no destination, no path */
+    req.query_qp.qp_handle = f.a.handle;
+    req.query_qp.attr_mask = PVRDMA_QP_ATTR_MASK_ALL;
+    g_assert_cmpuint(dev_cmd(&f.d, &req, PVRDMA_CMD_QUERY_QP, &rsp), ==, 0);
+    g_assert_cmpuint(rsp.query_qp_resp.attrs.qp_state, ==, PVRDMA_QPS_INIT);
+    g_assert_cmpuint(rsp.query_qp_resp.attrs.dest_qp_num, ==, 0);
+    g_assert_cmpuint(rsp.query_qp_resp.attrs.rq_psn, ==, 0);
+    g_assert_null(qp_of(&f, &f.a)->path);
+    g_assert_cmpint(f.probe.attached, ==, 0);
+    /* accepted the next time */
+    f.probe.attach_err = 0;
+    g_assert_cmpuint(modify_qp(&f.d, &f.a, RTR_MASK, &at), ==, 0);
+    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    dev_fini(&f.d);
+    g_assert_cmpint(f.probe.detached, ==, 1);   /* reset at fini */
+}
+
+static void test_rc_late(void)
+{
+    Fx f;
+    TQp c;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge s;
+
+    fx_setup(&f, PVRDMA_QPT_RC);
+    f.probe.reach = false;
+    to_rts(&f, &f.a, f.b.qpn, probe_gid);
+    to_rts(&f, &f.b, f.a.qpn, test_gid);
+    g_assert_null(qp_of(&f, &f.a)->path);       /* nobody reached it */
+    /* the peer shows up before the first request: chosen then */
+    f.probe.reach = true;
+    send_and_check(&f, &f.a, &f.b, 0xa1, 4, NULL);
+    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    g_assert_cmpint(f.probe.attached, ==, 1);
+    g_assert_cmpint(f.probe.executed, ==, 1);
+
+    /* a QP that nothing reaches at all: RETRY_EXC_ERR, QP in error */
+    f.probe.reach = false;
+    create_qp(&f.d, &c, f.pd, f.cq.handle, f.cq.handle, PVRDMA_QPT_RC);
+    to_rts(&f, &c, f.b.qpn, probe_gid);
+    s = (struct pvrdma_sge) { FX_IOVA, 64, f.mr.lkey };
+    w.wr_id = 0xc1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(&f.d, &c, &w, &s, 1);
+    run_all(&f.d);
+    expect_cqe(&f.d, &f.cq, 0xc1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND,
+               64, c.handle);
+    g_assert_cmpuint(query_qp_state(&f.d, &c), ==, PVRDMA_QPS_ERR);
+    g_assert_null(qp_of(&f, &c)->path);
+    g_assert_cmpint(f.probe.executed, ==, 1);
+    expect_cq_empty(&f.d, &f.cq);
+    dev_fini(&f.d);
+}
+
+static void ud_to_rts(Fx *f, TQp *q)
+{
+    struct pvrdma_qp_attr at = { 0 };
+
+    at.qp_state = PVRDMA_QPS_INIT;
+    at.port_num = 1;
+    at.qkey = 0x1111;
+    g_assert_cmpuint(modify_qp(&f->d, q, PVRDMA_QP_STATE |
+                               PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
+                               PVRDMA_QP_QKEY, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_RTR;
+    g_assert_cmpuint(modify_qp(&f->d, q, PVRDMA_QP_STATE, &at), ==, 0);
+    at.qp_state = PVRDMA_QPS_RTS;
+    g_assert_cmpuint(modify_qp(&f->d, q, PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN,
+                               &at), ==, 0);
+}
+
+static void test_ud_per_request(void)
+{
+    Fx f;
+
+    fx_setup(&f, PVRDMA_QPT_UD);
+    ud_to_rts(&f, &f.a);
+    ud_to_rts(&f, &f.b);
+    send_and_check(&f, &f.a, &f.b, 0xa1, 5, probe_gid);
+    g_assert_cmpint(f.probe.executed, ==, 1);
+    send_and_check(&f, &f.a, &f.b, 0xa3, 6, test_gid);
+    g_assert_cmpint(f.probe.executed, ==, 1);   /* loopback took it */
+    send_and_check(&f, &f.a, &f.b, 0xa5, 7, probe_gid);
+    g_assert_cmpint(f.probe.executed, ==, 2);
+    g_assert_null(qp_of(&f, &f.a)->path);       /* never attached */
+    g_assert_cmpint(f.probe.attached, ==, 0);
+    expect_cq_empty(&f.d, &f.cq);
+    dev_fini(&f.d);
+}
+
+static void noop_destroy(PvrdmaTransport *t)
+{
+}
+
+static void test_add_refused(void)
+{
+    static const PvrdmaTransportOps owner_ops = {
+        .name = "owner", .flags = PVRDMA_TP_OWNER, .destroy = noop_destroy,
+    };
+    static const PvrdmaTransportOps agent_ops = {
+        .name = "agent", .flags = PVRDMA_TP_GSI_AGENT,
+        .destroy = noop_destroy,
+    };
+    static const PvrdmaTransportOps plain_ops = {
+        .name = "plain", .destroy = noop_destroy,
+    };
+    PvrdmaTransport o1 = { &owner_ops }, o2 = { &owner_ops };
+    PvrdmaTransport a1 = { &agent_ops }, a2 = { &agent_ops };
+    PvrdmaTransport p1 = { &plain_ops };
+    Dev d;
+
+    dev_init(&d, NULL);         /* loopback is the first transport */
+    g_assert_cmpuint(d.c.ntransports, ==, 1);
+    g_assert_true(pvrdma_core_add_transport(&d.c, &o1));
+    g_assert_false(pvrdma_core_add_transport(&d.c, &o2));
+    g_assert_true(d.c.owner == &o1);
+    g_assert_true(pvrdma_core_add_transport(&d.c, &a1));
+    g_assert_false(pvrdma_core_add_transport(&d.c, &a2));
+    g_assert_true(d.c.gsi_agent == &a1);
+    g_assert_true(pvrdma_core_add_transport(&d.c, &p1));
+    g_assert_cmpuint(d.c.ntransports, ==, PVRDMA_MAX_TRANSPORTS);
+    g_assert_false(pvrdma_core_add_transport(&d.c, &p1));
+    g_assert_false(d.c.doorbell_ok);
+    pvrdma_core_fini(&d.c);
+    g_assert_null(d.c.gsi_agent);
+    g_assert_cmpuint(d.c.ntransports, ==, 0);
+    fh_fini(&d.h);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/pvrdma/path/rc-at-rtr", test_rc_at_rtr);
+    g_test_add_func("/pvrdma/path/attach-refused", test_attach_refused);
+    g_test_add_func("/pvrdma/path/rc-late", test_rc_late);
+    g_test_add_func("/pvrdma/path/ud-per-request", test_ud_per_request);
+    g_test_add_func("/pvrdma/path/add-refused", test_add_refused);
+    return g_test_run();
+}
