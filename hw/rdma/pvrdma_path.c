@@ -219,16 +219,20 @@ bool pvrdma_owner_port_active(PvrdmaCore *c)
 /* ------------------------------------------------------------------ */
 /* Device-wide hooks                                                   */
 
+/* Call hook 'h' of every transport that has it, with these arguments. */
+#define EACH_HOOK(c, h, ...) do { \
+        for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
+            PvrdmaTransport *t_ = (c)->transports[i_]; \
+            if (t_->ops->h) { \
+                t_->ops->h(t_, ##__VA_ARGS__); \
+            } \
+        } \
+    } while (0)
+
 /* Tell the transports (peers learn our GIDs from them). */
 void pvrdma_gids_changed(PvrdmaCore *c)
 {
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->gids_changed) {
-            t->ops->gids_changed(t);
-        }
-    }
+    EACH_HOOK(c, gids_changed);
 }
 
 bool pvrdma_transports_can_wake(PvrdmaCore *c)
@@ -243,35 +247,17 @@ bool pvrdma_transports_can_wake(PvrdmaCore *c)
 
 void pvrdma_transports_wake(PvrdmaCore *c)
 {
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->wake) {
-            t->ops->wake(t);
-        }
-    }
+    EACH_HOOK(c, wake);
 }
 
 void pvrdma_transports_flush(PvrdmaCore *c)
 {
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->flush) {
-            t->ops->flush(t);
-        }
-    }
+    EACH_HOOK(c, flush);
 }
 
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
 {
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->qp_gone) {
-            t->ops->qp_gone(t, qpn);
-        }
-    }
+    EACH_HOOK(c, qp_gone, qpn);
 }
 
 bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
