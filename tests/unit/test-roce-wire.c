@@ -985,7 +985,7 @@ static void test_build_refused(void)
  * over virtio-net (rdma-core pingpongs RC/UD/SRQ, perftest send, write,
  * read and atomic latency, an IPv6 RC pingpong), captured by QEMU's
  * filter-dump on one VM's netdev, then cut down by data/trim-pcap.py to 3
- * frames per opcode and IP version and 3 others.
+ * frames per opcode and IP version, and 3 of each other kind of frame.
  */
 
 static uint32_t rd32(const uint8_t *b, bool swap)
@@ -1053,7 +1053,7 @@ static void test_rxe_capture(void)
         f = d + off + 16;
         off += 16 + incl;
         if (!is_roce_udp(f, incl)) {
-            /* ARP, TCP, neighbour discovery */
+            /* ARP, TCP, MLD, neighbour discovery */
             g_assert_cmpint(roce_parse(f, incl, &p), <, 0);
             other++;
             continue;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Keep the first N RoCEv2 frames (UDP port 4791) of each BTH opcode and IP
 # version of a classic pcap (Ethernet link type), and the first N other
-# frames (ARP, TCP, neighbour discovery: what the codec must refuse):
+# frames of each EtherType and IP protocol (ARP, TCP, ICMPv6...: what the
+# codec must refuse):
 #
 #   trim-pcap.py IN.pcap OUT.pcap [N]      (N: 3)
 #
@@ -37,6 +38,17 @@ def roce_key(f):
     return ver, f[udp + 8]
 
 
+def other_key(f):
+    """('other', EtherType, IP protocol / IPv6 next header)"""
+    etype = struct.unpack('!H', f[12:14])[0] if len(f) >= 14 else 0
+    proto = None
+    if etype == 0x0800 and len(f) >= 24:
+        proto = f[23]
+    elif etype == 0x86dd and len(f) >= 21:
+        proto = f[20]
+    return 'other', etype, proto
+
+
 def main():
     src, dst = sys.argv[1], sys.argv[2]
     keep = int(sys.argv[3]) if len(sys.argv) > 3 else 3
@@ -53,15 +65,15 @@ def main():
         incl = struct.unpack(end + 'I', data[off + 8:off + 12])[0]
         rec = data[off:off + 16 + incl]
         off += 16 + incl
-        key = roce_key(rec[16:]) or 'other'
+        key = roce_key(rec[16:]) or other_key(rec[16:])
         if seen.get(key, 0) >= keep:
             continue
         seen[key] = seen.get(key, 0) + 1
         out.append(rec)
     open(dst, 'wb').write(b''.join(out))
     for key, n in sorted(seen.items(), key=str):
-        if key == 'other':
-            print('other frames: %d' % n)
+        if key[0] == 'other':
+            print('EtherType 0x%04x protocol %s: %d' % (key[1], key[2], n))
         else:
             print('IPv%d opcode 0x%02x: %d' % (key[0], key[1], n))
 
