@@ -733,8 +733,7 @@ static void test_masked_ipv4(void)
                              t[14 + field]);
         }
     }
-    /* the source address is not masked: a fixed header checksum is not
-     * enough */
+    /* the source address is not masked: fixing the checksum is not enough */
     memcpy(t, known_frame, sizeof(t));
     t[14 + 12] ^= 1;
     fix_ipcsum(t);
