@@ -1,9 +1,10 @@
 #!/bin/bash
 # Build the "real guest" image used by scripts/guest/run-vm.sh:
 #   build/guest/vmlinuz       Debian bookworm 6.1 kernel (linux-image-6.1.0-N-amd64)
-#   build/guest/initrd.img    busybox + rdma-core + perftest + iproute2 +
-#                             kernel modules + vmw_pvrdma.ko built from
-#                             Debian's linux-source-6.1 (unmodified)
+#   build/guest/initrd.img    busybox + rdma-core + perftest + qperf +
+#                             iproute2 + kernel modules + vmw_pvrdma.ko
+#                             built from Debian's linux-source-6.1
+#                             (unmodified)
 #   build/guest/manifest.txt  exact package versions, kernel, vermagic
 #
 # Everything comes from Debian packages (apt-get download / dpkg-deb -x);
@@ -59,7 +60,7 @@ candidate() { # pkg -> candidate version (or empty)
 
 USER_PKGS="busybox-static libc6 libgcc-s1
  libibverbs1 ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils libibumad3
- perftest libpci3 libudev1 zlib1g libnl-3-200 libnl-route-3-200
+ perftest qperf libpci3 libudev1 zlib1g libnl-3-200 libnl-route-3-200
  iproute2 libbpf1 libbsd0 libmd0 libcap2 libelf1 libmnl0 libselinux1
  libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2
  libkrb5support0 libkeyutils1"

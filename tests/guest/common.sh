@@ -107,12 +107,13 @@ two_vm_pingpongs() {
     [ $_bad = 0 ] || fail "$_bad of $_n two-VM pingpongs on $_d failed (first: $PAIR_ERR)"
 }
 
-# listening tcp:PORT|cm:PORT|cm:ADDR:PORT: something listens on TCP PORT,
-# or an rdma_cm ID listens on PORT (of ADDR), in this VM now (rping and
+# listening tcp:PORT|cm:PORT|cm:ADDR:PORT: something listens on TCP PORT
+# (over IPv4 or IPv6: a tcp6 line's wildcard peer has 32 zero digits), or
+# an rdma_cm ID listens on PORT (of ADDR), in this VM now (rping and
 # perftest -R listen through rdma_cm, not TCP)
 listening() {
     case $1 in
-        tcp:*) grep -q ":$(printf '%04X' "${1#tcp:}") 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null ;;
+        tcp:*) grep -qE ":$(printf '%04X' "${1#tcp:}") 0+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null ;;
         cm:*:*) rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr ${1#cm:} " ;;
         cm:*) rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
         *) return 1 ;;
