@@ -16,6 +16,10 @@ sed 's/^/  /' /tmp/devinfo | head -n 80
 grep -Eq 'hca_id:[[:space:]]+vmw_pvrdma0' /tmp/devinfo || fail "ibv_devinfo: no hca_id vmw_pvrdma0"
 grep -Eq 'state:[[:space:]]+PORT_ACTIVE' /tmp/devinfo || fail "ibv_devinfo: port not PORT_ACTIVE"
 grep -Eq 'link_layer:[[:space:]]+Ethernet' /tmp/devinfo || fail "ibv_devinfo: link_layer not Ethernet"
+# fw_ver is (bits 63-32).(31-16).(15-0): "1.0.0" from the kernel driver,
+# "1.0.000" from the provider (%03d)
+grep -Eq 'fw_ver:[[:space:]]+1\.0\.000$' /tmp/devinfo || fail "ibv_devinfo: fw_ver not 1.0.000"
+[ "$(cat /sys/class/infiniband/vmw_pvrdma0/fw_ver)" = 1.0.0 ] || fail "sysfs fw_ver not 1.0.0"
 rdma link show > /tmp/link 2>&1; cat /tmp/link
 grep -q "vmw_pvrdma0/1 state ACTIVE .*netdev $PVRDMA_NETIF" /tmp/link || fail "rdma link: vmw_pvrdma0/1 not ACTIVE on $PVRDMA_NETIF"
 [ "$(cat /sys/class/infiniband/vmw_pvrdma0/ports/1/link_layer)" = Ethernet ] || fail "sysfs link_layer not Ethernet"

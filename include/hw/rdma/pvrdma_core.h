@@ -108,7 +108,7 @@ typedef struct PvrdmaLimits {
 #define PVRDMA_PKEY_DEFAULT      0xffff
 #define PVRDMA_GSI_QPN           1
 #define PVRDMA_GSI_QKEY          0x80010000u
-#define PVRDMA_FW_VER            0x0001000000000000ull
+#define PVRDMA_FW_VER            0x0000000100000000ull /* "1.0.0" */
 
 /* Check limits; returns NULL or a static message naming the problem. */
 const char *pvrdma_limits_check(const PvrdmaLimits *l);
