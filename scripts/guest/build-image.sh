@@ -128,7 +128,7 @@ mkdir -p "$G"
 exec 9> "$G/.lock"
 flock 9
 key=$( {
-    cat "$0" "$here/init"
+    cat "$0" "$here/init" "$top"/tests/guest/tools/*.c
     echo "KV=$KV"
     for p in $KPKGS linux-source-6.1 qemu-system-data $USER_PKGS; do echo "$p=${VER[$p]}"; done
 } | sha256sum | cut -d' ' -f1)
@@ -339,7 +339,7 @@ if [ ! -f "$KM/modules.dep" ] || [ "$KM/modules.dep" -ot "$K/.done" ]; then
 fi
 WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_cm
  ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs crc32_generic crc32_pclmul
- nvme_rdma nvmet_rdma brd"
+ nvme_rdma nvmet_rdma brd rds_rdma"
 # (rdma_rxe needs the "crc32" shash: CONFIG_CRYPTO_CRC32=m, loaded on demand
 # through modules.alias; it is not a symbol dependency)
 declare -A DEP
@@ -377,6 +377,12 @@ mkdir -p "$RM/extra"
 strip --strip-debug -o "$RM/extra/vmw_pvrdma.ko" "$M/vmw_pvrdma.ko"
 depmod -b "$R" "$KV" || die "depmod on the guest tree failed"
 grep -q '^extra/vmw_pvrdma.ko:.*ib_uverbs' "$RM/modules.dep" || die "vmw_pvrdma not in guest modules.dep"
+
+# test helpers the Debian packages lack (tests/guest/tools), static
+for c in "$top"/tests/guest/tools/*.c; do
+    "${CC:-cc}" -O2 -static -Wall -Wextra -Werror -o "$R/usr/bin/$(basename "$c" .c)" "$c" ||
+        die "building $c failed (a static libc is in libc6-dev)"
+done
 
 # ---------------------------------------------------------------------------
 # 8. Manifest, cpio, kernel
