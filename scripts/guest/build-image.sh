@@ -2,9 +2,9 @@
 # Build the "real guest" image used by scripts/guest/run-vm.sh:
 #   build/guest/vmlinuz       Debian bookworm 6.1 kernel (linux-image-6.1.0-N-amd64)
 #   build/guest/initrd.img    busybox + rdma-core + perftest + qperf +
-#                             iproute2 + kernel modules + vmw_pvrdma.ko
-#                             built from Debian's linux-source-6.1
-#                             (unmodified)
+#                             iscsistart + iproute2 + kernel modules +
+#                             vmw_pvrdma.ko built from Debian's
+#                             linux-source-6.1 (unmodified)
 #   build/guest/manifest.txt  exact package versions, kernel, vermagic
 #
 # Everything comes from Debian packages (apt-get download / dpkg-deb -x);
@@ -63,7 +63,8 @@ USER_PKGS="busybox-static libc6 libgcc-s1
  perftest qperf libpci3 libudev1 zlib1g libnl-3-200 libnl-route-3-200
  iproute2 libbpf1 libbsd0 libmd0 libcap2 libelf1 libmnl0 libselinux1
  libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2
- libkrb5support0 libkeyutils1"
+ libkrb5support0 libkeyutils1
+ open-iscsi libopeniscsiusr libssl3 libkmod2 libzstd1 liblzma5"
 declare -A VER
 resolve() {
     KV=${PVRDMA_GUEST_KERNEL:-}
@@ -302,6 +303,8 @@ install -m 0755 "$here/init" "$R/init"
 # iproute2 tools we do not use (they pull in libdb, libxtables, ...)
 rm -f "$R"/usr/sbin/{tc,bridge,devlink,dcb,tipc,vdpa,rtacct,rtmon,arpd,genl} \
       "$R"/usr/bin/{lnstat,nstat,ctstat,rtstat,routel}
+# open-iscsi: only iscsistart (an iSCSI / iSER login without iscsid)
+rm -f "$R"/usr/sbin/{iscsiadm,iscsid,iscsi-iname,iscsi_discovery}
 
 # shared libraries: keep what the programs (and the dlopen()ed verbs
 # providers, libgcc_s for pthread_cancel) need, drop the rest; fail if a
@@ -339,9 +342,11 @@ if [ ! -f "$KM/modules.dep" ] || [ "$KM/modules.dep" -ot "$K/.done" ]; then
 fi
 WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_cm
  ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs crc32_generic crc32_pclmul
- nvme_rdma nvmet_rdma brd rds_rdma"
+ nvme_rdma nvmet_rdma brd rds_rdma ib_iser ib_isert iscsi_target_mod
+ target_core_mod sd_mod crc32c_generic"
 # (rdma_rxe needs the "crc32" shash: CONFIG_CRYPTO_CRC32=m, loaded on demand
-# through modules.alias; it is not a symbol dependency)
+# through modules.alias; it is not a symbol dependency; likewise the iSCSI
+# target's login needs "crc32c")
 declare -A DEP
 while IFS=: read -r m deps; do
     n=${m##*/}; n=${n%.ko}; DEP[${n//-/_}]="$m:$deps"
