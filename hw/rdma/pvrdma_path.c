@@ -100,7 +100,7 @@ void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
 {
     PvrdmaTransport *t = qp->path;
 
-    if (!t || qp->hw) {
+    if (!t || pvrdma_qp_queue_path(qp)) {
         return;         /* the owner's QPs keep their path until destroy */
     }
     if (t->ops->qp_detach) {

@@ -14,8 +14,7 @@ T=/sys/kernel/config/target
 
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 run modprobe crc32c_generic
-grep -q " /sys/kernel/config " /proc/mounts ||
-    run mount -t configfs none /sys/kernel/config
+mount_configfs
 if [ "$PVRDMA_VM" = 0 ]; then
     run modprobe ib_isert
     G=$T/iscsi/$IQN/tpgt_1

@@ -279,14 +279,19 @@ perftest_2vm() {
     [ $_bad = 0 ] || fail "$_bad of $_n perftest runs on $_d failed (first: $PAIR_ERR)"
 }
 
+# mount_configfs: configfs at /sys/kernel/config (nvmet, the LIO target)
+mount_configfs() {
+    grep -q " /sys/kernel/config " /proc/mounts ||
+        run mount -t configfs none /sys/kernel/config
+}
+
 # nvmet_export NQN: export a 16 MiB RAM disk (/dev/ram0) as NVMe namespace 1
 # of subsystem NQN with nvmet-rdma on $PVRDMA_IP:4420
 nvmet_export() {
     _nqn=$1 _cfg=/sys/kernel/config/nvmet
     run modprobe brd rd_nr=1 rd_size=16384
     run modprobe nvmet_rdma
-    grep -q " /sys/kernel/config " /proc/mounts ||
-        run mount -t configfs none /sys/kernel/config
+    mount_configfs
     run mkdir "$_cfg/subsystems/$_nqn"
     echo 1 > "$_cfg/subsystems/$_nqn/attr_allow_any_host"
     run mkdir "$_cfg/subsystems/$_nqn/namespaces/1"
