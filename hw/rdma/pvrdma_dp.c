@@ -97,6 +97,12 @@ void pvrdma_wake_rnr(PvrdmaCore *c)
     }
 }
 
+void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms)
+{
+    c->wake_transports = true;
+    c->ops->kick(c->opaque, delay_ms);
+}
+
 void pvrdma_core_run(PvrdmaCore *c)
 {
     uint32_t n = c->run.length;

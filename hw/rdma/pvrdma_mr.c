@@ -102,6 +102,13 @@ void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w)
     }
 }
 
+int pvrdma_transport_resolve(PvrdmaCore *c, uint32_t pd,
+                             const struct pvrdma_sge *sge, uint32_t num_sge,
+                             bool is_write, PvrdmaSg *sg)
+{
+    return pvrdma_resolve_sges(c, pd, sge, num_sge, is_write, sg);
+}
+
 /* Local scatter list through lkeys; returns a PVRDMA_WC_* status. */
 int pvrdma_resolve_sges(PvrdmaCore *c, uint32_t pd,
                         const struct pvrdma_sge *s, uint32_t n,

@@ -164,6 +164,10 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
         req.dest_qpn = qp->attr.dest_qp_num;
         dgid = qp->attr.ah_attr.grh.dgid.raw;
         sgid_index = qp->attr.ah_attr.grh.sgid_index;
+        memcpy(req.dmac, qp->attr.ah_attr.dmac, 6);
+        req.hop_limit = qp->attr.ah_attr.grh.hop_limit;
+        req.traffic_class = qp->attr.ah_attr.grh.traffic_class;
+        req.flow_label = qp->attr.ah_attr.grh.flow_label;
     } else {
         if (req.local.len > 4096) {
             pvrdma_sg_release(c, &req.local);
@@ -174,7 +178,14 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
                    h->wr.ud.remote_qkey;
         dgid = h->wr.ud.av.dgid;
         sgid_index = h->wr.ud.av.gid_index;
+        memcpy(req.dmac, h->wr.ud.av.dmac, 6);
+        req.hop_limit = h->wr.ud.av.hop_limit;
+        req.traffic_class = h->wr.ud.av.sl_tclass_flowlabel >> 20;
+        req.flow_label = h->wr.ud.av.sl_tclass_flowlabel & 0xfffff;
     }
+    req.pd = qp->pd;
+    req.sge = w->sge;
+    req.num_sge = h->num_sge;
     if (sgid_index < c->lim.gid_tbl_len) {
         memcpy(req.sgid, c->gid[sgid_index].gid.raw, 16);
         req.sgid_type = c->gid[sgid_index].type;

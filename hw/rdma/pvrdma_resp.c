@@ -103,60 +103,98 @@ static void build_grh(const PvrdmaReq *req, uint32_t paylen, uint8_t grh[40])
     }
 }
 
-static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
-                          bool with_data)
-{
-    bool ud = dqp->type != PVRDMA_QPT_RC;
-    uint32_t grh = ud ? 40 : 0, max_sge, flags = 0, opcode;
-    PvrdmaSg sink = { 0 };
-    PvrdmaRing *r;
+/*
+ * A receive in progress: the WQE it consumed and how much of the message
+ * is in.  Its SGEs are resolved again for every piece of data, so nothing
+ * holds host pointers between the packets of a message.
+ */
+struct PvrdmaRecvCtx {
     PvrdmaRecvWqe w;
+    uint64_t off;
+    uint32_t flags;     /* PVRDMA_WC_* flags so far (GRH) */
+};
+
+/* A receive failed: error CQE; RC QPs go to error.  Frees ctx. */
+static int recv_fail(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                     uint32_t st, uint32_t opcode, const PvrdmaReq *req)
+{
+    pvrdma_recv_cqe(c, qp, &ctx->w, st, opcode, 0, req, 0, false);
+    g_free(ctx);
+    if (qp->type != PVRDMA_QPT_RC) {
+        return PVRDMA_WC_SUCCESS;   /* UD: the sender never knows */
+    }
+    pvrdma_qp_to_error(c, qp);
+    return st == PVRDMA_WC_LOC_LEN_ERR ? PVRDMA_WC_REM_INV_REQ_ERR :
+                                         PVRDMA_WC_REM_OP_ERR;
+}
+
+int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
+{
+    bool ud = qp->type != PVRDMA_QPT_RC;
+    PvrdmaRecvCtx *ctx;
+    PvrdmaSg sink = { 0 };
+    uint32_t max_sge;
+    PvrdmaRing *r;
     bool bad;
     int st;
 
-    if (!recv_peek(c, dqp, &w, &r, &max_sge, &bad)) {
+    *ctxp = NULL;
+    ctx = g_new0(PvrdmaRecvCtx, 1);
+    if (!recv_peek(c, qp, &ctx->w, &r, &max_sge, &bad)) {
+        g_free(ctx);
         if (bad) {
-            pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_FATAL);
+            pvrdma_qp_fail(c, qp, PVRDMA_EVENT_QP_FATAL);
             return ud ? PVRDMA_WC_SUCCESS : PVRDMA_WC_REM_OP_ERR;
         }
         return ud ? PVRDMA_WC_SUCCESS : PVRDMA_TRANSPORT_RNR;
     }
-    recv_consume(c, dqp, r);
-    if (!w.sge_ok) {
-        PVRDMA_GUEST_ERR(c, "recv WQE with %u sges (max %u)", w.hdr.num_sge,
-                         max_sge);
-        st = PVRDMA_WC_LOC_LEN_ERR;
-    } else {
-        st = pvrdma_resolve_sges(c, dqp->pd, w.sge, w.hdr.num_sge, true,
-                                 &sink);
+    recv_consume(c, qp, r);
+    if (!ctx->w.sge_ok) {
+        PVRDMA_GUEST_ERR(c, "recv WQE with %u sges (max %u)",
+                         ctx->w.hdr.num_sge, max_sge);
+        return recv_fail(c, qp, ctx, PVRDMA_WC_LOC_LEN_ERR, PVRDMA_WC_RECV,
+                         NULL);
     }
-    if (st == PVRDMA_WC_SUCCESS && with_data &&
-        sink.len < grh + req->local.len) {
+    st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
+                             &sink);
+    pvrdma_sg_release(c, &sink);
+    if (st != PVRDMA_WC_SUCCESS) {
+        return recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
+    }
+    *ctxp = ctx;
+    return PVRDMA_WC_SUCCESS;
+}
+
+int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                     const PvrdmaSg *data, uint64_t len)
+{
+    PvrdmaSg sink = { 0 };
+    int st;
+
+    if (!len) {
+        return PVRDMA_WC_SUCCESS;
+    }
+    st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
+                             &sink);
+    if (st == PVRDMA_WC_SUCCESS && (ctx->off + len < ctx->off ||
+                                    sink.len < ctx->off + len)) {
         st = PVRDMA_WC_LOC_LEN_ERR;
     }
     if (st != PVRDMA_WC_SUCCESS) {
-        pvrdma_recv_cqe(c, dqp, &w, st, PVRDMA_WC_RECV, 0, req, 0, false);
         pvrdma_sg_release(c, &sink);
-        if (!ud) {
-            pvrdma_qp_to_error(c, dqp);
-            return st == PVRDMA_WC_LOC_LEN_ERR ? PVRDMA_WC_REM_INV_REQ_ERR :
-                                                 PVRDMA_WC_REM_OP_ERR;
-        }
-        return PVRDMA_WC_SUCCESS;
+        return recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
     }
-    if (with_data) {
-        if (ud) {
-            uint8_t g[40];
-            PvrdmaSg gs = { .iov = &(PvrdmaIov) { g, 40 }, .n = 1, .len = 40 };
-
-            build_grh(req, req->local.len, g);
-            pvrdma_sg_copy(&sink, 0, &gs, 0, 40);
-            flags |= PVRDMA_WC_GRH;
-        }
-        pvrdma_sg_copy(&sink, grh, &req->local, 0, req->local.len);
-    }
+    pvrdma_sg_copy(&sink, ctx->off, data, 0, len);
     pvrdma_sg_release(c, &sink);
-    opcode = PVRDMA_WC_RECV;
+    ctx->off += len;
+    return PVRDMA_WC_SUCCESS;
+}
+
+int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                    const PvrdmaReq *req, uint32_t byte_len)
+{
+    uint32_t flags = ctx->flags, opcode = PVRDMA_WC_RECV;
+
     if (req->opcode == PVRDMA_WR_SEND_WITH_IMM) {
         flags |= PVRDMA_WC_WITH_IMM;
     } else if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM) {
@@ -165,41 +203,121 @@ static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
     } else if (req->opcode == PVRDMA_WR_SEND_WITH_INV) {
         PvrdmaMR *mr = pvrdma_mr_by_key(c, req->imm);
 
-        if (!mr || mr->pd != dqp->pd || mr->kind != PVRDMA_MR_FRMR) {
-            pvrdma_recv_cqe(c, dqp, &w, PVRDMA_WC_REM_INV_REQ_ERR, opcode, 0,
-                            req, 0, false);
-            pvrdma_qp_to_error(c, dqp);
+        if (!mr || mr->pd != qp->pd || mr->kind != PVRDMA_MR_FRMR) {
+            recv_fail(c, qp, ctx, PVRDMA_WC_REM_INV_REQ_ERR, opcode, req);
             return PVRDMA_WC_REM_INV_REQ_ERR;
         }
         mr->valid = false;
         flags |= PVRDMA_WC_WITH_INVALIDATE;
     }
     flags |= PVRDMA_WC_WITH_NETWORK_HDR_TYPE | PVRDMA_WC_WITH_SMAC;
-    pvrdma_recv_cqe(c, dqp, &w, PVRDMA_WC_SUCCESS, opcode,
-                    with_data ? grh + req->local.len : req->local.len, req,
+    pvrdma_recv_cqe(c, qp, &ctx->w, PVRDMA_WC_SUCCESS, opcode, byte_len, req,
                     flags, req->send_flags & PVRDMA_SEND_SOLICITED);
+    g_free(ctx);
     return PVRDMA_WC_SUCCESS;
 }
 
-/* Resolve the remote range of an RDMA/atomic request at the responder. */
-static PvrdmaMR *remote_mr(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
-                           uint32_t access, uint64_t len, PvrdmaSg *sg)
+void pvrdma_recv_abort(PvrdmaRecvCtx *ctx)
 {
-    PvrdmaMR *mr = pvrdma_mr_by_key(c, req->rkey);
+    g_free(ctx);
+}
+
+/* A whole message: begin, GRH (UD), data, end. */
+static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
+                          bool with_data)
+{
+    PvrdmaRecvCtx *ctx;
+    uint32_t grh = 0;
+    int st = pvrdma_recv_begin(c, dqp, &ctx);
+
+    if (!ctx) {
+        return st;
+    }
+    if (with_data && dqp->type != PVRDMA_QPT_RC) {
+        uint8_t g[40];
+        PvrdmaSg gs = { .iov = &(PvrdmaIov) { g, 40 }, .n = 1, .len = 40 };
+
+        build_grh(req, req->local.len, g);
+        st = pvrdma_recv_data(c, dqp, ctx, &gs, 40);
+        if (st != PVRDMA_WC_SUCCESS) {
+            return st;
+        }
+        grh = 40;
+        ctx->flags |= PVRDMA_WC_GRH;
+    }
+    if (with_data) {
+        st = pvrdma_recv_data(c, dqp, ctx, &req->local, req->local.len);
+        if (st != PVRDMA_WC_SUCCESS) {
+            return st;
+        }
+    }
+    return pvrdma_recv_end(c, dqp, ctx, req, grh + req->local.len);
+}
+
+/* Resolve the remote range of an RDMA/atomic request at the responder. */
+int pvrdma_resp_remote(PvrdmaCore *c, PvrdmaQP *dqp, uint32_t rkey,
+                       uint64_t va, uint64_t len, uint32_t access,
+                       PvrdmaSg *sg)
+{
+    PvrdmaMR *mr = pvrdma_mr_by_key(c, rkey);
 
     if (!qp_access(dqp, access) || !mr || mr->pd != dqp->pd ||
         !(mr->access & access) ||
-        !pvrdma_mr_resolve(c, mr, req->remote_addr, len,
+        !pvrdma_mr_resolve(c, mr, va, len,
                            access != PVRDMA_ACCESS_REMOTE_READ, sg)) {
         PVRDMA_GUEST_ERR(c, "rkey 0x%x addr 0x%" PRIx64 " len %" PRIu64
-                         " refused for QP %u", req->rkey, req->remote_addr,
-                         len, dqp->qpn);
+                         " refused for QP %u", rkey, va, len, dqp->qpn);
         pvrdma_sg_release(c, sg);
         /* a remote access error is fatal for the responder's QP too */
         pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
-        return NULL;
+        return PVRDMA_WC_REM_ACCESS_ERR;
     }
-    return mr;
+    return PVRDMA_WC_SUCCESS;
+}
+
+int pvrdma_resp_atomic(PvrdmaCore *c, PvrdmaQP *dqp, const PvrdmaReq *req,
+                       uint64_t *orig)
+{
+    PvrdmaSg rem = { 0 };
+    uint64_t *p, old;
+    int st;
+
+    if (req->remote_addr & 7) {
+        PVRDMA_GUEST_ERR(c, "atomic at unaligned 0x%" PRIx64 " for QP %u",
+                         req->remote_addr, dqp->qpn);
+        pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
+        return PVRDMA_WC_REM_ACCESS_ERR;
+    }
+    st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, 8,
+                            PVRDMA_ACCESS_REMOTE_ATOMIC, &rem);
+    if (st != PVRDMA_WC_SUCCESS) {
+        return st;
+    }
+    if (rem.n != 1 || rem.iov[0].len != 8) {
+        pvrdma_sg_release(c, &rem);
+        pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
+        return PVRDMA_WC_REM_ACCESS_ERR;
+    }
+    p = (uint64_t *)rem.iov[0].host;
+    if (req->opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP) {
+        old = req->compare_add;
+        __atomic_compare_exchange_n(p, &old, req->swap, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    } else {
+        old = __atomic_fetch_add(p, req->compare_add, __ATOMIC_SEQ_CST);
+    }
+    pvrdma_sg_release(c, &rem);
+    *orig = old;
+    return PVRDMA_WC_SUCCESS;
+}
+
+void pvrdma_resp_comm_est(PvrdmaCore *c, PvrdmaQP *dqp)
+{
+    if (dqp->state == PVRDMA_QPS_RTR && !dqp->comm_est) {
+        /* first message while in RTR: the connection is established */
+        dqp->comm_est = true;
+        pvrdma_post_async(c, PVRDMA_EVENT_COMM_EST, dqp->handle);
+    }
 }
 
 int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
@@ -223,11 +341,7 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
         dqp->state > PVRDMA_QPS_SQE) {
         return PVRDMA_WC_RETRY_EXC_ERR;     /* nobody answers */
     }
-    if (dqp->state == PVRDMA_QPS_RTR && !dqp->comm_est) {
-        /* first message while in RTR: the connection is established */
-        dqp->comm_est = true;
-        pvrdma_post_async(c, PVRDMA_EVENT_COMM_EST, dqp->handle);
-    }
+    pvrdma_resp_comm_est(c, dqp);
     switch (req->opcode) {
     case PVRDMA_WR_SEND:
     case PVRDMA_WR_SEND_WITH_IMM:
@@ -248,9 +362,12 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
             }
             return PVRDMA_TRANSPORT_RNR;
         }
-        if (len && !remote_mr(c, dqp, req, PVRDMA_ACCESS_REMOTE_WRITE, len,
-                              &rem)) {
-            return PVRDMA_WC_REM_ACCESS_ERR;
+        if (len) {
+            st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
+                                    PVRDMA_ACCESS_REMOTE_WRITE, &rem);
+            if (st != PVRDMA_WC_SUCCESS) {
+                return st;
+            }
         }
         pvrdma_sg_copy(&rem, 0, &req->local, 0, len);
         pvrdma_sg_release(c, &rem);
@@ -260,45 +377,27 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
         return st;
     }
     case PVRDMA_WR_RDMA_READ:
-        if (len && !remote_mr(c, dqp, req, PVRDMA_ACCESS_REMOTE_READ, len,
-                              &rem)) {
-            return PVRDMA_WC_REM_ACCESS_ERR;
+        if (len) {
+            st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
+                                    PVRDMA_ACCESS_REMOTE_READ, &rem);
+            if (st != PVRDMA_WC_SUCCESS) {
+                return st;
+            }
         }
         pvrdma_sg_copy(&req->local, 0, &rem, 0, len);
         pvrdma_sg_release(c, &rem);
         return PVRDMA_WC_SUCCESS;
     case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
     case PVRDMA_WR_ATOMIC_FETCH_AND_ADD: {
-        uint64_t *p, old;
-        PvrdmaSg os;
+        uint64_t old;
+        PvrdmaSg os = { .iov = &(PvrdmaIov) { (uint8_t *)&old, 8 },
+                        .n = 1, .len = 8 };
 
-        if (req->remote_addr & 7) {
-            PVRDMA_GUEST_ERR(c, "atomic at unaligned 0x%" PRIx64 " for QP %u",
-                             req->remote_addr, dqp->qpn);
-            pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
-            return PVRDMA_WC_REM_ACCESS_ERR;
+        st = pvrdma_resp_atomic(c, dqp, req, &old);
+        if (st == PVRDMA_WC_SUCCESS) {
+            pvrdma_sg_copy(&req->local, 0, &os, 0, 8);
         }
-        if (!remote_mr(c, dqp, req, PVRDMA_ACCESS_REMOTE_ATOMIC, 8, &rem)) {
-            return PVRDMA_WC_REM_ACCESS_ERR;
-        }
-        if (rem.n != 1 || rem.iov[0].len != 8) {
-            pvrdma_sg_release(c, &rem);
-            pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_ACCESS_ERR);
-            return PVRDMA_WC_REM_ACCESS_ERR;
-        }
-        p = (uint64_t *)rem.iov[0].host;
-        if (req->opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP) {
-            old = req->compare_add;
-            __atomic_compare_exchange_n(p, &old, req->swap, false,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-        } else {
-            old = __atomic_fetch_add(p, req->compare_add, __ATOMIC_SEQ_CST);
-        }
-        pvrdma_sg_release(c, &rem);
-        os = (PvrdmaSg) { .iov = &(PvrdmaIov) { (uint8_t *)&old, 8 },
-                          .n = 1, .len = 8 };
-        pvrdma_sg_copy(&req->local, 0, &os, 0, 8);
-        return PVRDMA_WC_SUCCESS;
+        return st;
     }
     default:
         return PVRDMA_WC_REM_INV_REQ_ERR;

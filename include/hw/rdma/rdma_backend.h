@@ -63,6 +63,20 @@ typedef struct PvrdmaReq {
     uint8_t sgid_type;
     uint8_t dgid[16];
     uint8_t smac[6];
+    /*
+     * For transports that put requests on a wire (RoCEv2): the address
+     * vector's MAC, hop limit, traffic class and flow label, and the WQE's
+     * local buffer as the guest gave it (pd and SGEs; valid during
+     * execute() only: copy them), to be read again at each
+     * (re)transmission with pvrdma_transport_resolve().
+     */
+    uint8_t dmac[6];
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint32_t flow_label;
+    uint32_t pd;
+    const struct pvrdma_sge *sge;
+    uint32_t num_sge;
 } PvrdmaReq;
 
 /* One send work request for a queue path, guest values (keys pass through). */
@@ -227,6 +241,55 @@ bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
 int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
 
 /*
+ * Responder primitives for a transport that receives a message in pieces
+ * (RoCEv2: one call per packet).  qp is a QP of core c in RTR..SQE that the
+ * caller matched to the packet.  Each returns a PVRDMA_WC_* status for the
+ * requester (an error has already written the receive CQE and moved an RC
+ * QP to error) or PVRDMA_TRANSPORT_RNR.
+ */
+typedef struct PvrdmaRecvCtx PvrdmaRecvCtx;
+/* Take qp's next receive WQE (RQ or SRQ); *ctx NULL unless SUCCESS. */
+int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctx);
+/* Append len bytes of data to the message; an error frees ctx. */
+int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                     const PvrdmaSg *data, uint64_t len);
+/*
+ * The message is in: the receive CQE (req: opcode, imm or rkey to
+ * invalidate, send_flags, source QP, GIDs, smac).  Frees ctx.
+ */
+int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                    const PvrdmaReq *req, uint32_t byte_len);
+/* The QP was reset or destroyed mid-message: forget it, no CQE. */
+void pvrdma_recv_abort(PvrdmaRecvCtx *ctx);
+/*
+ * [va, va + len) of rkey for access (PVRDMA_ACCESS_REMOTE_*) into *sg
+ * (release it with pvrdma_sg_release()), or REM_ACCESS_ERR (qp failed).
+ */
+int pvrdma_resp_remote(PvrdmaCore *c, PvrdmaQP *qp, uint32_t rkey,
+                       uint64_t va, uint64_t len, uint32_t access,
+                       PvrdmaSg *sg);
+/* req's atomic (opcode, remote_addr, rkey, compare_add, swap) at qp. */
+int pvrdma_resp_atomic(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaReq *req,
+                       uint64_t *orig);
+/* A request arrived for qp: COMM_EST if it is the first one in RTR. */
+void pvrdma_resp_comm_est(PvrdmaCore *c, PvrdmaQP *qp);
+
+/*
+ * A transport's copy of a request's local buffer (PvrdmaReq pd, sge,
+ * num_sge), resolved again now into *sg: is_write for a sink (READ and
+ * atomic results).  A PVRDMA_WC_* status (LOC_PROT_ERR: an lkey is gone).
+ */
+int pvrdma_transport_resolve(PvrdmaCore *c, uint32_t pd,
+                             const struct pvrdma_sge *sge, uint32_t num_sge,
+                             bool is_write, PvrdmaSg *sg);
+/*
+ * Call the transports' wake() hooks from the run loop in delay_ms (0: as
+ * soon as possible): a transport's timers.  The earliest request wins; a
+ * transport re-arms for its next deadline from wake().
+ */
+void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
+
+/*
  * The one completion entry of every path (see PvrdmaWc).  Unknown QPs,
  * CQs and (qp, cookie) pairs are ignored: the QP may have been flushed,
  * reset or destroyed meanwhile.
@@ -326,5 +389,45 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
                                    unsigned nports, const PvrdmaLoopOps *loop,
                                    void *loop_opaque, char **err);
+
+/* ------------------------------------------------------------------ */
+/* RoCEv2 on the paired NIC's network (backend/roce.c)                 */
+
+/*
+ * Standard RoCEv2 (IBA transport in UDP 4791 over IPv4/IPv6) on the
+ * Ethernet network of the paired NIC, as a RoCE NIC shares its port: the
+ * device's own requester, responder and completer, for peers that are
+ * neither on this device nor co-resident (Linux rxe, RoCE HCAs, another
+ * pvrdma on another host).  Its host sends frames with tx(); it hands the
+ * transport every frame the network delivers to the NIC with
+ * pvrdma_roce_rx() first.
+ */
+typedef void (*PvrdmaFrameTx)(void *opaque, const uint8_t *frame,
+                              size_t len);
+
+PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c, PvrdmaFrameTx tx,
+                                 void *opaque);
+/*
+ * A frame from the network, before the NIC sees it.  true: a RoCEv2
+ * frame for this device (taken: executed, or dropped and counted); false:
+ * anything else, which the NIC receives as usual.
+ */
+bool pvrdma_roce_rx(PvrdmaTransport *t, const uint8_t *frame, size_t len);
+
+/* Counters: the transport's, or one QP's (false: not a RoCEv2 QP). */
+typedef struct PvrdmaRoceStats {
+    uint64_t tx_pkts, tx_bytes;
+    uint64_t rx_pkts, rx_bytes;
+    uint64_t retransmits;       /* request packets sent again */
+    uint64_t timeouts;          /* local ACK timeouts */
+    uint64_t rnr_naks;          /* RNR NAKs received */
+    uint64_t seq_naks;          /* PSN sequence NAKs received */
+    uint64_t dups;              /* duplicate requests answered again */
+    uint64_t drops;             /* frames dropped: malformed, misdirected */
+} PvrdmaRoceStats;
+
+void pvrdma_roce_stats(PvrdmaTransport *t, PvrdmaRoceStats *s);
+bool pvrdma_roce_qp_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
+                          PvrdmaRoceStats *s);
 
 #endif
