@@ -6,9 +6,8 @@
 # is set.
 #
 # Every hw/rdma/pvrdma_*.c is core; hw/rdma/pvrdma.c (PCI/QOM glue) is
-# QEMU's.  backend/roce_wire.c (the RoCEv2 wire codec, no transport uses
-# it yet) needs only glib.  Of the transports, loopback.c and coresident.c
-# need only glib;
+# QEMU's.  backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
+# Of the transports, loopback.c, coresident.c and roce.c need only glib;
 # hostverbs.c and hostcm.c need libibverbs / librdmacm and are linked only
 # by the targets that ask for them.
 #
@@ -18,7 +17,8 @@ PVRDMA_TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 CORE_SRCS  := $(sort $(wildcard $(PVRDMA_TOP)/hw/rdma/pvrdma_*.c)) \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
-              $(PVRDMA_TOP)/backend/roce_wire.c
+              $(PVRDMA_TOP)/backend/roce_wire.c \
+              $(PVRDMA_TOP)/backend/roce.c
 
 PKG_CONFIG  ?= pkg-config
 GLIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags glib-2.0)
