@@ -27,7 +27,7 @@
  *  UD (and the GSI QP's MADs, QP1) is one packet per request, with a DETH.
  *
  * Timers run on the device's clock through pvrdma_transport_timer() and
- * the wake() hook: no thread.  Everything runs under the device's lock.
+ * the timer() hook: no thread.  Everything runs under the device's lock.
  * A frame from the network is as untrusted as the guest: roce_parse()
  * checks every header, length and the ICRC; then every field is checked
  * against the QP it names; anything else is dropped and counted.
@@ -1527,7 +1527,7 @@ static int roce_execute(PvrdmaTransport *pt, PvrdmaReq *req)
 }
 
 /* Timers and responses left for the next turn. */
-static void roce_wake(PvrdmaTransport *pt)
+static void roce_timer(PvrdmaTransport *pt)
 {
     RoceTransport *t = roce(pt);
     int64_t now = now_ms(t), next = 0;
@@ -1573,7 +1573,7 @@ static const PvrdmaTransportOps roce_ops = {
     .qp_attach = roce_attach,
     .qp_detach = roce_detach,
     .execute = roce_execute,
-    .wake = roce_wake,
+    .timer = roce_timer,
     .destroy = roce_destroy,
 };
 

@@ -99,7 +99,7 @@ void pvrdma_wake_rnr(PvrdmaCore *c)
 
 void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms)
 {
-    c->wake_transports = true;
+    c->timer_transports = true;
     c->ops->kick(c->opaque, delay_ms);
 }
 
@@ -120,6 +120,11 @@ void pvrdma_core_run(PvrdmaCore *c)
     if (c->wake_transports) {
         c->wake_transports = false;
         pvrdma_transports_wake(c);
+        n = c->run.length;
+    }
+    if (c->timer_transports) {
+        c->timer_transports = false;
+        pvrdma_transports_timer(c);
         n = c->run.length;
     }
     if (c->hca_srqs) {

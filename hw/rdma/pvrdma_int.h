@@ -82,6 +82,7 @@ bool pvrdma_transports_can_wake(PvrdmaCore *c);
 void pvrdma_transports_wake(PvrdmaCore *c);
 /* End of a run: transports send what they batched. */
 void pvrdma_transports_flush(PvrdmaCore *c);
+void pvrdma_transports_timer(PvrdmaCore *c);
 /* A QP is destroyed or reset: transports drop requests waiting on it. */
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 /* A receive PSN a transport imposes on qpn (the GSI agent's connections). */

@@ -250,6 +250,11 @@ void pvrdma_transports_wake(PvrdmaCore *c)
     EACH_HOOK(c, wake);
 }
 
+void pvrdma_transports_timer(PvrdmaCore *c)
+{
+    EACH_HOOK(c, timer);
+}
+
 void pvrdma_transports_flush(PvrdmaCore *c)
 {
     EACH_HOOK(c, flush);

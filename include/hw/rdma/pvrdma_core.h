@@ -430,6 +430,7 @@ struct PvrdmaCore {
     bool running;
     bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
     bool wake_transports;   /* receives posted: transports' wake() to run */
+    bool timer_transports;  /* pvrdma_transport_timer(): timer() to run */
     bool hca_srqs;          /* host HCA mode: an SRQ has hca_pending set */
     uint32_t rnr_waiters;   /* QPs with rnr_wait set */
 

@@ -204,7 +204,9 @@ typedef struct PvrdmaTransportOps {
 
     /* Device-wide hooks, all optional. */
     void (*gids_changed)(PvrdmaTransport *t);   /* GID table changed */
-    void (*wake)(PvrdmaTransport *t);           /* receives posted, timer */
+    void (*wake)(PvrdmaTransport *t);           /* receives posted, RNR */
+    /* pvrdma_transport_timer() asked for it (now or after its delay) */
+    void (*timer)(PvrdmaTransport *t);
     /* QP qpn of this device is destroyed or reset: drop what waits on it */
     void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);
     void (*flush)(PvrdmaTransport *t);          /* end of a core run */
@@ -283,9 +285,10 @@ int pvrdma_transport_resolve(PvrdmaCore *c, uint32_t pd,
                              const struct pvrdma_sge *sge, uint32_t num_sge,
                              bool is_write, PvrdmaSg *sg);
 /*
- * Call the transports' wake() hooks from the run loop in delay_ms (0: as
- * soon as possible): a transport's timers.  The earliest request wins; a
- * transport re-arms for its next deadline from wake().
+ * Call the transports' timer() hooks from the run loop in delay_ms (0: as
+ * soon as possible).  The earliest request wins, and the hooks may run
+ * earlier than asked (the run loop ran for something else): a transport
+ * checks its deadlines and asks again for the next one.
  */
 void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
 
