@@ -1555,6 +1555,29 @@ static void roce_timer(PvrdmaTransport *pt)
     arm(t, next);
 }
 
+static void stats_str(const PvrdmaRoceStats *s, GString *out)
+{
+    g_string_append_printf(out, " tx_pkts %" PRIu64 " tx_bytes %" PRIu64
+                           " rx_pkts %" PRIu64 " rx_bytes %" PRIu64
+                           " retransmits %" PRIu64 " timeouts %" PRIu64
+                           " rnr_naks %" PRIu64 " seq_naks %" PRIu64
+                           " dups %" PRIu64 " drops %" PRIu64,
+                           s->tx_pkts, s->tx_bytes, s->rx_pkts, s->rx_bytes,
+                           s->retransmits, s->timeouts, s->rnr_naks,
+                           s->seq_naks, s->dups, s->drops);
+}
+
+static void roce_describe(PvrdmaTransport *pt, PvrdmaQP *qp, GString *out)
+{
+    RoceTransport *t = roce(pt);
+    RoceQp *q = qp ? roce_qp(t, qp) : NULL;
+
+    if (qp && !q) {
+        return;
+    }
+    stats_str(q ? &q->st : &t->st, out);
+}
+
 static void roce_destroy(PvrdmaTransport *pt)
 {
     RoceTransport *t = roce(pt);
@@ -1574,6 +1597,7 @@ static const PvrdmaTransportOps roce_ops = {
     .qp_detach = roce_detach,
     .execute = roce_execute,
     .timer = roce_timer,
+    .describe = roce_describe,
     .destroy = roce_destroy,
 };
 

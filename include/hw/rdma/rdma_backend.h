@@ -217,6 +217,11 @@ typedef struct PvrdmaTransportOps {
      */
     bool (*rq_psn)(PvrdmaTransport *t, uint32_t qpn, uint32_t dest_qpn,
                    const uint8_t dgid[16], uint32_t *psn);
+    /*
+     * Append counters to out (" name=value" each): of QP qp on this path,
+     * or with qp NULL of the whole transport.  For pvrdma_describe_qps().
+     */
+    void (*describe)(PvrdmaTransport *t, PvrdmaQP *qp, GString *out);
     /* NULL: pvrdma_core_fini() g_free()s the transport */
     void (*destroy)(PvrdmaTransport *t);
 } PvrdmaTransportOps;
@@ -303,6 +308,15 @@ void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc);
  * a QP error event moves the QP to the error state.
  */
 void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
+
+/*
+ * What the device's QPs do, for people (the device's "qps" property): a
+ * line per QP with its number, type, state, path (the transport that
+ * carries it; "per-request" for UD and GSI, "none" before RTR), peer and
+ * the path's counters, then a line per transport with counters.  g_free()
+ * it.
+ */
+char *pvrdma_describe_qps(PvrdmaCore *c);
 
 /*
  * The loopback transport of core c (both ends on this device), for
