@@ -412,6 +412,8 @@ static void qp_drop_requests(RoceQp *q)
     q->rnr_deadline = 0;
 }
 
+static void req_rewind(RoceQp *q, uint32_t psn);
+
 /* The request at the head finished: complete it (in order) and free it. */
 static void comp_head(RoceQp *q, int status)
 {
@@ -435,6 +437,8 @@ static void comp_head(RoceQp *q, int status)
     if (status != PVRDMA_WC_SUCCESS) {
         /* the core moves the QP to error and flushes what follows */
         qp_drop_requests(q);
+    } else if (psn_cmp(q->una, q->psn) > 0) {
+        req_rewind(q, q->una);      /* acknowledged past a go-back-N */
     }
     pvrdma_complete(q->t->t.core, &wc);
 }
@@ -663,6 +667,17 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
 /* ------------------------------------------------------------------ */
 /* Completer                                                           */
 
+/*
+ * An acknowledgement can pass where a go-back-N restarted (it was on its
+ * way): sending goes on from the oldest PSN not acknowledged.
+ */
+static void req_catch_up(RoceQp *q)
+{
+    if (psn_cmp(q->una, q->psn) > 0) {
+        req_rewind(q, q->una);
+    }
+}
+
 /* Everything before psn is acknowledged: complete SENDs and WRITEs. */
 static void comp_ack_before(RoceQp *q, uint32_t psn)
 {
@@ -670,12 +685,13 @@ static void comp_ack_before(RoceQp *q, uint32_t psn)
 
     while ((w = g_queue_peek_head(&q->wqes)) && !w->rd_atomic &&
            psn_cmp(psn_add(w->first_psn, w->npsn), psn) <= 0 &&
-           psn_cmp(w->first_psn, q->psn) < 0) {
+           psn_cmp(w->first_psn, q->max_psn) < 0) {
         comp_head(q, PVRDMA_WC_SUCCESS);
     }
-    if (psn_cmp(psn, q->una) > 0 && psn_cmp(psn, q->psn) <= 0) {
+    if (psn_cmp(psn, q->una) > 0 && psn_cmp(psn, q->max_psn) <= 0) {
         q->una = psn;
     }
+    req_catch_up(q);
     if (q->retrying && psn_cmp(q->una, q->retry_psn) > 0) {
         q->retrying = false;    /* got past where we went back to */
     }
@@ -709,7 +725,7 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
 
     /* a PSN outside [una - 1, psn - 1] is stale or bogus */
     if (psn_cmp(psn, psn_add(q->una, PSN_MASK)) < 0 ||
-        psn_cmp(psn, q->psn) >= 0) {
+        psn_cmp(psn, q->max_psn) >= 0) {
         trace_pvrdma_roce_comp(q->qpn, "stale ACK", psn);
         return;
     }
@@ -789,7 +805,7 @@ static void comp_read_resp(RoceQp *q, const RocePkt *p)
                 p->opcode == ROCE_RC_RDMA_READ_RESPONSE_ONLY;
     int st;
 
-    if (psn_cmp(p->psn, q->una) < 0 || psn_cmp(p->psn, q->psn) >= 0) {
+    if (psn_cmp(p->psn, q->una) < 0 || psn_cmp(p->psn, q->max_psn) >= 0) {
         trace_pvrdma_roce_comp(q->qpn, "stale READ response", p->psn);
         return;
     }
@@ -834,6 +850,7 @@ static void comp_read_resp(RoceQp *q, const RocePkt *p)
     } else {
         q->una = psn_add(p->psn, 1);
     }
+    req_catch_up(q);
     req_push(q);
 }
 
@@ -843,7 +860,7 @@ static void comp_atomic_ack(RoceQp *q, const RocePkt *p)
     uint64_t orig = p->atmack;
     int st;
 
-    if (psn_cmp(p->psn, q->una) < 0 || psn_cmp(p->psn, q->psn) >= 0) {
+    if (psn_cmp(p->psn, q->una) < 0 || psn_cmp(p->psn, q->max_psn) >= 0) {
         return;
     }
     comp_ack_before(q, p->psn);
