@@ -44,7 +44,6 @@
 #define ROCE_ACKREQ_EVERY   32      /* AckReq at least every this many */
 #define ROCE_RESP_BUDGET    64      /* response packets per event and QP */
 #define ROCE_REQ_BUDGET     256     /* request packets per event and QP */
-#define ROCE_MAX_RES        16      /* responder READ/atomic resources */
 #define ROCE_MIN_TIMEOUT_MS 10      /* floor of the local ACK timeout */
 #define ROCE_SPORT_BASE     0xc000  /* UDP source ports as rxe's */
 #define ROCE_PKEY_DEFAULT   0xffff
@@ -133,8 +132,8 @@ typedef struct RoceQp {
     uint64_t wva, wleft;        /* WRITE in progress: next va, bytes left */
     uint32_t wrkey;
     GQueue resps;               /* RoceResp, in order */
-    RoceRes res[ROCE_MAX_RES];
-    unsigned res_next;
+    RoceRes *res;               /* max_dest_rd_atomic of them, at RTR */
+    unsigned nres, res_next;
 } RoceQp;
 
 struct RoceTransport {
@@ -181,6 +180,22 @@ static uint32_t path_mtu(const PvrdmaQP *qp)
 static uint16_t src_port(uint32_t qpn)
 {
     return ROCE_SPORT_BASE | ((qpn * 0x9e3779b1u) >> 18);
+}
+
+/*
+ * Immediate data is big endian in the guest's WQEs and CQEs (verbs'
+ * __be32 imm_data, copied as is by the driver and the provider) and on
+ * the wire: the same four bytes.  RocePkt holds numbers, so convert.  (An
+ * IETH's rkey is a plain number in WQE and CQE alike.)
+ */
+static uint32_t imm_to_wire(uint32_t wqe_imm)
+{
+    return GUINT32_FROM_BE(wqe_imm);
+}
+
+static uint32_t imm_from_wire(uint32_t pkt_imm)
+{
+    return GUINT32_TO_BE(pkt_imm);
 }
 
 /* IBA 9.7.5.2.8: RNR NAK timer codes in microseconds */
@@ -522,7 +537,7 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
             p.reth.rkey = w->rkey;
             p.reth.len = w->len;
         }
-        p.imm = w->imm;
+        p.imm = imm_to_wire(w->imm);
         p.ieth_rkey = w->imm;
         st = wqe_read(t, w, off, t->data, len);
         if (st != PVRDMA_WC_SUCCESS) {
@@ -1019,7 +1034,7 @@ static void resp_push(RoceQp *q)
 
 static RoceRes *resp_res_find(RoceQp *q, uint32_t psn)
 {
-    for (unsigned i = 0; i < ROCE_MAX_RES; i++) {
+    for (unsigned i = 0; i < q->nres; i++) {
         RoceRes *r = &q->res[i];
 
         if (r->valid && psn_cmp(psn, r->first_psn) >= 0 &&
@@ -1033,8 +1048,7 @@ static RoceRes *resp_res_find(RoceQp *q, uint32_t psn)
 static void resp_res_add(RoceQp *q, bool atomic, uint32_t first,
                          uint32_t last, uint64_t orig)
 {
-    unsigned n = MIN(MAX(q->qp->attr.max_dest_rd_atomic, 1), ROCE_MAX_RES);
-    RoceRes *r = &q->res[q->res_next++ % n];
+    RoceRes *r = &q->res[q->res_next++ % q->nres];
 
     *r = (RoceRes) { .valid = true, .atomic = atomic, .first_psn = first,
                      .last_psn = last, .orig = orig };
@@ -1183,7 +1197,7 @@ static void resp_request(RoceQp *q, const RocePkt *p)
                          op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE ?
                          PVRDMA_WR_SEND_WITH_INV : PVRDMA_WR_SEND;
             req.imm = req.opcode == PVRDMA_WR_SEND_WITH_INV ? p->ieth_rkey :
-                      p->imm;
+                      imm_from_wire(p->imm);
             st = pvrdma_recv_end(c, q->qp, q->rctx, &req, q->rlen);
             q->rctx = NULL;
             q->in_msg = 0;
@@ -1243,7 +1257,7 @@ static void resp_request(RoceQp *q, const RocePkt *p)
         q->in_msg = last ? 0 : 2;
         if (imm) {
             req.opcode = PVRDMA_WR_RDMA_WRITE_WITH_IMM;
-            req.imm = p->imm;
+            req.imm = imm_from_wire(p->imm);
             st = pvrdma_recv_end(c, q->qp, ctx, &req, q->rlen);
             if (st != PVRDMA_WC_SUCCESS) {
                 resp_nak(q, p, nak_code(st));
@@ -1353,7 +1367,7 @@ static void rx_ud(RoceTransport *t, const RocePkt *p)
     req.qp_type = PVRDMA_QPT_UD;
     req.opcode = p->opcode == ROCE_UD_SEND_ONLY_WITH_IMMEDIATE ?
                  PVRDMA_WR_SEND_WITH_IMM : PVRDMA_WR_SEND;
-    req.imm = p->imm;
+    req.imm = imm_from_wire(p->imm);
     req.send_flags = p->se ? PVRDMA_SEND_SOLICITED : 0;
     req.src_qpn = p->deth.sqp;
     req.dest_qpn = p->dqpn;
@@ -1469,6 +1483,8 @@ static int roce_attach(PvrdmaTransport *pt, PvrdmaQP *qp)
     q->qp = qp;
     q->qpn = qp->qpn;
     q->epsn = qp->attr.rq_psn & PSN_MASK;
+    q->nres = MAX(qp->attr.max_dest_rd_atomic, 1);
+    q->res = g_new0(RoceRes, q->nres);
     g_queue_init(&q->wqes);
     g_queue_init(&q->resps);
     t->qps = g_list_prepend(t->qps, q);
@@ -1485,6 +1501,7 @@ static void roce_qp_free(RoceTransport *t, RoceQp *q)
         pvrdma_recv_abort(q->rctx);
     }
     t->qps = g_list_remove(t->qps, q);
+    g_free(q->res);
     g_free(q);
 }
 
@@ -1530,7 +1547,7 @@ static int roce_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     p.deth.qkey = req->qkey;
     p.deth.sqp = req->qp_type == PVRDMA_QPT_GSI ? 1 :
                  req->src_qpn & PSN_MASK;
-    p.imm = req->imm;
+    p.imm = imm_to_wire(req->imm);
     {
         PvrdmaSg dst = { .iov = &(PvrdmaIov) { t->data, req->local.len },
                          .n = 1, .len = req->local.len };

@@ -98,7 +98,7 @@ typedef struct PvrdmaLimits {
 #define PVRDMA_HARD_MAX_UAR      4096
 #define PVRDMA_DEF_GID_TBL_LEN   16
 #define PVRDMA_HARD_GID_TBL_LEN  256
-#define PVRDMA_DEF_MAX_RD_ATOM   16
+#define PVRDMA_DEF_MAX_RD_ATOM   128        /* as Linux rxe (see the doc) */
 #define PVRDMA_DEF_MAX_MR_SIZE   (1ull << 30)
 #define PVRDMA_MAX_RING_PAGES    64         /* async / CQ-notify rings */
 #define PVRDMA_RUN_BUDGET        64         /* WQEs per QP per run */
