@@ -564,6 +564,22 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
     return true;
 }
 
+/* A fenced request waits for the READs and atomics before it. */
+static bool req_fenced(RoceQp *q, GList *l)
+{
+    RoceWqe *w = l->data;
+
+    if (!(w->send_flags & PVRDMA_SEND_FENCE)) {
+        return false;
+    }
+    for (GList *m = q->wqes.head; m && m != l; m = m->next) {
+        if (((RoceWqe *)m->data)->rd_atomic) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Send what the window allows. */
 static void req_push(RoceQp *q)
 {
@@ -586,6 +602,9 @@ static void req_push(RoceQp *q)
                     psn_add(q->una, ROCE_WINDOW)) > 0 &&
             psn_cmp(q->psn, q->una) > 0) {
             break;      /* window full (a lone big READ still goes) */
+        }
+        if (q->cur_pkt == 0 && req_fenced(q, q->cur)) {
+            break;      /* sent when they complete (comp_head) */
         }
         if (w->rd_atomic) {
             if (q->rd_out >= max_rd) {
@@ -649,8 +668,12 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
     memcpy(w->sge, req->sge, w->num_sge * sizeof(w->sge[0]));
     w->rd_atomic = w->opcode == PVRDMA_WR_RDMA_READ ||
                    req_is_atomic(w->opcode);
-    if (!w->rd_atomic && w->len && w->len <= ROCE_SMALL_COPY) {
-        /* small: keep a copy (inline sends may reuse their buffer) */
+    if (!w->rd_atomic && w->len && w->len <= ROCE_SMALL_COPY &&
+        !(w->send_flags & PVRDMA_SEND_FENCE)) {
+        /*
+         * Small: keep a copy (inline sends may reuse their buffer).  Not
+         * when fenced: it may send what an earlier READ brings.
+         */
         PvrdmaSg dst;
 
         w->copy = g_malloc(w->len);
