@@ -71,6 +71,9 @@ typedef struct RoceWqe {
     uint64_t resp_off;          /* READ: bytes of response received */
     bool rd_atomic;             /* READ or atomic */
     bool sent;                  /* its request has been sent (READ/atomic) */
+    bool resp_done;             /* READ/atomic: its whole response came */
+    bool reasked;               /* asked again for what is missing ... */
+    uint32_t reask_psn;         /* ... from this PSN */
 } RoceWqe;
 
 /* A response the responder owes, sent in order. */
@@ -109,18 +112,16 @@ typedef struct RoceQp {
     /* requester */
     bool req_init;              /* sq_psn taken from the QP (at RTS) */
     GQueue wqes;                /* RoceWqe, oldest first */
-    uint32_t una;               /* oldest PSN not acknowledged */
+    uint32_t una;               /* oldest PSN not answered */
+    uint32_t ack_psn;           /* the responder has every PSN before */
     uint32_t psn;               /* next PSN to send */
     GList *cur;                 /* sending: this WQE (in wqes) ... */
     uint32_t cur_pkt;           /* ... from this packet of it */
-    uint32_t rd_out;            /* READs/atomics sent, not completed */
     uint32_t noack;             /* packets since the last AckReq */
     int retry_left, rnr_left;
     int64_t rto_deadline;       /* ms, 0: not armed */
     int64_t rnr_deadline;       /* ms, 0: not waiting on an RNR NAK */
     uint32_t max_psn;           /* PSNs before it were sent at least once */
-    uint32_t retry_psn;         /* go-back-N already started from here */
-    bool retrying;
 
     /* responder */
     uint32_t epsn;              /* next PSN expected */
@@ -168,6 +169,11 @@ static uint32_t psn_add(uint32_t psn, uint32_t n)
 static int32_t psn_cmp(uint32_t a, uint32_t b)
 {
     return (int32_t)((a - b) << 8) >> 8;
+}
+
+static uint32_t psn_sub(uint32_t a, uint32_t b)
+{
+    return (a - b) & PSN_MASK;
 }
 
 static uint32_t path_mtu(const PvrdmaQP *qp)
@@ -422,12 +428,24 @@ static void qp_drop_requests(RoceQp *q)
         wqe_free(w);
     }
     q->cur = NULL;
-    q->rd_out = 0;
     q->rto_deadline = 0;
     q->rnr_deadline = 0;
 }
 
 static void req_rewind(RoceQp *q, uint32_t psn);
+
+/* READs and atomics asked for and not answered yet. */
+static uint32_t req_rd_out(RoceQp *q)
+{
+    uint32_t n = 0;
+
+    for (GList *l = q->wqes.head; l; l = l->next) {
+        RoceWqe *w = l->data;
+
+        n += w->rd_atomic && w->sent && !w->resp_done;
+    }
+    return n;
+}
 
 /* The request at the head finished: complete it (in order) and free it. */
 static void comp_head(RoceQp *q, int status)
@@ -444,18 +462,53 @@ static void comp_head(RoceQp *q, int status)
         q->cur_pkt = 0;
     }
     g_queue_pop_head(&q->wqes);
-    if (w->rd_atomic && w->sent && q->rd_out) {
-        q->rd_out--;
+    if (psn_cmp(psn_add(w->first_psn, w->npsn), q->ack_psn) > 0) {
+        q->ack_psn = psn_add(w->first_psn, w->npsn);
     }
-    q->una = psn_add(w->first_psn, w->npsn);
     wqe_free(w);
     if (status != PVRDMA_WC_SUCCESS) {
         /* the core moves the QP to error and flushes what follows */
         qp_drop_requests(q);
-    } else if (psn_cmp(q->una, q->psn) > 0) {
-        req_rewind(q, q->una);      /* acknowledged past a go-back-N */
     }
     pvrdma_complete(q->t->t.core, &wc);
+}
+
+/* The next PSN of w the responder has not answered (READ, atomic). */
+static uint32_t wqe_next_resp(RoceQp *q, RoceWqe *w)
+{
+    return w->opcode == PVRDMA_WR_RDMA_READ ?
+           psn_add(w->first_psn, (uint32_t)(w->resp_off / path_mtu(q->qp))) :
+           w->first_psn;
+}
+
+/*
+ * Complete what is done, in order: SENDs and WRITEs the responder has
+ * acknowledged (every PSN before ack_psn), READs and atomics whose whole
+ * response came.  Then una: the oldest PSN not known to be answered.
+ */
+static void comp_drain(RoceQp *q)
+{
+    RoceWqe *w;
+
+    while ((w = g_queue_peek_head(&q->wqes))) {
+        if (w->rd_atomic ? !w->resp_done :
+            psn_cmp(psn_add(w->first_psn, w->npsn), q->ack_psn) > 0 ||
+            psn_cmp(w->first_psn, q->max_psn) >= 0) {
+            break;
+        }
+        comp_head(q, PVRDMA_WC_SUCCESS);
+    }
+    w = g_queue_peek_head(&q->wqes);
+    if (w && w->rd_atomic && psn_cmp(q->ack_psn, wqe_next_resp(q, w)) > 0) {
+        q->una = wqe_next_resp(q, w);
+    } else if (w && psn_cmp(q->ack_psn, w->first_psn) < 0) {
+        q->una = w->first_psn;
+    } else {
+        q->una = q->ack_psn;
+    }
+    if (psn_cmp(q->una, q->psn) > 0) {
+        req_rewind(q, q->una);      /* answered past a go-back-N */
+    }
 }
 
 /* Go back to psn: the next packet sent is the one with that PSN. */
@@ -468,31 +521,29 @@ static void req_rewind(RoceQp *q, uint32_t psn)
             psn_cmp(psn, psn_add(w->first_psn, w->npsn)) < 0) {
             q->cur = l;
             q->cur_pkt = (psn - w->first_psn) & PSN_MASK;
-            if (w->rd_atomic && w->sent) {
-                w->sent = false;
-                q->rd_out--;
-            }
-            /* later READs/atomics are sent again too */
-            for (GList *m = l->next; m; m = m->next) {
-                RoceWqe *x = m->data;
-
-                if (x->rd_atomic && x->sent) {
-                    x->sent = false;
-                    q->rd_out--;
-                }
+            /* READs and atomics from here on are asked again if need be */
+            for (GList *m = l; m; m = m->next) {
+                ((RoceWqe *)m->data)->sent = false;
             }
             q->psn = psn;
             q->noack = 0;
             return;
         }
     }
+    /* past everything queued */
+    q->cur = NULL;
+    q->cur_pkt = 0;
+    q->psn = q->wqes.length ?
+             psn_add(((RoceWqe *)q->wqes.tail->data)->first_psn,
+                     ((RoceWqe *)q->wqes.tail->data)->npsn) : psn;
 }
 
 static void req_arm_rto(RoceQp *q)
 {
     int64_t rto = rto_ms(q->qp);
 
-    q->rto_deadline = rto && q->wqes.length && psn_cmp(q->psn, q->una) > 0 ?
+    q->rto_deadline = rto && q->wqes.length &&
+                      psn_cmp(q->max_psn, q->una) > 0 ?
                       now_ms(q->t) + rto : 0;
     arm(q->t, q->rto_deadline);
 }
@@ -557,11 +608,32 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
     if (retx) {
         t->st.retransmits++;
         q->st.retransmits++;
-    } else {
+    }
+    if (psn_cmp(psn_add(psn, w->rd_atomic ? w->npsn - k : 1),
+                q->max_psn) > 0) {
         q->max_psn = psn_add(psn, w->rd_atomic ? w->npsn - k : 1);
     }
     pkt_send(t, q, &p);
     return true;
+}
+
+/*
+ * Ask again for what is missing of READ or atomic w (its response lost):
+ * that request only, not everything after it; once per missing PSN until
+ * the timer decides otherwise.
+ */
+static void req_reask(RoceQp *q, RoceWqe *w, const char *why)
+{
+    uint32_t psn = wqe_next_resp(q, w);
+
+    if (w->reasked && w->reask_psn == psn) {
+        return;
+    }
+    trace_pvrdma_roce_req(q->qpn, why, psn);
+    w->reasked = true;
+    w->reask_psn = psn;
+    req_send_pkt(q, w, (psn - w->first_psn) & PSN_MASK);
+    req_arm_rto(q);
 }
 
 /* A fenced request waits for the READs and atomics before it. */
@@ -604,15 +676,21 @@ static void req_push(RoceQp *q)
             break;      /* window full (a lone big READ still goes) */
         }
         if (q->cur_pkt == 0 && req_fenced(q, q->cur)) {
-            break;      /* sent when they complete (comp_head) */
+            break;      /* sent when they complete */
         }
         if (w->rd_atomic) {
-            if (q->rd_out >= max_rd) {
-                break;
+            if (!w->resp_done) {
+                uint32_t k = MAX(q->cur_pkt, (psn_sub(wqe_next_resp(q, w),
+                                                      w->first_psn)));
+
+                if (req_rd_out(q) >= max_rd) {
+                    break;
+                }
+                w->sent = true;
+                req_send_pkt(q, w, k);
+                budget--;
+                sent = true;
             }
-            w->sent = true;
-            q->rd_out++;
-            req_send_pkt(q, w, q->cur_pkt);
             q->psn = psn_add(w->first_psn, w->npsn);
         } else {
             if (!req_send_pkt(q, w, q->cur_pkt)) {
@@ -623,15 +701,13 @@ static void req_push(RoceQp *q)
                 }
                 break;
             }
+            budget--;
+            sent = true;
             q->psn = psn_add(w->first_psn, q->cur_pkt + 1);
             if (++q->cur_pkt < n) {
-                budget--;
-                sent = true;
                 continue;
             }
         }
-        budget--;
-        sent = true;
         q->cur_pkt = 0;
         q->cur = q->cur->next;
     }
@@ -650,7 +726,8 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
 
     if (!q->req_init) {
         q->req_init = true;
-        q->psn = q->una = q->max_psn = q->qp->attr.sq_psn & PSN_MASK;
+        q->psn = q->una = q->max_psn = q->ack_psn =
+            q->qp->attr.sq_psn & PSN_MASK;
         q->retry_left = q->qp->attr.retry_cnt;
         q->rnr_left = q->qp->attr.rnr_retry;
     }
@@ -694,7 +771,7 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
         w->first_psn = last ? psn_add(last->first_psn, last->npsn) : q->psn;
     }
     g_queue_push_tail(&q->wqes, w);
-    if (!q->cur) {
+    if (!q->cur && q->psn == w->first_psn) {
         q->cur = q->wqes.tail;
         q->cur_pkt = 0;
     }
@@ -705,34 +782,13 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
 /* ------------------------------------------------------------------ */
 /* Completer                                                           */
 
-/*
- * An acknowledgement can pass where a go-back-N restarted (it was on its
- * way): sending goes on from the oldest PSN not acknowledged.
- */
-static void req_catch_up(RoceQp *q)
+/* The responder has everything before psn (an ACK, a response). */
+static void comp_acked(RoceQp *q, uint32_t psn)
 {
-    if (psn_cmp(q->una, q->psn) > 0) {
-        req_rewind(q, q->una);
+    if (psn_cmp(psn, q->ack_psn) > 0 && psn_cmp(psn, q->max_psn) <= 0) {
+        q->ack_psn = psn;
     }
-}
-
-/* Everything before psn is acknowledged: complete SENDs and WRITEs. */
-static void comp_ack_before(RoceQp *q, uint32_t psn)
-{
-    RoceWqe *w;
-
-    while ((w = g_queue_peek_head(&q->wqes)) && !w->rd_atomic &&
-           psn_cmp(psn_add(w->first_psn, w->npsn), psn) <= 0 &&
-           psn_cmp(w->first_psn, q->max_psn) < 0) {
-        comp_head(q, PVRDMA_WC_SUCCESS);
-    }
-    if (psn_cmp(psn, q->una) > 0 && psn_cmp(psn, q->max_psn) <= 0) {
-        q->una = psn;
-    }
-    req_catch_up(q);
-    if (q->retrying && psn_cmp(q->una, q->retry_psn) > 0) {
-        q->retrying = false;    /* got past where we went back to */
-    }
+    comp_drain(q);
 }
 
 /* Progress: the retry counters start again, the timer restarts. */
@@ -746,42 +802,56 @@ static void comp_progress(RoceQp *q)
 
 static void comp_retry(RoceQp *q, uint32_t psn, const char *why)
 {
-    if (q->retrying && q->retry_psn == psn) {
-        return;     /* already going back from there */
-    }
     trace_pvrdma_roce_req(q->qpn, why, psn);
-    q->retrying = true;
-    q->retry_psn = psn;
     req_rewind(q, psn);
+}
+
+/* The sent READ or atomic whose PSNs hold psn; NULL if none. */
+static RoceWqe *comp_find_rd(RoceQp *q, uint32_t psn)
+{
+    for (GList *l = q->wqes.head; l; l = l->next) {
+        RoceWqe *w = l->data;
+
+        if (psn_cmp(psn, w->first_psn) < 0) {
+            break;
+        }
+        if (w->rd_atomic && w->sent &&
+            psn_cmp(psn, psn_add(w->first_psn, w->npsn)) < 0) {
+            return w;
+        }
+    }
+    return NULL;
 }
 
 static void comp_ack(RoceQp *q, const RocePkt *p)
 {
     uint32_t psn = p->psn;
     uint8_t syn = p->aeth.syndrome;
+    bool progress;
     RoceWqe *w;
 
-    /* a PSN outside [una - 1, psn - 1] is stale or bogus */
-    if (psn_cmp(psn, psn_add(q->una, PSN_MASK)) < 0 ||
+    /* a PSN outside [ack_psn - 1, max_psn - 1] is stale or bogus */
+    if (psn_cmp(psn, psn_add(q->ack_psn, PSN_MASK)) < 0 ||
         psn_cmp(psn, q->max_psn) >= 0) {
         trace_pvrdma_roce_comp(q->qpn, "stale ACK", psn);
         return;
     }
     switch (roce_aeth_type(syn)) {
     case ROCE_AETH_ACK:
-        comp_ack_before(q, psn_add(psn, 1));
+        progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
+        comp_acked(q, psn_add(psn, 1));
         w = g_queue_peek_head(&q->wqes);
-        if (w && w->rd_atomic && psn_cmp(psn, w->first_psn) >= 0) {
+        if (w && w->rd_atomic && w->sent &&
+            psn_cmp(psn, wqe_next_resp(q, w)) >= 0) {
             /* acknowledged past a READ/atomic: its response was lost */
-            comp_retry(q, psn_add(w->first_psn,
-                                  (uint32_t)(w->resp_off /
-                                             path_mtu(q->qp))),
-                       "implied NAK");
+            req_reask(q, w, "implied NAK");
         }
-        comp_progress(q);
+        if (progress) {
+            comp_progress(q);
+        }
         break;
     case ROCE_AETH_RNR_NAK:
-        comp_ack_before(q, psn);
+        comp_acked(q, psn);
         q->st.rnr_naks++;
         q->t->st.rnr_naks++;
         if (q->qp->attr.rnr_retry != 7 && q->rnr_left-- <= 0) {
@@ -791,27 +861,24 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
             return;
         }
         trace_pvrdma_roce_req(q->qpn, "RNR wait", psn);
-        q->retrying = false;
         req_rewind(q, psn);
         q->rto_deadline = 0;
         q->rnr_deadline = now_ms(q->t) +
             MAX(rnr_us[roce_aeth_value(syn)] / 1000, 1);
         arm(q->t, q->rnr_deadline);
-        break;
+        return;
     case ROCE_AETH_NAK:
-        comp_ack_before(q, psn);
+        comp_acked(q, psn);
         switch (roce_aeth_value(syn)) {
         case ROCE_NAK_PSN_SEQ_ERR:
             q->st.seq_naks++;
             q->t->st.seq_naks++;
             comp_retry(q, psn, "sequence NAK");
             comp_progress(q);
-            req_push(q);
-            return;
+            break;
         case ROCE_NAK_INVALID_REQUEST:
         case ROCE_NAK_INVALID_RD_REQUEST:
-            w = g_queue_peek_head(&q->wqes);
-            if (w) {
+            if (g_queue_peek_head(&q->wqes)) {
                 comp_head(q, PVRDMA_WC_REM_INV_REQ_ERR);
             }
             return;
@@ -826,6 +893,7 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
             }
             return;
         }
+        break;
     default:
         q->t->st.drops++;
         return;
@@ -836,35 +904,23 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
 static void comp_read_resp(RoceQp *q, const RocePkt *p)
 {
     uint32_t mtu = path_mtu(q->qp);
-    RoceWqe *w;
+    RoceWqe *w = comp_find_rd(q, p->psn);
     uint32_t expect;
     uint64_t left;
     bool last = p->opcode == ROCE_RC_RDMA_READ_RESPONSE_LAST ||
                 p->opcode == ROCE_RC_RDMA_READ_RESPONSE_ONLY;
     int st;
 
-    if (psn_cmp(p->psn, q->una) < 0 || psn_cmp(p->psn, q->max_psn) >= 0) {
-        trace_pvrdma_roce_comp(q->qpn, "stale READ response", p->psn);
-        return;
-    }
-    /* a response acknowledges every request before its READ */
-    w = g_queue_peek_head(&q->wqes);
-    while (w && !w->rd_atomic && psn_cmp(psn_add(w->first_psn, w->npsn),
-                                          p->psn) <= 0) {
-        comp_head(q, PVRDMA_WC_SUCCESS);
-        w = g_queue_peek_head(&q->wqes);
-    }
-    if (!w || w->opcode != PVRDMA_WR_RDMA_READ || !w->sent ||
-        psn_cmp(p->psn, w->first_psn) < 0 ||
-        psn_cmp(p->psn, psn_add(w->first_psn, w->npsn)) >= 0) {
+    if (!w || w->opcode != PVRDMA_WR_RDMA_READ || w->resp_done) {
         trace_pvrdma_roce_comp(q->qpn, "unexpected READ response", p->psn);
         return;
     }
-    expect = psn_add(w->first_psn, (uint32_t)(w->resp_off / mtu));
+    /* a response means every request before its READ arrived */
+    comp_acked(q, w->first_psn);
+    expect = wqe_next_resp(q, w);
     if (p->psn != expect) {
         if (psn_cmp(p->psn, expect) > 0) {
-            comp_retry(q, expect, "READ response missing");
-            req_push(q);
+            req_reask(q, w, "READ response missing");
         }
         return;
     }
@@ -873,44 +929,49 @@ static void comp_read_resp(RoceQp *q, const RocePkt *p)
     if ((last && p->payload_len != left) ||
         (!last && (p->payload_len != mtu || left <= mtu))) {
         trace_pvrdma_roce_comp(q->qpn, "READ response length", p->psn);
+        while (g_queue_peek_head(&q->wqes) != w) {
+            comp_head(q, PVRDMA_WC_SUCCESS);    /* acknowledged above */
+        }
         comp_head(q, PVRDMA_WC_BAD_RESP_ERR);
         return;
     }
     st = wqe_write(q->t, w, w->resp_off, p->payload, p->payload_len);
     if (st != PVRDMA_WC_SUCCESS) {
+        while (g_queue_peek_head(&q->wqes) != w) {
+            comp_head(q, PVRDMA_WC_SUCCESS);
+        }
         comp_head(q, st);
         return;
     }
     w->resp_off += p->payload_len;
+    w->resp_done = last;
     comp_progress(q);
-    if (last) {
-        comp_head(q, PVRDMA_WC_SUCCESS);
-    } else {
-        q->una = psn_add(p->psn, 1);
-    }
-    req_catch_up(q);
+    comp_drain(q);
     req_push(q);
 }
 
 static void comp_atomic_ack(RoceQp *q, const RocePkt *p)
 {
-    RoceWqe *w;
+    RoceWqe *w = comp_find_rd(q, p->psn);
     uint64_t orig = p->atmack;
     int st;
 
-    if (psn_cmp(p->psn, q->una) < 0 || psn_cmp(p->psn, q->max_psn) >= 0) {
-        return;
-    }
-    comp_ack_before(q, p->psn);
-    w = g_queue_peek_head(&q->wqes);
-    if (!w || !req_is_atomic(w->opcode) || !w->sent ||
-        w->first_psn != p->psn) {
+    if (!w || !req_is_atomic(w->opcode) || w->resp_done) {
         trace_pvrdma_roce_comp(q->qpn, "unexpected atomic ACK", p->psn);
         return;
     }
+    comp_acked(q, w->first_psn);
     st = wqe_write(q->t, w, 0, (const uint8_t *)&orig, 8);
+    if (st != PVRDMA_WC_SUCCESS) {
+        while (g_queue_peek_head(&q->wqes) != w) {
+            comp_head(q, PVRDMA_WC_SUCCESS);
+        }
+        comp_head(q, st);
+        return;
+    }
+    w->resp_done = true;
     comp_progress(q);
-    comp_head(q, st);
+    comp_drain(q);
     req_push(q);
 }
 
@@ -929,7 +990,7 @@ static void req_timers(RoceQp *q, int64_t now)
     }
     if (q->rto_deadline && now >= q->rto_deadline) {
         q->rto_deadline = 0;
-        if (!q->wqes.length || psn_cmp(q->psn, q->una) <= 0) {
+        if (!q->wqes.length || psn_cmp(q->max_psn, q->una) <= 0) {
             return;
         }
         q->st.timeouts++;
@@ -939,7 +1000,9 @@ static void req_timers(RoceQp *q, int64_t now)
             comp_head(q, PVRDMA_WC_RETRY_EXC_ERR);
             return;
         }
-        q->retrying = false;
+        for (GList *l = q->wqes.head; l; l = l->next) {
+            ((RoceWqe *)l->data)->reasked = false;
+        }
         comp_retry(q, q->una, "ACK timeout");
         req_push(q);
         req_arm_rto(q);
@@ -1400,6 +1463,11 @@ static void rx_ud(RoceTransport *t, const RocePkt *p)
     req.sgid_type = PVRDMA_GID_TYPE_FLAG_ROCE_V2;
     memcpy(req.smac, p->smac, 6);
     req.local = data;
+    if (!pvrdma_ud_accepts(c, req.dest_qpn, req.qkey)) {
+        trace_pvrdma_roce_drop("UD: no such QP or a wrong Q_Key");
+        t->st.drops++;
+        return;
+    }
     pvrdma_responder(c, &req);
 }
 

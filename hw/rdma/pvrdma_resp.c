@@ -320,6 +320,15 @@ void pvrdma_resp_comm_est(PvrdmaCore *c, PvrdmaQP *dqp)
     }
 }
 
+bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey)
+{
+    PvrdmaQP *dqp = pvrdma_qp_by_qpn(c, dest_qpn);
+
+    return dqp && dqp->type != PVRDMA_QPT_RC &&
+           dqp->state >= PVRDMA_QPS_RTR && dqp->state <= PVRDMA_QPS_SQE &&
+           dqp->attr.qkey == qkey;
+}
+
 int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
 {
     PvrdmaQP *dqp = pvrdma_qp_by_qpn(c, req->dest_qpn);
@@ -329,9 +338,7 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
 
     if (req->qp_type != PVRDMA_QPT_RC) {
         /* UD/GSI: anything that does not match is silently dropped */
-        if (!dqp || dqp->type == PVRDMA_QPT_RC ||
-            dqp->state < PVRDMA_QPS_RTR || dqp->state > PVRDMA_QPS_SQE ||
-            dqp->attr.qkey != req->qkey) {
+        if (!pvrdma_ud_accepts(c, req->dest_qpn, req->qkey)) {
             trace_pvrdma_ud_drop(req->dest_qpn);
             return PVRDMA_WC_SUCCESS;
         }

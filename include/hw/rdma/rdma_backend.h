@@ -246,6 +246,8 @@ bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
  * PVRDMA_TRANSPORT_RNR.
  */
 int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
+/* Would a UD/GSI datagram to dest_qpn with qkey be received (not dropped)? */
+bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey);
 
 /*
  * Responder primitives for a transport that receives a message in pieces
