@@ -601,6 +601,16 @@ static void pvrdma_get_peers(Object *obj, Visitor *v, const char *name,
     visit_type_uint32(v, name, &n, errp);
 }
 
+/*
+ * "qps": what the QPs do, a line each (number, type, state, path, peer,
+ * the path's counters), then a line per transport: qom-get, or
+ * 'qom-get /machine/peripheral/ID qps' in HMP.
+ */
+static char *pvrdma_get_qps(Object *obj, Error **errp)
+{
+    return pvrdma_describe_qps(&PVRDMA(obj)->core);
+}
+
 /* ------------------------------------------------------------------ */
 /* RoCEv2 on the vmxnet3's network                                     */
 
@@ -1230,6 +1240,11 @@ static void pvrdma_class_init(ObjectClass *klass, void *data)
                               NULL, NULL, NULL);
     object_class_property_set_description(klass, "peers",
         "co-resident peers connected through the rendezvous directory");
+    object_class_property_add_str(klass, "qps", pvrdma_get_qps, NULL);
+    object_class_property_set_description(klass, "qps",
+        "each QP's type, state, path (loopback, coresident, roce, "
+        "hostverbs, per-request) and the path's counters, then each "
+        "transport's");
     object_class_property_set_description(klass, "roce",
         "RoCEv2 on the paired vmxnet3's netdev (after loopback and "
         "co-resident peers; not with ibdev)");
