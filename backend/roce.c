@@ -1179,6 +1179,18 @@ static void resp_duplicate(RoceQp *q, const RocePkt *p)
     }
 }
 
+/*
+ * No receive posted: RNR NAK.  The rest of the message, already on its
+ * way, is dropped without a sequence NAK (nak_sent): the requester waits
+ * out the RNR timer and sends again from this PSN.
+ */
+static void resp_rnr_nak(RoceQp *q, const RocePkt *p)
+{
+    trace_pvrdma_roce_resp(q->qpn, "RNR NAK", p->psn);
+    resp_ack(q, p->psn, roce_aeth_rnr_nak(q->qp->attr.min_rnr_timer));
+    q->nak_sent = true;
+}
+
 /* The request fails: NAK, the QP goes to error (class A/B errors). */
 static void resp_nak(RoceQp *q, const RocePkt *p, uint8_t code)
 {
@@ -1256,9 +1268,7 @@ static void resp_request(RoceQp *q, const RocePkt *p)
         if (first) {
             st = pvrdma_recv_begin(c, q->qp, &q->rctx);
             if (st == PVRDMA_TRANSPORT_RNR) {
-                trace_pvrdma_roce_resp(q->qpn, "RNR NAK", p->psn);
-                resp_ack(q, p->psn,
-                         roce_aeth_rnr_nak(q->qp->attr.min_rnr_timer));
+                resp_rnr_nak(q, p);
                 return;
             }
             if (st != PVRDMA_WC_SUCCESS) {
@@ -1313,9 +1323,7 @@ static void resp_request(RoceQp *q, const RocePkt *p)
             /* the receive WQE first: without one, RNR NAK this packet */
             st = pvrdma_recv_begin(c, q->qp, &ctx);
             if (st == PVRDMA_TRANSPORT_RNR) {
-                trace_pvrdma_roce_resp(q->qpn, "RNR NAK", p->psn);
-                resp_ack(q, p->psn,
-                         roce_aeth_rnr_nak(q->qp->attr.min_rnr_timer));
+                resp_rnr_nak(q, p);
                 return;
             }
             if (st != PVRDMA_WC_SUCCESS) {
