@@ -10,10 +10,12 @@
 # Each VM: q35, 1 vCPU, 1G, -accel tcg, direct kernel boot of the image from
 # scripts/guest/build-image.sh, console on ttyS0 -> <out>/vmN/console.log,
 #   -device vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=...
-#   -device pvrdma,addr=4.1                 (see --pvrdma)
-# One VM: the vmxnet3 sits alone on a QEMU hub.  Two VMs: their vmxnet3s
-# share a unix-socket dgram netdev (no slirp, no ports to collide).
-# VM N gets 10.0.0.(N+1)/24.
+#   -device pvrdma,addr=4.1                 (see --pvrdma, --nic)
+# One VM: the NIC sits alone on a QEMU hub.  Two VMs: their NICs share a
+# unix-socket dgram netdev (no slirp, no ports to collide).  Two VMs that
+# both have the pvrdma device also get the co-resident transport (guest RAM
+# from memory-backend-memfd,share=on and rendezvous=DIR) unless
+# --no-rendezvous.  VM N gets 10.0.0.(N+1)/24.
 #
 # Options:
 #   -n, --vms N          number of VMs (1 or 2)
@@ -26,8 +28,16 @@
 #   -e, --env NAME=VAL   add to the guest's /test.env (repeatable)
 #   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
 #   --machine TYPE       q35 (default) or pc (env PVRDMA_MACHINE)
-#   --nic MODEL          vmxnet3 (default) or virtio (virtio-net-pci at 4.0,
-#                        no pvrdma device: for soft-RoCE comparisons)
+#   --nic MODEL[,MODEL]  vmxnet3 (default) or virtio (virtio-net-pci at 4.0,
+#                        no pvrdma device: for soft-RoCE comparisons); one
+#                        model for every VM, or one per VM: --nic
+#                        vmxnet3,virtio is VM 0 with vmxnet3 + pvrdma and VM 1
+#                        with virtio-net only (a soft-RoCE peer)
+#   --no-rendezvous      two pvrdma VMs without the co-resident transport
+#                        (no rendezvous=, private guest RAM): as on two
+#                        hosts, they reach each other only over the network
+#   --device-args PROPS  more properties for the pvrdma -device, appended to
+#                        PVRDMA_DEVICE_ARGS (e.g. roce=off or max-qp=64)
 #   --append ARGS        extra kernel command line (env PVRDMA_GUEST_APPEND)
 #   -v, --verbose        copy the console(s) to stderr as they come
 #   --shell              one VM, console on this terminal, no script needed,
@@ -50,6 +60,16 @@
 #   PVRDMA_GUEST_LOGLEVEL kernel console loglevel (default 4: warnings+)
 #   PVRDMA_PEER_GRACE    two VMs: once one fails, stop the other after this
 #                        many seconds (default 10) instead of its timeout
+#   PVRDMA_FORCE_NIC     replaces every --nic given (a test header's too):
+#                        e.g. PVRDMA_FORCE_NIC=virtio tests/guest/run.sh
+#                        -e ROCE_RIG_CHECK=1 30 31 runs the RoCE interop
+#                        tests soft-RoCE to soft-RoCE (a rig self-check)
+#
+# The guest's /test.env (see guest-lib.sh): PVRDMA_VM, PVRDMA_VMS, PVRDMA_IP,
+# PVRDMA_PREFIX, PVRDMA_PEER_IP, PVRDMA_DEVICE (1: this VM has the pvrdma
+# device), PVRDMA_NIC (vmxnet3 or virtio), PVRDMA_PEER_DEVICE and
+# PVRDMA_PEER_NIC (two VMs: the other VM's), PVRDMA_RENDEZVOUS (1: the
+# co-resident transport is on), PVRDMA_TEST, PVRDMA_RESTART, and each --env.
 #
 # Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, samples.txt
 # ("TAG VmRSS-KiB VmHWM-KiB secs OWN-KiB" for each PVRDMA-SAMPLE marker the
@@ -68,6 +88,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
+rendezvous=1 device_args=
 files=() envs=() scripts=()
 
 # shellcheck source=scripts/guest/initrd-lib.sh
@@ -86,25 +107,28 @@ while [ $# -gt 0 ]; do
         --machine) need_arg "$@"; machine=$2; shift 2 ;;
         --nic) need_arg "$@"; nic=$2; shift 2 ;;
         --append) need_arg "$@"; append="$append $2"; shift 2 ;;
+        --no-rendezvous) rendezvous=0; shift ;;
+        --device-args) need_arg "$@"; device_args="$device_args,$2"; shift 2 ;;
         -v|--verbose) verbose=1; shift ;;
         --shell) shell=1; shift ;;
         --no-build) build=0; shift ;;
         --reboot) reboot=1; shift ;;
         --restart-peer) restart_peer=1; shift ;;
-        -h|--help) sed -n '2,60p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
         --) shift; scripts+=("$@"); break ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) scripts+=("$1"); shift ;;
     esac
 done
 case $pvrdma in auto|on|off) ;; *) die "--pvrdma must be auto, on or off" ;; esac
-case $nic in
-    vmxnet3) ;;
-    virtio) [ "$pvrdma" != on ] || die "--nic virtio: pvrdma needs a vmxnet3 at function 0"
-            pvrdma=off
-            append="$append pvrdma.modules=virtio_pci,virtio_net,ib_uverbs,rdma_ucm,ib_umad" ;;
-    *) die "--nic must be vmxnet3 or virtio" ;;
-esac
+# --nic: one model for all VMs or a comma-separated list, one per VM
+[ -z "${PVRDMA_FORCE_NIC:-}" ] || nic=$PVRDMA_FORCE_NIC
+IFS=, read -r -a nics <<< "$nic"
+[ ${#nics[@]} -ge 1 ] || die "--nic needs a model"
+for m in "${nics[@]}"; do
+    case $m in vmxnet3|virtio) ;; *) die "--nic: '$m': each model must be vmxnet3 or virtio" ;; esac
+done
+[ ${#nics[@]} -le 2 ] || die "--nic: at most two models (one per VM)"
 case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
 if [ "$shell" = 1 ]; then
     vms=1
@@ -117,6 +141,12 @@ fi
 case $vms in 1|2) ;; *) die "--vms must be 1 or 2" ;; esac
 [ ${#scripts[@]} -le "$vms" ] || die "two scripts need --vms 2"
 [ "$restart_peer" = 0 ] || [ "$vms" = 2 ] || die "--restart-peer needs two VMs"
+[ ${#nics[@]} = 1 ] || [ ${#nics[@]} = "$vms" ] || die "--nic lists ${#nics[@]} models for $vms VM(s)"
+[ ${#nics[@]} = "$vms" ] || nics=("${nics[0]}" "${nics[0]}")
+# pvrdma needs a vmxnet3 at function 0 of its slot: virtio VMs never get it
+has_vmxnet3=0
+for i in $(seq 0 $((vms - 1))); do [ "${nics[$i]}" = virtio ] || has_vmxnet3=1; done
+[ "$pvrdma" != on ] || [ "$has_vmxnet3" = 1 ] || die "--nic virtio: pvrdma needs a vmxnet3 at function 0"
 for s in "${scripts[@]}"; do [ -f "$s" ] || die "no such script: $s"; done
 
 [ -x "$QEMU" ] || die "QEMU not found at $QEMU (build it with scripts/build.sh, or set QEMU=)"
@@ -136,7 +166,19 @@ case $pvrdma in
         [ "$has_pvrdma" = 1 ] || echo "run-vm: WARNING: $QEMU has no 'pvrdma' device; QEMU will refuse to start" >&2 ;;
     off) use_pvrdma=0 ;;
 esac
-PVRDMA_DEVICE_ARGS=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1}
+PVRDMA_DEVICE_ARGS=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1}$device_args
+# per VM: the device only behind a vmxnet3; the co-resident transport only
+# between two VMs that both have it
+declare -a vm_pvrdma
+n_pvrdma=0
+for i in $(seq 0 $((vms - 1))); do
+    vm_pvrdma[$i]=0
+    if [ "$use_pvrdma" = 1 ] && [ "${nics[$i]}" = vmxnet3 ]; then
+        vm_pvrdma[$i]=1; n_pvrdma=$((n_pvrdma + 1))
+    fi
+done
+use_rdv=0
+[ "$n_pvrdma" != 2 ] || [ "$rendezvous" = 0 ] || use_rdv=1
 
 # --- output directory -----------------------------------------------------------
 if [ -z "$out" ]; then
@@ -184,10 +226,14 @@ for i in $(seq 0 $((vms - 1))); do
         echo "PVRDMA_IP=$ip"
         echo "PVRDMA_PREFIX=24"
         [ "$vms" = 1 ] || echo "PVRDMA_PEER_IP=$peer"
-        echo "PVRDMA_DEVICE=$use_pvrdma"
+        echo "PVRDMA_DEVICE=${vm_pvrdma[$i]}"
+        echo "PVRDMA_NIC=${nics[$i]}"
+        [ "$vms" = 1 ] || echo "PVRDMA_PEER_DEVICE=${vm_pvrdma[$((1 - i))]}"
+        [ "$vms" = 1 ] || echo "PVRDMA_PEER_NIC=${nics[$((1 - i))]}"
+        echo "PVRDMA_RENDEZVOUS=$use_rdv"
         echo "PVRDMA_TEST=$(basename "${script:-shell}" .sh)"
         echo "PVRDMA_RESTART=0"
-        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_TEST PVRDMA_RESTART"
+        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_NIC PVRDMA_PEER_DEVICE PVRDMA_PEER_NIC PVRDMA_RENDEZVOUS PVRDMA_TEST PVRDMA_RESTART"
         rig_env ${envs[@]+"${envs[@]}"} || die "bad --env"
     } > "$d/extra/test.env"
     rig_initrd "$G/initrd.img" "$d/extra" "$d" || die "cannot build $d/initrd.img"
@@ -199,20 +245,25 @@ for i in $(seq 0 $((vms - 1))); do
     fi
     kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24"
     [ -n "$script" ] || kapp="$kapp pvrdma.shell"
+    nicdev=vmxnet3
+    if [ "${nics[$i]}" = virtio ]; then
+        nicdev=virtio-net-pci
+        kapp="$kapp pvrdma.modules=virtio_pci,virtio_net,ib_uverbs,rdma_ucm,ib_umad"
+    fi
     cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios -L /usr/lib/ipxe/qemu
         -nodefaults -machine "$machine" -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem"
         -display none -name "pvrdma-guest-vm$i"
         -kernel "$G/vmlinuz" -initrd "$d/initrd.img"
         -append "$kapp $append"
         -netdev "$netdev"
-        -device "$([ "$nic" = virtio ] && echo virtio-net-pci || echo vmxnet3),netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")
-    if [ "$use_pvrdma" = 1 ] && [ "$vms" = 2 ]; then
+        -device "$nicdev,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")
+    if [ "${vm_pvrdma[$i]}" = 1 ] && [ "$use_rdv" = 1 ]; then
         # co-resident transport: peers map each other's guest RAM (memfd,
         # share=on) and meet in a rendezvous directory
         cmd+=(-object "memory-backend-memfd,id=mem,size=$mem,share=on"
               -machine memory-backend=mem
               -device "$PVRDMA_DEVICE_ARGS,rendezvous=$sockdir/rdma")
-    elif [ "$use_pvrdma" = 1 ]; then
+    elif [ "${vm_pvrdma[$i]}" = 1 ]; then
         cmd+=(-device "$PVRDMA_DEVICE_ARGS")
     fi
     [ "$reboot" = 1 ] || cmd+=(-no-reboot)
@@ -426,7 +477,7 @@ if [ "$final" = 0 ]; then
 fi
 {
     for i in $(seq 0 $((vms - 1))); do
-        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s pvrdma=$use_pvrdma log=$out/vm$i/console.log"
+        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s nic=${nics[$i]} pvrdma=${vm_pvrdma[$i]}$([ "${vm_pvrdma[$i]}" = 0 ] || [ "$vms" = 1 ] || echo " rendezvous=$use_rdv") log=$out/vm$i/console.log"
     done
     echo "exit $final after $(secs_since "$t0")s"
 } | tee "$out/result" | sed 's/^/run-vm: /' >&2

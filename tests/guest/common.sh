@@ -328,3 +328,183 @@ kernel_clean() {
         grep -E "BUG:|Oops:|WARNING:|pvrdma.*([Ee]rror|[Ff]ail)")
     [ -z "$_bad" ] || fail "kernel complained: $_bad"
 }
+
+# --- RoCEv2 interop (tests 3x): the device against Linux soft-RoCE, and two
+# --- devices without the co-resident transport, over the shared netdev
+
+# roce_setup: this VM's RDMA device for a RoCEv2 test: vmw_pvrdma0 when the
+# pvrdma device was given to this VM ($PVRDMA_DEVICE=1: the module must be
+# loaded and the port ACTIVE), else soft-RoCE rxe0 on the NIC (setup_rxe).
+# Sets ROCE_DEV and ROCE_GIDX, the index of its RoCE v2 GID of $PVRDMA_IP;
+# fails the test if any of that is missing.
+roce_setup() {
+    if [ "$PVRDMA_DEVICE" = 1 ]; then
+        ROCE_DEV=vmw_pvrdma0
+        grep -q '^vmw_pvrdma ' /proc/modules || fail "vmw_pvrdma is not loaded"
+        wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
+    else
+        ROCE_DEV=rxe0
+        setup_rxe
+        wait_dev rxe0 10 || fail "rxe0 not ACTIVE"
+    fi
+    ROCE_GIDX=$(roce_v2_gid "$ROCE_DEV") || { echo "$ROCE_GIDX"; fail "$ROCE_DEV: no RoCE v2 GID for $PVRDMA_IP"; }
+    log "$ROCE_DEV on $PVRDMA_NETIF ($(readlink "/sys/class/net/$PVRDMA_NETIF/device/driver" | sed 's|.*/||')): RoCE v2 GID index $ROCE_GIDX ($(cat "/sys/class/infiniband/$ROCE_DEV/ports/1/gids/$ROCE_GIDX")), active MTU $(ibv_devinfo -d "$ROCE_DEV" 2>/dev/null | sed -n 's/.*active_mtu:[[:space:]]*//p')"
+}
+
+# roce_diag: what each side saw on the wire, for the log: the device's
+# counters (rxe's hw_counters, non-zero ones), UDP datagrams to no listener
+# (RoCEv2 frames that the device did not take reach the IP stack as UDP to
+# port 4791) and the NIC's packet counts
+roce_diag() {
+    log "diag: $PVRDMA_NETIF rx $(cat "/sys/class/net/$PVRDMA_NETIF/statistics/rx_packets") tx $(cat "/sys/class/net/$PVRDMA_NETIF/statistics/tx_packets") packets; UDP to no port: $(awk '/^Udp: [0-9]/{print $3; exit}' /proc/net/snmp)"
+    for _f in /sys/class/infiniband/"${ROCE_DEV:-none}"/ports/1/hw_counters/*; do
+        [ -f "$_f" ] || continue
+        _v=$(cat "$_f" 2>/dev/null)
+        [ "${_v:-0}" = 0 ] || echo "  ${ROCE_DEV} ${_f##*/} $_v"
+    done
+}
+
+# step NAME CMD...: one check of a test made of several independent ones.
+# CMD runs in a subshell: a fail() in it ends only this step (its message
+# printed as "step NAME failed: ...", not as the test's FAIL line).  Logs
+# "step NAME: ok (Ns)" or "step NAME: FAILED (Ns): reason", the reason
+# being the step's PAIR_ERR or fail() message.  Both VMs run the same steps
+# in the same order (their barriers are named after the step).
+# steps_done fails the test with every failed step's name and the first
+# one's reason.
+STEPS_N=0 STEPS_BAD=0 STEPS_FAILED='' STEPS_FIRST=''
+step() {
+    _stn=$1; shift
+    STEPS_N=$((STEPS_N + 1))
+    log "=== step $_stn"
+    _st0=$(cut -d' ' -f1 /proc/uptime)
+    rm -f /tmp/step.err
+    (
+        fail() { echo "step $_stn failed: $*"; echo "$*" > /tmp/step.err; exit 1; }
+        PAIR_ERR=
+        "$@"
+        _r=$?
+        [ $_r = 0 ] || [ -s /tmp/step.err ] || echo "${PAIR_ERR:-exit status $_r}" > /tmp/step.err
+        exit $_r
+    )
+    _str=$?
+    _sts=$(awk -v a="$_st0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b - a}')
+    if [ $_str = 0 ]; then
+        log "step $_stn: ok (${_sts}s)"
+        return 0
+    fi
+    _ste=$(head -n 1 /tmp/step.err 2>/dev/null)
+    log "step $_stn: FAILED (${_sts}s): ${_ste:-exit status $_str}"
+    STEPS_BAD=$((STEPS_BAD + 1))
+    STEPS_FAILED="$STEPS_FAILED $_stn"
+    [ -n "$STEPS_FIRST" ] || STEPS_FIRST="$_stn: ${_ste:-exit status $_str}"
+    return 1
+}
+
+steps_done() {
+    [ "$STEPS_BAD" = 0 ] || fail "$STEPS_BAD of $STEPS_N steps failed:$STEPS_FAILED (first: $STEPS_FIRST)"
+    log "all $STEPS_N steps passed"
+}
+
+# pp_2vm KIND SIZE [rev] [SECS]: one ibv_KIND_pingpong (rc, ud, srq) of
+# SIZE bytes on ROCE_DEV with -g ROCE_GIDX (each VM its own) and -c
+# (pp_invalid fails it); VM 0 serves, or with "rev" VM 1 serves and VM 0
+# connects.  SECS limits each side (default 30; a pass takes 1-3 s under
+# TCG).  Each side must print "2*SIZE*PP_ITERS bytes in" and "PP_ITERS
+# iters in".  Returns 1 on failure (PAIR_ERR says why).
+pp_2vm() {
+    _k=$1 _s=$2 _dir=${3:-fwd} _secs=${4:-30}
+    _nm=$_k-$_s$([ "$_dir" = rev ] && echo -rev)
+    _o="-d $ROCE_DEV -g $ROCE_GIDX -n $PP_ITERS -r $PP_RXDEPTH -c -s $_s"
+    [ "$_k" != srq ] || _o="$_o -q 4"
+    if [ "$_dir" = rev ]; then
+        vm_pair_rev "$_nm" "$_secs" tcp:18515 "ibv_${_k}_pingpong $_o" \
+            "ibv_${_k}_pingpong $_o $PVRDMA_PEER_IP" || return 1
+    else
+        vm_pair "$_nm" "$_secs" tcp:18515 "ibv_${_k}_pingpong $_o" \
+            "ibv_${_k}_pingpong $_o $PVRDMA_PEER_IP" || return 1
+    fi
+    if ! _l=$(grep -E "^$((_s * 2 * PP_ITERS)) bytes in " "/tmp/$_nm.out") ||
+       ! grep -qE "^$PP_ITERS iters in .* usec/iter" "/tmp/$_nm.out"; then
+        cat "/tmp/$_nm.out"
+        PAIR_ERR=${PAIR_ERR:-"$_nm: no '$((_s * 2 * PP_ITERS)) bytes in' / '$PP_ITERS iters' line"}
+        return 1
+    fi
+    log "$_nm: ok: $_l"
+}
+
+# perf_2vm BIN SIZE [rev] [OPTS] [SECS]: one perftest run between the VMs
+# (SECS default 45)
+# on ROCE_DEV (-F -n PERF_ITERS -s SIZE and OPTS, by default "-x
+# ROCE_GIDX"; "-R" for RDMA CM); VM 0 serves, or with "rev" VM 1 serves
+# (no REJ-8 retries then, see vm_pair).  Both sides must exit 0 and the
+# client print a result line with a positive average (perf_check).  The
+# run is named BIN, BIN-rev, BIN-cm or BIN-cm-rev.
+perf_2vm() {
+    _b=$1 _s=$2 _dir=${3:-fwd} _po=${4:--x $ROCE_GIDX} _secs=${5:-45}
+    _nm=$_b
+    case $_po in *-R*) _nm=$_nm-cm _lis=cm:18515 ;; *) _lis=tcp:18515 ;; esac
+    [ "$_dir" != rev ] || _nm=$_nm-rev
+    _o="-d $ROCE_DEV $_po -F -n $PERF_ITERS -s $_s"
+    case $_b in *_lat) _c=6 ;; *) _c=4 ;; esac
+    if [ "$_dir" = rev ]; then
+        vm_pair_rev "$_nm" "$_secs" "$_lis" "$_b $_o" "$_b $_o $PVRDMA_PEER_IP" || return 1
+        [ "$PVRDMA_VM" = 1 ] || perf_check "$_nm" "$_c" || return 1
+    else
+        vm_pair "$_nm" "$_secs" "$_lis" "$_b $_o" "$_b $_o $PVRDMA_PEER_IP" || return 1
+        [ "$PVRDMA_VM" = 0 ] || perf_check "$_nm" "$_c" || return 1
+    fi
+}
+
+# rping_2vm SIZE COUNT [rev] [SECS, default 45]: rping -V (every ping's data checked by
+# the client) of COUNT pings of SIZE bytes; VM 0 serves, or with "rev" VM 1
+# serves.  The client (-v) must print exactly COUNT "ping data:" lines and
+# no mismatch.
+rping_2vm() {
+    _s=$1 _k=$2 _dir=${3:-fwd} _secs=${4:-45}
+    _nm=rping-$_s$([ "$_dir" = rev ] && echo -rev)
+    _srv="rping -s -a $PVRDMA_IP -p 7174 -S $_s -C $_k -V"
+    _cli="rping -c -a $PVRDMA_PEER_IP -p 7174 -S $_s -C $_k -V -v"
+    if [ "$_dir" = rev ]; then
+        vm_pair_rev "$_nm" "$_secs" cm:7174 "$_srv" "$_cli" || return 1
+        _cvm=0
+    else
+        vm_pair "$_nm" "$_secs" cm:7174 "$_srv" "$_cli" || return 1
+        _cvm=1
+    fi
+    [ "$PVRDMA_VM" = "$_cvm" ] || return 0
+    _got=$(grep -c '^ping data: rdma-ping-' "/tmp/$_nm.out")
+    if [ "$_got" != "$_k" ]; then
+        head -c 2000 "/tmp/$_nm.out"
+        PAIR_ERR=${PAIR_ERR:-"$_nm: client printed $_got pings, expected $_k"}
+        return 1
+    fi
+    if grep -q 'mismatch' "/tmp/$_nm.out"; then
+        PAIR_ERR=${PAIR_ERR:-"$_nm: data mismatch"}
+        return 1
+    fi
+    log "$_nm: $_got pings of $_s bytes validated"
+}
+
+# udaddy_2vm [SECS, default 45]: udaddy (UD over RDMA CM: SIDR, address handles) with
+# 2 connections of 20 messages of 500 bytes, VM 0 serving; both sides must
+# print "data transfers complete"
+udaddy_2vm() {
+    vm_pair udaddy "${1:-45}" cm:7174 "udaddy -c 2 -C 20 -S 500" \
+        "udaddy -s $PVRDMA_PEER_IP -c 2 -C 20 -S 500" || return 1
+    if ! grep -q "data transfers complete" /tmp/udaddy.out; then
+        cat /tmp/udaddy.out
+        PAIR_ERR=${PAIR_ERR:-"udaddy: no 'data transfers complete'"}
+        return 1
+    fi
+    log "udaddy: data transfers complete"
+}
+
+# ping_peer: the peer answers IP ping over the NIC (up to 30 s)
+ping_peer() {
+    _i=0
+    until ping -c 1 -W 1 "$PVRDMA_PEER_IP" >/dev/null 2>&1; do
+        _i=$((_i + 1)); [ $_i -lt 30 ] || fail "peer $PVRDMA_PEER_IP does not answer ping"
+    done
+    ping -c 3 -i 0.2 "$PVRDMA_PEER_IP" | tail -n 2 || fail "ping $PVRDMA_PEER_IP"
+}
