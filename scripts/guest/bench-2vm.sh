@@ -1,13 +1,17 @@
 # Guest side of scripts/bench-coresident.sh (two VMs, busybox ash): perftest
 # ib_send_lat over a range of sizes and ib_write_bw at 64 KiB between the
-# two VMs, VM 0 serving, on BENCH_DEV: vmw_pvrdma0 (co-resident transport)
-# or rxe0 (soft-RoCE on the VM's NIC, created here).  VM 1 prints one line
-# per figure:
+# two VMs, VM 0 serving, on BENCH_DEV: vmw_pvrdma0 (co-resident transport
+# or RoCEv2), rxe0 (soft-RoCE on the VM's NIC, created here) or auto (each
+# VM the pvrdma device if it has one, else soft-RoCE: for a pvrdma VM
+# against a soft-RoCE VM).  VM 1 prints one line per figure:
 #   BENCH lat SIZE T_TYPICAL_USEC T_AVG_USEC
 #   BENCH bw SIZE BW_AVG_MBPS
 . /usr/lib/pvrdma/tests-common.sh
 
 D=${BENCH_DEV:-vmw_pvrdma0}
+if [ "$D" = auto ]; then
+    D=$([ "$PVRDMA_DEVICE" = 1 ] && echo vmw_pvrdma0 || echo rxe0)
+fi
 SIZES=${BENCH_SIZES:-2 8 32 128 512 2048 8192 32768 131072 524288 1048576}
 LAT_ITERS=${BENCH_LAT_ITERS:-100}
 # BENCH_LAT_OPTS: more ib_send_lat options, e.g. -e (wait for CQ events)
