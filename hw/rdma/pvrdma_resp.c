@@ -114,14 +114,17 @@ struct PvrdmaRecvCtx {
     uint32_t flags;     /* PVRDMA_WC_* flags so far (GRH) */
 };
 
-/* A receive failed: error CQE; RC QPs go to error.  Frees ctx. */
+/*
+ * A receive failed: error CQE; RC QPs go to error.  Frees ctx.  Returns
+ * the requester's status (UD: the receiver's, the caller's to hide).
+ */
 static int recv_fail(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                      uint32_t st, uint32_t opcode, const PvrdmaReq *req)
 {
     pvrdma_recv_cqe(c, qp, &ctx->w, st, opcode, 0, req, 0, false);
     g_free(ctx);
     if (qp->type != PVRDMA_QPT_RC) {
-        return PVRDMA_WC_SUCCESS;   /* UD: the sender never knows */
+        return st;
     }
     pvrdma_qp_to_error(c, qp);
     return st == PVRDMA_WC_LOC_LEN_ERR ? PVRDMA_WC_REM_INV_REQ_ERR :
@@ -222,9 +225,8 @@ void pvrdma_recv_abort(PvrdmaRecvCtx *ctx)
     g_free(ctx);
 }
 
-/* A whole message: begin, GRH (UD), data, end. */
-static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
-                          bool with_data)
+static int responder_recv_msg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
+                              bool with_data)
 {
     PvrdmaRecvCtx *ctx;
     uint32_t grh = 0;
@@ -252,6 +254,18 @@ static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
         }
     }
     return pvrdma_recv_end(c, dqp, ctx, req, grh + req->local.len);
+}
+
+/*
+ * A whole message: begin, GRH (UD), data, end.  A UD sender never learns
+ * what the receiver made of its datagram.
+ */
+static int responder_recv(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
+                          bool with_data)
+{
+    int st = responder_recv_msg(c, dqp, req, with_data);
+
+    return dqp->type != PVRDMA_QPT_RC ? PVRDMA_WC_SUCCESS : st;
 }
 
 /* Resolve the remote range of an RDMA/atomic request at the responder. */

@@ -252,9 +252,10 @@ bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey);
 /*
  * Responder primitives for a transport that receives a message in pieces
  * (RoCEv2: one call per packet).  qp is a QP of core c in RTR..SQE that the
- * caller matched to the packet.  Each returns a PVRDMA_WC_* status for the
- * requester (an error has already written the receive CQE and moved an RC
- * QP to error) or PVRDMA_TRANSPORT_RNR.
+ * caller matched to the packet.  Each returns PVRDMA_WC_SUCCESS, an error
+ * (the receive CQE is written, an RC QP moved to error, the context freed;
+ * RC: the requester's status; UD: the receiver's, which its sender must
+ * never learn) or PVRDMA_TRANSPORT_RNR (RC, nothing posted).
  */
 typedef struct PvrdmaRecvCtx PvrdmaRecvCtx;
 /* Take qp's next receive WQE (RQ or SRQ); *ctx NULL unless SUCCESS. */
