@@ -115,6 +115,7 @@ typedef struct RoceQp {
     uint32_t una;               /* oldest PSN not answered */
     uint32_t ack_psn;           /* the responder has every PSN before */
     uint32_t psn;               /* next PSN to send */
+    uint32_t next_psn;          /* first PSN of the next new request */
     GList *cur;                 /* sending: this WQE (in wqes) ... */
     uint32_t cur_pkt;           /* ... from this packet of it */
     uint32_t noack;             /* packets since the last AckReq */
@@ -530,12 +531,7 @@ static void req_rewind(RoceQp *q, uint32_t psn)
             return;
         }
     }
-    /* past everything queued */
-    q->cur = NULL;
-    q->cur_pkt = 0;
-    q->psn = q->wqes.length ?
-             psn_add(((RoceWqe *)q->wqes.tail->data)->first_psn,
-                     ((RoceWqe *)q->wqes.tail->data)->npsn) : psn;
+    /* no request holds psn: nothing to send again, nowhere to go back */
 }
 
 static void req_arm_rto(RoceQp *q)
@@ -726,7 +722,7 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
 
     if (!q->req_init) {
         q->req_init = true;
-        q->psn = q->una = q->max_psn = q->ack_psn =
+        q->psn = q->una = q->max_psn = q->ack_psn = q->next_psn =
             q->qp->attr.sq_psn & PSN_MASK;
         q->retry_left = q->qp->attr.retry_cnt;
         q->rnr_left = q->qp->attr.rnr_retry;
@@ -765,15 +761,14 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
         return PVRDMA_WC_LOC_LEN_ERR;
     }
     /* PSNs are given out now, in order */
-    {
-        RoceWqe *last = g_queue_peek_tail(&q->wqes);
-
-        w->first_psn = last ? psn_add(last->first_psn, last->npsn) : q->psn;
-    }
+    w->first_psn = q->next_psn;
+    q->next_psn = psn_add(q->next_psn, w->npsn);
     g_queue_push_tail(&q->wqes, w);
-    if (!q->cur && q->psn == w->first_psn) {
+    if (!q->cur) {
+        /* everything before it was sent (the cursor may lag behind) */
         q->cur = q->wqes.tail;
         q->cur_pkt = 0;
+        q->psn = w->first_psn;
     }
     req_push(q);
     return PVRDMA_TRANSPORT_PENDING;
@@ -834,6 +829,12 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
     if (psn_cmp(psn, psn_add(q->ack_psn, PSN_MASK)) < 0 ||
         psn_cmp(psn, q->max_psn) >= 0) {
         trace_pvrdma_roce_comp(q->qpn, "stale ACK", psn);
+        return;
+    }
+    if (roce_aeth_type(syn) != ROCE_AETH_ACK &&
+        psn_cmp(psn, q->ack_psn) < 0) {
+        /* a NAK names a PSN not acknowledged yet */
+        trace_pvrdma_roce_comp(q->qpn, "stale NAK", psn);
         return;
     }
     switch (roce_aeth_type(syn)) {
