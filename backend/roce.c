@@ -68,6 +68,7 @@ typedef struct RoceWqe {
     uint8_t *copy;              /* small SEND/WRITE data, read at execute */
     uint32_t first_psn;
     uint32_t npsn;              /* PSNs it takes (READ: its responses) */
+    uint32_t mtu;               /* its packets' size, fixed when posted */
     uint64_t resp_off;          /* READ: bytes of response received */
     bool rd_atomic;             /* READ or atomic */
     bool sent;                  /* its request has been sent (READ/atomic) */
@@ -478,7 +479,7 @@ static void comp_head(RoceQp *q, int status)
 static uint32_t wqe_next_resp(RoceQp *q, RoceWqe *w)
 {
     return w->opcode == PVRDMA_WR_RDMA_READ ?
-           psn_add(w->first_psn, (uint32_t)(w->resp_off / path_mtu(q->qp))) :
+           psn_add(w->first_psn, (uint32_t)(w->resp_off / w->mtu)) :
            w->first_psn;
 }
 
@@ -548,7 +549,7 @@ static void req_arm_rto(RoceQp *q)
 static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
 {
     RoceTransport *t = q->t;
-    uint32_t mtu = path_mtu(q->qp), n = wqe_npkts(w, mtu);
+    uint32_t mtu = w->mtu, n = wqe_npkts(w, mtu);
     uint32_t psn = psn_add(w->first_psn, k);
     RocePkt p;
     bool retx = psn_cmp(psn, q->max_psn) < 0;
@@ -652,7 +653,6 @@ static bool req_fenced(RoceQp *q, GList *l)
 static void req_push(RoceQp *q)
 {
     uint32_t budget = ROCE_REQ_BUDGET;
-    uint32_t mtu = path_mtu(q->qp);
     uint32_t max_rd = MAX(q->qp->attr.max_rd_atomic, 1);
     bool sent = false;
 
@@ -664,7 +664,7 @@ static void req_push(RoceQp *q)
     }
     while (q->cur && budget) {
         RoceWqe *w = q->cur->data;
-        uint32_t n = w->rd_atomic ? 1 : wqe_npkts(w, mtu);
+        uint32_t n = w->rd_atomic ? 1 : wqe_npkts(w, w->mtu);
 
         if (psn_cmp(psn_add(q->psn, w->rd_atomic ? w->npsn : 1),
                     psn_add(q->una, ROCE_WINDOW)) > 0 &&
@@ -754,6 +754,8 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
                            .len = w->len };
         pvrdma_sg_copy(&dst, 0, &req->local, 0, w->len);
     }
+    /* a later MTU change (RTS to RTS) does not cut posted requests again */
+    w->mtu = mtu;
     w->npsn = req_is_atomic(w->opcode) ? 1 : wqe_npkts(w, mtu);
     if (w->npsn > ROCE_WINDOW * 16384) {
         /* half the PSN space would make PSNs ambiguous */
@@ -904,8 +906,8 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
 
 static void comp_read_resp(RoceQp *q, const RocePkt *p)
 {
-    uint32_t mtu = path_mtu(q->qp);
     RoceWqe *w = comp_find_rd(q, p->psn);
+    uint32_t mtu;
     uint32_t expect;
     uint64_t left;
     bool last = p->opcode == ROCE_RC_RDMA_READ_RESPONSE_LAST ||
@@ -916,6 +918,7 @@ static void comp_read_resp(RoceQp *q, const RocePkt *p)
         trace_pvrdma_roce_comp(q->qpn, "unexpected READ response", p->psn);
         return;
     }
+    mtu = w->mtu;
     /* a response means every request before its READ arrived */
     comp_acked(q, w->first_psn);
     expect = wqe_next_resp(q, w);
