@@ -31,6 +31,9 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOS
 fi
 export DEBIAN_FRONTEND=noninteractive
+# tshark (guest test 34 decodes the captured RoCEv2 frames): answer its
+# question whether non-root users may capture (no) instead of asking
+echo 'wireshark-common wireshark-common/install-setuid boolean false' | $SUDO debconf-set-selections
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
     build-essential pkg-config ccache ninja-build git ca-certificates \
@@ -38,7 +41,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
     libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
     libibverbs-dev libibumad-dev librdmacm-dev \
     seabios ipxe-qemu cpio busybox-static kmod gcc-multilib \
-    clang-14 libclang-rt-14-dev valgrind
+    clang-14 libclang-rt-14-dev valgrind tshark
 $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 touch "$stamp"

@@ -1,24 +1,29 @@
 #!/bin/bash
-# Boot one or two test guests under TCG, run a script in each, return its
+# Boot one to four test guests under TCG, run a script in each, return its
 # exit status.
 #
 #   scripts/guest/run-vm.sh [options] SCRIPT [SCRIPT2]
 #
-# One SCRIPT and --vms 2 runs the same script in both VMs (it tells them
-# apart by $PVRDMA_VM); two SCRIPTs imply --vms 2.
+# One SCRIPT and --vms N runs the same script in every VM (they tell
+# themselves apart by $PVRDMA_VM); two SCRIPTs imply --vms 2 (with more VMs
+# the first script runs in the rest).
 #
 # Each VM: q35, 1 vCPU, 1G, -accel tcg, direct kernel boot of the image from
 # scripts/guest/build-image.sh, console on ttyS0 -> <out>/vmN/console.log,
 #   -device vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=...
-#   -device pvrdma,addr=4.1                 (see --pvrdma, --nic)
+#   -device pvrdma,addr=4.1,id=rdma0        (see --pvrdma, --nic)
 # One VM: the NIC sits alone on a QEMU hub.  Two VMs: their NICs share a
-# unix-socket dgram netdev (no slirp, no ports to collide).  Two VMs that
-# both have the pvrdma device also get the co-resident transport (guest RAM
-# from memory-backend-memfd,share=on and rendezvous=DIR) unless
-# --no-rendezvous.  VM N gets 10.0.0.(N+1)/24.
+# unix-socket dgram netdev (no slirp, no ports to collide), point to point.
+# Three or more VMs, or --lossy/--switch: each NIC's dgram netdev is a port
+# of scripts/guest/l2switch.py (a learning switch; --lossy impairs it).
+# The VMs that have the pvrdma device (two or more) also get the
+# co-resident transport (guest RAM from memory-backend-memfd,share=on and
+# one rendezvous=DIR) unless --no-rendezvous.  VM N gets 10.0.0.(N+1)/24.
+# Each QEMU has a QMP socket (<out>/vmN/qmp.sock; see PVRDMA-QMP below) and
+# the device is id=rdma0 (/machine/peripheral/rdma0).
 #
 # Options:
-#   -n, --vms N          number of VMs (1 or 2)
+#   -n, --vms N          number of VMs (1 to 4)
 #   -t, --timeout SECS   per run, from QEMU start (default 300, env
 #                        PVRDMA_GUEST_TIMEOUT)
 #   -o, --out DIR        logs (default build/guest/runs/<script>-<time>)
@@ -28,14 +33,32 @@
 #   -e, --env NAME=VAL   add to the guest's /test.env (repeatable)
 #   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
 #   --machine TYPE       q35 (default) or pc (env PVRDMA_MACHINE)
-#   --nic MODEL[,MODEL]  vmxnet3 (default) or virtio (virtio-net-pci at 4.0,
+#   --nic MODEL[,MODEL..] vmxnet3 (default) or virtio (virtio-net-pci at 4.0,
 #                        no pvrdma device: for soft-RoCE comparisons); one
 #                        model for every VM, or one per VM: --nic
 #                        vmxnet3,virtio is VM 0 with vmxnet3 + pvrdma and VM 1
-#                        with virtio-net only (a soft-RoCE peer)
-#   --no-rendezvous      two pvrdma VMs without the co-resident transport
-#                        (no rendezvous=, private guest RAM): as on two
+#                        with virtio-net only (a soft-RoCE peer);
+#                        vmxnet3,vmxnet3,virtio: VMs 0 and 1 co-resident
+#                        pvrdma, VM 2 soft-RoCE
+#   --no-rendezvous      pvrdma VMs without the co-resident transport
+#                        (no rendezvous=, private guest RAM): as on separate
 #                        hosts, they reach each other only over the network
+#   --switch             connect the VMs through scripts/guest/l2switch.py
+#                        even when there are only two (implied by --vms 3+
+#                        and --lossy); counters in <out>/switch.stats, its
+#                        log in <out>/switch.log
+#   --lossy DROP[,REORDER] the switch drops DROP% and reorders REORDER% (a
+#                        frame held back and sent after the next one to the
+#                        same port) of the RoCEv2 frames (UDP 4791); floats
+#   --lossy-match roce|all  which frames --lossy touches (default roce)
+#   --lossy-keep-acks    never drop RoCEv2 ACK/NAK frames (reordered they may
+#                        be): a QP cannot recover a lost last ACK once its
+#                        peer destroyed its QP (see l2switch.py --keep-acks)
+#   --lossy-seed N       the switch's random seed (default 1, env
+#                        PVRDMA_LOSSY_SEED)
+#   --capture            record each VM's netdev with QEMU's filter-dump in
+#                        <out>/vmN/capture.pcap (both directions, including
+#                        the pvrdma device's RoCEv2 frames)
 #   --device-args PROPS  more properties for the pvrdma -device, appended to
 #                        PVRDMA_DEVICE_ARGS (e.g. roce=off or max-qp=64)
 #   --append ARGS        extra kernel command line (env PVRDMA_GUEST_APPEND)
@@ -68,10 +91,22 @@
 # The guest's /test.env (see guest-lib.sh): PVRDMA_VM, PVRDMA_VMS, PVRDMA_IP,
 # PVRDMA_PREFIX, PVRDMA_PEER_IP, PVRDMA_DEVICE (1: this VM has the pvrdma
 # device), PVRDMA_NIC (vmxnet3 or virtio), PVRDMA_PEER_DEVICE and
-# PVRDMA_PEER_NIC (two VMs: the other VM's), PVRDMA_RENDEZVOUS (1: the
-# co-resident transport is on), PVRDMA_TEST, PVRDMA_RESTART, and each --env.
+# PVRDMA_PEER_NIC (the peer's: VM 0's peer is VM 1, every other VM's is
+# VM 0), PVRDMA_VM_DEVICES and PVRDMA_VM_NICS (every VM's, in VM order,
+# space-separated), PVRDMA_RENDEZVOUS (1: the co-resident transport is on
+# for this VM), PVRDMA_SWITCH (1: through l2switch.py), PVRDMA_TEST,
+# PVRDMA_RESTART, and each --env.
 #
-# Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, samples.txt
+# Host queries: a line "PVRDMA-QMP TAG" (TAG: letters, digits, . _ -) on any
+# VM's console makes this script ask every VM with the pvrdma device over
+# QMP for the device's counters and QPs (scripts/guest/qmp.py pvrdma: the
+# x-roce-* counters and the "qps" lines) into <out>/vmN/qmp-TAG.txt, once
+# per TAG, and snapshot the switch's counters into <out>/switch-TAG.stats;
+# <out>/vmN/qmp-TAG.err says why when QEMU did not answer.  The guest
+# helpers host_query and host_query_all (tests/guest/common.sh) print the
+# marker and wait for it; a test's NN-name.host checks the files.
+#
+# Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, qmp.sock, samples.txt
 # ("TAG VmRSS-KiB VmHWM-KiB secs OWN-KiB" for each PVRDMA-SAMPLE marker the
 # guest printed, plus "start"/"ready"/"exit"; OWN is VmRSS less the resident
 # pages of guest RAM and of the TCG translation buffer), rc, boot.secs.  <out>/result: summary.
@@ -88,7 +123,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
-rendezvous=1 device_args=
+rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 capture=0
 files=() envs=() scripts=()
 
 # shellcheck source=scripts/guest/initrd-lib.sh
@@ -109,6 +144,12 @@ while [ $# -gt 0 ]; do
         --append) need_arg "$@"; append="$append $2"; shift 2 ;;
         --no-rendezvous) rendezvous=0; shift ;;
         --device-args) need_arg "$@"; device_args="$device_args,$2"; shift 2 ;;
+        --switch) use_switch=1; shift ;;
+        --lossy) need_arg "$@"; lossy=$2; use_switch=1; shift 2 ;;
+        --lossy-match) need_arg "$@"; lossy_match=$2; shift 2 ;;
+        --lossy-keep-acks) lossy_keep_acks=1; shift ;;
+        --lossy-seed) need_arg "$@"; lossy_seed=$2; shift 2 ;;
+        --capture) capture=1; shift ;;
         -v|--verbose) verbose=1; shift ;;
         --shell) shell=1; shift ;;
         --no-build) build=0; shift ;;
@@ -128,7 +169,17 @@ IFS=, read -r -a nics <<< "$nic"
 for m in "${nics[@]}"; do
     case $m in vmxnet3|virtio) ;; *) die "--nic: '$m': each model must be vmxnet3 or virtio" ;; esac
 done
-[ ${#nics[@]} -le 2 ] || die "--nic: at most two models (one per VM)"
+[ ${#nics[@]} -le 4 ] || die "--nic: at most four models (one per VM)"
+case $lossy in
+    '') lossy_drop=0 lossy_reorder=0 ;;
+    *,*) lossy_drop=${lossy%%,*} lossy_reorder=${lossy#*,} ;;
+    *) lossy_drop=$lossy lossy_reorder=0 ;;
+esac
+for v in "$lossy_drop" "$lossy_reorder"; do
+    [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lossy DROP[,REORDER]: percentages, e.g. 2,2 or 0.5"
+done
+case $lossy_match in roce|all) ;; *) die "--lossy-match must be roce or all" ;; esac
+case $lossy_seed in ''|*[!0-9]*) die "--lossy-seed must be a number" ;; esac
 case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
 if [ "$shell" = 1 ]; then
     vms=1
@@ -138,11 +189,13 @@ else
 fi
 [ ${#scripts[@]} -le 2 ] || die "at most two scripts"
 [ "$vms" != 0 ] || vms=$(( ${#scripts[@]} > 1 ? 2 : 1 ))
-case $vms in 1|2) ;; *) die "--vms must be 1 or 2" ;; esac
+case $vms in 1|2|3|4) ;; *) die "--vms must be 1 to 4" ;; esac
 [ ${#scripts[@]} -le "$vms" ] || die "two scripts need --vms 2"
 [ "$restart_peer" = 0 ] || [ "$vms" = 2 ] || die "--restart-peer needs two VMs"
 [ ${#nics[@]} = 1 ] || [ ${#nics[@]} = "$vms" ] || die "--nic lists ${#nics[@]} models for $vms VM(s)"
-[ ${#nics[@]} = "$vms" ] || nics=("${nics[0]}" "${nics[0]}")
+while [ ${#nics[@]} -lt "$vms" ]; do nics+=("${nics[0]}"); done
+[ "$vms" -lt 3 ] || use_switch=1
+[ "$use_switch" = 0 ] || [ "$vms" -ge 2 ] || die "--switch/--lossy need two or more VMs"
 # pvrdma needs a vmxnet3 at function 0 of its slot: virtio VMs never get it
 has_vmxnet3=0
 for i in $(seq 0 $((vms - 1))); do [ "${nics[$i]}" = virtio ] || has_vmxnet3=1; done
@@ -167,8 +220,11 @@ case $pvrdma in
     off) use_pvrdma=0 ;;
 esac
 PVRDMA_DEVICE_ARGS=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1}$device_args
-# per VM: the device only behind a vmxnet3; the co-resident transport only
-# between two VMs that both have it
+# an id for QMP (qom-get /machine/peripheral/rdma0 ...) unless one is given
+[[ $PVRDMA_DEVICE_ARGS =~ (^|,)id= ]] || PVRDMA_DEVICE_ARGS=$PVRDMA_DEVICE_ARGS,id=rdma0
+pvrdma_qom=/machine/peripheral/$(echo ",$PVRDMA_DEVICE_ARGS" | sed -n 's/.*,id=\([^,]*\).*/\1/p')
+# per VM: the device only behind a vmxnet3; the co-resident transport for
+# the VMs that have it, when two or more do
 declare -a vm_pvrdma
 n_pvrdma=0
 for i in $(seq 0 $((vms - 1))); do
@@ -178,7 +234,7 @@ for i in $(seq 0 $((vms - 1))); do
     fi
 done
 use_rdv=0
-[ "$n_pvrdma" != 2 ] || [ "$rendezvous" = 0 ] || use_rdv=1
+[ "$n_pvrdma" -lt 2 ] || [ "$rendezvous" = 0 ] || use_rdv=1
 
 # --- output directory -----------------------------------------------------------
 if [ -z "$out" ]; then
@@ -188,17 +244,26 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-pids=() tails=() sockdir=
+pids=() tails=() sockdir='' switch_pid=''
+stop_switch() { # SIGTERM: it sends what it holds, writes switch.stats, exits
+    [ -n "$switch_pid" ] || return 0
+    kill "$switch_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$switch_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$switch_pid" 2>/dev/null || true
+    wait "$switch_pid" 2>/dev/null || true
+    switch_pid=
+}
 cleanup() {
     local p
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
+    stop_switch
     [ -z "$sockdir" ] || rm -rf "$sockdir"
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
-if [ "$vms" = 2 ]; then
+if [ "$vms" -ge 2 ]; then
     sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
 fi
 
@@ -207,11 +272,14 @@ secs_since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # --- per-VM setup -------------------------------------------------------------
 # shellcheck disable=SC2034  # filled through eval below
-declare -a qcmd_0 qcmd_1
+declare -a qcmd_0 qcmd_1 qcmd_2 qcmd_3
+declare -a qmp_sock
 for i in $(seq 0 $((vms - 1))); do
     d=$out/vm$i
     rm -rf "$d"; mkdir -p "$d/extra/usr/lib/pvrdma"
-    ip=10.0.0.$((i + 1)) peer=10.0.0.$((2 - i))
+    # VM 0's peer is VM 1; every other VM's peer is VM 0
+    pi=$(( i == 0 ? 1 : 0 ))
+    ip=10.0.0.$((i + 1)) peer=10.0.0.$((pi + 1))
     script=${scripts[$i]:-${scripts[0]:-}}
     if [ -n "$script" ]; then
         cp "$script" "$d/extra/test.sh"
@@ -228,20 +296,32 @@ for i in $(seq 0 $((vms - 1))); do
         [ "$vms" = 1 ] || echo "PVRDMA_PEER_IP=$peer"
         echo "PVRDMA_DEVICE=${vm_pvrdma[$i]}"
         echo "PVRDMA_NIC=${nics[$i]}"
-        [ "$vms" = 1 ] || echo "PVRDMA_PEER_DEVICE=${vm_pvrdma[$((1 - i))]}"
-        [ "$vms" = 1 ] || echo "PVRDMA_PEER_NIC=${nics[$((1 - i))]}"
-        echo "PVRDMA_RENDEZVOUS=$use_rdv"
+        [ "$vms" = 1 ] || echo "PVRDMA_PEER_DEVICE=${vm_pvrdma[$pi]}"
+        [ "$vms" = 1 ] || echo "PVRDMA_PEER_NIC=${nics[$pi]}"
+        echo "PVRDMA_VM_DEVICES='${vm_pvrdma[*]}'"
+        echo "PVRDMA_VM_NICS='${nics[*]:0:$vms}'"
+        echo "PVRDMA_RENDEZVOUS=$(( use_rdv && vm_pvrdma[i] ))"
+        echo "PVRDMA_SWITCH=$use_switch"
         echo "PVRDMA_TEST=$(basename "${script:-shell}" .sh)"
         echo "PVRDMA_RESTART=0"
-        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_NIC PVRDMA_PEER_DEVICE PVRDMA_PEER_NIC PVRDMA_RENDEZVOUS PVRDMA_TEST PVRDMA_RESTART"
+        echo "export PVRDMA_VM PVRDMA_VMS PVRDMA_IP PVRDMA_PREFIX PVRDMA_PEER_IP PVRDMA_DEVICE PVRDMA_NIC PVRDMA_PEER_DEVICE PVRDMA_PEER_NIC PVRDMA_VM_DEVICES PVRDMA_VM_NICS PVRDMA_RENDEZVOUS PVRDMA_SWITCH PVRDMA_TEST PVRDMA_RESTART"
         rig_env ${envs[@]+"${envs[@]}"} || die "bad --env"
     } > "$d/extra/test.env"
     rig_initrd "$G/initrd.img" "$d/extra" "$d" || die "cannot build $d/initrd.img"
 
     if [ "$vms" = 1 ]; then
         netdev="hubport,id=n0,hubid=0"
+    elif [ "$use_switch" = 1 ]; then
+        netdev="dgram,id=n0,local.type=unix,local.path=$sockdir/vm$i.sock,remote.type=unix,remote.path=$sockdir/sw$i.sock"
     else
         netdev="dgram,id=n0,local.type=unix,local.path=$sockdir/vm$i.sock,remote.type=unix,remote.path=$sockdir/vm$((1 - i)).sock"
+    fi
+    # QMP: in the out directory unless its path is too long for a socket
+    qmp_sock[$i]=$d/qmp.sock
+    if [ ${#d} -gt 90 ]; then
+        [ -n "$sockdir" ] || sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
+        qmp_sock[$i]=$sockdir/qmp$i.sock
+        ln -sfn "${qmp_sock[$i]}" "$d/qmp.sock"
     fi
     kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24"
     [ -n "$script" ] || kapp="$kapp pvrdma.shell"
@@ -266,6 +346,8 @@ for i in $(seq 0 $((vms - 1))); do
     elif [ "${vm_pvrdma[$i]}" = 1 ]; then
         cmd+=(-device "$PVRDMA_DEVICE_ARGS")
     fi
+    cmd+=(-qmp "unix:${qmp_sock[$i]},server=on,wait=off")
+    [ "$capture" = 0 ] || cmd+=(-object "filter-dump,id=cap,netdev=n0,file=$d/capture.pcap")
     [ "$reboot" = 1 ] || cmd+=(-no-reboot)
     # shellcheck disable=SC2206
     [ -z "${PVRDMA_QEMU_ARGS:-}" ] || cmd+=(${PVRDMA_QEMU_ARGS})
@@ -283,6 +365,47 @@ if [ "$shell" = 1 ]; then
     echo "run-vm: interactive guest (Ctrl-A X quits QEMU); logs in $out/vm0" >&2
     exec "${qcmd_0[@]}" 2> "$out/vm0/qemu.stderr"
 fi
+
+# --- switch ---------------------------------------------------------------------
+if [ "$use_switch" = 1 ]; then
+    sw=(python3 "$here/l2switch.py" --stats "$out/switch.stats" --ready "$sockdir/switch.ready"
+        --drop "$lossy_drop" --reorder "$lossy_reorder" --match "$lossy_match" --seed "$lossy_seed")
+    [ "$verbose" = 0 ] || [ -z "$lossy" ] || sw+=(-v)
+    [ "$lossy_keep_acks" = 0 ] || sw+=(--keep-acks)
+    for i in $(seq 0 $((vms - 1))); do sw+=(--port "$sockdir/sw$i.sock" "$sockdir/vm$i.sock"); done
+    printf '%q ' "${sw[@]}" > "$out/switch.cmdline"; echo >> "$out/switch.cmdline"
+    rm -f "$out/switch.stats"
+    "${sw[@]}" < /dev/null > "$out/switch.log" 2>&1 &
+    switch_pid=$!
+    for _ in $(seq 1 100); do
+        [ ! -e "$sockdir/switch.ready" ] && kill -0 "$switch_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -e "$sockdir/switch.ready" ] || { cat "$out/switch.log" >&2; die "the switch (l2switch.py) did not start"; }
+fi
+
+# --- host queries (PVRDMA-QMP TAG) ---------------------------------------------
+declare -A qmp_done
+qmp_query() { # TAG: every pvrdma VM's counters and QPs, the switch's counters
+    local tag=$1 i f
+    for i in $(seq 0 $((vms - 1))); do
+        [ "${vm_pvrdma[$i]}" = 1 ] || continue
+        f=$out/vm$i/qmp-$tag
+        if python3 "$here/qmp.py" "${qmp_sock[$i]}" pvrdma "$pvrdma_qom" > "$f.txt.tmp" 2> "$f.err"; then
+            mv "$f.txt.tmp" "$f.txt"; rm -f "$f.err"
+        else
+            rm -f "$f.txt.tmp"
+            echo "run-vm: vm$i: QMP query '$tag' failed: $(cat "$f.err")" >&2
+        fi
+    done
+    if [ -n "$switch_pid" ]; then
+        rm -f "$out/switch.stats"
+        kill -USR1 "$switch_pid" 2>/dev/null || true
+        for _ in $(seq 1 20); do [ ! -e "$out/switch.stats" ] || break; sleep 0.05; done
+        cp "$out/switch.stats" "$out/switch-$tag.stats" 2>/dev/null || true
+    fi
+    echo "run-vm: host query '$tag' done at $(secs_since "$t0")s" >&2
+}
 
 # --- start ----------------------------------------------------------------------
 t0=$(now)
@@ -365,8 +488,14 @@ restart_vm1() {
     fi
 }
 declare -a endt exit_deadline
+switch_warned=0
 while :; do
     active=0
+    if [ -n "$switch_pid" ] && [ "$switch_warned" = 0 ] && ! kill -0 "$switch_pid" 2>/dev/null; then
+        switch_warned=1
+        { echo "run-vm: the switch (l2switch.py) died: the VMs are cut off from each other; its log:"
+          sed 's/^/    /' "$out/switch.log" | tail -n 15; } >&2
+    fi
     for i in $(seq 0 $((vms - 1))); do
         d=$out/vm$i log=$out/vm$i/console.log pid=${pids[$i]}
         case ${state[$i]} in
@@ -387,6 +516,15 @@ while :; do
             grep -a '^PVRDMA-SAMPLE ' "$log" | tr -d '\r' | sed -n "$((lastsample[$i] + 1)),${n}p" |
                 while read -r _ tag; do echo "$tag $r $(secs_since "${start[$i]}") $o"; done >> "$d/samples.txt"
             lastsample[$i]=$n
+        fi
+        # host queries over QMP
+        if grep -aq '^PVRDMA-QMP ' "$log"; then
+            for tag in $(grep -a '^PVRDMA-QMP ' "$log" | tr -d '\r' | awk '{print $2}'); do
+                [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
+                [ -z "${qmp_done[$tag]:-}" ] || continue
+                qmp_done[$tag]=1
+                qmp_query "$tag"
+            done
         fi
         # VM 0 asks for VM 1 to be killed and restarted
         if [ "$restart_peer" = 1 ] && [ "$i" = 0 ]; then
@@ -456,6 +594,7 @@ while :; do
 done
 for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
 tails=()
+stop_switch
 
 # --- result -------------------------------------------------------------------------
 # the first real failure wins (a timeout is 124); "aborted" VMs only count if
@@ -479,6 +618,9 @@ fi
     for i in $(seq 0 $((vms - 1))); do
         echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s nic=${nics[$i]} pvrdma=${vm_pvrdma[$i]}$([ "${vm_pvrdma[$i]}" = 0 ] || [ "$vms" = 1 ] || echo " rendezvous=$use_rdv") log=$out/vm$i/console.log"
     done
+    if [ "$use_switch" = 1 ]; then
+        echo "switch: $(awk '{printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2}' "$out/switch.stats" 2>/dev/null | sed 's/ port0_rx.*//')$([ -z "$lossy" ] || echo " (--lossy $lossy, $lossy_match$([ "$lossy_keep_acks" = 0 ] || echo ", ACKs kept"), seed $lossy_seed)")"
+    fi
     echo "exit $final after $(secs_since "$t0")s"
 } | tee "$out/result" | sed 's/^/run-vm: /' >&2
 case $final in ''|*[!0-9]*) final=125 ;; esac

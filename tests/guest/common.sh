@@ -508,3 +508,74 @@ ping_peer() {
     done
     ping -c 3 -i 0.2 "$PVRDMA_PEER_IP" | tail -n 2 || fail "ping $PVRDMA_PEER_IP"
 }
+
+# --- three VMs, host queries, a lossy switch (tests 32-34; run-vm.sh --vms 3,
+# --- --lossy, --capture)
+
+# vm_ip K: the address of VM K (run-vm.sh: 10.0.0.(K+1))
+vm_ip() {
+    echo "${PVRDMA_IP%.*}.$(($1 + 1))"
+}
+
+# with_vm K CMD...: CMD is a two-VM exchange (vm_pair, pp_2vm, perf_2vm,
+# rping_2vm, barrier, ...) between VM 0 and VM K: in VM 0 it runs with
+# PVRDMA_PEER_IP set to VM K's address, in VM K as it is (its peer is VM
+# 0), and in every other VM not at all (status 0).  The pair's barriers use
+# TCP port 18600+K: a VM that waits for its turn knocks on a port VM 0 does
+# not listen on yet, instead of meeting VM 0's barrier with another VM.
+with_vm() {
+    _wk=$1; shift
+    [ "$PVRDMA_VM" = 0 ] || [ "$PVRDMA_VM" = "$_wk" ] || return 0
+    _wpeer=$PVRDMA_PEER_IP _wport=${BARRIER_PORT:-}
+    [ "$PVRDMA_VM" != 0 ] || PVRDMA_PEER_IP=$(vm_ip "$_wk")
+    BARRIER_PORT=$((18600 + _wk))
+    "$@"; _wr=$?
+    PVRDMA_PEER_IP=$_wpeer BARRIER_PORT=$_wport
+    [ -n "$BARRIER_PORT" ] || unset BARRIER_PORT
+    return $_wr
+}
+
+# in_pair K: true in VM 0 and VM K (for logs: a step of another pair is
+# "ok" in a VM that takes no part in it)
+in_pair() {
+    [ "$PVRDMA_VM" = 0 ] || [ "$PVRDMA_VM" = "$1" ]
+}
+
+# host_query TAG [SECS]: have the host record every pvrdma VM's counters
+# and QPs now (run-vm.sh sees "PVRDMA-QMP TAG" on the console and writes
+# <out>/vmN/qmp-TAG.txt through QMP, and the switch's counters to
+# <out>/switch-TAG.stats), then wait SECS (default 3) for it: run-vm.sh
+# polls the consoles every 0.1 s and a query takes a fraction of a second.
+host_query() {
+    echo "PVRDMA-QMP $1"
+    sleep "${2:-3}"
+}
+
+# host_query_all TAG: host_query in VM 0 while every other VM waits for it
+# in a barrier (a VM that powered off could not be asked)
+host_query_all() {
+    if [ "$PVRDMA_VM" = 0 ]; then
+        host_query "$1"
+        _qk=1
+        while [ $_qk -lt "$PVRDMA_VMS" ]; do
+            with_vm $_qk barrier "queried-$1" 60
+            _qk=$((_qk + 1))
+        done
+    else
+        with_vm "$PVRDMA_VM" barrier "queried-$1" 300
+    fi
+}
+
+# barrier_all NAME [SECS]: every VM meets VM 0 (one barrier per VM, in VM
+# order; a VM waits up to SECS + 60 s for its turn)
+barrier_all() {
+    if [ "$PVRDMA_VM" = 0 ]; then
+        _bk=1
+        while [ $_bk -lt "$PVRDMA_VMS" ]; do
+            with_vm $_bk barrier "$1" "${2:-120}"
+            _bk=$((_bk + 1))
+        done
+    else
+        with_vm "$PVRDMA_VM" barrier "$1" $((${2:-120} + 60))
+    fi
+}

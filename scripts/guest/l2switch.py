@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""A small learning Ethernet switch for the guest rig (python3 stdlib only).
+
+    l2switch.py [options] --port LOCAL REMOTE [--port LOCAL REMOTE ...]
+
+Each port is a unix datagram socket bound at LOCAL that exchanges frames
+with the socket at REMOTE: a QEMU started with
+    -netdev dgram,id=n0,local.type=unix,local.path=REMOTE,\
+remote.type=unix,remote.path=LOCAL
+(one frame per datagram, no header).  The switch learns source MACs, sends
+unicast to the port that MAC was last seen on, and floods broadcast,
+multicast and unknown unicast to every other port.
+
+Impairment (on the frames that --match selects, before forwarding):
+  --drop PCT      drop this share of them (a float, percent)
+  --reorder PCT   hold this share of them back and send each after the
+                  next frame that goes to the same port (or after
+                  --hold-ms without one: then it was only delayed)
+  --match roce    only UDP to port 4791 (RoCEv2; default), or "all"
+  --keep-acks     never drop RoCEv2 ACKs (RC ACKNOWLEDGE, which carries
+                  ACKs and NAKs, and ATOMIC ACKNOWLEDGE); reordered they
+                  may be.  An RC QP cannot recover a lost last ACK once
+                  its peer destroyed its QP (RC has no closing handshake):
+                  ibv_rc_pingpong's server exits as soon as it has
+                  everything, and its client then never completes its
+                  last SEND.
+  --seed N        the random sequence (default 1): the same seed and the
+                  same frames give the same decisions
+A frame is dropped when r < DROP, reordered when DROP <= r < DROP+REORDER
+(r uniform in [0,100) drawn once per selected frame).
+
+Counters ("name value" lines) go to --stats FILE at exit (SIGTERM/SIGINT)
+and on SIGUSR1, and a one-line summary to stderr at exit.  --ready FILE
+is created once every port is bound.  -v logs each impaired frame.
+"""
+import argparse
+import collections
+import errno
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+ROCE_PORT = 4791
+MAX_QUEUE = 2048        # frames waiting for a slow receiver, per port
+
+
+def roce_bth(f):
+    """Offset of the BTH if f is Ethernet [802.1Q] IPv4|IPv6 UDP to port
+    4791 (not an IPv4 fragment), else None."""
+    if len(f) < 14:
+        return None
+    off, et = 14, struct.unpack_from("!H", f, 12)[0]
+    if et == 0x8100 and len(f) >= 18:
+        off, et = 18, struct.unpack_from("!H", f, 16)[0]
+    if et == 0x0800:
+        if len(f) < off + 20 or f[off] >> 4 != 4 or f[off + 9] != 17:
+            return None
+        if struct.unpack_from("!H", f, off + 6)[0] & 0x3fff:
+            return None
+        off += (f[off] & 0xf) * 4
+    elif et == 0x86dd:
+        if len(f) < off + 40 or f[off + 6] != 17:
+            return None
+        off += 40
+    else:
+        return None
+    if len(f) < off + 8 or struct.unpack_from("!H", f, off + 2)[0] != ROCE_PORT:
+        return None
+    return off + 8
+
+
+def is_roce(f):
+    return roce_bth(f) is not None
+
+
+# RC ACKNOWLEDGE (ACKs and NAKs) and RC ATOMIC ACKNOWLEDGE
+ACK_OPCODES = (0x11, 0x12)
+
+
+def describe(f):
+    """A short description of a frame for -v: RoCE opcode/QP/PSN, or type."""
+    bth = roce_bth(f)
+    if bth is not None:
+        if len(f) >= bth + 12:
+            qpn = struct.unpack_from("!I", f, bth + 4)[0] & 0xffffff
+            psn = struct.unpack_from("!I", f, bth + 8)[0] & 0xffffff
+            return "roce op 0x%02x qp %d psn %d len %d" % (f[bth], qpn, psn, len(f))
+        return "roce (short) len %d" % len(f)
+    et = struct.unpack_from("!H", f, 12)[0] if len(f) >= 14 else 0
+    return "ethertype 0x%04x len %d" % (et, len(f))
+
+
+def mac(b):
+    return ":".join("%02x" % x for x in b)
+
+
+class Port:
+    def __init__(self, idx, local, remote):
+        self.idx, self.local, self.remote = idx, local, remote
+        try:
+            os.unlink(local)
+        except FileNotFoundError:
+            pass
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(local)
+        self.sock.setblocking(False)
+        self.connected = False
+        self.next_try = 0.0
+        self.queue = collections.deque()   # frames waiting for room
+        self.held = None                   # (frame, deadline): reordered
+        self.rx = self.tx = self.tx_lost = 0
+
+    def try_connect(self, now):
+        """Connect to REMOTE (it appears when its QEMU starts)."""
+        if self.connected or now < self.next_try:
+            return self.connected
+        try:
+            self.sock.connect(self.remote)
+            self.connected = True
+        except OSError:
+            self.next_try = now + 0.05
+        return self.connected
+
+
+class Switch:
+    def __init__(self, args):
+        self.args = args
+        self.ports = [Port(i, l, r) for i, (l, r) in enumerate(args.port)]
+        self.by_fd = {p.sock.fileno(): p for p in self.ports}
+        self.macs = {}
+        self.rng = random.Random(args.seed)
+        self.c = collections.OrderedDict((k, 0) for k in (
+            "frames_in", "frames_out", "flooded", "unicast", "roce_in",
+            "selected", "dropped", "acks_kept", "reordered", "reorder_timeouts",
+            "queued", "lost_no_peer", "lost_queue_full", "learned"))
+        self.stop = False
+        self.t0 = time.time()
+
+    def log(self, msg):
+        print("l2switch: %.3f %s" % (time.time() - self.t0, msg),
+              file=sys.stderr, flush=True)
+
+    # -- output ------------------------------------------------------------
+    def _send_now(self, p, f):
+        """Send or queue one frame; False if it was lost."""
+        if not p.try_connect(time.monotonic()):
+            self.c["lost_no_peer"] += 1
+            p.tx_lost += 1
+            return False
+        if p.queue:
+            return self._enqueue(p, f)
+        try:
+            p.sock.send(f)
+        except BlockingIOError:
+            return self._enqueue(p, f)
+        except OSError as e:
+            if e.errno in (errno.ECONNREFUSED, errno.ENOENT, errno.ENOTCONN):
+                # the QEMU went away (or was restarted): reconnect later
+                p.connected = False
+                self.c["lost_no_peer"] += 1
+                p.tx_lost += 1
+                return False
+            if e.errno == errno.ENOBUFS:
+                return self._enqueue(p, f)
+            raise
+        p.tx += 1
+        self.c["frames_out"] += 1
+        return True
+
+    def _enqueue(self, p, f):
+        if len(p.queue) >= MAX_QUEUE:
+            self.c["lost_queue_full"] += 1
+            p.tx_lost += 1
+            return False
+        p.queue.append(f)
+        self.c["queued"] += 1
+        return True
+
+    def _flush_queue(self, p):
+        while p.queue:
+            try:
+                p.sock.send(p.queue[0])
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                p.connected = False
+                self.c["lost_no_peer"] += len(p.queue)
+                p.tx_lost += len(p.queue)
+                p.queue.clear()
+                return
+            p.queue.popleft()
+            p.tx += 1
+            self.c["frames_out"] += 1
+
+    def send(self, p, f, hold=False):
+        """Send f to port p; a frame held there goes right after it."""
+        if hold and p.held is None:
+            p.held = (f, time.monotonic() + self.args.hold_ms / 1000.0)
+            return
+        self._send_now(p, f)
+        if p.held is not None:
+            held, p.held = p.held[0], None
+            self._send_now(p, held)
+
+    # -- input -------------------------------------------------------------
+    def frame_in(self, src, f):
+        self.c["frames_in"] += 1
+        src.rx += 1
+        if len(f) < 14:
+            return
+        dst_mac, src_mac = f[0:6], f[6:12]
+        if not src_mac[0] & 1 and self.macs.get(src_mac) is not src:
+            if src_mac not in self.macs:
+                self.c["learned"] += 1
+                if self.args.verbose:
+                    self.log("learned %s on port %d" % (mac(src_mac), src.idx))
+            self.macs[src_mac] = src
+        bth = roce_bth(f)
+        roce = bth is not None
+        if roce:
+            self.c["roce_in"] += 1
+        hold = False
+        if self.args.match == "all" or roce:
+            if self.args.drop > 0 or self.args.reorder > 0:
+                self.c["selected"] += 1
+                r = self.rng.random() * 100.0
+                if (r < self.args.drop and self.args.keep_acks and roce and
+                        len(f) > bth and f[bth] in ACK_OPCODES):
+                    self.c["acks_kept"] += 1
+                elif r < self.args.drop:
+                    self.c["dropped"] += 1
+                    if self.args.verbose:
+                        self.log("drop #%d port %d: %s" % (self.c["dropped"], src.idx, describe(f)))
+                    return
+                if r < self.args.drop + self.args.reorder:
+                    hold = True
+        out = None if dst_mac[0] & 1 else self.macs.get(dst_mac)
+        if out is None:
+            self.c["flooded"] += 1
+            for p in self.ports:
+                if p is not src:
+                    self.send(p, f)
+            return
+        if out is src:
+            return
+        self.c["unicast"] += 1
+        if hold:
+            if out.held is None:
+                self.c["reordered"] += 1
+                if self.args.verbose:
+                    self.log("hold #%d port %d->%d: %s" % (self.c["reordered"], src.idx, out.idx, describe(f)))
+            # else: one is held already: this one goes first, it second
+        self.send(out, f, hold)
+
+    def expire_held(self, now):
+        for p in self.ports:
+            if p.held is not None and now >= p.held[1]:
+                f, p.held = p.held[0], None
+                self.c["reorder_timeouts"] += 1
+                self._send_now(p, f)
+
+    # -- counters ----------------------------------------------------------
+    def stats_text(self):
+        lines = ["%s %d" % kv for kv in self.c.items()]
+        for p in self.ports:
+            lines.append("port%d_rx %d" % (p.idx, p.rx))
+            lines.append("port%d_tx %d" % (p.idx, p.tx))
+            lines.append("port%d_tx_lost %d" % (p.idx, p.tx_lost))
+        lines.append("seconds %.1f" % (time.time() - self.t0))
+        return "\n".join(lines) + "\n"
+
+    def write_stats(self):
+        if not self.args.stats:
+            return
+        tmp = self.args.stats + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(self.stats_text())
+        os.replace(tmp, self.args.stats)
+
+    def run(self):
+        want_stats = [False]
+        signal.signal(signal.SIGUSR1, lambda *_: want_stats.__setitem__(0, True))
+
+        def stop(*_):
+            self.stop = True
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        if self.args.ready:
+            open(self.args.ready, "w").close()
+        self.log("%d ports, drop %g%% reorder %g%% of %s frames%s, seed %d" % (
+            len(self.ports), self.args.drop, self.args.reorder,
+            "RoCEv2 (UDP 4791)" if self.args.match == "roce" else "all",
+            " (ACKs never dropped)" if self.args.keep_acks else "",
+            self.args.seed))
+        while not self.stop:
+            now = time.monotonic()
+            timeout = 0.2
+            for p in self.ports:
+                if p.held is not None:
+                    timeout = min(timeout, max(0.0, p.held[1] - now))
+            wr = [p.sock for p in self.ports if p.queue]
+            try:
+                r, w, _ = select.select(list(self.by_fd), wr, [], timeout)
+            except InterruptedError:
+                r, w = [], []
+            for s in w:
+                self._flush_queue(self.by_fd[s.fileno()])
+            for fd in r:
+                p = self.by_fd[fd]
+                for _ in range(64):         # drain, but let others in
+                    try:
+                        f = p.sock.recv(65536)
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:
+                        break
+                    self.frame_in(p, f)
+            self.expire_held(time.monotonic())
+            if want_stats[0]:
+                want_stats[0] = False
+                self.write_stats()
+        # send what is held: a frame kept past the end would be a loss the
+        # counters do not show
+        for p in self.ports:
+            if p.held is not None:
+                f, p.held = p.held[0], None
+                self._send_now(p, f)
+        self.write_stats()
+        self.log("exit: " + " ".join(
+            "%s=%d" % kv for kv in self.c.items() if kv[0] in (
+                "frames_in", "frames_out", "roce_in", "selected", "dropped", "acks_kept",
+                "reordered", "reorder_timeouts", "lost_no_peer", "lost_queue_full")))
+        for p in self.ports:
+            try:
+                os.unlink(p.local)
+            except OSError:
+                pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", nargs=2, action="append", metavar=("LOCAL", "REMOTE"),
+                    required=True, help="a port: bind LOCAL, exchange frames with REMOTE")
+    ap.add_argument("--drop", type=float, default=0.0, metavar="PCT")
+    ap.add_argument("--reorder", type=float, default=0.0, metavar="PCT")
+    ap.add_argument("--match", choices=("roce", "all"), default="roce")
+    ap.add_argument("--keep-acks", action="store_true",
+                    help="never drop RoCEv2 RC ACK/NAK and atomic ACK frames (they may still be reordered)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hold-ms", type=float, default=50.0,
+                    help="longest a reordered frame waits for a next one (default 50)")
+    ap.add_argument("--stats", metavar="FILE")
+    ap.add_argument("--ready", metavar="FILE")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    if not (0 <= args.drop <= 100 and 0 <= args.reorder <= 100 and args.drop + args.reorder <= 100):
+        ap.error("--drop and --reorder are percentages (their sum at most 100)")
+    if len(args.port) < 2:
+        ap.error("at least two ports")
+    Switch(args).run()
+
+
+if __name__ == "__main__":
+    main()

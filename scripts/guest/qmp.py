@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Ask a running QEMU over its QMP unix socket (python3 stdlib only).
+
+    qmp.py SOCKET pvrdma [QOM-PATH]      the pvrdma device's counters and QPs
+    qmp.py SOCKET qom-get QOM-PATH PROP  one property (strings as they are)
+    qmp.py SOCKET JSON                   any command, e.g. '{"execute":"query-status"}'
+
+"pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
+adds with id=rdma0) prints "peers N" and one "x-roce-NAME N" line per
+counter, then the lines of the read-only property "qps" ("qp N type ..."
+per QP, "transport ..." per transport).  Exit status 1 with a message on
+stderr if QEMU does not answer within --timeout seconds (default 5) or
+the command fails.
+"""
+import json
+import socket
+import sys
+import time
+
+
+class QMPError(Exception):
+    pass
+
+
+class QMP:
+    def __init__(self, path, timeout):
+        self.deadline = time.monotonic() + timeout
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+        self._read()                                   # greeting
+        self.cmd("qmp_capabilities")
+
+    def _read(self):
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line, self.buf = self.buf[:nl], self.buf[nl + 1:]
+                if line.strip():
+                    return json.loads(line)
+                continue
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise QMPError("no answer in time")
+            self.sock.settimeout(left)
+            data = self.sock.recv(65536)
+            if not data:
+                raise QMPError("QEMU closed the QMP connection")
+            self.buf += data
+
+    def cmd(self, name, **args):
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        return self.raw(msg)
+
+    def raw(self, msg):
+        self.sock.sendall(json.dumps(msg).encode() + b"\n")
+        while True:
+            r = self._read()
+            if "return" in r:
+                return r["return"]
+            if "error" in r:
+                raise QMPError("%s: %s" % (msg.get("execute"), r["error"].get("desc", r["error"])))
+            # an event: skip
+
+
+def main(argv):
+    timeout = 5.0
+    if len(argv) > 2 and argv[1] == "--timeout":
+        timeout = float(argv[2])
+        argv = argv[:1] + argv[3:]
+    if len(argv) < 3:
+        sys.stderr.write(__doc__)
+        return 2
+    path, what = argv[1], argv[2]
+    try:
+        q = QMP(path, timeout)
+        if what == "pvrdma":
+            dev = argv[3] if len(argv) > 3 else "/machine/peripheral/rdma0"
+            props = [p["name"] for p in q.cmd("qom-list", path=dev)]
+            out = []
+            if "peers" in props:
+                out.append("peers %s" % q.cmd("qom-get", path=dev, property="peers"))
+            for p in sorted(props):
+                if p.startswith("x-roce-"):
+                    out.append("%s %s" % (p, q.cmd("qom-get", path=dev, property=p)))
+            qps = q.cmd("qom-get", path=dev, property="qps")
+            out.extend(l for l in qps.splitlines() if l.strip())
+            print("\n".join(out))
+        elif what == "qom-get":
+            if len(argv) != 5:
+                sys.stderr.write("qom-get needs QOM-PATH PROP\n")
+                return 2
+            r = q.cmd("qom-get", path=argv[3], property=argv[4])
+            print(r if isinstance(r, str) else json.dumps(r))
+        else:
+            print(json.dumps(q.raw(json.loads(what)), indent=1))
+    except (OSError, QMPError, ValueError) as e:
+        sys.stderr.write("qmp.py: %s: %s\n" % (path, e))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,56 @@
+# RoCEv2 under loss: the VMs meet on scripts/guest/l2switch.py, which drops
+# 2% and reorders 2% (holds a frame back until the next one to the same
+# port has gone) of the RoCEv2 frames (UDP 4791; ARP, IP and the tests'
+# TCP control traffic pass untouched).  ACK/NAK frames are reordered but
+# never dropped (--lossy-keep-acks): RC cannot recover a lost last ACK
+# once the peer destroyed its QP, and ibv_rc_pingpong's server exits as
+# soon as it has everything (its client would then fail with "retry
+# exceeded", or with soft-RoCE, which takes retry_cnt 7 as "forever",
+# retransmit until the step's timeout).  Lost ACKs and the local ACK
+# timeout are covered by tests/unit/test-pvrdma-roce.  VM 0 and VM 1 have the pvrdma
+# device without the co-resident transport (run-vm.sh --no-rendezvous): as
+# on two hosts, every QP between them is RoCEv2 on the wire, and the
+# device's requester must recover the lost and overtaken packets
+# (retransmission after a sequence NAK or the local ACK timeout, duplicate
+# detection, READ responses resumed).  VM 2 runs Linux soft-RoCE (rxe0 on
+# virtio-net), the same recovery against another implementation.
+# Steps (VM 0 serves; "invalid data" of a pingpong's -c fails):
+#   vm0-vm1: rc pingpong 64 KiB, ib_write_bw 64 KiB, ib_read_bw 64 KiB,
+#            rping -V 64 KiB (RDMA CM; its MADs cross the lossy switch too)
+#   vm0-vm2: rc pingpong 64 KiB, pvrdma against rxe
+# Then the host records both devices' counters over QMP, and
+# 32-pvrdma-roce-loss.host checks that each device retransmitted and that
+# the switch dropped and reordered frames.  Every client and server runs
+# under a timeout.
+# vms: 3
+# timeout: 900
+# requires: pvrdma
+# vm-args: --nic vmxnet3,vmxnet3,virtio --no-rendezvous --lossy 2,2 --lossy-keep-acks
+. /usr/lib/pvrdma/tests-common.sh
+
+want=$([ "$PVRDMA_VM" = 2 ] && echo 0 || echo 1)
+[ "$PVRDMA_DEVICE" = "$want" ] ||
+    fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $want (run-vm.sh --nic vmxnet3,vmxnet3,virtio)"
+[ "$PVRDMA_RENDEZVOUS" = 0 ] || fail "the co-resident transport is on (run-vm.sh --no-rendezvous)"
+[ "$PVRDMA_SWITCH" = 1 ] || fail "no switch between the VMs (run-vm.sh --lossy)"
+roce_setup
+if [ "$PVRDMA_VM" = 0 ]; then
+    for k in 1 2; do with_vm $k ping_peer; done
+else
+    ping_peer
+fi
+barrier_all roce-up 120
+
+P=vm0-vm1
+step "rc-65536/$P" with_vm 1 pp_2vm rc 65536 fwd 180
+step "ib_write_bw/$P" with_vm 1 perf_2vm ib_write_bw 65536 fwd "-x $ROCE_GIDX" 180
+step "ib_read_bw/$P" with_vm 1 perf_2vm ib_read_bw 65536 fwd "-x $ROCE_GIDX" 180
+step "rping-65535/$P" with_vm 1 rping_2vm 65535 5 fwd 180
+# VM 2 waits here for its turn (up to 900 s) while VM 0 works with VM 1
+with_vm 2 barrier turn-vm2 900
+P=vm0-vm2
+step "rc-65536/$P" with_vm 2 pp_2vm rc 65536 fwd 180
+step kernel-clean kernel_clean
+roce_diag
+host_query_all end
+steps_done
