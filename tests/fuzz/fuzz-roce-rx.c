@@ -1,0 +1,2386 @@
+/*
+ * libFuzzer target: the RoCEv2 transport (backend/roce.c) as a hostile
+ * network sees it.  Each input sets up one device (fake host, RoCEv2 GIDs
+ * ::ffff:10.0.0.1 and 2001:db8::1, loopback and the RoCEv2 transport) with
+ * a PD, a send and a receive CQ, an MR and a fast-registered FRMR with
+ * remote read/write/atomic access, and QPs:
+ *   RC0  RC to ::ffff:10.0.0.2 (IPv4), path MTU 256: small inputs make
+ *        multi-packet messages
+ *   RC1  RC to 2001:db8::2 (IPv6), path MTU from the input
+ *   RC2  RC to itself through loopback (not a RoCEv2 QP: frames for it
+ *        must be dropped)
+ *   UD   and the GSI QP (QP1)
+ * then reads the rest of the input as operations: frames built from
+ * fields with roce_build() (valid ICRC) and given to pvrdma_roce_rx(),
+ * whole multi-packet messages, raw frames, answers of a peer that
+ * follows what the device sent (ACK, NAK, RNR NAK, READ responses, atomic
+ * ACKs), the clock moving (retransmission and RNR timers), the guest
+ * posting receives and sends, QPs moved to ERR / RESET / SQD and
+ * reconnected, their timers, path MTU and READ/atomic depths changed in
+ * RTS, QPs destroyed and created again, the MR deregistered, the FRMR
+ * invalidated and registered again.  Frames may come in bursts, before
+ * the device's bottom half runs.  After each input everything is torn
+ * down (LeakSanitizer finds what is left).
+ *
+ * Checks (abort() on failure, besides ASan/UBSan):
+ *  - every frame the transport transmits passes roce_parse(), comes from
+ *    our MAC and a GID of ours, and an RC frame goes to the peer of a
+ *    connected RoCEv2 QP (its MAC, GID, QP number) with FIRST/MIDDLE
+ *    segments of exactly its path MTU (or one it had: a request keeps the
+ *    MTU it was posted with) and none larger, no reserved AETH
+ *    type, P_Key 0xffff, and a new request never skips a PSN;
+ *  - pvrdma_roce_rx() takes a well-formed frame iff it is for our MAC and
+ *    one of our GIDs;
+ *  - guest memory outside the MR and FRMR ranges and outside what the
+ *    device owns (rings, CQs, page directories) is never written: every
+ *    page not handed out is a guard pattern, and so are the bytes of the
+ *    MR's and FRMR's first and last pages outside their range; after the
+ *    MR is deregistered, its bytes do not change;
+ *  - every CQE names a work request that was posted on that QP and that
+ *    queue and completes it once, in order; a successful receive (not
+ *    RDMA WRITE with immediate) has at most the bytes posted, a
+ *    successful send its length and opcode;
+ *  - the transport's counters of frames sent and taken are what this
+ *    harness saw, and it has per-QP counters exactly for the QPs it
+ *    carries;
+ *  - the device stays serviceable (a bounded number of core runs settles
+ *    it at a given time); a reset releases every guest mapping, and the
+ *    reset device takes no frame.
+ *
+ * Input: 6 bytes of connection parameters (first PSNs, timeout,
+ * retry_cnt, rnr_retry, max_rd_atomic / max_dest_rd_atomic, min_rnr_timer,
+ * RC1's MTU, receives posted at setup), then operations, each a byte (its
+ * low 4 bits: OP_*, OP_BURST: no bottom half after its frames) and its
+ * arguments (little endian; a short input reads zeros).  The seeds
+ * (write_seeds()) show the format.
+ *
+ *   PVRDMA_ROCE_RX_SEEDS=DIR fuzz-roce-rx   writes the seeds into DIR
+ *                                           (make -C tests/fuzz roce-rx-corpus)
+ *   PVRDMA_FUZZ_VERBOSE=1                   logs operations and frames
+ *   PVRDMA_ROCE_RX_STRICT=1                 a known problem of the core is
+ *                                           not worked around (service())
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "fake-driver.h"
+#include "fuzz-input.h"
+#include "hw/rdma/roce_wire.h"
+
+#define RAM_PAGES       192
+#define GUARD           0xa5
+#define MAX_OPS         160
+#define MAX_WR          2048            /* work requests per input */
+#define SERVICE_MAX     4096            /* core runs to settle, per op */
+#define RNR_SPIN        64              /* runs before time moves (below) */
+#define PSN_MASK        0xffffffu
+
+#define MR_IOVA         0x00007f0000000100ull
+#define MR_LEN          (8 * 4096 - 0x300)      /* 8 pages, slack both ends */
+#define FR_IOVA         0x0000600000000080ull
+#define FR_LEN          (2 * 4096 - 0x100)
+#define FR_PAGES        2
+
+#define UD_QKEY         0x11110000u
+#define UD_RECV_MIN     (40 + 4096)     /* GRH and the largest UD message */
+
+enum { RC0, RC1, RC2, UDQ, GSI, NQP };
+
+/* Connections to peers on the network */
+static const uint8_t our_gid[2][16] = {
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1 },
+    { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+};
+static const uint8_t peer_gid[2][16] = {
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2 },
+    { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 },
+};
+static const uint8_t stranger_gid[2][16] = {
+    { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 99 },
+    { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99 },
+};
+static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const uint8_t other_mac[6] = { 0x02, 0, 0, 0, 0, 0x77 };
+static const uint32_t peer_qpn[2] = { 0x000d11, 0x000e22 };
+
+/* RC opcodes and UD ones, as the field-built packets pick them */
+static const uint8_t opcodes[] = {
+    ROCE_RC_SEND_FIRST, ROCE_RC_SEND_MIDDLE, ROCE_RC_SEND_LAST,
+    ROCE_RC_SEND_LAST_WITH_IMMEDIATE, ROCE_RC_SEND_ONLY,
+    ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_FIRST,
+    ROCE_RC_RDMA_WRITE_MIDDLE, ROCE_RC_RDMA_WRITE_LAST,
+    ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE, ROCE_RC_RDMA_WRITE_ONLY,
+    ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, ROCE_RC_RDMA_READ_REQUEST,
+    ROCE_RC_RDMA_READ_RESPONSE_FIRST, ROCE_RC_RDMA_READ_RESPONSE_MIDDLE,
+    ROCE_RC_RDMA_READ_RESPONSE_LAST, ROCE_RC_RDMA_READ_RESPONSE_ONLY,
+    ROCE_RC_ACKNOWLEDGE, ROCE_RC_ATOMIC_ACKNOWLEDGE, ROCE_RC_COMPARE_SWAP,
+    ROCE_RC_FETCH_ADD, ROCE_RC_SEND_LAST_WITH_INVALIDATE,
+    ROCE_RC_SEND_ONLY_WITH_INVALIDATE, ROCE_UD_SEND_ONLY,
+    ROCE_UD_SEND_ONLY_WITH_IMMEDIATE,
+};
+#define NOPCODES ((unsigned)G_N_ELEMENTS(opcodes))
+
+/* Operations: the low 4 bits of an operation byte */
+enum {
+    OP_PKT0, OP_PKT1, OP_PKT2, OP_PKT3, OP_PKT4, OP_PKT5,
+    OP_RAW = 6,
+    OP_CLOCK = 7,
+    OP_RECV = 8,
+    OP_SEND = 9,
+    OP_MODIFY = 10,
+    OP_PEER = 11,
+    OP_MSG = 12,
+    OP_PEER2 = 13,
+    OP_MSG2 = 14,
+    OP_MR = 15,
+};
+#define OP_BURST        0x10    /* frames: no service() until the next op */
+
+/* Packet flags (first flag byte) */
+#define PF_ACKREQ       0x01
+#define PF_SE           0x02
+#define PF_FIT          0x04    /* lengths as the opcode wants them */
+#define PF_STRANGER     0x08    /* from an address that is no peer */
+#define PF_PKEY         0x10    /* a P_Key that is not ours */
+#define PF_VLAN         0x20
+#define PF_MANGLE       0x40    /* a second flag byte follows */
+#define PF_V6           0x80    /* UD/GSI: IPv6 addresses */
+/* Second flag byte */
+#define PM_UDPCSUM      0x01
+#define PM_DMAC         0x02    /* not our MAC: must not be taken */
+#define PM_DGID         0x04    /* not our GID: must not be taken */
+#define PM_FLIP         0x08    /* corrupt a byte of the built frame */
+#define PM_REFIX        0x10    /* ... and write IPv4 csum / ICRC again */
+#define PM_BITS         0x20    /* MigReq, FECN, BECN, reserved bits */
+#define PM_BADPAD       0x40    /* TVer 1 */
+
+/* Peer answers (OP_PEER) */
+enum {
+    PA_ACK, PA_RNR, PA_SEQ_NAK, PA_NAK, PA_READ_RESP, PA_ATOMIC_ACK,
+    PA_ACK_MAX, PA_READ_PART, PA_N
+};
+
+/* Posted work requests, by wr_id - WR_BASE */
+#define WR_BASE         0x5752000000000000ull
+typedef struct Wr {
+    uint8_t qi;                 /* QP index */
+    uint32_t handle;            /* of the QP it was posted on */
+    bool recv;
+    bool done;
+    uint32_t status;            /* of its completion */
+    uint32_t opcode;            /* sends: PVRDMA_WR_* */
+    uint32_t len;               /* total length posted */
+} Wr;
+
+/* A request packet the device sent, for the peer's answers */
+typedef struct SentReq {
+    uint8_t opcode;
+    uint32_t psn;
+    uint32_t npsn;              /* READ: its responses */
+    uint32_t len;               /* READ: DMA length */
+} SentReq;
+
+#define NSENT 16
+
+typedef struct Fq {
+    TQp qp;
+    bool exists;
+    uint8_t type;
+    int conn;                   /* peer 0 (v4) / 1 (v6); -1: none */
+    bool connected;             /* RTR or later, on the RoCEv2 path */
+    uint32_t mtu;               /* path MTU, bytes */
+    /*
+     * Path MTUs (bit: PVRDMA_MTU_*) of this connection: a request keeps
+     * the one it was posted with, so after an MTU change in RTS, older
+     * requests still go out cut at an older one.
+     */
+    uint8_t mtus;
+    uint32_t last_send, last_recv;  /* sequence of the last completion */
+    /* the peer's model of our responder: the PSN it expects next */
+    uint32_t peer_psn;
+    /* what our requester sent (ring of the last NSENT request packets) */
+    SentReq sent[NSENT];
+    unsigned nsent;
+    uint32_t max_psn;           /* newest request PSN sent, + 1 */
+    bool have_sent;
+} Fq;
+
+typedef struct Fz {
+    Dev d;
+    PvrdmaTransport *t;
+    uint32_t pd;
+    TCq scq, rcq;
+    TMr mr;
+    bool mr_alive;
+    uint8_t *mr_snap;           /* its bytes when it was deregistered */
+    uint32_t fr_key;            /* FRMR (fast-registered), 0: none */
+    uint64_t fr_pages[FR_PAGES];
+    uint64_t fr_pdir;           /* their page directory */
+    Fq q[NQP];
+    uint32_t handles[32];       /* every QP handle of this input */
+    unsigned nhandles;
+    Wr wr[MAX_WR];
+    unsigned nwr;
+    uint8_t guard_bits[RAM_PAGES];  /* 1: page must stay guard */
+    uint64_t guarded_to;        /* next_free when guard_bits was set */
+    uint32_t cfg_rq_psn, cfg_sq_psn;
+    uint8_t cfg_timeout, cfg_retry, cfg_rnr_retry, cfg_rd, cfg_dest_rd;
+    uint8_t cfg_rnr_timer, cfg_mtu1;
+    uint64_t frames_tx, frames_rx, taken;
+    uint64_t rnr_spins;
+    unsigned recreated;
+} Fz;
+
+static Fz f;
+static bool verbose, strict, burst;
+static uint8_t frame[ROCE_MAX_FRAME];
+static uint8_t payload[8192];
+static uint8_t last_frame[2048];    /* the last frame for us, well-formed */
+static size_t last_len;
+static const uint8_t guard_page[FH_PAGE] = { [0 ... FH_PAGE - 1] = GUARD };
+
+#define LOG(...) do { if (verbose) { fprintf(stderr, __VA_ARGS__); } } \
+                 while (0)
+
+static void G_GNUC_PRINTF(1, 2) fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fprintf(stderr, "fuzz-roce-rx: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    abort();
+}
+
+static uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & PSN_MASK;
+}
+
+static int32_t psn_cmp(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8) >> 8;
+}
+
+static uint32_t cfg_mtu(uint8_t m)
+{
+    return 128u << m;
+}
+
+/* q's path MTU is now m (PVRDMA_MTU_*) */
+static void set_mtu(Fq *q, uint8_t m, bool new_conn)
+{
+    q->mtu = cfg_mtu(m);
+    q->mtus = (new_conn ? 0 : q->mtus) | 1u << m;
+}
+
+/* the smallest and the largest path MTU the connection has had */
+static uint32_t mtu_min(const Fq *q)
+{
+    return cfg_mtu(__builtin_ctz(q->mtus));
+}
+
+static uint32_t mtu_max(const Fq *q)
+{
+    return cfg_mtu(31 - __builtin_clz(q->mtus));
+}
+
+/* len is one of the connection's path MTUs */
+static bool mtu_was(const Fq *q, size_t len)
+{
+    for (uint8_t m = PVRDMA_MTU_256; m <= PVRDMA_MTU_4096; m++) {
+        if ((q->mtus & (1u << m)) && cfg_mtu(m) == len) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const uint8_t *our_mac(void)
+{
+    return f.d.h.mac;
+}
+
+/* ------------------------------------------------------------------ */
+/* Guest memory guard                                                  */
+
+static void fill_guard(uint64_t gpa, uint64_t len)
+{
+    memset(fh_ptr(&f.d.h, gpa), GUARD, len);
+}
+
+static bool is_guard(const uint8_t *p, uint64_t len)
+{
+    while (len) {
+        uint64_t n = MIN(len, sizeof(guard_page));
+
+        if (memcmp(p, guard_page, n)) {
+            return false;
+        }
+        p += n;
+        len -= n;
+    }
+    return true;
+}
+
+/*
+ * Pages handed out since the last call are no longer guard; pages before
+ * that are guard if they still are entirely (never handed out: the gaps
+ * fh_skip leaves).
+ */
+static void guard_update(void)
+{
+    FakeHost *h = &f.d.h;
+
+    for (unsigned i = 0; i < RAM_PAGES; i++) {
+        uint64_t gpa = h->base + (uint64_t)i * FH_PAGE;
+
+        if (gpa < f.guarded_to) {
+            continue;       /* decided before */
+        }
+        if (gpa < h->next_free) {
+            f.guard_bits[i] = is_guard(fh_ptr(h, gpa), FH_PAGE);
+        } else {
+            f.guard_bits[i] = 1;
+        }
+    }
+    f.guarded_to = h->next_free;
+}
+
+/* A page handed out after guard_update: it is not guard any more. */
+static void guard_release_new(void)
+{
+    FakeHost *h = &f.d.h;
+
+    for (uint64_t gpa = f.guarded_to; gpa < h->next_free; gpa += FH_PAGE) {
+        f.guard_bits[(gpa - h->base) / FH_PAGE] = 0;
+    }
+    f.guarded_to = h->next_free;
+}
+
+/* The bytes of page 'page' of a region outside [lo, hi) of that page */
+static void check_slack(uint64_t page, uint64_t lo, uint64_t hi,
+                        const char *what)
+{
+    uint8_t *p = fh_ptr(&f.d.h, page);
+
+    if (!is_guard(p, lo) || !is_guard(p + hi, FH_PAGE - hi)) {
+        fail("%s: a byte outside its range was written", what);
+    }
+}
+
+static void check_guard(bool full)
+{
+    uint64_t o0 = MR_IOVA & (FH_PAGE - 1);
+    uint64_t oe = (MR_IOVA + MR_LEN) & (FH_PAGE - 1);
+
+    check_slack(f.mr.pages[0], o0, FH_PAGE, "MR first page");
+    check_slack(f.mr.pages[f.mr.npages - 1], 0, oe ? oe : FH_PAGE,
+                "MR last page");
+    if (f.fr_key) {
+        check_slack(f.fr_pages[0], FR_IOVA & (FH_PAGE - 1), FH_PAGE,
+                    "FRMR first page");
+        check_slack(f.fr_pages[FR_PAGES - 1], 0,
+                    (FR_IOVA + FR_LEN) & (FH_PAGE - 1), "FRMR last page");
+    }
+    if (!full) {
+        return;
+    }
+    for (unsigned i = 0; i < RAM_PAGES; i++) {
+        if (f.guard_bits[i] &&
+            !is_guard(f.d.h.ram + (uint64_t)i * FH_PAGE, FH_PAGE)) {
+            fail("guest page 0x%" PRIx64 " (never handed out) was written",
+                 f.d.h.base + (uint64_t)i * FH_PAGE);
+        }
+    }
+    if (f.mr_snap) {
+        for (uint32_t i = 0; i < f.mr.npages; i++) {
+            if (memcmp(fh_ptr(&f.d.h, f.mr.pages[i]),
+                       f.mr_snap + (uint64_t)i * FH_PAGE, FH_PAGE)) {
+                fail("page %u of the deregistered MR was written", i);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames the device transmits                                         */
+
+static bool op_is_request(uint8_t op)
+{
+    return op <= ROCE_RC_RDMA_READ_REQUEST || op == ROCE_RC_COMPARE_SWAP ||
+           op == ROCE_RC_FETCH_ADD || op == ROCE_RC_SEND_LAST_WITH_INVALIDATE ||
+           op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE;
+}
+
+static bool op_has(uint8_t op, RoceExtHdr eh)
+{
+    const RoceOpInfo *i = roce_opcode_info(op);
+
+    return i && (i->ext[0] == eh || i->ext[1] == eh);
+}
+
+/* The RoCEv2 QP (RC0 / RC1) whose peer is dqpn, or NULL. */
+static Fq *conn_of_dqpn(uint32_t dqpn)
+{
+    for (unsigned i = RC0; i <= RC1; i++) {
+        if (f.q[i].exists && f.q[i].conn >= 0 &&
+            peer_qpn[f.q[i].conn] == dqpn) {
+            return &f.q[i];
+        }
+    }
+    return NULL;
+}
+
+/* What the peer learns from a frame of ours. */
+static void peer_learn(Fq *q, const RocePkt *p)
+{
+    if (op_is_request(p->opcode)) {
+        SentReq *s = &q->sent[q->nsent++ % NSENT];
+        uint32_t n = 1;
+
+        if (p->opcode == ROCE_RC_RDMA_READ_REQUEST) {
+            /* (at most: it may have been posted with a smaller MTU) */
+            n = p->reth.len ? (p->reth.len + mtu_min(q) - 1) / mtu_min(q) :
+                1;
+        }
+        /* a new request takes the next PSN: none is ever skipped */
+        if (q->have_sent && psn_cmp(p->psn, q->max_psn) > 0) {
+            fail("request %s PSN 0x%06x, the next new one is 0x%06x",
+                 roce_opcode_name(p->opcode), p->psn, q->max_psn);
+        }
+        *s = (SentReq) { .opcode = p->opcode, .psn = p->psn, .npsn = n,
+                         .len = p->reth.len };
+        if (!q->have_sent || psn_cmp(psn_add(p->psn, n), q->max_psn) > 0) {
+            q->max_psn = psn_add(p->psn, n);
+        }
+        q->have_sent = true;
+        return;
+    }
+    /* our responder's answers tell what it expects */
+    if (p->opcode == ROCE_RC_ACKNOWLEDGE) {
+        uint8_t t = roce_aeth_type(p->aeth.syndrome);
+
+        if (t == ROCE_AETH_ACK) {
+            q->peer_psn = psn_add(p->psn, 1);
+        } else if (t == ROCE_AETH_RNR_NAK ||
+                   (t == ROCE_AETH_NAK && roce_aeth_value(p->aeth.syndrome) ==
+                    ROCE_NAK_PSN_SEQ_ERR)) {
+            q->peer_psn = p->psn;
+        }
+    } else if (p->opcode == ROCE_RC_ATOMIC_ACKNOWLEDGE) {
+        q->peer_psn = psn_add(p->psn, 1);
+    }
+}
+
+static void dev_tx(void *opaque, const uint8_t *fr, size_t len)
+{
+    RocePkt p;
+    const RoceOpInfo *info;
+    int r = roce_parse(fr, len, &p);
+    Fq *q;
+
+    f.frames_tx++;
+    if (r != ROCE_OK) {
+        fail("transmitted a frame roce_parse() refuses: %s (%zu bytes)",
+             roce_drop_reason_str(r), len);
+    }
+    info = roce_opcode_info(p.opcode);
+    LOG("  tx %-34s dqpn %06x psn %06x len %zu%s\n", info->name, p.dqpn,
+        p.psn, p.payload_len, p.ack_req ? " A" : "");
+    if (memcmp(p.smac, our_mac(), 6)) {
+        fail("transmitted from a MAC that is not ours");
+    }
+    if (p.pkey != 0xffff) {
+        fail("transmitted P_Key 0x%04x", p.pkey);
+    }
+    if (memcmp(p.sgid, our_gid[0], 16) && memcmp(p.sgid, our_gid[1], 16)) {
+        fail("transmitted from an address that is not ours");
+    }
+    if (op_has(p.opcode, ROCE_EH_AETH) &&
+        roce_aeth_type(p.aeth.syndrome) == 0x40) {
+        fail("transmitted a reserved AETH type (0x%02x)", p.aeth.syndrome);
+    }
+    if (p.opcode >= ROCE_UD_SEND_ONLY) {
+        return;     /* UD: wherever the guest's address vector says */
+    }
+    q = conn_of_dqpn(p.dqpn);
+    if (!q || !q->connected) {
+        fail("RC frame %s for QP 0x%06x, which no connected QP has as its "
+             "peer", info->name, p.dqpn);
+    }
+    if (memcmp(p.dmac, peer_mac, 6) ||
+        memcmp(p.dgid, peer_gid[q->conn], 16) ||
+        memcmp(p.sgid, our_gid[q->conn], 16) ||
+        p.ip_ver != (q->conn ? 6 : 4)) {
+        fail("RC frame %s not between the connection's addresses",
+             info->name);
+    }
+    if (info->payload &&
+        (p.payload_len > mtu_max(q) ||
+         ((info->pos == ROCE_POS_FIRST || info->pos == ROCE_POS_MIDDLE) &&
+          !mtu_was(q, p.payload_len)))) {
+        fail("%s with %zu bytes of payload, path MTU %u (MTUs 0x%x)",
+             info->name, p.payload_len, q->mtu, q->mtus);
+    }
+    peer_learn(q, &p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Completions                                                         */
+
+static bool qp_handle_known(uint32_t h)
+{
+    for (unsigned i = 0; i < f.nhandles; i++) {
+        if (f.handles[i] == h) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void check_cqe(const struct pvrdma_cqe *e, bool recv_cq)
+{
+    uint64_t n = e->wr_id - WR_BASE;
+    Wr *w;
+    Fq *q;
+
+    if (e->wr_id < WR_BASE || n >= f.nwr) {
+        fail("CQE with wr_id 0x%" PRIx64 " that was never posted", e->wr_id);
+    }
+    w = &f.wr[n];
+    q = &f.q[w->qi];
+    if (w->recv != recv_cq) {
+        fail("CQE of a %s work request in the %s CQ", w->recv ? "receive" :
+             "send", recv_cq ? "receive" : "send");
+    }
+    if (w->done) {
+        fail("work request %" PRIu64 " completed twice", n);
+    }
+    w->done = true;
+    w->status = e->status;
+    if (!qp_handle_known(e->qp) || e->qp != w->handle) {
+        fail("CQE for QP %" PRIu64 ", the work request was posted on %u",
+             e->qp, w->handle);
+    }
+    if (e->status > PVRDMA_WC_GENERAL_ERR) {
+        fail("CQE status %u", e->status);
+    }
+    if (recv_cq) {
+        if (q->last_recv && n <= q->last_recv - 1) {
+            fail("receive %" PRIu64 " completed after a later one", n);
+        }
+        q->last_recv = n + 1;
+        /* (RDMA WRITE with immediate: the WRITE's length, not the WQE's) */
+        if (e->status == PVRDMA_WC_SUCCESS &&
+            ((e->opcode == PVRDMA_WC_RECV && e->byte_len > w->len) ||
+             (e->opcode != PVRDMA_WC_RECV &&
+              e->opcode != PVRDMA_WC_RECV_RDMA_WITH_IMM))) {
+            fail("receive completed with %u bytes (posted %u), opcode 0x%x",
+                 e->byte_len, w->len, e->opcode);
+        }
+    } else {
+        if (q->last_send && n <= q->last_send - 1) {
+            fail("send %" PRIu64 " completed after a later one", n);
+        }
+        q->last_send = n + 1;
+        if (e->status == PVRDMA_WC_SUCCESS &&
+            (e->opcode != pvrdma_wc_opcode(w->opcode) ||
+             (e->byte_len != w->len &&
+              w->opcode != PVRDMA_WR_LOCAL_INV &&
+              w->opcode != PVRDMA_WR_FAST_REG_MR))) {
+            fail("send (opcode %u, %u bytes) completed with opcode %u, %u "
+                 "bytes", w->opcode, w->len, e->opcode, e->byte_len);
+        }
+    }
+    LOG("  cqe %s wr %" PRIu64 " qp %u status %u opcode 0x%x len %u\n",
+        recv_cq ? "recv" : "send", n, (unsigned)e->qp, e->status, e->opcode,
+        e->byte_len);
+}
+
+static void drain_cqs(void)
+{
+    struct pvrdma_cqe e;
+
+    while (poll_cq(&f.d, &f.scq, &e)) {
+        check_cqe(&e, false);
+    }
+    while (poll_cq(&f.d, &f.rcq, &e)) {
+        check_cqe(&e, true);
+    }
+}
+
+/*
+ * The transport counts what it sent and took as this harness saw it, and
+ * has per-QP counters exactly for the QPs on its path.
+ */
+static void check_stats(void)
+{
+    PvrdmaRoceStats st, qs;
+
+    pvrdma_roce_stats(f.t, &st);
+    if (st.tx_pkts != f.frames_tx || st.rx_pkts != f.taken) {
+        fail("transport counted %" PRIu64 " frames sent, %" PRIu64 " taken; "
+             "%" PRIu64 " were sent, %" PRIu64 " taken", st.tx_pkts,
+             st.rx_pkts, f.frames_tx, f.taken);
+    }
+    for (unsigned i = 0; i < NQP; i++) {
+        Fq *q = &f.q[i];
+        PvrdmaQP *qp = q->exists ? pvrdma_qp_get(&f.d.c, q->qp.handle) : NULL;
+
+        if (qp && pvrdma_roce_qp_stats(f.t, qp, &qs) != q->connected) {
+            fail("QP %u: %son the RoCEv2 path, expected %s", i,
+                 q->connected ? "not " : "", q->connected ? "on" : "off");
+        }
+    }
+}
+
+/* What QEMU's bottom half and timer do: run the core while it asks. */
+static void service(void)
+{
+    FakeHost *h = &f.d.h;
+
+    for (unsigned i = 0; i < SERVICE_MAX; i++) {
+        bool timer = h->timer_due && h->now >= h->timer_due;
+
+        if (!h->run_pending && !timer) {
+            drain_cqs();
+            check_guard(false);
+            check_stats();
+            return;
+        }
+        if (i >= RNR_SPIN && f.d.c.rnr_timer && h->run_pending &&
+            h->timer_due > h->now) {
+            /*
+             * A known problem of the core, not of the transport: a send
+             * waiting on RNR (loopback) is woken by every run, not by its
+             * timer, and the run re-arms the wake-up: the bottom half
+             * spins until the RNR deadline.  In QEMU the clock moves
+             * meanwhile; here it is moved to the deadline (strict: fail).
+             */
+            if (strict) {
+                fail("the core spins on an RNR wait (%u runs at time %"
+                     PRId64 ", RNR timer due at %" PRId64 ")", i, h->now,
+                     h->timer_due);
+            }
+            f.rnr_spins++;
+            h->now = h->timer_due;
+        }
+        h->run_pending = false;
+        if (timer) {
+            h->timer_due = 0;
+        }
+        pvrdma_core_run(&f.d.c);
+        drain_cqs();
+    }
+    {
+        PvrdmaCore *c = &f.d.c;
+        GString *s = g_string_new(NULL);
+
+        for (GList *l = c->run.head; l; l = l->next) {
+            PvrdmaQP *qp = pvrdma_qp_get(c, GPOINTER_TO_UINT(l->data));
+
+            g_string_append_printf(s, " %u(state %u)",
+                                   GPOINTER_TO_UINT(l->data),
+                                   qp ? qp->state : 99);
+        }
+        fail("the core still asks to run after %u runs at time %" PRId64
+             " (run list:%s; kick pending %d, timer due %" PRId64
+             ", transport timer %d, wake %d, rnr timer %d)", SERVICE_MAX,
+             h->now, s->str, h->run_pending, h->timer_due,
+             c->timer_transports, c->wake_transports, c->rnr_timer);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Guest side                                                          */
+
+static Wr *new_wr(uint8_t qi, bool recv, uint32_t opcode, uint32_t len,
+                  uint64_t *wr_id)
+{
+    Wr *w;
+
+    if (f.nwr >= MAX_WR) {
+        return NULL;
+    }
+    w = &f.wr[f.nwr];
+    *w = (Wr) { .qi = qi, .handle = f.q[qi].qp.handle, .recv = recv,
+                .opcode = opcode, .len = len };
+    *wr_id = WR_BASE + f.nwr++;
+    return w;
+}
+
+static bool ring_room(Fq *q, bool recv)
+{
+    struct pvrdma_ring *r = &qp_rings(&f.d, &q->qp)[recv];
+    uint32_t n = recv ? q->qp.recv_wr : q->qp.send_wr;
+    uint32_t prod = recv ? q->qp.rq_prod : q->qp.sq_prod;
+
+    return pvrdma_idx_used(prod, r->cons_head, n) < n;
+}
+
+/* An SGE into the MR (or a bad one) for len bytes; mode picks which. */
+static struct pvrdma_sge make_sge(uint8_t mode, uint16_t off, uint32_t len)
+{
+    uint64_t room = MR_LEN > len ? MR_LEN - len : 0;
+    struct pvrdma_sge s = { MR_IOVA + (room ? off % (room + 1) : 0), len,
+                            f.mr.lkey };
+
+    switch (mode & 7) {
+    case 5:
+        s.lkey ^= 0x10;                 /* another handle */
+        break;
+    case 6:
+        s.addr = MR_IOVA + MR_LEN - len / 2;    /* runs past the end */
+        break;
+    case 7:
+        if (f.fr_key) {
+            s.lkey = f.fr_key;
+            s.addr = FR_IOVA + off % (FR_LEN > len ? FR_LEN - len + 1 : 1);
+        }
+        break;
+    }
+    return s;
+}
+
+static void post_recv_op(Input *in)
+{
+    uint8_t sel = get(in, 1), mode = get(in, 1), lb = get(in, 1);
+    uint16_t off = get(in, 2);
+    Fq *q = &f.q[sel % NQP];
+    uint32_t len = lb < 0xc0 ? lb * 16 : (lb - 0xc0) * 256;
+    struct pvrdma_sge s[2];
+    uint32_t nsge = mode >> 6;
+    uint64_t wr_id;
+    uint32_t total = 0;
+
+    if (!q->exists || !ring_room(q, true)) {
+        return;
+    }
+    if (q->type != PVRDMA_QPT_RC) {
+        len += 40;                      /* the GRH */
+    }
+    nsge = MIN(nsge, 2);
+    s[0] = make_sge(mode, off, nsge == 2 ? len / 2 : len);
+    s[1] = make_sge(mode >> 3, off + len, len - len / 2);
+    for (uint32_t i = 0; i < nsge; i++) {
+        total += s[i].length;
+    }
+    if (!new_wr(sel % NQP, true, 0, total, &wr_id)) {
+        return;
+    }
+    LOG("recv on %u: %u sges, %u bytes\n", sel % NQP, nsge, total);
+    post_recv(&f.d, &q->qp, wr_id, s, nsge);
+    service();
+}
+
+static const uint32_t send_ops[] = {
+    PVRDMA_WR_SEND, PVRDMA_WR_SEND_WITH_IMM, PVRDMA_WR_SEND_WITH_INV,
+    PVRDMA_WR_RDMA_WRITE, PVRDMA_WR_RDMA_WRITE_WITH_IMM, PVRDMA_WR_RDMA_READ,
+    PVRDMA_WR_ATOMIC_CMP_AND_SWP, PVRDMA_WR_ATOMIC_FETCH_AND_ADD,
+    PVRDMA_WR_SEND, PVRDMA_WR_RDMA_READ, PVRDMA_WR_LOCAL_INV, 99,
+};
+
+static void post_send_op(Input *in)
+{
+    uint8_t sel = get(in, 1), opi = get(in, 1), lb = get(in, 1);
+    uint8_t mode = get(in, 1), flags = get(in, 1), dst = get(in, 1);
+    uint16_t off = get(in, 2);
+    Fq *q = &f.q[sel % NQP];
+    uint32_t op = send_ops[opi % G_N_ELEMENTS(send_ops)];
+    uint32_t len = lb < 0x80 ? lb * 8 : (lb - 0x80) * 64;
+    bool atomic = op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+                  op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge s[2];
+    uint32_t nsge = 1;
+    uint64_t wr_id;
+
+    if (!q->exists || !ring_room(q, false)) {
+        return;
+    }
+    if (atomic && !(mode & 0x40)) {
+        len = 8;
+        off &= ~7;
+    }
+    if (q->type != PVRDMA_QPT_RC && !(mode & 0x40)) {
+        len = MIN(len, 2048u);
+    }
+    if ((mode & 0x80) && len >= 2) {
+        nsge = 2;
+        s[0] = make_sge(mode, off, len / 2);
+        s[1] = make_sge(mode >> 3, off + 4096, len - len / 2);
+    } else {
+        s[0] = make_sge(mode, off, len);
+    }
+    if (!len && (mode & 0x40)) {
+        nsge = 0;
+    }
+    w.opcode = op;
+    w.send_flags = (flags & 1 ? 0 : PVRDMA_SEND_SIGNALED) |
+                   (flags & 2 ? PVRDMA_SEND_SOLICITED : 0) |
+                   (flags & 4 ? PVRDMA_SEND_FENCE : 0);
+    w.ex.imm_data = op == PVRDMA_WR_SEND_WITH_INV ||
+                    op == PVRDMA_WR_LOCAL_INV ?
+                    (flags & 8 ? f.fr_key : f.mr.rkey) : 0x01020304u * dst;
+    if (q->type == PVRDMA_QPT_RC) {
+        if (atomic) {
+            w.wr.atomic.remote_addr = 0x10000 + dst * 8;
+            w.wr.atomic.rkey = 0x4242;
+            w.wr.atomic.compare_add = flags >> 4;
+            w.wr.atomic.swap = dst;
+        } else {
+            w.wr.rdma.remote_addr = 0x20000 + dst;
+            w.wr.rdma.rkey = 0x4343;
+        }
+    } else {
+        unsigned c = dst & 1;
+
+        w.wr.ud.remote_qpn = dst & 2 ? 1 : peer_qpn[c];
+        w.wr.ud.remote_qkey = dst & 4 ? 0x80000000u : UD_QKEY;
+        w.wr.ud.av.port_pd = 1 << 24;
+        /* our GID of that family, the other one, or an empty entry */
+        w.wr.ud.av.gid_index = (dst & 8) && (flags & 0x10) ? 2 :
+                               dst & 8 ? !c : c;
+        w.wr.ud.av.hop_limit = 64;
+        /* to ourselves (loopback) now and then */
+        memcpy(w.wr.ud.av.dgid, dst & 16 ? our_gid[c] : peer_gid[c], 16);
+        memcpy(w.wr.ud.av.dmac, peer_mac, 6);
+        if (dst & 16) {
+            w.wr.ud.remote_qpn = dst & 2 ? 1 : f.q[UDQ].qp.qpn;
+        }
+    }
+    if (!new_wr(sel % NQP, false, op, 0, &wr_id)) {
+        return;
+    }
+    w.wr_id = wr_id;
+    LOG("send on %u: opcode %u, %u sges, %u bytes\n", sel % NQP, op, nsge,
+        nsge ? len : 0);
+    put_send(&f.d, &q->qp, &w, s, nsge);
+    f.wr[wr_id - WR_BASE].len = w.total_len;
+    ring_send(&f.d, &q->qp);
+    service();
+}
+
+/* ------------------------------------------------------------------ */
+/* QP states                                                           */
+
+static void qp_reset_rings(Fq *q)
+{
+    struct pvrdma_ring *r = qp_rings(&f.d, &q->qp);
+
+    memset(r, 0, 2 * sizeof(*r));
+    q->qp.sq_prod = q->qp.rq_prod = 0;
+}
+
+static uint32_t to_state(Fq *q, uint32_t state)
+{
+    struct pvrdma_qp_attr a = { 0 };
+    uint32_t err;
+
+    a.qp_state = state;
+    err = modify_qp(&f.d, &q->qp, PVRDMA_QP_STATE, &a);
+    if (!err && state == PVRDMA_QPS_RESET) {
+        qp_reset_rings(q);
+        q->connected = false;
+    }
+    return err;
+}
+
+/*
+ * RESET -> INIT -> RTR -> RTS.  RC0/RC1 towards their peer, RC2 towards
+ * itself through loopback, UD and GSI with their Q_Keys.
+ */
+static void qp_connect(unsigned qi, uint32_t rq_psn, uint32_t sq_psn,
+                       uint8_t mtu)
+{
+    Fq *q = &f.q[qi];
+    struct pvrdma_qp_attr a = { 0 };
+    uint32_t err;
+
+    if (to_state(q, PVRDMA_QPS_RESET)) {
+        return;
+    }
+    a.qp_state = PVRDMA_QPS_INIT;
+    a.port_num = 1;
+    if (q->type == PVRDMA_QPT_RC) {
+        a.qp_access_flags = RC_ACCESS | PVRDMA_ACCESS_LOCAL_WRITE;
+        err = modify_qp(&f.d, &q->qp, PVRDMA_QP_STATE | PVRDMA_QP_PKEY_INDEX |
+                        PVRDMA_QP_PORT | PVRDMA_QP_ACCESS_FLAGS, &a);
+    } else {
+        a.qkey = q->type == PVRDMA_QPT_GSI ? PVRDMA_GSI_QKEY : UD_QKEY;
+        err = modify_qp(&f.d, &q->qp, PVRDMA_QP_STATE | PVRDMA_QP_PKEY_INDEX |
+                        PVRDMA_QP_PORT | PVRDMA_QP_QKEY, &a);
+    }
+    if (err) {
+        fail("QP %u: RESET -> INIT refused (%u)", qi, err);
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = PVRDMA_QPS_RTR;
+    if (q->type != PVRDMA_QPT_RC) {
+        if (modify_qp(&f.d, &q->qp, PVRDMA_QP_STATE, &a)) {
+            fail("QP %u: INIT -> RTR refused", qi);
+        }
+        a.qp_state = PVRDMA_QPS_RTS;
+        a.sq_psn = sq_psn;
+        if (modify_qp(&f.d, &q->qp, PVRDMA_QP_STATE | PVRDMA_QP_SQ_PSN, &a)) {
+            fail("QP %u: RTR -> RTS refused", qi);
+        }
+        return;
+    }
+    a.path_mtu = mtu;
+    a.rq_psn = rq_psn;
+    a.max_dest_rd_atomic = f.cfg_dest_rd;
+    a.min_rnr_timer = f.cfg_rnr_timer;
+    a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.port_num = 1;
+    if (qi == RC2) {
+        a.dest_qp_num = q->qp.qpn;
+        memcpy(a.ah_attr.grh.dgid.raw, our_gid[0], 16);
+        memcpy(a.ah_attr.dmac, our_mac(), 6);
+    } else {
+        a.dest_qp_num = peer_qpn[q->conn];
+        a.ah_attr.grh.sgid_index = q->conn;
+        memcpy(a.ah_attr.grh.dgid.raw, peer_gid[q->conn], 16);
+        memcpy(a.ah_attr.dmac, peer_mac, 6);
+        /* the peer's model of this connection starts again */
+        set_mtu(q, mtu, true);
+        q->peer_psn = rq_psn & PSN_MASK;
+        q->nsent = 0;
+        q->have_sent = false;
+        memset(q->sent, 0, sizeof(q->sent));
+    }
+    if (modify_qp(&f.d, &q->qp, RTR_MASK, &a)) {
+        fail("QP %u: INIT -> RTR refused", qi);
+    }
+    q->connected = qi != RC2;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = PVRDMA_QPS_RTS;
+    a.sq_psn = sq_psn;
+    a.timeout = f.cfg_timeout;
+    a.retry_cnt = f.cfg_retry;
+    a.rnr_retry = f.cfg_rnr_retry;
+    a.max_rd_atomic = f.cfg_rd;
+    if (modify_qp(&f.d, &q->qp, RTS_MASK, &a)) {
+        fail("QP %u: RTR -> RTS refused", qi);
+    }
+    if (qi != RC2 && pvrdma_qp_get(&f.d.c, q->qp.handle)->path != f.t) {
+        fail("QP %u: not on the RoCEv2 path", qi);
+    }
+}
+
+static void qp_create(unsigned qi)
+{
+    static const uint8_t types[NQP] = {
+        PVRDMA_QPT_RC, PVRDMA_QPT_RC, PVRDMA_QPT_RC, PVRDMA_QPT_UD,
+        PVRDMA_QPT_GSI,
+    };
+    Fq *q = &f.q[qi];
+
+    memset(q, 0, sizeof(*q));
+    q->type = types[qi];
+    q->conn = qi <= RC1 ? (int)qi : -1;
+    set_mtu(q, PVRDMA_MTU_256, true);
+    create_qp(&f.d, &q->qp, f.pd, f.scq.handle, f.rcq.handle, q->type);
+    q->exists = true;
+    if (f.nhandles < G_N_ELEMENTS(f.handles)) {
+        f.handles[f.nhandles++] = q->qp.handle;
+    }
+}
+
+static void destroy_qp(Fq *q)
+{
+    union pvrdma_cmd_req req = { 0 };
+
+    drain_cqs();
+    req.destroy_qp.qp_handle = q->qp.handle;
+    if (dev_cmd(&f.d, &req, PVRDMA_CMD_DESTROY_QP, NULL)) {
+        fail("DESTROY_QP refused");
+    }
+    q->exists = false;
+    q->connected = false;
+}
+
+static const uint32_t psn_table[8] = {
+    0x000100, 0xfffff0, 0x7ffff8, 0x000000, 0xffffff, 0x123456, 0x800000,
+    0xffff80,
+};
+
+static void modify_op(Input *in)
+{
+    uint8_t sel = get(in, 1), act = get(in, 1), arg = get(in, 1);
+    unsigned qi = sel % NQP;
+    Fq *q = &f.q[qi];
+    struct pvrdma_qp_attr a = { 0 };
+
+    if (!q->exists) {
+        return;
+    }
+    switch (act % 8) {
+    case 0:
+        LOG("QP %u -> ERR\n", qi);
+        to_state(q, PVRDMA_QPS_ERR);
+        break;
+    case 1:
+        LOG("QP %u -> RESET\n", qi);
+        drain_cqs();
+        to_state(q, PVRDMA_QPS_RESET);
+        break;
+    case 2:
+    case 3:
+        LOG("QP %u reconnected\n", qi);
+        drain_cqs();
+        qp_connect(qi, psn_table[arg & 7], psn_table[(arg >> 3) & 7] ^ arg,
+                   qi == RC0 ? PVRDMA_MTU_256 :
+                   PVRDMA_MTU_256 + (arg >> 6) % 5);
+        break;
+    case 4:
+        LOG("QP %u -> SQD\n", qi);
+        to_state(q, PVRDMA_QPS_SQD);
+        break;
+    case 5:
+        LOG("QP %u -> RTS\n", qi);
+        to_state(q, PVRDMA_QPS_RTS);
+        break;
+    case 6: {
+        /* new timers in RTS, and now and then what RTS may not change */
+        uint8_t more = get(in, 1);
+        uint32_t mask = PVRDMA_QP_STATE | PVRDMA_QP_TIMEOUT |
+                        PVRDMA_QP_RETRY_CNT | PVRDMA_QP_RNR_RETRY |
+                        PVRDMA_QP_MIN_RNR_TIMER;
+
+        a.qp_state = PVRDMA_QPS_RTS;
+        a.timeout = arg & 31;
+        a.retry_cnt = arg >> 5;
+        a.rnr_retry = arg & 7;
+        a.min_rnr_timer = arg >> 3;
+        if (more & 0x80) {
+            mask |= PVRDMA_QP_MAX_QP_RD_ATOMIC | PVRDMA_QP_MAX_DEST_RD_ATOMIC;
+            a.max_rd_atomic = more & 15;
+            a.max_dest_rd_atomic = (more >> 4) & 7;
+        }
+        if (more & 0x40) {
+            mask |= PVRDMA_QP_PATH_MTU;
+            a.path_mtu = PVRDMA_MTU_256 + more % 5;
+        }
+        if (!modify_qp(&f.d, &q->qp, mask, &a) && (mask & PVRDMA_QP_PATH_MTU)) {
+            LOG("QP %u: path MTU %u in RTS\n", qi, cfg_mtu(a.path_mtu));
+            set_mtu(q, a.path_mtu, false);
+        }
+        break;
+    }
+    case 7:
+        /* destroyed with whatever is in flight, created again */
+        if (qi > RC1 || f.recreated >= 4 ||
+            f.d.h.next_free + 16 * FH_PAGE > f.d.h.base + f.d.h.size) {
+            break;
+        }
+        LOG("QP %u destroyed and created again\n", qi);
+        destroy_qp(q);
+        qp_create(qi);
+        guard_release_new();
+        f.recreated++;
+        if (arg & 1) {
+            qp_connect(qi, psn_table[arg >> 1 & 7], psn_table[arg >> 4 & 7],
+                       PVRDMA_MTU_256);
+        }
+        break;
+    }
+    service();
+}
+
+static Wr *frmr_post(bool inv, uint32_t key, uint32_t len);
+
+static void mr_op(Input *in)
+{
+    uint8_t act = get(in, 1);
+    union pvrdma_cmd_req req = { 0 };
+
+    if (act % 4 == 0 && f.mr_alive) {
+        LOG("MR deregistered\n");
+        drain_cqs();
+        req.destroy_mr.mr_handle = f.mr.handle;
+        if (dev_cmd(&f.d, &req, PVRDMA_CMD_DESTROY_MR, NULL)) {
+            fail("DESTROY_MR refused");
+        }
+        f.mr_alive = false;
+        f.mr_snap = g_malloc((uint64_t)f.mr.npages * FH_PAGE);
+        for (uint32_t i = 0; i < f.mr.npages; i++) {
+            memcpy(f.mr_snap + (uint64_t)i * FH_PAGE,
+                   fh_ptr(&f.d.h, f.mr.pages[i]), FH_PAGE);
+        }
+    } else if (act % 4 == 2 && f.fr_key) {
+        /* the FRMR invalidated, or registered again (shorter, new key) */
+        uint16_t len = get(in, 2);
+
+        if (act & 4) {
+            LOG("FRMR invalidated\n");
+            frmr_post(true, f.fr_key, 0);
+        } else {
+            LOG("FRMR registered again, %u bytes\n", len % FR_LEN + 1);
+            if (act & 8) {
+                /* a new key byte (else the same key, a shorter region) */
+                f.fr_key = (f.fr_key & ~0xffu) | ((f.fr_key + 1) & 0xff);
+            }
+            frmr_post(false, f.fr_key, len % FR_LEN + 1);
+        }
+    } else if (act % 4 == 1) {
+        /* the guest changes MR bytes (atomics compare against them) */
+        uint64_t off = get(in, 2) % (MR_LEN - 8);
+        uint64_t v = get(in, 1);
+
+        if (f.mr_alive) {
+            mr_write(&f.d, &f.mr, MR_IOVA + (off & ~7ull), &v, 8);
+        }
+    }
+    service();
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames from the network                                             */
+
+/* The IPv4 header checksum and the ICRC of a frame, written again. */
+static void refix(uint8_t *fr, size_t len)
+{
+    size_t l3, iph, ipl;
+    uint16_t type;
+    uint32_t icrc, sum = 0;
+
+    if (len < 18) {
+        return;
+    }
+    l3 = (fr[12] << 8 | fr[13]) == 0x8100 ? 18 : 14;
+    type = fr[l3 - 2] << 8 | fr[l3 - 1];
+    if (type != 0x0800 && type != 0x86dd) {
+        return;
+    }
+    iph = type == 0x0800 ? 20 : 40;
+    if (len - l3 < iph) {
+        return;
+    }
+    if (type == 0x0800) {
+        ipl = fr[l3 + 2] << 8 | fr[l3 + 3];
+        fr[l3 + 10] = fr[l3 + 11] = 0;
+        for (size_t i = 0; i < iph; i += 2) {
+            sum += fr[l3 + i] << 8 | fr[l3 + i + 1];
+        }
+        sum = (sum & 0xffff) + (sum >> 16);
+        sum = (sum & 0xffff) + (sum >> 16);
+        fr[l3 + 10] = ~sum >> 8;
+        fr[l3 + 11] = ~sum;
+    } else {
+        ipl = iph + (fr[l3 + 4] << 8 | fr[l3 + 5]);
+    }
+    if (ipl > len - l3 || ipl < iph + 8 + ROCE_BTH_LEN + ROCE_ICRC_LEN) {
+        return;
+    }
+    icrc = roce_icrc(fr + l3, ipl, type == 0x86dd);
+    for (int i = 0; i < 4; i++) {
+        fr[l3 + ipl - 4 + i] = icrc >> (8 * i);
+    }
+}
+
+static void deliver(const uint8_t *fr, size_t len, int expect)
+{
+    bool taken;
+
+    if (expect == 1 && len <= sizeof(last_frame)) {
+        memcpy(last_frame, fr, len);
+        last_len = len;
+    }
+
+    f.frames_rx++;
+    taken = pvrdma_roce_rx(f.t, fr, len);
+    f.taken += taken;
+    if (expect >= 0 && taken != expect) {
+        fail("pvrdma_roce_rx() %s a well-formed frame %s", taken ?
+             "took" : "refused", expect ? "for us" : "not for us");
+    }
+    if (!burst) {
+        service();
+    }
+}
+
+/* Ethernet/IP/UDP of a frame from peer conn (0: v4, 1: v6) to us. */
+static void pkt_addr(RocePkt *p, unsigned conn, bool stranger)
+{
+    memset(p, 0, sizeof(*p));
+    memcpy(p->dmac, our_mac(), 6);
+    memcpy(p->smac, peer_mac, 6);
+    p->ip_ver = conn ? 6 : 4;
+    p->ttl = 64;
+    p->df = true;
+    memcpy(p->sgid, stranger ? stranger_gid[conn] : peer_gid[conn], 16);
+    memcpy(p->dgid, our_gid[conn], 16);
+    p->sport = 0xc000 | conn;
+    p->pkey = 0xffff;
+}
+
+/* An RC packet of peer conn to our QP q (built and delivered). */
+static void send_rc(Fq *q, RocePkt *p)
+{
+    size_t n = roce_build(p, frame, sizeof(frame));
+
+    if (!n) {
+        fail("roce_build refused a packet of the peer model (%s)",
+             roce_opcode_name(p->opcode));
+    }
+    LOG("  rx %-34s dqpn %06x psn %06x len %zu\n",
+        roce_opcode_name(p->opcode), p->dqpn, p->psn, p->payload_len);
+    deliver(frame, n, 1);
+}
+
+static void rc_pkt(Fq *q, RocePkt *p, uint8_t opcode, uint32_t psn)
+{
+    pkt_addr(p, q->conn, false);
+    p->opcode = opcode;
+    p->dqpn = q->qp.qpn;
+    p->psn = psn & PSN_MASK;
+}
+
+static uint64_t pick_va(uint8_t mode, uint16_t off, Input *in, bool align)
+{
+    uint64_t va;
+
+    switch (mode & 3) {
+    case 0:
+        va = MR_IOVA + off % MR_LEN;
+        break;
+    case 1:
+        va = MR_IOVA + MR_LEN - (off & 0x1ff);
+        break;
+    case 2:
+        va = f.fr_key ? FR_IOVA + off % FR_LEN : MR_IOVA;
+        break;
+    default:
+        va = get(in, 8);
+        break;
+    }
+    return align ? va & ~7ull : va;
+}
+
+static uint32_t pick_rkey(uint8_t mode, Input *in)
+{
+    switch (mode & 3) {
+    case 0:
+        return f.mr.rkey;
+    case 1:
+        return f.fr_key ? f.fr_key : f.mr.rkey;
+    case 2:
+        return f.mr.rkey ^ (1 + (mode >> 2));
+    default:
+        return get(in, 4);
+    }
+}
+
+static uint32_t qp_sel(uint8_t sel, Input *in, Fq **qout)
+{
+    static const uint8_t map[8] = { RC0, RC1, UDQ, GSI, RC2, RC0, 0xff, RC0 };
+    uint8_t qi = map[sel & 7];
+
+    *qout = NULL;
+    if (qi == 0xff) {
+        return get(in, 3);
+    }
+    if (f.q[qi].exists) {
+        *qout = &f.q[qi];
+        return f.q[qi].qp.qpn;
+    }
+    return qi;
+}
+
+/* A packet whose every field the input picks. */
+static void pkt_op(Input *in)
+{
+    uint8_t opi = get(in, 1), fl = get(in, 1), sel = get(in, 1);
+    uint8_t pm = get(in, 1), mg = fl & PF_MANGLE ? get(in, 1) : 0;
+    int8_t delta = get(in, 1);
+    uint8_t op = opcodes[opi % NOPCODES];
+    const RoceOpInfo *info = roce_opcode_info(op);
+    RocePkt p;
+    Fq *q;
+    uint32_t dqpn = qp_sel(sel, in, &q);
+    unsigned conn = q && q->conn >= 0 ? q->conn : !!(fl & PF_V6);
+    uint32_t mtu = q ? q->mtu : 256;
+    uint32_t base;
+    size_t n;
+
+    pkt_addr(&p, conn, fl & PF_STRANGER);
+    p.opcode = op;
+    p.dqpn = dqpn & PSN_MASK;
+    p.ack_req = fl & PF_ACKREQ;
+    p.se = fl & PF_SE;
+    p.vlan = fl & PF_VLAN;
+    p.vlan_tci = sel;
+    if (fl & PF_PKEY) {
+        p.pkey = 0x7ffe ^ (pm << 8);
+    }
+    /* PSN: near what our responder expects, or what our requester sent */
+    switch (pm & 3) {
+    case 0:
+        base = q ? q->peer_psn : 0;
+        break;
+    case 1:
+        base = q && q->have_sent ?
+               q->sent[(q->nsent - 1 - ((pm >> 2) & 7)) % NSENT].psn : 0;
+        break;
+    case 2:
+        base = q ? psn_add(q->max_psn, PSN_MASK) : 0;
+        break;
+    default:
+        base = get(in, 3);
+        break;
+    }
+    p.psn = psn_add(base, (uint32_t)(int32_t)delta);
+    for (unsigned i = 0; i < ROCE_MAX_EXT_HDRS; i++) {
+        uint8_t m;
+        uint16_t off;
+
+        switch (info->ext[i]) {
+        case ROCE_EH_RETH:
+            m = get(in, 1);
+            off = get(in, 2);
+            p.reth.va = pick_va(m, off, in, false);
+            p.reth.rkey = pick_rkey(m >> 2, in);
+            m = get(in, 1);
+            if (m < 0x80) {
+                p.reth.len = op == ROCE_RC_RDMA_READ_REQUEST ?
+                             (m < 0x40 ? m * 16 : (m - 0x40) * 512) :
+                             info->pos == ROCE_POS_ONLY ? 0 :
+                             mtu * (1 + (m & 3)) + (m >> 2);
+            } else if (m < 0xc0) {
+                p.reth.len = get(in, 2);
+            } else {
+                p.reth.len = get(in, 4);
+            }
+            break;
+        case ROCE_EH_AETH:
+            p.aeth.syndrome = get(in, 1);
+            p.aeth.msn = get(in, 1);
+            break;
+        case ROCE_EH_ATMETH:
+            m = get(in, 1);
+            off = get(in, 2);
+            p.atmeth.va = pick_va(m, off, in, !(m & 0x80));
+            p.atmeth.rkey = pick_rkey(m >> 2, in);
+            p.atmeth.swap_add = get(in, 1);
+            p.atmeth.compare = get(in, 1);
+            break;
+        case ROCE_EH_ATMACK:
+            p.atmack = get(in, 1);
+            break;
+        case ROCE_EH_IMMDT:
+            p.imm = 0x01010101u * get(in, 1);
+            break;
+        case ROCE_EH_IETH:
+            p.ieth_rkey = pick_rkey(get(in, 1), in);
+            break;
+        case ROCE_EH_DETH:
+            m = get(in, 1);
+            p.deth.qkey = m & 1 ? PVRDMA_GSI_QKEY : m & 2 ? get(in, 4) :
+                          UD_QKEY;
+            p.deth.sqp = m >> 2;
+            break;
+        default:
+            break;
+        }
+    }
+    if (info->payload) {
+        uint8_t lb = get(in, 1);
+        size_t len;
+
+        if (fl & PF_FIT) {
+            len = info->pos == ROCE_POS_FIRST ||
+                  info->pos == ROCE_POS_MIDDLE ? mtu : lb % (mtu + 1);
+        } else {
+            len = lb < 0xe0 ? lb : mtu + lb - 0xf0;
+        }
+        fill_pattern(payload, len, get(in, 1));
+        p.payload = payload;
+        p.payload_len = len;
+        if (info->pos == ROCE_POS_ONLY && (fl & PF_FIT) &&
+            op_has(op, ROCE_EH_RETH)) {
+            p.reth.len = len;
+        }
+    }
+    if (mg & PM_DMAC) {
+        memcpy(p.dmac, other_mac, 6);
+    }
+    if (mg & PM_DGID) {
+        memcpy(p.dgid, peer_gid[conn], 16);
+    }
+    p.udp_csum = mg & PM_UDPCSUM;
+    if (mg & PM_BITS) {
+        p.mig = true;
+        p.fecn = p.becn = true;
+        p.resv6 = 0x3f;
+        p.resv7 = 0x7f;
+        p.deth.resv = 0xff;
+    }
+    if (mg & PM_BADPAD) {
+        p.tver = 1;
+    }
+    n = roce_build(&p, frame, sizeof(frame));
+    LOG("pkt %s dqpn %06x psn %06x len %zu flags %02x/%02x%s\n",
+        info->name, p.dqpn, p.psn, p.payload_len, fl, mg,
+        n ? "" : " (not buildable)");
+    if (!n) {
+        return;
+    }
+    if (mg & PM_FLIP) {
+        uint16_t pos = get(in, 2);
+        uint8_t x = get(in, 1);
+
+        frame[pos % n] ^= x ? x : 1;
+        if (mg & PM_REFIX) {
+            refix(frame, n);
+        }
+        deliver(frame, n, -1);
+        return;
+    }
+    {
+        uint32_t old = q ? q->peer_psn : 0;
+
+        deliver(frame, n, (mg & PM_BADPAD) ? -1 :
+                !(mg & (PM_DMAC | PM_DGID)));
+        /* a request at the expected PSN moves it on (unless answered) */
+        if (q && q->conn >= 0 && q->exists && q->peer_psn == old &&
+            p.psn == old && op_is_request(op)) {
+            q->peer_psn = psn_add(old, op != ROCE_RC_RDMA_READ_REQUEST ||
+                                  !p.reth.len ? 1 :
+                                  (p.reth.len + mtu - 1) / mtu);
+        }
+    }
+}
+
+/* Bytes as they are; with flags, our MAC and fresh checksums. */
+static void raw_op(Input *in)
+{
+    uint8_t fl = get(in, 1);
+    size_t len = get(in, 2) % 1100, i;
+
+    for (i = 0; i < len && in->n; i++) {
+        frame[i] = get(in, 1);
+    }
+    len = i;
+    if ((fl & 1) && len >= 6) {
+        memcpy(frame, our_mac(), 6);
+    }
+    if (fl & 2) {
+        refix(frame, len);
+    }
+    LOG("raw frame, %zu bytes\n", len);
+    /* libFuzzer-like: exactly len bytes, so ASan sees an overread */
+    {
+        uint8_t *copy = g_memdup2(frame, len ? len : 1);
+
+        deliver(copy, len, -1);
+        g_free(copy);
+    }
+}
+
+/* A whole SEND or WRITE message of several packets, PSNs in order. */
+static void msg_op(Input *in)
+{
+    uint8_t kind = get(in, 1), npk = get(in, 1), lb = get(in, 1);
+    uint8_t sel = get(in, 1), m = get(in, 1);
+    int8_t delta = get(in, 1);
+    Fq *q = &f.q[sel & 1 ? RC1 : RC0];
+    bool write = kind & 1, imm = kind & 2, inv = (kind & 6) == 4;
+    uint32_t n = 1 + npk % 8, last = lb % (q->mtu + 1);
+    uint32_t psn, total;
+    uint16_t off = get(in, 2);
+
+    if (!q->exists || !q->connected) {
+        return;
+    }
+    total = (n - 1) * q->mtu + last;
+    psn = psn_add(q->peer_psn, (uint32_t)(int32_t)delta);
+    LOG("msg %s of %u packets (%u bytes) at psn %06x\n",
+        write ? "WRITE" : "SEND", n, total, psn);
+    for (uint32_t k = 0; k < n; k++) {
+        RocePkt p;
+        bool first = k == 0, lst = k + 1 == n;
+        uint8_t op;
+
+        /* skip one packet, or send one twice */
+        if ((m & 0x80) && k == (m & 7)) {
+            continue;
+        }
+        if (write) {
+            op = first && lst ? (imm ? ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE :
+                                 ROCE_RC_RDMA_WRITE_ONLY) :
+                 first ? ROCE_RC_RDMA_WRITE_FIRST :
+                 lst ? (imm ? ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE :
+                        ROCE_RC_RDMA_WRITE_LAST) : ROCE_RC_RDMA_WRITE_MIDDLE;
+        } else {
+            op = first && lst ? (inv ? ROCE_RC_SEND_ONLY_WITH_INVALIDATE :
+                                 imm ? ROCE_RC_SEND_ONLY_WITH_IMMEDIATE :
+                                 ROCE_RC_SEND_ONLY) :
+                 first ? ROCE_RC_SEND_FIRST :
+                 lst ? (inv ? ROCE_RC_SEND_LAST_WITH_INVALIDATE :
+                        imm ? ROCE_RC_SEND_LAST_WITH_IMMEDIATE :
+                        ROCE_RC_SEND_LAST) : ROCE_RC_SEND_MIDDLE;
+        }
+        rc_pkt(q, &p, op, psn_add(psn, k));
+        if (first && write) {
+            p.reth.va = pick_va(m >> 3, off, in, false);
+            p.reth.rkey = pick_rkey(m >> 5, in);
+            p.reth.len = total;
+        }
+        p.imm = 0xabcd0000u | k;
+        p.ieth_rkey = m & 0x40 ? f.fr_key : f.mr.rkey;
+        p.ack_req = lst || (m & 0x20);
+        p.se = lst && (kind & 8);
+        fill_pattern(payload, q->mtu, psn + k);
+        p.payload = payload;
+        p.payload_len = lst ? last : q->mtu;
+        send_rc(q, &p);
+        if (!(m & 0x80) && (m & 0x40) && k == (m & 7)) {
+            send_rc(q, &p);     /* a duplicate */
+        }
+        if (psn_add(psn, k) == q->peer_psn) {
+            q->peer_psn = psn_add(q->peer_psn, 1);
+        }
+    }
+}
+
+/* The peer answers a request our requester sent. */
+static void peer_op(Input *in)
+{
+    uint8_t sel = get(in, 1), act = get(in, 1), arg = get(in, 1);
+    Fq *q = &f.q[sel & 1 ? RC1 : RC0];
+    SentReq *s;
+    RocePkt p;
+
+    if (!q->exists || !q->connected || !q->have_sent) {
+        return;
+    }
+    s = &q->sent[(q->nsent - 1 - ((sel >> 1) % MIN(q->nsent, NSENT))) %
+                 NSENT];
+    LOG("peer answers %s psn %06x: %u\n", roce_opcode_name(s->opcode),
+        s->psn, act % PA_N);
+    switch (act % PA_N) {
+    case PA_ACK:
+        rc_pkt(q, &p, ROCE_RC_ACKNOWLEDGE, s->psn);
+        p.aeth.syndrome = roce_aeth_ack(arg);
+        send_rc(q, &p);
+        break;
+    case PA_ACK_MAX:
+        rc_pkt(q, &p, ROCE_RC_ACKNOWLEDGE,
+               psn_add(q->max_psn, PSN_MASK - (arg & 3)));
+        p.aeth.syndrome = roce_aeth_ack(ROCE_AETH_NO_CREDITS);
+        send_rc(q, &p);
+        break;
+    case PA_RNR:
+        rc_pkt(q, &p, ROCE_RC_ACKNOWLEDGE, s->psn);
+        p.aeth.syndrome = roce_aeth_rnr_nak(arg);
+        send_rc(q, &p);
+        break;
+    case PA_SEQ_NAK:
+        rc_pkt(q, &p, ROCE_RC_ACKNOWLEDGE, psn_add(s->psn, arg & 3));
+        p.aeth.syndrome = roce_aeth_nak(ROCE_NAK_PSN_SEQ_ERR);
+        send_rc(q, &p);
+        break;
+    case PA_NAK:
+        rc_pkt(q, &p, ROCE_RC_ACKNOWLEDGE, s->psn);
+        p.aeth.syndrome = arg & 0x80 ? arg : roce_aeth_nak(arg % 6);
+        send_rc(q, &p);
+        break;
+    case PA_ATOMIC_ACK:
+        rc_pkt(q, &p, ROCE_RC_ATOMIC_ACKNOWLEDGE, s->psn);
+        p.aeth.syndrome = roce_aeth_ack(ROCE_AETH_NO_CREDITS);
+        p.atmack = 0x1111111111111111ull * (arg & 0xf);
+        send_rc(q, &p);
+        break;
+    case PA_READ_RESP:
+    case PA_READ_PART: {
+        /* the responses of a READ: all, or from / up to one, one twice */
+        uint32_t n = s->npsn, len = s->len;
+        uint32_t from = act % PA_N == PA_READ_PART ? (arg & 7) % n : 0;
+        uint32_t to = act % PA_N == PA_READ_PART ? MIN(n, from + 1 +
+                                                        (arg >> 3 & 7)) : n;
+
+        for (uint32_t k = from; k < to; k++) {
+            bool first = k == 0, last = k + 1 == n;
+            uint64_t off = (uint64_t)k * q->mtu;
+            uint32_t plen = !last ? q->mtu : len > off ? len - off : 0;
+
+            rc_pkt(q, &p, first && last ? ROCE_RC_RDMA_READ_RESPONSE_ONLY :
+                   first ? ROCE_RC_RDMA_READ_RESPONSE_FIRST :
+                   last ? ROCE_RC_RDMA_READ_RESPONSE_LAST :
+                   ROCE_RC_RDMA_READ_RESPONSE_MIDDLE, psn_add(s->psn, k));
+            p.aeth.syndrome = roce_aeth_ack(ROCE_AETH_NO_CREDITS);
+            plen = MIN(plen, q->mtu);   /* (the MTU changed meanwhile) */
+            if (arg & 0x40 && last) {
+                plen = (plen + 1) % (q->mtu + 1);     /* off by one */
+            }
+            fill_pattern(payload, plen, k);
+            p.payload = payload;
+            p.payload_len = plen;
+            send_rc(q, &p);
+            if ((arg & 0x80) && k == from) {
+                send_rc(q, &p);
+            }
+        }
+        break;
+    }
+    }
+}
+
+/* Time passes: to the next timer, or by a step. */
+static void clock_op(Input *in)
+{
+    static const int64_t steps[8] = { 1, 5, 20, 100, 700, 5000, 60000,
+                                      1000000 };
+    uint8_t m = get(in, 1);
+    FakeHost *h = &f.d.h;
+
+    if (m < 0x80 && h->timer_due) {
+        /* to the next timer, a few times */
+        for (unsigned i = 0; i <= (m & 7) && h->timer_due; i++) {
+            h->now = MAX(h->now, h->timer_due);
+            service();
+        }
+        return;
+    }
+    h->now += steps[m & 7];
+    LOG("clock +%" PRId64 " ms\n", steps[m & 7]);
+    service();
+}
+
+static void step(Input *in)
+{
+    uint8_t op = get(in, 1);
+
+    /*
+     * OP_BURST: the frames of this operation arrive before the bottom half
+     * runs (the device is served by the next operation that is not a
+     * burst), as frames queue up in the NIC between two runs of QEMU's
+     * main loop.
+     */
+    burst = op & OP_BURST;
+    switch (op & 15) {
+    case OP_RAW:
+        raw_op(in);
+        break;
+    case OP_CLOCK:
+        clock_op(in);
+        break;
+    case OP_RECV:
+        post_recv_op(in);
+        break;
+    case OP_SEND:
+        post_send_op(in);
+        break;
+    case OP_MODIFY:
+        modify_op(in);
+        break;
+    case OP_PEER:
+    case OP_PEER2:
+        peer_op(in);
+        break;
+    case OP_MSG:
+    case OP_MSG2:
+        msg_op(in);
+        break;
+    case OP_MR:
+        mr_op(in);
+        break;
+    default:
+        pkt_op(in);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup and teardown                                                  */
+
+/*
+ * The FRMR, through RC2 (loopback): fast-registered over its two pages
+ * for [FR_IOVA, FR_IOVA + len) (never more), or invalidated (LOCAL_INV).
+ * Returns the work request.
+ */
+static Wr *frmr_post(bool inv, uint32_t key, uint32_t len)
+{
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    Fq *q = &f.q[RC2];
+    uint64_t wr_id;
+
+    if (!q->exists || !ring_room(q, false) ||
+        !new_wr(RC2, false, inv ? PVRDMA_WR_LOCAL_INV :
+                PVRDMA_WR_FAST_REG_MR, 0, &wr_id)) {
+        return NULL;
+    }
+    w.wr_id = wr_id;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    if (inv) {
+        w.opcode = PVRDMA_WR_LOCAL_INV;
+        w.ex.invalidate_rkey = key;
+    } else {
+        w.opcode = PVRDMA_WR_FAST_REG_MR;
+        w.wr.fast_reg.iova_start = FR_IOVA;
+        /* the page list: a page directory of the pages (as the driver's) */
+        w.wr.fast_reg.pl_pdir_dma = f.fr_pdir;
+        w.wr.fast_reg.page_shift = 12;
+        w.wr.fast_reg.page_list_len = FR_PAGES;
+        w.wr.fast_reg.length = MIN(len, FR_LEN);
+        w.wr.fast_reg.access_flags = RC_ACCESS | PVRDMA_ACCESS_LOCAL_WRITE;
+        w.wr.fast_reg.rkey = key;
+    }
+    post_send(&f.d, &q->qp, &w, NULL, 0);
+    service();
+    return &f.wr[wr_id - WR_BASE];
+}
+
+/* An FRMR over two pages, fast-registered through RC2 (loopback). */
+static void frmr_setup(void)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    Wr *w;
+
+    for (unsigned i = 0; i < FR_PAGES; i++) {
+        f.fr_pages[i] = fh_alloc(&f.d.h, 1);
+        fill_guard(f.fr_pages[i], FH_PAGE);
+    }
+    req.create_mr.pd_handle = f.pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+    req.create_mr.nchunks = FR_PAGES;
+    if (dev_cmd(&f.d, &req, PVRDMA_CMD_CREATE_MR, &rsp)) {
+        fail("CREATE_MR (FRMR) refused");
+    }
+    f.fr_pdir = fh_make_pdir(&f.d.h, f.fr_pages, FR_PAGES);
+    w = frmr_post(false, rsp.create_mr_resp.rkey, FR_LEN);
+    if (!w || !w->done || w->status != PVRDMA_WC_SUCCESS) {
+        fail("FAST_REG_MR failed");
+    }
+    /* the slack around [FR_IOVA, FR_IOVA + FR_LEN) stays guard */
+    f.fr_key = rsp.create_mr_resp.rkey;
+    {
+        uint64_t o0 = FR_IOVA & (FH_PAGE - 1);
+        uint64_t oe = (FR_IOVA + FR_LEN) & (FH_PAGE - 1);
+
+        memset(fh_ptr(&f.d.h, f.fr_pages[0]) + o0, 0, FH_PAGE - o0);
+        memset(fh_ptr(&f.d.h, f.fr_pages[FR_PAGES - 1]), 0, oe);
+    }
+}
+
+/*
+ * fh_init_size() / fh_fini() with guest RAM that stays allocated across
+ * inputs: a fresh allocation of it per input costs more page faults than
+ * the rest of the input.
+ */
+static void ram_init(FakeHost *h)
+{
+    static uint8_t *ram;
+    static const uint8_t mac[6] = { 0x00, 0x50, 0x56, 0xaa, 0xbb, 0xcc };
+
+    if (!ram) {
+        ram = g_malloc(RAM_PAGES * FH_PAGE);
+    }
+    memset(h, 0, sizeof(*h));
+    h->ram = ram;
+    h->size = RAM_PAGES * FH_PAGE;
+    h->memfd = -1;
+    h->base = FH_RAM_BASE;
+    h->next_free = h->base;
+    h->maps = g_array_new(FALSE, FALSE, sizeof(FhMapping));
+    h->irqs = g_array_new(FALSE, FALSE, sizeof(unsigned));
+    h->watches = g_array_new(FALSE, FALSE, sizeof(FhWatch));
+    memcpy(h->mac, mac, 6);
+    h->now = 1000;
+    memset(h->ram, GUARD, h->size);
+}
+
+static void ram_fini(FakeHost *h)
+{
+    if (h->watches->len) {
+        fail("%u fd handlers left", h->watches->len);
+    }
+    g_array_free(h->maps, TRUE);
+    g_array_free(h->irqs, TRUE);
+    g_array_free(h->watches, TRUE);
+    memset(h, 0, sizeof(*h));
+}
+
+static void setup(Input *in)
+{
+    PvrdmaLimits l;
+    uint8_t c0 = get(in, 1), c1 = get(in, 1), c2 = get(in, 1);
+    uint8_t c3 = get(in, 1), c4 = get(in, 1), c5 = get(in, 1);
+
+    memset(&f, 0, sizeof(f));
+    last_len = 0;
+    pvrdma_limits_default(&l);
+    l.max_qp = 16;
+    l.max_cq = 4;
+    l.max_mr = 8;
+    l.max_pd = 2;
+    l.max_srq = 1;
+    l.max_uar = 4;
+    l.max_qp_wr = 64;
+    l.max_sge = 4;
+    l.gid_tbl_len = 4;
+    l.max_qp_rd_atom = 16;
+    ram_init(&f.d.h);
+    f.d.h.core = &f.d.c;
+    pvrdma_core_init(&f.d.c, &fh_ops, &f.d.h, &l);
+    pvrdma_core_add_transport(&f.d.c, pvrdma_loopback_new(&f.d.c));
+    f.t = pvrdma_roce_new(&f.d.c, dev_tx, NULL);
+    if (!f.t || !pvrdma_core_add_transport(&f.d.c, f.t)) {
+        fail("cannot add the RoCEv2 transport");
+    }
+    dev_write_dsr(&f.d);
+    pvrdma_core_reg_write(&f.d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
+    pvrdma_core_reg_write(&f.d.c, PVRDMA_REG_IMR, 0);
+    bind_gid(&f.d, 0, our_gid[0]);
+    bind_gid(&f.d, 1, our_gid[1]);
+    f.pd = create_pd(&f.d, 0);
+    create_cq(&f.d, &f.scq, 256);
+    create_cq(&f.d, &f.rcq, 256);
+    create_mr(&f.d, &f.mr, f.pd, MR_IOVA, MR_LEN,
+              PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS);
+    f.mr_alive = true;
+    {
+        uint64_t o0 = MR_IOVA & (FH_PAGE - 1);
+        uint64_t oe = (MR_IOVA + MR_LEN) & (FH_PAGE - 1);
+
+        fill_guard(f.mr.pages[0], o0);
+        fill_guard(f.mr.pages[f.mr.npages - 1] + oe, FH_PAGE - oe);
+    }
+
+    /* connection parameters */
+    f.cfg_rq_psn = psn_table[c0 & 7];
+    f.cfg_sq_psn = psn_table[(c0 >> 3) & 7] ^ (c0 >> 6);
+    f.cfg_timeout = c1 & 31;
+    f.cfg_retry = c2 & 7;
+    f.cfg_rnr_retry = (c2 >> 3) & 7;
+    f.cfg_rd = 1 + (c3 & 15);
+    f.cfg_dest_rd = c3 >> 4;
+    f.cfg_rnr_timer = c4 & 31;
+    f.cfg_mtu1 = PVRDMA_MTU_256 + (c4 >> 5) % 5;
+
+    for (unsigned i = 0; i < NQP; i++) {
+        qp_create(i);
+    }
+    qp_connect(RC0, f.cfg_rq_psn, f.cfg_sq_psn, PVRDMA_MTU_256);
+    qp_connect(RC1, f.cfg_rq_psn ^ 0x10, f.cfg_sq_psn ^ 0x20, f.cfg_mtu1);
+    qp_connect(RC2, 0x42, 0x42, PVRDMA_MTU_1024);
+    qp_connect(UDQ, 0, 0x77, 0);
+    qp_connect(GSI, 0, 0x88, 0);
+    frmr_setup();
+    guard_update();
+
+    /* receives posted on every QP (c5: how many) */
+    for (unsigned i = 0; i < NQP; i++) {
+        Fq *q = &f.q[i];
+
+        for (unsigned k = 0; k < (c5 & 7); k++) {
+            struct pvrdma_sge s = { MR_IOVA + 2048 * ((i * 4 + k) % 15),
+                                    2048, f.mr.lkey };
+            uint64_t wr_id;
+
+            if (q->type != PVRDMA_QPT_RC) {
+                /* large enough for any UD message */
+                s.addr = MR_IOVA + (4096 * k) % (MR_LEN - UD_RECV_MIN);
+                s.length = UD_RECV_MIN;
+            }
+            new_wr(i, true, 0, s.length, &wr_id);
+            put_recv(&f.d, &q->qp, wr_id, &s, 1);
+        }
+        if (c5 & 7) {
+            ring_recv(&f.d, &q->qp);
+        }
+    }
+    service();
+    LOG("setup: rq_psn %06x sq_psn %06x timeout %u retry %u rnr_retry %u "
+        "rd %u/%u rnr_timer %u, %" PRIu64 " pages used\n", f.cfg_rq_psn,
+        f.cfg_sq_psn, f.cfg_timeout, f.cfg_retry, f.cfg_rnr_retry, f.cfg_rd,
+        f.cfg_dest_rd, f.cfg_rnr_timer,
+        (f.d.h.next_free - f.d.h.base) / FH_PAGE);
+}
+
+static void teardown(void)
+{
+    char *qps;
+
+    drain_cqs();
+    check_guard(true);
+    qps = pvrdma_describe_qps(&f.d.c);
+    LOG("%s", qps);
+    g_free(qps);
+    pvrdma_core_reg_write(&f.d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    if (fh_outstanding(&f.d.h) || f.d.h.bad_unmaps) {
+        fail("after reset: %u mappings, %" PRIu64 " bad unmaps",
+             fh_outstanding(&f.d.h), f.d.h.bad_unmaps);
+    }
+    /* the reset device has no GID: nothing is for it any more */
+    if (last_len && pvrdma_roce_rx(f.t, last_frame, last_len)) {
+        fail("a reset device took a frame");
+    }
+    f.d.h.now += 100000;
+    pvrdma_core_run(&f.d.c);
+    if (fh_outstanding(&f.d.h)) {
+        fail("after reset and a run: %u mappings", fh_outstanding(&f.d.h));
+    }
+    pvrdma_core_fini(&f.d.c);       /* destroys the transports */
+    if (fh_outstanding(&f.d.h)) {
+        fail("after fini: %u mappings", fh_outstanding(&f.d.h));
+    }
+    ram_fini(&f.d.h);
+    g_free(f.mr_snap);
+    f.mr_snap = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Seeds (make -C tests/fuzz roce-rx-corpus)                           */
+
+static void seed_write(const char *dir, const char *name, GByteArray *b)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    if (!g_file_set_contents(path, (const char *)b->data, b->len, NULL)) {
+        fprintf(stderr, "fuzz-roce-rx: cannot write %s\n", path);
+        exit(1);
+    }
+    g_byte_array_free(b, TRUE);
+}
+
+/* config: PSNs, timeout 14, retry 3, rnr_retry 2, rd 4/4, 4 receives */
+static GByteArray *seed_new(uint8_t psns)
+{
+    GByteArray *b = g_byte_array_new();
+
+    seed_u8(b, psns);
+    seed_u8(b, 14);
+    seed_u8(b, 3 | 2 << 3);
+    seed_u8(b, 3 | 4 << 4);
+    seed_u8(b, 1 | 1 << 5);         /* rnr timer 1, RC1 MTU 512 */
+    seed_u8(b, 4);
+    return b;
+}
+
+static unsigned opcode_index(uint8_t op)
+{
+    for (unsigned i = 0; i < NOPCODES; i++) {
+        if (opcodes[i] == op) {
+            return i;
+        }
+    }
+    abort();
+}
+
+/* A field-built packet to RC0 at the responder's PSN (+delta) */
+/* OP_BURST or 0: for the packets seed_pkt() writes */
+static uint8_t seed_burst;
+
+static void seed_pkt(GByteArray *b, uint8_t op, uint8_t fl, uint8_t psnmode,
+                     int8_t delta)
+{
+    seed_u8(b, OP_PKT0 | seed_burst);
+    seed_u8(b, opcode_index(op));
+    seed_u8(b, fl);
+    seed_u8(b, 0);                  /* RC0 */
+    seed_u8(b, psnmode);
+    seed_u8(b, (uint8_t)delta);
+}
+
+static void seed_reth(GByteArray *b, uint16_t off, uint8_t lenmode)
+{
+    seed_u8(b, 0);                  /* MR va, MR rkey */
+    seed_le(b, off, 2);
+    seed_u8(b, lenmode);
+}
+
+static void seed_payload(GByteArray *b, uint8_t len, uint8_t seed)
+{
+    seed_u8(b, len);
+    seed_u8(b, seed);
+}
+
+static void seed_send(GByteArray *b, uint8_t qsel, uint8_t opi, uint8_t lb,
+                      uint8_t mode, uint8_t flags, uint8_t dst, uint16_t off)
+{
+    seed_u8(b, OP_SEND);
+    seed_u8(b, qsel);
+    seed_u8(b, opi);
+    seed_u8(b, lb);
+    seed_u8(b, mode);
+    seed_u8(b, flags);
+    seed_u8(b, dst);
+    seed_le(b, off, 2);
+}
+
+static void seed_peer(GByteArray *b, uint8_t sel, uint8_t act, uint8_t arg)
+{
+    seed_u8(b, OP_PEER);
+    seed_u8(b, sel);
+    seed_u8(b, act);
+    seed_u8(b, arg);
+}
+
+static void seed_clock(GByteArray *b, uint8_t m)
+{
+    seed_u8(b, OP_CLOCK);
+    seed_u8(b, m);
+}
+
+static void seed_recv(GByteArray *b, uint8_t qsel, uint8_t lb)
+{
+    seed_u8(b, OP_RECV);
+    seed_u8(b, qsel);
+    seed_u8(b, 1 << 6);             /* one SGE into the MR */
+    seed_u8(b, lb);
+    seed_le(b, 0x1000, 2);
+}
+
+static void write_seeds(const char *dir)
+{
+    GByteArray *b;
+
+    /* SEND FIRST / MIDDLE / LAST, field by field, then SEND ONLY */
+    b = seed_new(0);
+    seed_pkt(b, ROCE_RC_SEND_FIRST, PF_FIT, 0, 0);
+    seed_payload(b, 0, 1);
+    seed_pkt(b, ROCE_RC_SEND_MIDDLE, PF_FIT, 0, 0);
+    seed_payload(b, 0, 2);
+    seed_pkt(b, ROCE_RC_SEND_LAST, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_payload(b, 100, 3);
+    seed_pkt(b, ROCE_RC_SEND_ONLY_WITH_IMMEDIATE, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_u8(b, 0x42);               /* ImmDt */
+    seed_payload(b, 50, 4);
+    seed_write(dir, "send-first-middle-last", b);
+
+    /* whole messages: SEND of 4 packets, WRITE of 3, WRITE_ONLY_IMM */
+    b = seed_new(1);
+    seed_u8(b, OP_MSG);
+    seed_u8(b, 0);                  /* SEND */
+    seed_u8(b, 3);                  /* 4 packets */
+    seed_u8(b, 77);
+    seed_u8(b, 0);                  /* RC0 */
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_le(b, 0, 2);
+    seed_u8(b, OP_MSG);
+    seed_u8(b, 1);                  /* WRITE */
+    seed_u8(b, 2);
+    seed_u8(b, 10);
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_le(b, 0x800, 2);
+    seed_u8(b, OP_MSG);
+    seed_u8(b, 3);                  /* WRITE with immediate */
+    seed_u8(b, 0);
+    seed_u8(b, 64);
+    seed_u8(b, 1);                  /* RC1 (IPv6) */
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_le(b, 0x2000, 2);
+    seed_write(dir, "msg-send-write", b);
+
+    /* WRITE FIRST / LAST by fields */
+    b = seed_new(2);
+    seed_pkt(b, ROCE_RC_RDMA_WRITE_FIRST, PF_FIT, 0, 0);
+    seed_reth(b, 0x100, 0x04);      /* 2 * MTU + 1 */
+    seed_payload(b, 0, 5);
+    seed_pkt(b, ROCE_RC_RDMA_WRITE_MIDDLE, PF_FIT, 0, 0);
+    seed_payload(b, 0, 6);
+    seed_pkt(b, ROCE_RC_RDMA_WRITE_LAST, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_payload(b, 1, 7);
+    seed_write(dir, "write", b);
+
+    /* READ request (3 responses), the same again (duplicate) */
+    b = seed_new(3);
+    seed_pkt(b, ROCE_RC_RDMA_READ_REQUEST, PF_ACKREQ, 0, 0);
+    seed_reth(b, 0x40, 40);         /* 640 bytes */
+    seed_pkt(b, ROCE_RC_RDMA_READ_REQUEST, PF_ACKREQ, 0, -3);
+    seed_reth(b, 0x40, 40);
+    seed_write(dir, "read-request-dup", b);
+
+    /* atomics: compare-swap, fetch-add, and the fetch-add again */
+    b = seed_new(4);
+    seed_pkt(b, ROCE_RC_COMPARE_SWAP, PF_ACKREQ, 0, 0);
+    seed_u8(b, 0);
+    seed_le(b, 0x80, 2);
+    seed_u8(b, 9);                  /* swap */
+    seed_u8(b, 0);                  /* compare */
+    seed_pkt(b, ROCE_RC_FETCH_ADD, PF_ACKREQ, 0, 0);
+    seed_u8(b, 0);
+    seed_le(b, 0x80, 2);
+    seed_u8(b, 5);
+    seed_u8(b, 0);
+    seed_pkt(b, ROCE_RC_FETCH_ADD, PF_ACKREQ, 0, -1);
+    seed_u8(b, 0);
+    seed_le(b, 0x80, 2);
+    seed_u8(b, 5);
+    seed_u8(b, 0);
+    seed_write(dir, "atomic", b);
+
+    /* guest SEND of 3 packets and WRITE: ACKed by the peer */
+    b = seed_new(5);
+    seed_send(b, 0, 0, 80, 0, 0, 0, 0);         /* SEND 640 bytes */
+    seed_peer(b, 0, PA_ACK, 0x1f);
+    seed_send(b, 0, 3, 20, 0, 0, 1, 0x100);     /* WRITE 160 */
+    seed_peer(b, 0, PA_ACK, 0x1f);
+    seed_send(b, 1, 1, 0x82, 0, 0, 2, 0x200);   /* SEND_IMM 128 on RC1 */
+    seed_peer(b, 1, PA_ACK_MAX, 0);
+    seed_write(dir, "guest-send-ack", b);
+
+    /* guest READ of 600 bytes: the peer's READ responses */
+    b = seed_new(6);
+    seed_send(b, 0, 5, 75, 0, 0, 3, 0x300);
+    seed_peer(b, 0, PA_READ_RESP, 0);
+    seed_send(b, 0, 5, 30, 0, 0, 3, 0x300);
+    seed_peer(b, 0, PA_READ_PART, 0x08);
+    seed_peer(b, 0, PA_READ_PART, 0x09);
+    seed_write(dir, "guest-read-response", b);
+
+    /* guest atomics: the peer's atomic ACK */
+    b = seed_new(7);
+    seed_send(b, 0, 6, 0, 0, 0, 4, 0x40);
+    seed_peer(b, 0, PA_ATOMIC_ACK, 3);
+    seed_send(b, 0, 7, 0, 0, 0, 4, 0x48);
+    seed_peer(b, 0, PA_ATOMIC_ACK, 4);
+    seed_write(dir, "guest-atomic-ack", b);
+
+    /* RNR NAK, the timer, the retry ACKed; a sequence NAK; a timeout */
+    b = seed_new(8);
+    seed_send(b, 0, 0, 40, 0, 0, 0, 0);
+    seed_peer(b, 0, PA_RNR, 1);
+    seed_clock(b, 0);
+    seed_peer(b, 0, PA_ACK, 0x1f);
+    seed_send(b, 0, 0, 70, 0, 0, 0, 0);
+    seed_peer(b, 2, PA_SEQ_NAK, 0);
+    seed_peer(b, 0, PA_ACK, 0x1f);
+    seed_send(b, 0, 3, 10, 0, 0, 0, 0);
+    seed_clock(b, 2);               /* timeouts until retries run out */
+    seed_clock(b, 7);
+    seed_write(dir, "guest-rnr-nak-timeout", b);
+
+    /* NAKs: remote access error on a WRITE; an RNR NAK for a SEND */
+    b = seed_new(9);
+    seed_send(b, 0, 3, 10, 0, 0, 0, 0);
+    seed_peer(b, 0, PA_NAK, ROCE_NAK_REMOTE_ACCESS);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 0);
+    seed_u8(b, 2);                  /* reconnect */
+    seed_u8(b, 0x09);
+    seed_send(b, 0, 0, 4, 0, 0, 0, 0);
+    seed_peer(b, 0, PA_NAK, ROCE_NAK_INVALID_REQUEST);
+    seed_write(dir, "guest-nak", b);
+
+    /* UD and GSI: packets in, a send out */
+    b = seed_new(10);
+    seed_u8(b, OP_PKT0);
+    seed_u8(b, opcode_index(ROCE_UD_SEND_ONLY));
+    seed_u8(b, 0);
+    seed_u8(b, 2);                  /* UD */
+    seed_u8(b, 3);                  /* raw PSN */
+    seed_u8(b, 0);
+    seed_le(b, 0x10, 3);
+    seed_u8(b, 0);                  /* DETH: UD Q_Key */
+    seed_payload(b, 200, 8);
+    seed_u8(b, OP_PKT0);
+    seed_u8(b, opcode_index(ROCE_UD_SEND_ONLY_WITH_IMMEDIATE));
+    seed_u8(b, PF_V6);
+    seed_u8(b, 3);                  /* GSI */
+    seed_u8(b, 3);
+    seed_u8(b, 0);
+    seed_le(b, 0x11, 3);
+    seed_u8(b, 0x55);               /* ImmDt */
+    seed_u8(b, 1 | 4);              /* DETH: GSI Q_Key, sqp 1 */
+    seed_payload(b, 100, 9);
+    seed_send(b, 3, 0, 30, 0, 0, 0, 0);
+    seed_send(b, 4, 1, 30, 0, 0, 3, 0);
+    seed_write(dir, "ud-gsi", b);
+
+    /* ERR, RESET, reconnect while a READ and a SEND are in flight */
+    b = seed_new(11);
+    seed_send(b, 0, 5, 100, 0, 0, 0, 0);
+    seed_send(b, 0, 0, 100, 0, 0, 0, 0);
+    seed_pkt(b, ROCE_RC_SEND_FIRST, PF_FIT, 0, 0);
+    seed_payload(b, 0, 1);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 0);
+    seed_u8(b, 0);                  /* ERR */
+    seed_u8(b, 0);
+    seed_clock(b, 0x83);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 0);
+    seed_u8(b, 1);                  /* RESET */
+    seed_u8(b, 0);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 0);
+    seed_u8(b, 2);                  /* reconnect */
+    seed_u8(b, 0x12);
+    seed_recv(b, 0, 0x80);
+    seed_u8(b, OP_MSG);
+    seed_u8(b, 0);
+    seed_u8(b, 1);
+    seed_u8(b, 9);
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_le(b, 0, 2);
+    seed_write(dir, "modify-err-reset", b);
+
+    /* a corrupted frame, a raw one, a frame for RC2 (loopback path) */
+    b = seed_new(12);
+    seed_pkt(b, ROCE_RC_SEND_ONLY, PF_FIT | PF_MANGLE, 0, 0);
+    /* (the mangle byte comes after the PSN mode: see pkt_op) */
+    b->data[b->len - 1] = PM_FLIP | PM_REFIX;
+    seed_u8(b, 0);                  /* delta */
+    seed_payload(b, 16, 1);
+    seed_le(b, 50, 2);              /* flip position */
+    seed_u8(b, 0x10);
+    seed_u8(b, OP_RAW);
+    seed_u8(b, 3);
+    seed_le(b, 64, 2);
+    for (unsigned i = 0; i < 64; i++) {
+        seed_u8(b, i == 12 ? 0x08 : i);
+    }
+    seed_u8(b, OP_PKT0);
+    seed_u8(b, opcode_index(ROCE_RC_SEND_ONLY));
+    seed_u8(b, PF_FIT);
+    seed_u8(b, 4);                  /* RC2 */
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_payload(b, 8, 1);
+    seed_write(dir, "corrupt-raw-loopback", b);
+
+    /* ACK / NAK / RNR NAK frames by fields for what the requester sent */
+    b = seed_new(13);
+    seed_send(b, 0, 0, 40, 0, 0, 0, 0);
+    seed_pkt(b, ROCE_RC_ACKNOWLEDGE, 0, 1, 0);
+    seed_u8(b, roce_aeth_rnr_nak(3));
+    seed_u8(b, 0);
+    seed_clock(b, 0);
+    seed_pkt(b, ROCE_RC_ACKNOWLEDGE, 0, 1, 0);
+    seed_u8(b, roce_aeth_nak(ROCE_NAK_PSN_SEQ_ERR));
+    seed_u8(b, 0);
+    seed_pkt(b, ROCE_RC_ACKNOWLEDGE, 0, 2, 0);
+    seed_u8(b, roce_aeth_ack(ROCE_AETH_NO_CREDITS));
+    seed_u8(b, 1);
+    seed_send(b, 0, 5, 50, 0, 0, 0, 0x100);
+    seed_pkt(b, ROCE_RC_RDMA_READ_RESPONSE_FIRST, PF_FIT, 1, 0);
+    seed_u8(b, 0);
+    seed_u8(b, 0);
+    seed_payload(b, 0, 1);
+    seed_write(dir, "ack-nak-rnr-fields", b);
+
+    /* remote invalidation of the FRMR, then a WRITE to it */
+    b = seed_new(14);
+    seed_u8(b, OP_MSG);
+    seed_u8(b, 4);                  /* SEND with invalidate */
+    seed_u8(b, 0);
+    seed_u8(b, 10);
+    seed_u8(b, 0);
+    seed_u8(b, 0x40);               /* IETH: the FRMR's rkey */
+    seed_u8(b, 0);
+    seed_le(b, 0, 2);
+    seed_pkt(b, ROCE_RC_RDMA_WRITE_ONLY, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_u8(b, 2 | 1 << 2);         /* FRMR va, FRMR rkey */
+    seed_le(b, 0x10, 2);
+    seed_u8(b, 0);
+    seed_payload(b, 32, 1);
+    seed_write(dir, "frmr-invalidate", b);
+
+    /*
+     * The MR deregistered under a guest READ and a peer's READ; the FRMR
+     * invalidated and registered again, then written from the network.
+     */
+    b = seed_new(15);
+    seed_send(b, 0, 5, 50, 0, 0, 0, 0x100);     /* guest READ 400 bytes */
+    seed_pkt(b, ROCE_RC_RDMA_READ_REQUEST, PF_ACKREQ, 0, 0);
+    seed_reth(b, 0x40, 0x30);                   /* 768 bytes */
+    seed_u8(b, OP_MR);
+    seed_u8(b, 0);                              /* deregister the MR */
+    seed_peer(b, 0, PA_READ_RESP, 0);
+    seed_clock(b, 0);
+    seed_u8(b, OP_MR);
+    seed_u8(b, 6);                              /* FRMR invalidated */
+    seed_le(b, 0, 2);
+    seed_u8(b, OP_MR);
+    seed_u8(b, 2);                              /* FRMR registered again */
+    seed_le(b, 1000, 2);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 0);
+    seed_u8(b, 2);                              /* reconnect RC0 */
+    seed_u8(b, 0);
+    seed_pkt(b, ROCE_RC_RDMA_WRITE_ONLY, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_u8(b, 2 | 1 << 2);                     /* FRMR va, FRMR rkey */
+    seed_le(b, 0x10, 2);
+    seed_u8(b, 0);
+    seed_payload(b, 32, 1);
+    seed_write(dir, "mr-dereg-frmr-rereg", b);
+
+    /* a READ of 80 responses (more than a turn's budget), SENDs behind */
+    b = seed_new(16);
+    seed_burst = OP_BURST;          /* all before the bottom half runs */
+    seed_pkt(b, ROCE_RC_RDMA_READ_REQUEST, PF_ACKREQ, 0, 0);
+    seed_reth(b, 0x100, 0x40 + 40);             /* 20 KiB */
+    seed_pkt(b, ROCE_RC_SEND_ONLY, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_payload(b, 10, 1);
+    seed_pkt(b, ROCE_RC_SEND_ONLY, PF_FIT | PF_ACKREQ, 0, 0);
+    seed_payload(b, 10, 2);
+    seed_burst = 0;
+    seed_pkt(b, ROCE_RC_RDMA_READ_REQUEST, PF_ACKREQ, 0, -20);
+    seed_reth(b, 0x100, 0x40 + 40);             /* a duplicate, mid-READ */
+    seed_clock(b, 0x80);
+    seed_write(dir, "big-read", b);
+
+    /* QPs destroyed and created again while requests are in flight */
+    b = seed_new(17);
+    seed_send(b, 0, 0, 100, 0, 0, 0, 0);
+    seed_send(b, 1, 5, 100, 0, 0, 0, 0);
+    seed_pkt(b, ROCE_RC_SEND_FIRST, PF_FIT, 0, 0);
+    seed_payload(b, 0, 1);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 0);
+    seed_u8(b, 7);                              /* RC0 again, connected */
+    seed_u8(b, 0x23);
+    seed_u8(b, OP_MODIFY);
+    seed_u8(b, 1);
+    seed_u8(b, 7);                              /* RC1 again, not connected */
+    seed_u8(b, 0x22);
+    seed_peer(b, 0, PA_ACK, 0x1f);
+    seed_pkt(b, ROCE_RC_SEND_LAST, PF_FIT, 0, 1);
+    seed_payload(b, 1, 1);
+    seed_clock(b, 5);
+    seed_write(dir, "recreate-qp", b);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *dir = getenv("PVRDMA_ROCE_RX_SEEDS");
+
+    verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
+    strict = getenv("PVRDMA_ROCE_RX_STRICT") != NULL;
+    pvrdma_standalone_log_guest_errors = verbose;
+    if (dir) {
+        write_seeds(dir);
+        exit(0);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    Input in = { data, size };
+
+    setup(&in);
+    for (unsigned i = 0; i < MAX_OPS && in.n; i++) {
+        step(&in);
+    }
+    burst = false;
+    service();
+    LOG("done: %" PRIu64 " frames in (%" PRIu64 " taken), %" PRIu64
+        " out, %u work requests, %" PRIu64 " guest errors, %" PRIu64
+        " RNR spins\n", f.frames_rx, f.taken, f.frames_tx, f.nwr,
+        f.d.c.guest_errors, f.rnr_spins);
+    teardown();
+    return 0;
+}
