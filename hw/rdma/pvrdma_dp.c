@@ -110,8 +110,12 @@ void pvrdma_core_run(PvrdmaCore *c)
     if (c->running) {
         return;
     }
-    if (c->rnr_timer) {
-        /* an RNR timer fired: waiting senders retry (and may time out) */
+    if (c->rnr_timer && c->ops->now_ms(c->opaque) >= c->rnr_timer_at) {
+        /*
+         * An RNR deadline passed: waiting senders retry (and time out).
+         * Not on a run for anything else: a sender still waiting would
+         * arm the timer again at once and the run loop would spin.
+         */
         c->rnr_timer = false;
         pvrdma_wake_rnr(c);
         n = c->run.length;

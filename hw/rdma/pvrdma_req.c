@@ -287,6 +287,10 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
             } else {
                 trace_pvrdma_rnr_wait(qp->qpn);
                 if (qp->rnr_deadline) {
+                    if (!c->rnr_timer ||
+                        qp->rnr_deadline < c->rnr_timer_at) {
+                        c->rnr_timer_at = qp->rnr_deadline;
+                    }
                     c->rnr_timer = true;
                     c->ops->kick(c->opaque, qp->rnr_deadline - now);
                 }

@@ -429,6 +429,7 @@ struct PvrdmaCore {
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
     bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
+    int64_t rnr_timer_at;   /* ... for this time (ms): the earliest deadline */
     bool wake_transports;   /* receives posted: transports' wake() to run */
     bool timer_transports;  /* pvrdma_transport_timer(): timer() to run */
     bool hca_srqs;          /* host HCA mode: an SRQ has hca_pending set */
