@@ -29,6 +29,9 @@
 #                        PVRDMA_DEVICE_ARGS)
 #   --qemu-args ARGS     more QEMU arguments (word-split, env PVRDMA_QEMU_ARGS)
 #   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
+#   --ip ADDR/LEN        the guest's address on the vmxnet3 (default
+#                        10.0.0.(N+2)/24; PVRDMA_PEER_IP stays 10.0.0.1
+#                        unless -e PVRDMA_PEER_IP=... says otherwise)
 #   -q, --quiet          do not print the guest script's output
 #   -v, --verbose        print the whole guest console as it comes
 # Prints the guest script's output (console lines between the rig's markers)
@@ -41,7 +44,7 @@
 
 tap=0 timeout=${PVRDMA_L2_TIMEOUT:-1200} out='' pvrdma=on quiet=0 verbose=0
 dev=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1} qargs=${PVRDMA_QEMU_ARGS:-} mem=${PVRDMA_GUEST_MEM:-1G}
-envs='' files='' script=''
+envs='' files='' script='' ipopt=''
 QEMU=${L2_QEMU:-/usr/bin/qemu-system-x86_64}
 IMG=/usr/share/pvrdma/l2
 FW=/usr/share/pvrdma/firmware
@@ -60,9 +63,10 @@ while [ $# -gt 0 ]; do
         --device) dev=$2; shift 2 ;;
         --qemu-args) qargs="$qargs $2"; shift 2 ;;
         --mem) mem=$2; shift 2 ;;
+        --ip) ipopt=$2; shift 2 ;;
         -q|--quiet) quiet=1; shift ;;
         -v|--verbose) verbose=1; shift ;;
-        -h|--help) sed -n '3,41p' "$0"; exit 0 ;;
+        -h|--help) sed -n '3,44p' "$0"; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) [ -z "$script" ] || die "one script only"; script=$1; shift ;;
     esac
@@ -78,7 +82,12 @@ for f in "$IMG/vmlinuz" "$IMG/initrd.img" "$QEMU"; do [ -e "$f" ] || die "no $f"
 name=$(basename "$script" .sh)
 [ -n "$out" ] || out=/tmp/l2/$name-tap$tap
 rm -rf "$out"; mkdir -p "$out/extra$LIB"
-ip=10.0.0.$((tap + 2))
+ip=10.0.0.$((tap + 2)) prefix=24
+case $ipopt in
+    '') ;;
+    */*) ip=${ipopt%/*} prefix=${ipopt#*/} ;;
+    *) die "--ip wants ADDR/LEN" ;;
+esac
 mac=52:54:00:12:34:$((56 + tap))
 
 # --- second initramfs segment: script, env, helpers ---------------------------
@@ -92,7 +101,7 @@ use=0; [ "$pvrdma" = on ] && use=1
     echo "PVRDMA_VM=$tap"
     echo "PVRDMA_VMS=1"
     echo "PVRDMA_IP=$ip"
-    echo "PVRDMA_PREFIX=24"
+    echo "PVRDMA_PREFIX=$prefix"
     echo "PVRDMA_PEER_IP=10.0.0.1"
     echo "PVRDMA_L1_IP=10.0.0.1"
     echo "PVRDMA_DEVICE=$use"
@@ -109,7 +118,7 @@ rig_initrd "$IMG/initrd.img" "$out/extra" "$out" || die "cpio of the guest files
 set -- "$QEMU" -L "$FW" -nodefaults -machine q35 -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem" \
     -display none -name "pvrdma-l2-$tap" \
     -kernel "$IMG/vmlinuz" -initrd "$out/initrd.img" \
-    -append "console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24 ${PVRDMA_GUEST_APPEND:-}" \
+    -append "console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/$prefix ${PVRDMA_GUEST_APPEND:-}" \
     -netdev "tap,id=n0,ifname=tap$tap,script=no,downscript=no" \
     -device "vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=$mac"
 [ "$use" = 0 ] || set -- "$@" -device "$dev"
