@@ -123,6 +123,8 @@ typedef struct RoceQp {
     int retry_left, rnr_left;
     int64_t rto_deadline;       /* ms, 0: not armed */
     int64_t rnr_deadline;       /* ms, 0: not waiting on an RNR NAK */
+    bool seq_retry;             /* went back for a sequence NAK ... */
+    uint32_t seq_retry_psn;     /* ... to this PSN, not acknowledged yet */
     uint32_t max_psn;           /* PSNs before it were sent at least once */
 
     /* responder */
@@ -843,6 +845,9 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
     case ROCE_AETH_ACK:
         progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
         comp_acked(q, psn_add(psn, 1));
+        if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) >= 0) {
+            q->seq_retry = false;   /* the retransmission got through */
+        }
         w = g_queue_peek_head(&q->wqes);
         if (w && w->rd_atomic && w->sent &&
             psn_cmp(psn, wqe_next_resp(q, w)) >= 0) {
@@ -876,6 +881,18 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
         case ROCE_NAK_PSN_SEQ_ERR:
             q->st.seq_naks++;
             q->t->st.seq_naks++;
+            if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) > 0 &&
+                psn_cmp(psn, q->psn) >= 0) {
+                /*
+                 * Going back already, from an older PSN, and not yet past
+                 * this one: the retransmission on its way covers it.
+                 */
+                trace_pvrdma_roce_comp(q->qpn, "sequence NAK (retrying)",
+                                       psn);
+                return;
+            }
+            q->seq_retry = true;
+            q->seq_retry_psn = psn;
             comp_retry(q, psn, "sequence NAK");
             comp_progress(q);
             break;
@@ -1007,6 +1024,7 @@ static void req_timers(RoceQp *q, int64_t now)
         for (GList *l = q->wqes.head; l; l = l->next) {
             ((RoceWqe *)l->data)->reasked = false;
         }
+        q->seq_retry = false;
         comp_retry(q, q->una, "ACK timeout");
         req_push(q);
         req_arm_rto(q);
@@ -1144,6 +1162,29 @@ static void resp_res_add(RoceQp *q, bool atomic, uint32_t first,
                      .last_psn = last, .orig = orig };
 }
 
+/*
+ * Queued responses of READ res not sent yet are stale once the requester
+ * asks again (it gave up on them): drop them, or every repeated request
+ * would queue one more copy of the whole READ in front of the answer.
+ */
+static void resp_drop_replays(RoceQp *q, const RoceRes *res)
+{
+    GList *l = q->resps.head;
+
+    while (l) {
+        GList *next = l->next;
+        RoceResp *r = l->data;
+
+        if (r->kind == RESP_READ && l != q->resps.head &&
+            psn_cmp(r->psn, res->first_psn) >= 0 &&
+            psn_cmp(r->psn, res->last_psn) <= 0) {
+            g_free(r);
+            g_queue_delete_link(&q->resps, l);
+        }
+        l = next;
+    }
+}
+
 /* A request packet with a PSN already seen. */
 static void resp_duplicate(RoceQp *q, const RocePkt *p)
 {
@@ -1161,6 +1202,7 @@ static void resp_duplicate(RoceQp *q, const RocePkt *p)
                            .rkey = p->reth.rkey, .left = p->reth.len,
                            .first = true, .msn = q->msn };
 
+            resp_drop_replays(q, res);
             resp_queue(q, &r);
         }
         break;
