@@ -200,12 +200,17 @@ for s in $suites; do
         ;;
     guest)
         if [ -x tests/guest/run.sh ]; then
-            # 0x rig self-tests, 1x one VM, 2x two co-resident VMs
+            # 0x rig self-tests, 1x one VM, 2x two co-resident VMs, 3x RoCEv2
             scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
                 bad guest-image "scripts/guest/build-image.sh failed"
             tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" > build/guest.log 2>&1
             st=$?
             count_runner build/guest.log guest tests/guest/run.sh $st
+            # 3x RoCEv2 on the wire (soft-RoCE peers, loss, three VMs on a
+            # switch): one at a time, their timers are real time
+            tests/guest/run.sh -j 1 --require-pvrdma "3*" > build/guest-roce.log 2>&1
+            st=$?
+            count_runner build/guest-roce.log guest tests/guest/run.sh $st
         else
             skp guest "tests/guest/run.sh not present"
         fi
