@@ -181,10 +181,11 @@ for s in $suites; do
         tap_count build/cmdline.log "cmdline: "
         ;;
     nested)
-        # host HCA mode against soft-RoCE in a VM (the host has no RDMA device)
+        # host HCA mode against soft-RoCE in a VM (the host has no RDMA
+        # device); 44: RoCEv2 from an L2 VM to soft-RoCE on the L1 "host"
         scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
             bad guest-image "scripts/guest/build-image.sh failed"
-        sel=${PVRDMA_NESTED_TESTS:-40 41}
+        sel=${PVRDMA_NESTED_TESTS:-40 41 44}
         if [ -z "${PVRDMA_NESTED_TESTS:-}" ] && [ "${PVRDMA_CHECK_ASAN:-0}" = 1 ]; then
             if [ -x build/qemu-asan/qemu-system-x86_64 ]; then
                 sel="$sel 43"
