@@ -8,7 +8,7 @@
  * packet: Ethernet padding is not kept).
  *
  * Multi-byte fields of RocePkt are host-order numbers; the wire is big
- * endian except the ICRC (see roce_icrc()).  Not yet used by a transport.
+ * endian except the ICRC (see roce_icrc()).  Used by backend/roce.c.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
