@@ -1266,6 +1266,25 @@ static uint8_t nak_code(int st)
     }
 }
 
+/*
+ * Take the receive WQE that request p consumes; false if there is none
+ * (RNR NAK sent) or it is bad (NAK sent, the QP in error).
+ */
+static bool resp_take_recv(RoceQp *q, const RocePkt *p, PvrdmaRecvCtx **ctx)
+{
+    int st = pvrdma_recv_begin(q->t->t.core, q->qp, ctx);
+
+    if (st == PVRDMA_TRANSPORT_RNR) {
+        resp_rnr_nak(q, p);
+        return false;
+    }
+    if (st != PVRDMA_WC_SUCCESS) {
+        resp_nak(q, p, nak_code(st));
+        return false;
+    }
+    return true;
+}
+
 /* A request packet for our QP in RTR/RTS; p->psn == q->epsn. */
 static void resp_request(RoceQp *q, const RocePkt *p)
 {
@@ -1312,13 +1331,7 @@ static void resp_request(RoceQp *q, const RocePkt *p)
 
     if (is_send) {
         if (first) {
-            st = pvrdma_recv_begin(c, q->qp, &q->rctx);
-            if (st == PVRDMA_TRANSPORT_RNR) {
-                resp_rnr_nak(q, p);
-                return;
-            }
-            if (st != PVRDMA_WC_SUCCESS) {
-                resp_nak(q, p, nak_code(st));
+            if (!resp_take_recv(q, p, &q->rctx)) {
                 return;
             }
             q->rlen = 0;
@@ -1365,17 +1378,8 @@ static void resp_request(RoceQp *q, const RocePkt *p)
             resp_nak(q, p, ROCE_NAK_INVALID_REQUEST);
             return;
         }
-        if (imm) {
-            /* the receive WQE first: without one, RNR NAK this packet */
-            st = pvrdma_recv_begin(c, q->qp, &ctx);
-            if (st == PVRDMA_TRANSPORT_RNR) {
-                resp_rnr_nak(q, p);
-                return;
-            }
-            if (st != PVRDMA_WC_SUCCESS) {
-                resp_nak(q, p, nak_code(st));
-                return;
-            }
+        if (imm && !resp_take_recv(q, p, &ctx)) {
+            return;     /* the receive WQE first: none, no write */
         }
         if (p->payload_len) {
             st = pvrdma_resp_remote(c, q->qp, q->wrkey, q->wva,
