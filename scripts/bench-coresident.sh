@@ -40,35 +40,18 @@ if ! command -v gnuplot >/dev/null; then
 fi
 
 # the figures depend on what else the host runs: record it
-busiest() { # the 3 busiest processes other than QEMU (CPU % over their life)
-    ps -eo pcpu=,comm= --sort=-pcpu | grep -v qemu-system | head -n 3 | awk '{printf "%s %s%%; ", $2, $1}'
-}
+. scripts/bench/lib.sh
 {
     echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(uname -r)"
     echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "busiest other processes: $(busiest)"
+    echo "busiest other processes: $(bench_busiest)"
 } > "$out/host.txt"
 
 envs=()
 for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_LAT_OPTS BENCH_BW_SECS; do
     [ -z "${!v:-}" ] || envs+=(-e "$v=${!v}")
 done
-run() { # name run-vm-args...
-    local name=$1; shift
-    echo "# $name: two VMs ..." >&2
-    local t0=$SECONDS
-    if ! scripts/guest/run-vm.sh --no-build -n 2 -t 900 -o "$out/$name" \
-            -f tests/guest/common.sh:/usr/lib/pvrdma/tests-common.sh "${envs[@]}" "$@" \
-            scripts/guest/bench-2vm.sh 2> "$out/$name.log"; then
-        tail -n 5 "$out/$name.log" >&2
-        echo "bench-coresident: the $name run failed (logs in $out/$name)" >&2
-        exit 1
-    fi
-    tr -d '\r' < "$out/$name/vm1/console.log" | grep '^BENCH ' | cut -d' ' -f2- > "$out/$name.txt"
-    # other load during the run skews TCG figures (2 vCPU threads spin)
-    echo "after the $name run: load average $(cut -d' ' -f1-3 /proc/loadavg); busiest other processes: $(busiest)" >> "$out/host.txt"
-    echo "# $name: $((SECONDS - t0)) s" >&2
-}
+run() { bench_run bench-coresident "$@"; }
 run pvrdma --pvrdma on -e BENCH_DEV=vmw_pvrdma0
 run rxe --nic virtio -e BENCH_DEV=rxe0
 

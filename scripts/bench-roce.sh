@@ -45,14 +45,12 @@ if [ -n "$qlen" ]; then
     trap 'echo "$old_qlen" > "$qf"' EXIT
 fi
 
-busiest() { # the 3 busiest processes other than QEMU (CPU % over their life)
-    ps -eo pcpu=,comm= --sort=-pcpu | grep -v qemu-system | head -n 3 | awk '{printf "%s %s%%; ", $2, $1}'
-}
+. scripts/bench/lib.sh
 {
     echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(uname -r)"
     echo "unix dgram queue (max_dgram_qlen): $(cat "$qf") frames"
     echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "busiest other processes: $(busiest)"
+    echo "busiest other processes: $(bench_busiest)"
 } > "$out/host.txt"
 
 SIZES=${BENCH_SIZES:-2 8 32 128 512 2048 8192 32768 65536}
@@ -60,21 +58,7 @@ envs=(-e "BENCH_SIZES=$SIZES" -e BENCH_DEV=auto)
 for v in BENCH_LAT_ITERS BENCH_BW_SECS; do
     [ -z "${!v:-}" ] || envs+=(-e "$v=${!v}")
 done
-run() { # name run-vm-args...
-    local name=$1; shift
-    echo "# $name: two VMs ..." >&2
-    local t0=$SECONDS
-    if ! scripts/guest/run-vm.sh --no-build -n 2 -t 900 -o "$out/$name" \
-            -f tests/guest/common.sh:/usr/lib/pvrdma/tests-common.sh "${envs[@]}" "$@" \
-            scripts/guest/bench-2vm.sh 2> "$out/$name.log"; then
-        tail -n 5 "$out/$name.log" >&2
-        echo "bench-roce: the $name run failed (logs in $out/$name)" >&2
-        exit 1
-    fi
-    tr -d '\r' < "$out/$name/vm1/console.log" | grep '^BENCH ' | cut -d' ' -f2- > "$out/$name.txt"
-    echo "after the $name run: load average $(cut -d' ' -f1-3 /proc/loadavg); busiest other processes: $(busiest)" >> "$out/host.txt"
-    echo "# $name: $((SECONDS - t0)) s" >&2
-}
+run() { bench_run bench-roce "$@"; }
 run rxe-rxe --nic virtio
 run pvrdma-rxe --nic vmxnet3,virtio
 run pvrdma-pvrdma --no-rendezvous
