@@ -28,18 +28,9 @@
 # vm-args: --nic vmxnet3,vmxnet3,virtio --no-rendezvous --lossy 2,2 --lossy-keep-acks
 . /usr/lib/pvrdma/tests-common.sh
 
-want=$([ "$PVRDMA_VM" = 2 ] && echo 0 || echo 1)
-[ "$PVRDMA_DEVICE" = "$want" ] ||
-    fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $want (run-vm.sh --nic vmxnet3,vmxnet3,virtio)"
 [ "$PVRDMA_RENDEZVOUS" = 0 ] || fail "the co-resident transport is on (run-vm.sh --no-rendezvous)"
 [ "$PVRDMA_SWITCH" = 1 ] || fail "no switch between the VMs (run-vm.sh --lossy)"
-roce_setup
-if [ "$PVRDMA_VM" = 0 ]; then
-    for k in 1 2; do with_vm $k ping_peer; done
-else
-    ping_peer
-fi
-barrier_all roce-up 120
+roce_three_vms
 
 P=vm0-vm1
 step "rc-65536/$P" with_vm 1 pp_2vm rc 65536 fwd 180

@@ -21,17 +21,9 @@ PATH_ITERS=${PATH_ITERS:-1000}
 PATH_ITERS_CR=${PATH_ITERS_CR:-$((PATH_ITERS * 4))}
 
 want=$([ "$PVRDMA_VM" = 2 ] && echo 0 || echo 1)
-[ "$PVRDMA_DEVICE" = "$want" ] ||
-    fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $want (run-vm.sh --nic vmxnet3,vmxnet3,virtio)"
 [ "$PVRDMA_RENDEZVOUS" = "$want" ] ||
     fail "VM $PVRDMA_VM has PVRDMA_RENDEZVOUS=$PVRDMA_RENDEZVOUS, expected $want"
-roce_setup
-if [ "$PVRDMA_VM" = 0 ]; then
-    for k in 1 2; do with_vm $k ping_peer; done
-else
-    ping_peer
-fi
-barrier_all roce-up 120
+roce_three_vms
 
 step rc-4096/vm0-vm1-coresident with_vm 1 pp_2vm rc 4096
 # VM 2 waits here for its turn while VM 0 works with VM 1

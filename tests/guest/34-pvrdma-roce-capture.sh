@@ -25,17 +25,8 @@
 # shellcheck disable=SC2034  # read by common.sh's pp_2vm/perf_2vm
 PERF_ITERS=${CAPTURE_PERF_ITERS:-20} PP_ITERS=${CAPTURE_PP_ITERS:-20}
 
-want=$([ "$PVRDMA_VM" = 2 ] && echo 0 || echo 1)
-[ "$PVRDMA_DEVICE" = "$want" ] ||
-    fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $want (run-vm.sh --nic vmxnet3,vmxnet3,virtio)"
 [ "$PVRDMA_RENDEZVOUS" = 0 ] || fail "the co-resident transport is on (run-vm.sh --no-rendezvous)"
-roce_setup
-if [ "$PVRDMA_VM" = 0 ]; then
-    for k in 1 2; do with_vm $k ping_peer; done
-else
-    ping_peer
-fi
-barrier_all roce-up 120
+roce_three_vms
 
 # the set, VM 0 serving VM $1
 run_set() {

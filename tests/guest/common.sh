@@ -579,3 +579,20 @@ barrier_all() {
         with_vm "$PVRDMA_VM" barrier "$1" $((${2:-120} + 60))
     fi
 }
+
+# roce_three_vms: the start of the three-VM RoCEv2 tests (run-vm.sh --nic
+# vmxnet3,vmxnet3,virtio): VMs 0 and 1 must have the device, VM 2 must not
+# (soft-RoCE); each sets up its RDMA device (roce_setup), VM 0 pings the
+# other two and they ping VM 0, then all three meet.
+roce_three_vms() {
+    _want=$([ "$PVRDMA_VM" = 2 ] && echo 0 || echo 1)
+    [ "$PVRDMA_DEVICE" = "$_want" ] ||
+        fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $_want (run-vm.sh --nic vmxnet3,vmxnet3,virtio)"
+    roce_setup
+    if [ "$PVRDMA_VM" = 0 ]; then
+        for _k in 1 2; do with_vm $_k ping_peer; done
+    else
+        ping_peer
+    fi
+    barrier_all roce-up 120
+}
