@@ -1603,11 +1603,10 @@ bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
     }
     q->st.rx_pkts++;
     q->st.rx_bytes += len;
-    if (p.opcode >= ROCE_RC_RDMA_READ_RESPONSE_FIRST &&
-        p.opcode <= ROCE_RC_ATOMIC_ACKNOWLEDGE) {
-        rx_response(q, &p);
-    } else {
+    if (roce_opcode_is_rc_request(p.opcode)) {
         resp_rc(q, &p);
+    } else {
+        rx_response(q, &p);
     }
     return true;
 }

@@ -88,6 +88,20 @@ const RoceOpInfo *roce_opcode_info(uint8_t op)
     return roce_ops[op].name ? &roce_ops[op] : NULL;
 }
 
+bool roce_opcode_has(uint8_t op, RoceExtHdr eh)
+{
+    const RoceOpInfo *i = roce_opcode_info(op);
+
+    return i && (i->ext[0] == eh || i->ext[1] == eh);
+}
+
+bool roce_opcode_is_rc_request(uint8_t op)
+{
+    return op <= ROCE_RC_RDMA_READ_REQUEST || op == ROCE_RC_COMPARE_SWAP ||
+           op == ROCE_RC_FETCH_ADD || op == ROCE_RC_SEND_LAST_WITH_INVALIDATE ||
+           op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE;
+}
+
 const char *roce_opcode_name(uint8_t op)
 {
     return roce_ops[op].name ? roce_ops[op].name : "INVALID";

@@ -407,20 +407,6 @@ static void check_guard(bool full)
 /* ------------------------------------------------------------------ */
 /* Frames the device transmits                                         */
 
-static bool op_is_request(uint8_t op)
-{
-    return op <= ROCE_RC_RDMA_READ_REQUEST || op == ROCE_RC_COMPARE_SWAP ||
-           op == ROCE_RC_FETCH_ADD || op == ROCE_RC_SEND_LAST_WITH_INVALIDATE ||
-           op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE;
-}
-
-static bool op_has(uint8_t op, RoceExtHdr eh)
-{
-    const RoceOpInfo *i = roce_opcode_info(op);
-
-    return i && (i->ext[0] == eh || i->ext[1] == eh);
-}
-
 /* The RoCEv2 QP (RC0 / RC1) whose peer is dqpn, or NULL. */
 static Fq *conn_of_dqpn(uint32_t dqpn)
 {
@@ -436,7 +422,7 @@ static Fq *conn_of_dqpn(uint32_t dqpn)
 /* What the peer learns from a frame of ours. */
 static void peer_learn(Fq *q, const RocePkt *p)
 {
-    if (op_is_request(p->opcode)) {
+    if (roce_opcode_is_rc_request(p->opcode)) {
         SentReq *s = &q->sent[q->nsent++ % NSENT];
         uint32_t n = 1;
 
@@ -498,7 +484,7 @@ static void dev_tx(void *opaque, const uint8_t *fr, size_t len)
     if (memcmp(p.sgid, our_gid[0], 16) && memcmp(p.sgid, our_gid[1], 16)) {
         fail("transmitted from an address that is not ours");
     }
-    if (op_has(p.opcode, ROCE_EH_AETH) &&
+    if (roce_opcode_has(p.opcode, ROCE_EH_AETH) &&
         roce_aeth_type(p.aeth.syndrome) == 0x40) {
         fail("transmitted a reserved AETH type (0x%02x)", p.aeth.syndrome);
     }
@@ -1400,7 +1386,7 @@ static void pkt_op(Input *in)
         p.payload = payload;
         p.payload_len = len;
         if (info->pos == ROCE_POS_ONLY && (fl & PF_FIT) &&
-            op_has(op, ROCE_EH_RETH)) {
+            roce_opcode_has(op, ROCE_EH_RETH)) {
             p.reth.len = len;
         }
     }
@@ -1446,7 +1432,7 @@ static void pkt_op(Input *in)
                 !(mg & (PM_DMAC | PM_DGID)));
         /* a request at the expected PSN moves it on (unless answered) */
         if (q && q->conn >= 0 && q->exists && q->peer_psn == old &&
-            p.psn == old && op_is_request(op)) {
+            p.psn == old && roce_opcode_is_rc_request(op)) {
             q->peer_psn = psn_add(old, op != ROCE_RC_RDMA_READ_REQUEST ||
                                   !p.reth.len ? 1 :
                                   (p.reth.len + mtu - 1) / mtu);

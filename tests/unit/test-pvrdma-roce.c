@@ -178,20 +178,6 @@ static void G_GNUC_PRINTF(3, 4) net_bad(Net *n, unsigned from,
     g_free(s);
 }
 
-static bool op_is_request(uint8_t op)
-{
-    return op <= ROCE_RC_RDMA_READ_REQUEST || op == ROCE_RC_COMPARE_SWAP ||
-           op == ROCE_RC_FETCH_ADD || op == ROCE_RC_SEND_LAST_WITH_INVALIDATE ||
-           op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE;
-}
-
-static bool op_has(uint8_t op, RoceExtHdr eh)
-{
-    const RoceOpInfo *i = roce_opcode_info(op);
-
-    return i && (i->ext[0] == eh || i->ext[1] == eh);
-}
-
 static uint32_t psn_add(uint32_t psn, uint32_t n)
 {
     return (psn + n) & PSN_MASK;
@@ -238,7 +224,7 @@ static void check_frame(Net *n, unsigned from, const RocePkt *p)
     }
 
     w->ops[p->opcode]++;
-    if (op_has(p->opcode, ROCE_EH_AETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_AETH)) {
         uint8_t t = roce_aeth_type(p->aeth.syndrome);
 
         if (t == ROCE_AETH_ACK) {
@@ -252,27 +238,27 @@ static void check_frame(Net *n, unsigned from, const RocePkt *p)
             net_bad(n, from, "reserved AETH type 0x%02x", p->aeth.syndrome);
         }
     }
-    if (op_has(p->opcode, ROCE_EH_IMMDT)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_IMMDT)) {
         w->last_imm = p->imm;
     }
-    if (op_has(p->opcode, ROCE_EH_RETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_RETH)) {
         w->last_reth_pkt = *p;
         w->last_reth_pkt.payload = NULL;
     }
-    if (op_has(p->opcode, ROCE_EH_ATMETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_ATMETH)) {
         w->last_atomic = *p;
         w->last_atomic.payload = NULL;
     }
-    if (op_has(p->opcode, ROCE_EH_DETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_DETH)) {
         w->last_deth = *p;
         w->last_deth.payload = NULL;
     }
-    if (op_has(p->opcode, ROCE_EH_ATMACK)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_ATMACK)) {
         w->last_atmack = p->atmack;
     }
 
     /* a requester's new packets take consecutive PSNs, per connection */
-    if (op_is_request(p->opcode)) {
+    if (roce_opcode_is_rc_request(p->opcode)) {
         gpointer key = GUINT_TO_POINTER(p->dqpn);
         uint32_t next = GPOINTER_TO_UINT(g_hash_table_lookup(w->next_psn,
                                                              key));
@@ -311,17 +297,17 @@ static void trace_frame(Net *n, unsigned from, const RocePkt *p,
     if (p->ack_req) {
         g_string_append(s, " A");
     }
-    if (op_has(p->opcode, ROCE_EH_AETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_AETH)) {
         static const char *const type[] = { "ACK", "RNR", "res", "NAK" };
 
         g_string_append_printf(s, " %s/%u msn %u",
                                type[roce_aeth_type(p->aeth.syndrome) >> 5],
                                roce_aeth_value(p->aeth.syndrome), p->aeth.msn);
     }
-    if (op_has(p->opcode, ROCE_EH_RETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_RETH)) {
         g_string_append_printf(s, " reth len %u", p->reth.len);
     }
-    if (op_has(p->opcode, ROCE_EH_DETH)) {
+    if (roce_opcode_has(p->opcode, ROCE_EH_DETH)) {
         g_string_append_printf(s, " qkey 0x%x sqp 0x%x", p->deth.qkey,
                                p->deth.sqp);
     }

@@ -148,6 +148,13 @@ typedef struct RoceOpInfo {
 
 /* NULL for an opcode this codec does not know (refused) */
 const RoceOpInfo *roce_opcode_info(uint8_t op);
+/* Does a packet with opcode op carry extension header eh? */
+bool roce_opcode_has(uint8_t op, RoceExtHdr eh);
+/*
+ * An RC opcode that a requester sends (SEND, RDMA WRITE, READ request,
+ * atomics), not a responder's answer (READ response, ACK, atomic ACK).
+ */
+bool roce_opcode_is_rc_request(uint8_t op);
 /* "RC_SEND_ONLY", ...; "INVALID" for an unknown opcode */
 const char *roce_opcode_name(uint8_t op);
 
