@@ -1754,29 +1754,18 @@ static void frmr_setup(void)
 }
 
 /*
- * fh_init_size() / fh_fini() with guest RAM that stays allocated across
- * inputs: a fresh allocation of it per input costs more page faults than
- * the rest of the input.
+ * Guest RAM that stays allocated across inputs (fh_init_ram): a fresh
+ * allocation of it per input costs more page faults than the rest of the
+ * input.  Every byte starts as GUARD.
  */
 static void ram_init(FakeHost *h)
 {
     static uint8_t *ram;
-    static const uint8_t mac[6] = { 0x00, 0x50, 0x56, 0xaa, 0xbb, 0xcc };
 
     if (!ram) {
         ram = g_malloc(RAM_PAGES * FH_PAGE);
     }
-    memset(h, 0, sizeof(*h));
-    h->ram = ram;
-    h->size = RAM_PAGES * FH_PAGE;
-    h->memfd = -1;
-    h->base = FH_RAM_BASE;
-    h->next_free = h->base;
-    h->maps = g_array_new(FALSE, FALSE, sizeof(FhMapping));
-    h->irqs = g_array_new(FALSE, FALSE, sizeof(unsigned));
-    h->watches = g_array_new(FALSE, FALSE, sizeof(FhWatch));
-    memcpy(h->mac, mac, 6);
-    h->now = 1000;
+    fh_init_ram(h, ram, RAM_PAGES * FH_PAGE);
     memset(h->ram, GUARD, h->size);
 }
 
@@ -1785,10 +1774,7 @@ static void ram_fini(FakeHost *h)
     if (h->watches->len) {
         fail("%u fd handlers left", h->watches->len);
     }
-    g_array_free(h->maps, TRUE);
-    g_array_free(h->irqs, TRUE);
-    g_array_free(h->watches, TRUE);
-    memset(h, 0, sizeof(*h));
+    fh_fini(h);
 }
 
 static void setup(Input *in)

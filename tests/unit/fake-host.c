@@ -184,6 +184,16 @@ void fh_init_size(FakeHost *h, uint64_t size)
     fh_init_common(h);
 }
 
+void fh_init_ram(FakeHost *h, void *ram, uint64_t size)
+{
+    memset(h, 0, sizeof(*h));
+    h->size = size;
+    h->ram = ram;
+    h->memfd = -1;
+    h->ram_borrowed = true;
+    fh_init_common(h);
+}
+
 void fh_init(FakeHost *h)
 {
     fh_init_size(h, FH_RAM_SIZE);
@@ -211,7 +221,7 @@ void fh_fini(FakeHost *h)
     if (h->memfd >= 0) {
         munmap(h->ram, h->size);
         close(h->memfd);
-    } else {
+    } else if (!h->ram_borrowed) {
         g_free(h->ram);
     }
     g_array_free(h->maps, TRUE);

@@ -36,6 +36,7 @@ typedef struct FakeHost {
     uint8_t *ram;
     uint64_t base, size;
     int memfd;              /* RAM is a MAP_SHARED memfd; -1: malloc'd */
+    bool ram_borrowed;      /* RAM is the caller's (fh_init_ram) */
     /* MMIO hole inside the RAM range: neither mappable nor DMA-able */
     uint64_t hole_start, hole_len;
     /* if non-zero, a single map never crosses a multiple of this (RAM blocks) */
@@ -70,6 +71,11 @@ void fh_init(FakeHost *h);
 void fh_init_memfd(FakeHost *h, uint64_t ram_size);
 /* The same with 'size' bytes of guest RAM (the fuzzer keeps it small). */
 void fh_init_size(FakeHost *h, uint64_t size);
+/*
+ * The same over the caller's 'size' bytes of guest RAM, which fh_fini()
+ * leaves alone (the fuzzers keep one allocation across inputs).
+ */
+void fh_init_ram(FakeHost *h, void *ram, uint64_t size);
 /* Asserts that no fd handler is left registered. */
 void fh_fini(FakeHost *h);
 /* h's RAM as a region peers can map (fh_init_memfd only). */
