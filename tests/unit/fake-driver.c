@@ -211,36 +211,43 @@ void expect_cq_empty(Dev *d, TCq *cq)
 
 /* ---- MR ---- */
 
-
-void create_mr(Dev *d, TMr *mr, uint32_t pd, uint64_t iova,
-               uint64_t len, uint32_t access)
+void create_mr_pages(Dev *d, uint32_t pd, uint64_t iova, uint64_t len,
+                     uint32_t access, uint64_t *pages, uint32_t npages,
+                     uint32_t *handle, uint32_t *lkey, uint32_t *rkey)
 {
     union pvrdma_cmd_req req = { 0 };
     union pvrdma_cmd_resp rsp;
 
-    memset(mr, 0, sizeof(*mr));
-    mr->iova = iova;
-    mr->len = len;
-    mr->first = iova & ~(uint64_t)(FH_PAGE - 1);
-    mr->npages = (iova + len - mr->first + FH_PAGE - 1) / FH_PAGE;
-    g_assert_cmpuint(mr->npages, <=, G_N_ELEMENTS(mr->pages));
-    for (uint32_t i = 0; i < mr->npages; i++) {
-        mr->pages[i] = fh_alloc(&d->h, 1);
+    for (uint32_t i = 0; i < npages; i++) {
+        pages[i] = fh_alloc(&d->h, 1);
         if (i % 2) {
             fh_skip(&d->h, 1);      /* pairs of contiguous pages */
         }
     }
     req.create_mr.start = iova;
     req.create_mr.length = len;
-    req.create_mr.pdir_dma = fh_make_pdir(&d->h, mr->pages, mr->npages);
+    req.create_mr.pdir_dma = fh_make_pdir(&d->h, pages, npages);
     req.create_mr.pd_handle = pd;
     req.create_mr.access_flags = access;
     req.create_mr.flags = 0;
-    req.create_mr.nchunks = mr->npages;
+    req.create_mr.nchunks = npages;
     g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
-    mr->handle = rsp.create_mr_resp.mr_handle;
-    mr->lkey = rsp.create_mr_resp.lkey;
-    mr->rkey = rsp.create_mr_resp.rkey;
+    *handle = rsp.create_mr_resp.mr_handle;
+    *lkey = rsp.create_mr_resp.lkey;
+    *rkey = rsp.create_mr_resp.rkey;
+}
+
+void create_mr(Dev *d, TMr *mr, uint32_t pd, uint64_t iova,
+               uint64_t len, uint32_t access)
+{
+    memset(mr, 0, sizeof(*mr));
+    mr->iova = iova;
+    mr->len = len;
+    mr->first = iova & ~(uint64_t)(FH_PAGE - 1);
+    mr->npages = (iova + len - mr->first + FH_PAGE - 1) / FH_PAGE;
+    g_assert_cmpuint(mr->npages, <=, G_N_ELEMENTS(mr->pages));
+    create_mr_pages(d, pd, iova, len, access, mr->pages, mr->npages,
+                    &mr->handle, &mr->lkey, &mr->rkey);
 }
 
 uint8_t *mr_byte(Dev *d, TMr *mr, uint64_t va)

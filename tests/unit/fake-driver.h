@@ -67,6 +67,13 @@ bool poll_cq(Dev *d, TCq *cq, struct pvrdma_cqe *out);
 void expect_cqe(Dev *d, TCq *cq, uint64_t wr_id, uint32_t status,
                 uint32_t opcode, uint32_t byte_len, uint32_t qp);
 void expect_cq_empty(Dev *d, TCq *cq);
+/*
+ * CREATE_MR of [iova, iova + len) over npages pages it allocates (pages[]
+ * gets them: pairs of contiguous pages, not contiguous with each other).
+ */
+void create_mr_pages(Dev *d, uint32_t pd, uint64_t iova, uint64_t len,
+                     uint32_t access, uint64_t *pages, uint32_t npages,
+                     uint32_t *handle, uint32_t *lkey, uint32_t *rkey);
 void create_mr(Dev *d, TMr *mr, uint32_t pd, uint64_t iova,
                uint64_t len, uint32_t access);
 uint8_t *mr_byte(Dev *d, TMr *mr, uint64_t va);

@@ -619,31 +619,14 @@ typedef struct Buf {
 static void buf_create(Dev *d, Buf *b, uint32_t pd, uint64_t iova,
                        uint64_t len, uint32_t access)
 {
-    union pvrdma_cmd_req req = { 0 };
-    union pvrdma_cmd_resp rsp;
-
     memset(b, 0, sizeof(*b));
     b->iova = iova;
     b->len = len;
     b->first = iova & ~(uint64_t)(FH_PAGE - 1);
     b->npages = (iova + len - b->first + FH_PAGE - 1) / FH_PAGE;
     b->pages = g_new(uint64_t, b->npages);
-    for (uint32_t i = 0; i < b->npages; i++) {
-        b->pages[i] = fh_alloc(&d->h, 1);
-        if (i % 2) {
-            fh_skip(&d->h, 1);
-        }
-    }
-    req.create_mr.start = iova;
-    req.create_mr.length = len;
-    req.create_mr.pdir_dma = fh_make_pdir(&d->h, b->pages, b->npages);
-    req.create_mr.pd_handle = pd;
-    req.create_mr.access_flags = access;
-    req.create_mr.nchunks = b->npages;
-    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
-    b->handle = rsp.create_mr_resp.mr_handle;
-    b->lkey = rsp.create_mr_resp.lkey;
-    b->rkey = rsp.create_mr_resp.rkey;
+    create_mr_pages(d, pd, iova, len, access, b->pages, b->npages,
+                    &b->handle, &b->lkey, &b->rkey);
 }
 
 /* Host pointer of byte off of b, and how many bytes follow in its page. */
