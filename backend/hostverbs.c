@@ -16,6 +16,10 @@
  *   forces one host entry instead.
  * - Completions: one completion channel and the async event fd, both on
  *   the host's event loop; no polling thread.
+ * - Path choice: the device reaches a destination GID when the host's
+ *   route to it leaves through the device's netdev (hv_reaches).  RC QPs
+ *   with another path (co-resident, RoCEv2 on the VM's NIC) keep their
+ *   host twin for its QP number only.
  *
  * Everything runs with the caller's lock held (the BQL in QEMU).
  *
@@ -30,8 +34,11 @@
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #define HV_POLL_BATCH   16
 #define HV_AH_CACHE     256
@@ -42,7 +49,7 @@ typedef struct HvDev {
     struct ibv_context *ctx;
     struct ibv_comp_channel *chan;
     char name[IBV_SYSFS_NAME_MAX];
-    char netdev[IF_NAMESIZE];
+    char netdev[IF_NAMESIZE];   /* of the port's GID (empty: unknown) */
     uint8_t port;
     int gid_index;              /* forced host GID index, or -1 */
     enum ibv_mtu active_mtu;
@@ -160,9 +167,69 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
                         "give the host interface that address, e.g. "
                         "'ip addr add %s/32 dev %s'", ip,
                         want == IBV_GID_TYPE_ROCE_V2 ? 2 : 1, d->name,
-                        d->port, ip, d->netdev);
+                        d->port, ip, d->netdev[0] ? d->netdev : "<netdev>");
     }
     return -1;
+}
+
+/*
+ * Path choice: does traffic to dgid go through this device?  Yes when the
+ * host's route to it leaves through the device's netdev: the source
+ * address the kernel picks for dgid (connect() of a UDP socket: a route
+ * lookup, no packet) is an address of that netdev.  A destination that is
+ * an address of the netdev itself (another VM's GID there, the host's own)
+ * counts too.  Asked once per RC QP, at RTR.
+ */
+static bool hv_reaches(PvrdmaTransport *h, const uint8_t dgid[16])
+{
+    static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+    HvDev *d = hv(h);
+    bool v4 = !memcmp(dgid, v4mapped, sizeof(v4mapped));
+    struct sockaddr_in6 dst6 = { .sin6_family = AF_INET6 }, src6;
+    struct sockaddr_in dst4 = { .sin_family = AF_INET }, src4;
+    struct sockaddr *dst = v4 ? (void *)&dst4 : (void *)&dst6;
+    struct sockaddr *src = v4 ? (void *)&src4 : (void *)&src6;
+    socklen_t len = v4 ? sizeof(dst4) : sizeof(dst6);
+    struct ifaddrs *ifs = NULL;
+    char g[INET6_ADDRSTRLEN];
+    bool hit = false;
+    int fd;
+
+    if (d->gone) {
+        return false;
+    }
+    if (!d->netdev[0]) {
+        return true;    /* its netdev unknown: it may reach anything */
+    }
+    dst4.sin_port = dst6.sin6_port = htons(4791);
+    memcpy(&dst4.sin_addr, dgid + 12, 4);
+    memcpy(&dst6.sin6_addr, dgid, 16);
+    if (dgid[0] == 0xfe && (dgid[1] & 0xc0) == 0x80) {
+        dst6.sin6_scope_id = if_nametoindex(d->netdev);    /* link-local */
+    }
+    fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, dst, len) == 0 &&
+        getsockname(fd, src, &len) == 0 && getifaddrs(&ifs) == 0) {
+        for (struct ifaddrs *i = ifs; i && !hit; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != dst->sa_family ||
+                strcmp(i->ifa_name, d->netdev)) {
+                continue;
+            }
+            hit = v4 ? ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+                       src4.sin_addr.s_addr :
+                       !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+                               &src6.sin6_addr, 16);
+        }
+    }
+    if (ifs) {
+        freeifaddrs(ifs);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    pvrdma_gid_str(dgid, g, sizeof(g));
+    trace_pvrdma_hv_reaches(g, d->netdev, hit);
+    return hit;
 }
 
 /* ------------------------------------------------------------------ */
@@ -849,9 +916,14 @@ static void hv_async_ready(void *opaque)
         case IBV_EVENT_QP_ACCESS_ERR:
         case IBV_EVENT_COMM_EST:
         case IBV_EVENT_SQ_DRAINED:
-        case IBV_EVENT_QP_LAST_WQE_REACHED:
-            handle = ((PvrdmaQP *)ev.element.qp->qp_context)->handle;
+        case IBV_EVENT_QP_LAST_WQE_REACHED: {
+            PvrdmaQP *qp = ev.element.qp->qp_context;
+
+            handle = qp->handle;
+            /* a twin that only holds the QP number of another path's QP */
+            forward = qp->path == &d->t;
             break;
+        }
         case IBV_EVENT_CQ_ERR:
             handle = ((HvCQ *)ev.element.cq->cq_context)->gcq->handle;
             break;
@@ -991,6 +1063,7 @@ out:
 static const PvrdmaTransportOps hv_ops = {
     .name = "hostverbs",
     .flags = PVRDMA_TP_OWNER,
+    .reaches = hv_reaches,
     .pd_create = hv_pd_create,
     .pd_destroy = hv_pd_destroy,
     .mr_create = hv_mr_create,
@@ -1059,9 +1132,9 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     d->active_mtu = pa.active_mtu;
     d->gid_tbl_len = pa.gid_tbl_len;
     g_strlcpy(d->name, ibv_get_device_name(ctx->device), sizeof(d->name));
-    if (ibv_query_gid_ex(ctx, port, 0, &ge, 0) != 0 ||
+    if (ibv_query_gid_ex(ctx, port, MAX(cfg->gid_index, 0), &ge, 0) != 0 ||
         !if_indextoname(ge.ndev_ifindex, d->netdev)) {
-        g_strlcpy(d->netdev, "<netdev>", sizeof(d->netdev));
+        d->netdev[0] = 0;
     }
     d->chan = ibv_create_comp_channel(ctx);
     if (!d->chan || !set_nonblock(d->chan->fd) ||
@@ -1113,6 +1186,6 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     d->t = (PvrdmaTransport) { .ops = &hv_ops, .core = c };
     loop->set_fd_handler(loop_opaque, d->chan->fd, hv_comp_ready, NULL, d);
     loop->set_fd_handler(loop_opaque, ctx->async_fd, hv_async_ready, NULL, d);
-    trace_pvrdma_hv_open(d->name, port, d->netdev);
+    trace_pvrdma_hv_open(d->name, port, d->netdev[0] ? d->netdev : "?");
     return &d->t;
 }

@@ -158,10 +158,17 @@ fi
 # host HCA mode: clear messages, no crash, when it cannot work
 t ibdev-missing 1 'ibdev=nosuchdev: no host RDMA device' \
     $nic -device pvrdma,addr=4.1,ibdev=nosuchdev
-t ibdev-and-rendezvous 1 "'ibdev' \\(host HCA\\) and 'rendezvous' .* cannot be combined" \
+# ibdev and rendezvous together: allowed; the missing host device still
+# fails realize, after the join, which must leave no socket behind
+t ibdev-and-rendezvous-no-hca 1 'ibdev=auto: no host RDMA device' \
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,rendezvous=$rdv
+    $nic -device pvrdma,addr=4.1,ibdev=auto,rendezvous=$rdv/hca
+if [ -d "$rdv/hca" ] && [ -z "$(find "$rdv/hca" -type s)" ]; then
+    n=$((n + 1)); echo "ok $n ibdev-and-rendezvous-no-hca-left-no-socket"
+else
+    n=$((n + 1)); echo "not ok $n ibdev-and-rendezvous-no-hca-left-no-socket"
+fi
 t ibport-without-ibdev 1 "'ibport', 'gid-index' and 'cm-listen' .* need 'ibdev'" \
     $nic -device pvrdma,addr=4.1,ibport=2
 t cm-listen-without-ibdev 1 "'ibport', 'gid-index' and 'cm-listen' .* need 'ibdev'" \

@@ -565,11 +565,6 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
         .gid_index = s->gid_index,
     };
 
-    if (s->rendezvous) {
-        error_setg(errp, "pvrdma: 'ibdev' (host HCA) and 'rendezvous' "
-                   "(co-resident VMs) cannot be combined");
-        return false;
-    }
     if (s->gid_index < -1) {
         error_setg(errp, "pvrdma: gid-index %d: use -1 (the guest's GID) or "
                    "a host GID table index", s->gid_index);
@@ -579,7 +574,9 @@ static bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
         return false;
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
-    s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    if (!s->fd_watches) {       /* the co-resident transport's, if any */
+        s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    }
     t = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
                              (PvrdmaShmRegion *)regions->data, regions->len,
                              &pvrdma_loop_ops, s, &err);
@@ -932,15 +929,6 @@ static void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic)
         pvrdma_no_roce("roce=off");
         return;
     }
-    /*
-     * With a host HCA the owner runs every QP (queue paths): no RoCEv2
-     * next to it for now.  Choosing between the owner and RoCEv2 per
-     * destination comes later.
-     */
-    if (s->ibdev) {
-        pvrdma_no_roce("host HCA mode (ibdev)");
-        return;
-    }
     if (!peer) {
         pvrdma_no_roce("the vmxnet3 has no netdev");
         return;
@@ -1100,17 +1088,22 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
         pvrdma_exit(pdev);
         return;
     }
-    if (s->ibdev && !pvrdma_open_hca(s, errp)) {
-        pvrdma_exit(pdev);
-        return;
-    }
     if (s->rendezvous_secret && !s->rendezvous) {
         error_setg(errp, "pvrdma: 'rendezvous-secret' applies to the "
                    "co-resident transport: it needs 'rendezvous'");
         pvrdma_exit(pdev);
         return;
     }
+    /*
+     * The order is the path choice's: loopback, co-resident, the host HCA
+     * (for the destinations its netdev routes), RoCEv2 on the vmxnet3's
+     * network (any other), the host HCA as last resort.
+     */
     if (s->rendezvous && !pvrdma_join(s, errp)) {
+        pvrdma_exit(pdev);
+        return;
+    }
+    if (s->ibdev && !pvrdma_open_hca(s, errp)) {
         pvrdma_exit(pdev);
         return;
     }
@@ -1246,8 +1239,9 @@ static void pvrdma_class_init(ObjectClass *klass, void *data)
         "hostverbs, per-request) and the path's counters, then each "
         "transport's");
     object_class_property_set_description(klass, "roce",
-        "RoCEv2 on the paired vmxnet3's netdev (after loopback and "
-        "co-resident peers; not with ibdev)");
+        "RoCEv2 on the paired vmxnet3's netdev (for destinations that "
+        "are not on this device, co-resident or routed by the ibdev's "
+        "netdev)");
     for (unsigned i = 0; i < ARRAY_SIZE(pvrdma_roce_counters); i++) {
         object_class_property_add(klass, pvrdma_roce_counters[i].name,
                                   "uint64", pvrdma_get_roce_counter, NULL,

@@ -108,6 +108,8 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     pvrdma_table_init(&c->qp, lim->max_qp, PVRDMA_GSI_QPN + 1);
     pvrdma_table_reserve(&c->qp, PVRDMA_GSI_QPN);
     pvrdma_table_init(&c->srq, MAX(lim->max_srq, 1), 1);
+    c->owner_qpns = g_hash_table_new(NULL, NULL);
+    c->owner_keys = g_hash_table_new(NULL, NULL);
     c->gid = g_new0(PvrdmaGid, lim->gid_tbl_len);
     g_queue_init(&c->run);
 }
@@ -122,6 +124,8 @@ void pvrdma_core_fini(PvrdmaCore *c)
     pvrdma_table_destroy(&c->cq);
     pvrdma_table_destroy(&c->qp);
     pvrdma_table_destroy(&c->srq);
+    g_hash_table_destroy(c->owner_qpns);
+    g_hash_table_destroy(c->owner_keys);
     g_free(c->gid);
     c->gid = NULL;
 }

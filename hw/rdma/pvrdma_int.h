@@ -46,17 +46,24 @@ bool pvrdma_port_up(PvrdmaCore *c);
 /* pvrdma_path.c: the transport list, QP paths, the owner, transport hooks */
 
 void pvrdma_transports_destroy(PvrdmaCore *c);
-/* An RC QP goes to RTR: the first transport that reaches it takes it. */
+/*
+ * The path an RC QP that chooses at RTR takes to dgid: the first transport
+ * that reaches it, else the owner (if qp has a twin), else NULL.  A QP
+ * that has its path, or whose path is not chosen at RTR: qp->path.
+ */
+PvrdmaTransport *pvrdma_path_choose(PvrdmaCore *c, const PvrdmaQP *qp,
+                                    const uint8_t dgid[16]);
+/* An RC QP goes to RTR: the path pvrdma_path_choose() gives takes it. */
 int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp);
-/* Reset / destroy: a chosen path (not the owner's) lets the QP go. */
+/* Reset / destroy: a path chosen at RTR (not the owner) lets the QP go. */
 void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp);
 /* The transport for a request of qp to dgid; NULL: unreachable. */
 PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
                                  const uint8_t dgid[16]);
-/* Is qp a queue path (the object owner runs it)? */
+/* Is qp a queue path (the object owner is its path and runs it)? */
 static inline bool pvrdma_qp_queue_path(const PvrdmaQP *qp)
 {
-    return qp->hw != NULL;
+    return qp->path && (qp->path->ops->flags & PVRDMA_TP_OWNER);
 }
 /* The owner's twins: 0 / nothing without an owner (negative errno). */
 int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd);
@@ -70,9 +77,15 @@ int pvrdma_owner_srq_create(PvrdmaCore *c, PvrdmaSRQ *srq);
 int pvrdma_owner_srq_modify(PvrdmaCore *c, PvrdmaSRQ *srq, uint32_t mask,
                             uint32_t limit);
 void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq);
-/* Non-GSI QPs get a twin and the owner as their (queue) path. */
+/*
+ * Non-GSI QPs get a twin (and the owner's QP number); UD QPs and QPs on an
+ * SRQ also get the owner as their (queue) path, the others choose at RTR.
+ */
 int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp);
+/* qp chose the owner at RTR (take), or goes to RESET (reset: chooses anew) */
+void pvrdma_owner_qp_take(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_owner_qp_reset(PvrdmaCore *c, PvrdmaQP *qp);
 /* The owner's port is active (true without an owner). */
 bool pvrdma_owner_port_active(PvrdmaCore *c);
 /* The GID table changed: tell the transports. */

@@ -21,14 +21,8 @@ PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key)
     PvrdmaMR *mr;
 
     if (c->owner) {
-        /* the guest knows the owner's keys (used by the GSI QP only) */
-        for (uint32_t h = 0; h < c->mr.size; h++) {
-            mr = c->mr.slot[h];
-            if (mr && mr->key == key) {
-                return mr;
-            }
-        }
-        return NULL;
+        /* the guest knows the owner's keys */
+        return g_hash_table_lookup(c->owner_keys, GUINT_TO_POINTER(key));
     }
     mr = pvrdma_table_get(&c->mr, key >> 8);
     return mr && mr->key == key ? mr : NULL;

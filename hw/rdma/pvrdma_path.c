@@ -58,15 +58,27 @@ void pvrdma_transports_destroy(PvrdmaCore *c)
 /* ------------------------------------------------------------------ */
 /* Paths                                                               */
 
-/* The first transport that reaches dgid, or NULL. */
-static PvrdmaTransport *reaching(PvrdmaCore *c, const uint8_t dgid[16])
+/*
+ * The first transport that reaches dgid, or NULL.  The object owner is a
+ * queue path: the GSI requests it would carry (rdma_cm MADs for its
+ * connections) go to the GSI agent, which makes them on the host device.
+ */
+static PvrdmaTransport *reaching(PvrdmaCore *c, const uint8_t dgid[16],
+                                 bool gsi)
 {
     for (unsigned i = 0; i < c->ntransports; i++) {
         PvrdmaTransport *t = c->transports[i];
 
-        if (t->ops->reaches && t->ops->reaches(t, dgid)) {
-            return t;
+        if (!t->ops->reaches || !t->ops->reaches(t, dgid)) {
+            continue;
         }
+        if (gsi && t == c->owner) {
+            if (c->gsi_agent) {
+                return c->gsi_agent;
+            }
+            continue;
+        }
+        return t;
     }
     return NULL;
 }
@@ -77,17 +89,46 @@ static void set_path(PvrdmaQP *qp, PvrdmaTransport *t)
     trace_pvrdma_qp_path(qp->qpn, t ? t->ops->name : "none");
 }
 
+/*
+ * Does qp choose its path at RTR?  Without an owner every RC QP does.
+ * With one, a UD QP (one receive queue for datagrams from anywhere) and a
+ * QP on an SRQ (whose receives the owner already holds) are the owner's
+ * from creation; the other RC QPs choose, and their twin only gives them
+ * the owner's QP number unless the owner is chosen.
+ */
+static bool chooses_at_rtr(const PvrdmaQP *qp)
+{
+    return qp->type == PVRDMA_QPT_RC && !(qp->hw && qp->is_srq);
+}
+
+PvrdmaTransport *pvrdma_path_choose(PvrdmaCore *c, const PvrdmaQP *qp,
+                                    const uint8_t dgid[16])
+{
+    PvrdmaTransport *t;
+
+    if (!chooses_at_rtr(qp) || qp->path) {
+        return qp->path;
+    }
+    t = reaching(c, dgid, false);
+    /* a destination nothing else reaches: the host device may route it */
+    return t ? t : qp->hw ? c->owner : NULL;
+}
+
 int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp)
 {
     PvrdmaTransport *t;
     int err;
 
-    if (qp->type != PVRDMA_QPT_RC || qp->path) {
-        return 0;       /* per request, or the owner's from creation */
+    if (!chooses_at_rtr(qp) || qp->path) {
+        return 0;       /* per request, or already the owner's */
     }
-    t = reaching(c, qp->attr.ah_attr.grh.dgid.raw);
-    if (!t) {
-        return 0;       /* tried again at the first request */
+    t = pvrdma_path_choose(c, qp, qp->attr.ah_attr.grh.dgid.raw);
+    if (!t || t == c->owner) {
+        /*
+         * Tried again at the first request.  The owner is taken in
+         * pvrdma_qp_modify() only, with its twin's RTR: never later.
+         */
+        return 0;
     }
     err = t->ops->qp_attach ? t->ops->qp_attach(t, qp) : 0;
     if (!err) {
@@ -100,7 +141,7 @@ void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
 {
     PvrdmaTransport *t = qp->path;
 
-    if (!t || pvrdma_qp_queue_path(qp)) {
+    if (!t || !chooses_at_rtr(qp)) {
         return;         /* the owner's QPs keep their path until destroy */
     }
     if (t->ops->qp_detach) {
@@ -121,7 +162,7 @@ PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
         }
         return qp->path;
     }
-    t = reaching(c, dgid);
+    t = reaching(c, dgid, qp->type == PVRDMA_QPT_GSI);
     if (!t && qp->type == PVRDMA_QPT_GSI) {
         t = c->gsi_agent;
     }
@@ -146,12 +187,25 @@ void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd)
 int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
                            uint32_t *rkey)
 {
-    return c->owner ? c->owner->ops->mr_create(c->owner, mr, lkey, rkey) : 0;
+    int err;
+
+    if (!c->owner) {
+        return 0;
+    }
+    err = c->owner->ops->mr_create(c->owner, mr, lkey, rkey);
+    if (!err) {
+        mr->owner_rkey = *rkey;
+        g_hash_table_insert(c->owner_keys, GUINT_TO_POINTER(*lkey), mr);
+        g_hash_table_insert(c->owner_keys, GUINT_TO_POINTER(*rkey), mr);
+    }
+    return err;
 }
 
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
 {
     if (mr->hw) {
+        g_hash_table_remove(c->owner_keys, GUINT_TO_POINTER(mr->key));
+        g_hash_table_remove(c->owner_keys, GUINT_TO_POINTER(mr->owner_rkey));
         c->owner->ops->mr_destroy(c->owner, mr);
     }
 }
@@ -187,7 +241,10 @@ void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq)
     }
 }
 
-/* The GSI QP stays the core's: its MADs go per request. */
+/*
+ * The GSI QP stays the core's: its MADs go per request.  Every other QP
+ * gets a twin and the owner's QP number; see chooses_at_rtr() for its path.
+ */
 int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
 {
     int err;
@@ -196,18 +253,37 @@ int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
         return 0;
     }
     err = c->owner->ops->qp_create(c->owner, qp);
-    if (!err) {
+    if (err) {
+        return err;
+    }
+    g_hash_table_insert(c->owner_qpns, GUINT_TO_POINTER(qp->qpn), qp);
+    if (!chooses_at_rtr(qp)) {
         set_path(qp, c->owner);     /* a queue path from now on */
     }
-    return err;
+    return 0;
 }
 
 void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (qp->hw) {
+        g_hash_table_remove(c->owner_qpns, GUINT_TO_POINTER(qp->qpn));
         c->owner->ops->qp_destroy(c->owner, qp);
         qp->path = NULL;
     }
+}
+
+/* An RC QP that chose the owner at RTR lets it go at reset. */
+void pvrdma_owner_qp_reset(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (chooses_at_rtr(qp) && qp->path == c->owner) {
+        set_path(qp, NULL);
+    }
+}
+
+/* At RTR, qp takes the owner as its path (a queue path from now on). */
+void pvrdma_owner_qp_take(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    set_path(qp, c->owner);
 }
 
 bool pvrdma_owner_port_active(PvrdmaCore *c)

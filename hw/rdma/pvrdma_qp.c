@@ -26,9 +26,15 @@ PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle)
 
 PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn)
 {
-    PvrdmaQP *qp = pvrdma_qp_get(c, qpn);   /* QPNs double as handles */
+    PvrdmaQP *qp;
 
-    /* not queue paths: their QP numbers are the owner's */
+    if (c->owner && qpn != PVRDMA_GSI_QPN) {
+        /* the guest knows the owner's QP numbers */
+        qp = g_hash_table_lookup(c->owner_qpns, GUINT_TO_POINTER(qpn));
+    } else {
+        qp = pvrdma_qp_get(c, qpn);     /* QPNs double as handles */
+    }
+    /* not queue paths: the owner itself receives for those */
     return qp && !pvrdma_qp_queue_path(qp) ? qp : NULL;
 }
 
@@ -163,6 +169,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     uint8_t cur = qp->state;
     uint8_t next = (mask & PVRDMA_QP_STATE) ? a->qp_state : cur;
     struct pvrdma_qp_attr fixed, old;
+    bool rtr, owner_rtr = false;
     uint32_t req;
 
     if (mask & ~PVRDMA_QP_ATTR_MASK_ALL) {
@@ -219,14 +226,28 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         return EINVAL;
     }
 
-    if (pvrdma_qp_queue_path(qp)) {
+    rtr = cur == PVRDMA_QPS_INIT && next == PVRDMA_QPS_RTR;
+    if (rtr && qp->hw && !qp->path &&
+        pvrdma_path_choose(c, qp, a->ah_attr.grh.dgid.raw) == c->owner) {
+        pvrdma_owner_qp_take(c, qp);    /* the host device carries it */
+        owner_rtr = true;
+    }
+    /*
+     * The twin follows the QP while it has no path (RESET, INIT) and back
+     * to RESET; past that only if the owner is its path.
+     */
+    if (pvrdma_qp_queue_path(qp) ||
+        (qp->hw && ((!qp->path && !rtr) || next == PVRDMA_QPS_RESET))) {
         int err;
 
-        if (mask & PVRDMA_QP_RQ_PSN) {
+        if (pvrdma_qp_queue_path(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
             a = fixed_rq_psn(c, qp, mask, a, &fixed);
         }
-        err = qp->path->ops->qp_modify(qp->path, qp, mask, a);
+        err = c->owner->ops->qp_modify(c->owner, qp, mask, a);
         if (err) {
+            if (owner_rtr) {
+                pvrdma_owner_qp_reset(c, qp);
+            }
             return -err;
         }
     }
@@ -261,7 +282,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         qp->attr.qkey = PVRDMA_GSI_QKEY;
     }
 
-    if (cur == PVRDMA_QPS_INIT && next == PVRDMA_QPS_RTR) {
+    if (rtr) {
         int err = pvrdma_path_attach(c, qp);
 
         if (err) {
@@ -275,6 +296,7 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         if (next == PVRDMA_QPS_RESET) {
             qp->sq.priv = qp->rq.priv = 0;
             qp->hca_sq_blocked = qp->hca_rq_blocked = false;
+            pvrdma_owner_qp_reset(c, qp);
         }
         /* WQEs the guest posted before the host QP could take them */
         pvrdma_hca_post_rq(c, qp);

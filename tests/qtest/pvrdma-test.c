@@ -1924,15 +1924,23 @@ static void test_cr_msix_at_own_registers(void)
 
 typedef struct HostGid {
     char dev[64];
-    uint8_t gid[16];
+    uint8_t gid[16];        /* the device's GID 0 (the guest binds it) */
+    uint8_t peer[16];       /* another one of the host device, or gid */
+    bool has_peer;
 } HostGid;
 
-/* The first host RDMA device with a RoCE v2 IPv4 GID on port 1. */
+/*
+ * The first host RDMA device with a RoCE v2 IPv4 GID on port 1, and its
+ * second such GID if it has one: QPs connected to that one are not the
+ * device's own destinations (those take the loopback path) but the host
+ * device's.
+ */
 static bool host_gid(HostGid *hg)
 {
     g_autoptr(GDir) dir = g_dir_open("/sys/class/infiniband", 0, NULL);
     const char *dev;
 
+    memset(hg, 0, sizeof(*hg));
     if (!dir || access("/dev/infiniband/uverbs0", R_OK | W_OK)) {
         return false;
     }
@@ -1954,10 +1962,19 @@ static bool host_gid(HostGid *hg)
                 continue;
             }
             for (int k = 0; k < 8; k++) {
-                hg->gid[2 * k] = w[k] >> 8;
-                hg->gid[2 * k + 1] = w[k] & 0xff;
+                hg->peer[2 * k] = w[k] >> 8;
+                hg->peer[2 * k + 1] = w[k] & 0xff;
             }
-            g_strlcpy(hg->dev, dev, sizeof(hg->dev));
+            if (!hg->dev[0]) {
+                g_strlcpy(hg->dev, dev, sizeof(hg->dev));
+                memcpy(hg->gid, hg->peer, 16);
+            } else if (memcmp(hg->gid, hg->peer, 16)) {
+                hg->has_peer = true;
+                return true;
+            }
+        }
+        if (hg->dev[0]) {
+            memcpy(hg->peer, hg->gid, 16);
             return true;
         }
     }
@@ -1967,12 +1984,45 @@ static bool host_gid(HostGid *hg)
 /* Host completions arrive on QEMU's event loop: wait in wall time. */
 #define HCA_WAIT_MS 5000
 
-/* Two QPs of one device connected through the host device (loopback). */
-static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
+/*
+ * The QPs' path (the device's "qps" property lists it per QP) is want, for
+ * every QP of the device.
+ */
+static void expect_paths(QPvrdma *d, const char *want)
+{
+    g_autofree char *qps = qpvrdma_qps(d);
+    g_auto(GStrv) lines = g_strsplit(qps, "\n", -1);
+    g_autofree char *needle = g_strdup_printf(" path %s", want);
+    int n = 0;
+
+    for (int i = 0; lines[i]; i++) {
+        if (g_str_has_prefix(lines[i], "qp ") &&
+            !strstr(lines[i], "type GSI")) {
+            g_assert_nonnull(strstr(lines[i], needle));
+            n++;
+        }
+    }
+    g_assert_cmpint(n, >, 0);
+}
+
+/*
+ * Two QPs of one device, both bound to the host device's GID 0: connected
+ * to its other GID they go through the host device (its loopback), to GID
+ * 0 (own) through the device's loopback path, with the host's QP numbers
+ * and keys either way.
+ */
+static bool hca_pair_to(Pair *p, HostGid *hg, uint8_t type, const char *extra,
+                        bool own)
 {
     if (!host_gid(hg)) {
         g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID "
                     "(e.g. rdma link add rxe0 type rxe netdev eth0)");
+        return false;
+    }
+    if (!own && type == PVRDMA_QPT_RC && !hg->has_peer) {
+        g_test_skip("the host RDMA device has one RoCE v2 IPv4 GID: RC QPs "
+                    "to it are the device's own (loopback path); give its "
+                    "netdev a second address");
         return false;
     }
     p->d = qpvrdma_start_active(g_strdup_printf(",ibdev=%s%s", hg->dev,
@@ -1986,12 +2036,26 @@ static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
                       16, 0);
     /* the guest sees the host's QP numbers, not its handles */
     g_assert_cmpuint(p->a.qpn, !=, p->a.handle);
-    qpvrdma_qp_to_rts_gid(p->d, &p->a, type, p->b.qpn, hg->gid, 7);
-    qpvrdma_qp_to_rts_gid(p->d, &p->b, type, p->a.qpn, hg->gid, 7);
+    qpvrdma_qp_to_rts_gid(p->d, &p->a, type, p->b.qpn,
+                          own ? hg->gid : hg->peer, 7);
+    qpvrdma_qp_to_rts_gid(p->d, &p->b, type, p->a.qpn,
+                          own ? hg->gid : hg->peer, 7);
+    /* UD QPs are the host device's from creation */
+    expect_paths(p->d, own && type == PVRDMA_QPT_RC ? "loopback" :
+                 "hostverbs");
     return true;
 }
 
-static void test_hca_rc(void)
+static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
+{
+    return hca_pair_to(p, hg, type, extra, false);
+}
+
+/*
+ * RC data, compared: through the host device, or (own) through the
+ * device's loopback path by the host device's QP numbers and keys.
+ */
+static void hca_rc(bool own)
 {
     HostGid hg;
     Pair p;
@@ -2003,7 +2067,7 @@ static void test_hca_rc(void)
     struct pvrdma_cqe e;
     bool sent;
 
-    if (!hca_pair(&p, &hg, PVRDMA_QPT_RC, NULL)) {
+    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC, NULL, own)) {
         return;
     }
     d = p.d;
@@ -2090,7 +2154,7 @@ static void test_hca_rc(void)
     val = qtest_readq(d->qts, dst + 64);
     g_assert_cmpuint(val, ==, 42);
 
-    /* a bad lkey: the host device fails the WQE, the QP goes to error */
+    /* a bad lkey: the WQE fails, the QP goes to error */
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, src, 64, lkey ^ 0x100,
                     dst, rkey);
     g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
@@ -2117,6 +2181,16 @@ static void test_hca_rc(void)
     g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.b.handle),
                      ==, 0);
     qpvrdma_stop(d);
+}
+
+static void test_hca_rc(void)
+{
+    hca_rc(false);
+}
+
+static void test_hca_rc_loopback(void)
+{
+    hca_rc(true);
 }
 
 static void test_hca_ud(void)
@@ -2775,6 +2849,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
     qtest_add_func("/pvrdma/hca/rc", test_hca_rc);
+    qtest_add_func("/pvrdma/hca/rc-loopback", test_hca_rc_loopback);
     qtest_add_func("/pvrdma/hca/ud", test_hca_ud);
     qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
     qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);

@@ -434,10 +434,20 @@ uint32_t modify_qp(Dev *d, TQp *qp, uint32_t mask,
 {
     union pvrdma_cmd_req req = { 0 };
 
+    uint32_t err;
+
     req.modify_qp.qp_handle = qp->handle;
     req.modify_qp.attr_mask = mask;
     req.modify_qp.attrs = *a;
-    return dev_cmd(d, &req, PVRDMA_CMD_MODIFY_QP, NULL);
+    err = dev_cmd(d, &req, PVRDMA_CMD_MODIFY_QP, NULL);
+    if (!err && (mask & PVRDMA_QP_STATE) && a->qp_state == PVRDMA_QPS_RESET) {
+        /* as vmw_pvrdma's pvrdma_reset_qp(): both rings start over */
+        struct pvrdma_ring *r = qp_rings(d, qp);
+
+        qp->sq_prod = qp->rq_prod = 0;
+        memset(r, 0, 2 * sizeof(*r));
+    }
+    return err;
 }
 
 uint32_t query_qp_state(Dev *d, TQp *qp)

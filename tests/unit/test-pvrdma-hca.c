@@ -10,6 +10,11 @@
 #include "fake-driver.h"
 #include "fake-hca.h"
 
+/* A destination only the host device reaches (not a GID of the device) */
+static const uint8_t host_peer_gid[16] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 7, 7, 7
+};
+
 static void hca_setup(Dev *d, FakeHca *f)
 {
     dev_init(d, NULL);
@@ -113,7 +118,7 @@ static void test_send_passthrough(void)
     /* posted in RESET: stays in the ring until the QP can send */
     post_send(&d, &s.qp, &w, sg, 2);
     g_assert_cmpuint(f.posted->len, ==, 0);
-    rc_to_rts(&d, &s.qp, 0x999, 7);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
     g_assert_cmpuint(f.last_state, ==, PVRDMA_QPS_RTS);
     g_assert_cmpuint(f.posted->len, ==, 1);
     g_assert_cmphex(posted(&f, 0)->wr_id, ==, 0xa1);
@@ -154,7 +159,7 @@ static void test_bad_wqe(void)
 
     hca_setup(&d, &f);
     setup_qp(&d, &s);
-    rc_to_rts(&d, &s.qp, 0x999, 7);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
     w.wr_id = 0xa1;
     w.opcode = PVRDMA_WR_FAST_REG_MR;
     w.send_flags = PVRDMA_SEND_SIGNALED;
@@ -194,7 +199,7 @@ static void test_queue_full(void)
     hca_setup(&d, &f);
     setup_qp(&d, &s);
     sg.lkey = s.mr.lkey;
-    rc_to_rts(&d, &s.qp, 0x999, 7);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
     f.sq_room = 2;
     w.opcode = PVRDMA_WR_SEND;
     w.send_flags = PVRDMA_SEND_SIGNALED;
@@ -240,7 +245,7 @@ static void test_modify_refused(void)
     hca_setup(&d, &f);
     setup_qp(&d, &s);
     rc_to_init(&d, &s.qp);
-    rc_rtr_attrs(&a, 0x999);
+    rc_rtr_attrs_gid(&a, 0x999, host_peer_gid);
     f.modify_err = -EINVAL;
     g_assert_cmpuint(modify_qp(&d, &s.qp, RTR_MASK, &a), ==, EINVAL);
     g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_INIT);
@@ -259,7 +264,7 @@ static void test_events(void)
 
     hca_setup(&d, &f);
     setup_qp(&d, &s);
-    rc_to_rts(&d, &s.qp, 0x999, 7);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
     pvrdma_transport_event(&d.c, PVRDMA_EVENT_QP_FATAL, s.qp.handle);
     g_assert_cmpuint(query_qp_state(&d, &s.qp), ==, PVRDMA_QPS_ERR);
     eq = fh_ptr(&d.h, d.async_pages[1]);

@@ -4,7 +4,7 @@
  * a refused attach fails MODIFY_QP and leaves the QP as it was, a QP no
  * transport reached at RTR is tried again at its first request, UD
  * chooses per request, and the transport list refuses a second owner, a
- * second GSI agent and a fifth transport.
+ * second GSI agent and one transport more than PVRDMA_MAX_TRANSPORTS.
  *
  * A probe transport plays a peer: it reaches one GID the device does not
  * have, counts its hooks and delivers to this device's own responder, so
@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-driver.h"
+#include "fake-hca.h"
 #include "hw/rdma/rdma_backend.h"
 
 static const uint8_t probe_gid[16] = {
@@ -86,7 +87,8 @@ typedef struct Fx {
 
 #define FX_IOVA 0x20000ull
 
-static void fx_setup(Fx *f, uint8_t type)
+/* With owner (not NULL): a scripted host HCA owns the objects. */
+static void fx_setup_owner(Fx *f, uint8_t type, FakeHca *owner)
 {
     Dev *d = &f->d;
 
@@ -94,6 +96,9 @@ static void fx_setup(Fx *f, uint8_t type)
     f->probe = (Probe) { .t = { .ops = &probe_ops, .core = &d->c },
                          .reach = true };
     g_assert_true(pvrdma_core_add_transport(&d->c, &f->probe.t));
+    if (owner) {
+        fake_hca_init(owner, &d->c);
+    }
     f->pd = create_pd(d, 0);
     bind_gid(d, 0, test_gid);
     create_cq(d, &f->cq, 64);
@@ -101,6 +106,11 @@ static void fx_setup(Fx *f, uint8_t type)
     create_qp(d, &f->b, f->pd, f->cq.handle, f->cq.handle, type);
     create_mr(d, &f->mr, f->pd, FX_IOVA, 4 * FH_PAGE,
               PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS);
+}
+
+static void fx_setup(Fx *f, uint8_t type)
+{
+    fx_setup_owner(f, type, NULL);
 }
 
 static PvrdmaQP *qp_of(Fx *f, TQp *q)
@@ -302,6 +312,110 @@ static void test_ud_per_request(void)
     dev_fini(&f.d);
 }
 
+/*
+ * With an object owner (a host HCA) next to other paths: every QP has the
+ * owner's number and every MR its keys (lkey != rkey here), an RC QP still
+ * chooses its path at RTR (the owner for a destination no one else
+ * reaches), its receives wait in the guest ring until then, and a message
+ * path reaches QPs and MRs by the owner's numbers.  UD QPs are the
+ * owner's from creation.
+ */
+static void test_with_owner(void)
+{
+    static const uint8_t far_gid[16] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 7, 7, 7
+    };
+    Fx f;
+    FakeHca h;
+    TQp c, u;
+    struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_RESET };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_sge sg = { FX_IOVA, 256, 0 }, rs;
+    uint8_t data[256], got[256];
+    g_autofree char *qps = NULL;
+
+    fx_setup_owner(&f, PVRDMA_QPT_RC, &h);
+    g_assert_cmphex(f.a.qpn, ==, 0x300 + f.a.handle);
+    g_assert_cmphex(f.mr.lkey, ==, 0x1000 + f.mr.handle);
+    g_assert_cmphex(f.mr.rkey, ==, 0x2000 + f.mr.handle);
+    g_assert_null(qp_of(&f, &f.a)->path);       /* RC: chosen at RTR */
+
+    /* a -> b through the probe, b -> a loopback: the host sees no WQE */
+    to_rts(&f, &f.a, f.b.qpn, probe_gid);
+    g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_INIT);   /* twin: INIT */
+    to_rts(&f, &f.b, f.a.qpn, test_gid);
+    g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_INIT);
+    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    g_assert_cmpstr(qp_of(&f, &f.b)->path->ops->name, ==, "loopback");
+    send_and_check(&f, &f.a, &f.b, 0xa1, 11, NULL);     /* by b's host QPN */
+    send_and_check(&f, &f.b, &f.a, 0xb1, 12, NULL);
+    g_assert_cmpint(f.probe.executed, ==, 1);
+    /* an RDMA WRITE through the probe by the owner's rkey */
+    fill_pattern(data, sizeof(data), 13);
+    mr_write(&f.d, &f.mr, FX_IOVA, data, sizeof(data));
+    sg.lkey = f.mr.lkey;
+    w.wr_id = 0xa2;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = FX_IOVA + 3 * FH_PAGE;
+    w.wr.rdma.rkey = f.mr.rkey;
+    post_send(&f.d, &f.a, &w, &sg, 1);
+    run_all(&f.d);
+    expect_cqe(&f.d, &f.cq, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+               sizeof(data), f.a.handle);
+    mr_read(&f.d, &f.mr, FX_IOVA + 3 * FH_PAGE, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    g_assert_cmpint(f.probe.executed, ==, 2);
+    g_assert_cmpuint(h.posted->len, ==, 0);
+
+    /* c: nobody else reaches far_gid, so the owner; receives wait for RTR */
+    create_qp(&f.d, &c, f.pd, f.cq.handle, f.cq.handle, PVRDMA_QPT_RC);
+    rc_to_init(&f.d, &c);
+    rs = (struct pvrdma_sge) { FX_IOVA + FH_PAGE, 128, f.mr.lkey };
+    post_recv(&f.d, &c, 0xc0, &rs, 1);
+    g_assert_cmpuint(h.posted->len, ==, 0);
+    to_rts(&f, &c, 0x777, far_gid);
+    g_assert_true(qp_of(&f, &c)->path == &h.t);
+    g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RTS);
+    g_assert_cmpuint(h.posted->len, ==, 1);
+    g_assert_true(fake_hca_posted(&h, 0)->recv);
+    g_assert_cmphex(fake_hca_posted(&h, 0)->wr_id, ==, 0xc0);
+    w.wr_id = 0xc1;
+    w.opcode = PVRDMA_WR_SEND;
+    post_send(&f.d, &c, &w, &sg, 1);
+    run_all(&f.d);
+    g_assert_cmpuint(h.posted->len, ==, 2);
+    g_assert_cmphex(fake_hca_posted(&h, 1)->wr_id, ==, 0xc1);
+    g_assert_cmpint(f.probe.executed, ==, 2);
+    qps = pvrdma_describe_qps(&f.d.c);
+    g_assert_nonnull(strstr(qps, "path fake-hca"));
+    g_assert_nonnull(strstr(qps, "path probe"));
+    g_assert_nonnull(strstr(qps, "path loopback"));
+
+    /* reset gives c back (the twin resets too); then the probe takes it */
+    g_assert_cmpuint(modify_qp(&f.d, &c, PVRDMA_QP_STATE, &at), ==, 0);
+    g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RESET);
+    g_assert_null(qp_of(&f, &c)->path);
+    to_rts(&f, &c, f.b.qpn, probe_gid);
+    g_assert_true(qp_of(&f, &c)->path == &f.probe.t);
+    g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_INIT);
+    send_and_check(&f, &c, &f.b, 0xc3, 14, NULL);
+    g_assert_cmpint(f.probe.executed, ==, 3);
+    /* and a's reset reaches its twin, which had stayed in INIT */
+    g_assert_cmpuint(modify_qp(&f.d, &f.a, PVRDMA_QP_STATE, &at), ==, 0);
+    g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RESET);
+    g_assert_null(qp_of(&f, &f.a)->path);
+
+    /* UD: the owner's from creation */
+    create_qp(&f.d, &u, f.pd, f.cq.handle, f.cq.handle, PVRDMA_QPT_UD);
+    g_assert_true(qp_of(&f, &u)->path == &h.t);
+    g_assert_cmpuint(h.posted->len, ==, 2);
+    expect_cq_empty(&f.d, &f.cq);
+    dev_fini(&f.d);
+    g_assert_cmpint(h.twins, ==, 0);
+    fake_hca_fini(&h);
+}
+
 static void noop_destroy(PvrdmaTransport *t)
 {
 }
@@ -331,8 +445,9 @@ static void test_add_refused(void)
     g_assert_true(pvrdma_core_add_transport(&d.c, &a1));
     g_assert_false(pvrdma_core_add_transport(&d.c, &a2));
     g_assert_true(d.c.gsi_agent == &a1);
-    g_assert_true(pvrdma_core_add_transport(&d.c, &p1));
-    g_assert_cmpuint(d.c.ntransports, ==, PVRDMA_MAX_TRANSPORTS);
+    while (d.c.ntransports < PVRDMA_MAX_TRANSPORTS) {
+        g_assert_true(pvrdma_core_add_transport(&d.c, &p1));
+    }
     g_assert_false(pvrdma_core_add_transport(&d.c, &p1));
     g_assert_false(d.c.doorbell_ok);
     pvrdma_core_fini(&d.c);
@@ -349,5 +464,6 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/path/rc-late", test_rc_late);
     g_test_add_func("/pvrdma/path/ud-per-request", test_ud_per_request);
     g_test_add_func("/pvrdma/path/add-refused", test_add_refused);
+    g_test_add_func("/pvrdma/path/with-owner", test_with_owner);
     return g_test_run();
 }

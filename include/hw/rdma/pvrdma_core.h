@@ -103,7 +103,7 @@ typedef struct PvrdmaLimits {
 #define PVRDMA_MAX_RING_PAGES    64         /* async / CQ-notify rings */
 #define PVRDMA_RUN_BUDGET        64         /* WQEs per QP per run */
 #define PVRDMA_INLINE_BUDGET     16         /* WQEs sent from a doorbell */
-#define PVRDMA_MAX_TRANSPORTS    4
+#define PVRDMA_MAX_TRANSPORTS    6
 #define PVRDMA_MAX_PKEYS         1
 #define PVRDMA_PKEY_DEFAULT      0xffff
 #define PVRDMA_GSI_QPN           1
@@ -294,6 +294,7 @@ typedef struct PvrdmaMR {
     int kind;
     uint32_t access;
     uint32_t key;           /* lkey == rkey: handle << 8 | key byte */
+    uint32_t owner_rkey;    /* with an object owner: its rkey (key: lkey) */
     bool valid;             /* FRMR: registered and not invalidated */
     uint64_t iova;          /* first byte of the region */
     uint64_t length;
@@ -374,9 +375,10 @@ typedef struct PvrdmaQP {
     PvrdmaTransport *path;
     void *path_state;
     /*
-     * The object owner's twin (a host HCA).  Then the QP is a queue path:
-     * sq.priv / rq.priv are the next WQEs to hand to the owner, and qpn is
-     * the owner's QP number (handle stays ours).
+     * The object owner's twin (a host HCA): qpn is then the owner's QP
+     * number (handle stays ours), whatever the path.  With the owner as its
+     * path (pvrdma_qp_queue_path()) sq.priv / rq.priv are the next WQEs to
+     * hand to the owner; with another path the twin only holds the number.
      */
     void *hw;
     bool hca_sq_blocked;    /* owner's queue full: post on a completion */
@@ -423,6 +425,13 @@ struct PvrdmaCore {
     PvrdmaRing cqn_ring;
 
     PvrdmaTable uc, pd, mr, cq, qp, srq;
+    /*
+     * With an object owner the guest knows the owner's QP numbers and
+     * memory keys, not ours: owner QPN -> PvrdmaQP (and QP 1, the GSI QP),
+     * owner lkey and rkey -> PvrdmaMR.
+     */
+    GHashTable *owner_qpns;
+    GHashTable *owner_keys;
     PvrdmaGid *gid;
 
     /* data path */

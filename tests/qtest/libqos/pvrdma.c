@@ -684,6 +684,19 @@ uint64_t qpvrdma_counter(QPvrdma *d, const char *name)
     return v;
 }
 
+char *qpvrdma_qps(QPvrdma *d)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': '/machine/peripheral/pvrdma0', "
+                           "'property': 'qps'}}");
+    char *v;
+
+    g_assert(qdict_haskey(rsp, "return"));
+    v = g_strdup(qdict_get_str(rsp, "return"));
+    qobject_unref(rsp);
+    return v;
+}
+
 void qpvrdma_counts(QPvrdma *d, QPvrdmaCounts *c)
 {
     c->uc = qpvrdma_counter(d, "x-used-uc");
