@@ -68,6 +68,7 @@ struct PvrdmaState {
     char *cm_listen;        /* host HCA: rdma_cm ports taken for the guest */
     PvrdmaTransport *coresident;
     bool roce_on;           /* 'roce': RoCEv2 on the vmxnet3's netdev */
+    bool loopback_on;       /* 'x-loopback': the loopback transport */
     PvrdmaTransport *roce;  /* NULL: no RoCEv2 transport */
     bool roce_busy;         /* in pvrdma_roce_rx() or the transport's tx */
     PvrdmaRoceTap *roce_tap;    /* its frame tap, a child of the device */
@@ -1081,7 +1082,9 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
     /* loopback first: a QP's path is the first transport that reaches */
-    pvrdma_core_add_transport(&s->core, pvrdma_loopback_new(&s->core));
+    if (s->loopback_on) {
+        pvrdma_core_add_transport(&s->core, pvrdma_loopback_new(&s->core));
+    }
     if (!s->ibdev && (s->ibport || s->gid_index != -1 || s->cm_listen)) {
         error_setg(errp, "pvrdma: 'ibport', 'gid-index' and 'cm-listen' "
                    "apply to a host RDMA device: they need 'ibdev'");
@@ -1205,6 +1208,12 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),
     DEFINE_PROP_STRING("cm-listen", PvrdmaState, cm_listen),
     DEFINE_PROP_BOOL("roce", PvrdmaState, roce_on, true),
+    /*
+     * Off: no loopback transport, so QPs to the device's own GIDs take the
+     * next path that reaches them (with ibdev the host device's loopback).
+     * For tests of those paths.
+     */
+    DEFINE_PROP_BOOL("x-loopback", PvrdmaState, loopback_on, true),
 };
 
 static const VMStateDescription vmstate_pvrdma = {

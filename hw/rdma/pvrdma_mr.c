@@ -21,8 +21,9 @@ PvrdmaMR *pvrdma_mr_by_key(PvrdmaCore *c, uint32_t key)
     PvrdmaMR *mr;
 
     if (c->owner) {
-        /* the guest knows the owner's keys */
-        return g_hash_table_lookup(c->owner_keys, GUINT_TO_POINTER(key));
+        /* the guest knows the owner's keys (never 0) */
+        return key ? g_hash_table_lookup(c->owner_keys,
+                                         GUINT_TO_POINTER(key)) : NULL;
     }
     mr = pvrdma_table_get(&c->mr, key >> 8);
     return mr && mr->key == key ? mr : NULL;

@@ -184,6 +184,25 @@ void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd)
     }
 }
 
+/*
+ * Index (add) or unindex an owner key of mr.  Key 0 is none: a host
+ * device may give an MR without remote access rkey 0 (Linux rxe does).
+ */
+static void owner_key_index(PvrdmaCore *c, uint32_t key, PvrdmaMR *mr,
+                            bool add)
+{
+    gpointer k = GUINT_TO_POINTER(key);
+
+    if (!key) {
+        return;
+    }
+    if (add) {
+        g_hash_table_insert(c->owner_keys, k, mr);
+    } else if (g_hash_table_lookup(c->owner_keys, k) == mr) {
+        g_hash_table_remove(c->owner_keys, k);
+    }
+}
+
 int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
                            uint32_t *rkey)
 {
@@ -195,8 +214,8 @@ int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
     err = c->owner->ops->mr_create(c->owner, mr, lkey, rkey);
     if (!err) {
         mr->owner_rkey = *rkey;
-        g_hash_table_insert(c->owner_keys, GUINT_TO_POINTER(*lkey), mr);
-        g_hash_table_insert(c->owner_keys, GUINT_TO_POINTER(*rkey), mr);
+        owner_key_index(c, *lkey, mr, true);
+        owner_key_index(c, *rkey, mr, true);
     }
     return err;
 }
@@ -204,8 +223,8 @@ int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
 {
     if (mr->hw) {
-        g_hash_table_remove(c->owner_keys, GUINT_TO_POINTER(mr->key));
-        g_hash_table_remove(c->owner_keys, GUINT_TO_POINTER(mr->owner_rkey));
+        owner_key_index(c, mr->key, mr, false);
+        owner_key_index(c, mr->owner_rkey, mr, false);
         c->owner->ops->mr_destroy(c->owner, mr);
     }
 }

@@ -1924,23 +1924,15 @@ static void test_cr_msix_at_own_registers(void)
 
 typedef struct HostGid {
     char dev[64];
-    uint8_t gid[16];        /* the device's GID 0 (the guest binds it) */
-    uint8_t peer[16];       /* another one of the host device, or gid */
-    bool has_peer;
+    uint8_t gid[16];
 } HostGid;
 
-/*
- * The first host RDMA device with a RoCE v2 IPv4 GID on port 1, and its
- * second such GID if it has one: QPs connected to that one are not the
- * device's own destinations (those take the loopback path) but the host
- * device's.
- */
+/* The first host RDMA device with a RoCE v2 IPv4 GID on port 1. */
 static bool host_gid(HostGid *hg)
 {
     g_autoptr(GDir) dir = g_dir_open("/sys/class/infiniband", 0, NULL);
     const char *dev;
 
-    memset(hg, 0, sizeof(*hg));
     if (!dir || access("/dev/infiniband/uverbs0", R_OK | W_OK)) {
         return false;
     }
@@ -1962,19 +1954,10 @@ static bool host_gid(HostGid *hg)
                 continue;
             }
             for (int k = 0; k < 8; k++) {
-                hg->peer[2 * k] = w[k] >> 8;
-                hg->peer[2 * k + 1] = w[k] & 0xff;
+                hg->gid[2 * k] = w[k] >> 8;
+                hg->gid[2 * k + 1] = w[k] & 0xff;
             }
-            if (!hg->dev[0]) {
-                g_strlcpy(hg->dev, dev, sizeof(hg->dev));
-                memcpy(hg->gid, hg->peer, 16);
-            } else if (memcmp(hg->gid, hg->peer, 16)) {
-                hg->has_peer = true;
-                return true;
-            }
-        }
-        if (hg->dev[0]) {
-            memcpy(hg->peer, hg->gid, 16);
+            g_strlcpy(hg->dev, dev, sizeof(hg->dev));
             return true;
         }
     }
@@ -2006,26 +1989,22 @@ static void expect_paths(QPvrdma *d, const char *want)
 }
 
 /*
- * Two QPs of one device, both bound to the host device's GID 0: connected
- * to its other GID they go through the host device (its loopback), to GID
- * 0 (own) through the device's loopback path, with the host's QP numbers
- * and keys either way.
+ * Two QPs of one device, bound to the host device's GID and connected to
+ * each other at that GID, the device's own: through the device's loopback
+ * path, or with host (no loopback transport: x-loopback=off) through the
+ * host device's loopback; with the host's QP numbers and keys either way.
+ * UD QPs always go through the host device.
  */
 static bool hca_pair_to(Pair *p, HostGid *hg, uint8_t type, const char *extra,
-                        bool own)
+                        bool host)
 {
     if (!host_gid(hg)) {
         g_test_skip("no host RDMA device with a RoCE v2 IPv4 GID "
                     "(e.g. rdma link add rxe0 type rxe netdev eth0)");
         return false;
     }
-    if (!own && type == PVRDMA_QPT_RC && !hg->has_peer) {
-        g_test_skip("the host RDMA device has one RoCE v2 IPv4 GID: RC QPs "
-                    "to it are the device's own (loopback path); give its "
-                    "netdev a second address");
-        return false;
-    }
-    p->d = qpvrdma_start_active(g_strdup_printf(",ibdev=%s%s", hg->dev,
+    p->d = qpvrdma_start_active(g_strdup_printf(",ibdev=%s%s%s", hg->dev,
+                                                host ? ",x-loopback=off" : "",
                                                 extra ? extra : ""));
     qpvrdma_bind_gid_raw(p->d, 0, hg->gid);
     p->pd = qpvrdma_create_pd(p->d, 0);
@@ -2036,26 +2015,25 @@ static bool hca_pair_to(Pair *p, HostGid *hg, uint8_t type, const char *extra,
                       16, 0);
     /* the guest sees the host's QP numbers, not its handles */
     g_assert_cmpuint(p->a.qpn, !=, p->a.handle);
-    qpvrdma_qp_to_rts_gid(p->d, &p->a, type, p->b.qpn,
-                          own ? hg->gid : hg->peer, 7);
-    qpvrdma_qp_to_rts_gid(p->d, &p->b, type, p->a.qpn,
-                          own ? hg->gid : hg->peer, 7);
+    qpvrdma_qp_to_rts_gid(p->d, &p->a, type, p->b.qpn, hg->gid, 7);
+    qpvrdma_qp_to_rts_gid(p->d, &p->b, type, p->a.qpn, hg->gid, 7);
     /* UD QPs are the host device's from creation */
-    expect_paths(p->d, own && type == PVRDMA_QPT_RC ? "loopback" :
-                 "hostverbs");
+    expect_paths(p->d, host || type == PVRDMA_QPT_UD ? "hostverbs" :
+                 "loopback");
     return true;
 }
 
+/* Through the host device (its loopback), whatever the QP type. */
 static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
 {
-    return hca_pair_to(p, hg, type, extra, false);
+    return hca_pair_to(p, hg, type, extra, true);
 }
 
 /*
- * RC data, compared: through the host device, or (own) through the
+ * RC data, compared: through the host device, or (!host) through the
  * device's loopback path by the host device's QP numbers and keys.
  */
-static void hca_rc(bool own)
+static void hca_rc(bool host)
 {
     HostGid hg;
     Pair p;
@@ -2067,7 +2045,7 @@ static void hca_rc(bool own)
     struct pvrdma_cqe e;
     bool sent;
 
-    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC, NULL, own)) {
+    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC, NULL, host)) {
         return;
     }
     d = p.d;
@@ -2185,12 +2163,12 @@ static void hca_rc(bool own)
 
 static void test_hca_rc(void)
 {
-    hca_rc(false);
+    hca_rc(true);
 }
 
 static void test_hca_rc_loopback(void)
 {
-    hca_rc(true);
+    hca_rc(false);
 }
 
 static void test_hca_ud(void)

@@ -58,7 +58,11 @@ static int f_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
     if (!err) {
         mr->hw = h;
         *lkey = 0x1000 + mr->handle;
-        *rkey = 0x2000 + mr->handle;
+        /* as Linux rxe: no rkey for an MR without remote access */
+        *rkey = mr->access & (PVRDMA_ACCESS_REMOTE_WRITE |
+                              PVRDMA_ACCESS_REMOTE_READ |
+                              PVRDMA_ACCESS_REMOTE_ATOMIC) ?
+                0x2000 + mr->handle : 0;
     }
     return err;
 }

@@ -2,7 +2,8 @@
  * A scripted host RDMA device for host HCA mode (an object owner), shared by
  * the unit tests (test-pvrdma-hca.c) and the fuzzers: objects get twins
  * (counted), QPs the host numbers 0x300 + handle, MRs the keys
- * 0x1000 / 0x2000 + handle; posted work requests are logged, and the
+ * 0x1000 / 0x2000 + handle (rkey 0 without remote access, as Linux rxe);
+ * posted work requests are logged, and the
  * test decides when the host queues are full, when a call fails and when
  * work completes (pvrdma_complete).
  *

@@ -328,6 +328,7 @@ static void test_with_owner(void)
     Fx f;
     FakeHca h;
     TQp c, u;
+    TMr lm;
     struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_RESET };
     struct pvrdma_sq_wqe_hdr w = { 0 };
     struct pvrdma_sge sg = { FX_IOVA, 256, 0 }, rs;
@@ -405,6 +406,13 @@ static void test_with_owner(void)
     g_assert_cmpuint(modify_qp(&f.d, &f.a, PVRDMA_QP_STATE, &at), ==, 0);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RESET);
     g_assert_null(qp_of(&f, &f.a)->path);
+
+    /* a local MR's rkey 0 (as rxe gives it) names no MR */
+    create_mr(&f.d, &lm, f.pd, FX_IOVA, FH_PAGE, PVRDMA_ACCESS_LOCAL_WRITE);
+    g_assert_cmphex(lm.rkey, ==, 0);
+    g_assert_null(pvrdma_mr_by_key(&f.d.c, 0));
+    g_assert_true(pvrdma_mr_by_key(&f.d.c, lm.lkey) ==
+                  pvrdma_table_get(&f.d.c.mr, lm.handle));
 
     /* UD: the owner's from creation */
     create_qp(&f.d, &u, f.pd, f.cq.handle, f.cq.handle, PVRDMA_QPT_UD);
