@@ -130,15 +130,23 @@ typedef struct CrFlight {
     bool cancelled;         /* CANCEL sent for its QP */
 } CrFlight;
 
-/* The request of flight f finished with status (pvrdma_complete). */
+/*
+ * The request of flight f finished with status (pvrdma_complete).  The
+ * completion names the guest's QP handle, which is not the QP number with
+ * a host HCA as object owner; a QP that is gone completes nothing.
+ */
 static void cr_flight_done(PvrdmaCore *c, const CrFlight *f,
                            uint32_t status)
 {
+    PvrdmaQP *qp = pvrdma_qp_by_qpn(c, f->qpn);
     PvrdmaWc wc = {
-        .qp = f->qpn, .is_send = true, .cookie = f->cookie, .status = status,
+        .is_send = true, .cookie = f->cookie, .status = status,
     };
 
-    pvrdma_complete(c, &wc);
+    if (qp) {
+        wc.qp = qp->handle;
+        pvrdma_complete(c, &wc);
+    }
 }
 
 struct CrTransport {

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include "fake-driver.h"
+#include "fake-hca.h"
 
 /* ------------------------------------------------------------------ */
 /* Wire format of backend/coresident.c (for the fake peer)             */
@@ -3280,6 +3281,77 @@ static void test_foreign_uid(void)
     env_fini(&e);
 }
 
+/*
+ * Both devices with a host HCA as object owner too (ibdev + rendezvous):
+ * the guests see the host's QP numbers (not the handles) and keys (lkey !=
+ * rkey), the QPs still take the co-resident path, and SEND, WRITE by the
+ * host rkey and READ complete on both sides with the data compared; the
+ * host devices get no work request.
+ */
+static void test_with_owner(void)
+{
+    X x;
+    FakeHca ha, hb;
+    Side *sa = &x.sa, *sb = &x.sb;
+    uint8_t data[3000], got[3000];
+    struct pvrdma_sge g, r;
+    struct pvrdma_cqe e;
+
+    env_init(&x.e);
+    vm_init(&x.a, x.e.dir, 1);
+    vm_init(&x.b, x.e.dir, 2);
+    fake_hca_init(&ha, &x.a.d.c);
+    fake_hca_init(&hb, &x.b.d.c);
+    vm_up(&x.a);
+    vm_up(&x.b);
+    PUMP(&x.a, &x.b);
+    side_init(sa, &x.a, PVRDMA_QPT_RC);
+    side_init(sb, &x.b, PVRDMA_QPT_RC);
+    g_assert_cmphex(sa->qp.qpn, ==, 0x300 + sa->qp.handle);
+    g_assert_cmphex(sb->mr.rkey, ==, 0x2000 + sb->mr.handle);
+    rc_connect(sa, sb, 7);
+    PUMP(&x.a, &x.b);
+    g_assert_cmpstr(pvrdma_qp_get(&x.a.d.c, sa->qp.handle)->path->ops->name,
+                    ==, "coresident");
+
+    fill_pattern(data, sizeof(data), 21);
+    mr_write(&x.a.d, &sa->mr, S_IOVA, data, sizeof(data));
+    g = mr_sge(sa, 0, sizeof(data));
+    r = mr_sge(sb, 4 * FH_PAGE, sizeof(got));
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, sizeof(data));
+    g_assert_true(poll_cq(&x.b.d, &sb->cq, &e));
+    g_assert_cmphex(e.wr_id, ==, 0xb1);
+    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpuint(e.qp, ==, sb->qp.handle);
+    g_assert_cmphex(e.src_qp, ==, sa->qp.qpn);
+    mr_read(&x.b.d, &sb->mr, S_IOVA + 4 * FH_PAGE, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* WRITE by the host rkey, then READ it back into another place */
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 8 * FH_PAGE,
+             sb->mr.rkey, 0);
+    g = mr_sge(sa, 4 * FH_PAGE, sizeof(data));
+    rdma_wqe(sa, 0xa3, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA + 8 * FH_PAGE,
+             sb->mr.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+                    sizeof(data));
+    side_expect_cqe(sa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ,
+                    sizeof(data));
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 4 * FH_PAGE, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    g_assert_cmpuint(ha.posted->len, ==, 0);
+    g_assert_cmpuint(hb.posted->len, ==, 0);
+    x_fini(&x);
+    g_assert_cmpint(ha.twins, ==, 0);
+    g_assert_cmpint(hb.twins, ==, 0);
+    fake_hca_fini(&ha);
+    fake_hca_fini(&hb);
+}
+
 int main(int argc, char **argv)
 {
     fh_test_init(&argc, &argv);
@@ -3290,6 +3362,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/three", test_three);
     g_test_add_func("/pvrdma/cr/send", test_send);
     g_test_add_func("/pvrdma/cr/write", test_write);
+    g_test_add_func("/pvrdma/cr/with-owner", test_with_owner);
     g_test_add_func("/pvrdma/cr/read", test_read);
     g_test_add_func("/pvrdma/cr/atomics", test_atomics);
     g_test_add_func("/pvrdma/cr/dma-mr", test_dma_mr);
