@@ -185,7 +185,7 @@ for s in $suites; do
         # device); 44: RoCEv2 from an L2 VM to soft-RoCE on the L1 "host"
         scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
             bad guest-image "scripts/guest/build-image.sh failed"
-        sel=${PVRDMA_NESTED_TESTS:-40 41 44}
+        sel=${PVRDMA_NESTED_TESTS:-40 41 44 45}
         if [ -z "${PVRDMA_NESTED_TESTS:-}" ] && [ "${PVRDMA_CHECK_ASAN:-0}" = 1 ]; then
             if [ -x build/qemu-asan/qemu-system-x86_64 ]; then
                 sel="$sel 43"
