@@ -80,17 +80,17 @@ traces="-msg timestamp=on -trace pvrdma_qp_path -trace pvrdma_qp_state -trace pv
 [ "${CR_TRACE:-1}" = 0 ] || traces="$traces -trace pvrdma_cr_send -trace pvrdma_cr_req -trace pvrdma_cr_resp"
 dev=pvrdma,addr=4.1,id=rdma0,ibdev=rxe0,rendezvous=$RV
 log "booting A on tap2 ($A/24 + $A_HCA/32) and B on tap3 ($B/24): $dev"
-/usr/lib/pvrdma/l2.sh -n 2 -t 2100 --ip $A/24 --mem 512M -e PVRDMA_VM=0 \
-    -e PVRDMA_PEER_IP=$B -e PVRDMA_L1_IP=$HOST -e BARRIER_PORT=18601 \
-    -e N_CR="$N_CR" -e N_HCA="$N_HCA" -e N_ROCE="$N_ROCE" -e PP_SECS="$PP_SECS" -e ALONE="$ALONE" --device "$dev" \
-    --qemu-args "$mem -qmp tcp:127.0.0.1:$QMP_A,server=on,wait=off $traces" \
-    /usr/lib/pvrdma/nested/l2-45-pair.sh > /tmp/l2-a.out 2>&1 &
+# boot_l2 TAP ADDR VM PEER QMP_PORT OUT: one L2 guest in the background
+boot_l2() {
+    /usr/lib/pvrdma/l2.sh -n "$1" -t 2100 --ip "$2/24" --mem 512M -e PVRDMA_VM="$3" \
+        -e PVRDMA_PEER_IP="$4" -e PVRDMA_L1_IP=$HOST -e BARRIER_PORT=18601 \
+        -e N_CR="$N_CR" -e N_HCA="$N_HCA" -e N_ROCE="$N_ROCE" -e PP_SECS="$PP_SECS" -e ALONE="$ALONE" --device "$dev" \
+        --qemu-args "$mem -qmp tcp:127.0.0.1:$5,server=on,wait=off $traces" \
+        /usr/lib/pvrdma/nested/l2-45-pair.sh > "$6" 2>&1 &
+}
+boot_l2 2 "$A" 0 "$B" "$QMP_A" /tmp/l2-a.out
 pa=$!
-/usr/lib/pvrdma/l2.sh -n 3 -t 2100 --ip $B/24 --mem 512M -e PVRDMA_VM=1 \
-    -e PVRDMA_PEER_IP=$A -e PVRDMA_L1_IP=$HOST -e BARRIER_PORT=18601 \
-    -e N_CR="$N_CR" -e N_HCA="$N_HCA" -e N_ROCE="$N_ROCE" -e PP_SECS="$PP_SECS" -e ALONE="$ALONE" --device "$dev" \
-    --qemu-args "$mem -qmp tcp:127.0.0.1:$QMP_B,server=on,wait=off $traces" \
-    /usr/lib/pvrdma/nested/l2-45-pair.sh > /tmp/l2-b.out 2>&1 &
+boot_l2 3 "$B" 1 "$A" "$QMP_B" /tmp/l2-b.out
 pb=$!
 
 # --- QMP of the L2 devices (qom-get on /machine/peripheral/rdma0)
