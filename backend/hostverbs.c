@@ -178,7 +178,8 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
  * address the kernel picks for dgid (connect() of a UDP socket: a route
  * lookup, no packet) is an address of that netdev.  A destination that is
  * an address of the netdev itself (another VM's GID there, the host's own)
- * counts too.  Asked once per RC QP, at RTR.
+ * counts too.  Asked once per RC QP at RTR and per GSI MAD, never per
+ * data packet.
  */
 static bool hv_reaches(PvrdmaTransport *h, const uint8_t dgid[16])
 {
