@@ -22,6 +22,7 @@ static int loopback_execute(PvrdmaTransport *t, PvrdmaReq *req)
 
 static const PvrdmaTransportOps loopback_ops = {
     .name = "loopback",
+    .flags = PVRDMA_TP_STATELESS,
     .reaches = loopback_reaches,
     .execute = loopback_execute,
 };

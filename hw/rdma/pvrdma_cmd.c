@@ -388,6 +388,22 @@ static int cmd_create_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     return 0;
 }
 
+bool pvrdma_cq_cqe_fits(PvrdmaCore *c, const PvrdmaCQ *cq, uint32_t cqe)
+{
+    return pvrdma_is_pow2(cqe) && cqe <= c->lim.max_cqe &&
+           (uint64_t)cqe * sizeof(struct pvrdma_cqe) <=
+           (uint64_t)(cq->ring.npages - 1) * PVRDMA_PAGE_SIZE;
+}
+
+void pvrdma_cq_set_cqe(PvrdmaCQ *cq, uint32_t cqe)
+{
+    /* a power of two: indices in [0, 2N), N slots (pvrdma_ring_init) */
+    cq->ring.nelems = cqe;
+    cq->ring.period = 2 * cqe;
+    cq->ring.slots = cqe;
+    cq->ring.priv = 0;
+}
+
 static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                          union pvrdma_cmd_resp *rsp)
 {
@@ -401,20 +417,14 @@ static int cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (cq->hw) {
         return CMD_ERR(c, EOPNOTSUPP, "RESIZE_CQ: not with a host HCA");
     }
-    if (!pvrdma_is_pow2(m->cqe) || m->cqe > c->lim.max_cqe ||
-        (uint64_t)m->cqe * sizeof(struct pvrdma_cqe) >
-        (uint64_t)(cq->ring.npages - 1) * PVRDMA_PAGE_SIZE) {
+    if (!pvrdma_cq_cqe_fits(c, cq, m->cqe)) {
         return CMD_ERR(c, EINVAL, "RESIZE_CQ: %u entries do not fit", m->cqe);
     }
     /* The ring keeps its pages: only an empty ring can change geometry. */
     if (!pvrdma_ring_guest_cons(&cq->ring, &cons) || cons != cq->ring.priv) {
         return CMD_ERR(c, EBUSY, "RESIZE_CQ: CQ %u not empty", m->cq_handle);
     }
-    /* a power of two: indices in [0, 2N), N slots (pvrdma_ring_init) */
-    cq->ring.nelems = m->cqe;
-    cq->ring.period = 2 * m->cqe;
-    cq->ring.slots = m->cqe;
-    cq->ring.priv = 0;
+    pvrdma_cq_set_cqe(cq, m->cqe);
     pvrdma_atomic_store(&cq->ring.state->cons_head, 0);
     pvrdma_ring_publish_prod(&cq->ring);
     rsp->resize_cq_resp.cqe = m->cqe;
@@ -921,6 +931,18 @@ static const struct {
     [PVRDMA_CMD_QUERY_SRQ] = { cmd_query_srq, "QUERY_SRQ" },
     [PVRDMA_CMD_DESTROY_SRQ] = { cmd_destroy_srq, "DESTROY_SRQ" },
 };
+
+int pvrdma_cmd_replay(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                      union pvrdma_cmd_resp *rsp)
+{
+    uint32_t cmd = req->hdr.cmd;
+
+    memset(rsp, 0, sizeof(*rsp));
+    if (cmd >= PVRDMA_CMD_MAX || !cmd_table[cmd].fn) {
+        return EINVAL;
+    }
+    return cmd_table[cmd].fn(c, req, rsp);
+}
 
 /*
  * REQUEST: copy the command out of guest memory once, run it, write the

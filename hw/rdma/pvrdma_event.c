@@ -32,8 +32,8 @@ void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info)
     struct pvrdma_eqe *e;
     bool bad;
 
-    if (!c->active) {
-        return;
+    if (!c->active || c->restoring) {
+        return;     /* a migrated state replayed: the guest saw it already */
     }
     e = pvrdma_ring_prod_slot(&c->async_ring, &bad);
     if (!e) {

@@ -110,6 +110,24 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
 /* Effective UAR page owner check for doorbells. */
 uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
+/*
+ * Run one command from a request built by the device itself (a migrated
+ * state replayed, pvrdma_mig.c): the same checks as the guest's commands,
+ * no response slot, no interrupt.  Returns 0 or the errno the guest would
+ * have seen.
+ */
+int pvrdma_cmd_replay(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                      union pvrdma_cmd_resp *rsp);
+/* May the CQ's pages hold cqe entries?  Give the (empty) ring that size. */
+bool pvrdma_cq_cqe_fits(PvrdmaCore *c, const PvrdmaCQ *cq, uint32_t cqe);
+void pvrdma_cq_set_cqe(PvrdmaCQ *cq, uint32_t cqe);
+
+/* pvrdma_regs.c: the DSR */
+
+/* Map the async or CQ notification ring on np guest pages. */
+bool pvrdma_dsr_ring_map(PvrdmaCore *c, PvrdmaRing *r, const char *name,
+                         const uint64_t *pages, uint32_t np,
+                         uint32_t elem_size);
 
 /* pvrdma_event.c: interrupts, async events, CQEs, CQ arming, notification */
 

@@ -21,6 +21,18 @@ bool pvrdma_pdir_read(PvrdmaCore *c, uint64_t pdir_gpa, uint32_t npages,
         PVRDMA_GUEST_ERR(c, "page directory: bad page count %u", npages);
         return false;
     }
+    if (c->restoring) {
+        /* a replayed command: the pages come from the migration stream */
+        if (!c->restore_pages || c->restore_npages != npages) {
+            PVRDMA_GUEST_ERR(c, "migration: %u pages recorded, %u needed",
+                             c->restore_pages ? c->restore_npages : 0,
+                             npages);
+            return false;
+        }
+        *pages_out = g_memdup2(c->restore_pages, sizeof(uint64_t) * npages);
+        c->restore_pages = NULL;    /* one command, one page list */
+        return true;
+    }
     if (pdir_gpa & (PVRDMA_PAGE_SIZE - 1)) {
         PVRDMA_GUEST_ERR(c, "page directory 0x%" PRIx64 " not page aligned",
                          pdir_gpa);
@@ -80,6 +92,9 @@ bool pvrdma_map_pages(PvrdmaCore *c, PvrdmaMap *m, const uint64_t *pages,
 
     memset(m, 0, sizeof(*m));
     m->writable = true;
+    m->gpa = g_memdup2(pages, sizeof(uint64_t) * npages);
+    m->npages = npages;
+    m->page_size = page_size;
     while (i < npages) {
         uint64_t gpa = pages[i], run = page_size;
         uint32_t j = i + 1;
@@ -126,6 +141,7 @@ void pvrdma_map_release(PvrdmaCore *c, PvrdmaMap *m)
         c->ops->unmap(c->opaque, m->chunk[i].host, m->chunk[i].len, true);
     }
     g_free(m->chunk);
+    g_free(m->gpa);
     memset(m, 0, sizeof(*m));
 }
 

@@ -86,6 +86,22 @@ static void dsr_publish_caps(PvrdmaCore *c)
     trace_pvrdma_dsr_caps(c->dsr_gpa);
 }
 
+/* The async or CQ notification ring of the DSR, on the pages given. */
+bool pvrdma_dsr_ring_map(PvrdmaCore *c, PvrdmaRing *r, const char *name,
+                         const uint64_t *pages, uint32_t np,
+                         uint32_t elem_size)
+{
+    if (np < 2 || np > PVRDMA_MAX_RING_PAGES) {
+        PVRDMA_GUEST_ERR(c, "%s ring: bad page count %u", name, np);
+        return false;
+    }
+    /* ring state is page 0; the device produces on rx */
+    return pvrdma_ring_init(c, r, name, pages, np, 1,
+                            offsetof(struct pvrdma_ring_state, rx),
+                            (np - 1) * PVRDMA_PAGE_SIZE / elem_size,
+                            elem_size);
+}
+
 static bool map_dsr_ring(PvrdmaCore *c, PvrdmaRing *r, const char *name,
                          const struct pvrdma_ring_page_info *pi,
                          uint32_t elem_size)
@@ -101,10 +117,7 @@ static bool map_dsr_ring(PvrdmaCore *c, PvrdmaRing *r, const char *name,
     if (!pvrdma_pdir_read(c, le64_to_cpu(pi->pdir_dma), np, &pages)) {
         return false;
     }
-    /* ring state is page 0; the device produces on rx */
-    ok = pvrdma_ring_init(c, r, name, pages, np, 1,
-                          offsetof(struct pvrdma_ring_state, rx),
-                          (np - 1) * PVRDMA_PAGE_SIZE / elem_size, elem_size);
+    ok = pvrdma_dsr_ring_map(c, r, name, pages, np, elem_size);
     g_free(pages);
     return ok;
 }

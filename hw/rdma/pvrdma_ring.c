@@ -41,6 +41,7 @@ bool pvrdma_ring_init(PvrdmaCore *c, PvrdmaRing *r, const char *name,
         return false;
     }
     r->page = g_new0(void *, npages);
+    r->gpa = g_memdup2(pages, sizeof(uint64_t) * npages);
     r->npages = npages;
     for (i = 0; i < npages; i++) {
         uint64_t len = PVRDMA_PAGE_SIZE;
@@ -91,6 +92,7 @@ void pvrdma_ring_free(PvrdmaCore *c, PvrdmaRing *r)
         }
         g_free(r->page);
     }
+    g_free(r->gpa);
     memset(r, 0, sizeof(*r));
 }
 

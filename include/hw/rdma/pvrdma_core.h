@@ -173,6 +173,7 @@ static inline bool pvrdma_is_pow2(uint32_t x)
 typedef struct PvrdmaRing {
     const char *name;
     void **page;            /* host pointer per ring page */
+    uint64_t *gpa;          /* guest address per ring page (migration) */
     uint32_t npages;
     uint32_t first_page;
     uint32_t nelems;        /* as the driver computes it (see below) */
@@ -234,6 +235,10 @@ typedef struct PvrdmaMap {
     uint32_t nchunks;
     uint64_t len;
     bool writable;
+    /* the guest pages mapped, to map them again after migration */
+    uint64_t *gpa;
+    uint32_t npages;
+    uint64_t page_size;
 } PvrdmaMap;
 
 /* Read a page directory: npages guest page addresses. */
@@ -444,6 +449,15 @@ struct PvrdmaCore {
     bool hca_srqs;          /* host HCA mode: an SRQ has hca_pending set */
     uint32_t rnr_waiters;   /* QPs with rnr_wait set */
 
+    /*
+     * Loading migrated state (pvrdma_mig.c): the commands it replays take
+     * their page lists from restore_pages, not from guest page directories,
+     * and no async event reaches the guest.
+     */
+    bool restoring;
+    const uint64_t *restore_pages;
+    uint32_t restore_npages;
+
     /* counters (tests and info) */
     uint64_t guest_errors;
     uint64_t commands;
@@ -481,6 +495,18 @@ uint32_t pvrdma_wc_opcode(uint32_t wr_opcode);
 void pvrdma_core_run(PvrdmaCore *c);
 /* Poll the link of the paired NIC: PORT_ERR / PORT_ACTIVE on a change. */
 void pvrdma_core_check_link(PvrdmaCore *c);
+
+/*
+ * Migration (pvrdma_mig.c).  pvrdma_core_migration_blocker(): NULL if the
+ * device's state can move, else why not (g_free it).  pvrdma_core_save()
+ * appends the versioned state to buf.  pvrdma_core_load() resets the core
+ * and rebuilds it from len bytes, as untrusted as guest input: false with
+ * *err set (g_free it) and the core reset if anything is wrong.
+ */
+char *pvrdma_core_migration_blocker(PvrdmaCore *c);
+void pvrdma_core_save(PvrdmaCore *c, GByteArray *buf);
+bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
+                      char **err);
 
 /* Lookups for transports and tests. */
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle);

@@ -141,6 +141,11 @@ typedef struct PvrdmaWc {
 #define PVRDMA_TP_GSI_AGENT         (1u << 1)
 /* Owns the guest's objects and runs its QPs as queue paths (at most one). */
 #define PVRDMA_TP_OWNER             (1u << 2)
+/*
+ * Keeps no state of its own for a QP it carries and has nothing in flight
+ * between runs (loopback): such a QP migrates with the device's state.
+ */
+#define PVRDMA_TP_STATELESS         (1u << 3)
 
 typedef struct PvrdmaTransportOps {
     const char *name;

@@ -1,0 +1,953 @@
+/*
+ * pvrdma: the device's state for migration and snapshots.
+ *
+ * Saved: registers, the DSR copy (command/response slots, UAR page, the
+ * async and CQ notification rings by their guest pages), the GID table,
+ * and every object with what the guest gave to create it: contexts, PDs,
+ * CQs, MRs, SRQs, QPs (attributes, state), ring pages as guest addresses
+ * (never host pointers), the device's ring indices, armed CQs, and the
+ * send slots of WQEs executed but not yet completed.
+ *
+ * Loaded by replay: the core is reset, then each object is created again
+ * through the command handlers the guest uses (pvrdma_cmd_replay), with
+ * its page list taken from the stream instead of a guest page directory,
+ * and moved to its saved handle; a QP walks RESET -> INIT -> RTR -> RTS
+ * (-> SQD) through pvrdma_qp_modify.  So a stream can do no more than a
+ * guest could: every size, index and handle passes the same checks, every
+ * page is mapped through the same accessor.  Whatever the replay leaves to
+ * check (ring indices, handles, slots) is checked here.  Any failure
+ * resets the core and names the record.
+ *
+ * Only QPs whose path keeps no state of its own (PVRDMA_TP_STATELESS:
+ * loopback) or that have no path yet (RESET, INIT, UD, GSI) can move:
+ * pvrdma_core_migration_blocker() says which QP holds a migration back.
+ *
+ * The stream is little-endian, versioned (PVRDMA_MIG_VERSION); a later
+ * version may append fields to a record, never reorder them.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
+
+#define PVRDMA_MIG_MAGIC    0x474d5250u     /* "PRMG" */
+#define PVRDMA_MIG_END      0x444e4550u     /* "PEND" */
+#define PVRDMA_MIG_VERSION  1
+
+/* ------------------------------------------------------------------ */
+/* Writer                                                              */
+
+static void put8(GByteArray *b, uint8_t v)
+{
+    g_byte_array_append(b, &v, 1);
+}
+
+static void put32(GByteArray *b, uint32_t v)
+{
+    v = cpu_to_le32(v);
+    g_byte_array_append(b, (const uint8_t *)&v, 4);
+}
+
+static void put64(GByteArray *b, uint64_t v)
+{
+    v = cpu_to_le64(v);
+    g_byte_array_append(b, (const uint8_t *)&v, 8);
+}
+
+static void put_pages(GByteArray *b, const uint64_t *gpa, uint32_t n)
+{
+    put32(b, n);
+    for (uint32_t i = 0; i < n; i++) {
+        put64(b, gpa[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reader: every read is bounded; the first failure sticks.            */
+
+typedef struct MigReader {
+    const uint8_t *p;
+    size_t left;
+    char *err;
+} MigReader;
+
+static G_GNUC_PRINTF(2, 3) bool mig_fail(MigReader *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!r->err) {
+        va_start(ap, fmt);
+        r->err = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+    }
+    r->left = 0;
+    return false;
+}
+
+static bool take(MigReader *r, void *dst, size_t n)
+{
+    if (r->err) {
+        memset(dst, 0, n);
+        return false;
+    }
+    if (r->left < n) {
+        memset(dst, 0, n);
+        return mig_fail(r, "stream truncated");
+    }
+    memcpy(dst, r->p, n);
+    r->p += n;
+    r->left -= n;
+    return true;
+}
+
+static uint8_t get8(MigReader *r)
+{
+    uint8_t v;
+
+    take(r, &v, 1);
+    return v;
+}
+
+static uint32_t get32(MigReader *r)
+{
+    uint32_t v;
+
+    take(r, &v, 4);
+    return le32_to_cpu(v);
+}
+
+static uint64_t get64(MigReader *r)
+{
+    uint64_t v;
+
+    take(r, &v, 8);
+    return le64_to_cpu(v);
+}
+
+/* A page list of at most max pages; NULL (and the error set) otherwise. */
+static uint64_t *get_pages(MigReader *r, uint32_t max, uint32_t *n)
+{
+    uint64_t *pages;
+
+    *n = get32(r);
+    if (r->err) {
+        return NULL;
+    }
+    if (*n == 0 || *n > max || (uint64_t)*n * 8 > r->left) {
+        mig_fail(r, "page list of %u pages", *n);
+        return NULL;
+    }
+    pages = g_new(uint64_t, *n);
+    for (uint32_t i = 0; i < *n; i++) {
+        pages[i] = get64(r);
+    }
+    return pages;
+}
+
+/* ------------------------------------------------------------------ */
+/* What may move                                                       */
+
+char *pvrdma_core_migration_blocker(PvrdmaCore *c)
+{
+    uint32_t h;
+
+    if (c->owner) {
+        return g_strdup_printf("its objects live on the host RDMA device "
+                               "(ibdev=): the guest holds that device's QP "
+                               "numbers and keys, which no other device "
+                               "can give back");
+    }
+    for (h = 0; h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (!qp) {
+            continue;
+        }
+        if (qp->path && !(qp->path->ops->flags & PVRDMA_TP_STATELESS)) {
+            return g_strdup_printf("QP %u is connected over the %s path, "
+                                   "whose connection state does not "
+                                   "migrate yet", qp->qpn,
+                                   qp->path->ops->name);
+        }
+        for (uint32_t i = qp->sq.priv; i != qp->sq_head;
+             i = pvrdma_idx_next(i, qp->sq.nelems)) {
+            if (!pvrdma_send_slot(qp, i)->done) {
+                return g_strdup_printf("QP %u has a request in flight in a "
+                                       "transport", qp->qpn);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Save                                                                */
+
+static void save_limits(GByteArray *b, const PvrdmaLimits *l)
+{
+    put32(b, l->max_qp);
+    put32(b, l->max_qp_wr);
+    put32(b, l->max_sge);
+    put32(b, l->max_cq);
+    put32(b, l->max_cqe);
+    put32(b, l->max_mr);
+    put32(b, l->max_pd);
+    put32(b, l->max_ah);
+    put32(b, l->max_srq);
+    put32(b, l->max_srq_wr);
+    put32(b, l->max_srq_sge);
+    put32(b, l->max_uar);
+    put32(b, l->gid_tbl_len);
+    put32(b, l->max_qp_rd_atom);
+    put64(b, l->max_mr_size);
+    put8(b, l->roce_version);
+}
+
+static uint32_t count(const PvrdmaTable *t)
+{
+    return t->used;
+}
+
+static void save_qp(GByteArray *b, PvrdmaQP *qp)
+{
+    const PvrdmaRing *pages = qp->is_srq ? &qp->sq : &qp->rq;
+    uint32_t n = pvrdma_idx_used(qp->sq_head, qp->sq.priv, qp->sq.nelems);
+
+    put32(b, qp->handle);
+    put8(b, qp->type);
+    put8(b, qp->is_srq);
+    put8(b, qp->sq_sig_all);
+    put32(b, qp->pd);
+    put32(b, qp->scq);
+    put32(b, qp->rcq);
+    put32(b, qp->srq);
+    put32(b, qp->max_send_wr);
+    put32(b, qp->max_recv_wr);
+    put32(b, qp->max_send_sge);
+    put32(b, qp->max_recv_sge);
+    put32(b, qp->sq.npages - 1);                /* send_chunks */
+    put_pages(b, pages->gpa, pages->npages);    /* every page of the QP */
+    put8(b, qp->state);
+    g_byte_array_append(b, (const uint8_t *)&qp->attr, sizeof(qp->attr));
+    put32(b, qp->sq.priv);
+    put32(b, qp->sq_head);
+    put32(b, qp->rq.priv);
+    put8(b, qp->sq_failed);
+    put8(b, qp->comm_est);
+    put32(b, qp->events);
+    put32(b, n);
+    for (uint32_t i = qp->sq.priv; i != qp->sq_head;
+         i = pvrdma_idx_next(i, qp->sq.nelems)) {
+        const PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
+
+        put64(b, s->wr_id);
+        put32(b, s->opcode);
+        put32(b, s->byte_len);
+        put32(b, s->status);
+        put8(b, s->signaled);
+    }
+}
+
+void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
+{
+    uint32_t h;
+
+    put32(b, PVRDMA_MIG_MAGIC);
+    put32(b, PVRDMA_MIG_VERSION);
+    save_limits(b, &c->lim);
+
+    put64(b, c->dsr_gpa);
+    put32(b, c->err);
+    put32(b, c->icr);
+    put32(b, c->imr);
+    put8(b, c->dsr_set);
+    put8(b, c->active);
+    put8(b, c->port_down);
+    put32(b, c->version);
+    put64(b, c->guest_errors);
+    put64(b, c->commands);
+    put64(b, c->doorbells);
+    if (c->active) {
+        put64(b, c->cmd_gpa);
+        put64(b, c->resp_gpa);
+        put64(b, c->uar_pfn);
+        put_pages(b, c->async_ring.gpa, c->async_ring.npages);
+        put32(b, c->async_ring.priv);
+        put_pages(b, c->cqn_ring.gpa, c->cqn_ring.npages);
+        put32(b, c->cqn_ring.priv);
+    }
+
+    put32(b, c->lim.gid_tbl_len);
+    for (h = 0; h < c->lim.gid_tbl_len; h++) {
+        put8(b, c->gid[h].type);
+        g_byte_array_append(b, c->gid[h].gid.raw, 16);
+    }
+
+    put32(b, count(&c->uc));
+    for (h = 0; h < c->uc.size; h++) {
+        if (c->uc.slot[h]) {
+            put32(b, h);
+        }
+    }
+    put32(b, count(&c->pd));
+    for (h = 0; h < c->pd.size; h++) {
+        PvrdmaPD *pd = c->pd.slot[h];
+
+        if (pd) {
+            put32(b, h);
+            put32(b, pd->ctx);
+        }
+    }
+    put32(b, count(&c->cq));
+    for (h = 0; h < c->cq.size; h++) {
+        PvrdmaCQ *cq = c->cq.slot[h];
+
+        if (cq) {
+            put32(b, h);
+            put32(b, cq->ctx);
+            put32(b, cq->ring.nelems);
+            put_pages(b, cq->ring.gpa, cq->ring.npages);
+            put32(b, cq->ring.priv);
+            put8(b, cq->armed);
+            put8(b, cq->error);
+        }
+    }
+    put32(b, count(&c->mr));
+    for (h = 0; h < c->mr.size; h++) {
+        PvrdmaMR *mr = c->mr.slot[h];
+
+        if (mr) {
+            put32(b, h);
+            put32(b, mr->pd);
+            put32(b, mr->kind);
+            put32(b, mr->access);
+            put32(b, mr->key);
+            put8(b, mr->valid);
+            put64(b, mr->iova);
+            put64(b, mr->length);
+            put32(b, mr->max_pages);
+            put64(b, mr->map.page_size);
+            put32(b, mr->map.npages);
+            for (uint32_t i = 0; i < mr->map.npages; i++) {
+                put64(b, mr->map.gpa[i]);
+            }
+        }
+    }
+    put32(b, count(&c->srq));
+    for (h = 0; h < c->srq.size; h++) {
+        PvrdmaSRQ *srq = c->srq.slot[h];
+
+        if (srq) {
+            put32(b, h);
+            put32(b, srq->pd);
+            put32(b, srq->max_wr);
+            put32(b, srq->max_sge);
+            put32(b, srq->limit);
+            put_pages(b, srq->ring.gpa, srq->ring.npages);
+            put32(b, srq->ring.priv);
+        }
+    }
+    put32(b, count(&c->qp));
+    for (h = 0; h < c->qp.size; h++) {
+        if (c->qp.slot[h]) {
+            save_qp(b, c->qp.slot[h]);
+        }
+    }
+    /* the next-fit cursors, so handles are not reused sooner than before */
+    put32(b, c->pd.next);
+    put32(b, c->mr.next);
+    put32(b, c->cq.next);
+    put32(b, c->qp.next);
+    put32(b, c->srq.next);
+    put32(b, PVRDMA_MIG_END);
+    trace_pvrdma_state_saved(c->qp.used, c->mr.used, b->len);
+}
+
+/* ------------------------------------------------------------------ */
+/* Load                                                                */
+
+static bool load_limits(MigReader *r, const PvrdmaLimits *l)
+{
+    static const char *const names[] = {
+        "max-qp", "max-qp-wr", "max-sge", "max-cq", "max-cqe", "max-mr",
+        "max-pd", "max-ah", "max-srq", "max-srq-wr", "max-srq-sge",
+        "max-uar", "gid-table-len", "max-rd-atomic",
+    };
+    const uint32_t mine[] = {
+        l->max_qp, l->max_qp_wr, l->max_sge, l->max_cq, l->max_cqe,
+        l->max_mr, l->max_pd, l->max_ah, l->max_srq, l->max_srq_wr,
+        l->max_srq_sge, l->max_uar, l->gid_tbl_len, l->max_qp_rd_atom,
+    };
+    uint64_t mr_size;
+    uint8_t roce;
+
+    for (unsigned i = 0; i < G_N_ELEMENTS(mine); i++) {
+        uint32_t v = get32(r);
+
+        if (!r->err && v != mine[i]) {
+            return mig_fail(r, "property %s is %u here, %u in the stream",
+                            names[i], mine[i], v);
+        }
+    }
+    mr_size = get64(r);
+    roce = get8(r);
+    if (!r->err && mr_size != l->max_mr_size) {
+        return mig_fail(r, "property max-mr-size differs");
+    }
+    if (!r->err && roce != l->roce_version) {
+        return mig_fail(r, "property roce-version is %u here, %u in the "
+                        "stream", l->roce_version, roce);
+    }
+    return !r->err;
+}
+
+/* A device index of a ring: in [0, period). */
+static bool ring_index(MigReader *r, const PvrdmaRing *ring, uint32_t v,
+                       const char *what, uint32_t h)
+{
+    if (v >= ring->period) {
+        return mig_fail(r, "%s %u: ring index %u out of range", what, h, v);
+    }
+    return true;
+}
+
+/*
+ * Replay one create command with the page list from the stream; then move
+ * the new object from the handle the table gave to the saved one.
+ */
+static int replay(PvrdmaCore *c, union pvrdma_cmd_req *req,
+                  union pvrdma_cmd_resp *rsp, const uint64_t *pages,
+                  uint32_t npages)
+{
+    int err;
+
+    c->restore_pages = pages;
+    c->restore_npages = npages;
+    err = pvrdma_cmd_replay(c, req, rsp);
+    c->restore_pages = NULL;
+    c->restore_npages = 0;
+    return err;
+}
+
+static bool move_handle(MigReader *r, PvrdmaTable *t, uint32_t from,
+                        uint32_t to, const char *what)
+{
+    void *obj = pvrdma_table_get(t, from);
+
+    if (from == to) {
+        return true;
+    }
+    pvrdma_table_remove(t, from);
+    if (!pvrdma_table_insert(t, to, obj)) {
+        pvrdma_table_insert(t, from, obj);
+        return mig_fail(r, "%s %u: handle taken or out of range", what, to);
+    }
+    return true;
+}
+
+static bool load_gids(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t n = get32(r);
+
+    if (!r->err && n != c->lim.gid_tbl_len) {
+        return mig_fail(r, "%u GIDs, %u here", n, c->lim.gid_tbl_len);
+    }
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        uint8_t type = get8(r);
+
+        req.create_bind.hdr.cmd = PVRDMA_CMD_CREATE_BIND;
+        take(r, req.create_bind.new_gid, 16);
+        if (r->err || !type) {
+            continue;
+        }
+        req.create_bind.gid_type = type;
+        req.create_bind.index = i;
+        if (pvrdma_cmd_replay(c, &req, &rsp)) {
+            return mig_fail(r, "GID %u refused", i);
+        }
+    }
+    return !r->err;
+}
+
+static bool load_ucs(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t n = get32(r);
+    uint64_t base = c->ops->uar_base(c->opaque) / PVRDMA_PAGE_SIZE;
+
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        uint32_t h = get32(r);
+
+        req.create_uc.hdr.cmd = PVRDMA_CMD_CREATE_UC;
+        req.create_uc.pfn = req.create_uc.pfn64 = base + h;
+        if (!r->err && pvrdma_cmd_replay(c, &req, &rsp)) {
+            return mig_fail(r, "context %u refused", h);
+        }
+    }
+    return !r->err;
+}
+
+static bool load_pds(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t n = get32(r);
+
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        uint32_t h = get32(r);
+        PvrdmaPD *pd;
+
+        req.create_pd.hdr.cmd = PVRDMA_CMD_CREATE_PD;
+        req.create_pd.ctx_handle = get32(r);
+        if (r->err) {
+            break;
+        }
+        if (pvrdma_cmd_replay(c, &req, &rsp)) {
+            return mig_fail(r, "PD %u refused", h);
+        }
+        pd = pvrdma_table_get(&c->pd, rsp.create_pd_resp.pd_handle);
+        if (!move_handle(r, &c->pd, pd->handle, h, "PD")) {
+            return false;
+        }
+        pd->handle = h;
+    }
+    return !r->err;
+}
+
+static bool load_cqs(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t n = get32(r);
+
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        uint32_t h = get32(r), ctx = get32(r), cqe = get32(r), np, priv;
+        g_autofree uint64_t *pages = get_pages(r, PVRDMA_PAGE_DIR_MAX_PAGES,
+                                               &np);
+        uint8_t armed, error;
+        PvrdmaCQ *cq;
+
+        priv = get32(r);
+        armed = get8(r);
+        error = get8(r);
+        if (r->err) {
+            break;
+        }
+        /*
+         * Created with as many entries as its pages hold (RESIZE_CQ may
+         * have made it smaller since), then given its size.
+         */
+        req.create_cq.hdr.cmd = PVRDMA_CMD_CREATE_CQ;
+        req.create_cq.ctx_handle = ctx;
+        req.create_cq.nchunks = np;
+        req.create_cq.cqe = cqe;
+        if (np >= 2) {
+            uint64_t fit = (uint64_t)(np - 1) * PVRDMA_PAGE_SIZE /
+                           sizeof(struct pvrdma_cqe);
+
+            fit = MIN(fit, c->lim.max_cqe);
+            while (fit & (fit - 1)) {
+                fit &= fit - 1;     /* the largest power of two below */
+            }
+            req.create_cq.cqe = fit;
+        }
+        if (replay(c, &req, &rsp, pages, np)) {
+            return mig_fail(r, "CQ %u refused", h);
+        }
+        cq = pvrdma_table_get(&c->cq, rsp.create_cq_resp.cq_handle);
+        if (!move_handle(r, &c->cq, cq->handle, h, "CQ")) {
+            return false;
+        }
+        cq->handle = h;
+        if (!pvrdma_cq_cqe_fits(c, cq, cqe)) {
+            return mig_fail(r, "CQ %u: %u entries do not fit", h, cqe);
+        }
+        pvrdma_cq_set_cqe(cq, cqe);
+        if (!ring_index(r, &cq->ring, priv, "CQ", h)) {
+            return false;
+        }
+        cq->ring.priv = priv;
+        cq->armed = armed & (PVRDMA_CQ_FLAG_ARMED | PVRDMA_CQ_FLAG_ARMED_SOL);
+        cq->error = error != 0;
+    }
+    return !r->err;
+}
+
+static bool load_mrs(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t n = get32(r);
+
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        uint32_t h = get32(r), pd = get32(r), kind = get32(r);
+        uint32_t access = get32(r), key = get32(r), max_pages, np = 0;
+        bool valid = get8(r);
+        uint64_t iova = get64(r), length = get64(r), psz;
+        g_autofree uint64_t *pages = NULL;
+        PvrdmaMR *mr;
+
+        max_pages = get32(r);
+        psz = get64(r);
+        if (kind == PVRDMA_MR_DMA) {
+            if (get32(r) != 0) {
+                return mig_fail(r, "MR %u: DMA MR with pages", h);
+            }
+        } else if (kind == PVRDMA_MR_FRMR && !valid) {
+            if (get32(r) != 0 && !r->err) {
+                return mig_fail(r, "MR %u: unregistered FRMR with pages", h);
+            }
+        } else {
+            pages = get_pages(r, kind == PVRDMA_MR_FRMR ?
+                              PVRDMA_MAX_FAST_REG_PAGES :
+                              PVRDMA_PAGE_DIR_MAX_PAGES, &np);
+        }
+        if (r->err) {
+            break;
+        }
+        req.create_mr.hdr.cmd = PVRDMA_CMD_CREATE_MR;
+        req.create_mr.pd_handle = pd;
+        req.create_mr.access_flags = access;
+        if (kind == PVRDMA_MR_DMA) {
+            req.create_mr.flags = PVRDMA_MR_FLAG_DMA;
+        } else if (kind == PVRDMA_MR_FRMR) {
+            req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+            req.create_mr.nchunks = max_pages;
+        } else if (kind == PVRDMA_MR_USER && psz == PVRDMA_PAGE_SIZE) {
+            req.create_mr.start = iova;
+            req.create_mr.length = length;
+            req.create_mr.nchunks = np;
+        } else {
+            return mig_fail(r, "MR %u: kind %u, page size %" PRIu64, h, kind,
+                            psz);
+        }
+        if (replay(c, &req, &rsp, pages, np)) {
+            return mig_fail(r, "MR %u refused", h);
+        }
+        mr = pvrdma_table_get(&c->mr, rsp.create_mr_resp.mr_handle);
+        if (!move_handle(r, &c->mr, mr->handle, h, "MR")) {
+            return false;
+        }
+        mr->handle = h;
+        /* FRMR keys carry the byte the last FAST_REG_MR gave */
+        mr->key = kind == PVRDMA_MR_FRMR ? (h << 8) | (key & 0xff) : h << 8;
+        if (kind != PVRDMA_MR_FRMR || !valid) {
+            continue;
+        }
+        /* a registered FRMR: what FAST_REG_MR checks, then its pages */
+        if ((psz & (psz - 1)) || psz < PVRDMA_PAGE_SIZE || psz > (1u << 30) ||
+            np > mr->max_pages || !length ||
+            (iova & (psz - 1)) + length > (uint64_t)np * psz ||
+            (access & ~PVRDMA_ACCESS_FLAGS_ALL)) {
+            return mig_fail(r, "MR %u: fast registration out of range", h);
+        }
+        if (!pvrdma_map_pages(c, &mr->map, pages, np, psz)) {
+            return mig_fail(r, "MR %u: pages are not RAM", h);
+        }
+        mr->iova = iova;
+        mr->base = iova & ~(psz - 1);
+        mr->length = length;
+        mr->access = access;
+        mr->valid = true;
+    }
+    return !r->err;
+}
+
+static bool load_srqs(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t n = get32(r);
+
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        uint32_t h = get32(r), np, priv;
+        PvrdmaSRQ *srq;
+        g_autofree uint64_t *pages = NULL;
+
+        req.create_srq.hdr.cmd = PVRDMA_CMD_CREATE_SRQ;
+        req.create_srq.pd_handle = get32(r);
+        req.create_srq.attrs.max_wr = get32(r);
+        req.create_srq.attrs.max_sge = get32(r);
+        req.create_srq.attrs.srq_limit = get32(r);
+        pages = get_pages(r, PVRDMA_PAGE_DIR_MAX_PAGES, &np);
+        priv = get32(r);
+        if (r->err) {
+            break;
+        }
+        req.create_srq.nchunks = np;
+        if (replay(c, &req, &rsp, pages, np)) {
+            return mig_fail(r, "SRQ %u refused", h);
+        }
+        srq = pvrdma_table_get(&c->srq, rsp.create_srq_resp.srqn);
+        if (!move_handle(r, &c->srq, srq->handle, h, "SRQ")) {
+            return false;
+        }
+        srq->handle = h;
+        if (!ring_index(r, &srq->ring, priv, "SRQ", h)) {
+            return false;
+        }
+        srq->ring.priv = priv;
+    }
+    return !r->err;
+}
+
+/* Walk a new QP from RESET to its saved state, as its owner once did. */
+static bool qp_walk(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp, uint8_t state,
+                    const struct pvrdma_qp_attr *saved)
+{
+    static const uint8_t path[] = {
+        PVRDMA_QPS_INIT, PVRDMA_QPS_RTR, PVRDMA_QPS_RTS, PVRDMA_QPS_SQD,
+    };
+    struct pvrdma_qp_attr a = *saved;
+    uint32_t mask = PVRDMA_QP_ATTR_MASK_ALL & ~PVRDMA_QP_CUR_STATE;
+    uint8_t goal = state == PVRDMA_QPS_ERR ? PVRDMA_QPS_INIT : state;
+
+    if (state == PVRDMA_QPS_RESET) {
+        return true;
+    }
+    if (state > PVRDMA_QPS_ERR || state == PVRDMA_QPS_SQE) {
+        return mig_fail(r, "QP %u: state %u", qp->qpn, state);
+    }
+    for (unsigned i = 0; i < G_N_ELEMENTS(path); i++) {
+        a.qp_state = path[i];
+        if (pvrdma_qp_modify(c, qp, mask, &a)) {
+            return mig_fail(r, "QP %u: attributes refused on the way to "
+                            "state %u", qp->qpn, path[i]);
+        }
+        if (path[i] == goal) {
+            break;
+        }
+    }
+    if (state == PVRDMA_QPS_ERR) {
+        /* its queues flush from the run loop, as before the move */
+        qp->state = PVRDMA_QPS_ERR;
+        qp->gone_pending = true;
+    }
+    return true;
+}
+
+static bool load_qp(MigReader *r, PvrdmaCore *c)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_cmd_create_qp *m = &req.create_qp;
+    struct pvrdma_qp_attr attr;
+    uint32_t h = get32(r), np, sq_priv, sq_head, rq_priv, events, nslots;
+    uint8_t state, sq_failed, comm_est;
+    g_autofree uint64_t *pages = NULL;
+    PvrdmaQP *qp;
+
+    m->hdr.cmd = PVRDMA_CMD_CREATE_QP;
+    m->qp_type = get8(r);
+    m->is_srq = get8(r);
+    m->sq_sig_all = get8(r);
+    m->pd_handle = get32(r);
+    m->send_cq_handle = get32(r);
+    m->recv_cq_handle = get32(r);
+    m->srq_handle = get32(r);
+    m->max_send_wr = get32(r);
+    m->max_recv_wr = get32(r);
+    m->max_send_sge = get32(r);
+    m->max_recv_sge = get32(r);
+    m->send_chunks = get32(r);
+    pages = get_pages(r, PVRDMA_PAGE_DIR_MAX_PAGES, &np);
+    m->total_chunks = np;
+    state = get8(r);
+    take(r, &attr, sizeof(attr));
+    sq_priv = get32(r);
+    sq_head = get32(r);
+    rq_priv = get32(r);
+    sq_failed = get8(r);
+    comm_est = get8(r);
+    events = get32(r);
+    nslots = get32(r);
+    if (r->err) {
+        return false;
+    }
+    if ((m->qp_type == PVRDMA_QPT_GSI) != (h == PVRDMA_GSI_QPN)) {
+        return mig_fail(r, "QP %u: type %u", h, m->qp_type);
+    }
+    if (replay(c, &req, &rsp, pages, np)) {
+        return mig_fail(r, "QP %u refused", h);
+    }
+    qp = pvrdma_table_get(&c->qp, c->version >= PVRDMA_QPHANDLE_VERSION ?
+                          rsp.create_qp_resp_v2.qp_handle :
+                          rsp.create_qp_resp.qpn);
+    if (!move_handle(r, &c->qp, qp->handle, h, "QP")) {
+        return false;
+    }
+    qp->handle = qp->qpn = h;
+    /* ring indices first: entering a state may run the queues */
+    if (!pvrdma_idx_valid(sq_priv, qp->sq.nelems) ||
+        !pvrdma_idx_valid(sq_head, qp->sq.nelems) ||
+        (!qp->is_srq && !pvrdma_idx_valid(rq_priv, qp->rq.nelems)) ||
+        nslots != pvrdma_idx_used(sq_head, sq_priv, qp->sq.nelems)) {
+        return mig_fail(r, "QP %u: ring indices out of range", h);
+    }
+    qp->sq.priv = sq_priv;
+    qp->sq_head = sq_head;
+    if (!qp->is_srq) {
+        qp->rq.priv = rq_priv;
+    }
+    for (uint32_t i = sq_priv; i != sq_head && !r->err;
+         i = pvrdma_idx_next(i, qp->sq.nelems)) {
+        PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
+
+        s->wr_id = get64(r);
+        s->opcode = get32(r);
+        s->byte_len = get32(r);
+        s->status = get32(r);
+        s->signaled = get8(r) != 0;
+        s->cookie = 0;
+        s->done = true;     /* nothing in flight may move */
+        if (s->status < 0 || s->status > PVRDMA_WC_GENERAL_ERR) {
+            return mig_fail(r, "QP %u: send slot status %d", h, s->status);
+        }
+    }
+    if (r->err || !qp_walk(r, c, qp, state, &attr)) {
+        return false;
+    }
+    qp->sq_failed = sq_failed != 0;
+    qp->comm_est = comm_est != 0;
+    qp->events = events;
+    pvrdma_qp_schedule(c, qp);
+    return true;
+}
+
+static bool load_cursor(MigReader *r, PvrdmaTable *t, const char *what)
+{
+    uint32_t v = get32(r);
+
+    if (!r->err && (v < t->first || v >= t->size)) {
+        return mig_fail(r, "%s cursor %u out of range", what, v);
+    }
+    if (!r->err) {
+        t->next = v;
+    }
+    return !r->err;
+}
+
+static bool load_all(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t magic = get32(r), version = get32(r), n;
+    uint64_t dsr_gpa;
+    uint32_t err, icr, imr, dev_version;
+    uint8_t dsr_set, active, port_down;
+
+    if (r->err || magic != PVRDMA_MIG_MAGIC) {
+        return mig_fail(r, "not a pvrdma state");
+    }
+    if (version != PVRDMA_MIG_VERSION) {
+        return mig_fail(r, "state version %u (this QEMU reads %u)", version,
+                        PVRDMA_MIG_VERSION);
+    }
+    if (!load_limits(r, &c->lim)) {
+        return false;
+    }
+    dsr_gpa = get64(r);
+    err = get32(r);
+    icr = get32(r);
+    imr = get32(r);
+    dsr_set = get8(r);
+    active = get8(r);
+    port_down = get8(r);
+    dev_version = get32(r);
+    c->guest_errors = get64(r);
+    c->commands = get64(r);
+    c->doorbells = get64(r);
+    if (r->err) {
+        return false;
+    }
+    if (active && (!dsr_set || dev_version < PVRDMA_ROCEV1_VERSION ||
+                   dev_version > PVRDMA_VERSION)) {
+        return mig_fail(r, "active device with DSR %u, version %u", dsr_set,
+                        dev_version);
+    }
+    c->dsr_gpa = dsr_gpa;
+    c->err = err;
+    c->icr = icr;
+    c->imr = imr;
+    c->dsr_set = dsr_set != 0;
+    c->version = active ? dev_version : 0;
+    if (active) {
+        g_autofree uint64_t *ap = NULL, *cp = NULL;
+        uint32_t anp, cnp, apriv, cpriv;
+
+        c->cmd_gpa = get64(r);
+        c->resp_gpa = get64(r);
+        c->uar_pfn = get64(r);
+        ap = get_pages(r, PVRDMA_MAX_RING_PAGES, &anp);
+        apriv = get32(r);
+        cp = get_pages(r, PVRDMA_MAX_RING_PAGES, &cnp);
+        cpriv = get32(r);
+        if (r->err) {
+            return false;
+        }
+        if (!c->cmd_gpa || !c->resp_gpa) {
+            return mig_fail(r, "active device without command slots");
+        }
+        if (!pvrdma_dsr_ring_map(c, &c->async_ring, "async", ap, anp,
+                                 sizeof(struct pvrdma_eqe)) ||
+            !pvrdma_dsr_ring_map(c, &c->cqn_ring, "cq-notify", cp, cnp,
+                                 sizeof(struct pvrdma_cqne))) {
+            return mig_fail(r, "DSR rings unusable");
+        }
+        if (!ring_index(r, &c->async_ring, apriv, "async ring", 0) ||
+            !ring_index(r, &c->cqn_ring, cpriv, "CQ notification ring", 0)) {
+            return false;
+        }
+        c->async_ring.priv = apriv;
+        c->cqn_ring.priv = cpriv;
+        c->active = true;
+        c->port_down = port_down != 0;
+    }
+    if (!load_gids(r, c) || !load_ucs(r, c) || !load_pds(r, c) ||
+        !load_cqs(r, c) || !load_mrs(r, c) || !load_srqs(r, c)) {
+        return false;
+    }
+    n = get32(r);
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        if (!load_qp(r, c)) {
+            return false;
+        }
+    }
+    if (!load_cursor(r, &c->pd, "PD") || !load_cursor(r, &c->mr, "MR") ||
+        !load_cursor(r, &c->cq, "CQ") || !load_cursor(r, &c->qp, "QP") ||
+        !load_cursor(r, &c->srq, "SRQ")) {
+        return false;
+    }
+    if (get32(r) != PVRDMA_MIG_END || r->left) {
+        return mig_fail(r, "stream does not end where the state does");
+    }
+    return !r->err;
+}
+
+bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
+                      char **err)
+{
+    MigReader r = { .p = data, .left = len };
+    bool ok;
+
+    pvrdma_core_reset(c);
+    c->restoring = true;
+    ok = load_all(&r, c);
+    c->restoring = false;
+    c->restore_pages = NULL;
+    if (!ok) {
+        if (!r.err) {
+            r.err = g_strdup("stream truncated");
+        }
+        pvrdma_core_reset(c);
+        *err = r.err;
+        return false;
+    }
+    trace_pvrdma_state_loaded(c->qp.used, c->mr.used, (uint64_t)len);
+    return true;
+}
