@@ -20,6 +20,10 @@
 #include "hw/pci/msi.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
+#include "migration/blocker.h"
+#include "migration/misc.h"
+#include "migration/qemu-file-types.h"
+#include "system/runstate.h"
 #include "system/dma.h"
 #include "system/system.h"
 #include "hw/net/vmxnet3_defs.h"
@@ -76,6 +80,9 @@ struct PvrdmaState {
     Notifier exit_notifier;
     PvrdmaCore core;
     uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
+    Error *migration_blocker;   /* ibdev: the host device's objects */
+    VMChangeStateEntry *vmstate_change;
+    NotifierWithReturn migration_notifier;
 };
 
 /* ------------------------------------------------------------------ */
@@ -1017,6 +1024,10 @@ static void pvrdma_get_roce_counter(Object *obj, Visitor *v,
 /* QOM                                                                 */
 
 static void pvrdma_exit(PCIDevice *pdev);
+static void pvrdma_vm_state_change(void *opaque, bool running,
+                                   RunState state);
+static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
+                                  Error **errp);
 
 static void pvrdma_realize(PCIDevice *pdev, Error **errp)
 {
@@ -1111,6 +1122,18 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     pvrdma_add_roce(s, nic);    /* last transport; never fails realize */
+    if (s->ibdev) {
+        error_setg(&s->migration_blocker, "pvrdma: ibdev=%s: the guest's "
+                   "objects live on the host RDMA device, whose QP numbers "
+                   "and keys no other device can give back", s->ibdev);
+        if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+            pvrdma_exit(pdev);
+            return;
+        }
+    }
+    s->vmstate_change = qemu_add_vm_change_state_handler(
+        pvrdma_vm_state_change, s);
+    migration_add_notifier(&s->migration_notifier, pvrdma_migration_event);
     mac = qemu_mac_strdup_printf(nic->conf.macaddr.a);
     trace_pvrdma_realize(mac);
 }
@@ -1119,6 +1142,12 @@ static void pvrdma_exit(PCIDevice *pdev)
 {
     PvrdmaState *s = PVRDMA(pdev);
 
+    if (s->vmstate_change) {
+        qemu_del_vm_change_state_handler(s->vmstate_change);
+        s->vmstate_change = NULL;
+        migration_remove_notifier(&s->migration_notifier);
+    }
+    migrate_del_blocker(&s->migration_blocker);
     pvrdma_del_roce(s);         /* no more frames for the transport */
     if (s->coresident) {
         qemu_remove_exit_notifier(&s->exit_notifier);
@@ -1216,9 +1245,149 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_BOOL("x-loopback", PvrdmaState, loopback_on, true),
 };
 
+/* ------------------------------------------------------------------ */
+/* Migration                                                           */
+
+/*
+ * The core's state (pvrdma_mig.c) as one length-prefixed field.  It is
+ * read only after the PCI state, so the BARs (the UAR page base) are
+ * where the guest put them.
+ */
+#define PVRDMA_MIG_MAX_BYTES    (1 * GiB)
+
+static int pvrdma_core_put(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field, JSONWriter *vmdesc)
+{
+    PvrdmaCore *c = pv;
+    g_autofree char *why = pvrdma_core_migration_blocker(c);
+    GByteArray *b;
+
+    if (why) {
+        error_report("pvrdma: the device cannot migrate now: %s", why);
+        return -EBUSY;
+    }
+    b = g_byte_array_new();
+    pvrdma_core_save(c, b);
+    qemu_put_be64(f, b->len);
+    qemu_put_buffer(f, b->data, b->len);
+    g_byte_array_free(b, true);
+    return 0;
+}
+
+static int pvrdma_core_get(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field)
+{
+    PvrdmaCore *c = pv;
+    uint64_t len = qemu_get_be64(f);
+    g_autofree uint8_t *buf = NULL;
+    g_autofree char *err = NULL;
+
+    if (len > PVRDMA_MIG_MAX_BYTES) {
+        error_report("pvrdma: migrated state of %" PRIu64 " bytes refused",
+                     len);
+        return -EINVAL;
+    }
+    buf = g_try_malloc(MAX(len, 1));
+    if (!buf) {
+        error_report("pvrdma: no memory for a state of %" PRIu64 " bytes",
+                     len);
+        return -ENOMEM;
+    }
+    if (qemu_get_buffer(f, buf, len) != len) {
+        error_report("pvrdma: migrated state truncated");
+        return -EINVAL;
+    }
+    if (!pvrdma_core_load(c, buf, len, &err)) {
+        error_report("pvrdma: migrated state refused: %s", err);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateInfo pvrdma_core_info = {
+    .name = "pvrdma-core",
+    .get = pvrdma_core_get,
+    .put = pvrdma_core_put,
+};
+
+static void pvrdma_set_dirty(void *opaque, uint64_t gpa, uint64_t len)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
+
+    while (len) {
+        hwaddr xlat, l = len;
+        MemoryRegion *mr;
+
+        RCU_READ_LOCK_GUARD();
+        mr = address_space_translate(as, gpa, &xlat, &l, true,
+                                     MEMTXATTRS_UNSPECIFIED);
+        if (!l) {
+            return;
+        }
+        if (memory_region_is_ram(mr)) {
+            memory_region_set_dirty(mr, xlat, l);
+        }
+        gpa += l;
+        len -= l;
+    }
+}
+
+/*
+ * The device writes guest RAM through mappings it holds for a long time
+ * (rings, MRs), which dirty logging does not see.  When the VM stops (the
+ * last pass of a migration follows, a snapshot or a plain stop), every
+ * page it holds mapped is marked dirty, so the last RAM pass carries what
+ * it wrote.
+ */
+static void pvrdma_vm_state_change(void *opaque, bool running,
+                                   RunState state)
+{
+    PvrdmaState *s = opaque;
+
+    if (!running) {
+        pvrdma_core_mapped_pages(&s->core, pvrdma_set_dirty, s);
+    }
+}
+
+/*
+ * A migration starts: refuse it now, with the reason, if the device's
+ * state cannot move (pvrdma_core_put checks again when it is saved, and
+ * for snapshots, which do not come here).
+ */
+static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
+                                  Error **errp)
+{
+    PvrdmaState *s = container_of(n, PvrdmaState, migration_notifier);
+    g_autofree char *why = NULL;
+
+    if (e->type != MIG_EVENT_PRECOPY_SETUP) {
+        return 0;
+    }
+    why = pvrdma_core_migration_blocker(&s->core);
+    if (why) {
+        error_setg(errp, "pvrdma: the device cannot migrate now: %s", why);
+        return -EBUSY;
+    }
+    return 0;
+}
+
 static const VMStateDescription vmstate_pvrdma = {
     .name = "pvrdma",
-    .unmigratable = 1,      /* guest rings and MR mappings: not yet */
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, PvrdmaState),
+        VMSTATE_MSIX(parent_obj, PvrdmaState),
+        {
+            .name = "core",
+            .version_id = 1,
+            .size = sizeof(PvrdmaCore),
+            .info = &pvrdma_core_info,
+            .flags = VMS_SINGLE,
+            .offset = offsetof(PvrdmaState, core),
+        },
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static void pvrdma_class_init(ObjectClass *klass, void *data)

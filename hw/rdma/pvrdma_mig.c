@@ -184,6 +184,49 @@ char *pvrdma_core_migration_blocker(PvrdmaCore *c)
     return NULL;
 }
 
+static void ring_pages(const PvrdmaRing *r,
+                       void (*fn)(void *, uint64_t, uint64_t), void *opaque)
+{
+    for (uint32_t i = 0; r->gpa && i < r->npages; i++) {
+        fn(opaque, r->gpa[i], PVRDMA_PAGE_SIZE);
+    }
+}
+
+void pvrdma_core_mapped_pages(PvrdmaCore *c,
+                              void (*fn)(void *opaque, uint64_t gpa,
+                                         uint64_t len),
+                              void *opaque)
+{
+    uint32_t h;
+
+    ring_pages(&c->async_ring, fn, opaque);
+    ring_pages(&c->cqn_ring, fn, opaque);
+    for (h = 0; h < c->cq.size; h++) {
+        if (c->cq.slot[h]) {
+            ring_pages(&((PvrdmaCQ *)c->cq.slot[h])->ring, fn, opaque);
+        }
+    }
+    for (h = 0; h < c->srq.size; h++) {
+        if (c->srq.slot[h]) {
+            ring_pages(&((PvrdmaSRQ *)c->srq.slot[h])->ring, fn, opaque);
+        }
+    }
+    for (h = 0; h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (qp) {
+            ring_pages(qp->is_srq ? &qp->sq : &qp->rq, fn, opaque);
+        }
+    }
+    for (h = 0; h < c->mr.size; h++) {
+        PvrdmaMR *mr = c->mr.slot[h];
+
+        for (uint32_t i = 0; mr && i < mr->map.npages; i++) {
+            fn(opaque, mr->map.gpa[i], mr->map.page_size);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Save                                                                */
 
@@ -254,6 +297,8 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp)
 
 void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
 {
+    int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
+    guint start G_GNUC_UNUSED = b->len;
     uint32_t h;
 
     put32(b, PVRDMA_MIG_MAGIC);
@@ -364,7 +409,8 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
     put32(b, c->qp.next);
     put32(b, c->srq.next);
     put32(b, PVRDMA_MIG_END);
-    trace_pvrdma_state_saved(c->qp.used, c->mr.used, b->len);
+    trace_pvrdma_state_saved(c->qp.used, c->mr.used, b->len - start,
+                             g_get_monotonic_time() - t0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -933,6 +979,7 @@ bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
                       char **err)
 {
     MigReader r = { .p = data, .left = len };
+    int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
     bool ok;
 
     pvrdma_core_reset(c);
@@ -948,6 +995,7 @@ bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
         *err = r.err;
         return false;
     }
-    trace_pvrdma_state_loaded(c->qp.used, c->mr.used, (uint64_t)len);
+    trace_pvrdma_state_loaded(c->qp.used, c->mr.used, (uint64_t)len,
+                              g_get_monotonic_time() - t0);
     return true;
 }

@@ -7,6 +7,7 @@
  */
 #include "qemu/osdep.h"
 #include "libqtest.h"
+#include "qemu/bswap.h"
 #include "libqos/pvrdma.h"
 
 #include "hw/pci/pci_regs.h"
@@ -1463,22 +1464,6 @@ static void test_sq_drained(void)
 }
 
 /* Migration (and so savevm) is refused while the device exists, by name. */
-static void test_migration_blocked(void)
-{
-    QPvrdma *d = qpvrdma_start_active(NULL);
-    QDict *rsp, *err;
-
-    rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate', 'arguments': "
-                    "{ 'uri': 'exec:cat > /dev/null' } }");
-    g_assert(qdict_haskey(rsp, "error"));
-    err = qdict_get_qdict(rsp, "error");
-    g_assert(strstr(qdict_get_str(err, "desc"), "pvrdma"));
-    qobject_unref(rsp);
-    /* the device still answers */
-    g_assert_cmpuint(qpvrdma_create_pd(d, 0), !=, 0);
-    qpvrdma_stop(d);
-}
-
 static void test_intx(void)
 {
     QPvrdma *d = qpvrdma_start("%s", "");
@@ -1639,6 +1624,229 @@ static uint8_t qp_state(QPvrdma *d, uint32_t handle)
 
     qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
     return r.query_qp_resp.attrs.qp_state;
+}
+
+/* Poll query-migrate until it is no longer under way; its status. */
+static char *mig_status(QTestState *qts, char **desc)
+{
+    for (int i = 0; i < 6000; i++) {
+        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
+        QDict *r = qdict_get_qdict(rsp, "return");
+        const char *st = qdict_haskey(r, "status") ?
+                         qdict_get_str(r, "status") : "none";
+
+        if (strcmp(st, "setup") && strcmp(st, "active") &&
+            strcmp(st, "device") && strcmp(st, "none")) {
+            char *ret = g_strdup(st);
+
+            if (desc) {
+                *desc = g_strdup(qdict_haskey(r, "error-desc") ?
+                                 qdict_get_str(r, "error-desc") : "");
+            }
+            qobject_unref(rsp);
+            return ret;
+        }
+        qobject_unref(rsp);
+        g_usleep(10 * 1000);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * Live migration with loopback QPs connected and traffic under way: the
+ * work posted just before the switch-over completes exactly once, on the
+ * destination if not before; the QP numbers, keys and ring positions are
+ * the guest's as before; data is intact.
+ */
+static void test_migration_rc(void)
+{
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst;
+    uint32_t key;
+    struct pvrdma_cqe e;
+    g_autofree char *qps = NULL;
+    bool seen_a = false, seen_b = false;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    src = qpvrdma_alloc(d, 2 * 4096);
+    dst = qpvrdma_alloc(d, 2 * 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                      PVRDMA_ACCESS_REMOTE_WRITE);
+    fill(d, src, 2 * 4096, 3);
+    /* one exchange before the move */
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src, 3000, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
+                       3000);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS,
+                       3000);
+    same(d, src, dst, 3000);
+    /* posted right before the switch-over, not polled */
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src + 100, 2500, key, 0, 0);
+
+    qpvrdma_migrate(d);
+
+    /* each completes exactly once, wherever it ran */
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, 2000));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 2500);
+        if (e.wr_id == 0xb2) {
+            g_assert(!seen_b);
+            seen_b = true;
+            g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
+            g_assert_cmpuint(e.qp, ==, p.b.handle);
+        } else {
+            g_assert_cmphex(e.wr_id, ==, 0xa2);
+            g_assert(!seen_a);
+            seen_a = true;
+        }
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    same(d, src + 100, dst, 2500);
+    /* the same QPs, keys and rings go on: a WRITE with the old rkey */
+    fill(d, src, 4096, 9);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa3, src, 4000, key,
+                    dst + 10, key + 256);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_RDMA_WRITE,
+                       PVRDMA_WC_SUCCESS, 4000);
+    same(d, src, dst + 10, 4000);
+    qps = qpvrdma_qps(d);
+    g_assert(strstr(qps, "RTS"));
+    g_assert(strstr(qps, "loopback"));
+    /* the command channel answers on the destination */
+    g_assert_cmpuint(qpvrdma_create_pd(d, 0), >, p.pd);
+    qpvrdma_stop(d);
+}
+
+/*
+ * A QP connected to a co-resident peer holds the migration back (its
+ * connection state lives in two processes): the migration fails, the VM
+ * goes on and the QP still works.
+ */
+static void test_migration_blocked(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    g_autofree char *st = NULL, *desc = NULL;
+    Peer a, b;
+    QDict *rsp;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    rsp = qtest_qmp(a.d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': 'exec:cat > /dev/null' } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = mig_status(a.d->qts, &desc);
+    g_assert_cmpstr(st, ==, "failed");
+    g_assert(strstr(desc, "pvrdma"));
+    peer_fill(&a, 0, 64, 4);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    peers_same(&a, 0, &b, 0, 64);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
+/* Load a migration file into a new QEMU; the final status. */
+static char *mig_load_file(const char *args, const char *file, char **desc)
+{
+    QTestState *qts = qtest_initf("%s -incoming defer", args);
+    char *st;
+    QDict *rsp;
+
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+
+    rsp = qtest_qmp(qts, "{ 'execute': 'migrate-incoming', 'arguments': "
+                    "{ 'uri': %s, 'exit-on-error': false } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = mig_status(qts, desc);
+    /* whatever the stream held, this QEMU still answers */
+    rsp = qtest_qmp(qts, "{ 'execute': 'query-status' }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    qtest_quit(qts);
+    return st;
+}
+
+/*
+ * Hostile migration streams: the device's state truncated, another
+ * device's limits, a ring page outside guest RAM, a ring of 2^32 pages.
+ * Each fails the load (its reason, naming pvrdma, on stderr); none
+ * crashes QEMU.  The untouched file loads.
+ */
+static void test_migration_hostile(void)
+{
+    Pair p;
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-mig-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *bad = g_build_filename(dir, "bad", NULL);
+    g_autofree char *st = NULL;
+    g_autofree gchar *img = NULL;
+    gsize len;
+    QDict *rsp;
+    size_t at;
+    static const struct {
+        const char *what;
+        size_t off;         /* from the state's magic */
+        uint64_t val;
+        int size;           /* 0: cut the stream there */
+    } cases[] = {
+        { "truncated", 40, 0, 0 },
+        { "max-qp", 8, 7, 4 },
+        { "async ring page", 8 + 65 + 51 + 24 + 4, 0xfffffffff000ull, 8 },
+        { "async ring pages", 8 + 65 + 51 + 24, 0xffffffffu, 4 },
+    };
+
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = mig_status(p.d->qts, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    g_clear_pointer(&st, g_free);
+    g_assert(g_file_get_contents(file, &img, &len, NULL));
+    /* the device's state: "PRMG" */
+    for (at = 0; at + 4 <= len && memcmp(img + at, "PRMG", 4); at++) {
+    }
+    g_assert_cmpuint(at + 200, <, len);
+
+    st = mig_load_file(p.d->args, file, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    g_clear_pointer(&st, g_free);
+    for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree gchar *x = g_memdup2(img, len);
+        g_autofree char *desc = NULL;
+        size_t n = len;
+
+        if (cases[i].size) {
+            uint64_t v = cpu_to_le64(cases[i].val);
+
+            memcpy(x + at + cases[i].off, &v, cases[i].size);
+        } else {
+            n = at + cases[i].off;
+        }
+        g_assert(g_file_set_contents(bad, x, n, NULL));
+        st = mig_load_file(p.d->args, bad, &desc);
+        g_test_message("%s: %s (%s)", cases[i].what, st, desc);
+        /* the reason goes to stderr (VMStateInfo.get has no Error) */
+        g_assert_cmpstr(st, ==, "failed");
+        g_clear_pointer(&st, g_free);
+    }
+    qpvrdma_stop(p.d);
+    unlink(file);
+    unlink(bad);
+    rmdir(dir);
 }
 
 static void test_cr_rc(void)
@@ -2817,7 +3025,9 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/irq/intx", test_intx);
     qtest_add_func("/pvrdma/reset-during-work", test_reset_during_work);
     qtest_add_func("/pvrdma/teardown", test_teardown);
-    qtest_add_func("/pvrdma/migration-blocked", test_migration_blocked);
+    qtest_add_func("/pvrdma/migration/rc", test_migration_rc);
+    qtest_add_func("/pvrdma/migration/blocked", test_migration_blocked);
+    qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
     qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
     qtest_add_func("/pvrdma/coresident/access", test_cr_access);
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);

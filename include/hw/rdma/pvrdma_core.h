@@ -504,6 +504,11 @@ void pvrdma_core_check_link(PvrdmaCore *c);
  * *err set (g_free it) and the core reset if anything is wrong.
  */
 char *pvrdma_core_migration_blocker(PvrdmaCore *c);
+/* Every guest page the device holds mapped (rings, MRs): fn(gpa, len). */
+void pvrdma_core_mapped_pages(PvrdmaCore *c,
+                              void (*fn)(void *opaque, uint64_t gpa,
+                                         uint64_t len),
+                              void *opaque);
 void pvrdma_core_save(PvrdmaCore *c, GByteArray *buf);
 bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
                       char **err);

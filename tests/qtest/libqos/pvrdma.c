@@ -45,12 +45,12 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
     va_start(ap, extra_fmt);
     extra = g_strdup_vprintf(extra_fmt, ap);
     va_end(ap);
-    d->qs = qtest_pc_boot("-nodefaults "
-                          "-device vmxnet3,addr=%d.0,multifunction=on,"
-                          "romfile=,mac=52:54:00:12:34:56 "
-                          "-device pvrdma,id=pvrdma0,addr=%d.1%s",
-                          PVRDMA_TEST_SLOT,
-                          PVRDMA_TEST_SLOT, extra);
+    d->args = g_strdup_printf("-nodefaults "
+                              "-device vmxnet3,addr=%d.0,multifunction=on,"
+                              "romfile=,mac=52:54:00:12:34:56 "
+                              "-device pvrdma,id=pvrdma0,addr=%d.1%s",
+                              PVRDMA_TEST_SLOT, PVRDMA_TEST_SLOT, extra);
+    d->qs = qtest_pc_boot("%s", d->args);
     d->qts = d->qs->qts;
     d->dev = qpci_device_find(d->qs->pcibus,
                               QPCI_DEVFN(PVRDMA_TEST_SLOT, 1));
@@ -67,7 +67,28 @@ void qpvrdma_stop(QPvrdma *d)
     qpci_msix_disable(d->dev);
     g_free(d->dev);
     qtest_shutdown(d->qs);
+    g_free(d->args);
     g_free(d);
+}
+
+void qpvrdma_migrate(QPvrdma *d)
+{
+    g_autofree char *sock = g_strdup_printf("%s/pvrdma-mig-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
+    QOSState *to = qtest_pc_boot("%s -incoming %s", d->args, uri);
+    QPCIDevice *dev = g_new(QPCIDevice, 1);
+
+    migrate(d->qs, to, uri);
+    unlink(sock);
+    /* the guest's view (BARs, MSI-X) moved with it: same addresses */
+    *dev = *d->dev;
+    dev->bus = to->pcibus;
+    g_free(d->dev);
+    qtest_shutdown(d->qs);
+    d->qs = to;
+    d->qts = to->qts;
+    d->dev = dev;
 }
 
 void qpvrdma_system_reset(QPvrdma *d)

@@ -23,6 +23,7 @@ typedef struct QPvrdma {
     uint64_t async_pdir, cq_pdir;
     uint64_t async_pages[4], cq_pages[4];
     uint64_t msix_addr;         /* vector v writes its number here + 4*v */
+    char *args;                 /* QEMU's command line (for a migration) */
 } QPvrdma;
 
 /* A ring-backed object: pages, their page directory, host-side indices. */
@@ -34,6 +35,11 @@ typedef struct QPvrdmaRing {
 
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...) G_GNUC_PRINTF(1, 2);
 void qpvrdma_stop(QPvrdma *d);
+/*
+ * Migrate the VM to a new QEMU with the same command line (over a unix
+ * socket, libqos's migrate()); d then drives the new one.
+ */
+void qpvrdma_migrate(QPvrdma *d);
 
 /* Point MSI-X vector v at addr with data (what a guest may do). */
 void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
