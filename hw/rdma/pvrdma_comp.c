@@ -107,9 +107,11 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
     while (qp->sq.priv != qp->sq_head && n++ < qp->sq.nelems) {
         PvrdmaSendSlot *s = pvrdma_send_slot(qp, qp->sq.priv);
 
+        /* each slot free before its completion is seen (drain_sq) */
+        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+        pvrdma_ring_publish_cons(&qp->sq);
         slot_cqe(c, qp, s, PVRDMA_WC_WR_FLUSH_ERR);
         memset(s, 0, sizeof(*s));
-        qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
     }
     qp->sq_head = qp->sq.priv;
     if (pvrdma_ring_guest_prod(&qp->sq, &prod)) {
@@ -120,6 +122,7 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
             pvrdma_fetch_send_wqe(&qp->sq, qp->sq.priv, qp->max_send_sge,
                                   &w);
             qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
+            pvrdma_ring_publish_cons(&qp->sq);
             send_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR, 0);
         }
         qp->sq_head = qp->sq.priv;
@@ -133,6 +136,7 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
 
             pvrdma_fetch_recv_wqe(&qp->rq, qp->rq.priv, 0, &w);
             qp->rq.priv = pvrdma_idx_next(qp->rq.priv, qp->rq.nelems);
+            pvrdma_ring_publish_cons(&qp->rq);
             pvrdma_recv_cqe(c, qp, &w, PVRDMA_WC_WR_FLUSH_ERR,
                             PVRDMA_WC_RECV, 0, NULL, 0, false);
         }
@@ -146,8 +150,6 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
  */
 void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    bool moved = false;
-
     while (qp->sq.priv != qp->sq_head) {
         PvrdmaSendSlot *s = pvrdma_send_slot(qp, qp->sq.priv);
         int st = s->status;
@@ -155,20 +157,21 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
         if (!s->done) {
             break;
         }
+        /*
+         * The WQE's slot is free before its completion can be seen: the
+         * guest (another thread) may post again as soon as it polls the
+         * CQE, and the provider checks for room against this index.
+         */
         qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
-        moved = true;
+        pvrdma_ring_publish_cons(&qp->sq);
         if (st != PVRDMA_WC_SUCCESS || s->signaled) {
             slot_cqe(c, qp, s, st);
         }
         memset(s, 0, sizeof(*s));
         if (st != PVRDMA_WC_SUCCESS) {
-            pvrdma_ring_publish_cons(&qp->sq);
             pvrdma_qp_to_error(c, qp);
             return;
         }
-    }
-    if (moved) {
-        pvrdma_ring_publish_cons(&qp->sq);
     }
 }
 

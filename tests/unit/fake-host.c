@@ -115,6 +115,9 @@ static void fh_notify(void *opaque, unsigned vector)
     FakeHost *h = opaque;
 
     g_array_append_val(h->irqs, vector);
+    if (h->on_notify) {
+        h->on_notify(h, vector, h->on_notify_arg);
+    }
 }
 
 static void fh_kick(void *opaque, unsigned delay_ms)

@@ -50,6 +50,9 @@ typedef struct FakeHost {
     uint64_t refused_maps;
 
     GArray *irqs;           /* unsigned vectors, in order */
+    /* optional: called on each interrupt, after it is recorded */
+    void (*on_notify)(struct FakeHost *h, unsigned vector, void *arg);
+    void *on_notify_arg;
     uint64_t kicks;
     unsigned last_kick_delay;
     uint8_t mac[6];

@@ -279,6 +279,58 @@ static void test_send(void)
     pair_fini(&p);
 }
 
+/* What the SQ's consumer index says when a send's CQE is announced. */
+typedef struct ConsAtCqe {
+    Dev *d;
+    TQp *qp;
+    int seen;               /* -1: no CQ interrupt yet */
+} ConsAtCqe;
+
+static void cons_at_cqe(FakeHost *h, unsigned vector, void *arg)
+{
+    ConsAtCqe *x = arg;
+
+    if (vector == PVRDMA_INTR_VECTOR_CQ && x->seen < 0) {
+        x->seen = qp_rings(x->d, x->qp)[0].cons_head;
+    }
+}
+
+/*
+ * A send's slot in the SQ is free before its completion can be seen:
+ * libvmw_pvrdma refuses a post (ENOMEM) against the consumer index, and
+ * a program posts again as soon as it polls a CQE (ib_send_bw does, with
+ * an SQ as deep as its window).
+ */
+static void test_sq_cons_before_cqe(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 100, 0 }, sb = { MRB_IOVA, 100, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    ConsAtCqe x = { .d = &p.d, .qp = &p.a, .seen = -1 };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    sb.lkey = p.mrb.lkey;
+    post_recv(d, &p.b, 0xb1, &sb, 1);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | p.cqa.handle);
+    d->h.on_notify = cons_at_cqe;
+    d->h.on_notify_arg = &x;
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    d->h.on_notify = NULL;
+    g_assert_cmpint(x.seen, ==, 1);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 100,
+               p.a.handle);
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 100,
+               p.b.handle);
+    pair_fini(&p);
+}
+
 static void test_send_too_long(void)
 {
     Pair p;
@@ -1366,6 +1418,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/dev/dsr-caps", test_dsr_caps);
     g_test_add_func("/pvrdma/dev/activate-refused", test_activate_refused);
     g_test_add_func("/pvrdma/dev/send", test_send);
+    g_test_add_func("/pvrdma/dev/sq-cons-before-cqe", test_sq_cons_before_cqe);
     g_test_add_func("/pvrdma/dev/send-too-long", test_send_too_long);
     g_test_add_func("/pvrdma/dev/rdma-write", test_rdma_write);
     g_test_add_func("/pvrdma/dev/rdma-read", test_rdma_read);
