@@ -3,6 +3,8 @@
 
     qmp.py SOCKET pvrdma [QOM-PATH]      the pvrdma device's counters and QPs
     qmp.py SOCKET qom-get QOM-PATH PROP  one property (strings as they are)
+    qmp.py SOCKET migrate URI            migrate, wait until it ends; prints
+                                         status, total and downtime (ms)
     qmp.py SOCKET JSON                   any command, e.g. '{"execute":"query-status"}'
 
 "pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
@@ -10,7 +12,8 @@ adds with id=rdma0) prints "peers N" and one "x-roce-NAME N" line per
 counter, then the lines of the read-only property "qps" ("qp N type ..."
 per QP, "transport ..." per transport).  Exit status 1 with a message on
 stderr if QEMU does not answer within --timeout seconds (default 5) or
-the command fails.
+the command fails.  "migrate" waits up to --timeout seconds for the
+migration to end and exits 1 unless it completed.
 """
 import json
 import socket
@@ -89,6 +92,20 @@ def main(argv):
             qps = q.cmd("qom-get", path=dev, property="qps")
             out.extend(l for l in qps.splitlines() if l.strip())
             print("\n".join(out))
+        elif what == "migrate":
+            q.cmd("migrate", uri=argv[3])
+            while True:
+                r = q.cmd("query-migrate")
+                st = r.get("status", "none")
+                if st not in ("setup", "active", "device", "none",
+                              "pre-switchover", "wait-unplug"):
+                    break
+                time.sleep(0.05)
+            print("status %s total-ms %s downtime-ms %s%s" % (
+                st, r.get("total-time", "?"), r.get("downtime", "?"),
+                " error %s" % r["error-desc"] if "error-desc" in r else ""))
+            if st != "completed":
+                return 1
         elif what == "qom-get":
             if len(argv) != 5:
                 sys.stderr.write("qom-get needs QOM-PATH PROP\n")

@@ -106,6 +106,15 @@
 # helpers host_query and host_query_all (tests/guest/common.sh) print the
 # marker and wait for it; a test's NN-name.host checks the files.
 #
+# Live migration: a line "PVRDMA-MIGRATE TAG" on VM N's console (once per
+# TAG) makes this script start a second QEMU for that VM with the same
+# command line and -incoming, migrate the VM to it over a unix socket
+# (scripts/guest/qmp.py migrate), and stop the first one; the console goes
+# on in the same file, the new QEMU's stderr in qemu.stderr.migrate-TAG.
+# <out>/vmN/migrate-TAG.txt gets qmp.py's line
+# ("status completed total-ms T downtime-ms D") and "console-bytes N", the
+# console's size when the migration ended.
+#
 # Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, qmp.sock, samples.txt
 # ("TAG VmRSS-KiB VmHWM-KiB secs OWN-KiB" for each PVRDMA-SAMPLE marker the
 # guest printed, plus "start"/"ready"/"exit"; OWN is VmRSS less the resident
@@ -385,7 +394,42 @@ if [ "$use_switch" = 1 ]; then
 fi
 
 # --- host queries (PVRDMA-QMP TAG) ---------------------------------------------
-declare -A qmp_done
+declare -A qmp_done mig_done
+migrations=0
+# migrate_vm N TAG: VM N to a new QEMU (see "Live migration" above)
+migrate_vm() {
+    local i=$1 tag=$2 d=$out/vm$1 c a k sock qs newpid r
+    migrations=$((migrations + 1))
+    [ -n "$sockdir" ] || sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
+    sock=$sockdir/mig$i-$migrations.sock qs=$sockdir/qmp$i-$migrations.sock
+    eval "c=(\"\${qcmd_${i}[@]}\")"
+    a=()
+    for ((k = 0; k < ${#c[@]}; k++)); do
+        case ${c[$k]} in
+            -qmp) a+=(-qmp "unix:$qs,server=on,wait=off"); k=$((k + 1)) ;;
+            -serial) a+=(-chardev "file,id=con,path=$d/console.log,append=on"
+                         -serial chardev:con); k=$((k + 1)) ;;
+            *) a+=("${c[$k]}") ;;
+        esac
+    done
+    a+=(-incoming "unix:$sock")
+    printf '%q ' "${a[@]}" > "$d/qemu.cmdline.migrate-$tag"
+    "${a[@]}" < /dev/null > "$d/qemu.stderr.migrate-$tag" 2>&1 &
+    newpid=$!
+    for _ in $(seq 1 100); do [ -S "$sock" ] && [ -S "$qs" ] && break; sleep 0.1; done
+    r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "unix:$sock" 2>&1) || true
+    { echo "$r"; echo "console-bytes $(stat -c %s "$d/console.log")"; } > "$d/migrate-$tag.txt"
+    if [[ $r == "status completed"* ]]; then
+        stop_vm "$i"            # the source, paused after the migration
+        pids[$i]=$newpid qmp_sock[$i]=$qs
+        ln -sfn "$qs" "$d/qmp.sock"
+        echo "run-vm: vm$i: migrated ($tag): $r" >&2
+    else
+        kill -9 "$newpid" 2>/dev/null || true
+        wait "$newpid" 2>/dev/null || true
+        echo "run-vm: vm$i: migration '$tag' failed: $r" >&2
+    fi
+}
 qmp_query() { # TAG: every pvrdma VM's counters and QPs, the switch's counters
     local tag=$1 i f
     for i in $(seq 0 $((vms - 1))); do
@@ -516,6 +560,21 @@ while :; do
             grep -a '^PVRDMA-SAMPLE ' "$log" | tr -d '\r' | sed -n "$((lastsample[$i] + 1)),${n}p" |
                 while read -r _ tag; do echo "$tag $r $(secs_since "${start[$i]}") $o"; done >> "$d/samples.txt"
             lastsample[$i]=$n
+        fi
+        # the guest asks to be migrated to a new QEMU (before the queries:
+        # a query asked for after a migration goes to the new QEMU)
+        if grep -aq '^PVRDMA-MIGRATE ' "$log"; then
+            migrated=0
+            for tag in $(grep -a '^PVRDMA-MIGRATE ' "$log" | tr -d '\r' | awk '{print $2}'); do
+                [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
+                [ -z "${mig_done[$i.$tag]:-}" ] || continue
+                mig_done[$i.$tag]=1 migrated=1
+                migrate_vm "$i" "$tag"
+            done
+            if [ "$migrated" = 1 ]; then
+                active=$((active + 1))
+                continue    # this VM's QEMU (pid) may have changed
+            fi
         fi
         # host queries over QMP
         if grep -aq '^PVRDMA-QMP ' "$log"; then
