@@ -1849,6 +1849,75 @@ static void test_migration_hostile(void)
     rmdir(dir);
 }
 
+/*
+ * Not a test: the device's share of the downtime in a real QEMU, its
+ * save and load times (trace events pvrdma_state_saved / _loaded, each
+ * QEMU logging to its own -D file) for PVRDMA_BENCH_MIG connected QPs
+ * with as many 16 KiB MRs, migrated to a second QEMU.  Registered only
+ * when PVRDMA_BENCH_MIG is set (scripts/bench-mig.sh sets it); prints
+ * figures.
+ */
+static void bench_migration(void)
+{
+    const char *env = getenv("PVRDMA_BENCH_MIG");
+    g_autofree char *dir = NULL, *extra = NULL;
+    g_autofree QPvrdmaQp *qp = NULL;
+    unsigned n = env ? atoi(env) : 0;
+    const char *name;
+    QPvrdma *d;
+    QPvrdmaCq cq;
+    uint32_t pd;
+    GDir *gd;
+
+    if (n < 2 || n > 4000) {
+        g_test_skip("a benchmark: set PVRDMA_BENCH_MIG=QPS (2..4000)");
+        return;
+    }
+    dir = g_dir_make_tmp("pvrdma-bench-XXXXXX", NULL);
+    extra = g_strdup_printf(",max-qp=%u,max-mr=%u -m 512M "
+                            "-trace pvrdma_state_saved "
+                            "-trace pvrdma_state_loaded -D %s/log-%%d",
+                            n + 16, n + 16, dir);
+    d = qpvrdma_start_active(extra);
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 4096);
+    qp = g_new0(QPvrdmaQp, n);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t buf = qpvrdma_alloc(d, 4 * 4096);
+
+        qpvrdma_create_qp(d, &qp[i], pd, cq.handle, cq.handle, PVRDMA_QPT_RC,
+                          16, 0);
+        qpvrdma_create_mr(d, pd, buf, 4 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        qpvrdma_qp_to_rts(d, &qp[i], PVRDMA_QPT_RC, qp[i ^ 1].qpn);
+    }
+    qpvrdma_migrate(d);
+    g_assert_cmpuint(qpvrdma_create_pd(d, 0), >, pd);
+    qpvrdma_stop(d);
+
+    gd = g_dir_open(dir, 0, NULL);
+    while ((name = g_dir_read_name(gd))) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autofree char *text = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        g_assert(g_file_get_contents(path, &text, NULL, NULL));
+        lines = g_strsplit(text, "\n", -1);
+        for (char **l = lines; *l; l++) {
+            const char *m = strstr(*l, "migration: ");
+
+            if (m) {
+                printf("# %s\n", m);
+            }
+        }
+        unlink(path);
+    }
+    g_dir_close(gd);
+    rmdir(dir);
+}
+
 static void test_cr_rc(void)
 {
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
@@ -3028,6 +3097,9 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/migration/rc", test_migration_rc);
     qtest_add_func("/pvrdma/migration/blocked", test_migration_blocked);
     qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
+    if (getenv("PVRDMA_BENCH_MIG")) {
+        qtest_add_func("/pvrdma/bench/migration", bench_migration);
+    }
     qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
     qtest_add_func("/pvrdma/coresident/access", test_cr_access);
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
