@@ -579,6 +579,7 @@ static bool load_cqs(MigReader *r, PvrdmaCore *c)
                                                &np);
         uint8_t armed, error;
         PvrdmaCQ *cq;
+        int err;
 
         priv = get32(r);
         armed = get8(r);
@@ -587,14 +588,16 @@ static bool load_cqs(MigReader *r, PvrdmaCore *c)
             break;
         }
         /*
-         * Created with as many entries as its pages hold (RESIZE_CQ may
-         * have made it smaller since), then given its size.
+         * Created with its size; if RESIZE_CQ made it smaller than its
+         * pages were for, with as many entries as they hold, then given
+         * its size (the check of RESIZE_CQ).
          */
         req.create_cq.hdr.cmd = PVRDMA_CMD_CREATE_CQ;
         req.create_cq.ctx_handle = ctx;
         req.create_cq.nchunks = np;
         req.create_cq.cqe = cqe;
-        if (np >= 2) {
+        err = replay(c, &req, &rsp, pages, np);
+        if (err && np >= 2) {
             uint64_t fit = (uint64_t)(np - 1) * PVRDMA_PAGE_SIZE /
                            sizeof(struct pvrdma_cqe);
 
@@ -602,9 +605,12 @@ static bool load_cqs(MigReader *r, PvrdmaCore *c)
             while (fit & (fit - 1)) {
                 fit &= fit - 1;     /* the largest power of two below */
             }
-            req.create_cq.cqe = fit;
+            if (fit != cqe) {
+                req.create_cq.cqe = fit;
+                err = replay(c, &req, &rsp, pages, np);
+            }
         }
-        if (replay(c, &req, &rsp, pages, np)) {
+        if (err) {
             return mig_fail(r, "CQ %u refused", h);
         }
         cq = pvrdma_table_get(&c->cq, rsp.create_cq_resp.cq_handle);

@@ -192,6 +192,26 @@ static void test_states(void)
     g_byte_array_free(b, true);
     dev_fini(d);
 
+    /* a CQ that RESIZE_CQ made smaller than its pages */
+    dev_setup(d, NULL);
+    {
+        union pvrdma_cmd_req req = { 0 };
+        union pvrdma_cmd_resp rsp;
+        TCq cq;
+
+        create_cq(d, &cq, 512);
+        req.resize_cq.cq_handle = cq.handle;
+        req.resize_cq.cqe = 16;
+        g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_RESIZE_CQ, &rsp), ==, 0);
+        b = save(d);
+        fresh_core(d);
+        g_assert_true(pvrdma_core_load(&d->c, b->data, b->len, &err));
+        g_assert_cmpuint(((PvrdmaCQ *)pvrdma_table_get(&d->c.cq,
+                          cq.handle))->ring.nelems, ==, 16);
+        g_byte_array_free(b, true);
+    }
+    dev_fini(d);
+
     dev_init(d, NULL);
     b = save(d);
     fresh_core(d);
