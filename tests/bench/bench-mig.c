@@ -122,8 +122,12 @@ int main(int argc, char **argv)
 
     while ((c = getopt(argc, argv, "q:r:")) != -1) {
         switch (c) {
-        case 'q': nqp = atoi(optarg); break;
-        case 'r': runs = MAX(atoi(optarg), 1); break;
+        case 'q':
+            nqp = atoi(optarg);
+            break;
+        case 'r':
+            runs = MAX(atoi(optarg), 1);
+            break;
         default:
             fprintf(stderr, "usage: bench-mig [-q QPS] [-r RUNS]\n");
             return 2;

@@ -1817,7 +1817,9 @@ static void test_migration_hostile(void)
     g_clear_pointer(&st, g_free);
     g_assert(g_file_get_contents(file, &img, &len, NULL));
     /* the device's state: "PRMG" */
-    for (at = 0; at + 4 <= len && memcmp(img + at, "PRMG", 4); at++) {
+    at = 0;
+    while (at + 4 <= len && memcmp(img + at, "PRMG", 4)) {
+        at++;
     }
     g_assert_cmpuint(at + 200, <, len);
 
