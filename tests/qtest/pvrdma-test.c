@@ -12,6 +12,7 @@
 
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -1777,6 +1778,111 @@ static char *mig_load_file(const char *args, const char *file, char **desc)
 }
 
 /*
+ * savevm / loadvm with connected QPs (an internal snapshot in a qcow2 node
+ * that blockdev-create makes): loadvm puts the device back as it was at
+ * savevm, with the guest's memory; the work done in between is undone, the
+ * CQ is where the guest's copy of it says, and traffic goes on.
+ */
+static void test_migration_savevm(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-snap-XXXXXX", NULL);
+    g_autofree char *img = g_build_filename(dir, "disk.qcow2", NULL);
+    g_autofree char *extra = NULL, *out = NULL;
+    g_autofree uint8_t *at_save = g_malloc(4096), *now = g_malloc(4096);
+    QPvrdmaCq cq, cq0;
+    QPvrdmaQp a, b, a0, b0;
+    uint64_t src, dst;
+    uint32_t pd, key;
+    QPvrdma *d;
+    QDict *rsp;
+
+    g_assert(g_file_set_contents(img, "", 0, NULL));
+    extra = g_strdup_printf(" -blockdev driver=file,filename=%s,node-name=f0",
+                            img);
+    d = qpvrdma_start_active(extra);
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'blockdev-create', 'arguments': "
+                    "{ 'job-id': 'c0', 'options': { 'driver': 'qcow2', "
+                    "'file': 'f0', 'size': 1048576 } } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    for (;;) {
+        QDict *r = qtest_qmp(d->qts, "{ 'execute': 'query-jobs' }");
+        QList *jobs = qdict_get_qlist(r, "return");
+        QDict *j = qobject_to(QDict, qlist_peek(jobs));
+        bool done = j && !strcmp(qdict_get_str(j, "status"), "concluded");
+
+        g_assert(j);
+        qobject_unref(r);
+        if (done) {
+            break;
+        }
+        g_usleep(10 * 1000);
+    }
+    qobject_unref(qtest_qmp(d->qts, "{ 'execute': 'job-dismiss', "
+                            "'arguments': { 'id': 'c0' } }"));
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'blockdev-add', 'arguments': "
+                    "{ 'driver': 'qcow2', 'node-name': 'q0', "
+                    "'file': 'f0' } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 256);
+    qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
+    qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    fill(d, src, 4096, 1);
+    qpvrdma_post_recv(d, &b, 0xb1, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa1, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+
+    out = qtest_hmp(d->qts, "savevm s1");
+    g_assert_cmpstr(out, ==, "");
+    g_free(out);
+    cq0 = cq;
+    a0 = a;
+    b0 = b;
+    qtest_memread(d->qts, dst, at_save, 4096);
+
+    /* work after the snapshot */
+    fill(d, src, 4096, 2);
+    qpvrdma_post_recv(d, &b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa2, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    qtest_memread(d->qts, dst, now, 4096);
+    g_assert(memcmp(now, at_save, 4096));
+
+    out = qtest_hmp(d->qts, "loadvm s1");
+    g_assert_cmpstr(out, ==, "");
+    cq = cq0;
+    a = a0;
+    b = b0;
+    /* undone: the data, the completions */
+    qtest_memread(d->qts, dst, now, 4096);
+    g_assert(!memcmp(now, at_save, 4096));
+    qpvrdma_cq_empty(d, &cq);
+    /* and on from there: the same rings, keys and QP numbers */
+    fill(d, src, 4096, 3);
+    qpvrdma_post_recv(d, &b, 0xb3, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa3, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    same(d, src, dst, 4096);
+    qpvrdma_cq_empty(d, &cq);
+    qpvrdma_stop(d);
+    unlink(img);
+    rmdir(dir);
+}
+
+/*
  * Hostile migration streams: the device's state truncated, another
  * device's limits, a ring page outside guest RAM, a ring of 2^32 pages.
  * Each fails the load (its reason, naming pvrdma, on stderr); none
@@ -3098,6 +3204,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/teardown", test_teardown);
     qtest_add_func("/pvrdma/migration/rc", test_migration_rc);
     qtest_add_func("/pvrdma/migration/blocked", test_migration_blocked);
+    qtest_add_func("/pvrdma/migration/savevm", test_migration_savevm);
     qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
     if (getenv("PVRDMA_BENCH_MIG")) {
         qtest_add_func("/pvrdma/bench/migration", bench_migration);
