@@ -471,6 +471,9 @@ static int replay(PvrdmaCore *c, union pvrdma_cmd_req *req,
 {
     int err;
 
+    if (!c->active) {
+        return EINVAL;      /* the guest's commands need an active device */
+    }
     c->restore_pages = pages;
     c->restore_npages = npages;
     err = pvrdma_cmd_replay(c, req, rsp);
@@ -514,7 +517,7 @@ static bool load_gids(MigReader *r, PvrdmaCore *c)
         }
         req.create_bind.gid_type = type;
         req.create_bind.index = i;
-        if (pvrdma_cmd_replay(c, &req, &rsp)) {
+        if (replay(c, &req, &rsp, NULL, 0)) {
             return mig_fail(r, "GID %u refused", i);
         }
     }
@@ -533,7 +536,7 @@ static bool load_ucs(MigReader *r, PvrdmaCore *c)
 
         req.create_uc.hdr.cmd = PVRDMA_CMD_CREATE_UC;
         req.create_uc.pfn = req.create_uc.pfn64 = base + h;
-        if (!r->err && pvrdma_cmd_replay(c, &req, &rsp)) {
+        if (!r->err && replay(c, &req, &rsp, NULL, 0)) {
             return mig_fail(r, "context %u refused", h);
         }
     }
@@ -555,7 +558,7 @@ static bool load_pds(MigReader *r, PvrdmaCore *c)
         if (r->err) {
             break;
         }
-        if (pvrdma_cmd_replay(c, &req, &rsp)) {
+        if (replay(c, &req, &rsp, NULL, 0)) {
             return mig_fail(r, "PD %u refused", h);
         }
         pd = pvrdma_table_get(&c->pd, rsp.create_pd_resp.pd_handle);
@@ -965,6 +968,9 @@ static bool load_all(MigReader *r, PvrdmaCore *c)
         return false;
     }
     n = get32(r);
+    if (!r->err && n && !c->active) {
+        return mig_fail(r, "QPs on a device that is not active");
+    }
     for (uint32_t i = 0; i < n && !r->err; i++) {
         if (!load_qp(r, c)) {
             return false;
