@@ -1616,6 +1616,22 @@ static void peers_same(Peer *a, uint64_t aoff, Peer *b, uint64_t boff,
     g_assert(memcmp(x, y, len) == 0);
 }
 
+/*
+ * One SEND from a (buf + aoff) to b (buf + boff) of len bytes, filled
+ * with seed: both completions, the bytes compared.
+ */
+static void peers_send(Peer *a, Peer *b, uint64_t id, uint64_t aoff,
+                       uint64_t boff, uint32_t len, uint8_t seed)
+{
+    peer_fill(a, aoff, len, seed);
+    qpvrdma_post_recv(b->d, &b->qp, 0xb0 | id, b->buf + boff, len, b->key);
+    qpvrdma_send_wr(a->d, &a->qp, PVRDMA_WR_SEND, 0xa0 | id, a->buf + aoff,
+                    len, a->key, 0, 0);
+    expect_peer_cqe(a, 0xa0 | id, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, len);
+    expect_peer_cqe(b, 0xb0 | id, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, len);
+    peers_same(a, aoff, b, boff, len);
+}
+
 static uint8_t qp_state(QPvrdma *d, uint32_t handle)
 {
     struct pvrdma_cmd_query_qp q = { .hdr.cmd = PVRDMA_CMD_QUERY_QP,
@@ -1744,12 +1760,7 @@ static void test_migration_blocked(void)
     st = mig_status(a.d->qts, &desc);
     g_assert_cmpstr(st, ==, "failed");
     g_assert(strstr(desc, "pvrdma"));
-    peer_fill(&a, 0, 64, 4);
-    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
-    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
-    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
-    peers_same(&a, 0, &b, 0, 64);
+    peers_send(&a, &b, 1, 0, 0, 64, 4);
     qpvrdma_stop(b.d);
     qpvrdma_stop(a.d);
     rm_dir(dir);
@@ -2034,12 +2045,7 @@ static void test_cr_rc(void)
     peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
 
     /* SEND across pages into two receive SGEs worth of buffer */
-    peer_fill(&a, 0, 4 * 4096, 5);
-    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf + 1, 9000, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf + 3, 9000, a.key, 0, 0);
-    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 9000);
-    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 9000);
-    peers_same(&a, 3, &b, 1, 9000);
+    peers_send(&a, &b, 1, 3, 1, 9000, 5);
 
     /* WRITE into b, READ back from b */
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000, a.key,
@@ -2188,12 +2194,7 @@ static void test_cr_peer_gone(void)
     peer_start(&b, dir, 1);
     wait_peers(a.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
-    peer_fill(&a, 0, 256, 3);
-    qpvrdma_post_recv(b.d, &b.qp, 0xb3, b.buf + 1024, 256, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa3, a.buf, 256, a.key, 0, 0);
-    expect_peer_cqe(&a, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 256);
-    expect_peer_cqe(&b, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 256);
-    peers_same(&a, 0, &b, 1024, 256);
+    peers_send(&a, &b, 3, 0, 1024, 256, 3);
     qpvrdma_stop(a.d);
     qpvrdma_stop(b.d);
     rm_dir(dir);
@@ -2247,13 +2248,7 @@ static void test_cr_secret(void)
     wait_peers(a.d, 1);
     wait_peers(b.d, 1);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
-    peer_fill(&a, 0, 4096, 9);
-    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 4096, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 4096, a.key,
-                    0, 0);
-    expect_peer_cqe(&a, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
-    expect_peer_cqe(&b, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    peers_same(&a, 0, &b, 0, 4096);
+    peers_send(&a, &b, 1, 0, 0, 4096, 9);
 
     peer_start_secret(&c, dir, 2, "open-sesame!");
     peer_start_secret(&n, dir, 3, NULL);
