@@ -2551,6 +2551,7 @@ static void test_hca_rc_loopback(void)
     hca_rc(false);
 }
 
+/* UD through the host device; migration is blocked, naming ibdev. */
 static void test_hca_ud(void)
 {
     HostGid hg;
@@ -2562,6 +2563,7 @@ static void test_hca_ud(void)
     struct pvrdma_sge s;
     struct pvrdma_cqe e;
     bool got_send = false, got_recv = false;
+    QDict *rsp;
 
     if (!hca_pair(&p, &hg, PVRDMA_QPT_UD, NULL)) {
         return;
@@ -2603,6 +2605,13 @@ static void test_hca_ud(void)
     }
     g_assert(got_send && got_recv);
     same(d, src, dst + 40, 300);
+    /* the host device's objects do not migrate: the blocker says so */
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': 'exec:cat > /dev/null' } }");
+    g_assert(qdict_haskey(rsp, "error"));
+    g_assert(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"), "desc"),
+                    "ibdev"));
+    qobject_unref(rsp);
     qpvrdma_stop(d);
 }
 
