@@ -161,10 +161,13 @@ for s in $suites; do
         # Halt on the first UBSan report.  LeakSanitizer is on for QEMU
         # only (a wrapper): the test programs' own leaks do not matter,
         # and a QEMU leak makes it exit non-zero, which fails the case.
+        # Full stacks for allocations (no fast unwinding: QEMU -O2 code
+        # without frame pointers loses frames), so the suppressions of
+        # scripts/lsan.supp can name the function that leaks.
         w=build/qemu-asan/lsan-wrap
         mkdir -p "$w"
         printf '%s\n' '#!/bin/sh' \
-            "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \\" \
+            "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \\" \
             "LSAN_OPTIONS=suppressions=$top/scripts/lsan.supp \\" \
             "    exec $top/build/qemu-asan/qemu-system-x86_64 \"\$@\"" \
             > "$w/qemu-system-x86_64"
