@@ -230,29 +230,42 @@ void pvrdma_core_mapped_pages(PvrdmaCore *c,
 /* ------------------------------------------------------------------ */
 /* Save                                                                */
 
-static void save_limits(GByteArray *b, const PvrdmaLimits *l)
+/*
+ * The 32-bit limits in stream order, with the property that sets each (the
+ * load names the one that differs); max_mr_size and roce_version follow.
+ */
+static const struct {
+    const char *prop;
+    size_t off;
+} mig_limits[] = {
+    { "max-qp", offsetof(PvrdmaLimits, max_qp) },
+    { "max-qp-wr", offsetof(PvrdmaLimits, max_qp_wr) },
+    { "max-sge", offsetof(PvrdmaLimits, max_sge) },
+    { "max-cq", offsetof(PvrdmaLimits, max_cq) },
+    { "max-cqe", offsetof(PvrdmaLimits, max_cqe) },
+    { "max-mr", offsetof(PvrdmaLimits, max_mr) },
+    { "max-pd", offsetof(PvrdmaLimits, max_pd) },
+    { "max-ah", offsetof(PvrdmaLimits, max_ah) },
+    { "max-srq", offsetof(PvrdmaLimits, max_srq) },
+    { "max-srq-wr", offsetof(PvrdmaLimits, max_srq_wr) },
+    { "max-srq-sge", offsetof(PvrdmaLimits, max_srq_sge) },
+    { "max-uar", offsetof(PvrdmaLimits, max_uar) },
+    { "gid-table-len", offsetof(PvrdmaLimits, gid_tbl_len) },
+    { "max-rd-atomic", offsetof(PvrdmaLimits, max_qp_rd_atom) },
+};
+
+static uint32_t mig_limit(const PvrdmaLimits *l, unsigned i)
 {
-    put32(b, l->max_qp);
-    put32(b, l->max_qp_wr);
-    put32(b, l->max_sge);
-    put32(b, l->max_cq);
-    put32(b, l->max_cqe);
-    put32(b, l->max_mr);
-    put32(b, l->max_pd);
-    put32(b, l->max_ah);
-    put32(b, l->max_srq);
-    put32(b, l->max_srq_wr);
-    put32(b, l->max_srq_sge);
-    put32(b, l->max_uar);
-    put32(b, l->gid_tbl_len);
-    put32(b, l->max_qp_rd_atom);
-    put64(b, l->max_mr_size);
-    put8(b, l->roce_version);
+    return *(const uint32_t *)((const uint8_t *)l + mig_limits[i].off);
 }
 
-static uint32_t count(const PvrdmaTable *t)
+static void save_limits(GByteArray *b, const PvrdmaLimits *l)
 {
-    return t->used;
+    for (unsigned i = 0; i < G_N_ELEMENTS(mig_limits); i++) {
+        put32(b, mig_limit(l, i));
+    }
+    put64(b, l->max_mr_size);
+    put8(b, l->roce_version);
 }
 
 static void save_qp(GByteArray *b, PvrdmaQP *qp)
@@ -332,13 +345,13 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
         g_byte_array_append(b, c->gid[h].gid.raw, 16);
     }
 
-    put32(b, count(&c->uc));
+    put32(b, c->uc.used);
     for (h = 0; h < c->uc.size; h++) {
         if (c->uc.slot[h]) {
             put32(b, h);
         }
     }
-    put32(b, count(&c->pd));
+    put32(b, c->pd.used);
     for (h = 0; h < c->pd.size; h++) {
         PvrdmaPD *pd = c->pd.slot[h];
 
@@ -347,7 +360,7 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             put32(b, pd->ctx);
         }
     }
-    put32(b, count(&c->cq));
+    put32(b, c->cq.used);
     for (h = 0; h < c->cq.size; h++) {
         PvrdmaCQ *cq = c->cq.slot[h];
 
@@ -361,7 +374,7 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             put8(b, cq->error);
         }
     }
-    put32(b, count(&c->mr));
+    put32(b, c->mr.used);
     for (h = 0; h < c->mr.size; h++) {
         PvrdmaMR *mr = c->mr.slot[h];
 
@@ -382,7 +395,7 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             }
         }
     }
-    put32(b, count(&c->srq));
+    put32(b, c->srq.used);
     for (h = 0; h < c->srq.size; h++) {
         PvrdmaSRQ *srq = c->srq.slot[h];
 
@@ -396,7 +409,7 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             put32(b, srq->ring.priv);
         }
     }
-    put32(b, count(&c->qp));
+    put32(b, c->qp.used);
     for (h = 0; h < c->qp.size; h++) {
         if (c->qp.slot[h]) {
             save_qp(b, c->qp.slot[h]);
@@ -418,25 +431,15 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
 
 static bool load_limits(MigReader *r, const PvrdmaLimits *l)
 {
-    static const char *const names[] = {
-        "max-qp", "max-qp-wr", "max-sge", "max-cq", "max-cqe", "max-mr",
-        "max-pd", "max-ah", "max-srq", "max-srq-wr", "max-srq-sge",
-        "max-uar", "gid-table-len", "max-rd-atomic",
-    };
-    const uint32_t mine[] = {
-        l->max_qp, l->max_qp_wr, l->max_sge, l->max_cq, l->max_cqe,
-        l->max_mr, l->max_pd, l->max_ah, l->max_srq, l->max_srq_wr,
-        l->max_srq_sge, l->max_uar, l->gid_tbl_len, l->max_qp_rd_atom,
-    };
     uint64_t mr_size;
     uint8_t roce;
 
-    for (unsigned i = 0; i < G_N_ELEMENTS(mine); i++) {
+    for (unsigned i = 0; i < G_N_ELEMENTS(mig_limits); i++) {
         uint32_t v = get32(r);
 
-        if (!r->err && v != mine[i]) {
+        if (!r->err && v != mig_limit(l, i)) {
             return mig_fail(r, "property %s is %u here, %u in the stream",
-                            names[i], mine[i], v);
+                            mig_limits[i].prop, mig_limit(l, i), v);
         }
     }
     mr_size = get64(r);
@@ -482,20 +485,26 @@ static int replay(PvrdmaCore *c, union pvrdma_cmd_req *req,
     return err;
 }
 
-static bool move_handle(MigReader *r, PvrdmaTable *t, uint32_t from,
-                        uint32_t to, const char *what)
+/*
+ * The object the replayed command created (handle 'from') moved to its
+ * saved handle; NULL (and the error set) if that handle is taken or out of
+ * range.
+ */
+static void *move_handle(MigReader *r, PvrdmaTable *t, uint32_t from,
+                         uint32_t to, const char *what)
 {
     void *obj = pvrdma_table_get(t, from);
 
     if (from == to) {
-        return true;
+        return obj;
     }
     pvrdma_table_remove(t, from);
     if (!pvrdma_table_insert(t, to, obj)) {
         pvrdma_table_insert(t, from, obj);
-        return mig_fail(r, "%s %u: handle taken or out of range", what, to);
+        mig_fail(r, "%s %u: handle taken or out of range", what, to);
+        return NULL;
     }
-    return true;
+    return obj;
 }
 
 static bool load_gids(MigReader *r, PvrdmaCore *c)
@@ -561,8 +570,8 @@ static bool load_pds(MigReader *r, PvrdmaCore *c)
         if (replay(c, &req, &rsp, NULL, 0)) {
             return mig_fail(r, "PD %u refused", h);
         }
-        pd = pvrdma_table_get(&c->pd, rsp.create_pd_resp.pd_handle);
-        if (!move_handle(r, &c->pd, pd->handle, h, "PD")) {
+        pd = move_handle(r, &c->pd, rsp.create_pd_resp.pd_handle, h, "PD");
+        if (!pd) {
             return false;
         }
         pd->handle = h;
@@ -616,8 +625,8 @@ static bool load_cqs(MigReader *r, PvrdmaCore *c)
         if (err) {
             return mig_fail(r, "CQ %u refused", h);
         }
-        cq = pvrdma_table_get(&c->cq, rsp.create_cq_resp.cq_handle);
-        if (!move_handle(r, &c->cq, cq->handle, h, "CQ")) {
+        cq = move_handle(r, &c->cq, rsp.create_cq_resp.cq_handle, h, "CQ");
+        if (!cq) {
             return false;
         }
         cq->handle = h;
@@ -686,8 +695,8 @@ static bool load_mrs(MigReader *r, PvrdmaCore *c)
         if (replay(c, &req, &rsp, pages, np)) {
             return mig_fail(r, "MR %u refused", h);
         }
-        mr = pvrdma_table_get(&c->mr, rsp.create_mr_resp.mr_handle);
-        if (!move_handle(r, &c->mr, mr->handle, h, "MR")) {
+        mr = move_handle(r, &c->mr, rsp.create_mr_resp.mr_handle, h, "MR");
+        if (!mr) {
             return false;
         }
         mr->handle = h;
@@ -740,8 +749,8 @@ static bool load_srqs(MigReader *r, PvrdmaCore *c)
         if (replay(c, &req, &rsp, pages, np)) {
             return mig_fail(r, "SRQ %u refused", h);
         }
-        srq = pvrdma_table_get(&c->srq, rsp.create_srq_resp.srqn);
-        if (!move_handle(r, &c->srq, srq->handle, h, "SRQ")) {
+        srq = move_handle(r, &c->srq, rsp.create_srq_resp.srqn, h, "SRQ");
+        if (!srq) {
             return false;
         }
         srq->handle = h;
@@ -832,10 +841,10 @@ static bool load_qp(MigReader *r, PvrdmaCore *c)
     if (replay(c, &req, &rsp, pages, np)) {
         return mig_fail(r, "QP %u refused", h);
     }
-    qp = pvrdma_table_get(&c->qp, c->version >= PVRDMA_QPHANDLE_VERSION ?
-                          rsp.create_qp_resp_v2.qp_handle :
-                          rsp.create_qp_resp.qpn);
-    if (!move_handle(r, &c->qp, qp->handle, h, "QP")) {
+    qp = move_handle(r, &c->qp, c->version >= PVRDMA_QPHANDLE_VERSION ?
+                     rsp.create_qp_resp_v2.qp_handle : rsp.create_qp_resp.qpn,
+                     h, "QP");
+    if (!qp) {
         return false;
     }
     qp->handle = qp->qpn = h;
