@@ -73,9 +73,10 @@ typedef struct Pair {
     QPvrdmaQp a, b;
 } Pair;
 
-static void pair_setup(Pair *p, uint8_t type, uint32_t n)
+/* The pair on a device already active (d). */
+static void pair_connect(Pair *p, QPvrdma *d, uint8_t type, uint32_t n)
 {
-    p->d = qpvrdma_start_active(NULL);
+    p->d = d;
     qpvrdma_bind_gid(p->d, 0);
     p->pd = qpvrdma_create_pd(p->d, 0);
     qpvrdma_create_cq(p->d, &p->cq, 256);
@@ -83,6 +84,11 @@ static void pair_setup(Pair *p, uint8_t type, uint32_t n)
     qpvrdma_create_qp(p->d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
     qpvrdma_qp_to_rts(p->d, &p->a, type, p->b.qpn);
     qpvrdma_qp_to_rts(p->d, &p->b, type, p->a.qpn);
+}
+
+static void pair_setup(Pair *p, uint8_t type, uint32_t n)
+{
+    pair_connect(p, qpvrdma_start_active(NULL), type, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1800,10 +1806,9 @@ static void test_migration_savevm(void)
     g_autofree char *img = g_build_filename(dir, "disk.qcow2", NULL);
     g_autofree char *extra = NULL, *out = NULL;
     g_autofree uint8_t *at_save = g_malloc(4096), *now = g_malloc(4096);
-    QPvrdmaCq cq, cq0;
-    QPvrdmaQp a, b, a0, b0;
+    Pair p, p0;
     uint64_t src, dst;
-    uint32_t pd, key;
+    uint32_t key;
     QPvrdma *d;
     QDict *rsp;
 
@@ -1837,57 +1842,47 @@ static void test_migration_savevm(void)
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
 
-    qpvrdma_bind_gid(d, 0);
-    pd = qpvrdma_create_pd(d, 0);
-    qpvrdma_create_cq(d, &cq, 256);
-    qpvrdma_create_qp(d, &a, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 16, 0);
-    qpvrdma_create_qp(d, &b, pd, cq.handle, cq.handle, PVRDMA_QPT_RC, 16, 0);
-    qpvrdma_qp_to_rts(d, &a, PVRDMA_QPT_RC, b.qpn);
-    qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
+    pair_connect(&p, d, PVRDMA_QPT_RC, 16);
     src = qpvrdma_alloc(d, 4096);
     dst = qpvrdma_alloc(d, 4096);
-    key = qpvrdma_create_mr(d, pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    qpvrdma_create_mr(d, pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     fill(d, src, 4096, 1);
-    qpvrdma_post_recv(d, &b, 0xb1, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa1, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
 
     out = qtest_hmp(d->qts, "savevm s1");
     g_assert_cmpstr(out, ==, "");
     g_free(out);
-    cq0 = cq;
-    a0 = a;
-    b0 = b;
+    p0 = p;
     qtest_memread(d->qts, dst, at_save, 4096);
 
     /* work after the snapshot */
     fill(d, src, 4096, 2);
-    qpvrdma_post_recv(d, &b, 0xb2, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa2, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
     qtest_memread(d->qts, dst, now, 4096);
     g_assert(memcmp(now, at_save, 4096));
 
     out = qtest_hmp(d->qts, "loadvm s1");
     g_assert_cmpstr(out, ==, "");
-    cq = cq0;
-    a = a0;
-    b = b0;
+    p = p0;
     /* undone: the data, the completions */
     qtest_memread(d->qts, dst, now, 4096);
     g_assert(!memcmp(now, at_save, 4096));
-    qpvrdma_cq_empty(d, &cq);
+    qpvrdma_cq_empty(d, &p.cq);
     /* and on from there: the same rings, keys and QP numbers */
     fill(d, src, 4096, 3);
-    qpvrdma_post_recv(d, &b, 0xb3, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &a, PVRDMA_WR_SEND, 0xa3, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_post_recv(d, &p.b, 0xb3, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
     same(d, src, dst, 4096);
-    qpvrdma_cq_empty(d, &cq);
+    qpvrdma_cq_empty(d, &p.cq);
     qpvrdma_stop(d);
     unlink(img);
     rmdir(dir);
