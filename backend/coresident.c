@@ -40,8 +40,10 @@
  *
  * A peer that goes away (EOF, or a malformed message: a peer is another
  * process of the same user, but it runs a guest, so it is checked like
- * one): its in-flight requests complete with RETRY_EXC_ERR (RC) and its
- * waiting requests are dropped.
+ * one): its in-flight requests are unanswered (RC: the core completes them
+ * with RETRY_EXC_ERR after the QP's retry window) and its waiting requests
+ * are dropped.  A request for a QP that does not exist or is not ready is
+ * answered NO_RESPONDER the same way.
  *
  * Everything runs in the caller's event loop (QEMU's main loop, BQL held).
  *
@@ -604,8 +606,8 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
     for (GSList *l = done; l; l = l->next) {
         CrFlight *f = l->data;
 
-        /* RC: retries exhausted; UD: the datagram is lost, as on a wire */
-        cr_flight_done(c, f, f->rc ? PVRDMA_WC_RETRY_EXC_ERR :
+        /* RC: nobody answers any more; UD: the datagram is lost */
+        cr_flight_done(c, f, f->rc ? PVRDMA_TRANSPORT_NO_RESPONDER :
                                      PVRDMA_WC_SUCCESS);
         g_free(f);
     }
@@ -659,16 +661,6 @@ static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
                                pvrdma_qp_by_qpn(c, r->req.dest_qpn));
 }
 
-static void cr_arm_timer(CrTransport *t, int64_t deadline)
-{
-    PvrdmaCore *c = t->t.core;
-    int64_t now = c->ops->now_ms(c->opaque);
-
-    if (deadline > 0) {
-        c->rnr_timer = true;
-        c->ops->kick(c->opaque, MAX(1, deadline - now));
-    }
-}
 
 /*
  * Serve the requests waiting on one QP, in order; stop at the first that
@@ -688,7 +680,9 @@ static bool cr_serve_waiting(CrTransport *t, GQueue *q)
             }
             if (!r->deadline || c->ops->now_ms(c->opaque) < r->deadline) {
                 trace_pvrdma_rnr_wait(r->req.dest_qpn);
-                cr_arm_timer(t, r->deadline);
+                if (r->deadline > 0) {
+                    pvrdma_core_timer_at(c, r->deadline);
+                }
                 return false;
             }
             st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
@@ -791,7 +785,7 @@ static void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
     }
     g_hash_table_remove(t->waiting, GUINT_TO_POINTER(qpn));
     while ((r = g_queue_pop_head(q))) {
-        cr_respond(r, PVRDMA_WC_RETRY_EXC_ERR);     /* nobody answers */
+        cr_respond(r, PVRDMA_TRANSPORT_NO_RESPONDER);
         cr_inreq_free(r);
     }
     g_queue_free(q);
@@ -1019,7 +1013,8 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
     if (!f || f->peer != p) {
         return false;   /* never asked this peer */
     }
-    if (m->status < 0 || m->status > PVRDMA_WC_GENERAL_ERR) {
+    if ((m->status < 0 || m->status > PVRDMA_WC_GENERAL_ERR) &&
+        m->status != PVRDMA_TRANSPORT_NO_RESPONDER) {
         return false;
     }
     g_hash_table_steal(t->flights, &m->cookie);
@@ -1278,11 +1273,11 @@ static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     CrSge *sg;
 
     if (!p) {
-        return rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS;
+        return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
     }
     if (p->inflight >= CR_MAX_INFLIGHT) {
         cr_peer_fail(p, "does not answer");     /* freed by the next event */
-        return rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS;
+        return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
     }
     sg = g_new(CrSge, MAX(1, req->local.n));
     for (uint32_t i = 0; i < req->local.n; i++) {
@@ -1343,7 +1338,7 @@ static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
          * The send failed.  No reaping here: the core is in the middle of
          * this QP's send queue; the peer is freed at its next event.
          */
-        return rc ? PVRDMA_WC_RETRY_EXC_ERR : PVRDMA_WC_SUCCESS;
+        return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
     }
 
     f = g_new(CrFlight, 1);

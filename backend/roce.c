@@ -44,7 +44,6 @@
 #define ROCE_ACKREQ_EVERY   32      /* AckReq at least every this many */
 #define ROCE_RESP_BUDGET    64      /* response packets per event and QP */
 #define ROCE_REQ_BUDGET     256     /* request packets per event and QP */
-#define ROCE_MIN_TIMEOUT_MS 10      /* floor of the local ACK timeout */
 #define ROCE_SPORT_BASE     0xc000  /* UDP source ports as rxe's */
 #define ROCE_PKEY_DEFAULT   0xffff
 #define ROCE_GSI_QKEY       0x80010000u
@@ -234,19 +233,6 @@ static void arm(RoceTransport *t, int64_t deadline)
     t->armed = deadline;
     pvrdma_transport_timer(t->t.core,
                            deadline > now ? (unsigned)(deadline - now) : 0);
-}
-
-/* The local ACK timeout: 4.096 us << timeout, 0: none (IBA 9.7.6.1.3). */
-static int64_t rto_ms(const PvrdmaQP *qp)
-{
-    uint32_t t = qp->attr.timeout;
-    int64_t ms;
-
-    if (!t) {
-        return 0;
-    }
-    ms = t >= 31 ? (4096ll << 31) / 1000000 : (4096ll << t) / 1000000;
-    return MAX(ms, ROCE_MIN_TIMEOUT_MS);
 }
 
 /* ------------------------------------------------------------------ */
@@ -539,7 +525,7 @@ static void req_rewind(RoceQp *q, uint32_t psn)
 
 static void req_arm_rto(RoceQp *q)
 {
-    int64_t rto = rto_ms(q->qp);
+    int64_t rto = pvrdma_ack_timeout_ms(q->qp);
 
     q->rto_deadline = rto && q->wqes.length &&
                       psn_cmp(q->max_psn, q->una) > 0 ?

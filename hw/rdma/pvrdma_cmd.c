@@ -810,6 +810,7 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
     pvrdma_path_detach(c, qp);
     pvrdma_owner_qp_destroy(c, qp);
     pvrdma_qp_set_rnr_wait(c, qp, false);
+    pvrdma_qp_hold(c, qp, 0);
     pvrdma_ring_free(c, &qp->sq);
     pvrdma_ring_free(c, &qp->rq);
     g_free(qp->slot);

@@ -157,6 +157,17 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
         if (!s->done) {
             break;
         }
+        if (s->held) {
+            /* the requester's retries have not run out yet */
+            if (qp->hold_until == INT64_MAX) {
+                break;
+            }
+            if (c->ops->now_ms(c->opaque) < qp->hold_until) {
+                pvrdma_core_timer_at(c, qp->hold_until);
+                break;
+            }
+            pvrdma_qp_hold(c, qp, 0);
+        }
         /*
          * The WQE's slot is free before its completion can be seen: the
          * guest (another thread) may post again as soon as it polls the
@@ -175,6 +186,29 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
     }
 }
 
+void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st)
+{
+    if (st == PVRDMA_TRANSPORT_NO_RESPONDER) {
+        int64_t w = pvrdma_retry_window_ms(qp);
+
+        trace_pvrdma_no_responder(qp->qpn, w);
+        st = qp->type == PVRDMA_QPT_RC ? PVRDMA_WC_RETRY_EXC_ERR :
+                                         PVRDMA_WC_SUCCESS;  /* UD: lost */
+        if (st != PVRDMA_WC_SUCCESS) {
+            s->held = true;
+            if (!qp->hold_until) {
+                pvrdma_qp_hold(c, qp, w ? c->ops->now_ms(c->opaque) + w :
+                                          INT64_MAX);
+            }
+        }
+    }
+    s->done = true;
+    s->status = st;
+    if (st != PVRDMA_WC_SUCCESS) {
+        qp->sq_failed = true;   /* execute nothing after it */
+    }
+}
+
 /* A message path's request that execute() answered PENDING finished. */
 static void req_done(PvrdmaCore *c, PvrdmaQP *qp, uint64_t cookie,
                      int status)
@@ -189,12 +223,8 @@ static void req_done(PvrdmaCore *c, PvrdmaQP *qp, uint64_t cookie,
         PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
 
         if (s->cookie == cookie && !s->done) {
-            s->done = true;
-            s->status = status;
-            if (status != PVRDMA_WC_SUCCESS) {
-                qp->sq_failed = true;   /* execute nothing after it */
-            }
             trace_pvrdma_req_done(qp->qpn, cookie, status);
+            pvrdma_slot_done(c, qp, s, status);
             pvrdma_drain_sq(c, qp);
             /* a full window may have held back more WQEs */
             pvrdma_qp_schedule(c, qp);

@@ -3,7 +3,8 @@
  * (pvrdma_qp_schedule()), the run loop (pvrdma_core_run(): one budgeted
  * pass per queued QP, then another kick if work is left), send and SRQ
  * doorbells, senders waiting on RNR (the count of waiters and their
- * wake-up).
+ * wake-up), the timer of timed waiters (RNR waits, completions held for
+ * the requester's retry time).
  *
  * Not here: decoding UAR writes (pvrdma_uar.c), walking a send queue and
  * the RNR deadline (pvrdma_req.c), CQ doorbells (pvrdma_event.c), the
@@ -25,6 +26,41 @@ void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait)
         qp->rnr_wait = wait;
         c->rnr_waiters += wait ? 1 : -1;
     }
+}
+
+/* qp's failed WQE completes at until (ms; 0: nothing held, see PvrdmaQP) */
+void pvrdma_qp_hold(PvrdmaCore *c, PvrdmaQP *qp, int64_t until)
+{
+    if (!qp->hold_until != !until) {
+        c->holders += until ? 1 : -1;
+    }
+    qp->hold_until = until;
+}
+
+void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at)
+{
+    int64_t now = c->ops->now_ms(c->opaque);
+
+    if (!c->timer || at < c->timer_at) {
+        c->timer_at = at;
+    }
+    c->timer = true;
+    c->ops->kick(c->opaque, at > now ? MIN(at - now, INT32_MAX) : 1);
+}
+
+int64_t pvrdma_ack_timeout_ms(const PvrdmaQP *qp)
+{
+    uint32_t t = MIN(qp->attr.timeout, 31);
+
+    if (!t) {
+        return 0;
+    }
+    return MAX((4096ll << t) / 1000000, PVRDMA_MIN_ACK_TIMEOUT_MS);
+}
+
+int64_t pvrdma_retry_window_ms(const PvrdmaQP *qp)
+{
+    return pvrdma_ack_timeout_ms(qp) * ((qp->attr.retry_cnt & 7) + 1);
 }
 
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
@@ -110,14 +146,22 @@ void pvrdma_core_run(PvrdmaCore *c)
     if (c->running) {
         return;
     }
-    if (c->rnr_timer && c->ops->now_ms(c->opaque) >= c->rnr_timer_at) {
+    if (c->timer && c->ops->now_ms(c->opaque) >= c->timer_at) {
         /*
-         * An RNR deadline passed: waiting senders retry (and time out).
-         * Not on a run for anything else: a sender still waiting would
-         * arm the timer again at once and the run loop would spin.
+         * A deadline passed: waiting senders retry (and time out), held
+         * completions that are due complete.  Not on a run for anything
+         * else: a waiter not due yet would arm the timer again at once
+         * and the run loop would spin.
          */
-        c->rnr_timer = false;
+        c->timer = false;
         pvrdma_wake_rnr(c);
+        for (uint32_t h = 0; c->holders && h < c->qp.size; h++) {
+            PvrdmaQP *qp = c->qp.slot[h];
+
+            if (qp && qp->hold_until) {
+                pvrdma_qp_schedule(c, qp);
+            }
+        }
         n = c->run.length;
     }
     c->running = true;

@@ -166,6 +166,8 @@ void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
 void pvrdma_wake_rnr(PvrdmaCore *c);
+/* qp's held failed WQE completes at until (ms; 0: none; see PvrdmaQP) */
+void pvrdma_qp_hold(PvrdmaCore *c, PvrdmaQP *qp, int64_t until);
 
 /* pvrdma_req.c: the requester */
 
@@ -190,6 +192,12 @@ void pvrdma_recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
 void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp);
 /* Complete finished send WQEs in order; the first error moves to error. */
 void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp);
+/*
+ * Send slot s of qp finished with st, a PVRDMA_WC_* status or
+ * PVRDMA_TRANSPORT_NO_RESPONDER (held: RETRY_EXC_ERR after the QP's retry
+ * window).  An error stops the send queue (sq_failed).
+ */
+void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st);
 
 /* pvrdma_hca.c: queue paths (the owner's QPs): guest WQEs to its queues */
 

@@ -6,7 +6,8 @@
  * and every object with what the guest gave to create it: contexts, PDs,
  * CQs, MRs, SRQs, QPs (attributes, state), ring pages as guest addresses
  * (never host pointers), the device's ring indices, armed CQs, and the
- * send slots of WQEs executed but not yet completed.
+ * send slots of WQEs executed but not yet completed (a completion held
+ * for the requester's retry time, with the time it has left).
  *
  * Loaded by replay: the core is reset, then each object is created again
  * through the command handlers the guest uses (pvrdma_cmd_replay), with
@@ -268,7 +269,19 @@ static void save_limits(GByteArray *b, const PvrdmaLimits *l)
     put8(b, l->roce_version);
 }
 
-static void save_qp(GByteArray *b, PvrdmaQP *qp)
+/*
+ * A held completion (PvrdmaQP.hold_until) as the time left: 0 none,
+ * UINT64_MAX never, else at least 1 ms.
+ */
+static uint64_t hold_left(const PvrdmaQP *qp, int64_t now)
+{
+    if (!qp->hold_until || qp->hold_until == INT64_MAX) {
+        return qp->hold_until ? UINT64_MAX : 0;
+    }
+    return MAX(qp->hold_until - now, 1);
+}
+
+static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
 {
     const PvrdmaRing *pages = qp->is_srq ? &qp->sq : &qp->rq;
     uint32_t n = pvrdma_idx_used(qp->sq_head, qp->sq.priv, qp->sq.nelems);
@@ -295,6 +308,7 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp)
     put8(b, qp->sq_failed);
     put8(b, qp->comm_est);
     put32(b, qp->events);
+    put64(b, hold_left(qp, now));
     put32(b, n);
     for (uint32_t i = qp->sq.priv; i != qp->sq_head;
          i = pvrdma_idx_next(i, qp->sq.nelems)) {
@@ -305,6 +319,7 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp)
         put32(b, s->byte_len);
         put32(b, s->status);
         put8(b, s->signaled);
+        put8(b, s->held);
     }
 }
 
@@ -412,7 +427,7 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
     put32(b, c->qp.used);
     for (h = 0; h < c->qp.size; h++) {
         if (c->qp.slot[h]) {
-            save_qp(b, c->qp.slot[h]);
+            save_qp(b, c->qp.slot[h], c->ops->now_ms(c->opaque));
         }
     }
     /* the next-fit cursors, so handles are not reused sooner than before */
@@ -804,7 +819,9 @@ static bool load_qp(MigReader *r, PvrdmaCore *c)
     struct pvrdma_cmd_create_qp *m = &req.create_qp;
     struct pvrdma_qp_attr attr;
     uint32_t h = get32(r), np, sq_priv, sq_head, rq_priv, events, nslots;
+    uint32_t nheld = 0;
     uint8_t state, sq_failed, comm_est;
+    uint64_t hold;
     g_autofree uint64_t *pages = NULL;
     PvrdmaQP *qp;
 
@@ -831,6 +848,7 @@ static bool load_qp(MigReader *r, PvrdmaCore *c)
     sq_failed = get8(r);
     comm_est = get8(r);
     events = get32(r);
+    hold = get64(r);
     nslots = get32(r);
     if (r->err) {
         return false;
@@ -869,14 +887,31 @@ static bool load_qp(MigReader *r, PvrdmaCore *c)
         s->byte_len = get32(r);
         s->status = get32(r);
         s->signaled = get8(r) != 0;
+        s->held = get8(r) != 0;
         s->cookie = 0;
         s->done = true;     /* nothing in flight may move */
-        if (s->status < 0 || s->status > PVRDMA_WC_GENERAL_ERR) {
+        if (s->status < 0 || s->status > PVRDMA_WC_GENERAL_ERR ||
+            (s->held && (s->status != PVRDMA_WC_RETRY_EXC_ERR ||
+                         qp->type != PVRDMA_QPT_RC))) {
             return mig_fail(r, "QP %u: send slot status %d", h, s->status);
         }
+        nheld += s->held;
+    }
+    /*
+     * A held completion: the time its retries have left (at most 8 local
+     * ACK timeouts of 4.096 us << 31), only while the QP sends.
+     */
+    if (!nheld != !hold ||
+        (hold && state != PVRDMA_QPS_RTS && state != PVRDMA_QPS_SQD) ||
+        (hold != UINT64_MAX && hold > 8 * (4096ull << 31) / 1000000)) {
+        return mig_fail(r, "QP %u: held completion", h);
     }
     if (r->err || !qp_walk(r, c, qp, state, &attr)) {
         return false;
+    }
+    if (hold) {
+        pvrdma_qp_hold(c, qp, hold == UINT64_MAX ? INT64_MAX :
+                       c->ops->now_ms(c->opaque) + (int64_t)hold);
     }
     qp->sq_failed = sq_failed != 0;
     qp->comm_est = comm_est != 0;

@@ -55,6 +55,7 @@ void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event)
 static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
     pvrdma_qp_set_rnr_wait(c, qp, false);
+    pvrdma_qp_hold(c, qp, 0);   /* the flush completes a held WQE */
     /*
      * Transports learn it from the run loop (pvrdma_serve_sq): this may run
      * inside a transport, serving a peer's request.
@@ -134,6 +135,7 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
     qp->sq_failed = false;
     qp->rq.priv = 0;
     pvrdma_qp_set_rnr_wait(c, qp, false);
+    pvrdma_qp_hold(c, qp, 0);
     memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);
     qp->gone_pending = false;
     pvrdma_qp_gone(c, qp->qpn);

@@ -200,7 +200,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
         st = t->ops->execute(t, &req);
     } else {
         trace_pvrdma_unreachable(qp->qpn);
-        st = qp->type == PVRDMA_QPT_RC ? PVRDMA_WC_RETRY_EXC_ERR :
+        st = qp->type == PVRDMA_QPT_RC ? PVRDMA_TRANSPORT_NO_RESPONDER :
                                          PVRDMA_WC_SUCCESS;
     }
     pvrdma_sg_release(c, &req.local);
@@ -287,12 +287,7 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
             } else {
                 trace_pvrdma_rnr_wait(qp->qpn);
                 if (qp->rnr_deadline) {
-                    if (!c->rnr_timer ||
-                        qp->rnr_deadline < c->rnr_timer_at) {
-                        c->rnr_timer_at = qp->rnr_deadline;
-                    }
-                    c->rnr_timer = true;
-                    c->ops->kick(c->opaque, qp->rnr_deadline - now);
+                    pvrdma_core_timer_at(c, qp->rnr_deadline);
                 }
                 break;
             }
@@ -305,11 +300,14 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         s->signaled = qp->sq_sig_all ||
                       (w.hdr.send_flags & PVRDMA_SEND_SIGNALED);
         s->cookie = cookie;
-        s->done = st != PVRDMA_TRANSPORT_PENDING;
-        s->status = s->done ? st : PVRDMA_WC_SUCCESS;
+        s->done = false;
+        s->held = false;
+        s->status = PVRDMA_WC_SUCCESS;
+        if (st != PVRDMA_TRANSPORT_PENDING) {
+            pvrdma_slot_done(c, qp, s, st);
+        }
         qp->sq_head = pvrdma_idx_next(qp->sq_head, qp->sq.nelems);
-        if (s->done && st != PVRDMA_WC_SUCCESS) {
-            qp->sq_failed = true;
+        if (qp->sq_failed) {
             break;      /* the QP goes to error when this one completes */
         }
     }

@@ -360,7 +360,7 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
     }
     if (!dqp || dqp->type != PVRDMA_QPT_RC || dqp->state < PVRDMA_QPS_RTR ||
         dqp->state > PVRDMA_QPS_SQE) {
-        return PVRDMA_WC_RETRY_EXC_ERR;     /* nobody answers */
+        return PVRDMA_TRANSPORT_NO_RESPONDER;
     }
     pvrdma_resp_comm_est(c, dqp);
     switch (req->opcode) {

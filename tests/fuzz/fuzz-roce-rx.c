@@ -636,7 +636,7 @@ static void service(void)
             check_stats();
             return;
         }
-        if (i >= RNR_SPIN && f.d.c.rnr_timer && h->run_pending &&
+        if (i >= RNR_SPIN && f.d.c.timer && h->run_pending &&
             h->timer_due > h->now) {
             /*
              * A known problem of the core, not of the transport: a send
@@ -673,9 +673,9 @@ static void service(void)
         }
         fail("the core still asks to run after %u runs at time %" PRId64
              " (run list:%s; kick pending %d, timer due %" PRId64
-             ", transport timer %d, wake %d, rnr timer %d)", SERVICE_MAX,
+             ", transport timer %d, wake %d, core timer %d)", SERVICE_MAX,
              h->now, s->str, h->run_pending, h->timer_due,
-             c->timer_transports, c->wake_transports, c->rnr_timer);
+             c->timer_transports, c->wake_transports, c->timer);
     }
 }
 

@@ -2180,6 +2180,17 @@ static void test_cr_peer_gone(void)
     g_usleep(50 * 1000);
     qpvrdma_cq_empty(a.d, &a.cq);
     qpvrdma_stop(b.d);
+    wait_peers(a.d, 0);
+    /*
+     * Nobody answers any more: as on a wire, RETRY_EXC_ERR once a's
+     * retries have run out (timeout 14, retry_cnt 7: 8 x 67 ms of the
+     * virtual clock), not before.
+     */
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qtest_clock_step(a.d->qts, 535 * 1000 * 1000);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_RTS);
+    qtest_clock_step(a.d->qts, 1000 * 1000);
     expect_peer_cqe(&a, 0xa1, 0, PVRDMA_WC_RETRY_EXC_ERR, 0);
     expect_peer_cqe(&a, 0xa2, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
     g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_ERR);

@@ -704,6 +704,73 @@ static void test_rnr_timeout(void)
     pair_fini(&p);
 }
 
+/*
+ * A request no responder answers (here the destination QP is gone) fails
+ * as on a wire: RETRY_EXC_ERR when the requester's retries have run out
+ * (timeout 14, retry_cnt 7: 8 x 67 ms), not before, and nothing after it
+ * runs.  With timeout 0 (no timer) it never fails: the QP waits until the
+ * guest moves it to error, which flushes it.
+ */
+static void test_no_responder(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 64, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    struct pvrdma_qp_attr at = { 0 };
+    union pvrdma_cmd_req req = { 0 };
+    TQp c;
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    req.destroy_qp.qp_handle = p.b.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==, 0);
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr_id = 1;
+    post_send(d, &p.a, &w, &sa, 1);
+    w.wr_id = 2;
+    post_send(d, &p.a, &w, &sa, 1);
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    g_assert_cmpint(d->h.timer_due, ==, d->h.now + 536);
+    d->h.now += 535;        /* a run for something else, before the time */
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    g_assert_cmpuint(query_qp_state(d, &p.a), ==, PVRDMA_QPS_RTS);
+    d->h.now += 1;          /* the host's timer fires */
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0,
+               p.a.handle);
+    expect_cqe(d, &p.cqa, 2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               p.a.handle);
+    g_assert_cmpuint(query_qp_state(d, &p.a), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(d->c.holders, ==, 0);
+
+    /* timeout 0: no local ACK timer, the request waits for ever */
+    create_qp(d, &c, p.pd, p.cqa.handle, p.cqa.handle, PVRDMA_QPT_RC);
+    rc_to_rts(d, &c, p.b.qpn, 7);
+    at.timeout = 0;
+    g_assert_cmpuint(modify_qp(d, &c, PVRDMA_QP_TIMEOUT, &at), ==, 0);
+    w.wr_id = 3;
+    post_send(d, &c, &w, &sa, 1);
+    run_all(d);
+    d->h.now += 100000000;
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    expect_cq_empty(d, &p.cqa);
+    g_assert_cmpuint(d->c.holders, ==, 1);
+    at.qp_state = PVRDMA_QPS_ERR;
+    g_assert_cmpuint(modify_qp(d, &c, PVRDMA_QP_STATE, &at), ==, 0);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               c.handle);
+    g_assert_cmpuint(d->c.holders, ==, 0);
+    pair_fini(&p);
+}
+
 static void test_ud(void)
 {
     Dev d;
@@ -1428,6 +1495,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/dev/local-prot", test_local_prot);
     g_test_add_func("/pvrdma/dev/rnr-recover", test_rnr_recover);
     g_test_add_func("/pvrdma/dev/rnr-timeout", test_rnr_timeout);
+    g_test_add_func("/pvrdma/dev/no-responder", test_no_responder);
     g_test_add_func("/pvrdma/dev/ud", test_ud);
     g_test_add_func("/pvrdma/dev/cmd-errors", test_cmd_errors);
     g_test_add_func("/pvrdma/dev/destroy", test_destroy);

@@ -221,6 +221,48 @@ static void test_states(void)
     dev_fini(d);
 }
 
+/*
+ * A completion held for the requester's retry time (nobody answers) moves
+ * with the time it has left: 536 ms in all, 200 spent before the save.
+ */
+static void test_held(void)
+{
+    Mig m;
+    Dev *d = &m.d;
+    union pvrdma_cmd_req req = { 0 };
+    struct pvrdma_cqe e;
+    GByteArray *b;
+    char *err = NULL;
+
+    mig_setup(&m);
+    req.destroy_qp.qp_handle = m.b.handle;
+    g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==, 0);
+    send_one(d, &m.a, &m.mra, A_IOVA, 64, 0xa1);
+    send_one(d, &m.a, &m.mra, A_IOVA, 64, 0xa2);
+    run_all(d);
+    d->h.now += 200;
+    b = save(d);
+    fresh_core(d);
+    g_assert_true(pvrdma_core_load(&d->c, b->data, b->len, &err));
+    g_assert_cmpuint(d->c.holders, ==, 1);
+    run_all(d);
+    d->h.now += 335;
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    g_assert_false(poll_cq(d, &m.cqa, &e));
+    d->h.now += 1;
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    expect_cqe(d, &m.cqa, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0,
+               m.a.handle);
+    expect_cqe(d, &m.cqa, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               m.a.handle);
+    g_assert_cmpuint(query_qp_state(d, &m.a), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(d->c.holders, ==, 0);
+    g_byte_array_free(b, true);
+    dev_fini(d);
+}
+
 static void expect_refused(Dev *d, const uint8_t *buf, size_t len)
 {
     char *err = NULL;
@@ -353,6 +395,7 @@ int main(int argc, char **argv)
     fh_test_init(&argc, &argv);
     g_test_add_func("/pvrdma/mig/roundtrip", test_roundtrip);
     g_test_add_func("/pvrdma/mig/states", test_states);
+    g_test_add_func("/pvrdma/mig/held", test_held);
     g_test_add_func("/pvrdma/mig/truncated", test_truncated);
     g_test_add_func("/pvrdma/mig/corrupt", test_corrupt);
     g_test_add_func("/pvrdma/mig/hostile-fields", test_hostile_fields);

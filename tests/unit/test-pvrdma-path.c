@@ -257,7 +257,10 @@ static void test_rc_late(void)
     g_assert_cmpint(f.probe.attached, ==, 1);
     g_assert_cmpint(f.probe.executed, ==, 1);
 
-    /* a QP that nothing reaches at all: RETRY_EXC_ERR, QP in error */
+    /*
+     * A QP that nothing reaches at all: RETRY_EXC_ERR when its retries
+     * have run out (timeout 14, retry_cnt 7: 8 x 67 ms), QP in error.
+     */
     f.probe.reach = false;
     create_qp(&f.d, &c, f.pd, f.cq.handle, f.cq.handle, PVRDMA_QPT_RC);
     to_rts(&f, &c, f.b.qpn, probe_gid);
@@ -266,6 +269,15 @@ static void test_rc_late(void)
     w.opcode = PVRDMA_WR_SEND;
     w.send_flags = PVRDMA_SEND_SIGNALED;
     post_send(&f.d, &c, &w, &s, 1);
+    run_all(&f.d);
+    expect_cq_empty(&f.d, &f.cq);
+    g_assert_cmpint(f.d.h.timer_due, ==, f.d.h.now + 536);
+    f.d.h.now += 535;       /* an early run (for something else) */
+    pvrdma_core_run(&f.d.c);
+    run_all(&f.d);
+    expect_cq_empty(&f.d, &f.cq);
+    f.d.h.now += 1;         /* the host's timer fires */
+    pvrdma_core_run(&f.d.c);
     run_all(&f.d);
     expect_cqe(&f.d, &f.cq, 0xc1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND,
                64, c.handle);

@@ -344,6 +344,7 @@ typedef struct PvrdmaSendSlot {
     int32_t status;         /* PVRDMA_WC_* once done */
     bool signaled;
     bool done;
+    bool held;              /* no responder: completes at qp->hold_until */
 } PvrdmaSendSlot;
 
 typedef struct PvrdmaQP {
@@ -371,6 +372,13 @@ typedef struct PvrdmaQP {
     bool comm_est;          /* COMM_EST reported for this connection */
     bool gone_pending;      /* entered error: transports not told yet */
     int64_t rnr_deadline;   /* ms; 0: wait forever */
+    /*
+     * The failed WQE (sq_failed) is one no responder answers: it completes
+     * with RETRY_EXC_ERR at this time (ms), when the requester's retries
+     * would have run out; INT64_MAX: never (timeout 0), the QP waits to be
+     * moved to error, reset or destroyed.  0: nothing held.
+     */
+    int64_t hold_until;
     uint32_t events;        /* async events reported */
     /*
      * The QP's path (rdma_backend.h): the transport that carries it, and
@@ -442,12 +450,14 @@ struct PvrdmaCore {
     /* data path */
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
-    bool rnr_timer;         /* a delayed kick for RNR waiters is pending */
-    int64_t rnr_timer_at;   /* ... for this time (ms): the earliest deadline */
+    /* a delayed kick for timed waiters (RNR waits, held completions) */
+    bool timer;
+    int64_t timer_at;       /* ... for this time (ms): the earliest deadline */
     bool wake_transports;   /* receives posted: transports' wake() to run */
     bool timer_transports;  /* pvrdma_transport_timer(): timer() to run */
     bool hca_srqs;          /* host HCA mode: an SRQ has hca_pending set */
     uint32_t rnr_waiters;   /* QPs with rnr_wait set */
+    uint32_t holders;       /* QPs with hold_until set */
 
     /*
      * Loading migrated state (pvrdma_mig.c): the commands it replays take

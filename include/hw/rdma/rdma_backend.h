@@ -111,7 +111,8 @@ typedef struct PvrdmaWc {
     bool is_send;
     uint64_t cookie;                /* PvrdmaReq.cookie; 0: a queue path */
     uint64_t wr_id;
-    uint32_t status;                /* PVRDMA_WC_* status */
+    /* PVRDMA_WC_* status; a message path's also NO_RESPONDER */
+    int32_t status;
     uint32_t opcode;                /* PVRDMA_WC_* opcode */
     uint32_t vendor_err;
     uint32_t byte_len;
@@ -127,6 +128,14 @@ typedef struct PvrdmaWc {
 #define PVRDMA_TRANSPORT_RNR        (-1)
 /* execute: in flight; the transport calls pvrdma_complete() later. */
 #define PVRDMA_TRANSPORT_PENDING    (-2)
+/*
+ * RC, a request's status (execute(), pvrdma_responder(), PvrdmaWc.status):
+ * no responder will ever answer it (no QP there in RTR..SQE, the peer is
+ * gone, no path).  On a wire the requester learns that from its local ACK
+ * timer only: the core completes the WQE with RETRY_EXC_ERR once the QP's
+ * retries would have run out (pvrdma_retry_window_ms()), not at once.
+ */
+#define PVRDMA_TRANSPORT_NO_RESPONDER (-3)
 
 /* PvrdmaTransportOps.flags */
 /*
@@ -304,6 +313,23 @@ int pvrdma_transport_resolve(PvrdmaCore *c, uint32_t pd,
  * checks its deadlines and asks again for the next one.
  */
 void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
+/*
+ * Run the core's timed waiters (senders and responders waiting on RNR,
+ * held completions) at time at (ms, ops->now_ms()); the earliest wins.
+ */
+void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at);
+
+/*
+ * qp's local ACK timeout in ms: 4.096 us << attr.timeout, at least
+ * PVRDMA_MIN_ACK_TIMEOUT_MS; 0 for timeout 0 (IBA 9.7.6.1.3: no timer).
+ */
+#define PVRDMA_MIN_ACK_TIMEOUT_MS 10
+int64_t pvrdma_ack_timeout_ms(const PvrdmaQP *qp);
+/*
+ * How long an unanswered request of qp takes to fail: its local ACK
+ * timeout, retry_cnt + 1 times; 0: forever (timeout 0).
+ */
+int64_t pvrdma_retry_window_ms(const PvrdmaQP *qp);
 
 /*
  * The one completion entry of every path (see PvrdmaWc).  Unknown QPs,
