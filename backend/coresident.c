@@ -57,6 +57,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #endif
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -74,6 +75,8 @@
 #define CR_MAX_WAITING  (1u << 16)      /* one peer's requests waiting here */
 #define CR_RX_BATCH     64              /* messages per read callback */
 #define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
+/* how long a moved peer's GIDs wait for the QEMU that took its place */
+#define CR_MOVE_GRACE_MS 10000
 
 typedef struct CrTransport CrTransport;
 
@@ -110,6 +113,10 @@ typedef struct CrPeer {
     struct CrInReq *partial;    /* REQ still collecting MORE messages */
     uint32_t inflight;      /* our requests it has not answered */
     uint32_t nreqs;         /* its requests held here (CrInReq alive) */
+    bool paused;            /* it sent PAUSE: it gets no new requests */
+    bool pause_sent;        /* we sent it PAUSE ... */
+    bool acked;             /* ... and it answered PAUSED */
+    bool moved;             /* it sent MOVED: its GIDs wait for another */
     uint8_t *tx;            /* messages collected for one datagram */
     size_t txlen;
 } CrPeer;
@@ -169,8 +176,18 @@ struct CrTransport {
     GHashTable *flights;    /* cookie -> CrFlight */
     bool reap;              /* some peer is dead: free it at a safe point */
     bool accept_paused;     /* out of descriptors: listener not watched */
+    bool paused;            /* our VM stopped for a save: no new requests */
+    bool quiesced;          /* ... and every peer answered our PAUSE */
+    bool moved;             /* our state went to another QEMU */
+    GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
     uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
 };
+
+/* A GID of a peer that moved, waiting for its new owner until 'until'. */
+typedef struct CrMovedGid {
+    uint8_t gid[16];
+    int64_t until;          /* ms, ops->now_ms() */
+} CrMovedGid;
 
 static void cr_peer_read(void *opaque);
 static void cr_peer_write(void *opaque);
@@ -235,7 +252,9 @@ static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         return false;
     }
-    if (n != (ssize_t)len) {
+    if (n < 0 && errno == EPIPE && p->paused) {
+        cr_peer_fail(p, NULL);  /* it hung up after its pause: it moved */
+    } else if (n != (ssize_t)len) {
         cr_peer_fail(p, n < 0 ? strerror(errno) : "short send");
     }
     return true;
@@ -490,6 +509,12 @@ static void cr_peer_accepted(CrPeer *p)
         cr_send(p, &r, sizeof(r), t->regions[i].fd);
     }
     cr_send_gids(t, p);
+    if (t->paused) {
+        CrHdr m = { CR_PAUSE, sizeof(m) };
+
+        cr_send(p, &m, sizeof(m), -1);
+        p->pause_sent = true;
+    }
 }
 
 static bool cr_peer_ready(const CrPeer *p)
@@ -512,6 +537,29 @@ static CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])
         }
     }
     return NULL;
+}
+
+/*
+ * Is gid one a moved peer owned, still waiting for the QEMU that took its
+ * place?  Forgets those whose wait is over.
+ */
+static bool cr_gid_moved(CrTransport *t, const uint8_t gid[16])
+{
+    PvrdmaCore *c = t->t.core;
+    int64_t now = c->ops->now_ms(c->opaque);
+
+    for (guint i = 0; i < t->moved_gids->len;) {
+        CrMovedGid *m = &g_array_index(t->moved_gids, CrMovedGid, i);
+
+        if (now >= m->until) {
+            g_array_remove_index_fast(t->moved_gids, i);
+        } else if (!memcmp(m->gid, gid, 16)) {
+            return true;
+        } else {
+            i++;
+        }
+    }
+    return false;
 }
 
 static void cr_inreq_free(CrInReq *r)
@@ -628,6 +676,26 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
     g_free(p);
 }
 
+static void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n);
+
+/* A peer went: others may now own the GIDs they announced and were refused. */
+static void cr_reclaim(CrTransport *t)
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *q = g_ptr_array_index(t->peers, i);
+        g_autofree CrGid *all = NULL;
+        uint32_t n = q->ngids + q->nrefused;
+
+        if (q->dead || !q->nrefused) {
+            continue;
+        }
+        all = g_new(CrGid, n);
+        memcpy(all, q->gids, q->ngids * sizeof(CrGid));
+        memcpy(all + q->ngids, q->refused, q->nrefused * sizeof(CrGid));
+        cr_claim_gids(q, all, n);
+    }
+}
+
 static void cr_reap(CrTransport *t)
 {
     while (t->reap) {
@@ -638,6 +706,7 @@ static void cr_reap(CrTransport *t)
             if (p->dead) {
                 g_ptr_array_remove_index(t->peers, i);
                 cr_peer_free(t, p);     /* may mark others dead: loop */
+                cr_reclaim(t);
                 if (t->accept_paused) {
                     t->accept_paused = false;   /* descriptors were freed */
                     t->loop->set_fd_handler(t->loop_opaque, t->lfd,
@@ -706,6 +775,12 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
 
     trace_pvrdma_cr_req(r->req.dest_qpn, r->req.opcode, r->req.cookie,
                         r->req.local.len);
+    if (t->quiesced) {
+        /* our VM's state is being saved: nothing may change it now */
+        cr_respond(r, PVRDMA_TRANSPORT_NOT_EXECUTED);
+        cr_inreq_free(r);
+        return;
+    }
     if (!q) {
         q = g_queue_new();
         g_queue_push_tail(q, r);
@@ -938,17 +1013,22 @@ static bool cr_gid_in(const CrGid *g, uint32_t n, const uint8_t gid[16])
     return false;
 }
 
-/* Who other than peer p owns gid: "this device", a peer's name, NULL. */
+/*
+ * Who other than peer p owns gid: "this device", a peer's name, NULL.
+ * *paused: that owner is paused (a migration hands its GIDs over).
+ */
 static const char *cr_gid_owner(CrTransport *t, const CrPeer *p,
-                                const uint8_t gid[16])
+                                const uint8_t gid[16], bool *paused)
 {
     if (pvrdma_gid_is_local(t->t.core, gid)) {
+        *paused = t->paused;
         return "this device";
     }
     for (guint i = 0; i < t->peers->len; i++) {
         const CrPeer *q = g_ptr_array_index(t->peers, i);
 
         if (q != p && !q->dead && cr_gid_in(q->gids, q->ngids, gid)) {
+            *paused = q->paused;
             return q->name;
         }
     }
@@ -958,7 +1038,9 @@ static const char *cr_gid_owner(CrTransport *t, const CrPeer *p,
 /*
  * p announces the GIDs gids[n] (its whole table): it gets those nobody
  * else owns here.  First owner wins, and a GID of this device is never
- * taken.  A refusal is logged once, not at every announcement.
+ * taken.  A refusal is logged once, not at every announcement.  A GID a
+ * moved peer left behind (moved_gids) has its new owner: whoever waited
+ * for it carries on.
  */
 static void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n)
 {
@@ -966,17 +1048,30 @@ static void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n)
     CrGid *keep = g_new(CrGid, MAX(1, n));
     CrGid *refused = g_new(CrGid, MAX(1, n));
     uint32_t nkeep = 0, nrefused = 0;
+    bool wake = false;
 
     for (uint32_t i = 0; i < n; i++) {
-        const char *owner = cr_gid_owner(t, p, gids[i].gid);
+        bool paused = false;
+        const char *owner = cr_gid_owner(t, p, gids[i].gid, &paused);
         char s[64];
 
         if (!owner) {
             keep[nkeep++] = gids[i];
+            /* the new home of a moved peer's GID: its senders go on */
+            for (guint j = 0; j < t->moved_gids->len; j++) {
+                if (!memcmp(g_array_index(t->moved_gids, CrMovedGid,
+                                          j).gid, gids[i].gid, 16)) {
+                    g_array_remove_index_fast(t->moved_gids, j);
+                    wake = true;
+                    break;
+                }
+            }
             continue;
         }
         refused[nrefused++] = gids[i];
-        if (!cr_gid_in(p->refused, p->nrefused, gids[i].gid)) {
+        /* not worth a word while a migration hands the GID over */
+        if (!paused && !p->paused &&
+            !cr_gid_in(p->refused, p->nrefused, gids[i].gid)) {
             pvrdma_gid_str(gids[i].gid, s, sizeof(s));
             pvrdma_log_host("co-resident peer %s announces GID %s, which %s "
                             "owns: not routed to it", p->name, s, owner);
@@ -989,6 +1084,9 @@ static void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n)
     p->refused = refused;
     p->nrefused = nrefused;
     trace_pvrdma_cr_gids(p->node, nkeep);
+    if (wake) {
+        pvrdma_transport_wake_senders(t->t.core);
+    }
 }
 
 static bool cr_rx_gids(CrPeer *p, const CrGids *m, size_t len)
@@ -1014,8 +1112,10 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
         return false;   /* never asked this peer */
     }
     if ((m->status < 0 || m->status > PVRDMA_WC_GENERAL_ERR) &&
-        m->status != PVRDMA_TRANSPORT_NO_RESPONDER) {
-        return false;
+        m->status != PVRDMA_TRANSPORT_NO_RESPONDER &&
+        (m->status != PVRDMA_TRANSPORT_NOT_EXECUTED ||
+         !(p->paused || t->paused))) {
+        return false;   /* given back only across a pause */
     }
     g_hash_table_steal(t->flights, &m->cookie);
     p->inflight--;
@@ -1032,6 +1132,71 @@ static bool cr_rx_cancel(CrPeer *p, const CrCancelMsg *m, size_t len)
     }
     cr_waiting_drop(p->t, p, m->src_qpn & 0xffffff, PVRDMA_WC_WR_FLUSH_ERR);
     return true;
+}
+
+/* p moved: its GIDs wait for the QEMU that took its place, then it goes. */
+static void cr_peer_moved(CrTransport *t, CrPeer *p)
+{
+    PvrdmaCore *c = t->t.core;
+    int64_t until = c->ops->now_ms(c->opaque) + CR_MOVE_GRACE_MS;
+
+    for (uint32_t i = 0; i < p->ngids; i++) {
+        CrMovedGid m = { .until = until };
+
+        memcpy(m.gid, p->gids[i].gid, 16);
+        g_array_append_val(t->moved_gids, m);
+    }
+    if (p->ngids) {
+        pvrdma_core_timer_at(c, until);     /* then its senders give up */
+    }
+    p->moved = true;
+    cr_peer_fail(p, NULL);
+}
+
+/* PAUSE, PAUSED, RESUME, MOVED (pvrdma_coresident_wire.h) */
+static bool cr_rx_ctl(CrPeer *p, const CrHdr *h, size_t len)
+{
+    CrTransport *t = p->t;
+    CrHdr a = { CR_PAUSED, sizeof(a) };
+
+    if (len != sizeof(*h)) {
+        return false;
+    }
+    switch (h->type) {
+    case CR_PAUSE:
+        if (p->paused || p->partial) {
+            return false;
+        }
+        p->paused = true;
+        trace_pvrdma_cr_pause(p->node, "paused");
+        /* its requests waiting here for a receive: it runs them again */
+        cr_waiting_drop(t, p, CR_ANY_QP, PVRDMA_TRANSPORT_NOT_EXECUTED);
+        cr_send(p, &a, sizeof(a), -1);
+        return true;
+    case CR_PAUSED:
+        if (!p->pause_sent || p->acked) {
+            return false;
+        }
+        p->acked = true;
+        return true;
+    case CR_RESUME:
+        if (!p->paused) {
+            return false;
+        }
+        p->paused = false;
+        trace_pvrdma_cr_pause(p->node, "resumed");
+        pvrdma_transport_wake_senders(t->t.core);
+        return true;
+    case CR_MOVED:
+        if (!p->paused) {
+            return false;   /* a peer moves only from a pause */
+        }
+        trace_pvrdma_cr_pause(p->node, "moved");
+        cr_peer_moved(t, p);
+        return true;
+    default:
+        return false;
+    }
 }
 
 static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
@@ -1150,6 +1315,11 @@ static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
         return cr_rx_resp(p, (const CrRespMsg *)buf, len);
     case CR_CANCEL:
         return cr_rx_cancel(p, (const CrCancelMsg *)buf, len);
+    case CR_PAUSE:
+    case CR_PAUSED:
+    case CR_RESUME:
+    case CR_MOVED:
+        return cr_rx_ctl(p, h, len);
     default:
         return false;
     }
@@ -1204,6 +1374,10 @@ static void cr_peer_read(void *opaque)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             break;
         }
+        if (n < 0 && errno == ECONNRESET && p->paused) {
+            cr_peer_fail(p, NULL);  /* it hung up after its pause: moved */
+            break;
+        }
         if (n <= 0) {
             cr_peer_fail(p, n < 0 ? strerror(errno) : p->authed ? NULL :
                          "hung up before the handshake was over (it "
@@ -1243,7 +1417,7 @@ static void cr_peer_read(void *opaque)
 
 static bool cr_reaches(PvrdmaTransport *pt, const uint8_t dgid[16])
 {
-    return cr_peer_for_gid(cr(pt), dgid) != NULL;
+    return cr_peer_for_gid(cr(pt), dgid) || cr_gid_moved(cr(pt), dgid);
 }
 
 /* Our RAM as (region, offset); false if not in a shared region. */
@@ -1272,6 +1446,13 @@ static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     CrFlight *f;
     CrSge *sg;
 
+    if (t->moved) {
+        return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
+    }
+    if (t->paused || (p && p->paused) || (!p && cr_gid_moved(t, req->dgid))) {
+        /* RC waits for the pause to end; a datagram is lost */
+        return rc ? PVRDMA_TRANSPORT_PAUSED : PVRDMA_WC_SUCCESS;
+    }
     if (!p) {
         return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
     }
@@ -1478,6 +1659,7 @@ static void cr_destroy(PvrdmaTransport *pt)
     g_hash_table_destroy(t->waiting);
     g_hash_table_destroy(t->flights);
     g_ptr_array_free(t->peers, true);
+    g_array_free(t->moved_gids, true);
     if (t->lfd >= 0) {
         t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL, NULL);
         close(t->lfd);
@@ -1548,6 +1730,205 @@ static char *cr_check_dir(const char *dir, uid_t uid)
     return NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* Pause, for migration and snapshots                                  */
+
+/* The peer whose socket is fd, or NULL (it was freed meanwhile). */
+static CrPeer *cr_peer_by_fd(CrTransport *t, int fd)
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (p->fd == fd && !p->dead) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Serve the peers' sockets here, outside the event loop (the VM is
+ * stopping: the loop does not run until we return), until done(t) or
+ * the monotonic time end (us).  False on the time running out.
+ */
+static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
+                           int64_t end)
+{
+    while (!done(t)) {
+        g_autofree struct pollfd *pfd = g_new0(struct pollfd,
+                                               MAX(1, t->peers->len));
+        int64_t left = end - g_get_monotonic_time();
+        unsigned n = 0;
+
+        if (left <= 0) {
+            return false;
+        }
+        for (guint i = 0; i < t->peers->len; i++) {
+            CrPeer *p = g_ptr_array_index(t->peers, i);
+
+            if (!p->dead) {
+                pfd[n].fd = p->fd;
+                pfd[n].events = POLLIN | (p->want_write ? POLLOUT : 0);
+                n++;
+            }
+        }
+        if (poll(pfd, n, MAX(1, left / 1000)) < 0 && errno != EINTR) {
+            return false;
+        }
+        for (unsigned i = 0; i < n; i++) {
+            CrPeer *p = cr_peer_by_fd(t, pfd[i].fd);
+
+            if (p && (pfd[i].revents & POLLOUT)) {
+                cr_peer_write(p);
+            }
+            p = cr_peer_by_fd(t, pfd[i].fd);
+            if (p && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+                cr_peer_read(p);
+            }
+        }
+    }
+    return true;
+}
+
+/* Every peer we paused answered (or is gone). */
+static bool cr_all_acked(CrTransport *t)
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (!p->dead && p->pause_sent && !p->acked) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Nothing waits to be sent to any peer. */
+static bool cr_all_sent(CrTransport *t)
+{
+    cr_flush(t);
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (!p->dead && !g_queue_is_empty(&p->out)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Our VM stops for its state to be saved.  Every peer gets PAUSE; what
+ * they sent us until they answer PAUSED is executed, and they answer what
+ * we sent them (executed, or given back NOT_EXECUTED: our core runs it
+ * again).  Then their requests still waiting here for a receive are given
+ * back.  Nothing is in flight either way afterwards, and until resume or
+ * moved nothing new starts.  A peer that does not answer in time is
+ * dropped (false).
+ */
+static bool cr_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
+{
+    CrTransport *t = cr(pt);
+    int64_t t0 = g_get_monotonic_time(), end = t0 + timeout_ms * 1000ll;
+    CrHdr m = { CR_PAUSE, sizeof(m) };
+    bool ok = true;
+
+    if (t->moved || t->quiesced) {
+        return true;
+    }
+    t->paused = true;
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (!p->dead && p->authed && !p->pause_sent) {
+            cr_send(p, &m, sizeof(m), -1);
+            p->pause_sent = true;
+            p->acked = false;
+        }
+    }
+    trace_pvrdma_cr_quiesce("pausing", t->peers->len, 0);
+    cr_flush(t);
+    if (!cr_serve_until(t, cr_all_acked, end)) {
+        for (guint i = 0; i < t->peers->len; i++) {
+            CrPeer *p = g_ptr_array_index(t->peers, i);
+
+            if (p->pause_sent && !p->acked) {
+                cr_peer_fail(p, "did not answer the pause in time");
+            }
+        }
+        ok = false;
+    }
+    t->quiesced = true;
+    for (guint i = 0; i < t->peers->len; i++) {
+        cr_waiting_drop(t, g_ptr_array_index(t->peers, i), CR_ANY_QP,
+                        PVRDMA_TRANSPORT_NOT_EXECUTED);
+    }
+    if (!cr_serve_until(t, cr_all_sent, end)) {
+        ok = false;
+    }
+    cr_reap(t);
+    trace_pvrdma_cr_quiesce(ok ? "paused" : "paused, some peers dropped",
+                            t->peers->len, g_get_monotonic_time() - t0);
+    return ok;
+}
+
+/* Our VM runs here again: the peers we paused carry on. */
+static void cr_resume(PvrdmaTransport *pt)
+{
+    CrTransport *t = cr(pt);
+    CrHdr m = { CR_RESUME, sizeof(m) };
+
+    if (!t->paused || t->moved) {
+        return;
+    }
+    t->paused = t->quiesced = false;
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (p->pause_sent) {
+            cr_send(p, &m, sizeof(m), -1);
+            p->pause_sent = p->acked = false;
+        }
+    }
+    trace_pvrdma_cr_quiesce("resumed", t->peers->len, 0);
+    cr_done(t);
+}
+
+/*
+ * Our state went to another QEMU, which announces our GIDs: the peers
+ * learn it (MOVED) and keep their connections to those GIDs waiting for
+ * it.  We leave the rendezvous directory for good.
+ */
+static void cr_moved(PvrdmaTransport *pt)
+{
+    CrTransport *t = cr(pt);
+    CrHdr m = { CR_MOVED, sizeof(m) };
+
+    if (t->moved) {
+        return;
+    }
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (!p->dead && p->pause_sent) {
+            cr_send(p, &m, sizeof(m), -1);
+        }
+    }
+    cr_serve_until(t, cr_all_sent, g_get_monotonic_time() + 1000 * 1000);
+    trace_pvrdma_cr_quiesce("moved", t->peers->len, 0);
+    t->moved = t->paused = true;
+    for (guint i = 0; i < t->peers->len; i++) {
+        cr_peer_fail(g_ptr_array_index(t->peers, i), NULL);
+    }
+    cr_reap(t);
+    if (t->lfd >= 0) {
+        t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL, NULL);
+        close(t->lfd);
+        unlink(t->sock_path);
+        t->lfd = -1;
+    }
+}
+
 static const PvrdmaTransportOps cr_ops = {
     .name = "coresident",
     .flags = PVRDMA_TP_DOORBELL_OK,
@@ -1557,6 +1938,9 @@ static const PvrdmaTransportOps cr_ops = {
     .wake = cr_wake,
     .qp_gone = cr_qp_gone,
     .flush = cr_flush_hook,
+    .quiesce = cr_quiesce,
+    .resume = cr_resume,
+    .moved = cr_moved,
     .destroy = cr_destroy,
 };
 
@@ -1609,6 +1993,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t->peers = g_ptr_array_new();
     t->waiting = g_hash_table_new(NULL, NULL);
     t->flights = g_hash_table_new(g_int64_hash, g_int64_equal);
+    t->moved_gids = g_array_new(false, false, sizeof(CrMovedGid));
     t->rx = g_malloc(CR_MAX_MSG);
     do {
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();

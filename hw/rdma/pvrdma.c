@@ -83,6 +83,7 @@ struct PvrdmaState {
     Error *migration_blocker;   /* ibdev: the host device's objects */
     VMChangeStateEntry *vmstate_change;
     NotifierWithReturn migration_notifier;
+    bool quiesced;          /* transports paused for a save (see below) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1259,7 +1260,7 @@ static int pvrdma_core_put(QEMUFile *f, void *pv, size_t size,
                            const VMStateField *field, JSONWriter *vmdesc)
 {
     PvrdmaCore *c = pv;
-    g_autofree char *why = pvrdma_core_migration_blocker(c);
+    g_autofree char *why = pvrdma_core_migration_blocker(c, true);
     GByteArray *b;
 
     if (why) {
@@ -1332,27 +1333,64 @@ static void pvrdma_set_dirty(void *opaque, uint64_t gpa, uint64_t len)
     }
 }
 
+/* How long a pause may wait for the co-resident peers' answers. */
+#define PVRDMA_QUIESCE_MS 2000
+
+/*
+ * The VM's state is about to be saved: the transports finish or give back
+ * what they have in flight and pause their peers, so that neither the
+ * guest's memory nor the device changes behind the save.
+ */
+static void pvrdma_quiesce(PvrdmaState *s)
+{
+    if (!s->quiesced) {
+        s->quiesced = true;
+        if (!pvrdma_core_quiesce(&s->core, PVRDMA_QUIESCE_MS)) {
+            warn_report("pvrdma: a co-resident peer did not answer the "
+                        "pause within %u ms and was dropped",
+                        PVRDMA_QUIESCE_MS);
+        }
+    }
+}
+
+static void pvrdma_resume(PvrdmaState *s)
+{
+    if (s->quiesced) {
+        s->quiesced = false;
+        pvrdma_core_resume(&s->core);
+    }
+}
+
 /*
  * The device writes guest RAM through mappings it holds for a long time
  * (rings, MRs), which dirty logging does not see.  When the VM stops (the
  * last pass of a migration follows, a snapshot or a plain stop), every
  * page it holds mapped is marked dirty, so the last RAM pass carries what
- * it wrote.
+ * it wrote.  A stop for a migration's switch-over or a snapshot pauses the
+ * transports first; the VM running again ends that pause.
  */
 static void pvrdma_vm_state_change(void *opaque, bool running,
                                    RunState state)
 {
     PvrdmaState *s = opaque;
 
-    if (!running) {
-        pvrdma_core_mapped_pages(&s->core, pvrdma_set_dirty, s);
+    if (running) {
+        pvrdma_resume(s);
+        return;
     }
+    if (state == RUN_STATE_FINISH_MIGRATE || state == RUN_STATE_SAVE_VM) {
+        pvrdma_quiesce(s);
+    }
+    pvrdma_core_mapped_pages(&s->core, pvrdma_set_dirty, s);
 }
 
 /*
  * A migration starts: refuse it now, with the reason, if the device's
  * state cannot move (pvrdma_core_put checks again when it is saved, and
- * for snapshots, which do not come here).
+ * for snapshots, which do not come here).  A VM that is already stopped
+ * pauses its transports now, for the whole migration.  When it is over,
+ * the peers learn that the state moved (they wait for the destination),
+ * or, if it failed, the pause ends.
  */
 static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
                                   Error **errp)
@@ -1360,13 +1398,28 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
     PvrdmaState *s = container_of(n, PvrdmaState, migration_notifier);
     g_autofree char *why = NULL;
 
-    if (e->type != MIG_EVENT_PRECOPY_SETUP) {
-        return 0;
-    }
-    why = pvrdma_core_migration_blocker(&s->core);
-    if (why) {
-        error_setg(errp, "pvrdma: the device cannot migrate now: %s", why);
-        return -EBUSY;
+    switch (e->type) {
+    case MIG_EVENT_PRECOPY_SETUP:
+        why = pvrdma_core_migration_blocker(&s->core, false);
+        if (why) {
+            error_setg(errp, "pvrdma: the device cannot migrate now: %s",
+                       why);
+            return -EBUSY;
+        }
+        if (!runstate_is_running()) {
+            pvrdma_quiesce(s);
+        }
+        break;
+    case MIG_EVENT_PRECOPY_DONE:
+        if (s->quiesced) {
+            pvrdma_core_moved(&s->core);
+        }
+        break;
+    case MIG_EVENT_PRECOPY_FAILED:
+        pvrdma_resume(s);
+        break;
+    default:
+        break;
     }
     return 0;
 }

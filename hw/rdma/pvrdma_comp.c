@@ -145,6 +145,43 @@ void pvrdma_flush_queues(PvrdmaCore *c, PvrdmaQP *qp)
 }
 
 /*
+ * The slot at the consumer index came back unexecuted (redo).  Once every
+ * slot after it is back too, they all go back to the send queue: sq_head
+ * returns to the consumer index and the WQEs run again (true).  False
+ * while some are still in flight.  A responder gives back a suffix of what
+ * a QP sent it (its requests wait in order); one that answers a later
+ * request after giving an earlier one back broke that: the one given back
+ * fails instead (RETRY_EXC_ERR).
+ */
+static bool redo_tail(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *first)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = qp->sq.priv; i != qp->sq_head;
+         i = pvrdma_idx_next(i, qp->sq.nelems), n++) {
+        PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
+
+        if (!s->done) {
+            return false;
+        }
+        if (!s->redo) {
+            first->redo = false;
+            first->status = PVRDMA_WC_RETRY_EXC_ERR;
+            qp->sq_failed = true;
+            return false;
+        }
+    }
+    trace_pvrdma_redo(qp->qpn, n, qp->sq.priv);
+    for (uint32_t i = qp->sq.priv; i != qp->sq_head;
+         i = pvrdma_idx_next(i, qp->sq.nelems)) {
+        memset(pvrdma_send_slot(qp, i), 0, sizeof(PvrdmaSendSlot));
+    }
+    qp->sq_head = qp->sq.priv;
+    pvrdma_qp_schedule(c, qp);
+    return true;
+}
+
+/*
  * Complete finished WQEs in order, from the consumer index up to the
  * first one still in flight.  The first error moves the QP to error.
  */
@@ -152,11 +189,16 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
 {
     while (qp->sq.priv != qp->sq_head) {
         PvrdmaSendSlot *s = pvrdma_send_slot(qp, qp->sq.priv);
-        int st = s->status;
+        int st;
 
         if (!s->done) {
             break;
         }
+        /* given back: wait for the rest, or run them all again */
+        if (s->redo && (redo_tail(c, qp, s) || s->redo)) {
+            break;
+        }
+        st = s->status;
         if (s->held) {
             /* the requester's retries have not run out yet */
             if (qp->hold_until == INT64_MAX) {
@@ -188,6 +230,15 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st)
 {
+    if (st == PVRDMA_TRANSPORT_NOT_EXECUTED) {
+        if (qp->type == PVRDMA_QPT_RC) {
+            s->done = true;
+            s->redo = true;
+            s->status = PVRDMA_WC_SUCCESS;
+            return;
+        }
+        st = PVRDMA_WC_SUCCESS;     /* UD: the datagram is lost */
+    }
     if (st == PVRDMA_TRANSPORT_NO_RESPONDER) {
         int64_t w = pvrdma_retry_window_ms(qp);
 

@@ -26,6 +26,14 @@ void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait)
         qp->rnr_wait = wait;
         c->rnr_waiters += wait ? 1 : -1;
     }
+    if (!wait) {
+        qp->paused = false;
+    }
+}
+
+void pvrdma_transport_wake_senders(PvrdmaCore *c)
+{
+    pvrdma_wake_rnr(c);
 }
 
 /* qp's failed WQE completes at until (ms; 0: nothing held, see PvrdmaQP) */

@@ -20,8 +20,11 @@
  * resets the core and names the record.
  *
  * Only QPs whose path keeps no state of its own (PVRDMA_TP_STATELESS:
- * loopback) or that have no path yet (RESET, INIT, UD, GSI) can move:
+ * loopback), whose path pauses its peers while the VM is saved (quiesce:
+ * co-resident) or that have no path yet (RESET, INIT, UD, GSI) can move:
  * pvrdma_core_migration_blocker() says which QP holds a migration back.
+ * pvrdma_core_quiesce() runs before the save: afterwards nothing is in
+ * flight, and resume or moved follows.
  *
  * The stream is little-endian, versioned (PVRDMA_MIG_VERSION); a later
  * version may append fields to a record, never reorder them.
@@ -152,7 +155,7 @@ static uint64_t *get_pages(MigReader *r, uint32_t max, uint32_t *n)
 /* ------------------------------------------------------------------ */
 /* What may move                                                       */
 
-char *pvrdma_core_migration_blocker(PvrdmaCore *c)
+char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving)
 {
     uint32_t h;
 
@@ -168,15 +171,19 @@ char *pvrdma_core_migration_blocker(PvrdmaCore *c)
         if (!qp) {
             continue;
         }
-        if (qp->path && !(qp->path->ops->flags & PVRDMA_TP_STATELESS)) {
+        /* a path with no state of its own, or one that pauses its peers */
+        if (qp->path && !(qp->path->ops->flags & PVRDMA_TP_STATELESS) &&
+            !qp->path->ops->quiesce) {
             return g_strdup_printf("QP %u is connected over the %s path, "
                                    "whose connection state does not "
                                    "migrate yet", qp->qpn,
                                    qp->path->ops->name);
         }
-        for (uint32_t i = qp->sq.priv; i != qp->sq_head;
+        for (uint32_t i = qp->sq.priv; saving && i != qp->sq_head;
              i = pvrdma_idx_next(i, qp->sq.nelems)) {
-            if (!pvrdma_send_slot(qp, i)->done) {
+            const PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
+
+            if (!s->done || s->redo) {
                 return g_strdup_printf("QP %u has a request in flight in a "
                                        "transport", qp->qpn);
             }
@@ -224,6 +231,43 @@ void pvrdma_core_mapped_pages(PvrdmaCore *c,
 
         for (uint32_t i = 0; mr && i < mr->map.npages; i++) {
             fn(opaque, mr->map.gpa[i], mr->map.page_size);
+        }
+    }
+}
+
+bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
+{
+    bool ok = true;
+
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->quiesce && !t->ops->quiesce(t, timeout_ms)) {
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+void pvrdma_core_resume(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->resume) {
+            t->ops->resume(t);
+        }
+    }
+    pvrdma_wake_rnr(c);     /* QPs that waited on a paused path */
+}
+
+void pvrdma_core_moved(PvrdmaCore *c)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->moved) {
+            t->ops->moved(t);
         }
     }
 }

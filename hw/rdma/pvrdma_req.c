@@ -274,10 +274,21 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
             break;
         }
         st = execute_wqe(c, qp, &w, &len, &cookie);
+        if (st == PVRDMA_TRANSPORT_PAUSED) {
+            /* the path takes nothing now: wait for its wake-up */
+            if (!qp->paused) {
+                trace_pvrdma_paused_wait(qp->qpn);
+            }
+            pvrdma_qp_set_rnr_wait(c, qp, true);
+            qp->paused = true;
+            qp->rnr_deadline = 0;
+            break;
+        }
         if (st == PVRDMA_TRANSPORT_RNR) {
             int64_t now = c->ops->now_ms(c->opaque);
 
-            if (!qp->rnr_wait) {
+            if (!qp->rnr_wait || qp->paused) {
+                qp->paused = false;
                 pvrdma_qp_set_rnr_wait(c, qp, true);
                 qp->rnr_deadline = pvrdma_rnr_deadline(c, qp->attr.rnr_retry,
                     pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num));
@@ -300,8 +311,7 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         s->signaled = qp->sq_sig_all ||
                       (w.hdr.send_flags & PVRDMA_SEND_SIGNALED);
         s->cookie = cookie;
-        s->done = false;
-        s->held = false;
+        s->done = s->held = s->redo = false;
         s->status = PVRDMA_WC_SUCCESS;
         if (st != PVRDMA_TRANSPORT_PENDING) {
             pvrdma_slot_done(c, qp, s, st);

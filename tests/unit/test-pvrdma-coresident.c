@@ -49,10 +49,9 @@ static void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)
 
 /*
  * A device with memfd RAM that joined dir with a shared secret (NULL:
- * none); activated, no GID yet.
+ * none), not activated: what a QEMU started with -incoming has.
  */
-static void vm_init_secret(Vm *v, const char *dir, uint8_t id,
-                           const char *secret)
+static void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
 {
     PvrdmaLimits l;
     PvrdmaShmRegion r;
@@ -72,12 +71,19 @@ static void vm_init_secret(Vm *v, const char *dir, uint8_t id,
     g_assert_null(err);
     g_assert_nonnull(v->t);
     g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
+    v->id = id;
+    make_gid(v->gid, 10, id);
+}
+
+/* The same, activated by its driver; no GID yet. */
+static void vm_init_secret(Vm *v, const char *dir, uint8_t id,
+                           const char *secret)
+{
+    vm_create(v, dir, id, secret);
     dev_write_dsr(&v->d);
     pvrdma_core_reg_write(&v->d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_ACTIVATE);
     g_assert_cmpuint(pvrdma_core_reg_read(&v->d.c, PVRDMA_REG_ERR), ==, 0);
     pvrdma_core_reg_write(&v->d.c, PVRDMA_REG_IMR, 0);
-    v->id = id;
-    make_gid(v->gid, 10, id);
 }
 
 static void vm_init(Vm *v, const char *dir, uint8_t id)
@@ -2226,6 +2232,270 @@ static void test_fake_peer(void)
     env_fini(&e);
 }
 
+/* ------------------------------------------------------------------ */
+/* Pause, for migration and snapshots                                  */
+
+/* Serves a VM from another thread: a peer QEMU while a test blocks. */
+typedef struct Pumper {
+    Vm *v;
+    int stop;
+    GThread *th;
+} Pumper;
+
+static gpointer pumper_run(gpointer opaque)
+{
+    Pumper *p = opaque;
+    FakeHost *h = &p->v->d.h;
+
+    while (!g_atomic_int_get(&p->stop)) {
+        fh_step_wait(&h, 1, 5);
+    }
+    return NULL;
+}
+
+static void pumper_start(Pumper *p, Vm *v)
+{
+    p->v = v;
+    p->stop = 0;
+    p->th = g_thread_new("peer", pumper_run, p);
+}
+
+static void pumper_stop(Pumper *p)
+{
+    g_atomic_int_set(&p->stop, 1);
+    g_thread_join(p->th);
+}
+
+static PvrdmaQP *side_qp(Side *s)
+{
+    return pvrdma_qp_get(&s->v->d.c, s->qp.handle);
+}
+
+/* The CQEs of s, in any order (sends and receives share its CQ). */
+typedef struct WantCqe {
+    uint64_t wr_id;
+    uint32_t opcode, byte_len;
+} WantCqe;
+
+static void side_expect_set(Side *s, const WantCqe *want, unsigned n)
+{
+    bool seen[8] = { false };
+
+    g_assert_cmpuint(n, <=, G_N_ELEMENTS(seen));
+    for (unsigned k = 0; k < n; k++) {
+        struct pvrdma_cqe e;
+        unsigned i = 0;
+
+        g_assert_true(poll_cq(&s->v->d, &s->cq, &e));
+        while (i < n && (seen[i] || want[i].wr_id != e.wr_id)) {
+            i++;
+        }
+        g_assert_cmpuint(i, <, n);      /* expected, and only once */
+        seen[i] = true;
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.opcode, ==, want[i].opcode);
+        g_assert_cmpuint(e.byte_len, ==, want[i].byte_len);
+    }
+    expect_cq_empty(&s->v->d, &s->cq);
+}
+
+#define P_LEN 256
+
+/*
+ * Work in flight both ways across two VMs: a's SEND waits at b for a
+ * receive with a's RDMA WRITE behind it, b's SEND waits at a.
+ */
+static void pause_traffic(X *x, uint8_t *data)
+{
+    struct pvrdma_sge g;
+
+    fill_pattern(data, P_LEN, 3);
+    mr_write(&x->a.d, &x->sa.mr, S_IOVA, data, P_LEN);
+    mr_write(&x->b.d, &x->sb.mr, S_IOVA + 4096, data, P_LEN);
+    g = mr_sge(&x->sa, 0, P_LEN);
+    send_wqe(&x->sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    rdma_wqe(&x->sa, 0xa2, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 8192,
+             x->sb.mr.rkey, 0);
+    g = mr_sge(&x->sb, 4096, P_LEN);
+    send_wqe(&x->sb, 0xb1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x->a, &x->b);
+    expect_cq_empty(&x->a.d, &x->sa.cq);
+    expect_cq_empty(&x->b.d, &x->sb.cq);
+}
+
+/* a's VM stops: b, another QEMU, answers from its own thread. */
+static void pause_a(X *x)
+{
+    Pumper pb;
+
+    pumper_start(&pb, &x->b);
+    g_assert_true(pvrdma_core_quiesce(&x->a.d.c, 10000));
+    pumper_stop(&pb);
+}
+
+/*
+ * After the pause nothing is in flight and nothing ran: the requests are
+ * back in their send queues; receives posted now take nothing.
+ */
+static void paused_state(X *x, Side *sa2)
+{
+    uint8_t got[P_LEN], zero[P_LEN] = { 0 };
+    struct pvrdma_sge r;
+
+    g_assert_cmpuint(side_qp(&x->sa)->sq_head, ==, side_qp(&x->sa)->sq.priv);
+    g_assert_cmpuint(side_qp(&x->sb)->sq_head, ==, side_qp(&x->sb)->sq.priv);
+    mr_read(&x->b.d, &x->sb.mr, S_IOVA + 8192, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, zero, P_LEN);   /* the WRITE did not run */
+    r = mr_sge(&x->sb, 0, P_LEN);
+    post_recv(&x->b.d, &x->sb.qp, 0xb0, &r, 1);
+    r = mr_sge(&x->sa, 4096, P_LEN);
+    post_recv(&x->a.d, &x->sa.qp, 0xa0, &r, 1);
+    PUMP(&x->a, &x->b);
+    expect_cq_empty(&x->a.d, &x->sa.cq);
+    expect_cq_empty(&x->b.d, &x->sb.cq);
+}
+
+/* Everything ran exactly once, a's side now being sa2 (a or its successor). */
+static void resumed_state(X *x, Side *sa2, const uint8_t *data)
+{
+    static const WantCqe wa[] = {
+        { 0xa1, PVRDMA_WC_SEND, P_LEN },
+        { 0xa2, PVRDMA_WC_RDMA_WRITE, P_LEN },
+        { 0xa0, PVRDMA_WC_RECV, P_LEN },
+    };
+    static const WantCqe wb[] = {
+        { 0xb1, PVRDMA_WC_SEND, P_LEN },
+        { 0xb0, PVRDMA_WC_RECV, P_LEN },
+    };
+    uint8_t got[P_LEN];
+
+    side_expect_set(sa2, wa, G_N_ELEMENTS(wa));
+    side_expect_set(&x->sb, wb, G_N_ELEMENTS(wb));
+    mr_read(&x->b.d, &x->sb.mr, S_IOVA, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, data, P_LEN);
+    mr_read(&x->b.d, &x->sb.mr, S_IOVA + 8192, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, data, P_LEN);
+    mr_read(&sa2->v->d, &sa2->mr, S_IOVA + 4096, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, data, P_LEN);
+    g_assert_cmpuint(qp_state(sa2), ==, PVRDMA_QPS_RTS);
+    g_assert_cmpuint(qp_state(&x->sb), ==, PVRDMA_QPS_RTS);
+}
+
+/*
+ * A snapshot of a (its VM stops, then runs again): the requests in flight
+ * either way are given back, not executed, while a is paused, and run
+ * exactly once after it resumes.
+ */
+static void test_pause_resume(void)
+{
+    X x;
+    uint8_t data[P_LEN];
+
+    x_setup(&x, 7);
+    pause_traffic(&x, data);
+    pause_a(&x);
+    PUMP(&x.a, &x.b);
+    paused_state(&x, &x.sa);
+    g_assert_true(reaches(&x.b, x.a.gid));
+    pvrdma_core_resume(&x.a.d.c);
+    PUMP(&x.a, &x.b);
+    resumed_state(&x, &x.sa, data);
+    x_fini(&x);
+}
+
+/*
+ * a migrates to a2, a new QEMU on the same host: a pauses, its state is
+ * saved, a2 joins the directory and loads it, a says MOVED and goes.  b
+ * waits meanwhile (no error) and then works with a2 as with a: same QP
+ * numbers and keys, every request exactly once.
+ */
+static void test_moved(void)
+{
+    X x;
+    Vm a2;
+    Side sa2;
+    uint8_t data[P_LEN];
+    GByteArray *st = g_byte_array_new();
+    char *err = NULL;
+
+    x_setup(&x, 7);
+    pause_traffic(&x, data);
+    pause_a(&x);
+    PUMP(&x.a, &x.b);
+    paused_state(&x, &x.sa);
+    pvrdma_core_save(&x.a.d.c, st);
+
+    /* the destination: the guest's RAM and the driver's view come along */
+    vm_create(&a2, x.e.dir, 1, NULL);
+    memcpy(a2.d.h.ram, x.a.d.h.ram, VM_RAM);
+    a2.d.h.next_free = x.a.d.h.next_free;
+    a2.d.dsr = x.a.d.dsr;
+    a2.d.cmd = x.a.d.cmd;
+    a2.d.resp = x.a.d.resp;
+    memcpy(a2.d.async_pages, x.a.d.async_pages, sizeof(a2.d.async_pages));
+    memcpy(a2.d.cqn_pages, x.a.d.cqn_pages, sizeof(a2.d.cqn_pages));
+    PUMP(&a2, &x.a, &x.b);
+    g_assert_cmpuint(peers(&a2), ==, 2);
+
+    pvrdma_core_moved(&x.a.d.c);
+    PUMP(&a2, &x.a, &x.b);
+    g_assert_cmpuint(peers(&x.b), ==, 1);      /* a2 only */
+    g_assert_true(reaches(&x.b, x.a.gid));     /* waiting for a2 */
+    vm_fini(&x.a);
+    /* a receive doorbell on b wakes its senders: b1 still waits */
+    pvrdma_transport_wake_senders(&x.b.d.c);
+    PUMP(&x.b);
+    g_assert_true(side_qp(&x.sb)->paused);
+    g_assert_cmpint(side_qp(&x.sb)->hold_until, ==, 0);
+    expect_cq_empty(&x.b.d, &x.sb.cq);
+    g_assert_cmpuint(qp_state(&x.sb), ==, PVRDMA_QPS_RTS);
+
+    g_assert_true(pvrdma_core_load(&a2.d.c, st->data, st->len, &err));
+    PUMP(&a2, &x.b);
+    sa2 = x.sa;
+    sa2.v = &a2;
+    resumed_state(&x, &sa2, data);
+    expect_cq_empty(&a2.d, &sa2.cq);
+    g_byte_array_free(st, true);
+    vm_fini(&a2);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
+/*
+ * a moves and nobody takes its place: b's requests wait the grace time
+ * (10 s), then nobody answers them: RETRY_EXC_ERR after b's retry window.
+ */
+static void test_moved_no_successor(void)
+{
+    X x;
+    uint8_t data[P_LEN];
+
+    x_setup(&x, 7);
+    pause_traffic(&x, data);
+    pause_a(&x);
+    pvrdma_core_moved(&x.a.d.c);
+    PUMP(&x.a, &x.b);
+    vm_fini(&x.a);
+    PUMP(&x.b);
+    g_assert_cmpuint(peers(&x.b), ==, 0);
+    g_assert_true(reaches(&x.b, x.a.gid));
+    x.b.d.h.now += 9999;
+    pvrdma_transport_wake_senders(&x.b.d.c);
+    PUMP(&x.b);
+    g_assert_true(side_qp(&x.sb)->paused);
+    expect_cq_empty(&x.b.d, &x.sb.cq);
+    g_assert_true(reaches(&x.b, x.a.gid));
+    x.b.d.h.now += 1;
+    PUMP(&x.b);
+    g_assert_false(reaches(&x.b, x.a.gid));
+    pass_retry_window(&x.sb);
+    side_expect_cqe(&x.sb, 0xb1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+    g_assert_cmpuint(qp_state(&x.sb), ==, PVRDMA_QPS_ERR);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
 enum { HS_NONE, HS_HELLO, HS_READY };
 
 /*
@@ -2983,7 +3253,12 @@ static void test_auth_fake(void)
     fake_send(&f, &h, 32, -1);
     PUMP(&a);
     fake_dropped_empty(&f, "HELLO version 3");
-    log_expect("speaks protocol version 3, this device 4", path);
+    {
+        g_autofree char *want = g_strdup_printf(
+            "speaks protocol version 3, this device %u", CR_VERSION);
+
+        log_expect(want, path);
+    }
     fake_close(&f);
 
     /* AUTH before HELLO */
@@ -3397,6 +3672,10 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/responder-qp-gone", test_responder_qp_gone);
     g_test_add_func("/pvrdma/cr/requester-qp-gone", test_requester_qp_gone);
     g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
+    g_test_add_func("/pvrdma/cr/pause-resume", test_pause_resume);
+    g_test_add_func("/pvrdma/cr/moved", test_moved);
+    g_test_add_func("/pvrdma/cr/moved-no-successor",
+                    test_moved_no_successor);
     g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);

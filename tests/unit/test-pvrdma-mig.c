@@ -58,7 +58,7 @@ static void fresh_core(Dev *d)
 static GByteArray *save(Dev *d)
 {
     GByteArray *b = g_byte_array_new();
-    char *why = pvrdma_core_migration_blocker(&d->c);
+    char *why = pvrdma_core_migration_blocker(&d->c, true);
 
     g_assert_null(why);
     pvrdma_core_save(&d->c, b);
@@ -379,10 +379,10 @@ static void test_blocker(void)
     char *why;
 
     dev_setup(&d, NULL);
-    why = pvrdma_core_migration_blocker(&d.c);
+    why = pvrdma_core_migration_blocker(&d.c, false);
     g_assert_null(why);
     fake_hca_init(&hca, &d.c);
-    why = pvrdma_core_migration_blocker(&d.c);
+    why = pvrdma_core_migration_blocker(&d.c, false);
     g_assert_nonnull(why);
     g_assert_nonnull(strstr(why, "ibdev"));
     g_free(why);

@@ -345,6 +345,7 @@ typedef struct PvrdmaSendSlot {
     bool signaled;
     bool done;
     bool held;              /* no responder: completes at qp->hold_until */
+    bool redo;              /* given back unexecuted: runs again */
 } PvrdmaSendSlot;
 
 typedef struct PvrdmaQP {
@@ -369,6 +370,7 @@ typedef struct PvrdmaQP {
     PvrdmaSendSlot *slot;
     bool queued;            /* on the run list */
     bool rnr_wait;          /* head send waits for a receive */
+    bool paused;            /* ... or for a paused path (no deadline) */
     bool comm_est;          /* COMM_EST reported for this connection */
     bool gone_pending;      /* entered error: transports not told yet */
     int64_t rnr_deadline;   /* ms; 0: wait forever */
@@ -508,12 +510,14 @@ void pvrdma_core_check_link(PvrdmaCore *c);
 
 /*
  * Migration (pvrdma_mig.c).  pvrdma_core_migration_blocker(): NULL if the
- * device's state can move, else why not (g_free it).  pvrdma_core_save()
+ * device's state can move, else why not (g_free it); saving: it is about
+ * to be saved, after pvrdma_core_quiesce(): nothing may be in flight
+ * then.  pvrdma_core_save()
  * appends the versioned state to buf.  pvrdma_core_load() resets the core
  * and rebuilds it from len bytes, as untrusted as guest input: false with
  * *err set (g_free it) and the core reset if anything is wrong.
  */
-char *pvrdma_core_migration_blocker(PvrdmaCore *c);
+char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving);
 /* Every guest page the device holds mapped (rings, MRs): fn(gpa, len). */
 void pvrdma_core_mapped_pages(PvrdmaCore *c,
                               void (*fn)(void *opaque, uint64_t gpa,
@@ -522,6 +526,15 @@ void pvrdma_core_mapped_pages(PvrdmaCore *c,
 void pvrdma_core_save(PvrdmaCore *c, GByteArray *buf);
 bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
                       char **err);
+/*
+ * The VM stops for its state to be saved: every transport finishes or
+ * gives back what it has in flight and takes nothing new (its quiesce
+ * hook, within timeout_ms each); false if one could not.  Then resume
+ * (the VM runs here again) or moved (the state went to another QEMU).
+ */
+bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms);
+void pvrdma_core_resume(PvrdmaCore *c);
+void pvrdma_core_moved(PvrdmaCore *c);
 
 /* Lookups for transports and tests. */
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle);

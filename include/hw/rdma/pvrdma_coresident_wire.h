@@ -10,13 +10,23 @@
  * nonce); only a side that has authenticated its peer sends it REGION
  * (its RAM) and GIDS.  Everything after that needs an authenticated peer.
  *
+ * Pause (a side's VM stops for its state to be saved): it sends PAUSE.
+ * The other side answers each of its requests still waiting for a receive
+ * with status NOT_EXECUTED (PVRDMA_TRANSPORT_NOT_EXECUTED: run it again
+ * later), sends it no new request, and answers PAUSED; everything it sent
+ * before PAUSED was sent before.  The pausing side executes what arrives
+ * until every PAUSED is in, then answers its own waiting requests
+ * NOT_EXECUTED.  Later it sends RESUME (its VM runs here again) or MOVED
+ * (its state went to another QEMU, which will announce the same GIDs: its
+ * peers keep waiting for that one instead of failing) and hangs up.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 #define HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 
 #define CR_MAGIC        0x70767264u     /* "pvrd" */
-#define CR_VERSION      4       /* 4: HELLO carries auth and a nonce, AUTH */
+#define CR_VERSION      5       /* 5: PAUSE, PAUSED, RESUME, MOVED */
 #define CR_MAX_MSG      (64 * 1024)
 #define CR_NONCE_LEN    32
 #define CR_MAC_LEN      32      /* HMAC-SHA256 */
@@ -32,6 +42,10 @@ enum {
     CR_RESP,
     CR_CANCEL,
     CR_AUTH,
+    CR_PAUSE,           /* CrHdr only, as the three that follow */
+    CR_PAUSED,
+    CR_RESUME,
+    CR_MOVED,
 };
 
 /* CrHello.auth: how a side authenticates its peers; both must agree */

@@ -136,6 +136,19 @@ typedef struct PvrdmaWc {
  * retries would have run out (pvrdma_retry_window_ms()), not at once.
  */
 #define PVRDMA_TRANSPORT_NO_RESPONDER (-3)
+/*
+ * execute: the path takes no requests now (a peer stops while its state
+ * is saved for a migration or snapshot): the WQE stays at the head and the
+ * QP waits, with no deadline of its own, until the transport wakes the
+ * senders (pvrdma_transport_wake_senders()).
+ */
+#define PVRDMA_TRANSPORT_PAUSED     (-4)
+/*
+ * RC, the PvrdmaWc.status of a PENDING request: the responder gave it back
+ * unexecuted (it paused first).  The core runs the WQE again from the send
+ * queue, with every WQE after it, when the path takes requests again.
+ */
+#define PVRDMA_TRANSPORT_NOT_EXECUTED (-5)
 
 /* PvrdmaTransportOps.flags */
 /*
@@ -236,6 +249,17 @@ typedef struct PvrdmaTransportOps {
      * or with qp NULL of the whole transport.  For pvrdma_describe_qps().
      */
     void (*describe)(PvrdmaTransport *t, PvrdmaQP *qp, GString *out);
+    /*
+     * Migration and snapshots, all optional.  quiesce: the VM stops for
+     * its state to be saved: finish, or give back (NOT_EXECUTED), every
+     * request in flight either way, and take no new ones (PAUSED); false
+     * if that did not work out within timeout_ms.  resume: the VM runs
+     * here again (a snapshot, or the migration failed).  moved: the state
+     * lives in another QEMU now, which takes this one's place.
+     */
+    bool (*quiesce)(PvrdmaTransport *t, unsigned timeout_ms);
+    void (*resume)(PvrdmaTransport *t);
+    void (*moved)(PvrdmaTransport *t);
     /* NULL: pvrdma_core_fini() g_free()s the transport */
     void (*destroy)(PvrdmaTransport *t);
 } PvrdmaTransportOps;
@@ -318,6 +342,8 @@ void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
  * held completions) at time at (ms, ops->now_ms()); the earliest wins.
  */
 void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at);
+/* A path takes requests again: QPs waiting on it (PAUSED, RNR) retry. */
+void pvrdma_transport_wake_senders(PvrdmaCore *c);
 
 /*
  * qp's local ACK timeout in ms: 4.096 us << attr.timeout, at least
