@@ -1747,6 +1747,34 @@ static void test_migration_rc(void)
 }
 
 /*
+ * p's CQ holds, in either order, its SEND sid of slen bytes and its
+ * receive rid of rlen bytes from QP src_qpn, once each.
+ */
+static void expect_send_recv(Peer *p, uint64_t sid, uint32_t slen,
+                             uint64_t rid, uint32_t rlen, uint32_t src_qpn)
+{
+    bool seen_s = false, seen_r = false;
+
+    for (int i = 0; i < 2; i++) {
+        struct pvrdma_cqe e;
+
+        g_assert(qpvrdma_wait_cq(p->d, &p->cq, &e, 2000));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        if (e.wr_id == sid) {
+            g_assert(!seen_s);
+            seen_s = true;
+            g_assert_cmpuint(e.byte_len, ==, slen);
+        } else {
+            g_assert_cmphex(e.wr_id, ==, rid);
+            g_assert(!seen_r);
+            seen_r = true;
+            g_assert_cmpuint(e.byte_len, ==, rlen);
+            g_assert_cmpuint(e.src_qp, ==, src_qpn);
+        }
+    }
+}
+
+/*
  * Live migration of one of two co-resident VMs, with requests under way
  * both ways: a's SEND waits at b for a receive, b's SEND waits at a.  a
  * moves to a new QEMU in the same rendezvous directory.  b sees a pause,
@@ -1780,32 +1808,8 @@ static void test_migration_coresident(void)
     g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_RTS);
     qpvrdma_post_recv(b.d, &b.qp, 0xb0, b.buf + 8192, 4096, b.key);
     qpvrdma_post_recv(a.d, &a.qp, 0xa0, a.buf + 8192, 4096, a.key);
-    for (int i = 0; i < 2; i++) {
-        struct pvrdma_cqe e;
-
-        g_assert(qpvrdma_wait_cq(a.d, &a.cq, &e, 2000));
-        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
-        if (e.wr_id == 0xa1) {
-            g_assert_cmpuint(e.byte_len, ==, 1000);
-        } else {
-            g_assert_cmphex(e.wr_id, ==, 0xa0);
-            g_assert_cmpuint(e.byte_len, ==, 1500);
-            g_assert_cmpuint(e.src_qp, ==, b.qp.qpn);
-        }
-    }
-    for (int i = 0; i < 2; i++) {
-        struct pvrdma_cqe e;
-
-        g_assert(qpvrdma_wait_cq(b.d, &b.cq, &e, 2000));
-        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
-        if (e.wr_id == 0xb1) {
-            g_assert_cmpuint(e.byte_len, ==, 1500);
-        } else {
-            g_assert_cmphex(e.wr_id, ==, 0xb0);
-            g_assert_cmpuint(e.byte_len, ==, 1000);
-            g_assert_cmpuint(e.src_qp, ==, a.qp.qpn);
-        }
-    }
+    expect_send_recv(&a, 0xa1, 1000, 0xa0, 1500, b.qp.qpn);
+    expect_send_recv(&b, 0xb1, 1500, 0xb0, 1000, a.qp.qpn);
     qpvrdma_cq_empty(a.d, &a.cq);
     qpvrdma_cq_empty(b.d, &b.cq);
     peers_same(&a, 0, &b, 8192, 1000);

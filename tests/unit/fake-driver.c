@@ -187,6 +187,26 @@ bool poll_cq(Dev *d, TCq *cq, struct pvrdma_cqe *out)
     return true;
 }
 
+void expect_retry_window(Dev *d, TCq *cq, TQp *qp, int64_t left,
+                         uint64_t wr1, uint64_t wr2)
+{
+    expect_cq_empty(d, cq);
+    d->h.now += left - 1;       /* a run for something else, before it */
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    expect_cq_empty(d, cq);
+    g_assert_cmpuint(query_qp_state(d, qp), ==, PVRDMA_QPS_RTS);
+    d->h.now += 1;              /* the host's timer fires */
+    pvrdma_core_run(&d->c);
+    run_all(d);
+    expect_cqe(d, cq, wr1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0,
+               qp->handle);
+    expect_cqe(d, cq, wr2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
+               qp->handle);
+    g_assert_cmpuint(query_qp_state(d, qp), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(d->c.holders, ==, 0);
+}
+
 void expect_cqe(Dev *d, TCq *cq, uint64_t wr_id, uint32_t status,
                 uint32_t opcode, uint32_t byte_len, uint32_t qp)
 {

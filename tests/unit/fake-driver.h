@@ -68,6 +68,14 @@ void expect_cqe(Dev *d, TCq *cq, uint64_t wr_id, uint32_t status,
                 uint32_t opcode, uint32_t byte_len, uint32_t qp);
 void expect_cq_empty(Dev *d, TCq *cq);
 /*
+ * Nobody answers SEND wr1 of qp (SEND wr2 posted behind it): nothing
+ * happens until left ms have passed (a run 1 ms earlier changes nothing),
+ * then wr1 completes with RETRY_EXC_ERR, wr2 is flushed, the QP is in
+ * error and nothing is held.
+ */
+void expect_retry_window(Dev *d, TCq *cq, TQp *qp, int64_t left,
+                         uint64_t wr1, uint64_t wr2);
+/*
  * CREATE_MR of [iova, iova + len) over npages pages it allocates (pages[]
  * gets them: pairs of contiguous pages, not contiguous with each other).
  */

@@ -230,7 +230,6 @@ static void test_held(void)
     Mig m;
     Dev *d = &m.d;
     union pvrdma_cmd_req req = { 0 };
-    struct pvrdma_cqe e;
     GByteArray *b;
     char *err = NULL;
 
@@ -246,19 +245,7 @@ static void test_held(void)
     g_assert_true(pvrdma_core_load(&d->c, b->data, b->len, &err));
     g_assert_cmpuint(d->c.holders, ==, 1);
     run_all(d);
-    d->h.now += 335;
-    pvrdma_core_run(&d->c);
-    run_all(d);
-    g_assert_false(poll_cq(d, &m.cqa, &e));
-    d->h.now += 1;
-    pvrdma_core_run(&d->c);
-    run_all(d);
-    expect_cqe(d, &m.cqa, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0,
-               m.a.handle);
-    expect_cqe(d, &m.cqa, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0,
-               m.a.handle);
-    g_assert_cmpuint(query_qp_state(d, &m.a), ==, PVRDMA_QPS_ERR);
-    g_assert_cmpuint(d->c.holders, ==, 0);
+    expect_retry_window(d, &m.cqa, &m.a, 336, 0xa1, 0xa2);
     g_byte_array_free(b, true);
     dev_fini(d);
 }
