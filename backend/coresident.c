@@ -116,7 +116,6 @@ typedef struct CrPeer {
     bool paused;            /* it sent PAUSE: it gets no new requests */
     bool pause_sent;        /* we sent it PAUSE ... */
     bool acked;             /* ... and it answered PAUSED */
-    bool moved;             /* it sent MOVED: its GIDs wait for another */
     uint8_t *tx;            /* messages collected for one datagram */
     size_t txlen;
 } CrPeer;
@@ -358,6 +357,14 @@ static void cr_peer_write(void *opaque)
     cr_done(p->t);
 }
 
+/* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */
+static void cr_send_ctl(CrPeer *p, uint32_t type)
+{
+    CrHdr m = { type, sizeof(m) };
+
+    cr_send(p, &m, sizeof(m), -1);
+}
+
 static void cr_send_gids(CrTransport *t, CrPeer *p)
 {
     PvrdmaCore *c = t->t.core;
@@ -510,9 +517,7 @@ static void cr_peer_accepted(CrPeer *p)
     }
     cr_send_gids(t, p);
     if (t->paused) {
-        CrHdr m = { CR_PAUSE, sizeof(m) };
-
-        cr_send(p, &m, sizeof(m), -1);
+        cr_send_ctl(p, CR_PAUSE);
         p->pause_sent = true;
     }
 }
@@ -540,10 +545,11 @@ static CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])
 }
 
 /*
- * Is gid one a moved peer owned, still waiting for the QEMU that took its
- * place?  Forgets those whose wait is over.
+ * Where gid is in moved_gids (a moved peer owned it, and it still waits
+ * for the QEMU that took its place), or -1.  Forgets those whose wait is
+ * over.
  */
-static bool cr_gid_moved(CrTransport *t, const uint8_t gid[16])
+static int cr_moved_index(CrTransport *t, const uint8_t gid[16])
 {
     PvrdmaCore *c = t->t.core;
     int64_t now = c->ops->now_ms(c->opaque);
@@ -554,12 +560,17 @@ static bool cr_gid_moved(CrTransport *t, const uint8_t gid[16])
         if (now >= m->until) {
             g_array_remove_index_fast(t->moved_gids, i);
         } else if (!memcmp(m->gid, gid, 16)) {
-            return true;
+            return i;
         } else {
             i++;
         }
     }
-    return false;
+    return -1;
+}
+
+static bool cr_gid_moved(CrTransport *t, const uint8_t gid[16])
+{
+    return cr_moved_index(t, gid) >= 0;
 }
 
 static void cr_inreq_free(CrInReq *r)
@@ -729,7 +740,6 @@ static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
     return pvrdma_rnr_deadline(c, r->req.rnr_retry,
                                pvrdma_qp_by_qpn(c, r->req.dest_qpn));
 }
-
 
 /*
  * Serve the requests waiting on one QP, in order; stop at the first that
@@ -1056,15 +1066,13 @@ static void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n)
         char s[64];
 
         if (!owner) {
+            int j = cr_moved_index(t, gids[i].gid);
+
             keep[nkeep++] = gids[i];
-            /* the new home of a moved peer's GID: its senders go on */
-            for (guint j = 0; j < t->moved_gids->len; j++) {
-                if (!memcmp(g_array_index(t->moved_gids, CrMovedGid,
-                                          j).gid, gids[i].gid, 16)) {
-                    g_array_remove_index_fast(t->moved_gids, j);
-                    wake = true;
-                    break;
-                }
+            if (j >= 0) {
+                /* the new home of a moved peer's GID: its senders go on */
+                g_array_remove_index_fast(t->moved_gids, j);
+                wake = true;
             }
             continue;
         }
@@ -1149,7 +1157,6 @@ static void cr_peer_moved(CrTransport *t, CrPeer *p)
     if (p->ngids) {
         pvrdma_core_timer_at(c, until);     /* then its senders give up */
     }
-    p->moved = true;
     cr_peer_fail(p, NULL);
 }
 
@@ -1157,7 +1164,6 @@ static void cr_peer_moved(CrTransport *t, CrPeer *p)
 static bool cr_rx_ctl(CrPeer *p, const CrHdr *h, size_t len)
 {
     CrTransport *t = p->t;
-    CrHdr a = { CR_PAUSED, sizeof(a) };
 
     if (len != sizeof(*h)) {
         return false;
@@ -1171,7 +1177,7 @@ static bool cr_rx_ctl(CrPeer *p, const CrHdr *h, size_t len)
         trace_pvrdma_cr_pause(p->node, "paused");
         /* its requests waiting here for a receive: it runs them again */
         cr_waiting_drop(t, p, CR_ANY_QP, PVRDMA_TRANSPORT_NOT_EXECUTED);
-        cr_send(p, &a, sizeof(a), -1);
+        cr_send_ctl(p, CR_PAUSED);
         return true;
     case CR_PAUSED:
         if (!p->pause_sent || p->acked) {
@@ -1830,7 +1836,6 @@ static bool cr_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
 {
     CrTransport *t = cr(pt);
     int64_t t0 = g_get_monotonic_time(), end = t0 + timeout_ms * 1000ll;
-    CrHdr m = { CR_PAUSE, sizeof(m) };
     bool ok = true;
 
     if (t->moved || t->quiesced) {
@@ -1841,9 +1846,8 @@ static bool cr_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
         CrPeer *p = g_ptr_array_index(t->peers, i);
 
         if (!p->dead && p->authed && !p->pause_sent) {
-            cr_send(p, &m, sizeof(m), -1);
+            cr_send_ctl(p, CR_PAUSE);
             p->pause_sent = true;
-            p->acked = false;
         }
     }
     trace_pvrdma_cr_quiesce("pausing", t->peers->len, 0);
@@ -1876,7 +1880,6 @@ static bool cr_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
 static void cr_resume(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
-    CrHdr m = { CR_RESUME, sizeof(m) };
 
     if (!t->paused || t->moved) {
         return;
@@ -1886,7 +1889,7 @@ static void cr_resume(PvrdmaTransport *pt)
         CrPeer *p = g_ptr_array_index(t->peers, i);
 
         if (p->pause_sent) {
-            cr_send(p, &m, sizeof(m), -1);
+            cr_send_ctl(p, CR_RESUME);
             p->pause_sent = p->acked = false;
         }
     }
@@ -1902,7 +1905,6 @@ static void cr_resume(PvrdmaTransport *pt)
 static void cr_moved(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
-    CrHdr m = { CR_MOVED, sizeof(m) };
 
     if (t->moved) {
         return;
@@ -1911,7 +1913,7 @@ static void cr_moved(PvrdmaTransport *pt)
         CrPeer *p = g_ptr_array_index(t->peers, i);
 
         if (!p->dead && p->pause_sent) {
-            cr_send(p, &m, sizeof(m), -1);
+            cr_send_ctl(p, CR_MOVED);
         }
     }
     cr_serve_until(t, cr_all_sent, g_get_monotonic_time() + 1000 * 1000);

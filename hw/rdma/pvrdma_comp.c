@@ -230,27 +230,25 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st)
 {
-    if (st == PVRDMA_TRANSPORT_NOT_EXECUTED) {
-        if (qp->type == PVRDMA_QPT_RC) {
-            s->done = true;
-            s->redo = true;
-            s->status = PVRDMA_WC_SUCCESS;
-            return;
-        }
+    if (qp->type != PVRDMA_QPT_RC && (st == PVRDMA_TRANSPORT_NOT_EXECUTED ||
+                                      st == PVRDMA_TRANSPORT_NO_RESPONDER)) {
         st = PVRDMA_WC_SUCCESS;     /* UD: the datagram is lost */
+    }
+    if (st == PVRDMA_TRANSPORT_NOT_EXECUTED) {
+        s->done = true;
+        s->redo = true;
+        s->status = PVRDMA_WC_SUCCESS;
+        return;
     }
     if (st == PVRDMA_TRANSPORT_NO_RESPONDER) {
         int64_t w = pvrdma_retry_window_ms(qp);
 
         trace_pvrdma_no_responder(qp->qpn, w);
-        st = qp->type == PVRDMA_QPT_RC ? PVRDMA_WC_RETRY_EXC_ERR :
-                                         PVRDMA_WC_SUCCESS;  /* UD: lost */
-        if (st != PVRDMA_WC_SUCCESS) {
-            s->held = true;
-            if (!qp->hold_until) {
-                pvrdma_qp_hold(c, qp, w ? c->ops->now_ms(c->opaque) + w :
-                                          INT64_MAX);
-            }
+        st = PVRDMA_WC_RETRY_EXC_ERR;
+        s->held = true;
+        if (!qp->hold_until) {
+            pvrdma_qp_hold(c, qp, w ? c->ops->now_ms(c->opaque) + w :
+                                      INT64_MAX);
         }
     }
     s->done = true;

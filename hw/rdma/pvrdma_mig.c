@@ -235,46 +235,6 @@ void pvrdma_core_mapped_pages(PvrdmaCore *c,
     }
 }
 
-bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
-{
-    bool ok = true;
-
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->quiesce && !t->ops->quiesce(t, timeout_ms)) {
-            ok = false;
-        }
-    }
-    return ok;
-}
-
-void pvrdma_core_resume(PvrdmaCore *c)
-{
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->resume) {
-            t->ops->resume(t);
-        }
-    }
-    pvrdma_wake_rnr(c);     /* QPs that waited on a paused path */
-}
-
-void pvrdma_core_moved(PvrdmaCore *c)
-{
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->moved) {
-            t->ops->moved(t);
-        }
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* Save                                                                */
-
 /*
  * The 32-bit limits in stream order, with the property that sets each (the
  * load names the one that differs); max_mr_size and roce_version follow.

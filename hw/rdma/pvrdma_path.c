@@ -4,7 +4,8 @@
  * for UD and GSI, the object owner's from creation) and its attach and
  * detach, the object owner's hooks (no-ops without an owner), and the
  * device-wide hooks every transport may have (GID table changed, wake,
- * QP gone, flush, receive PSN).  Every call from the core into a
+ * QP gone, flush, receive PSN, the pause around a save: quiesce, resume,
+ * moved).  Every call from the core into a
  * transport goes through this file or through qp->path.
  *
  * Not here: building and executing requests (pvrdma_req.c), the queue
@@ -358,6 +359,31 @@ void pvrdma_transports_flush(PvrdmaCore *c)
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
 {
     EACH_HOOK(c, qp_gone, qpn);
+}
+
+bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
+{
+    bool ok = true;
+
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+
+        if (t->ops->quiesce && !t->ops->quiesce(t, timeout_ms)) {
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+void pvrdma_core_resume(PvrdmaCore *c)
+{
+    EACH_HOOK(c, resume);
+    pvrdma_wake_rnr(c);     /* QPs that waited on a paused path */
+}
+
+void pvrdma_core_moved(PvrdmaCore *c)
+{
+    EACH_HOOK(c, moved);
 }
 
 char *pvrdma_describe_qps(PvrdmaCore *c)

@@ -531,6 +531,7 @@ bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
  * gives back what it has in flight and takes nothing new (its quiesce
  * hook, within timeout_ms each); false if one could not.  Then resume
  * (the VM runs here again) or moved (the state went to another QEMU).
+ * In pvrdma_path.c, with the transports' other hooks.
  */
 bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms);
 void pvrdma_core_resume(PvrdmaCore *c);
