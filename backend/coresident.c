@@ -77,6 +77,8 @@
 #define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
 /* how long a moved peer's GIDs wait for the QEMU that took its place */
 #define CR_MOVE_GRACE_MS 10000
+/* how long a fence waits for the peers to answer a QP's requests */
+#define CR_FENCE_MS     5000
 
 typedef struct CrTransport CrTransport;
 
@@ -178,6 +180,7 @@ struct CrTransport {
     bool paused;            /* our VM stopped for a save: no new requests */
     bool quiesced;          /* ... and every peer answered our PAUSE */
     bool moved;             /* our state went to another QEMU */
+    uint32_t fence_qpn;     /* cr_fence(): the QP whose flights must end */
     GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
     uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
 };
@@ -826,35 +829,51 @@ static void cr_wake(PvrdmaTransport *pt)
     cr_done(t);
 }
 
+/* A flight's (peer, QP): one CANCEL each. */
+static guint cr_flight_pq_hash(gconstpointer k)
+{
+    const CrFlight *f = k;
+
+    return g_direct_hash(f->peer) ^ f->qpn;
+}
+
+static gboolean cr_flight_pq_equal(gconstpointer a, gconstpointer b)
+{
+    const CrFlight *x = a, *y = b;
+
+    return x->peer == y->peer && x->qpn == y->qpn;
+}
+
 /*
- * Our QP qpn is gone: tell every peer that holds requests of it to drop
- * them.  The flights stay until the peer answers them.
+ * Our QP qpn (CR_ANY_QP: every QP) is gone: tell every peer that holds
+ * requests of it to drop them.  The flights stay until the peer answers
+ * them.
  */
 static void cr_cancel_flights(CrTransport *t, uint32_t qpn)
 {
     GHashTableIter it;
     gpointer key, val;
-    GPtrArray *told = g_ptr_array_new();
+    GHashTable *told = g_hash_table_new(cr_flight_pq_hash,
+                                        cr_flight_pq_equal);
 
     g_hash_table_iter_init(&it, t->flights);
     while (g_hash_table_iter_next(&it, &key, &val)) {
         CrFlight *f = val;
 
-        if (f->qpn != qpn || f->cancelled) {
+        if ((qpn != CR_ANY_QP && f->qpn != qpn) || f->cancelled) {
             continue;
         }
         f->cancelled = true;
-        if (!g_ptr_array_find(told, f->peer, NULL)) {
+        if (g_hash_table_add(told, f)) {
             CrCancelMsg m = {
                 .h = { CR_CANCEL, sizeof(m) },
-                .src_qpn = qpn,
+                .src_qpn = f->qpn,
             };
 
-            g_ptr_array_add(told, f->peer);
             cr_send(f->peer, &m, sizeof(m), -1);
         }
     }
-    g_ptr_array_free(told, true);
+    g_hash_table_destroy(told);
 }
 
 static void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
@@ -1796,6 +1815,58 @@ static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
     return true;
 }
 
+/*
+ * Fence.  A peer reads and writes the memory our requests name when it
+ * executes them, which may be well after we sent them (the socket's
+ * backlog, an RNR wait).  A guest that destroys or resets a QP may then
+ * free that memory, and a real HCA never touches it again: so before the
+ * QP goes, its requests still at a peer are cancelled (what waits there
+ * for a receive is dropped) and we serve the sockets here until every one
+ * of them is answered.  The peers answer in microseconds; the bound only
+ * matters for a peer that hangs.
+ */
+
+/* No flight of QP t->fence_qpn (CR_ANY_QP: of any QP) is left. */
+static bool cr_fenced(CrTransport *t)
+{
+    GHashTableIter it;
+    gpointer key, val;
+
+    if (t->fence_qpn == CR_ANY_QP) {
+        return !g_hash_table_size(t->flights);
+    }
+    g_hash_table_iter_init(&it, t->flights);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        if (((CrFlight *)val)->qpn == t->fence_qpn) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void cr_fence(PvrdmaTransport *pt, uint32_t qpn)
+{
+    CrTransport *t = cr(pt);
+    int64_t t0 = g_get_monotonic_time();
+    bool ok;
+
+    t->fence_qpn = qpn;
+    if (cr_fenced(t)) {
+        return;
+    }
+    cr_cancel_flights(t, qpn);
+    cr_flush(t);
+    ok = cr_serve_until(t, cr_fenced, t0 + CR_FENCE_MS * 1000ll);
+    cr_reap(t);
+    trace_pvrdma_cr_fence(qpn, ok, g_get_monotonic_time() - t0);
+    if (!ok) {
+        pvrdma_log_host("co-resident: the peers did not answer the requests "
+                        "of QP %d in %u ms; they may still access its "
+                        "buffers", qpn == CR_ANY_QP ? -1 : (int)qpn,
+                        CR_FENCE_MS);
+    }
+}
+
 /* Every peer we paused answered (or is gone). */
 static bool cr_all_acked(CrTransport *t)
 {
@@ -1939,6 +2010,7 @@ static const PvrdmaTransportOps cr_ops = {
     .gids_changed = cr_gids_changed,
     .wake = cr_wake,
     .qp_gone = cr_qp_gone,
+    .fence = cr_fence,
     .flush = cr_flush_hook,
     .quiesce = cr_quiesce,
     .resume = cr_resume,

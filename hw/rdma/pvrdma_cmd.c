@@ -860,6 +860,7 @@ static int cmd_destroy_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (!qp) {
         return CMD_ERR(c, EINVAL, "DESTROY_QP: bad handle %u", h);
     }
+    pvrdma_qp_fence(c, qp->qpn);
     rsp->destroy_qp_resp.events_reported = qp->events;
     pvrdma_qp_free(c, qp);
     trace_pvrdma_destroy_qp(h);

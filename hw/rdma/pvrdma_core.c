@@ -114,23 +114,7 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     g_queue_init(&c->run);
 }
 
-void pvrdma_core_fini(PvrdmaCore *c)
-{
-    pvrdma_core_reset(c);
-    pvrdma_transports_destroy(c);   /* after reset freed the owner's twins */
-    pvrdma_table_destroy(&c->uc);
-    pvrdma_table_destroy(&c->pd);
-    pvrdma_table_destroy(&c->mr);
-    pvrdma_table_destroy(&c->cq);
-    pvrdma_table_destroy(&c->qp);
-    pvrdma_table_destroy(&c->srq);
-    g_hash_table_destroy(c->owner_qpns);
-    g_hash_table_destroy(c->owner_keys);
-    g_free(c->gid);
-    c->gid = NULL;
-}
-
-void pvrdma_core_reset(PvrdmaCore *c)
+static void core_reset(PvrdmaCore *c)
 {
     trace_pvrdma_reset();
     pvrdma_destroy_all(c);
@@ -146,6 +130,29 @@ void pvrdma_core_reset(PvrdmaCore *c)
     c->active = false;
     c->version = 0;
     c->cmd_gpa = c->resp_gpa = c->uar_pfn = 0;
+}
+
+/* The guest's device reset: its memory is free once this returns. */
+void pvrdma_core_reset(PvrdmaCore *c)
+{
+    pvrdma_qp_fence(c, PVRDMA_FENCE_ALL);
+    core_reset(c);
+}
+
+void pvrdma_core_fini(PvrdmaCore *c)
+{
+    core_reset(c);      /* no fence: nothing runs in the guest any more */
+    pvrdma_transports_destroy(c);   /* after reset freed the owner's twins */
+    pvrdma_table_destroy(&c->uc);
+    pvrdma_table_destroy(&c->pd);
+    pvrdma_table_destroy(&c->mr);
+    pvrdma_table_destroy(&c->cq);
+    pvrdma_table_destroy(&c->qp);
+    pvrdma_table_destroy(&c->srq);
+    g_hash_table_destroy(c->owner_qpns);
+    g_hash_table_destroy(c->owner_keys);
+    g_free(c->gid);
+    c->gid = NULL;
 }
 
 bool pvrdma_port_up(PvrdmaCore *c)

@@ -98,6 +98,11 @@ void pvrdma_transports_flush(PvrdmaCore *c);
 void pvrdma_transports_timer(PvrdmaCore *c);
 /* A QP is destroyed or reset: transports drop requests waiting on it. */
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
+/*
+ * QP qpn (PVRDMA_FENCE_ALL: every QP) is about to be destroyed or reset:
+ * when this returns no peer touches the memory its requests named.
+ */
+void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn);
 /* A receive PSN a transport imposes on qpn (the GSI agent's connections). */
 bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
                               const uint8_t dgid[16], uint32_t *psn);

@@ -361,6 +361,11 @@ void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
     EACH_HOOK(c, qp_gone, qpn);
 }
 
+void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn)
+{
+    EACH_HOOK(c, fence, qpn);
+}
+
 bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
 {
     bool ok = true;

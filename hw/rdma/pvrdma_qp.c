@@ -305,6 +305,9 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         pvrdma_hca_post_sq(c, qp);
         return 0;
     }
+    if (next == PVRDMA_QPS_RESET && cur != PVRDMA_QPS_RESET) {
+        pvrdma_qp_fence(c, qp->qpn);    /* the guest may reuse its buffers */
+    }
     if (next == PVRDMA_QPS_ERR && cur != PVRDMA_QPS_ERR) {
         qp_entered_error(c, qp);
     }

@@ -2,6 +2,11 @@
 # transport (VM 0 serves), with -c ("invalid data" fails) and several sizes: rc
 # and srq from 1 byte to 64 KiB (16 pages, so several SGE pages per message),
 # ud up to the active MTU (1024).
+#
+# Then 20 more srq runs back to back.  ibv_srq_pingpong's client exits with
+# sends still in flight and frees their buffers at once; before the fence
+# (DESTROY_QP waits until the peer executed or dropped them) about one run in
+# 20 delivered freed memory and the server printed "invalid data".
 # vms: 2
 # timeout: 400
 # requires: pvrdma
@@ -10,3 +15,8 @@
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 barrier pvrdma-up 60
 two_vm_pingpongs vmw_pvrdma0 "rc:1 rc:4096 rc:65536 ud:1 ud:512 ud:1024 srq:1 srq:4096 srq:65536"
+i=0
+while [ $i -lt 10 ]; do
+    i=$((i + 1))
+    two_vm_pingpongs vmw_pvrdma0 "srq:4096 srq:65536"
+done

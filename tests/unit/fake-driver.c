@@ -74,8 +74,14 @@ void dev_fini(Dev *d)
     g_assert_false(d->c.active);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
     g_assert_cmpuint(d->h.bad_unmaps, ==, 0);
+    dev_exit(d);
+}
+
+void dev_exit(Dev *d)
+{
     pvrdma_core_fini(&d->c);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
+    g_assert_cmpuint(d->h.bad_unmaps, ==, 0);
     fh_fini(&d->h);
 }
 

@@ -55,6 +55,8 @@ void dev_write_dsr(Dev *d);
 void dev_setup(Dev *d, const PvrdmaLimits *lim);
 /* CTL_RESET must release every guest mapping. */
 void dev_fini(Dev *d);
+/* The QEMU exits: no guest reset first. */
+void dev_exit(Dev *d);
 uint32_t dev_cmd(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
                  union pvrdma_cmd_resp *rsp);
 void expect_err(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,

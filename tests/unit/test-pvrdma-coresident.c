@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE     /* memfd_create */
 #include <dirent.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -97,10 +98,14 @@ static void vm_up(Vm *v)
     bind_gid(&v->d, 0, v->gid);
 }
 
-/* The VM stops: reset, every mapping released, every fd handler gone. */
+/*
+ * The VM's QEMU exits (no guest reset, which would wait for the peers to
+ * answer its requests: pvrdma_qp_fence): every mapping released, every
+ * fd handler gone.
+ */
 static void vm_fini(Vm *v)
 {
-    dev_fini(&v->d);
+    dev_exit(&v->d);
 }
 
 static unsigned peers(Vm *v)
@@ -275,6 +280,47 @@ static void side_expect_cqe(Side *s, uint64_t wr_id, uint32_t status,
 static uint32_t qp_state(Side *s)
 {
     return query_qp_state(&s->v->d, &s->qp);
+}
+
+#define P_LEN 256
+
+/* Serves a VM from another thread: a peer QEMU while a test blocks. */
+typedef struct Pumper {
+    Vm *v;
+    int stop;
+    unsigned delay_ms;      /* before it serves anything */
+    GThread *th;
+} Pumper;
+
+static gpointer pumper_run(gpointer opaque)
+{
+    Pumper *p = opaque;
+    FakeHost *h = &p->v->d.h;
+
+    g_usleep(p->delay_ms * 1000ul);
+    while (!g_atomic_int_get(&p->stop)) {
+        fh_step_wait(&h, 1, 5);
+    }
+    return NULL;
+}
+
+static void pumper_start_late(Pumper *p, Vm *v, unsigned delay_ms)
+{
+    p->v = v;
+    p->stop = 0;
+    p->delay_ms = delay_ms;
+    p->th = g_thread_new("peer", pumper_run, p);
+}
+
+static void pumper_start(Pumper *p, Vm *v)
+{
+    pumper_start_late(p, v, 0);
+}
+
+static void pumper_stop(Pumper *p)
+{
+    g_atomic_int_set(&p->stop, 1);
+    g_thread_join(p->th);
 }
 
 /* Two VMs in one rendezvous directory, RC QPs connected across them. */
@@ -1457,6 +1503,7 @@ static void test_requester_qp_gone(void)
     struct pvrdma_sge g, r;
     struct pvrdma_qp_attr at = { 0 };
     union pvrdma_cmd_req req = { 0 };
+    Pumper pb;
 
     x_setup(&x, 7);
     side_init(&a2, &x.a, PVRDMA_QPT_RC);
@@ -1474,12 +1521,18 @@ static void test_requester_qp_gone(void)
     PUMP(&x.a, &x.b);
     expect_cq_empty(&x.a.d, &sa->cq);
 
-    /* sa destroyed, a2 reset, a3 to error */
+    /*
+     * sa destroyed, a2 reset (each waits for b, served meanwhile by its
+     * own QEMU, to drop the request waiting there: the fence), a3 to error
+     */
+    pumper_start(&pb, &x.b);
     req.destroy_qp.qp_handle = sa->qp.handle;
     g_assert_cmpuint(dev_cmd(&x.a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==,
                      0);
     at.qp_state = PVRDMA_QPS_RESET;
     g_assert_cmpuint(modify_qp(&x.a.d, &a2.qp, PVRDMA_QP_STATE, &at), ==, 0);
+    pumper_stop(&pb);
+    side_expect_cqe(&a2, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
     at.qp_state = PVRDMA_QPS_ERR;
     g_assert_cmpuint(modify_qp(&x.a.d, &a3.qp, PVRDMA_QP_STATE, &at), ==, 0);
     PUMP(&x.a, &x.b);
@@ -1503,6 +1556,103 @@ static void test_requester_qp_gone(void)
     vm_fini(&x.a);
     vm_fini(&x.b);
     env_fini(&x.e);
+}
+
+/*
+ * The fence.  The responder copies from and to the requester's memory when
+ * it executes a request, which may be long after it was sent (a busy
+ * peer's socket backlog, an RNR wait).  a destroys its QP (or resets it,
+ * or the guest resets the device) with a SEND, a READ and a SEND waiting
+ * for a receive still at b, which runs late, and then reuses the memory
+ * at once, as a guest does once the command returned: b must have
+ * received the data as it was, and nothing may land in the memory later.
+ */
+enum { FENCE_DESTROY, FENCE_RESET_QP, FENCE_RESET_DEVICE };
+
+static void fence_case(int how)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    uint8_t p1[P_LEN], p2[2 * 4096], p3[P_LEN], got[P_LEN];
+    struct pvrdma_sge g, r;
+    Pumper pb;
+
+    x_setup(&x, 7);
+    fill_pattern(p1, sizeof(p1), 41);
+    fill_pattern(p2, sizeof(p2), 42);
+    fill_pattern(p3, sizeof(p3), 43);
+    mr_write(&x.a.d, &sa->mr, S_IOVA, p1, sizeof(p1));
+    mr_write(&x.b.d, &sb->mr, S_IOVA + 8192, p3, sizeof(p3));
+    r = mr_sge(sb, 0, P_LEN);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    PUMP(&x.b);
+    g = mr_sge(sa, 0, P_LEN);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(sa, 4096, P_LEN);
+    rdma_wqe(sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA + 8192,
+             sb->mr.rkey, 0);
+    g = mr_sge(sa, 0, P_LEN);
+    send_wqe(sa, 0xa3, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a);                 /* sent; b has not run */
+    expect_cq_empty(&x.a.d, &sa->cq);
+
+    pumper_start_late(&pb, &x.b, 100);
+    if (how == FENCE_DESTROY) {
+        union pvrdma_cmd_req req = { 0 };
+
+        req.destroy_qp.qp_handle = sa->qp.handle;
+        g_assert_cmpuint(dev_cmd(&x.a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
+                         ==, 0);
+    } else if (how == FENCE_RESET_QP) {
+        struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_RESET };
+
+        g_assert_cmpuint(modify_qp(&x.a.d, &sa->qp, PVRDMA_QP_STATE, &at),
+                         ==, 0);
+    } else {
+        pvrdma_core_reg_write(&x.a.d.c, PVRDMA_REG_CTL,
+                              PVRDMA_DEVICE_CTL_RESET);
+    }
+    mr_write(&x.a.d, &sa->mr, S_IOVA, p2, sizeof(p2));  /* reused at once */
+    pumper_stop(&pb);
+    PUMP(&x.a, &x.b);
+
+    side_expect_cqe(sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, P_LEN);
+    mr_read(&x.b.d, &sb->mr, S_IOVA, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, p1, P_LEN);
+    mr_read(&x.a.d, &sa->mr, S_IOVA + 4096, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, p2 + 4096, P_LEN);  /* no late READ */
+    /* the last SEND was dropped at b, not kept for a later receive */
+    r = mr_sge(sb, 4096, P_LEN);
+    post_recv(&x.b.d, &sb->qp, 0xb2, &r, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    if (how == FENCE_RESET_DEVICE) {
+        vm_fini(&x.a);          /* its CQ went with the reset */
+        vm_fini(&x.b);
+        env_fini(&x.e);
+        return;
+    }
+    /* what a's QP saw before it went: the drop is a flush */
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, P_LEN);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, P_LEN);
+    side_expect_cqe(sa, 0xa3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+    x_fini(&x);
+}
+
+static void test_fence_destroy(void)
+{
+    fence_case(FENCE_DESTROY);
+}
+
+static void test_fence_reset_qp(void)
+{
+    fence_case(FENCE_RESET_QP);
+}
+
+static void test_fence_reset_device(void)
+{
+    fence_case(FENCE_RESET_DEVICE);
 }
 
 /* A requester QP towards gid on v, connected to dest's QP (fresh objects). */
@@ -1995,6 +2145,33 @@ static CrReqMsg *req_msg(uint64_t cookie, uint32_t opcode, uint32_t dest_qpn,
     return m;
 }
 
+/* The fake answers a CANCEL of QP qpn with FLUSH for its two requests. */
+typedef struct FakeCanceller {
+    Fake *f;
+    uint32_t qpn;
+    uint64_t cookie[2];
+} FakeCanceller;
+
+static gpointer fake_cancel_run(gpointer opaque)
+{
+    FakeCanceller *fc = opaque;
+    struct pollfd pfd = { .fd = fc->f->fd, .events = POLLIN };
+    CrRespMsg resp = {
+        .h = { CR_RESP, sizeof(resp) }, .status = PVRDMA_WC_WR_FLUSH_ERR,
+    };
+    CrCancelMsg c;
+
+    g_assert_cmpint(poll(&pfd, 1, 10000), ==, 1);
+    g_assert_cmpint(fake_expect(fc->f, &c, sizeof(c), CR_CANCEL), ==,
+                    sizeof(c));
+    g_assert_cmpuint(c.src_qpn, ==, fc->qpn);
+    for (int i = 0; i < 2; i++) {
+        resp.cookie = fc->cookie[i];
+        fake_send(fc->f, &resp, sizeof(resp), -1);
+    }
+    return NULL;
+}
+
 /* The fake's RESP to a request: returns its status. */
 static int32_t fake_resp(Fake *f, uint64_t cookie)
 {
@@ -2172,12 +2349,14 @@ static void test_fake_peer(void)
 
         /*
          * a destroys a QP with two requests at the fake: one CANCEL naming
-         * it; the fake's late answers are still welcome.
+         * it, and DESTROY_QP returns only once the fake answered both (its
+         * fence): the fake answers from another thread, a peer QEMU.
          */
         {
             union pvrdma_cmd_req req = { 0 };
-            CrCancelMsg c;
-            uint64_t cookie[2];
+            FakeCanceller fc = { .f = &f };
+            GThread *th;
+            uint64_t *cookie = fc.cookie;
             Side sd;
 
             side_init(&sd, &a, PVRDMA_QPT_RC);
@@ -2191,22 +2370,23 @@ static void test_fake_peer(void)
                 g_assert_cmpuint(m->src_qpn, ==, sd.qp.qpn);
                 cookie[i] = m->cookie;
             }
+            fc.qpn = sd.qp.qpn;
+            th = g_thread_new("fake", fake_cancel_run, &fc);
             req.destroy_qp.qp_handle = sd.qp.handle;
             g_assert_cmpuint(dev_cmd(&a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
                              ==, 0);
+            g_thread_join(th);
             PUMP(&a);
-            g_assert_cmpint(fake_expect(&f, &c, sizeof(c), CR_CANCEL), ==,
-                            sizeof(c));
-            g_assert_cmpuint(c.src_qpn, ==, sd.qp.qpn);
             g_assert_cmpint(fake_recv(&f, buf, CR_MAX_MSG, &(int) { 0 }), ==,
                             -1);
-            for (int i = 0; i < 2; i++) {
-                resp.cookie = cookie[i];
-                resp.status = PVRDMA_WC_WR_FLUSH_ERR;
-                fake_send(&f, &resp, sizeof(resp), -1);
-            }
-            PUMP(&a);
             g_assert_cmpuint(peers(&a), ==, 1);
+            /*
+             * the first answer completed before the QP went (the driver
+             * drops such CQEs); its error left the rest for a run that
+             * came too late
+             */
+            side_expect_cqe(&sd, 0xd1, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND,
+                            0);
             expect_cq_empty(&a.d, &sd.cq);
             g = mr_sge(&sa, 5000, 5000);
         }
@@ -2234,37 +2414,6 @@ static void test_fake_peer(void)
 
 /* ------------------------------------------------------------------ */
 /* Pause, for migration and snapshots                                  */
-
-/* Serves a VM from another thread: a peer QEMU while a test blocks. */
-typedef struct Pumper {
-    Vm *v;
-    int stop;
-    GThread *th;
-} Pumper;
-
-static gpointer pumper_run(gpointer opaque)
-{
-    Pumper *p = opaque;
-    FakeHost *h = &p->v->d.h;
-
-    while (!g_atomic_int_get(&p->stop)) {
-        fh_step_wait(&h, 1, 5);
-    }
-    return NULL;
-}
-
-static void pumper_start(Pumper *p, Vm *v)
-{
-    p->v = v;
-    p->stop = 0;
-    p->th = g_thread_new("peer", pumper_run, p);
-}
-
-static void pumper_stop(Pumper *p)
-{
-    g_atomic_int_set(&p->stop, 1);
-    g_thread_join(p->th);
-}
 
 static PvrdmaQP *side_qp(Side *s)
 {
@@ -2298,8 +2447,6 @@ static void side_expect_set(Side *s, const WantCqe *want, unsigned n)
     }
     expect_cq_empty(&s->v->d, &s->cq);
 }
-
-#define P_LEN 256
 
 /*
  * Work in flight both ways across two VMs: a's SEND waits at b for a
@@ -3671,6 +3818,9 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/bad-rkey", test_bad_rkey);
     g_test_add_func("/pvrdma/cr/responder-qp-gone", test_responder_qp_gone);
     g_test_add_func("/pvrdma/cr/requester-qp-gone", test_requester_qp_gone);
+    g_test_add_func("/pvrdma/cr/fence/destroy", test_fence_destroy);
+    g_test_add_func("/pvrdma/cr/fence/reset-qp", test_fence_reset_qp);
+    g_test_add_func("/pvrdma/cr/fence/reset-device", test_fence_reset_device);
     g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
     g_test_add_func("/pvrdma/cr/pause-resume", test_pause_resume);
     g_test_add_func("/pvrdma/cr/moved", test_moved);

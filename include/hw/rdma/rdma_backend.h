@@ -150,6 +150,9 @@ typedef struct PvrdmaWc {
  */
 #define PVRDMA_TRANSPORT_NOT_EXECUTED (-5)
 
+/* PvrdmaTransportOps.fence: every QP of the device */
+#define PVRDMA_FENCE_ALL            UINT32_MAX
+
 /* PvrdmaTransportOps.flags */
 /*
  * execute() is cheap enough for the vCPU thread (a send doorbell runs up
@@ -236,6 +239,16 @@ typedef struct PvrdmaTransportOps {
     void (*timer)(PvrdmaTransport *t);
     /* QP qpn of this device is destroyed or reset: drop what waits on it */
     void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);
+    /*
+     * QP qpn of this device (PVRDMA_FENCE_ALL: every QP) is about to be
+     * destroyed or reset, by a command or a device reset, after which the
+     * guest may free or reuse the memory its WQEs named.  When fence
+     * returns, nothing the QP asked of another party may read or write
+     * that memory any more: a transport whose peers access it when they
+     * execute a request (co-resident) waits, within a bound, until they
+     * have executed or dropped them.  Called outside the core's run loop.
+     */
+    void (*fence)(PvrdmaTransport *t, uint32_t qpn);
     void (*flush)(PvrdmaTransport *t);          /* end of a core run */
     /*
      * QP qpn goes to RTR towards dest_qpn at dgid.  true with *psn if its
