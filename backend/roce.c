@@ -149,6 +149,7 @@ struct RoceTransport {
     uint32_t ud_psn;
     uint16_t ip_id;
     int64_t armed;              /* deadline the core's timer is set for */
+    bool paused;                /* the VM's state is saved: off the wire */
     uint8_t frame[ROCE_MAX_FRAME];
     uint8_t data[4096];         /* one packet's payload */
 };
@@ -270,6 +271,9 @@ static void pkt_send(RoceTransport *t, RoceQp *q, RocePkt *p)
         trace_pvrdma_roce_drop("unbuildable packet");
         t->st.drops++;
         return;
+    }
+    if (t->paused) {
+        return;     /* nothing leaves a VM whose state is being saved */
     }
     trace_pvrdma_roce_send(roce_opcode_name(p->opcode), p->dqpn, p->psn,
                            (uint32_t)p->payload_len, p->ack_req);
@@ -1566,6 +1570,12 @@ bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
         t->st.drops++;
         return true;
     }
+    if (t->paused) {
+        /* lost on the wire: the peer sends it again to where we go */
+        trace_pvrdma_roce_drop("paused for a migration or snapshot");
+        t->st.drops++;
+        return true;
+    }
     trace_pvrdma_roce_recv(roce_opcode_name(p.opcode), p.dqpn, p.psn,
                            (uint32_t)p.payload_len);
     if (!pkey_ok(p.pkey)) {
@@ -1656,6 +1666,11 @@ static int roce_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     PvrdmaQP *qp = pvrdma_qp_by_qpn(c, req->src_qpn);
     RocePkt p;
 
+    if (t->paused) {
+        /* RC waits for the pause to end; a datagram is lost */
+        return req->qp_type == PVRDMA_QPT_RC ? PVRDMA_TRANSPORT_PAUSED :
+                                               PVRDMA_WC_SUCCESS;
+    }
     if (req->qp_type == PVRDMA_QPT_RC) {
         RoceQp *q = roce_qp(t, qp);
 
@@ -1702,6 +1717,9 @@ static void roce_timer(PvrdmaTransport *pt)
     GList *l, *nl;
 
     t->armed = 0;
+    if (t->paused) {
+        return;     /* no retransmission while the state is saved */
+    }
     for (l = t->qps; l; l = nl) {
         RoceQp *q = l->data;
 
@@ -1758,6 +1776,217 @@ static void roce_destroy(PvrdmaTransport *pt)
     g_free(t);
 }
 
+/* ------------------------------------------------------------------ */
+/* Migration and snapshots: a pause on the wire                        */
+
+/*
+ * The VM stops for its state to be saved.  The wire loses whatever comes
+ * or would go meanwhile, and retransmission covers it, as for any loss:
+ *  - requests in flight are given back (NOT_EXECUTED): the core puts them
+ *    back into the send queue, and they run again, wherever the state
+ *    lands, with the same PSNs (the requester goes back to the first PSN
+ *    of the oldest; the same WQEs at the same path MTU take the same
+ *    PSNs).  The responder answers those it executed as duplicates: ACK
+ *    again, READ again, an atomic's saved result (the replay cache
+ *    moves with it);
+ *  - responses not sent yet are dropped: the peer asks again;
+ *  - frames that arrive are dropped, nothing is sent, no timer runs.
+ * What is left is a few numbers per QP (qp_save): the next PSN, what the
+ * peer acknowledged, the expected PSN and MSN, a message in progress and
+ * the replay cache.
+ */
+static void roce_qp_pause(RoceQp *q)
+{
+    PvrdmaCore *c = q->t->t.core;
+    g_autoptr(GArray) back = g_array_new(false, false, sizeof(uint64_t));
+    RoceWqe *w = g_queue_peek_head(&q->wqes);
+
+    if (w) {
+        uint32_t first = w->first_psn;
+
+        while ((w = g_queue_pop_head(&q->wqes))) {
+            g_array_append_val(back, w->cookie);
+            wqe_free(w);
+        }
+        q->psn = q->next_psn = q->una = first;
+        trace_pvrdma_roce_req(q->qpn, "paused, resends from", first);
+    }
+    q->cur = NULL;
+    q->cur_pkt = q->noack = 0;
+    q->seq_retry = false;
+    q->rto_deadline = q->rnr_deadline = 0;
+    q->nak_sent = false;
+    g_queue_clear_full(&q->resps, g_free);
+    for (guint i = 0; i < back->len; i++) {
+        PvrdmaWc wc = {
+            .qp = q->qp->handle, .is_send = true,
+            .cookie = g_array_index(back, uint64_t, i),
+            .status = PVRDMA_TRANSPORT_NOT_EXECUTED,
+        };
+
+        pvrdma_complete(c, &wc);
+    }
+}
+
+static bool roce_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
+{
+    RoceTransport *t = roce(pt);
+
+    t->paused = true;
+    for (GList *l = t->qps; l; l = l->next) {
+        roce_qp_pause(l->data);
+    }
+    return true;
+}
+
+/* The VM runs here again (a snapshot, a failed migration). */
+static void roce_resume(PvrdmaTransport *pt)
+{
+    RoceTransport *t = roce(pt);
+
+    if (t->paused) {
+        t->paused = false;
+        pvrdma_transport_wake_senders(pt->core);
+    }
+}
+
+/* moved: the state runs elsewhere now; this device stays off the wire. */
+static void roce_moved(PvrdmaTransport *pt)
+{
+    roce(pt)->paused = true;
+}
+
+static void roce_qp_save(PvrdmaTransport *pt, PvrdmaQP *qp, GByteArray *b)
+{
+    RoceQp *q = roce_qp(roce(pt), qp);
+    RoceWqe *w = g_queue_peek_head(&q->wqes);
+
+    /* requester: where it goes on (the first PSN of what runs again) */
+    pvrdma_mig_put8(b, q->req_init);
+    pvrdma_mig_put32(b, w ? w->first_psn : q->next_psn);
+    pvrdma_mig_put32(b, q->ack_psn);
+    pvrdma_mig_put32(b, q->max_psn);
+    /* responder */
+    pvrdma_mig_put32(b, q->epsn);
+    pvrdma_mig_put32(b, q->msn);
+    pvrdma_mig_put8(b, q->in_msg);
+    pvrdma_mig_put64(b, q->rlen);
+    pvrdma_mig_put64(b, q->wva);
+    pvrdma_mig_put64(b, q->wleft);
+    pvrdma_mig_put32(b, q->wrkey);
+    pvrdma_mig_put8(b, q->rctx != NULL);
+    if (q->rctx) {
+        pvrdma_recv_ctx_save(q->rctx, b);
+    }
+    pvrdma_mig_put32(b, q->nres);
+    pvrdma_mig_put32(b, q->res_next % q->nres);
+    for (unsigned i = 0; i < q->nres; i++) {
+        const RoceRes *res = &q->res[i];
+
+        pvrdma_mig_put8(b, res->valid);
+        pvrdma_mig_put8(b, res->atomic);
+        pvrdma_mig_put32(b, res->first_psn);
+        pvrdma_mig_put32(b, res->last_psn);
+        pvrdma_mig_put64(b, res->orig);
+    }
+}
+
+static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
+                         PvrdmaMigReader *r)
+{
+    RoceQp *q = roce_qp(roce(pt), qp);
+    uint32_t psn[5], nres, res_next;
+    uint8_t req_init, in_msg, has_rctx;
+    uint64_t rlen, wva, wleft;
+    uint32_t wrkey;
+
+    if (!q) {
+        return pvrdma_mig_fail(r, "not on this path");
+    }
+    req_init = pvrdma_mig_get8(r);
+    for (unsigned i = 0; i < 5; i++) {
+        psn[i] = pvrdma_mig_get32(r);     /* next, acked, max, epsn, msn */
+        if (!r->err && psn[i] > PSN_MASK) {
+            return pvrdma_mig_fail(r, "PSN 0x%x", psn[i]);
+        }
+    }
+    in_msg = pvrdma_mig_get8(r);
+    rlen = pvrdma_mig_get64(r);
+    wva = pvrdma_mig_get64(r);
+    wleft = pvrdma_mig_get64(r);
+    wrkey = pvrdma_mig_get32(r);
+    has_rctx = pvrdma_mig_get8(r);
+    if (r->err) {
+        return false;
+    }
+    if (req_init > 1 || in_msg > 2 || has_rctx > 1 ||
+        (has_rctx != (in_msg == 1)) || rlen > (1ull << 31) ||
+        wleft > (1ull << 31) || (in_msg != 2 && wleft)) {
+        return pvrdma_mig_fail(r, "message in progress (%u, %u)", in_msg,
+                               has_rctx);
+    }
+    /* what the peer acknowledged lies between where it goes on and max */
+    if (req_init && (psn_cmp(psn[1], psn[0]) < 0 ||
+                     psn_cmp(psn[2], psn[1]) < 0)) {
+        return pvrdma_mig_fail(r, "requester PSNs 0x%x 0x%x 0x%x", psn[0],
+                               psn[1], psn[2]);
+    }
+    if (has_rctx) {
+        PvrdmaRecvCtx *ctx = pvrdma_recv_ctx_load(pt->core, qp, r);
+
+        if (!ctx) {
+            return false;
+        }
+        if (q->rctx) {
+            pvrdma_recv_abort(q->rctx);
+        }
+        q->rctx = ctx;
+    }
+    nres = pvrdma_mig_get32(r);
+    res_next = pvrdma_mig_get32(r);
+    if (!r->err && (nres != q->nres || res_next >= nres)) {
+        return pvrdma_mig_fail(r, "%u responder resources (%u here)", nres,
+                               q->nres);
+    }
+    for (unsigned i = 0; i < nres && !r->err; i++) {
+        RoceRes *res = &q->res[i];
+        uint8_t valid = pvrdma_mig_get8(r), atomic = pvrdma_mig_get8(r);
+
+        res->first_psn = pvrdma_mig_get32(r);
+        res->last_psn = pvrdma_mig_get32(r);
+        res->orig = pvrdma_mig_get64(r);
+        if (!r->err && (valid > 1 || atomic > 1 ||
+                        res->first_psn > PSN_MASK ||
+                        res->last_psn > PSN_MASK ||
+                        psn_cmp(res->last_psn, res->first_psn) < 0)) {
+            return pvrdma_mig_fail(r, "responder resource %u", i);
+        }
+        res->valid = valid;
+        res->atomic = atomic;
+    }
+    if (r->err) {
+        return false;
+    }
+    q->req_init = req_init;
+    if (req_init) {
+        q->psn = q->next_psn = q->una = psn[0];
+        q->ack_psn = psn[1];
+        q->max_psn = psn[2];
+    }
+    q->retry_left = qp->attr.retry_cnt;
+    q->rnr_left = qp->attr.rnr_retry;
+    q->epsn = psn[3];
+    q->msn = psn[4];
+    q->in_msg = in_msg;
+    q->rlen = rlen;
+    q->wva = wva;
+    q->wleft = wleft;
+    q->wrkey = wrkey;
+    q->res_next = res_next;
+    trace_pvrdma_roce_resp(q->qpn, "moved here, expecting", q->epsn);
+    return true;
+}
+
 static const PvrdmaTransportOps roce_ops = {
     .name = "roce",
     .reaches = roce_reaches,
@@ -1766,6 +1995,11 @@ static const PvrdmaTransportOps roce_ops = {
     .execute = roce_execute,
     .timer = roce_timer,
     .describe = roce_describe,
+    .quiesce = roce_quiesce,
+    .resume = roce_resume,
+    .moved = roce_moved,
+    .qp_save = roce_qp_save,
+    .qp_load = roce_qp_load,
     .destroy = roce_destroy,
 };
 

@@ -55,6 +55,8 @@ PvrdmaTransport *pvrdma_path_choose(PvrdmaCore *c, const PvrdmaQP *qp,
                                     const uint8_t dgid[16]);
 /* An RC QP goes to RTR: the path pvrdma_path_choose() gives takes it. */
 int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp);
+/* Migration: qp carries on over t, its path before the move (false: no). */
+bool pvrdma_path_attach_to(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
 /* Reset / destroy: a path chosen at RTR (not the owner) lets the QP go. */
 void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp);
 /* The transport for a request of qp to dgid; NULL: unreachable. */

@@ -40,7 +40,9 @@
 
 #define PVRDMA_MIG_MAGIC    0x474d5250u     /* "PRMG" */
 #define PVRDMA_MIG_END      0x444e4550u     /* "PEND" */
-#define PVRDMA_MIG_VERSION  1
+/* 2: a path record after each QP (PvrdmaTransportOps.qp_save) */
+#define PVRDMA_MIG_VERSION  2
+#define PVRDMA_MIG_PATH_NAME_MAX 32
 
 /* ------------------------------------------------------------------ */
 /* Writer                                                              */
@@ -73,24 +75,8 @@ static void put_pages(GByteArray *b, const uint64_t *gpa, uint32_t n)
 /* ------------------------------------------------------------------ */
 /* Reader: every read is bounded; the first failure sticks.            */
 
-typedef struct MigReader {
-    const uint8_t *p;
-    size_t left;
-    char *err;
-} MigReader;
-
-static G_GNUC_PRINTF(2, 3) bool mig_fail(MigReader *r, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!r->err) {
-        va_start(ap, fmt);
-        r->err = g_strdup_vprintf(fmt, ap);
-        va_end(ap);
-    }
-    r->left = 0;
-    return false;
-}
+typedef PvrdmaMigReader MigReader;
+#define mig_fail pvrdma_mig_fail
 
 static bool take(MigReader *r, void *dst, size_t n)
 {
@@ -152,6 +138,50 @@ static uint64_t *get_pages(MigReader *r, uint32_t max, uint32_t *n)
     return pages;
 }
 
+/* The same, for the transports' qp_save/qp_load */
+void pvrdma_mig_put8(GByteArray *b, uint8_t v)
+{
+    put8(b, v);
+}
+
+void pvrdma_mig_put32(GByteArray *b, uint32_t v)
+{
+    put32(b, v);
+}
+
+void pvrdma_mig_put64(GByteArray *b, uint64_t v)
+{
+    put64(b, v);
+}
+
+uint8_t pvrdma_mig_get8(PvrdmaMigReader *r)
+{
+    return get8(r);
+}
+
+uint32_t pvrdma_mig_get32(PvrdmaMigReader *r)
+{
+    return get32(r);
+}
+
+uint64_t pvrdma_mig_get64(PvrdmaMigReader *r)
+{
+    return get64(r);
+}
+
+bool pvrdma_mig_fail(PvrdmaMigReader *r, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!r->err) {
+        va_start(ap, fmt);
+        r->err = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+    }
+    r->left = 0;
+    return false;
+}
+
 /* ------------------------------------------------------------------ */
 /* What may move                                                       */
 
@@ -171,9 +201,12 @@ char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving)
         if (!qp) {
             continue;
         }
-        /* a path with no state of its own, or one that pauses its peers */
+        /*
+         * a path with no state of its own, one that pauses its peers, or
+         * one that hands its connection state over
+         */
         if (qp->path && !(qp->path->ops->flags & PVRDMA_TP_STATELESS) &&
-            !qp->path->ops->quiesce) {
+            !qp->path->ops->quiesce && !qp->path->ops->qp_save) {
             return g_strdup_printf("QP %u is connected over the %s path, "
                                    "whose connection state does not "
                                    "migrate yet", qp->qpn,
@@ -324,6 +357,21 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
         put32(b, s->status);
         put8(b, s->signaled);
         put8(b, s->held);
+    }
+    /* the connection state of its path, if that path hands it over */
+    if (qp->path && qp->path->ops->qp_save && qp->type == PVRDMA_QPT_RC &&
+        qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD) {
+        const char *name = qp->path->ops->name;
+        g_autoptr(GByteArray) st = g_byte_array_new();
+
+        qp->path->ops->qp_save(qp->path, qp, st);
+        put8(b, 1);
+        put32(b, strlen(name));
+        g_byte_array_append(b, (const uint8_t *)name, strlen(name));
+        put32(b, st->len);
+        g_byte_array_append(b, st->data, st->len);
+    } else {
+        put8(b, 0);
     }
 }
 
@@ -816,7 +864,69 @@ static bool qp_walk(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp, uint8_t state,
     return true;
 }
 
-static bool load_qp(MigReader *r, PvrdmaCore *c)
+/*
+ * A QP's path record: the path it was on carries on with the state its
+ * qp_save wrote, even where another path would be chosen now (the peer's
+ * QP stays on the path it shares with this one).
+ */
+static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
+{
+    char name[PVRDMA_MIG_PATH_NAME_MAX + 1] = "";
+    PvrdmaTransport *t = NULL;
+    MigReader sub = { 0 };
+    uint32_t n, len;
+    bool ok;
+
+    if (!get8(r)) {
+        return !r->err;
+    }
+    n = get32(r);
+    if (!r->err && (!n || n > PVRDMA_MIG_PATH_NAME_MAX)) {
+        return mig_fail(r, "QP %u: path name of %u bytes", qp->qpn, n);
+    }
+    take(r, name, n);
+    len = get32(r);
+    if (r->err) {
+        return false;
+    }
+    if (len > r->left) {
+        return mig_fail(r, "QP %u: path state truncated", qp->qpn);
+    }
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (!strcmp(c->transports[i]->ops->name, name)) {
+            t = c->transports[i];
+        }
+    }
+    if (!t || !t->ops->qp_load) {
+        return mig_fail(r, "QP %u was connected over the %s path, which "
+                        "this device does not have", qp->qpn, name);
+    }
+    if (qp->type != PVRDMA_QPT_RC || qp->state < PVRDMA_QPS_RTR ||
+        qp->state > PVRDMA_QPS_SQD) {
+        return mig_fail(r, "QP %u: path state in QP state %u", qp->qpn,
+                        qp->state);
+    }
+    if (qp->path != t && !pvrdma_path_attach_to(c, qp, t)) {
+        return mig_fail(r, "QP %u: the %s path refused it", qp->qpn, name);
+    }
+    sub.p = r->p;
+    sub.left = len;
+    r->p += len;
+    r->left -= len;
+    ok = t->ops->qp_load(t, qp, &sub) && !sub.err;
+    if (ok && sub.left) {
+        mig_fail(&sub, "%zu bytes too many", sub.left);
+        ok = false;
+    }
+    if (!ok) {
+        mig_fail(r, "QP %u: %s state: %s", qp->qpn, name,
+                 sub.err ? sub.err : "refused");
+    }
+    g_free(sub.err);
+    return ok;
+}
+
+static bool load_qp(MigReader *r, PvrdmaCore *c, uint32_t version)
 {
     union pvrdma_cmd_req req = { 0 };
     union pvrdma_cmd_resp rsp;
@@ -920,6 +1030,9 @@ static bool load_qp(MigReader *r, PvrdmaCore *c)
     qp->sq_failed = sq_failed != 0;
     qp->comm_est = comm_est != 0;
     qp->events = events;
+    if (version >= 2 && !load_path(r, c, qp)) {
+        return false;
+    }
     pvrdma_qp_schedule(c, qp);
     return true;
 }
@@ -947,9 +1060,9 @@ static bool load_all(MigReader *r, PvrdmaCore *c)
     if (r->err || magic != PVRDMA_MIG_MAGIC) {
         return mig_fail(r, "not a pvrdma state");
     }
-    if (version != PVRDMA_MIG_VERSION) {
-        return mig_fail(r, "state version %u (this QEMU reads %u)", version,
-                        PVRDMA_MIG_VERSION);
+    if (version < 1 || version > PVRDMA_MIG_VERSION) {
+        return mig_fail(r, "state version %u (this QEMU reads 1 to %u)",
+                        version, PVRDMA_MIG_VERSION);
     }
     if (!load_limits(r, &c->lim)) {
         return false;
@@ -1020,7 +1133,7 @@ static bool load_all(MigReader *r, PvrdmaCore *c)
         return mig_fail(r, "QPs on a device that is not active");
     }
     for (uint32_t i = 0; i < n && !r->err; i++) {
-        if (!load_qp(r, c)) {
+        if (!load_qp(r, c, version)) {
             return false;
         }
     }

@@ -138,6 +138,19 @@ int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp)
     return err;
 }
 
+bool pvrdma_path_attach_to(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
+{
+    if (!chooses_at_rtr(qp) || t == c->owner) {
+        return false;
+    }
+    pvrdma_path_detach(c, qp);
+    if (t->ops->qp_attach && t->ops->qp_attach(t, qp)) {
+        return false;
+    }
+    set_path(qp, t);
+    return true;
+}
+
 void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
 {
     PvrdmaTransport *t = qp->path;

@@ -225,6 +225,52 @@ void pvrdma_recv_abort(PvrdmaRecvCtx *ctx)
     g_free(ctx);
 }
 
+void pvrdma_recv_ctx_save(const PvrdmaRecvCtx *ctx, GByteArray *b)
+{
+    pvrdma_mig_put64(b, ctx->w.hdr.wr_id);
+    pvrdma_mig_put32(b, ctx->w.hdr.num_sge);
+    pvrdma_mig_put32(b, ctx->w.hdr.total_len);
+    for (uint32_t i = 0; i < ctx->w.hdr.num_sge; i++) {
+        pvrdma_mig_put64(b, ctx->w.sge[i].addr);
+        pvrdma_mig_put32(b, ctx->w.sge[i].length);
+        pvrdma_mig_put32(b, ctx->w.sge[i].lkey);
+    }
+    pvrdma_mig_put64(b, ctx->off);
+    pvrdma_mig_put32(b, ctx->flags);
+}
+
+PvrdmaRecvCtx *pvrdma_recv_ctx_load(PvrdmaCore *c, PvrdmaQP *qp,
+                                    PvrdmaMigReader *r)
+{
+    PvrdmaSRQ *srq = qp->is_srq ? pvrdma_table_get(&c->srq, qp->srq) : NULL;
+    uint32_t max_sge = MIN(srq ? srq->max_sge : qp->max_recv_sge,
+                           PVRDMA_HARD_MAX_SGE);
+    g_autofree PvrdmaRecvCtx *ctx = g_new0(PvrdmaRecvCtx, 1);
+
+    ctx->w.hdr.wr_id = pvrdma_mig_get64(r);
+    ctx->w.hdr.num_sge = pvrdma_mig_get32(r);
+    ctx->w.hdr.total_len = pvrdma_mig_get32(r);
+    if (!r->err && ctx->w.hdr.num_sge > max_sge) {
+        pvrdma_mig_fail(r, "receive WQE with %u SGEs (max %u)",
+                        ctx->w.hdr.num_sge, max_sge);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < ctx->w.hdr.num_sge && !r->err; i++) {
+        ctx->w.sge[i].addr = pvrdma_mig_get64(r);
+        ctx->w.sge[i].length = pvrdma_mig_get32(r);
+        ctx->w.sge[i].lkey = pvrdma_mig_get32(r);
+    }
+    ctx->w.sge_ok = true;
+    ctx->off = pvrdma_mig_get64(r);
+    ctx->flags = pvrdma_mig_get32(r);
+    if (!r->err && (ctx->off > (1ull << 31) || (ctx->flags & ~PVRDMA_WC_GRH))) {
+        pvrdma_mig_fail(r, "receive in progress at %" PRIu64 ", flags 0x%x",
+                        ctx->off, ctx->flags);
+    }
+    /* the SGEs are resolved again, as for every packet, when data comes */
+    return r->err ? NULL : g_steal_pointer(&ctx);
+}
+
 static int responder_recv_msg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
                               bool with_data)
 {

@@ -3,7 +3,8 @@
  * Each input is the device state a destination QEMU would load, into a
  * core on the fake host whose guest RAM holds what a real guest left
  * there (a device with RC pairs, a UD QP, CQs, MRs, an FRMR and an SRQ,
- * set up once).
+ * set up once; an RC QP on the RoCEv2 path, whose connection state the
+ * stream carries too, with a SEND on the wire).
  *
  * Checks (abort() on failure, besides ASan/UBSan/LeakSanitizer):
  *  - a refused state comes with a reason and leaves the core reset,
@@ -24,6 +25,11 @@
 #define MR_LEN (3 * FH_PAGE + 500)
 
 static Dev dev;
+
+/* the RoCEv2 transport's network: frames go nowhere */
+static void roce_sink(void *opaque, const uint8_t *frame, size_t len)
+{
+}
 
 static void check(bool ok, const char *what)
 {
@@ -55,7 +61,8 @@ static void populate(void)
     Dev *d = &dev;
     uint32_t pd;
     TCq cqa, cqb;
-    TQp a, b, ud;
+    TQp a, b, ud, r;
+    uint8_t remote[16];
     TMr mra, mrb;
     struct pvrdma_sge s;
     struct pvrdma_sq_wqe_hdr w = { 0 };
@@ -63,6 +70,9 @@ static void populate(void)
     union pvrdma_cmd_resp rsp;
 
     dev_setup(d, NULL);
+    check(pvrdma_core_add_transport(&d->c, pvrdma_roce_new(&d->c, roce_sink,
+                                                           NULL)),
+          "RoCEv2 transport");
     pd = create_pd(d, 0);
     bind_gid(d, 0, test_gid);
     create_cq(d, &cqa, 64);
@@ -70,6 +80,7 @@ static void populate(void)
     create_qp(d, &ud, pd, cqa.handle, cqa.handle, PVRDMA_QPT_UD);
     create_qp(d, &a, pd, cqa.handle, cqa.handle, PVRDMA_QPT_RC);
     create_qp(d, &b, pd, cqb.handle, cqb.handle, PVRDMA_QPT_RC);
+    create_qp(d, &r, pd, cqb.handle, cqb.handle, PVRDMA_QPT_RC);
     create_mr(d, &mra, pd, A_IOVA, MR_LEN,
               PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS);
     create_mr(d, &mrb, pd, B_IOVA, MR_LEN,
@@ -80,6 +91,9 @@ static void populate(void)
     check(dev_cmd(d, &req, PVRDMA_CMD_CREATE_MR, &rsp) == 0, "FRMR");
     rc_to_rts(d, &a, b.qpn, 7);
     rc_to_rts(d, &b, a.qpn, 7);
+    memcpy(remote, test_gid, 16);
+    remote[15] ^= 0x5a;             /* not ours: the RoCEv2 path */
+    rc_to_rts_gid(d, &r, 0x1234, remote, 7);
     s = (struct pvrdma_sge) { B_IOVA, 2000, mrb.lkey };
     post_recv(d, &b, 0xb1, &s, 1);
     post_recv(d, &b, 0xb2, &s, 1);
@@ -88,6 +102,8 @@ static void populate(void)
     w.opcode = PVRDMA_WR_SEND;
     w.send_flags = PVRDMA_SEND_SIGNALED;
     post_send(d, &a, &w, &s, 1);
+    w.wr_id = 0xc1;
+    post_send(d, &r, &w, &s, 1);
     run_all(d);
     pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
                           PVRDMA_UAR_CQ_ARM | cqb.handle);

@@ -172,6 +172,8 @@ typedef struct PvrdmaWc {
  */
 #define PVRDMA_TP_STATELESS         (1u << 3)
 
+typedef struct PvrdmaMigReader PvrdmaMigReader;
+
 typedef struct PvrdmaTransportOps {
     const char *name;
     unsigned flags;                 /* PVRDMA_TP_* */
@@ -273,6 +275,16 @@ typedef struct PvrdmaTransportOps {
     bool (*quiesce)(PvrdmaTransport *t, unsigned timeout_ms);
     void (*resume)(PvrdmaTransport *t);
     void (*moved)(PvrdmaTransport *t);
+    /*
+     * The connection state of an RC QP on this path (after quiesce: no
+     * request of it in flight), so that it carries on elsewhere: qp_save
+     * appends it, qp_load reads it back into a QP that the load walked to
+     * its saved state on this path (false, and r->err set, if refused).
+     * A path with qp_save may migrate its QPs.
+     */
+    void (*qp_save)(PvrdmaTransport *t, PvrdmaQP *qp, GByteArray *b);
+    bool (*qp_load)(PvrdmaTransport *t, PvrdmaQP *qp,
+                    PvrdmaMigReader *r);
     /* NULL: pvrdma_core_fini() g_free()s the transport */
     void (*destroy)(PvrdmaTransport *t);
 } PvrdmaTransportOps;
@@ -297,6 +309,27 @@ bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
  * PVRDMA_TRANSPORT_RNR.
  */
 int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
+/*
+ * The migration stream, for a path's qp_save/qp_load: little-endian
+ * numbers; every read is bounded and the first failure sticks (reads after
+ * it return 0).
+ */
+struct PvrdmaMigReader {
+    const uint8_t *p;
+    size_t left;
+    char *err;
+};
+
+void pvrdma_mig_put8(GByteArray *b, uint8_t v);
+void pvrdma_mig_put32(GByteArray *b, uint32_t v);
+void pvrdma_mig_put64(GByteArray *b, uint64_t v);
+uint8_t pvrdma_mig_get8(PvrdmaMigReader *r);
+uint32_t pvrdma_mig_get32(PvrdmaMigReader *r);
+uint64_t pvrdma_mig_get64(PvrdmaMigReader *r);
+/* Sets r->err (the first failure only); returns false. */
+bool G_GNUC_PRINTF(2, 3) pvrdma_mig_fail(PvrdmaMigReader *r,
+                                         const char *fmt, ...);
+
 /* Would a UD/GSI datagram to dest_qpn with qkey be received (not dropped)? */
 bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey);
 
@@ -322,6 +355,14 @@ int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                     const PvrdmaReq *req, uint32_t byte_len);
 /* The QP was reset or destroyed mid-message: forget it, no CQE. */
 void pvrdma_recv_abort(PvrdmaRecvCtx *ctx);
+/*
+ * Migration of a message in progress: the receive WQE it took (a copy:
+ * the guest may have reused its ring slot) and the bytes so far.  The load
+ * checks the WQE against qp as a posted one; NULL and r->err if refused.
+ */
+void pvrdma_recv_ctx_save(const PvrdmaRecvCtx *ctx, GByteArray *b);
+PvrdmaRecvCtx *pvrdma_recv_ctx_load(PvrdmaCore *c, PvrdmaQP *qp,
+                                    PvrdmaMigReader *r);
 /*
  * [va, va + len) of rkey for access (PVRDMA_ACCESS_REMOTE_*) into *sg
  * (release it with pvrdma_sg_release()), or REM_ACCESS_ERR (qp failed).
