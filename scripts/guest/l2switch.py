@@ -9,7 +9,9 @@ with the socket at REMOTE: a QEMU started with
 remote.type=unix,remote.path=LOCAL
 (one frame per datagram, no header).  The switch learns source MACs, sends
 unicast to the port that MAC was last seen on, and floods broadcast,
-multicast and unknown unicast to every other port.
+multicast and unknown unicast to every other port.  A port sends to the
+socket its last frame came from: a VM that migrated to a new QEMU (bound
+at another path, same port) gets its frames from its first frame on.
 
 Impairment (on the frames that --match selects, before forwarding):
   --drop PCT      drop this share of them (a float, percent)
@@ -116,15 +118,26 @@ class Port:
         self.rx = self.tx = self.tx_lost = 0
 
     def try_connect(self, now):
-        """Connect to REMOTE (it appears when its QEMU starts)."""
+        """Is REMOTE there (it appears when its QEMU starts)?  Frames go
+        with sendto(), not over a connected socket: a connected datagram
+        socket would refuse the frames of a QEMU at another path."""
         if self.connected or now < self.next_try:
             return self.connected
-        try:
-            self.sock.connect(self.remote)
+        if os.path.exists(self.remote):
             self.connected = True
-        except OSError:
+        else:
             self.next_try = now + 0.05
         return self.connected
+
+    def follow(self, addr, log):
+        """A frame came from addr: that is where this port's VM is now."""
+        if addr and addr != self.remote:
+            log("port %d: its VM is at %s now (was %s)" % (
+                self.idx, addr, self.remote))
+            self.remote = addr
+            self.connected = False
+            return True
+        return False
 
 
 class Switch:
@@ -137,7 +150,7 @@ class Switch:
         self.c = collections.OrderedDict((k, 0) for k in (
             "frames_in", "frames_out", "flooded", "unicast", "roce_in",
             "selected", "dropped", "acks_kept", "reordered", "reorder_timeouts",
-            "queued", "lost_no_peer", "lost_queue_full", "learned"))
+            "queued", "lost_no_peer", "lost_queue_full", "learned", "followed"))
         self.stop = False
         self.t0 = time.time()
 
@@ -155,7 +168,7 @@ class Switch:
         if p.queue:
             return self._enqueue(p, f)
         try:
-            p.sock.send(f)
+            p.sock.sendto(f, p.remote)
         except BlockingIOError:
             return self._enqueue(p, f)
         except OSError as e:
@@ -184,7 +197,7 @@ class Switch:
     def _flush_queue(self, p):
         while p.queue:
             try:
-                p.sock.send(p.queue[0])
+                p.sock.sendto(p.queue[0], p.remote)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -314,11 +327,13 @@ class Switch:
                 p = self.by_fd[fd]
                 for _ in range(64):         # drain, but let others in
                     try:
-                        f = p.sock.recv(65536)
+                        f, addr = p.sock.recvfrom(65536)
                     except (BlockingIOError, InterruptedError):
                         break
                     except OSError:
                         break
+                    if p.follow(addr, self.log):
+                        self.c["followed"] += 1
                     self.frame_in(p, f)
             self.expire_held(time.monotonic())
             if want_stats[0]:

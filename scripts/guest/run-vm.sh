@@ -409,6 +409,15 @@ migrate_vm() {
             -qmp) a+=(-qmp "unix:$qs,server=on,wait=off"); k=$((k + 1)) ;;
             -serial) a+=(-chardev "file,id=con,path=$d/console.log,append=on"
                          -serial chardev:con); k=$((k + 1)) ;;
+            # through the switch: the new QEMU binds its own path and the
+            # switch follows it from its first frame (l2switch.py), so the
+            # source keeps its network until it stops
+            -netdev) a+=(-netdev); k=$((k + 1))
+                     if [ "$use_switch" = 1 ]; then
+                         a+=("${c[$k]/local.path=$sockdir\/vm$i.sock/local.path=$sockdir/vm$i-m$migrations.sock}")
+                     else
+                         a+=("${c[$k]}")
+                     fi ;;
             *) a+=("${c[$k]}") ;;
         esac
     done

@@ -1,0 +1,84 @@
+# Live migration with RoCEv2 traffic: VM 0 has vmxnet3 + the pvrdma device,
+# VM 1 virtio-net and Linux soft-RoCE (rxe0), both on scripts/guest/
+# l2switch.py.  While a run goes on between them, the host migrates VM 0
+# to a new QEMU ("PVRDMA-MIGRATE TAG"; run-vm.sh gives the new QEMU its
+# own socket and the switch follows it from its first frame).  For the
+# wire the migration is a pause: the device gives back what it had in
+# flight and drops what arrives until it runs again in the new QEMU with
+# the same QPs, PSNs and keys, and retransmission (its own and rxe's)
+# covers the rest.
+#  - ibv_rc_pingpong -c (4 KiB): VM 0 is the client;
+#  - ib_write_bw (64 KiB RDMA WRITEs, 20 s): VM 0 is the client;
+#  - rping -V (RDMA CM; SEND, RDMA READ and WRITE per ping, every ping
+#    checked by the client): VM 0 is the server.
+# Every run must exit 0 with its result and no "invalid data".  The host
+# check (36-pvrdma-roce-migrate.host) wants each migration completed while
+# its run was under way and the QPs on the RoCEv2 path in the new QEMU.
+# vms: 2
+# timeout: 700
+# requires: pvrdma
+# vm-args: --nic vmxnet3,virtio --switch
+# qemu-args: -trace pvrdma_state_saved -trace pvrdma_state_loaded -trace pvrdma_redo -trace pvrdma_roce_req
+. /usr/lib/pvrdma/tests-common.sh
+
+want=$([ "$PVRDMA_VM" = 0 ] && echo 1 || echo 0)
+[ "$PVRDMA_DEVICE" = "$want" ] ||
+    fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $want (run-vm.sh --nic vmxnet3,virtio)"
+roce_setup
+ping_peer
+barrier roce-up 120
+
+# moving NAME SECS LISTEN SRV "SERVER" "CLIENT": VM SRV serves, the other
+# connects; once both run, VM 0 asks the host to move it to a new QEMU.
+# Each side must exit 0; "NAME: rc N" on the console tells the host check
+# when it ended.
+moving() {
+    _n=$1 _s=$2 _lis=$3 _sv=$4
+    if [ "$PVRDMA_VM" = "$_sv" ]; then
+        # shellcheck disable=SC2086
+        timeout "$_s" $5 > "/tmp/$_n.out" 2>&1 &
+        _p=$!
+        _wait_listening "$_n" "$_lis" $_p || { cat "/tmp/$_n.out"; fail "$_n: the server does not listen"; }
+        barrier "$_n-listening" 60
+    else
+        barrier "$_n-listening" 60
+        # shellcheck disable=SC2086
+        timeout "$_s" $6 > "/tmp/$_n.out" 2>&1 &
+        _p=$!
+    fi
+    sleep 4
+    kill -0 $_p 2>/dev/null || { cat "/tmp/$_n.out"; fail "$_n: ended before the migration was asked"; }
+    if [ "$PVRDMA_VM" = 0 ]; then
+        log "$_n: running; migration asked"
+        echo "PVRDMA-MIGRATE $_n"
+        host_query "$_n" 3
+    fi
+    wait $_p; _rc=$?
+    echo "$_n: rc $_rc"
+    barrier "$_n-done" $((_s + 60))
+    if [ $_rc != 0 ] || grep -qiE "invalid data|mismatch" "/tmp/$_n.out"; then
+        cat "/tmp/$_n.out"
+        roce_diag
+        fail "$_n across a migration of VM 0: rc $_rc"
+    fi
+}
+
+it=${MIG_PP_ITERS:-20000}
+o="-d $ROCE_DEV -g $ROCE_GIDX -n $it -r $PP_RXDEPTH -c -s 4096"
+moving pingpong 300 tcp:18515 1 "ibv_rc_pingpong $o" "ibv_rc_pingpong $o $PVRDMA_PEER_IP"
+grep -qE "^$it iters in" /tmp/pingpong.out || { cat /tmp/pingpong.out; fail "pingpong: not every iteration ran"; }
+grep -E "iters in" /tmp/pingpong.out | sed 's/^/  /'
+
+po="-d $ROCE_DEV -x $ROCE_GIDX -F -s 65536"
+moving write_bw 120 tcp:18515 1 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
+[ "$PVRDMA_VM" = 1 ] || perf_check write_bw 4 || fail "ib_write_bw: no result ($PAIR_ERR)"
+
+n=${MIG_RPING:-3000}
+moving rping 300 cm:7174 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
+    "rping -c -a $PVRDMA_PEER_IP -p 7174 -S 4096 -C $n -V -v"
+if [ "$PVRDMA_VM" = 1 ]; then
+    got=$(grep -c '^ping data: rdma-ping-' /tmp/rping.out)
+    [ "$got" = "$n" ] || { tail -5 /tmp/rping.out; fail "rping: $got validated pings, expected $n"; }
+    log "rping: $got pings of 4096 bytes validated"
+fi
+roce_diag
