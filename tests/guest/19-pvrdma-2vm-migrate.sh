@@ -23,46 +23,12 @@ wait_dev $D 15 || fail "$D not registered/ACTIVE"
 gidx=$(roce_v2_gid $D)
 barrier pvrdma-up 60
 
-# across NAME SECS LISTEN MIGVM "SERVER" "CLIENT": VM 0 serves, VM 1
-# connects; once both run, VM MIGVM asks the host to move it to a new QEMU.
-# Each side must exit 0; "TAG: rc N" on the console tells the host check
-# when it ended.
-across() {
-    _n=$1 _s=$2 _lis=$3 _mv=$4
-    if [ "$PVRDMA_VM" = 0 ]; then
-        # shellcheck disable=SC2086
-        timeout "$_s" $5 > "/tmp/$_n.out" 2>&1 &
-        _p=$!
-        _wait_listening "$_n" "$_lis" $_p || { cat "/tmp/$_n.out"; fail "$_n: the server does not listen"; }
-        barrier "$_n-listening" 60
-    else
-        barrier "$_n-listening" 60
-        # shellcheck disable=SC2086
-        timeout "$_s" $6 > "/tmp/$_n.out" 2>&1 &
-        _p=$!
-    fi
-    sleep 4
-    kill -0 $_p 2>/dev/null || { cat "/tmp/$_n.out"; fail "$_n: ended before the migration was asked"; }
-    if [ "$PVRDMA_VM" = "$_mv" ]; then
-        log "$_n: running; migration asked"
-        echo "PVRDMA-MIGRATE $_n"
-        host_query "$_n" 3
-    fi
-    wait $_p; _rc=$?
-    echo "$_n: rc $_rc"
-    barrier "$_n-done" $((_s + 60))
-    if [ $_rc != 0 ] || grep -qiE "invalid data|mismatch" "/tmp/$_n.out"; then
-        cat "/tmp/$_n.out"
-        fail "$_n across a migration of VM $_mv: rc $_rc"
-    fi
-}
-
 po="-d $D -x $gidx -F -s 65536"
-across write_bw 120 tcp:18515 1 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
+across_migration write_bw 120 tcp:18515 0 1 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
 [ "$PVRDMA_VM" = 0 ] || perf_check write_bw 4 || fail "ib_write_bw: no result ($PAIR_ERR)"
 
 n=${MIG_RPING:-8000}
-across rping 200 cm:7174 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
+across_migration rping 200 cm:7174 0 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
     "rping -c -a $PVRDMA_PEER_IP -p 7174 -S 4096 -C $n -V -v"
 if [ "$PVRDMA_VM" = 1 ]; then
     got=$(grep -c '^ping data: rdma-ping-' /tmp/rping.out)
@@ -71,6 +37,6 @@ if [ "$PVRDMA_VM" = 1 ]; then
 fi
 
 o="-d $D -g $gidx -n ${MIG_PP_ITERS:-20000} -r $PP_RXDEPTH -c -s 4096"
-across pingpong 200 tcp:18515 1 "ibv_rc_pingpong $o" "ibv_rc_pingpong $o $PVRDMA_PEER_IP"
+across_migration pingpong 200 tcp:18515 0 1 "ibv_rc_pingpong $o" "ibv_rc_pingpong $o $PVRDMA_PEER_IP"
 grep -qE "^${MIG_PP_ITERS:-20000} iters in" /tmp/pingpong.out || { cat /tmp/pingpong.out; fail "pingpong: not every iteration ran"; }
 grep -E "iters in" /tmp/pingpong.out | sed 's/^/  /'

@@ -28,53 +28,18 @@ roce_setup
 ping_peer
 barrier roce-up 120
 
-# moving NAME SECS LISTEN SRV "SERVER" "CLIENT": VM SRV serves, the other
-# connects; once both run, VM 0 asks the host to move it to a new QEMU.
-# Each side must exit 0; "NAME: rc N" on the console tells the host check
-# when it ended.
-moving() {
-    _n=$1 _s=$2 _lis=$3 _sv=$4
-    if [ "$PVRDMA_VM" = "$_sv" ]; then
-        # shellcheck disable=SC2086
-        timeout "$_s" $5 > "/tmp/$_n.out" 2>&1 &
-        _p=$!
-        _wait_listening "$_n" "$_lis" $_p || { cat "/tmp/$_n.out"; fail "$_n: the server does not listen"; }
-        barrier "$_n-listening" 60
-    else
-        barrier "$_n-listening" 60
-        # shellcheck disable=SC2086
-        timeout "$_s" $6 > "/tmp/$_n.out" 2>&1 &
-        _p=$!
-    fi
-    sleep 4
-    kill -0 $_p 2>/dev/null || { cat "/tmp/$_n.out"; fail "$_n: ended before the migration was asked"; }
-    if [ "$PVRDMA_VM" = 0 ]; then
-        log "$_n: running; migration asked"
-        echo "PVRDMA-MIGRATE $_n"
-        host_query "$_n" 3
-    fi
-    wait $_p; _rc=$?
-    echo "$_n: rc $_rc"
-    barrier "$_n-done" $((_s + 60))
-    if [ $_rc != 0 ] || grep -qiE "invalid data|mismatch" "/tmp/$_n.out"; then
-        cat "/tmp/$_n.out"
-        roce_diag
-        fail "$_n across a migration of VM 0: rc $_rc"
-    fi
-}
-
 it=${MIG_PP_ITERS:-20000}
 o="-d $ROCE_DEV -g $ROCE_GIDX -n $it -r $PP_RXDEPTH -c -s 4096"
-moving pingpong 300 tcp:18515 1 "ibv_rc_pingpong $o" "ibv_rc_pingpong $o $PVRDMA_PEER_IP"
+across_migration pingpong 300 tcp:18515 1 0 "ibv_rc_pingpong $o" "ibv_rc_pingpong $o $PVRDMA_PEER_IP"
 grep -qE "^$it iters in" /tmp/pingpong.out || { cat /tmp/pingpong.out; fail "pingpong: not every iteration ran"; }
 grep -E "iters in" /tmp/pingpong.out | sed 's/^/  /'
 
 po="-d $ROCE_DEV -x $ROCE_GIDX -F -s 65536"
-moving write_bw 120 tcp:18515 1 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
+across_migration write_bw 120 tcp:18515 1 0 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
 [ "$PVRDMA_VM" = 1 ] || perf_check write_bw 4 || fail "ib_write_bw: no result ($PAIR_ERR)"
 
 n=${MIG_RPING:-3000}
-moving rping 300 cm:7174 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
+across_migration rping 300 cm:7174 0 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
     "rping -c -a $PVRDMA_PEER_IP -p 7174 -S 4096 -C $n -V -v"
 if [ "$PVRDMA_VM" = 1 ]; then
     got=$(grep -c '^ping data: rdma-ping-' /tmp/rping.out)

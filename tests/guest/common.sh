@@ -562,6 +562,44 @@ host_query() {
     sleep "${2:-3}"
 }
 
+# across_migration NAME SECS LISTEN SRV MV "SERVER" "CLIENT": one run across
+# two VMs while one of them moves: VM SRV runs SERVER (and waits until it
+# listens on LISTEN, tcp:PORT or cm:PORT), the other VM runs CLIENT, both
+# limited to SECS seconds; once both run, VM MV asks the host to migrate it
+# to a new QEMU ("PVRDMA-MIGRATE NAME", run-vm.sh) and records its QPs
+# there (host_query NAME).  Each side must exit 0 with no "invalid data"
+# or "mismatch" in its output (/tmp/NAME.out); "NAME: rc N" on the console
+# tells a host check when the run ended.
+across_migration() {
+    _n=$1 _s=$2 _lis=$3 _sv=$4 _mv=$5
+    if [ "$PVRDMA_VM" = "$_sv" ]; then
+        # shellcheck disable=SC2086
+        timeout "$_s" $6 > "/tmp/$_n.out" 2>&1 &
+        _p=$!
+        _wait_listening "$_n" "$_lis" $_p || { cat "/tmp/$_n.out"; fail "$_n: the server does not listen"; }
+        barrier "$_n-listening" 60
+    else
+        barrier "$_n-listening" 60
+        # shellcheck disable=SC2086
+        timeout "$_s" $7 > "/tmp/$_n.out" 2>&1 &
+        _p=$!
+    fi
+    sleep 4
+    kill -0 $_p 2>/dev/null || { cat "/tmp/$_n.out"; fail "$_n: ended before the migration was asked"; }
+    if [ "$PVRDMA_VM" = "$_mv" ]; then
+        log "$_n: running; migration asked"
+        echo "PVRDMA-MIGRATE $_n"
+        host_query "$_n" 3
+    fi
+    wait $_p; _rc=$?
+    echo "$_n: rc $_rc"
+    barrier "$_n-done" $((_s + 60))
+    if [ $_rc != 0 ] || grep -qiE "invalid data|mismatch" "/tmp/$_n.out"; then
+        cat "/tmp/$_n.out"
+        fail "$_n across a migration of VM $_mv: rc $_rc"
+    fi
+}
+
 # host_query_all TAG: host_query in VM 0 while every other VM waits for it
 # in a barrier (a VM that powered off could not be asked)
 host_query_all() {
