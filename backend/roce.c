@@ -1858,8 +1858,18 @@ static void roce_moved(PvrdmaTransport *pt)
 
 static void roce_qp_save(PvrdmaTransport *pt, PvrdmaQP *qp, GByteArray *b)
 {
-    RoceQp *q = roce_qp(roce(pt), qp);
-    RoceWqe *w = g_queue_peek_head(&q->wqes);
+    RoceQp *q = roce_qp(roce(pt), qp), fresh;
+    RoceWqe *w;
+
+    if (!q) {
+        /* not attached (cannot happen in RTR..SQD): a connection's start */
+        fresh = (RoceQp) {
+            .epsn = qp->attr.rq_psn & PSN_MASK,
+            .nres = MAX(qp->attr.max_dest_rd_atomic, 1),
+        };
+        q = &fresh;
+    }
+    w = g_queue_peek_head(&q->wqes);
 
     /* requester: where it goes on (the first PSN of what runs again) */
     pvrdma_mig_put8(b, q->req_init);
@@ -1881,7 +1891,7 @@ static void roce_qp_save(PvrdmaTransport *pt, PvrdmaQP *qp, GByteArray *b)
     pvrdma_mig_put32(b, q->nres);
     pvrdma_mig_put32(b, q->res_next % q->nres);
     for (unsigned i = 0; i < q->nres; i++) {
-        const RoceRes *res = &q->res[i];
+        const RoceRes *res = q->res ? &q->res[i] : &(RoceRes) { 0 };
 
         pvrdma_mig_put8(b, res->valid);
         pvrdma_mig_put8(b, res->atomic);
