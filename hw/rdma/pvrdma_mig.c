@@ -877,8 +877,13 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     uint32_t n, len;
     bool ok;
 
-    if (!get8(r)) {
+    switch (get8(r)) {
+    case 0:
         return !r->err;
+    case 1:
+        break;
+    default:
+        return mig_fail(r, "QP %u: bad path record", qp->qpn);
     }
     n = get32(r);
     if (!r->err && (!n || n > PVRDMA_MIG_PATH_NAME_MAX)) {
@@ -888,6 +893,11 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     len = get32(r);
     if (r->err) {
         return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (!g_ascii_isalnum(name[i])) {
+            return mig_fail(r, "QP %u: path name not a name", qp->qpn);
+        }
     }
     if (len > r->left) {
         return mig_fail(r, "QP %u: path state truncated", qp->qpn);
