@@ -1839,15 +1839,13 @@ static bool roce_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
     return true;
 }
 
-/* The VM runs here again (a snapshot, a failed migration). */
+/*
+ * The VM runs here again (a snapshot, a failed migration); the core then
+ * wakes the senders that waited on the pause (pvrdma_core_resume()).
+ */
 static void roce_resume(PvrdmaTransport *pt)
 {
-    RoceTransport *t = roce(pt);
-
-    if (t->paused) {
-        t->paused = false;
-        pvrdma_transport_wake_senders(pt->core);
-    }
+    roce(pt)->paused = false;
 }
 
 /* moved: the state runs elsewhere now; this device stays off the wire. */
