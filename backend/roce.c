@@ -1802,19 +1802,15 @@ static void roce_qp_pause(RoceQp *q)
     RoceWqe *w = g_queue_peek_head(&q->wqes);
 
     if (w) {
-        uint32_t first = w->first_psn;
-
-        while ((w = g_queue_pop_head(&q->wqes))) {
-            g_array_append_val(back, w->cookie);
-            wqe_free(w);
-        }
-        q->psn = q->next_psn = q->una = first;
-        trace_pvrdma_roce_req(q->qpn, "paused, resends from", first);
+        q->psn = q->next_psn = q->una = w->first_psn;
+        trace_pvrdma_roce_req(q->qpn, "paused, resends from", w->first_psn);
     }
-    q->cur = NULL;
+    for (GList *l = q->wqes.head; l; l = l->next) {
+        g_array_append_val(back, ((RoceWqe *)l->data)->cookie);
+    }
+    qp_drop_requests(q);
     q->cur_pkt = q->noack = 0;
     q->seq_retry = false;
-    q->rto_deadline = q->rnr_deadline = 0;
     q->nak_sent = false;
     g_queue_clear_full(&q->resps, g_free);
     for (guint i = 0; i < back->len; i++) {
