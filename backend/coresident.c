@@ -136,9 +136,27 @@ typedef struct CrFlight {
     uint64_t cookie;        /* key */
     CrPeer *peer;
     uint32_t qpn;
+    uint32_t npsn;          /* RC: PSNs it would take on the wire */
     bool rc;
     bool cancelled;         /* CANCEL sent for its QP */
 } CrFlight;
+
+/*
+ * PSNs.  Nothing here needs them, but an RC QP may have to carry on over
+ * RoCEv2 if its peer moves to another host (PvrdmaTransportOps.moving):
+ * both ends count what the wire would have counted, the requester when a
+ * request succeeds, the responder when it executes one, in the QP's
+ * attributes (what QUERY_QP reports, and what migrates).  Both use their
+ * own path MTU, which a working wire connection has the same at both ends.
+ */
+static void cr_psn_count(PvrdmaQP *qp, bool requester, uint32_t npsn)
+{
+    uint32_t *psn = requester ? &qp->attr.sq_psn : &qp->attr.rq_psn;
+
+    if (qp->type == PVRDMA_QPT_RC) {
+        *psn = (*psn + npsn) & 0xffffff;
+    }
+}
 
 /*
  * The request of flight f finished with status (pvrdma_complete).  The
@@ -154,6 +172,9 @@ static void cr_flight_done(PvrdmaCore *c, const CrFlight *f,
     };
 
     if (qp) {
+        if (status == PVRDMA_WC_SUCCESS && f->rc) {
+            cr_psn_count(qp, true, f->npsn);
+        }
         wc.qp = qp->handle;
         pvrdma_complete(c, &wc);
     }
@@ -770,6 +791,14 @@ static bool cr_serve_waiting(CrTransport *t, GQueue *q)
             st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
         }
         g_queue_pop_head(q);
+        if (st == PVRDMA_WC_SUCCESS && r->req.qp_type == PVRDMA_QPT_RC) {
+            PvrdmaQP *qp = pvrdma_qp_by_qpn(c, r->req.dest_qpn);
+
+            if (qp) {
+                cr_psn_count(qp, false, pvrdma_qp_npsn(qp, r->req.opcode,
+                                                       r->req.local.len));
+            }
+        }
         cr_respond(r, st);
         if (st == PVRDMA_WC_RNR_RETRY_EXC_ERR) {
             /* the requester QP is in error now: what it sent next fails */
@@ -1177,6 +1206,8 @@ static void cr_peer_moved(CrTransport *t, CrPeer *p)
         pvrdma_core_timer_at(c, until);     /* then its senders give up */
     }
     cr_peer_fail(p, NULL);
+    /* a QP whose peer was already heard elsewhere goes there now */
+    pvrdma_transport_wake_senders(c);
 }
 
 /* PAUSE, PAUSED, RESUME, MOVED (pvrdma_coresident_wire.h) */
@@ -1445,6 +1476,17 @@ static bool cr_reaches(PvrdmaTransport *pt, const uint8_t dgid[16])
     return cr_peer_for_gid(cr(pt), dgid) || cr_gid_moved(cr(pt), dgid);
 }
 
+/* MOVED: dgid's owner moved and its successor has not joined (yet) */
+static int cr_moving(PvrdmaTransport *pt, const uint8_t dgid[16])
+{
+    CrPeer *p = cr_peer_for_gid(cr(pt), dgid);
+
+    if (p) {
+        return p->paused ? PVRDMA_PEER_PAUSED : PVRDMA_PEER_HERE;
+    }
+    return cr_gid_moved(cr(pt), dgid) ? PVRDMA_PEER_MOVED : PVRDMA_PEER_HERE;
+}
+
 /* Our RAM as (region, offset); false if not in a shared region. */
 static bool cr_local_sge(CrTransport *t, const PvrdmaIov *v, CrSge *s)
 {
@@ -1469,6 +1511,7 @@ static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     uint32_t nsg = 0, first, sent;
     CrReqMsg *m;
     CrFlight *f;
+    PvrdmaQP *qp;
     CrSge *sg;
 
     if (t->moved) {
@@ -1547,9 +1590,11 @@ static int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
         return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
     }
 
+    qp = rc ? pvrdma_qp_by_qpn(t->t.core, req->src_qpn) : NULL;
     f = g_new(CrFlight, 1);
     *f = (CrFlight) {
         .cookie = req->cookie, .peer = p, .qpn = req->src_qpn, .rc = rc,
+        .npsn = qp ? pvrdma_qp_npsn(qp, req->opcode, req->local.len) : 0,
     };
     g_hash_table_insert(t->flights, &f->cookie, f);
     p->inflight++;
@@ -2006,6 +2051,7 @@ static const PvrdmaTransportOps cr_ops = {
     .name = "coresident",
     .flags = PVRDMA_TP_DOORBELL_OK,
     .reaches = cr_reaches,
+    .moving = cr_moving,
     .execute = cr_execute,
     .gids_changed = cr_gids_changed,
     .wake = cr_wake,

@@ -180,13 +180,6 @@ static uint32_t psn_sub(uint32_t a, uint32_t b)
     return (a - b) & PSN_MASK;
 }
 
-static uint32_t path_mtu(const PvrdmaQP *qp)
-{
-    uint32_t m = qp->attr.path_mtu;
-
-    return m >= PVRDMA_MTU_256 && m <= PVRDMA_MTU_4096 ? 128u << m : 1024;
-}
-
 static uint16_t src_port(uint32_t qpn)
 {
     return ROCE_SPORT_BASE | ((qpn * 0x9e3779b1u) >> 18);
@@ -709,7 +702,7 @@ static void req_push(RoceQp *q)
 
 static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
 {
-    uint32_t mtu = path_mtu(q->qp);
+    uint32_t mtu = pvrdma_qp_mtu(q->qp);
     RoceWqe *w = g_new0(RoceWqe, 1);
 
     if (!q->req_init) {
@@ -748,7 +741,7 @@ static int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
     }
     /* a later MTU change (RTS to RTS) does not cut posted requests again */
     w->mtu = mtu;
-    w->npsn = req_is_atomic(w->opcode) ? 1 : wqe_npkts(w, mtu);
+    w->npsn = pvrdma_qp_npsn(q->qp, w->opcode, w->len);
     if (w->npsn > ROCE_WINDOW * 16384) {
         /* half the PSN space would make PSNs ambiguous */
         wqe_free(w);
@@ -1050,7 +1043,7 @@ static void resp_ack(RoceQp *q, uint32_t psn, uint8_t syndrome)
 static void resp_read_pkt(RoceQp *q, RoceResp *r)
 {
     RoceTransport *t = q->t;
-    uint32_t mtu = path_mtu(q->qp), len = MIN(mtu, r->left);
+    uint32_t mtu = pvrdma_qp_mtu(q->qp), len = MIN(mtu, r->left);
     bool last = r->left <= mtu;
     PvrdmaSg sg = { 0 };
     PvrdmaSg dst = { .iov = &(PvrdmaIov) { t->data, len }, .n = 1,
@@ -1280,7 +1273,7 @@ static void resp_request(RoceQp *q, const RocePkt *p)
 {
     PvrdmaCore *c = q->t->t.core;
     const RoceOpInfo *oi = roce_opcode_info(p->opcode);
-    uint32_t mtu = path_mtu(q->qp);
+    uint32_t mtu = pvrdma_qp_mtu(q->qp);
     bool first = oi->pos == ROCE_POS_FIRST || oi->pos == ROCE_POS_ONLY;
     bool last = oi->pos == ROCE_POS_LAST || oi->pos == ROCE_POS_ONLY;
     uint8_t op = p->opcode;
@@ -1589,6 +1582,12 @@ bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
     }
     qp = pvrdma_qp_by_qpn(c, p.dqpn);
     q = roce_qp(t, qp);
+    if (!q && qp && qp->path && qp->type == PVRDMA_QPT_RC &&
+        !memcmp(p.sgid, qp->attr.ah_attr.grh.dgid.raw, 16) &&
+        pvrdma_path_heard(c, qp, &t->t)) {
+        /* its peer left the QP's path (it moved) and is on the wire now */
+        q = roce_qp(t, qp);
+    }
     if (!q || qp->type != PVRDMA_QPT_RC || qp->state < PVRDMA_QPS_RTR ||
         qp->state == PVRDMA_QPS_ERR ||
         memcmp(p.sgid, qp->attr.ah_attr.grh.dgid.raw, 16)) {
@@ -1635,6 +1634,23 @@ static int roce_attach(PvrdmaTransport *pt, PvrdmaQP *qp)
     qp->path_state = q;
     trace_pvrdma_roce_resp(q->qpn, "attached, expecting", q->epsn);
     return 0;
+}
+
+/*
+ * qp came here from another path in RTS: an ACK of what it has (a
+ * duplicate ACK to a peer on the wire already) tells a peer that still
+ * waits on the old path where it is (pvrdma_path_heard()).
+ */
+static void roce_announce(PvrdmaTransport *pt, PvrdmaQP *qp)
+{
+    RoceQp *q = roce_qp(roce(pt), qp);
+
+    if (q) {
+        trace_pvrdma_roce_resp(q->qpn, "announced, expecting", q->epsn);
+        resp_ack(q, psn_add(q->epsn, PSN_MASK),
+                 roce_aeth_ack(ROCE_AETH_NO_CREDITS));
+        resp_push(q);
+    }
 }
 
 static void roce_qp_free(RoceTransport *t, RoceQp *q)
@@ -1996,6 +2012,7 @@ static const PvrdmaTransportOps roce_ops = {
     .reaches = roce_reaches,
     .qp_attach = roce_attach,
     .qp_detach = roce_detach,
+    .qp_announce = roce_announce,
     .execute = roce_execute,
     .timer = roce_timer,
     .describe = roce_describe,

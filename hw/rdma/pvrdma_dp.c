@@ -71,6 +71,24 @@ int64_t pvrdma_retry_window_ms(const PvrdmaQP *qp)
     return pvrdma_ack_timeout_ms(qp) * ((qp->attr.retry_cnt & 7) + 1);
 }
 
+uint32_t pvrdma_qp_mtu(const PvrdmaQP *qp)
+{
+    uint32_t m = qp->attr.path_mtu;
+
+    return m >= PVRDMA_MTU_256 && m <= PVRDMA_MTU_4096 ? 128u << m : 1024;
+}
+
+uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len)
+{
+    uint32_t mtu = pvrdma_qp_mtu(qp);
+
+    if (opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+        opcode == PVRDMA_WR_ATOMIC_FETCH_AND_ADD || !len) {
+        return 1;
+    }
+    return (uint32_t)MIN((len + mtu - 1) / mtu, UINT32_MAX);
+}
+
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (!qp->queued) {

@@ -879,6 +879,16 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
 
     switch (get8(r)) {
     case 0:
+        /*
+         * Its path kept no state (co-resident): it took the path that
+         * reaches its peer from here.  If that is another kind (RoCEv2:
+         * the peer did not come along), the peer may still wait on the
+         * old one: tell it (pvrdma_path_heard()).
+         */
+        if (!r->err && qp->path && qp->path->ops->qp_announce &&
+            qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD) {
+            qp->path->ops->qp_announce(qp->path, qp);
+        }
         return !r->err;
     case 1:
         break;

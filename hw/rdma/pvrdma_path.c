@@ -162,7 +162,79 @@ void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
         t->ops->qp_detach(t, qp);
     }
     qp->path_state = NULL;
+    qp->heard_on = NULL;
     set_path(qp, NULL);
+}
+
+/*
+ * An RC QP whose peer left its path (PvrdmaTransportOps.moving: a
+ * co-resident peer migrated) carries on over another path that reaches the
+ * peer, with the PSNs the old path counted, once the peer cannot come back
+ * to the old one: it was heard on the other path, or the old path no
+ * longer reaches it (it waited in vain).  Both ends then take the same
+ * path: the one that moved chose it at its load.  True if qp moved.
+ */
+static bool path_recheck(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaTransport *t = qp->path, *n;
+    const uint8_t *dgid = qp->attr.ah_attr.grh.dgid.raw;
+    int where;
+
+    if (!t || !t->ops->moving || !chooses_at_rtr(qp) ||
+        qp->state < PVRDMA_QPS_RTR || qp->state == PVRDMA_QPS_ERR) {
+        return false;
+    }
+    where = t->ops->moving(t, dgid);
+    if (where == PVRDMA_PEER_HERE) {
+        qp->heard_on = NULL;    /* a stray packet, or the peer came back */
+    }
+    if (t->ops->reaches(t, dgid) &&
+        (!qp->heard_on || where != PVRDMA_PEER_MOVED)) {
+        return false;   /* the peer is here, or may still come back */
+    }
+    n = qp->heard_on;
+    if (!n || !n->ops->reaches || !n->ops->reaches(n, dgid)) {
+        n = NULL;
+        for (unsigned i = 0; i < c->ntransports && !n; i++) {
+            PvrdmaTransport *o = c->transports[i];
+
+            if (o != t && o != c->owner && o->ops->reaches &&
+                o->ops->reaches(o, dgid)) {
+                n = o;
+            }
+        }
+    }
+    if (!n) {
+        return false;   /* nowhere else: its requests fail as before */
+    }
+    trace_pvrdma_qp_repath(qp->qpn, t->ops->name, n->ops->name,
+                           qp->attr.sq_psn, qp->attr.rq_psn);
+    if (!pvrdma_path_attach_to(c, qp, n)) {
+        pvrdma_log_host("QP %u: its peer left the %s path, and the %s path "
+                        "refused it", qp->qpn, t->ops->name, n->ops->name);
+        return false;
+    }
+    if (qp->state <= PVRDMA_QPS_SQD && n->ops->qp_announce) {
+        n->ops->qp_announce(n, qp);
+    }
+    pvrdma_transport_wake_senders(c);
+    return true;
+}
+
+bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
+{
+    if (qp->path == t) {
+        return true;
+    }
+    if (!qp->path || !qp->path->ops->moving) {
+        return false;
+    }
+    /*
+     * Until the peer's old QEMU said it moved (PAUSED: its answers to our
+     * requests may still be on their way), the QP only remembers it.
+     */
+    qp->heard_on = t;
+    return path_recheck(c, qp) && qp->path == t;
 }
 
 PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
@@ -173,6 +245,9 @@ PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
     if (qp->type == PVRDMA_QPT_RC) {
         if (!qp->path && pvrdma_path_attach(c, qp)) {
             return NULL;
+        }
+        if (qp->paused || qp->heard_on) {
+            path_recheck(c, qp);    /* it waits on a path the peer left? */
         }
         return qp->path;
     }

@@ -26,6 +26,7 @@
 /* Wire format of backend/coresident.c (for the fake peer)             */
 
 #include "hw/rdma/pvrdma_coresident_wire.h"
+#include "hw/rdma/roce_wire.h"
 
 /* ------------------------------------------------------------------ */
 /* VMs                                                                 */
@@ -33,9 +34,13 @@
 #define VM_RAM      (64ull << 20)
 #define CR_MR_ACCESS (PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS)
 
+typedef struct Wire Wire;
+
 typedef struct Vm {
     Dev d;
     PvrdmaTransport *t;
+    PvrdmaTransport *rt;    /* RoCEv2 on a Wire, or NULL */
+    Wire *wire;
     uint8_t gid[16];        /* ::ffff:10.0.0.<id>, bound by vm_up */
     uint8_t id;
 } Vm;
@@ -2643,6 +2648,240 @@ static void test_moved_no_successor(void)
     env_fini(&x.e);
 }
 
+/* ------------------------------------------------------------------ */
+/* A peer that moves to another host: RoCEv2 takes over                */
+
+/* An Ethernet segment for VMs that also have RoCEv2: lossless, in order. */
+struct Wire {
+    GQueue frames;          /* GByteArray */
+    uint64_t sent;
+};
+
+static void wire_tx(void *opaque, const uint8_t *frame, size_t len)
+{
+    Vm *v = opaque;
+
+    g_queue_push_tail(&v->wire->frames,
+                      g_byte_array_append(g_byte_array_new(), frame, len));
+    v->wire->sent++;
+}
+
+/* vm_create(), then RoCEv2 on wire, last in the list as in QEMU. */
+static void vm_create_roce(Vm *v, const char *dir, uint8_t id, Wire *w)
+{
+    vm_create(v, dir, id, NULL);
+    v->wire = w;
+    v->rt = pvrdma_roce_new(&v->d.c, wire_tx, v);
+    g_assert_nonnull(v->rt);
+    g_assert_true(pvrdma_core_add_transport(&v->d.c, v->rt));
+}
+
+/*
+ * Run VMs v[n] until nothing is left to do on their sockets or the wire;
+ * with step_ms, also let their clocks go on by step_ms that many times
+ * (retransmissions).
+ */
+static void wire_run(Wire *w, Vm *const *v, unsigned n, unsigned steps,
+                     int64_t step_ms)
+{
+    for (unsigned k = 0; k <= steps; k++) {
+        for (unsigned round = 0; round < 10000; round++) {
+            FakeHost *h[4];
+            GByteArray *f;
+
+            g_assert_cmpuint(n, <=, G_N_ELEMENTS(h));
+            for (unsigned i = 0; i < n; i++) {
+                h[i] = &v[i]->d.h;
+            }
+            g_assert_true(fh_pump(h, n, 20000));
+            if (!w->frames.length) {
+                break;
+            }
+            while ((f = g_queue_pop_head(&w->frames))) {
+                for (unsigned i = 0; i < n; i++) {
+                    pvrdma_roce_rx(v[i]->rt, f->data, f->len);
+                }
+                g_byte_array_free(f, true);
+            }
+        }
+        for (unsigned i = 0; k < steps && i < n; i++) {
+            v[i]->d.h.now += step_ms;
+        }
+    }
+}
+
+/* a and b connected as rc_connect() does, with MACs for the wire. */
+static void rc_connect_wire(Side *a, Side *b)
+{
+    Side *s[2] = { a, b };
+
+    for (unsigned i = 0; i < 2; i++) {
+        Side *me = s[i], *peer = s[!i];
+        Dev *d = &me->v->d;
+        struct pvrdma_qp_attr at;
+
+        rc_to_init(d, &me->qp);
+        rc_rtr_attrs_gid(&at, peer->qp.qpn, peer->v->gid);
+        memcpy(at.ah_attr.dmac, peer->v->d.h.mac, 6);
+        g_assert_cmpuint(modify_qp(d, &me->qp, RTR_MASK, &at), ==, 0);
+        memset(&at, 0, sizeof(at));
+        at.qp_state = PVRDMA_QPS_RTS;
+        at.sq_psn = 0x1234;
+        at.timeout = 14;
+        at.retry_cnt = 7;
+        at.rnr_retry = 7;
+        at.max_rd_atomic = 1;
+        g_assert_cmpuint(modify_qp(d, &me->qp, RTS_MASK, &at), ==, 0);
+    }
+}
+
+static const char *side_path(Side *s)
+{
+    PvrdmaQP *qp = side_qp(s);
+
+    return qp->path ? qp->path->ops->name : "none";
+}
+
+/*
+ * a migrates to a2 on another host (another rendezvous directory), so b
+ * cannot reach a2 co-resident; all three have RoCEv2 on one wire.  The
+ * co-resident path counted the PSNs the wire would have taken; a2's QP
+ * takes RoCEv2 at its load with them and says so on the wire; b's QP
+ * follows once a said MOVED (not before: a's answers could still be on
+ * their way).  Every request runs exactly once, before and after.
+ */
+static void test_moved_away(void)
+{
+    static const WantCqe before_a[] = {
+        { 0xa10, PVRDMA_WC_SEND, 3000 },
+        { 0xa11, PVRDMA_WC_RDMA_READ, 5000 },
+        { 0xa12, PVRDMA_WC_RECV, 64 },
+    };
+    static const WantCqe before_b[] = {
+        { 0xb10, PVRDMA_WC_RECV, 3000 },
+        { 0xb11, PVRDMA_WC_SEND, 64 },
+    };
+    Wire w = { G_QUEUE_INIT };
+    Env e2;
+    X x;
+    Vm a2;
+    Side sa2;
+    uint8_t data[P_LEN], big[5000], got[5000];
+    GByteArray *st = g_byte_array_new();
+    struct pvrdma_sge g;
+    char *err = NULL;
+
+    env_init(&x.e);
+    env_init(&e2);
+    vm_create_roce(&x.a, x.e.dir, 1, &w);
+    vm_create_roce(&x.b, x.e.dir, 2, &w);
+    for (unsigned i = 0; i < 2; i++) {
+        Dev *d = i ? &x.b.d : &x.a.d;
+
+        dev_write_dsr(d);
+        pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL,
+                              PVRDMA_DEVICE_CTL_ACTIVATE);
+        pvrdma_core_reg_write(&d->c, PVRDMA_REG_IMR, 0);
+    }
+    vm_up(&x.a);
+    vm_up(&x.b);
+    PUMP(&x.a, &x.b);
+    side_init(&x.sa, &x.a, PVRDMA_QPT_RC);
+    side_init(&x.sb, &x.b, PVRDMA_QPT_RC);
+    rc_connect_wire(&x.sa, &x.sb);
+    g_assert_cmpstr(side_path(&x.sa), ==, "coresident");
+    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+
+    /* done before the move: a SEND of 3 packets, a READ of 5, b's SEND */
+    fill_pattern(big, sizeof(big), 9);
+    mr_write(&x.a.d, &x.sa.mr, S_IOVA + 16384, big, 3000);
+    mr_write(&x.b.d, &x.sb.mr, S_IOVA + 24576, big, 5000);
+    g = mr_sge(&x.sb, 32768, 3000);
+    post_recv(&x.b.d, &x.sb.qp, 0xb10, &g, 1);
+    g = mr_sge(&x.sa, 16384, 3000);
+    send_wqe(&x.sa, 0xa10, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(&x.sa, 24576, 5000);
+    rdma_wqe(&x.sa, 0xa11, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA + 24576,
+             x.sb.mr.rkey, 0);
+    g = mr_sge(&x.sa, 40960, 64);
+    post_recv(&x.a.d, &x.sa.qp, 0xa12, &g, 1);
+    g = mr_sge(&x.sb, 40960, 64);
+    send_wqe(&x.sb, 0xb11, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_set(&x.sa, before_a, G_N_ELEMENTS(before_a));
+    side_expect_set(&x.sb, before_b, G_N_ELEMENTS(before_b));
+    mr_read(&x.a.d, &x.sa.mr, S_IOVA + 24576, got, 5000);
+    g_assert_cmpmem(got, 5000, big, 5000);
+    /* what the wire would have counted (MTU 1024), at both ends */
+    g_assert_cmphex(side_qp(&x.sa)->attr.sq_psn, ==, 0x1234 + 3 + 5);
+    g_assert_cmphex(side_qp(&x.sb)->attr.rq_psn, ==, 0x1234 + 3 + 5);
+    g_assert_cmphex(side_qp(&x.sb)->attr.sq_psn, ==, 0x1234 + 1);
+    g_assert_cmphex(side_qp(&x.sa)->attr.rq_psn, ==, 0x1234 + 1);
+
+    pause_traffic(&x, data);
+    pause_a(&x);
+    PUMP(&x.a, &x.b);
+    paused_state(&x, &x.sa);
+    pvrdma_core_save(&x.a.d.c, st);
+
+    /* the destination, on another host: no co-resident peer there */
+    vm_create_roce(&a2, e2.dir, 1, &w);
+    memcpy(a2.d.h.ram, x.a.d.h.ram, VM_RAM);
+    a2.d.h.next_free = x.a.d.h.next_free;
+    a2.d.dsr = x.a.d.dsr;
+    a2.d.cmd = x.a.d.cmd;
+    a2.d.resp = x.a.d.resp;
+    memcpy(a2.d.async_pages, x.a.d.async_pages, sizeof(a2.d.async_pages));
+    memcpy(a2.d.cqn_pages, x.a.d.cqn_pages, sizeof(a2.d.cqn_pages));
+    g_assert_true(pvrdma_core_load(&a2.d.c, st->data, st->len, &err));
+    sa2 = x.sa;
+    sa2.v = &a2;
+    g_assert_cmpstr(side_path(&sa2), ==, "roce");
+    /* its announcement: an ACK of all b sent before the move */
+    g_assert_cmpuint(w.frames.length, ==, 1);
+    {
+        GByteArray *f = g_queue_peek_head(&w.frames);
+        RocePkt p;
+
+        g_assert_cmpint(roce_parse(f->data, f->len, &p), ==, ROCE_OK);
+        g_assert_cmphex(p.opcode, ==, ROCE_RC_ACKNOWLEDGE);
+        g_assert_cmpuint(p.dqpn, ==, x.sb.qp.qpn);
+        g_assert_cmphex(p.psn, ==, 0x1234 + 1 - 1);
+    }
+    /* a2 speaks first: b hears it, but a has not said MOVED yet */
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
+    g_assert_cmpuint(w.sent, >, 0);
+    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    g_assert_true(side_qp(&x.sb)->heard_on == x.b.rt);
+
+    pvrdma_core_moved(&x.a.d.c);
+    PUMP(&x.a, &x.b);
+    vm_fini(&x.a);
+    g_assert_cmpstr(side_path(&x.sb), ==, "roce");
+    /* a2's first tries went to a b still waiting: they go again */
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 20, 50);
+    resumed_state(&x, &sa2, data);
+    expect_cq_empty(&a2.d, &sa2.cq);
+
+    /* and they go on over RoCEv2 */
+    g = mr_sge(&x.sb, 32768, 3000);
+    post_recv(&x.b.d, &x.sb.qp, 0xb20, &g, 1);
+    g = mr_sge(&sa2, 16384, 3000);
+    send_wqe(&sa2, 0xa20, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
+    side_expect_cqe(&sa2, 0xa20, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000);
+    side_expect_cqe(&x.sb, 0xb20, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000);
+    mr_read(&x.b.d, &x.sb.mr, S_IOVA + 32768, got, 3000);
+    g_assert_cmpmem(got, 3000, big, 3000);
+
+    g_byte_array_free(st, true);
+    vm_fini(&a2);
+    vm_fini(&x.b);
+    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
+    env_fini(&e2);
+    env_fini(&x.e);
+}
+
 enum { HS_NONE, HS_HELLO, HS_READY };
 
 /*
@@ -3826,6 +4065,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/moved", test_moved);
     g_test_add_func("/pvrdma/cr/moved-no-successor",
                     test_moved_no_successor);
+    g_test_add_func("/pvrdma/cr/moved-away", test_moved_away);
     g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);

@@ -389,6 +389,8 @@ typedef struct PvrdmaQP {
      */
     PvrdmaTransport *path;
     void *path_state;
+    /* the peer was heard over this other path (pvrdma_path_heard()) */
+    PvrdmaTransport *heard_on;
     /*
      * The object owner's twin (a host HCA): qpn is then the owner's QP
      * number (handle stays ours), whatever the path.  With the owner as its

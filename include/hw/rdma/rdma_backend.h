@@ -150,6 +150,13 @@ typedef struct PvrdmaWc {
  */
 #define PVRDMA_TRANSPORT_NOT_EXECUTED (-5)
 
+/* PvrdmaTransportOps.moving: the peer is here ... */
+#define PVRDMA_PEER_HERE            0
+/* ... stopped while its state is saved (it may move) ... */
+#define PVRDMA_PEER_PAUSED          1
+/* ... its state went to another QEMU, which has not come here (yet) */
+#define PVRDMA_PEER_MOVED           2
+
 /* PvrdmaTransportOps.fence: every QP of the device */
 #define PVRDMA_FENCE_ALL            UINT32_MAX
 
@@ -181,11 +188,27 @@ typedef struct PvrdmaTransportOps {
     /* Path choice: can this transport carry traffic to dgid? */
     bool (*reaches)(PvrdmaTransport *t, const uint8_t dgid[16]);
     /*
+     * A path whose peers may move away (a migration to another host):
+     * where the peer at dgid is (PVRDMA_PEER_*).  MOVED: this path still
+     * reaches it (the peer may come back here), but an RC QP on it changes
+     * path once the peer is heard on another (pvrdma_path_heard()), or when
+     * this path stops reaching it.  Such a path counts the PSNs the wire
+     * would have taken (qp->attr.sq_psn and rq_psn, pvrdma_qp_npsn()), so
+     * that the other path carries on.
+     */
+    int (*moving)(PvrdmaTransport *t, const uint8_t dgid[16]);
+    /*
      * An RC QP takes this path (at RTR, with its attributes set); 0 or a
      * positive errno that fails the MODIFY_QP.  qp_detach undoes it.
      */
     int (*qp_attach)(PvrdmaTransport *t, PvrdmaQP *qp);
     void (*qp_detach)(PvrdmaTransport *t, PvrdmaQP *qp);
+    /*
+     * An RC QP in RTR..SQD came to this path from another (a migration, or
+     * its peer moved): tell the peer, which may still wait on the old path,
+     * where the QP is now.  Harmless to a peer already here.
+     */
+    void (*qp_announce)(PvrdmaTransport *t, PvrdmaQP *qp);
 
     /*
      * Message paths.  Deliver req; returns a PVRDMA_WC_* status for the
@@ -398,6 +421,20 @@ void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
 void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at);
 /* A path takes requests again: QPs waiting on it (PAUSED, RNR) retry. */
 void pvrdma_transport_wake_senders(PvrdmaCore *c);
+
+/* qp's path MTU in bytes (1024 if the attribute is not one) */
+uint32_t pvrdma_qp_mtu(const PvrdmaQP *qp);
+/*
+ * The PSNs an RC request of len bytes takes on the wire at qp's path MTU:
+ * one per packet; a READ those of its responses; an atomic one.
+ */
+uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len);
+/*
+ * An RC packet for qp came over path t from the QP's peer while qp is on
+ * another path: true if qp is on t now (its path had lost the peer:
+ * PvrdmaTransportOps.moving), else the packet is not for t.
+ */
+bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
 
 /*
  * qp's local ACK timeout in ms: 4.096 us << attr.timeout, at least
