@@ -111,6 +111,9 @@
 # command line and -incoming, migrate the VM to it over a unix socket
 # (scripts/guest/qmp.py migrate), and stop the first one; the console goes
 # on in the same file, the new QEMU's stderr in qemu.stderr.migrate-TAG.
+# "PVRDMA-MIGRATE TAG away" moves it as to another host: the new QEMU's
+# device gets a rendezvous directory of its own (no co-resident peers);
+# the next plain "PVRDMA-MIGRATE" brings it back to the shared one.
 # <out>/vmN/migrate-TAG.txt gets qmp.py's line
 # ("status completed total-ms T downtime-ms D") and "console-bytes N", the
 # console's size when the migration ended.
@@ -398,7 +401,7 @@ declare -A qmp_done mig_done
 migrations=0
 # migrate_vm N TAG: VM N to a new QEMU (see "Live migration" above)
 migrate_vm() {
-    local i=$1 tag=$2 d=$out/vm$1 c a k sock qs newpid r
+    local i=$1 tag=$2 where=${3:-} d=$out/vm$1 c a k sock qs newpid r
     migrations=$((migrations + 1))
     [ -n "$sockdir" ] || sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
     sock=$sockdir/mig$i-$migrations.sock qs=$sockdir/qmp$i-$migrations.sock
@@ -415,6 +418,13 @@ migrate_vm() {
             -netdev) a+=(-netdev); k=$((k + 1))
                      if [ "$use_switch" = 1 ]; then
                          a+=("${c[$k]/local.path=$sockdir\/vm$i.sock/local.path=$sockdir/vm$i-m$migrations.sock}")
+                     else
+                         a+=("${c[$k]}")
+                     fi ;;
+            # "away": another host's rendezvous directory
+            -device) a+=(-device); k=$((k + 1))
+                     if [ "$where" = away ]; then
+                         a+=("${c[$k]/rendezvous=$sockdir\/rdma/rendezvous=$sockdir/rdma-away$migrations}")
                      else
                          a+=("${c[$k]}")
                      fi ;;
@@ -571,23 +581,25 @@ while :; do
             lastsample[$i]=$n
         fi
         # the guest asks to be migrated to a new QEMU (before the queries:
-        # a query asked for after a migration goes to the new QEMU)
-        if grep -aq '^PVRDMA-MIGRATE ' "$log"; then
+        # a query asked for after a migration goes to the new QEMU; both
+        # read from one look at the log, which the guest writes meanwhile)
+        markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\) ' "$log" | tr -d '\r' || true)
+        if [[ $markers == *PVRDMA-MIGRATE* ]]; then
             migrated=0
-            for tag in $(grep -a '^PVRDMA-MIGRATE ' "$log" | tr -d '\r' | awk '{print $2}'); do
+            while read -r tag where; do
                 [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
                 [ -z "${mig_done[$i.$tag]:-}" ] || continue
                 mig_done[$i.$tag]=1 migrated=1
-                migrate_vm "$i" "$tag"
-            done
+                migrate_vm "$i" "$tag" "$where" < /dev/null
+            done < <(grep -a '^PVRDMA-MIGRATE ' <<< "$markers" | awk '{print $2, $3}')
             if [ "$migrated" = 1 ]; then
                 active=$((active + 1))
                 continue    # this VM's QEMU (pid) may have changed
             fi
         fi
         # host queries over QMP
-        if grep -aq '^PVRDMA-QMP ' "$log"; then
-            for tag in $(grep -a '^PVRDMA-QMP ' "$log" | tr -d '\r' | awk '{print $2}'); do
+        if [[ $markers == *PVRDMA-QMP* ]]; then
+            for tag in $(grep -a '^PVRDMA-QMP ' <<< "$markers" | awk '{print $2}'); do
                 [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
                 [ -z "${qmp_done[$tag]:-}" ] || continue
                 qmp_done[$tag]=1

@@ -566,8 +566,8 @@ host_query() {
 # two VMs while one of them moves: VM SRV runs SERVER (and waits until it
 # listens on LISTEN, tcp:PORT or cm:PORT), the other VM runs CLIENT, both
 # limited to SECS seconds; once both run, VM MV asks the host to migrate it
-# to a new QEMU ("PVRDMA-MIGRATE NAME", run-vm.sh) and records its QPs
-# there (host_query NAME).  Each side must exit 0 with no "invalid data"
+# to a new QEMU ("PVRDMA-MIGRATE NAME", run-vm.sh; with MIG_WHERE=away
+# set, as to another host) and records its QPs there (host_query NAME).  Each side must exit 0 with no "invalid data"
 # or "mismatch" in its output (/tmp/NAME.out); "NAME: rc N" on the console
 # tells a host check when the run ended.
 across_migration() {
@@ -588,7 +588,7 @@ across_migration() {
     kill -0 $_p 2>/dev/null || { cat "/tmp/$_n.out"; fail "$_n: ended before the migration was asked"; }
     if [ "$PVRDMA_VM" = "$_mv" ]; then
         log "$_n: running; migration asked"
-        echo "PVRDMA-MIGRATE $_n"
+        echo "PVRDMA-MIGRATE $_n ${MIG_WHERE:-}"
         host_query "$_n" 3
     fi
     wait $_p; _rc=$?
