@@ -2742,6 +2742,55 @@ static const char *side_path(Side *s)
     return qp->path ? qp->path->ops->name : "none";
 }
 
+/* Two co-resident VMs with RoCEv2 on w, RC QPs connected co-resident. */
+static void away_setup(X *x, Wire *w, Env *e2)
+{
+    env_init(&x->e);
+    env_init(e2);
+    vm_create_roce(&x->a, x->e.dir, 1, w);
+    vm_create_roce(&x->b, x->e.dir, 2, w);
+    for (unsigned i = 0; i < 2; i++) {
+        Dev *d = i ? &x->b.d : &x->a.d;
+
+        dev_write_dsr(d);
+        pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL,
+                              PVRDMA_DEVICE_CTL_ACTIVATE);
+        pvrdma_core_reg_write(&d->c, PVRDMA_REG_IMR, 0);
+    }
+    vm_up(&x->a);
+    vm_up(&x->b);
+    PUMP(&x->a, &x->b);
+    side_init(&x->sa, &x->a, PVRDMA_QPT_RC);
+    side_init(&x->sb, &x->b, PVRDMA_QPT_RC);
+    rc_connect_wire(&x->sa, &x->sb);
+    g_assert_cmpstr(side_path(&x->sa), ==, "coresident");
+    g_assert_cmpstr(side_path(&x->sb), ==, "coresident");
+}
+
+/*
+ * a's state st goes to a2 in e2, as on another host (no co-resident peer
+ * there): a2's QP (*sa2) takes RoCEv2 at the load.
+ */
+static void away_dest(X *x, Vm *a2, Side *sa2, Env *e2, Wire *w,
+                      GByteArray *st)
+{
+    char *err = NULL;
+
+    vm_create_roce(a2, e2->dir, 1, w);
+    memcpy(a2->d.h.ram, x->a.d.h.ram, VM_RAM);
+    a2->d.h.next_free = x->a.d.h.next_free;
+    a2->d.dsr = x->a.d.dsr;
+    a2->d.cmd = x->a.d.cmd;
+    a2->d.resp = x->a.d.resp;
+    memcpy(a2->d.async_pages, x->a.d.async_pages, sizeof(a2->d.async_pages));
+    memcpy(a2->d.cqn_pages, x->a.d.cqn_pages, sizeof(a2->d.cqn_pages));
+    g_assert_true(pvrdma_core_load(&a2->d.c, st->data, st->len, &err));
+    g_assert_null(err);
+    *sa2 = x->sa;
+    sa2->v = a2;
+    g_assert_cmpstr(side_path(sa2), ==, "roce");
+}
+
 /*
  * a migrates to a2 on another host (another rendezvous directory), so b
  * cannot reach a2 co-resident; all three have RoCEv2 on one wire.  The
@@ -2769,28 +2818,8 @@ static void test_moved_away(void)
     uint8_t data[P_LEN], big[5000], got[5000];
     GByteArray *st = g_byte_array_new();
     struct pvrdma_sge g;
-    char *err = NULL;
 
-    env_init(&x.e);
-    env_init(&e2);
-    vm_create_roce(&x.a, x.e.dir, 1, &w);
-    vm_create_roce(&x.b, x.e.dir, 2, &w);
-    for (unsigned i = 0; i < 2; i++) {
-        Dev *d = i ? &x.b.d : &x.a.d;
-
-        dev_write_dsr(d);
-        pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL,
-                              PVRDMA_DEVICE_CTL_ACTIVATE);
-        pvrdma_core_reg_write(&d->c, PVRDMA_REG_IMR, 0);
-    }
-    vm_up(&x.a);
-    vm_up(&x.b);
-    PUMP(&x.a, &x.b);
-    side_init(&x.sa, &x.a, PVRDMA_QPT_RC);
-    side_init(&x.sb, &x.b, PVRDMA_QPT_RC);
-    rc_connect_wire(&x.sa, &x.sb);
-    g_assert_cmpstr(side_path(&x.sa), ==, "coresident");
-    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    away_setup(&x, &w, &e2);
 
     /* done before the move: a SEND of 3 packets, a READ of 5, b's SEND */
     fill_pattern(big, sizeof(big), 9);
@@ -2824,19 +2853,7 @@ static void test_moved_away(void)
     paused_state(&x, &x.sa);
     pvrdma_core_save(&x.a.d.c, st);
 
-    /* the destination, on another host: no co-resident peer there */
-    vm_create_roce(&a2, e2.dir, 1, &w);
-    memcpy(a2.d.h.ram, x.a.d.h.ram, VM_RAM);
-    a2.d.h.next_free = x.a.d.h.next_free;
-    a2.d.dsr = x.a.d.dsr;
-    a2.d.cmd = x.a.d.cmd;
-    a2.d.resp = x.a.d.resp;
-    memcpy(a2.d.async_pages, x.a.d.async_pages, sizeof(a2.d.async_pages));
-    memcpy(a2.d.cqn_pages, x.a.d.cqn_pages, sizeof(a2.d.cqn_pages));
-    g_assert_true(pvrdma_core_load(&a2.d.c, st->data, st->len, &err));
-    sa2 = x.sa;
-    sa2.v = &a2;
-    g_assert_cmpstr(side_path(&sa2), ==, "roce");
+    away_dest(&x, &a2, &sa2, &e2, &w, st);
     /* its announcement: an ACK of all b sent before the move */
     g_assert_cmpuint(w.frames.length, ==, 1);
     {
@@ -2873,6 +2890,67 @@ static void test_moved_away(void)
     side_expect_cqe(&x.sb, 0xb20, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000);
     mr_read(&x.b.d, &x.sb.mr, S_IOVA + 32768, got, 3000);
     g_assert_cmpmem(got, 3000, big, 3000);
+
+    g_byte_array_free(st, true);
+    vm_fini(&a2);
+    vm_fini(&x.b);
+    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
+    env_fini(&e2);
+    env_fini(&x.e);
+}
+
+/*
+ * As moved-away, but b never hears a2 (its announcement is lost, and a2
+ * has nothing to send): b's SEND, given back at the pause, waits the 10 s
+ * a moved peer gets, then b's QP takes RoCEv2 by itself and the SEND runs
+ * once there.
+ */
+static void test_moved_away_silent(void)
+{
+    static const WantCqe wb[] = {
+        { 0xb1, PVRDMA_WC_SEND, P_LEN },
+    };
+    Wire w = { G_QUEUE_INIT };
+    Env e2;
+    X x;
+    Vm a2;
+    Side sa2;
+    uint8_t data[P_LEN], got[P_LEN];
+    GByteArray *st = g_byte_array_new();
+    struct pvrdma_sge g;
+
+    away_setup(&x, &w, &e2);
+    fill_pattern(data, P_LEN, 5);
+    mr_write(&x.b.d, &x.sb.mr, S_IOVA + 4096, data, P_LEN);
+    g = mr_sge(&x.sb, 4096, P_LEN);
+    send_wqe(&x.sb, 0xb1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a, &x.b);
+    pause_a(&x);
+    PUMP(&x.a, &x.b);
+    g = mr_sge(&x.sa, 8192, P_LEN);
+    post_recv(&x.a.d, &x.sa.qp, 0xa0, &g, 1);
+    PUMP(&x.a, &x.b);
+    pvrdma_core_save(&x.a.d.c, st);
+    away_dest(&x, &a2, &sa2, &e2, &w, st);
+    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
+    pvrdma_core_moved(&x.a.d.c);
+    PUMP(&x.a, &x.b);
+    vm_fini(&x.a);
+    g_assert_true(side_qp(&x.sb)->paused);
+    g_assert_null(side_qp(&x.sb)->heard_on);
+
+    x.b.d.h.now += 9999;
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
+    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    expect_cq_empty(&x.b.d, &x.sb.cq);
+    x.b.d.h.now += 1;
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
+    g_assert_cmpstr(side_path(&x.sb), ==, "roce");
+    side_expect_set(&x.sb, wb, G_N_ELEMENTS(wb));
+    side_expect_cqe(&sa2, 0xa0, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, P_LEN);
+    mr_read(&a2.d, &sa2.mr, S_IOVA + 8192, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, data, P_LEN);
+    g_assert_cmpuint(qp_state(&x.sb), ==, PVRDMA_QPS_RTS);
 
     g_byte_array_free(st, true);
     vm_fini(&a2);
@@ -4066,6 +4144,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/moved-no-successor",
                     test_moved_no_successor);
     g_test_add_func("/pvrdma/cr/moved-away", test_moved_away);
+    g_test_add_func("/pvrdma/cr/moved-away-silent", test_moved_away_silent);
     g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);
