@@ -214,7 +214,7 @@ typedef struct CrMovedGid {
 
 static void cr_peer_read(void *opaque);
 static void cr_peer_write(void *opaque);
-static void cr_reap(CrTransport *t);
+static bool cr_reap(CrTransport *t);
 static void cr_accept(void *opaque);
 
 static CrTransport *cr(PvrdmaTransport *t)
@@ -348,11 +348,16 @@ static void cr_flush(CrTransport *t)
     }
 }
 
-/* End of an event: send what it produced, free peers that died. */
+/*
+ * End of an event: send what it produced, free peers that died (a QP that
+ * waits for one's answer to its path offer goes on: pvrdma_path_for()).
+ */
 static void cr_done(CrTransport *t)
 {
     cr_flush(t);
-    cr_reap(t);
+    if (cr_reap(t)) {
+        pvrdma_transport_wake_senders(t->t.core);
+    }
 }
 
 static void cr_out_free(CrOut *o)
@@ -731,8 +736,11 @@ static void cr_reclaim(CrTransport *t)
     }
 }
 
-static void cr_reap(CrTransport *t)
+/* Free the dead peers; true if there were any. */
+static bool cr_reap(CrTransport *t)
 {
+    bool any = t->reap;
+
     while (t->reap) {
         t->reap = false;
         for (guint i = 0; i < t->peers->len;) {
@@ -752,6 +760,7 @@ static void cr_reap(CrTransport *t)
             }
         }
     }
+    return any;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1190,6 +1199,57 @@ static bool cr_rx_cancel(CrPeer *p, const CrCancelMsg *m, size_t len)
     return true;
 }
 
+/*
+ * OFFER: the peer's RC QP on RoCEv2 to our QP dest_qpn is idle and would
+ * carry on here (pvrdma_path_offered()).  Offers that cross are each
+ * answered: the first one taken moves both QPs (the other then finds ours
+ * here already, and its answer is moot); a refusal ends our own offer too.
+ */
+static bool cr_rx_offer(CrPeer *p, const CrOfferMsg *m, size_t len)
+{
+    CrTransport *t = p->t;
+    PvrdmaCore *c = t->t.core;
+    CrAnswerMsg a = {
+        .h = { CR_ANSWER, sizeof(a) },
+        .src_qpn = m->src_qpn, .dest_qpn = m->dest_qpn,
+    };
+    PvrdmaQP *qp;
+    bool crossed;
+
+    if (len != sizeof(*m)) {
+        return false;
+    }
+    qp = pvrdma_qp_by_qpn(c, m->dest_qpn & 0xffffff);
+    crossed = qp && qp->offer_to == &t->t;
+    a.ok = qp && qp->type == PVRDMA_QPT_RC &&
+           qp->attr.dest_qp_num == m->src_qpn && !t->paused && !p->paused &&
+           cr_peer_for_gid(t, qp->attr.ah_attr.grh.dgid.raw) == p &&
+           pvrdma_path_offered(c, qp, &t->t, m->sq_psn, m->rq_psn);
+    trace_pvrdma_cr_offer(m->dest_qpn, m->src_qpn, a.ok);
+    cr_send(p, &a, sizeof(a), -1);
+    if (crossed && !a.ok) {
+        pvrdma_path_answered(c, qp, &t->t, false);
+    }
+    return true;
+}
+
+/* ANSWER to our OFFER for QP src_qpn */
+static bool cr_rx_answer(CrPeer *p, const CrAnswerMsg *m, size_t len)
+{
+    CrTransport *t = p->t;
+    PvrdmaQP *qp;
+
+    if (len != sizeof(*m) || m->ok > 1) {
+        return false;
+    }
+    qp = pvrdma_qp_by_qpn(t->t.core, m->src_qpn & 0xffffff);
+    if (qp && qp->attr.dest_qp_num == m->dest_qpn &&
+        cr_peer_for_gid(t, qp->attr.ah_attr.grh.dgid.raw) == p) {
+        pvrdma_path_answered(t->t.core, qp, &t->t, m->ok);
+    }
+    return true;
+}
+
 /* p moved: its GIDs wait for the QEMU that took its place, then it goes. */
 static void cr_peer_moved(CrTransport *t, CrPeer *p)
 {
@@ -1371,6 +1431,10 @@ static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
         return cr_rx_resp(p, (const CrRespMsg *)buf, len);
     case CR_CANCEL:
         return cr_rx_cancel(p, (const CrCancelMsg *)buf, len);
+    case CR_OFFER:
+        return cr_rx_offer(p, (const CrOfferMsg *)buf, len);
+    case CR_ANSWER:
+        return cr_rx_answer(p, (const CrAnswerMsg *)buf, len);
     case CR_PAUSE:
     case CR_PAUSED:
     case CR_RESUME:
@@ -1474,6 +1538,25 @@ static void cr_peer_read(void *opaque)
 static bool cr_reaches(PvrdmaTransport *pt, const uint8_t dgid[16])
 {
     return cr_peer_for_gid(cr(pt), dgid) || cr_gid_moved(cr(pt), dgid);
+}
+
+/* The way back (PvrdmaTransportOps.qp_offer): OFFER to qp's peer. */
+static int cr_qp_offer(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t sq_psn,
+                       uint32_t rq_psn)
+{
+    CrTransport *t = cr(pt);
+    CrPeer *p = cr_peer_for_gid(t, qp->attr.ah_attr.grh.dgid.raw);
+    CrOfferMsg m = {
+        .h = { CR_OFFER, sizeof(m) },
+        .src_qpn = qp->qpn, .dest_qpn = qp->attr.dest_qp_num,
+        .sq_psn = sq_psn, .rq_psn = rq_psn,
+    };
+
+    if (!p || p->paused || t->paused || t->moved) {
+        return -EAGAIN;
+    }
+    cr_send(p, &m, sizeof(m), -1);
+    return p->dead ? -EPIPE : 0;
 }
 
 /* MOVED: dgid's owner moved and its successor has not joined (yet) */
@@ -2052,6 +2135,7 @@ static const PvrdmaTransportOps cr_ops = {
     .flags = PVRDMA_TP_DOORBELL_OK,
     .reaches = cr_reaches,
     .moving = cr_moving,
+    .qp_offer = cr_qp_offer,
     .execute = cr_execute,
     .gids_changed = cr_gids_changed,
     .wake = cr_wake,

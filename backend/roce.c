@@ -1637,6 +1637,26 @@ static int roce_attach(PvrdmaTransport *pt, PvrdmaQP *qp)
 }
 
 /*
+ * The way back (PvrdmaTransportOps.qp_idle): nothing of qp on the wire
+ * either way that the PSNs do not say: every request acknowledged, every
+ * response sent, no message half received.
+ */
+static bool roce_qp_idle(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t *sq_psn,
+                         uint32_t *rq_psn)
+{
+    RoceTransport *t = roce(pt);
+    RoceQp *q = roce_qp(t, qp);
+
+    if (!q || t->paused || q->wqes.length || q->resps.length || q->in_msg ||
+        q->rctx) {
+        return false;
+    }
+    *sq_psn = q->req_init ? q->next_psn : qp->attr.sq_psn & PSN_MASK;
+    *rq_psn = q->epsn;
+    return true;
+}
+
+/*
  * qp came here from another path in RTS: an ACK of what it has (a
  * duplicate ACK to a peer on the wire already) tells a peer that still
  * waits on the old path where it is (pvrdma_path_heard()).
@@ -2013,6 +2033,7 @@ static const PvrdmaTransportOps roce_ops = {
     .qp_attach = roce_attach,
     .qp_detach = roce_detach,
     .qp_announce = roce_announce,
+    .qp_idle = roce_qp_idle,
     .execute = roce_execute,
     .timer = roce_timer,
     .describe = roce_describe,

@@ -162,8 +162,25 @@ void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
         t->ops->qp_detach(t, qp);
     }
     qp->path_state = NULL;
-    qp->heard_on = NULL;
+    qp->heard_on = qp->offer_to = NULL;
     set_path(qp, NULL);
+}
+
+/* qp carries on over n with these PSNs (both ends agreed); true if so */
+static bool path_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
+                      uint32_t sq_psn, uint32_t rq_psn)
+{
+    qp->attr.sq_psn = sq_psn & 0xffffff;
+    qp->attr.rq_psn = rq_psn & 0xffffff;
+    trace_pvrdma_qp_repath(qp->qpn, qp->path ? qp->path->ops->name : "none",
+                           n->ops->name, qp->attr.sq_psn, qp->attr.rq_psn);
+    if (!pvrdma_path_attach_to(c, qp, n)) {
+        pvrdma_log_host("QP %u: the %s path refused it", qp->qpn,
+                        n->ops->name);
+        return false;
+    }
+    pvrdma_transport_wake_senders(c);
+    return true;
 }
 
 /*
@@ -207,17 +224,12 @@ static bool path_recheck(PvrdmaCore *c, PvrdmaQP *qp)
     if (!n) {
         return false;   /* nowhere else: its requests fail as before */
     }
-    trace_pvrdma_qp_repath(qp->qpn, t->ops->name, n->ops->name,
-                           qp->attr.sq_psn, qp->attr.rq_psn);
-    if (!pvrdma_path_attach_to(c, qp, n)) {
-        pvrdma_log_host("QP %u: its peer left the %s path, and the %s path "
-                        "refused it", qp->qpn, t->ops->name, n->ops->name);
+    if (!path_move(c, qp, n, qp->attr.sq_psn, qp->attr.rq_psn)) {
         return false;
     }
     if (qp->state <= PVRDMA_QPS_SQD && n->ops->qp_announce) {
         n->ops->qp_announce(n, qp);
     }
-    pvrdma_transport_wake_senders(c);
     return true;
 }
 
@@ -237,6 +249,86 @@ bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
     return path_recheck(c, qp) && qp->path == t;
 }
 
+/*
+ * The way back: an RC QP on a path that keeps connection state (RoCEv2)
+ * whose peer the first path in the list reaches now (co-resident: the peer
+ * came to this host, or this VM to the peer's) offers its peer to move
+ * there when it is idle on its path (nothing in flight either way, so the
+ * PSNs are all the state there is), and holds its requests until the
+ * answer (pvrdma_path_answered()).  A refusal (the peer is busy) is tried
+ * again PVRDMA_OFFER_RETRY_MS later, at a request.  The peer's answer
+ * comes through the new path, so its requests there follow it.
+ */
+#define PVRDMA_OFFER_RETRY_MS 100
+
+static void path_offer(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaTransport *t = qp->path, *n;
+    const uint8_t *dgid = qp->attr.ah_attr.grh.dgid.raw;
+    int64_t now = c->ops->now_ms(c->opaque);
+    uint32_t sq, rq;
+
+    if (qp->offer_to) {
+        if (!qp->offer_to->ops->reaches(qp->offer_to, dgid)) {
+            qp->offer_to = NULL;    /* the peer went: no answer comes */
+            qp->offer_next = now + PVRDMA_OFFER_RETRY_MS;
+        }
+        return;
+    }
+    if (!t || !t->ops->qp_idle || !chooses_at_rtr(qp) ||
+        qp->state != PVRDMA_QPS_RTS || now < qp->offer_next ||
+        !t->ops->qp_idle(t, qp, &sq, &rq)) {
+        return;
+    }
+    n = reaching(c, dgid, false);
+    if (!n || n == t || n == c->owner || !n->ops->qp_offer) {
+        return;
+    }
+    if (n->ops->qp_offer(n, qp, sq, rq)) {
+        qp->offer_next = now + PVRDMA_OFFER_RETRY_MS;
+        return;
+    }
+    trace_pvrdma_qp_offer(qp->qpn, n->ops->name, sq, rq);
+    qp->offer_to = n;
+    qp->offer_sq_psn = sq;
+    qp->offer_rq_psn = rq;
+}
+
+bool pvrdma_path_offered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
+                         uint32_t peer_sq_psn, uint32_t peer_rq_psn)
+{
+    PvrdmaTransport *p = qp->path;
+    uint32_t sq, rq;
+
+    if (!p || p == t || !p->ops->qp_idle || !chooses_at_rtr(qp) ||
+        qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD ||
+        !p->ops->qp_idle(p, qp, &sq, &rq) || rq != peer_sq_psn) {
+        return false;
+    }
+    /* a QP in RTR has sent nothing: its first PSN comes with RTS */
+    if (qp->state == PVRDMA_QPS_RTR) {
+        sq = qp->attr.sq_psn;
+    } else if (sq != peer_rq_psn) {
+        return false;
+    }
+    qp->offer_to = NULL;    /* an offer of ours crossing this one is moot */
+    return path_move(c, qp, t, sq, rq);
+}
+
+void pvrdma_path_answered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
+                          bool ok)
+{
+    if (qp->offer_to != t) {
+        return;     /* reset, or the peer's offer crossed ours */
+    }
+    qp->offer_to = NULL;
+    if (!ok || qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD ||
+        !path_move(c, qp, t, qp->offer_sq_psn, qp->offer_rq_psn)) {
+        qp->offer_next = c->ops->now_ms(c->opaque) + PVRDMA_OFFER_RETRY_MS;
+    }
+    pvrdma_transport_wake_senders(c);   /* its held requests go on */
+}
+
 PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
                                  const uint8_t dgid[16])
 {
@@ -249,6 +341,7 @@ PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
         if (qp->paused || qp->heard_on) {
             path_recheck(c, qp);    /* it waits on a path the peer left? */
         }
+        path_offer(c, qp);
         return qp->path;
     }
     t = reaching(c, dgid, qp->type == PVRDMA_QPT_GSI);

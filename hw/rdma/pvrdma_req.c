@@ -196,7 +196,9 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     req.cookie = *cookie = ++c->next_cookie;
     *byte_len = req.local.len;
     t = pvrdma_path_for(c, qp, req.dgid);
-    if (t) {
+    if (t && qp->offer_to) {
+        st = PVRDMA_TRANSPORT_PAUSED;   /* until the peer answers */
+    } else if (t) {
         st = t->ops->execute(t, &req);
     } else {
         trace_pvrdma_unreachable(qp->qpn);

@@ -6,9 +6,11 @@
  * memfd of the fuzzer's own) and GIDS, then datagrams taken from the input,
  * then the connection closes.  An input whose first datagram is a HELLO
  * brings its own handshake instead (HELLO, AUTH and what a peer may send
- * before it is accepted).  Whatever the datagrams say, the device must
- * not crash (ASan/UBSan), and once the peer is gone nothing of it may stay:
- * no fd handler, no waiting request, the device's QPs served.
+ * before it is accepted).  OFFER and ANSWER (the way back from RoCEv2)
+ * find the device's QP co-resident already.  Whatever the datagrams say,
+ * the device must not crash (ASan/UBSan), and once the peer is gone
+ * nothing of it may stay: no fd handler, no waiting request, the device's
+ * QPs served.
  *
  * Input: a sequence of [u16 length][bytes] datagrams (little endian).
  *
@@ -165,6 +167,12 @@ static void write_seeds(const char *out)
     CrRespMsg resp = { .h = { CR_RESP, sizeof(resp) }, .cookie = 1 };
     CrCancelMsg cancel = { .h = { CR_CANCEL, sizeof(cancel) },
                            .src_qpn = 7 };
+    /* the way back from RoCEv2: the device's QP is co-resident already */
+    CrOfferMsg offer = { .h = { CR_OFFER, sizeof(offer) }, .src_qpn = 7,
+                         .dest_qpn = rc.qpn, .sq_psn = 0x1234,
+                         .rq_psn = 0x1234 };
+    CrAnswerMsg answer = { .h = { CR_ANSWER, sizeof(answer) },
+                           .src_qpn = rc.qpn, .dest_qpn = 7, .ok = 1 };
 
     for (unsigned i = 0; i < G_N_ELEMENTS(kinds); i++) {
         bool atomic = kinds[i].opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
@@ -208,6 +216,8 @@ static void write_seeds(const char *out)
     }
     seed(out, "resp", &resp, sizeof(resp));
     seed(out, "cancel", &cancel, sizeof(cancel));
+    seed(out, "offer", &offer, sizeof(offer));
+    seed(out, "answer", &answer, sizeof(answer));
 }
 
 static void peer_send(int fd, const void *buf, size_t len, int pass_fd)

@@ -2960,6 +2960,168 @@ static void test_moved_away_silent(void)
     env_fini(&x.e);
 }
 
+/*
+ * a, in its own rendezvous directory e2, connected to b over RoCEv2 (a
+ * SEND of 3 packets done), migrates to a2 (*sa2) next to b: a2's QP stays
+ * on RoCEv2 (its path record).
+ */
+static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
+{
+    uint8_t big[3000];
+    GByteArray *st = g_byte_array_new();
+    struct pvrdma_sge g;
+    char *err = NULL;
+
+    env_init(&x->e);
+    env_init(e2);
+    vm_create_roce(&x->a, e2->dir, 1, w);
+    vm_create_roce(&x->b, x->e.dir, 2, w);
+    for (unsigned i = 0; i < 2; i++) {
+        Dev *d = i ? &x->b.d : &x->a.d;
+
+        dev_write_dsr(d);
+        pvrdma_core_reg_write(&d->c, PVRDMA_REG_CTL,
+                              PVRDMA_DEVICE_CTL_ACTIVATE);
+        pvrdma_core_reg_write(&d->c, PVRDMA_REG_IMR, 0);
+    }
+    vm_up(&x->a);
+    vm_up(&x->b);
+    side_init(&x->sa, &x->a, PVRDMA_QPT_RC);
+    side_init(&x->sb, &x->b, PVRDMA_QPT_RC);
+    rc_connect_wire(&x->sa, &x->sb);
+    g_assert_cmpstr(side_path(&x->sa), ==, "roce");
+    g_assert_cmpstr(side_path(&x->sb), ==, "roce");
+
+    /* over the wire first: a SEND of 3 packets */
+    fill_pattern(big, sizeof(big), 11);
+    mr_write(&x->a.d, &x->sa.mr, S_IOVA + 16384, big, 3000);
+    g = mr_sge(&x->sb, 32768, 3000);
+    post_recv(&x->b.d, &x->sb.qp, 0xb10, &g, 1);
+    g = mr_sge(&x->sa, 16384, 3000);
+    send_wqe(&x->sa, 0xa10, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    wire_run(w, (Vm *const[]) { &x->a, &x->b }, 2, 0, 0);
+    side_expect_cqe(&x->sa, 0xa10, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000);
+    side_expect_cqe(&x->sb, 0xb10, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000);
+
+    /* a comes to b's host */
+    g_assert_true(pvrdma_core_quiesce(&x->a.d.c, 1000));
+    pvrdma_core_save(&x->a.d.c, st);
+    vm_create_roce(a2, x->e.dir, 1, w);
+    memcpy(a2->d.h.ram, x->a.d.h.ram, VM_RAM);
+    a2->d.h.next_free = x->a.d.h.next_free;
+    a2->d.dsr = x->a.d.dsr;
+    a2->d.cmd = x->a.d.cmd;
+    a2->d.resp = x->a.d.resp;
+    memcpy(a2->d.async_pages, x->a.d.async_pages, sizeof(a2->d.async_pages));
+    memcpy(a2->d.cqn_pages, x->a.d.cqn_pages, sizeof(a2->d.cqn_pages));
+    PUMP(a2, &x->b);
+    g_assert_true(pvrdma_core_load(&a2->d.c, st->data, st->len, &err));
+    g_assert_null(err);
+    pvrdma_core_moved(&x->a.d.c);
+    vm_fini(&x->a);
+    *sa2 = x->sa;
+    sa2->v = a2;
+    PUMP(a2, &x->b);
+    g_assert_true(reaches(&x->b, x->a.gid));
+    g_assert_cmpstr(side_path(sa2), ==, "roce");   /* its path record */
+
+    g_byte_array_free(st, true);
+}
+
+static void test_moved_home(void)
+{
+    static const WantCqe wa[] = {
+        { 0xa20, PVRDMA_WC_SEND, 3000 },
+        { 0xa21, PVRDMA_WC_RECV, 64 },
+    };
+    static const WantCqe wb[] = {
+        { 0xb20, PVRDMA_WC_RECV, 3000 },
+        { 0xb21, PVRDMA_WC_SEND, 64 },
+    };
+    Wire w = { G_QUEUE_INIT };
+    Env e2;
+    X x;
+    Vm a2;
+    Side sa2;
+    uint8_t big[3000], got[3000];
+    struct pvrdma_sge g;
+    uint32_t psn_a, psn_b;
+
+    home_setup(&x, &w, &e2, &a2, &sa2);
+    fill_pattern(big, sizeof(big), 11);     /* what a2's MR holds */
+
+    /* both send at once: their offers cross, one answers, both move */
+    g = mr_sge(&x.sb, 32768, 3000);
+    post_recv(&x.b.d, &x.sb.qp, 0xb20, &g, 1);
+    g = mr_sge(&sa2, 0, 64);
+    post_recv(&a2.d, &sa2.qp, 0xa21, &g, 1);
+    g = mr_sge(&sa2, 16384, 3000);
+    send_wqe(&sa2, 0xa20, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g = mr_sge(&x.sb, 0, 64);
+    send_wqe(&x.sb, 0xb21, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
+    g_assert_cmpstr(side_path(&sa2), ==, "coresident");
+    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    side_expect_set(&sa2, wa, G_N_ELEMENTS(wa));
+    side_expect_set(&x.sb, wb, G_N_ELEMENTS(wb));
+    mr_read(&x.b.d, &x.sb.mr, S_IOVA + 32768, got, 3000);
+    g_assert_cmpmem(got, 3000, big, 3000);
+    /* the PSNs went on from where the wire left them, and agree */
+    psn_a = side_qp(&sa2)->attr.sq_psn;
+    psn_b = side_qp(&x.sb)->attr.rq_psn;
+    g_assert_cmphex(psn_a, ==, psn_b);
+    g_assert_cmphex(psn_a, ==, 0x1234 + 3 + 3);
+    g_assert_cmphex(side_qp(&x.sb)->attr.sq_psn, ==, 0x1234 + 1);
+    g_assert_cmphex(side_qp(&sa2)->attr.rq_psn, ==, 0x1234 + 1);
+    expect_cq_empty(&a2.d, &sa2.cq);
+    expect_cq_empty(&x.b.d, &x.sb.cq);
+
+    vm_fini(&a2);
+    vm_fini(&x.b);
+    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
+    env_fini(&e2);
+    env_fini(&x.e);
+}
+
+/*
+ * a2 offers b the way back and holds its SEND for the answer, but b's
+ * QEMU goes before it answers: the offer ends with the connection to b and
+ * the SEND goes on over RoCEv2, where nobody answers it either
+ * (RETRY_EXC_ERR after the retries), instead of waiting for ever.
+ */
+static void test_offer_peer_gone(void)
+{
+    Wire w = { G_QUEUE_INIT };
+    Env e2;
+    X x;
+    Vm a2;
+    Side sa2;
+    struct pvrdma_sge g;
+    FakeHost *h = &a2.d.h;
+
+    home_setup(&x, &w, &e2, &a2, &sa2);
+    g = mr_sge(&sa2, 0, 64);
+    send_wqe(&sa2, 0xa30, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g_assert_true(fh_pump(&h, 1, 20000));
+    g_assert_true(side_qp(&sa2)->offer_to == a2.t);
+    g_assert_true(side_qp(&sa2)->paused);
+    g_assert_cmpuint(w.frames.length, ==, 0);
+
+    vm_fini(&x.b);
+    wire_run(&w, (Vm *const[]) { &a2 }, 1, 0, 0);
+    g_assert_null(side_qp(&sa2)->offer_to);
+    g_assert_cmpstr(side_path(&sa2), ==, "roce");
+    g_assert_cmpuint(w.frames.length, ==, 0);  /* wire_run delivered them */
+    g_assert_cmpuint(w.sent, >, 0);
+    wire_run(&w, (Vm *const[]) { &a2 }, 1, 30, 50);
+    side_expect_cqe(&sa2, 0xa30, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+
+    vm_fini(&a2);
+    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
+    env_fini(&e2);
+    env_fini(&x.e);
+}
+
 enum { HS_NONE, HS_HELLO, HS_READY };
 
 /*
@@ -4145,6 +4307,8 @@ int main(int argc, char **argv)
                     test_moved_no_successor);
     g_test_add_func("/pvrdma/cr/moved-away", test_moved_away);
     g_test_add_func("/pvrdma/cr/moved-away-silent", test_moved_away_silent);
+    g_test_add_func("/pvrdma/cr/moved-home", test_moved_home);
+    g_test_add_func("/pvrdma/cr/offer-peer-gone", test_offer_peer_gone);
     g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);

@@ -392,6 +392,14 @@ typedef struct PvrdmaQP {
     /* the peer was heard over this other path (pvrdma_path_heard()) */
     PvrdmaTransport *heard_on;
     /*
+     * The way back (pvrdma_path_offered()): the QP offered its peer to move
+     * to offer_to, with these PSNs, and holds its requests until the
+     * answer; after a refusal it offers again at offer_next (ms).
+     */
+    PvrdmaTransport *offer_to;
+    uint32_t offer_sq_psn, offer_rq_psn;
+    int64_t offer_next;
+    /*
      * The object owner's twin (a host HCA): qpn is then the owner's QP
      * number (handle stays ours), whatever the path.  With the owner as its
      * path (pvrdma_qp_queue_path()) sq.priv / rq.priv are the next WQEs to

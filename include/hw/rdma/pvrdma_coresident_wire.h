@@ -20,13 +20,21 @@
  * (its state went to another QEMU, which will announce the same GIDs: its
  * peers keep waiting for that one instead of failing) and hangs up.
  *
+ * Offer (an RC QP connected over RoCEv2 to a QP of the peer, which is
+ * co-resident now: the way back after a migration): OFFER names both QPs
+ * and the sender's PSNs, sent while its QP is idle on the wire and holds
+ * its requests.  The peer answers ANSWER; ok means its QP was idle too,
+ * with the same PSNs the other way round, and is on this connection now.
+ * Offers that cross are both answered: the first one taken moves both
+ * QPs, and the answer to the other then finds them moved.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 #define HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 
 #define CR_MAGIC        0x70767264u     /* "pvrd" */
-#define CR_VERSION      5       /* 5: PAUSE, PAUSED, RESUME, MOVED */
+#define CR_VERSION      6       /* 5: PAUSE, PAUSED, RESUME, MOVED; 6: OFFER */
 #define CR_MAX_MSG      (64 * 1024)
 #define CR_NONCE_LEN    32
 #define CR_MAC_LEN      32      /* HMAC-SHA256 */
@@ -46,6 +54,8 @@ enum {
     CR_PAUSED,
     CR_RESUME,
     CR_MOVED,
+    CR_OFFER,
+    CR_ANSWER,
 };
 
 /* CrHello.auth: how a side authenticates its peers; both must agree */
@@ -159,6 +169,24 @@ typedef struct CrCancelMsg {
     uint32_t src_qpn;
     uint32_t pad;
 } CrCancelMsg;
+
+/* OFFER: the sender's RC QP src_qpn (to dest_qpn here) would move here */
+typedef struct CrOfferMsg {
+    CrHdr h;
+    uint32_t src_qpn;
+    uint32_t dest_qpn;
+    uint32_t sq_psn;        /* the sender's next PSN to send ... */
+    uint32_t rq_psn;        /* ... and the next it expects */
+} CrOfferMsg;
+
+/* ANSWER to an OFFER of QP dest_qpn (here) for src_qpn (the sender's) */
+typedef struct CrAnswerMsg {
+    CrHdr h;
+    uint32_t src_qpn;
+    uint32_t dest_qpn;
+    uint32_t ok;            /* 1: src_qpn moved here */
+    uint32_t pad;
+} CrAnswerMsg;
 
 #define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
 #define CR_MORE_SG_MAX  ((CR_MAX_MSG - sizeof(CrMoreMsg)) / sizeof(CrSge))

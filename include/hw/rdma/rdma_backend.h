@@ -204,6 +204,20 @@ typedef struct PvrdmaTransportOps {
     int (*qp_attach)(PvrdmaTransport *t, PvrdmaQP *qp);
     void (*qp_detach)(PvrdmaTransport *t, PvrdmaQP *qp);
     /*
+     * The way back, from a path that keeps connection state (RoCEv2) to a
+     * better one (co-resident) that reaches the peer now.  qp_idle: qp has
+     * nothing in flight here either way (no request unacknowledged, no
+     * response unsent, no message half received); true with the PSNs it
+     * would carry on with (its next PSN to send, the next it expects).
+     * qp_offer: ask the peer's QP to move here with the peer's PSNs
+     * (pvrdma_path_offered() there); 0 if asked, and then the answer comes
+     * to pvrdma_path_answered().
+     */
+    bool (*qp_idle)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t *sq_psn,
+                    uint32_t *rq_psn);
+    int (*qp_offer)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t sq_psn,
+                    uint32_t rq_psn);
+    /*
      * An RC QP in RTR..SQD came to this path from another (a migration, or
      * its peer moved): tell the peer, which may still wait on the old path,
      * where the QP is now.  Harmless to a peer already here.
@@ -435,6 +449,17 @@ uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len);
  * PvrdmaTransportOps.moving), else the packet is not for t.
  */
 bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
+/*
+ * The peer of RC qp offers to carry on over t (PvrdmaTransportOps.
+ * qp_offer), with its next PSN to send and the next it expects: true if qp
+ * was idle on its path with the same PSNs the other way round, and is on t
+ * now (then the peer moves too).
+ */
+bool pvrdma_path_offered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
+                         uint32_t peer_sq_psn, uint32_t peer_rq_psn);
+/* The answer to qp's offer to move to t: moved there (ok) or not. */
+void pvrdma_path_answered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
+                          bool ok);
 
 /*
  * qp's local ACK timeout in ms: 4.096 us << attr.timeout, at least
