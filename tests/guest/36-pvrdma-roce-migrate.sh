@@ -41,9 +41,5 @@ across_migration write_bw 120 tcp:18515 1 0 "ib_write_bw $po -D 20" "ib_write_bw
 n=${MIG_RPING:-3000}
 across_migration rping 300 cm:7174 0 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
     "rping -c -a $PVRDMA_PEER_IP -p 7174 -S 4096 -C $n -V -v"
-if [ "$PVRDMA_VM" = 1 ]; then
-    got=$(grep -c '^ping data: rdma-ping-' /tmp/rping.out)
-    [ "$got" = "$n" ] || { tail -5 /tmp/rping.out; fail "rping: $got validated pings, expected $n"; }
-    log "rping: $got pings of 4096 bytes validated"
-fi
+rping_checked "$n"
 roce_diag

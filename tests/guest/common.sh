@@ -600,6 +600,15 @@ across_migration() {
     fi
 }
 
+# rping_checked N: in VM 1, the rping client of across_migration's rping
+# run (-V -v, 4 KiB), exactly N pings were validated (/tmp/rping.out)
+rping_checked() {
+    [ "$PVRDMA_VM" = 1 ] || return 0
+    _got=$(grep -c '^ping data: rdma-ping-' /tmp/rping.out)
+    [ "$_got" = "$1" ] || { tail -5 /tmp/rping.out; fail "rping: $_got validated pings, expected $1"; }
+    log "rping: $_got pings of 4096 bytes validated"
+}
+
 # host_query_all TAG: host_query in VM 0 while every other VM waits for it
 # in a barrier (a VM that powered off could not be asked)
 host_query_all() {

@@ -531,10 +531,19 @@ void rc_to_rts(Dev *d, TQp *qp, uint32_t dest_qpn, uint8_t rnr_retry)
 void rc_to_rts_gid(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
                    uint8_t rnr_retry)
 {
+    rc_to_rts_mac(d, qp, dest_qpn, dgid, NULL, rnr_retry);
+}
+
+void rc_to_rts_mac(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
+                   const uint8_t *dmac, uint8_t rnr_retry)
+{
     struct pvrdma_qp_attr a;
 
     rc_to_init(d, qp);
     rc_rtr_attrs_gid(&a, dest_qpn, dgid);
+    if (dmac) {
+        memcpy(a.ah_attr.dmac, dmac, 6);
+    }
     g_assert_cmpuint(modify_qp(d, qp, RTR_MASK, &a), ==, 0);
     memset(&a, 0, sizeof(a));
     a.qp_state = PVRDMA_QPS_RTS;

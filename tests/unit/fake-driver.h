@@ -123,6 +123,9 @@ void rc_rtr_attrs_gid(struct pvrdma_qp_attr *a, uint32_t dest_qpn,
 void rc_to_rts(Dev *d, TQp *qp, uint32_t dest_qpn, uint8_t rnr_retry);
 void rc_to_rts_gid(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
                    uint8_t rnr_retry);
+/* The same with the peer's MAC (dmac, 6 bytes; NULL: none), for RoCEv2. */
+void rc_to_rts_mac(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
+                   const uint8_t *dmac, uint8_t rnr_retry);
 /* Serve queued work until the device is idle (what the BH would do). */
 void run_all(Dev *d);
 void fill_pattern(uint8_t *buf, size_t len, uint32_t seed);

@@ -2713,26 +2713,8 @@ static void wire_run(Wire *w, Vm *const *v, unsigned n, unsigned steps,
 /* a and b connected as rc_connect() does, with MACs for the wire. */
 static void rc_connect_wire(Side *a, Side *b)
 {
-    Side *s[2] = { a, b };
-
-    for (unsigned i = 0; i < 2; i++) {
-        Side *me = s[i], *peer = s[!i];
-        Dev *d = &me->v->d;
-        struct pvrdma_qp_attr at;
-
-        rc_to_init(d, &me->qp);
-        rc_rtr_attrs_gid(&at, peer->qp.qpn, peer->v->gid);
-        memcpy(at.ah_attr.dmac, peer->v->d.h.mac, 6);
-        g_assert_cmpuint(modify_qp(d, &me->qp, RTR_MASK, &at), ==, 0);
-        memset(&at, 0, sizeof(at));
-        at.qp_state = PVRDMA_QPS_RTS;
-        at.sq_psn = 0x1234;
-        at.timeout = 14;
-        at.retry_cnt = 7;
-        at.rnr_retry = 7;
-        at.max_rd_atomic = 1;
-        g_assert_cmpuint(modify_qp(d, &me->qp, RTS_MASK, &at), ==, 0);
-    }
+    rc_to_rts_mac(&a->v->d, &a->qp, b->qp.qpn, b->v->gid, b->v->d.h.mac, 7);
+    rc_to_rts_mac(&b->v->d, &b->qp, a->qp.qpn, a->v->gid, a->v->d.h.mac, 7);
 }
 
 static const char *side_path(Side *s)
@@ -2740,6 +2722,14 @@ static const char *side_path(Side *s)
     PvrdmaQP *qp = side_qp(s);
 
     return qp->path ? qp->path->ops->name : "none";
+}
+
+/* The end of a test on a Wire: frames left on it go, both directories. */
+static void away_fini(Wire *w, Env *e2, Env *e)
+{
+    g_queue_clear_full(&w->frames, (GDestroyNotify)g_byte_array_unref);
+    env_fini(e2);
+    env_fini(e);
 }
 
 /* Two co-resident VMs with RoCEv2 on w, RC QPs connected co-resident. */
@@ -2894,9 +2884,7 @@ static void test_moved_away(void)
     g_byte_array_free(st, true);
     vm_fini(&a2);
     vm_fini(&x.b);
-    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
-    env_fini(&e2);
-    env_fini(&x.e);
+    away_fini(&w, &e2, &x.e);
 }
 
 /*
@@ -2955,9 +2943,7 @@ static void test_moved_away_silent(void)
     g_byte_array_free(st, true);
     vm_fini(&a2);
     vm_fini(&x.b);
-    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
-    env_fini(&e2);
-    env_fini(&x.e);
+    away_fini(&w, &e2, &x.e);
 }
 
 /*
@@ -3078,9 +3064,7 @@ static void test_moved_home(void)
 
     vm_fini(&a2);
     vm_fini(&x.b);
-    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
-    env_fini(&e2);
-    env_fini(&x.e);
+    away_fini(&w, &e2, &x.e);
 }
 
 /*
@@ -3117,9 +3101,7 @@ static void test_offer_peer_gone(void)
     side_expect_cqe(&sa2, 0xa30, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
 
     vm_fini(&a2);
-    g_queue_clear_full(&w.frames, (GDestroyNotify)g_byte_array_unref);
-    env_fini(&e2);
-    env_fini(&x.e);
+    away_fini(&w, &e2, &x.e);
 }
 
 enum { HS_NONE, HS_HELLO, HS_READY };
