@@ -1657,7 +1657,7 @@ static bool roce_qp_idle(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t *sq_psn,
 }
 
 /*
- * qp came here from another path in RTS: an ACK of what it has (a
+ * qp came here from another path in RTR..SQD: an ACK of what it has (a
  * duplicate ACK to a peer on the wire already) tells a peer that still
  * waits on the old path where it is (pvrdma_path_heard()).
  */
