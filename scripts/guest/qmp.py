@@ -3,6 +3,11 @@
 
     qmp.py SOCKET pvrdma [QOM-PATH]      the pvrdma device's counters and QPs
     qmp.py SOCKET qom-get QOM-PATH PROP  one property (strings as they are)
+    qmp.py SOCKET savevm FILE TAG        an internal snapshot TAG, in the qcow2
+                                         image FILE (made and attached on the
+                                         first call: node pvrdma-snap); prints
+                                         "savevm-ms T"
+    qmp.py SOCKET loadvm TAG             back to snapshot TAG; "loadvm-ms T"
     qmp.py SOCKET migrate URI            migrate, wait until it ends; prints
                                          status, total and downtime (ms)
     qmp.py SOCKET JSON                   any command, e.g. '{"execute":"query-status"}'
@@ -23,6 +28,43 @@ import time
 
 class QMPError(Exception):
     pass
+
+
+def snapshot_disk(q, path):
+    """The qcow2 node savevm writes the VM state to: the image FILE, made
+    (blockdev-create) and attached the first time."""
+    nodes = [n["node-name"] for n in q.cmd("query-named-block-nodes")]
+    if "pvrdma-snap" in nodes:
+        return
+    open(path, "wb").close()
+    q.cmd("blockdev-add", driver="file", filename=path,
+          **{"node-name": "pvrdma-snap-file"})
+    q.cmd("blockdev-create", **{"job-id": "pvrdma-snap-create",
+                                "options": {"driver": "qcow2",
+                                            "file": "pvrdma-snap-file",
+                                            "size": 1 << 20}})
+    while True:
+        jobs = [j for j in q.cmd("query-jobs") if j["id"] == "pvrdma-snap-create"]
+        if not jobs:
+            raise QMPError("blockdev-create: the job is gone")
+        if jobs[0]["status"] == "concluded":
+            err = jobs[0].get("error")
+            q.cmd("job-dismiss", id="pvrdma-snap-create")
+            if err:
+                raise QMPError("blockdev-create: %s" % err)
+            break
+        time.sleep(0.05)
+    q.cmd("blockdev-add", driver="qcow2", file="pvrdma-snap-file",
+          **{"node-name": "pvrdma-snap"})
+
+
+def hmp(q, line):
+    """An HMP command whose success prints nothing (savevm, loadvm)."""
+    t = time.monotonic()
+    out = q.cmd("human-monitor-command", **{"command-line": line})
+    if out.strip():
+        raise QMPError("%s: %s" % (line, out.strip()))
+    return (time.monotonic() - t) * 1000
 
 
 class QMP:
@@ -106,6 +148,14 @@ def main(argv):
                 " error %s" % r["error-desc"] if "error-desc" in r else ""))
             if st != "completed":
                 return 1
+        elif what == "savevm" and len(argv) == 5:
+            snapshot_disk(q, argv[3])
+            print("savevm-ms %.0f" % hmp(q, "savevm " + argv[4]))
+        elif what == "loadvm" and len(argv) == 4:
+            print("loadvm-ms %.0f" % hmp(q, "loadvm " + argv[3]))
+        elif what in ("savevm", "loadvm"):
+            sys.stderr.write("savevm needs FILE TAG, loadvm TAG\n")
+            return 2
         elif what == "qom-get":
             if len(argv) != 5:
                 sys.stderr.write("qom-get needs QOM-PATH PROP\n")

@@ -114,9 +114,20 @@
 # "PVRDMA-MIGRATE TAG away" moves it as to another host: the new QEMU's
 # device gets a rendezvous directory of its own (no co-resident peers);
 # the next plain "PVRDMA-MIGRATE" brings it back to the shared one.
+# "PVRDMA-MIGRATE TAG file" migrates it to a file (migrate file:...), stops
+# the source and starts the new QEMU with -incoming file:..., as a VM
+# saved and restored later.
 # <out>/vmN/migrate-TAG.txt gets qmp.py's line
 # ("status completed total-ms T downtime-ms D") and "console-bytes N", the
 # console's size when the migration ended.
+#
+# Snapshots: a line "PVRDMA-SNAPSHOT TAG" on VM N's console (once per TAG)
+# makes this script savevm TAG in that QEMU (the VM state in a qcow2 image,
+# <out>/vmN/snap.qcow2, which qmp.py makes and attaches), let the guest run
+# PVRDMA_SNAPSHOT_GAP seconds (default 2), then loadvm TAG: the guest goes
+# back to the moment of the savevm.  <out>/vmN/snapshot-TAG.txt gets
+# "savevm-ms T", "console-bytes-save N", "console-bytes-before-load N",
+# "loadvm-ms T" and "console-bytes N" (after the loadvm).
 #
 # Outputs in <out>/vmN/: console.log, qemu.stderr, qemu.cmdline, qmp.sock, samples.txt
 # ("TAG VmRSS-KiB VmHWM-KiB secs OWN-KiB" for each PVRDMA-SAMPLE marker the
@@ -271,6 +282,7 @@ cleanup() {
     for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
     stop_switch
     [ -z "$sockdir" ] || rm -rf "$sockdir"
+    rm -f "$out"/vm*/snap.qcow2     # the snapshots' VM state (PVRDMA-SNAPSHOT)
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
@@ -397,11 +409,12 @@ if [ "$use_switch" = 1 ]; then
 fi
 
 # --- host queries (PVRDMA-QMP TAG) ---------------------------------------------
-declare -A qmp_done mig_done
+declare -A qmp_done mig_done snap_done
 migrations=0
-# migrate_vm N TAG: VM N to a new QEMU (see "Live migration" above)
+# migrate_vm N TAG [away|file]: VM N to a new QEMU (see "Live migration"
+# above)
 migrate_vm() {
-    local i=$1 tag=$2 where=${3:-} d=$out/vm$1 c a k sock qs newpid r
+    local i=$1 tag=$2 where=${3:-} d=$out/vm$1 c a k sock qs newpid r uri st
     migrations=$((migrations + 1))
     [ -n "$sockdir" ] || sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
     sock=$sockdir/mig$i-$migrations.sock qs=$sockdir/qmp$i-$migrations.sock
@@ -431,15 +444,37 @@ migrate_vm() {
             *) a+=("${c[$k]}") ;;
         esac
     done
-    a+=(-incoming "unix:$sock")
-    printf '%q ' "${a[@]}" > "$d/qemu.cmdline.migrate-$tag"
-    "${a[@]}" < /dev/null > "$d/qemu.stderr.migrate-$tag" 2>&1 &
-    newpid=$!
-    for _ in $(seq 1 100); do [ -S "$sock" ] && [ -S "$qs" ] && break; sleep 0.1; done
-    r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "unix:$sock" 2>&1) || true
+    if [ "$where" = file ]; then
+        # to a file, the source stopped, then a new QEMU from the file
+        uri=file:$d/state-$tag.mig
+        a+=(-incoming "$uri")
+        printf '%q ' "${a[@]}" > "$d/qemu.cmdline.migrate-$tag"
+        r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "$uri" 2>&1) || true
+        if [[ $r == "status completed"* ]]; then
+            stop_vm "$i"
+            "${a[@]}" < /dev/null > "$d/qemu.stderr.migrate-$tag" 2>&1 &
+            newpid=$!
+            st=
+            for _ in $(seq 1 600); do
+                kill -0 "$newpid" 2>/dev/null || break
+                st=$(python3 "$here/qmp.py" "$qs" '{"execute":"query-status"}' 2>/dev/null | sed -n 's/.*"status": "\(.*\)".*/\1/p') || true
+                [ "$st" != running ] || break
+                sleep 0.1
+            done
+            [ "$st" = running ] || r="status load-failed (${st:-no answer}) after: $r"
+            rm -f "$d/state-$tag.mig"
+        fi
+    else
+        a+=(-incoming "unix:$sock")
+        printf '%q ' "${a[@]}" > "$d/qemu.cmdline.migrate-$tag"
+        "${a[@]}" < /dev/null > "$d/qemu.stderr.migrate-$tag" 2>&1 &
+        newpid=$!
+        for _ in $(seq 1 100); do [ -S "$sock" ] && [ -S "$qs" ] && break; sleep 0.1; done
+        r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "unix:$sock" 2>&1) || true
+    fi
     { echo "$r"; echo "console-bytes $(stat -c %s "$d/console.log")"; } > "$d/migrate-$tag.txt"
     if [[ $r == "status completed"* ]]; then
-        stop_vm "$i"            # the source, paused after the migration
+        [ "$where" = file ] || stop_vm "$i"     # the source, paused after the migration
         pids[$i]=$newpid qmp_sock[$i]=$qs
         ln -sfn "$qs" "$d/qmp.sock"
         echo "run-vm: vm$i: migrated ($tag): $r" >&2
@@ -448,6 +483,26 @@ migrate_vm() {
         wait "$newpid" 2>/dev/null || true
         echo "run-vm: vm$i: migration '$tag' failed: $r" >&2
     fi
+}
+# snapshot_vm N TAG: savevm TAG in VM N's QEMU (into <out>/vmN/snap.qcow2),
+# let the guest run on for PVRDMA_SNAPSHOT_GAP seconds (default 2), then
+# loadvm TAG (see "Snapshots" above)
+snapshot_vm() {
+    local i=$1 tag=$2 d=$out/vm$1 r
+    {
+        if r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" savevm "$d/snap.qcow2" "$tag" 2>&1); then
+            echo "$r"
+            echo "console-bytes-save $(stat -c %s "$d/console.log")"
+            sleep "${PVRDMA_SNAPSHOT_GAP:-2}"
+            echo "console-bytes-before-load $(stat -c %s "$d/console.log")"
+            r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" loadvm "$tag" 2>&1) || r="loadvm failed: $r"
+            echo "$r"
+        else
+            echo "savevm failed: $r"
+        fi
+        echo "console-bytes $(stat -c %s "$d/console.log")"
+    } > "$d/snapshot-$tag.txt"
+    echo "run-vm: vm$i: snapshot '$tag': $(tr '\n' ' ' < "$d/snapshot-$tag.txt")" >&2
 }
 qmp_query() { # TAG: every pvrdma VM's counters and QPs, the switch's counters
     local tag=$1 i f
@@ -583,7 +638,15 @@ while :; do
         # the guest asks to be migrated to a new QEMU (before the queries:
         # a query asked for after a migration goes to the new QEMU; both
         # read from one look at the log, which the guest writes meanwhile)
-        markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\) ' "$log" | tr -d '\r' || true)
+        markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\|SNAPSHOT\) ' "$log" | tr -d '\r' || true)
+        if [[ $markers == *PVRDMA-SNAPSHOT* ]]; then
+            for tag in $(grep -a '^PVRDMA-SNAPSHOT ' <<< "$markers" | awk '{print $2}'); do
+                [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
+                [ -z "${snap_done[$i.$tag]:-}" ] || continue
+                snap_done[$i.$tag]=1
+                snapshot_vm "$i" "$tag" < /dev/null
+            done
+        fi
         if [[ $markers == *PVRDMA-MIGRATE* ]]; then
             migrated=0
             while read -r tag where; do

@@ -15,33 +15,6 @@
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 gidx=$(roce_v2_gid vmw_pvrdma0)
 
-# run_across NAME SECS SERVER CLIENT: both in the background; once they
-# are connected, ask for a migration; both must exit 0
-run_across() {
-    _n=$1 _s=$2
-    # shellcheck disable=SC2086
-    timeout "$_s" $3 > "/tmp/$_n.srv" 2>&1 &
-    _sp=$!
-    wait_port 18515 10 || { cat "/tmp/$_n.srv"; fail "$_n: server does not listen"; }
-    # shellcheck disable=SC2086
-    timeout "$_s" $4 > "/tmp/$_n.cli" 2>&1 &
-    _cp=$!
-    sleep 3
-    kill -0 "$_cp" 2>/dev/null || { cat "/tmp/$_n.cli"; fail "$_n: ended before the migration"; }
-    log "$_n: running; migration asked"
-    echo "PVRDMA-MIGRATE $_n"
-    # run-vm.sh migrates before it answers the query: the new QEMU answers
-    host_query "$_n" 3
-    kill -0 "$_cp" 2>/dev/null || log "$_n: ended before the query (the host check will say)"
-    wait "$_cp"; _crc=$?
-    wait "$_sp"; _src=$?
-    log "$_n: done (client rc $_crc, server rc $_src)"
-    if [ $_crc != 0 ] || [ $_src != 0 ] || grep -qi "invalid data" "/tmp/$_n.cli" "/tmp/$_n.srv"; then
-        echo "--- server ---"; cat "/tmp/$_n.srv"; echo "--- client ---"; cat "/tmp/$_n.cli"
-        fail "$_n across a migration: client rc $_crc, server rc $_src"
-    fi
-}
-
 pp="ibv_rc_pingpong -d vmw_pvrdma0 -g $gidx -s 4096 -n ${MIG_PP_ITERS:-2000} -c"
 run_across pingpong 200 "$pp" "$pp 127.0.0.1"
 grep -E "iters in" /tmp/pingpong.cli | sed 's/^/  /'

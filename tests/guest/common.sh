@@ -562,6 +562,45 @@ host_query() {
     sleep "${2:-3}"
 }
 
+# run_across NAME SECS SERVER CLIENT [REQUEST...]: a run inside this VM
+# (loopback QPs) across what the host is asked to do: SERVER and CLIENT in
+# the background, limited to SECS seconds; once they are connected, each
+# REQUEST in turn is printed for run-vm.sh and the QPs recorded after it
+# (host_query TAG, TAG the request's second word).  REQUEST: "PVRDMA-MIGRATE
+# TAG" (the default, TAG = NAME: a live migration to a new QEMU),
+# "PVRDMA-MIGRATE TAG file", "PVRDMA-SNAPSHOT TAG".  Both must exit 0 with
+# no "invalid data" in /tmp/NAME.{srv,cli}; "NAME: done" on the console
+# tells a host check when the run ended.
+run_across() {
+    _n=$1 _s=$2 _srv=$3 _cli=$4
+    shift 4
+    [ $# -gt 0 ] || set -- "PVRDMA-MIGRATE $_n"
+    # shellcheck disable=SC2086
+    timeout "$_s" $_srv > "/tmp/$_n.srv" 2>&1 &
+    _sp=$!
+    wait_port 18515 10 || { cat "/tmp/$_n.srv"; fail "$_n: server does not listen"; }
+    # shellcheck disable=SC2086
+    timeout "$_s" $_cli > "/tmp/$_n.cli" 2>&1 &
+    _cp=$!
+    sleep 3
+    kill -0 "$_cp" 2>/dev/null || { cat "/tmp/$_n.cli"; fail "$_n: ended before the host was asked"; }
+    for _r in "$@"; do
+        log "$_n: running; asked: $_r"
+        echo "$_r"
+        # run-vm.sh acts before it answers the query: the QEMU that runs on answers
+        _t=${_r#* }
+        host_query "${_t%% *}" 3
+        kill -0 "$_cp" 2>/dev/null || log "$_n: ended before the query (the host check will say)"
+    done
+    wait "$_cp"; _crc=$?
+    wait "$_sp"; _src=$?
+    log "$_n: done (client rc $_crc, server rc $_src)"
+    if [ $_crc != 0 ] || [ $_src != 0 ] || grep -qi "invalid data" "/tmp/$_n.cli" "/tmp/$_n.srv"; then
+        echo "--- server ---"; cat "/tmp/$_n.srv"; echo "--- client ---"; cat "/tmp/$_n.cli"
+        fail "$_n across $*: client rc $_crc, server rc $_src"
+    fi
+}
+
 # across_migration NAME SECS LISTEN SRV MV "SERVER" "CLIENT": one run across
 # two VMs while one of them moves: VM SRV runs SERVER (and waits until it
 # listens on LISTEN, tcp:PORT or cm:PORT), the other VM runs CLIENT, both
