@@ -22,6 +22,7 @@
 #include "migration/vmstate.h"
 #include "migration/blocker.h"
 #include "migration/misc.h"
+#include "migration/client-options.h"
 #include "migration/qemu-file-types.h"
 #include "system/runstate.h"
 #include "system/dma.h"
@@ -84,6 +85,7 @@ struct PvrdmaState {
     VMChangeStateEntry *vmstate_change;
     NotifierWithReturn migration_notifier;
     bool quiesced;          /* transports paused for a save (see below) */
+    bool moved;             /* the state went to a destination (postcopy) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1400,23 +1402,43 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
 
     switch (e->type) {
     case MIG_EVENT_PRECOPY_SETUP:
+        /*
+         * Co-resident peers read and write this VM's RAM through their own
+         * mappings: on a postcopy destination they would touch pages that
+         * have not come over yet (a fresh page, which the one from the
+         * source can then no longer replace).
+         */
+        if (migrate_postcopy_ram() && s->rendezvous) {
+            error_setg(errp, "pvrdma: postcopy-ram is not supported with "
+                       "rendezvous=%s: co-resident peers access this VM's "
+                       "RAM directly, also pages that postcopy has not "
+                       "brought over yet; migrate without postcopy-ram",
+                       s->rendezvous);
+            return -ENOTSUP;
+        }
         why = pvrdma_core_migration_blocker(&s->core, false);
         if (why) {
             error_setg(errp, "pvrdma: the device cannot migrate now: %s",
                        why);
             return -EBUSY;
         }
+        s->moved = false;
         if (!runstate_is_running()) {
             pvrdma_quiesce(s);
         }
         break;
     case MIG_EVENT_PRECOPY_DONE:
+        /* at the end, and in postcopy also when the destination takes over */
         if (s->quiesced) {
             pvrdma_core_moved(&s->core);
+            s->moved = true;
         }
         break;
     case MIG_EVENT_PRECOPY_FAILED:
-        pvrdma_resume(s);
+        /* a postcopy that fails after the switch: the state is not ours */
+        if (!s->moved) {
+            pvrdma_resume(s);
+        }
         break;
     default:
         break;

@@ -91,6 +91,97 @@ void qpvrdma_migrate(QPvrdma *d)
     d->dev = dev;
 }
 
+static QDict *qmp_postcopy_cap(QTestState *qts, bool on)
+{
+    return qtest_qmp(qts, "{ 'execute': 'migrate-set-capabilities', "
+                     "'arguments': { 'capabilities': [ { 'capability': "
+                     "'postcopy-ram', 'state': %i } ] } }", on);
+}
+
+/* Poll query-migrate until it is over; its status and error-desc. */
+static char *qpvrdma_mig_end(QTestState *qts, char **desc)
+{
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
+        QDict *r = qdict_get_qdict(rsp, "return");
+        const char *st = qdict_haskey(r, "status") ?
+                         qdict_get_str(r, "status") : "none";
+        char *ret;
+
+        if (!strcmp(st, "setup") || !strcmp(st, "active") ||
+            !strcmp(st, "device") || !strcmp(st, "none") ||
+            !strcmp(st, "postcopy-active")) {
+            qobject_unref(rsp);
+            g_usleep(10 * 1000);
+            continue;
+        }
+        ret = g_strdup(st);
+        if (desc) {
+            *desc = g_strdup(qdict_haskey(r, "error-desc") ?
+                             qdict_get_str(r, "error-desc") : "");
+        }
+        qobject_unref(rsp);
+        return ret;
+    }
+}
+
+bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
+{
+    g_autofree char *sock = g_strdup_printf("%s/pvrdma-mig-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
+    g_autofree char *st = NULL, *desc = NULL;
+    QOSState *to = qtest_pc_boot("%s -incoming defer", d->args);
+    QPCIDevice *dev;
+    QDict *rsp;
+
+    rsp = qmp_postcopy_cap(to->qts, true);
+    if (!qdict_haskey(rsp, "return")) {
+        qobject_unref(rsp);
+        qtest_shutdown(to);
+        return false;
+    }
+    qobject_unref(rsp);
+    rsp = qtest_qmp(to->qts, "{ 'execute': 'migrate-incoming', "
+                    "'arguments': { 'uri': %s, 'exit-on-error': false } }",
+                    uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    rsp = qmp_postcopy_cap(d->qts, true);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate', "
+                    "'arguments': { 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    /* at once: the device state goes over with most of RAM still here */
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate-start-postcopy' }");
+    qobject_unref(rsp);
+    st = qpvrdma_mig_end(d->qts, &desc);
+    unlink(sock);
+    if (err) {
+        if (strcmp(st, "completed")) {
+            *err = g_strdup_printf("%s: %s", st, desc);
+            qtest_shutdown(to);
+            qobject_unref(qmp_postcopy_cap(d->qts, false));
+            return true;
+        }
+        *err = NULL;
+    } else {
+        g_assert_cmpstr(st, ==, "completed");
+    }
+    migrate_allocator(&d->qs->alloc, &to->alloc);
+    dev = g_new(QPCIDevice, 1);
+    *dev = *d->dev;
+    dev->bus = to->pcibus;
+    g_free(d->dev);
+    qtest_shutdown(d->qs);
+    d->qs = to;
+    d->qts = to->qts;
+    d->dev = dev;
+    return true;
+}
+
 void qpvrdma_system_reset(QPvrdma *d)
 {
     qtest_system_reset(d->qts);

@@ -40,6 +40,14 @@ void qpvrdma_stop(QPvrdma *d);
  * socket, libqos's migrate()); d then drives the new one.
  */
 void qpvrdma_migrate(QPvrdma *d);
+/*
+ * The same with postcopy-ram: the destination runs before all of RAM has
+ * come over.  With err NULL the migration must complete; otherwise *err
+ * gets why it did not (d then still drives the source, postcopy-ram off
+ * again).  false, and
+ * nothing done, if the destination cannot do postcopy (no userfaultfd).
+ */
+bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err);
 
 /* Point MSI-X vector v at addr with data (what a guest may do). */
 void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
