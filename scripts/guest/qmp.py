@@ -8,8 +8,11 @@
                                          first call: node pvrdma-snap); prints
                                          "savevm-ms T"
     qmp.py SOCKET loadvm TAG             back to snapshot TAG; "loadvm-ms T"
-    qmp.py SOCKET migrate URI            migrate, wait until it ends; prints
-                                         status, total and downtime (ms)
+    qmp.py SOCKET migrate URI [postcopy] migrate, wait until it ends; prints
+                                         status, total and downtime (ms);
+                                         postcopy: with postcopy-ram (the
+                                         destination must have it set), the
+                                         switch to postcopy asked at once
     qmp.py SOCKET JSON                   any command, e.g. '{"execute":"query-status"}'
 
 "pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
@@ -135,16 +138,28 @@ def main(argv):
             out.extend(l for l in qps.splitlines() if l.strip())
             print("\n".join(out))
         elif what == "migrate":
+            postcopy = argv[4:] == ["postcopy"]
+            # also off: a QEMU that came in by postcopy has it on
+            q.cmd("migrate-set-capabilities", capabilities=[
+                {"capability": "postcopy-ram", "state": postcopy}])
             q.cmd("migrate", uri=argv[3])
+            asked = not postcopy
             while True:
                 r = q.cmd("query-migrate")
                 st = r.get("status", "none")
+                if not asked and st == "active":
+                    q.cmd("migrate-start-postcopy")
+                    asked = True
                 if st not in ("setup", "active", "device", "none",
-                              "pre-switchover", "wait-unplug"):
+                              "pre-switchover", "wait-unplug",
+                              "postcopy-active"):
                     break
                 time.sleep(0.05)
-            print("status %s total-ms %s downtime-ms %s%s" % (
+            print("status %s total-ms %s downtime-ms %s%s%s" % (
                 st, r.get("total-time", "?"), r.get("downtime", "?"),
+                # pages the destination asked for when it touched them
+                " postcopy-requests %s" % r.get("ram", {}).get(
+                    "postcopy-requests", "?") if postcopy else "",
                 " error %s" % r["error-desc"] if "error-desc" in r else ""))
             if st != "completed":
                 return 1

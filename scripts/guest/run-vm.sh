@@ -116,7 +116,10 @@
 # the next plain "PVRDMA-MIGRATE" brings it back to the shared one.
 # "PVRDMA-MIGRATE TAG file" migrates it to a file (migrate file:...), stops
 # the source and starts the new QEMU with -incoming file:..., as a VM
-# saved and restored later.
+# saved and restored later.  "PVRDMA-MIGRATE TAG postcopy" migrates live with
+# postcopy-ram, switching to postcopy at once (migrate-start-postcopy): the
+# new QEMU runs while most of RAM is still on the source; if this host
+# cannot (no userfaultfd) migrate-TAG.txt says "status unsupported".
 # <out>/vmN/migrate-TAG.txt gets qmp.py's line
 # ("status completed total-ms T downtime-ms D") and "console-bytes N", the
 # console's size when the migration ended.
@@ -411,10 +414,10 @@ fi
 # --- host queries (PVRDMA-QMP TAG) ---------------------------------------------
 declare -A qmp_done mig_done snap_done
 migrations=0
-# migrate_vm N TAG [away|file]: VM N to a new QEMU (see "Live migration"
+# migrate_vm N TAG [away|file|postcopy]: VM N to a new QEMU (see "Live migration"
 # above)
 migrate_vm() {
-    local i=$1 tag=$2 where=${3:-} d=$out/vm$1 c a k sock qs newpid r uri st
+    local i=$1 tag=$2 where=${3:-} d=$out/vm$1 c a k sock qs newpid r uri st mode
     migrations=$((migrations + 1))
     [ -n "$sockdir" ] || sockdir=$(mktemp -d /tmp/pvrdma-net.XXXXXX)
     sock=$sockdir/mig$i-$migrations.sock qs=$sockdir/qmp$i-$migrations.sock
@@ -470,7 +473,18 @@ migrate_vm() {
         "${a[@]}" < /dev/null > "$d/qemu.stderr.migrate-$tag" 2>&1 &
         newpid=$!
         for _ in $(seq 1 100); do [ -S "$sock" ] && [ -S "$qs" ] && break; sleep 0.1; done
-        r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "unix:$sock" 2>&1) || true
+        mode=()
+        if [ "$where" = postcopy ]; then
+            # both sides: the destination first (it needs userfaultfd)
+            mode=(postcopy)
+            r=$(python3 "$here/qmp.py" "$qs" '{"execute": "migrate-set-capabilities", "arguments": {"capabilities": [{"capability": "postcopy-ram", "state": true}]}}' 2>&1) ||
+                mode=(unsupported)
+        fi
+        if [ "${mode[*]}" = unsupported ]; then
+            r="status unsupported postcopy: ${r##*: }"
+        else
+            r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "unix:$sock" "${mode[@]}" 2>&1) || true
+        fi
     fi
     { echo "$r"; echo "console-bytes $(stat -c %s "$d/console.log")"; } > "$d/migrate-$tag.txt"
     if [[ $r == "status completed"* ]]; then

@@ -1,11 +1,12 @@
 # Live migration with RDMA traffic running inside one VM (loopback QPs):
 # ibv_rc_pingpong (4 KiB, -c) runs while the host migrates the VM to a new
-# QEMU (run-vm.sh, on "PVRDMA-MIGRATE pingpong"), and ib_send_bw runs
-# across a second migration, from that QEMU to a third.  Both runs must end
-# well: a lost completion hangs them, a duplicate fails them, a data error
-# prints "invalid data" (-c).  The host check (18-pvrdma-migrate.host)
-# wants both migrations completed while the runs were under way, and the
-# QPs in RTS on the loopback path in the new QEMU.
+# QEMU (run-vm.sh, on "PVRDMA-MIGRATE pingpong") and then again with
+# postcopy-ram (the new QEMU runs while most of RAM is still on the old
+# one), and ib_send_bw runs across two more, precopy and postcopy.  Both
+# runs must end well: a lost completion hangs them, a duplicate fails
+# them, a data error prints "invalid data" (-c).  The host check
+# (18-pvrdma-migrate.host) wants every migration completed while its run
+# was under way, and the QPs in RTS on the loopback path in the new QEMU.
 # vms: 1
 # timeout: 300
 # requires: pvrdma
@@ -15,11 +16,13 @@
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 gidx=$(roce_v2_gid vmw_pvrdma0)
 
-pp="ibv_rc_pingpong -d vmw_pvrdma0 -g $gidx -s 4096 -n ${MIG_PP_ITERS:-2000} -c"
-run_across pingpong 200 "$pp" "$pp 127.0.0.1"
+pp="ibv_rc_pingpong -d vmw_pvrdma0 -g $gidx -s 4096 -n ${MIG_PP_ITERS:-2500} -c"
+run_across pingpong 200 "$pp" "$pp 127.0.0.1" \
+    "PVRDMA-MIGRATE pingpong" "PVRDMA-MIGRATE pingpong-postcopy postcopy"
 grep -E "iters in" /tmp/pingpong.cli | sed 's/^/  /'
 
 bw="ib_send_bw -d vmw_pvrdma0 -x $gidx -F -s 65536 -D 16"
-run_across sendbw 200 "$bw" "$bw 127.0.0.1"
+run_across sendbw 200 "$bw" "$bw 127.0.0.1" \
+    "PVRDMA-MIGRATE sendbw" "PVRDMA-MIGRATE sendbw-postcopy postcopy"
 grep -E '^ *65536' /tmp/sendbw.cli | sed 's/^/  send_bw: /'
 grep -qE '^ *65536' /tmp/sendbw.cli || { cat /tmp/sendbw.cli; fail "ib_send_bw printed no result"; }
