@@ -86,6 +86,7 @@ struct PvrdmaState {
     NotifierWithReturn migration_notifier;
     bool quiesced;          /* transports paused for a save (see below) */
     bool moved;             /* the state went to a destination (postcopy) */
+    bool bg_snapshot;       /* a background-snapshot migration is under way */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1380,7 +1381,9 @@ static void pvrdma_vm_state_change(void *opaque, bool running,
         pvrdma_resume(s);
         return;
     }
-    if (state == RUN_STATE_FINISH_MIGRATE || state == RUN_STATE_SAVE_VM) {
+    /* a background snapshot stops the VM (PAUSED) to save the devices */
+    if (state == RUN_STATE_FINISH_MIGRATE || state == RUN_STATE_SAVE_VM ||
+        (state == RUN_STATE_PAUSED && s->bg_snapshot)) {
         pvrdma_quiesce(s);
     }
     pvrdma_core_mapped_pages(&s->core, pvrdma_set_dirty, s);
@@ -1404,16 +1407,21 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
     case MIG_EVENT_PRECOPY_SETUP:
         /*
          * Co-resident peers read and write this VM's RAM through their own
-         * mappings: on a postcopy destination they would touch pages that
-         * have not come over yet (a fresh page, which the one from the
-         * source can then no longer replace).
+         * mappings, which userfaultfd does not see: on a postcopy
+         * destination they would touch pages that have not come over yet
+         * (a fresh page, which the one from the source can then no longer
+         * replace); during a background snapshot their writes would not
+         * be write-protected, and the snapshot would hold RAM newer than
+         * the devices' state.
          */
-        if (migrate_postcopy_ram() && s->rendezvous) {
-            error_setg(errp, "pvrdma: postcopy-ram is not supported with "
+        if (s->rendezvous &&
+            (migrate_postcopy_ram() || migrate_background_snapshot())) {
+            error_setg(errp, "pvrdma: %s is not supported with "
                        "rendezvous=%s: co-resident peers access this VM's "
-                       "RAM directly, also pages that postcopy has not "
-                       "brought over yet; migrate without postcopy-ram",
-                       s->rendezvous);
+                       "RAM directly, where userfaultfd does not see them; "
+                       "migrate without it",
+                       migrate_postcopy_ram() ? "postcopy-ram" :
+                       "background-snapshot", s->rendezvous);
             return -ENOTSUP;
         }
         why = pvrdma_core_migration_blocker(&s->core, false);
@@ -1423,18 +1431,24 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
             return -EBUSY;
         }
         s->moved = false;
+        s->bg_snapshot = migrate_background_snapshot();
         if (!runstate_is_running()) {
             pvrdma_quiesce(s);
         }
         break;
     case MIG_EVENT_PRECOPY_DONE:
-        /* at the end, and in postcopy also when the destination takes over */
-        if (s->quiesced) {
+        /*
+         * At the end, and in postcopy also when the destination takes
+         * over.  A background snapshot's VM goes on here: nothing moved.
+         */
+        if (s->quiesced && !s->bg_snapshot) {
             pvrdma_core_moved(&s->core);
             s->moved = true;
         }
+        s->bg_snapshot = false;
         break;
     case MIG_EVENT_PRECOPY_FAILED:
+        s->bg_snapshot = false;
         /* a postcopy that fails after the switch: the state is not ours */
         if (!s->moved) {
             pvrdma_resume(s);

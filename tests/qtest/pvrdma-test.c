@@ -1803,6 +1803,69 @@ static void test_migration_postcopy(void)
 }
 
 /*
+ * A background snapshot (migrate to a file with background-snapshot: the
+ * VM runs on) taken with QPs connected; work done after it; a new QEMU
+ * loaded from the file has the device, data and completions as they were
+ * when the snapshot began, and traffic goes on.
+ */
+static void test_migration_bg_snapshot(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-bg-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *err = NULL;
+    g_autofree uint8_t *at_snap = g_malloc(4096), *now = g_malloc(4096);
+    Pair p, p0;
+    QPvrdma *d;
+    uint64_t src, dst;
+    uint32_t key;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    fill(d, src, 4096, 1);
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    qtest_memread(d->qts, dst, at_snap, 4096);
+
+    if (!qpvrdma_bg_snapshot(d, file, &err)) {
+        g_test_skip("this host cannot take a background snapshot "
+                    "(userfaultfd write-protect)");
+        qpvrdma_stop(d);
+        rmdir(dir);
+        return;
+    }
+    g_assert_null(err);
+    p0 = p;     /* the driver's own state, as the guest's at the snapshot */
+    /* the VM ran on: work after the snapshot */
+    fill(d, src, 4096, 2);
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+
+    qpvrdma_restore(d, file);
+    p = p0;
+    /* as the snapshot began: that work undone, data and completions */
+    qtest_memread(d->qts, dst, now, 4096);
+    g_assert(!memcmp(now, at_snap, 4096));
+    qpvrdma_cq_empty(d, &p.cq);
+    fill(d, src, 4096, 3);
+    qpvrdma_post_recv(d, &p.b, 0xb3, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    same(d, src, dst, 4096);
+    qpvrdma_stop(d);
+    unlink(file);
+    rmdir(dir);
+}
+
+/*
  * p's CQ holds, in either order, its SEND sid of slen bytes and its
  * receive rid of rlen bytes from QP src_qpn, once each.
  */
@@ -1837,12 +1900,14 @@ static void expect_send_recv(Peer *p, uint64_t sid, uint32_t slen,
  * not an error: its QP stays in RTS, and once receives are posted each
  * request runs exactly once, a's from the destination, with the same QP
  * numbers and keys; the data is intact.  Then traffic goes on both ways.
- * A migration with postcopy-ram is refused first, naming why.
+ * Migrations with postcopy-ram or background-snapshot are refused first,
+ * naming why.
  */
 static void test_migration_coresident(void)
 {
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
     g_autofree char *qps = NULL, *err = NULL;
+    g_autofree char *bg = g_build_filename(dir, "bg-state", NULL);
     Peer a, b;
 
     peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
@@ -1856,11 +1921,22 @@ static void test_migration_coresident(void)
     qpvrdma_cq_empty(a.d, &a.cq);
     qpvrdma_cq_empty(b.d, &b.cq);
 
-    /* not with postcopy: the peer would touch pages not yet come over */
+    /*
+     * Not with postcopy or a background snapshot: the peer touches our RAM
+     * where userfaultfd does not see it.
+     */
     if (qpvrdma_migrate_postcopy(a.d, &err)) {
         g_assert_nonnull(err);
         g_assert(strstr(err, "postcopy-ram is not supported with rendezvous"));
     }
+    g_free(err);
+    err = NULL;
+    if (qpvrdma_bg_snapshot(a.d, bg, &err)) {
+        g_assert_nonnull(err);
+        g_assert(strstr(err, "background-snapshot is not supported with "
+                        "rendezvous"));
+    }
+    unlink(bg);
     qpvrdma_migrate(a.d);
 
     /* b waited: no error, and it sees the destination */
@@ -3330,6 +3406,8 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/migration/coresident", test_migration_coresident);
     qtest_add_func("/pvrdma/migration/postcopy", test_migration_postcopy);
     qtest_add_func("/pvrdma/migration/savevm", test_migration_savevm);
+    qtest_add_func("/pvrdma/migration/bg-snapshot",
+                   test_migration_bg_snapshot);
     qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
     if (getenv("PVRDMA_BENCH_MIG")) {
         qtest_add_func("/pvrdma/bench/migration", bench_migration);

@@ -71,16 +71,11 @@ void qpvrdma_stop(QPvrdma *d)
     g_free(d);
 }
 
-void qpvrdma_migrate(QPvrdma *d)
+/* d drives to, which has the VM now; the source goes */
+static void take_over(QPvrdma *d, QOSState *to)
 {
-    g_autofree char *sock = g_strdup_printf("%s/pvrdma-mig-%d.sock",
-                                            g_get_tmp_dir(), getpid());
-    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
-    QOSState *to = qtest_pc_boot("%s -incoming %s", d->args, uri);
     QPCIDevice *dev = g_new(QPCIDevice, 1);
 
-    migrate(d->qs, to, uri);
-    unlink(sock);
     /* the guest's view (BARs, MSI-X) moved with it: same addresses */
     *dev = *d->dev;
     dev->bus = to->pcibus;
@@ -91,11 +86,23 @@ void qpvrdma_migrate(QPvrdma *d)
     d->dev = dev;
 }
 
-static QDict *qmp_postcopy_cap(QTestState *qts, bool on)
+void qpvrdma_migrate(QPvrdma *d)
+{
+    g_autofree char *sock = g_strdup_printf("%s/pvrdma-mig-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
+    QOSState *to = qtest_pc_boot("%s -incoming %s", d->args, uri);
+
+    migrate(d->qs, to, uri);
+    unlink(sock);
+    take_over(d, to);
+}
+
+static QDict *qmp_mig_cap(QTestState *qts, const char *cap, bool on)
 {
     return qtest_qmp(qts, "{ 'execute': 'migrate-set-capabilities', "
                      "'arguments': { 'capabilities': [ { 'capability': "
-                     "'postcopy-ram', 'state': %i } ] } }", on);
+                     "%s, 'state': %i } ] } }", cap, on);
 }
 
 /* Poll query-migrate until it is over; its status and error-desc. */
@@ -132,10 +139,9 @@ bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
     g_autofree char *uri = g_strdup_printf("unix:%s", sock);
     g_autofree char *st = NULL, *desc = NULL;
     QOSState *to = qtest_pc_boot("%s -incoming defer", d->args);
-    QPCIDevice *dev;
     QDict *rsp;
 
-    rsp = qmp_postcopy_cap(to->qts, true);
+    rsp = qmp_mig_cap(to->qts, "postcopy-ram", true);
     if (!qdict_haskey(rsp, "return")) {
         qobject_unref(rsp);
         qtest_shutdown(to);
@@ -147,7 +153,7 @@ bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
                     uri);
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
-    rsp = qmp_postcopy_cap(d->qts, true);
+    rsp = qmp_mig_cap(d->qts, "postcopy-ram", true);
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
     rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate', "
@@ -163,7 +169,7 @@ bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
         if (strcmp(st, "completed")) {
             *err = g_strdup_printf("%s: %s", st, desc);
             qtest_shutdown(to);
-            qobject_unref(qmp_postcopy_cap(d->qts, false));
+            qobject_unref(qmp_mig_cap(d->qts, "postcopy-ram", false));
             return true;
         }
         *err = NULL;
@@ -171,15 +177,45 @@ bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
         g_assert_cmpstr(st, ==, "completed");
     }
     migrate_allocator(&d->qs->alloc, &to->alloc);
-    dev = g_new(QPCIDevice, 1);
-    *dev = *d->dev;
-    dev->bus = to->pcibus;
-    g_free(d->dev);
-    qtest_shutdown(d->qs);
-    d->qs = to;
-    d->qts = to->qts;
-    d->dev = dev;
+    take_over(d, to);
     return true;
+}
+
+bool qpvrdma_bg_snapshot(QPvrdma *d, const char *file, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *st = NULL, *desc = NULL;
+    QDict *rsp = qmp_mig_cap(d->qts, "background-snapshot", true);
+
+    if (!qdict_haskey(rsp, "return")) {
+        qobject_unref(rsp);
+        return false;
+    }
+    qobject_unref(rsp);
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate', "
+                    "'arguments': { 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = qpvrdma_mig_end(d->qts, &desc);
+    *err = strcmp(st, "completed") ? g_strdup_printf("%s: %s", st, desc) :
+                                     NULL;
+    qobject_unref(qmp_mig_cap(d->qts, "background-snapshot", false));
+    return true;
+}
+
+void qpvrdma_restore(QPvrdma *d, const char *file)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    QOSState *to = qtest_pc_boot("%s -incoming defer", d->args);
+    QDict *rsp;
+
+    rsp = qtest_qmp(to->qts, "{ 'execute': 'migrate-incoming', "
+                    "'arguments': { 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    qtest_qmp_eventwait(to->qts, "RESUME");
+    migrate_allocator(&d->qs->alloc, &to->alloc);
+    take_over(d, to);
 }
 
 void qpvrdma_system_reset(QPvrdma *d)

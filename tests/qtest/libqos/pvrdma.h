@@ -48,6 +48,15 @@ void qpvrdma_migrate(QPvrdma *d);
  * nothing done, if the destination cannot do postcopy (no userfaultfd).
  */
 bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err);
+/*
+ * A background snapshot of the VM into file (migrate with the capability
+ * background-snapshot: the VM runs on while its RAM is saved as it was at
+ * the start).  false, nothing done, if this host cannot (userfaultfd
+ * write-protect); else true, and *err NULL or why it failed.
+ */
+bool qpvrdma_bg_snapshot(QPvrdma *d, const char *file, char **err);
+/* A new QEMU, same command line, loads file; d then drives it. */
+void qpvrdma_restore(QPvrdma *d, const char *file);
 
 /* Point MSI-X vector v at addr with data (what a guest may do). */
 void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
