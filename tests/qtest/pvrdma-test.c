@@ -91,6 +91,24 @@ static void pair_setup(Pair *p, uint8_t type, uint32_t n)
     pair_connect(p, qpvrdma_start_active(NULL), type, n);
 }
 
+/*
+ * One 4 KiB SEND of p (id n, src filled from seed) into a receive at dst
+ * (lkey key, dst's MR key + 256), both completions checked: work done.
+ */
+static void pair_exchange(Pair *p, uint64_t src, uint64_t dst, uint32_t key,
+                          uint8_t n, uint8_t seed)
+{
+    QPvrdma *d = p->d;
+
+    fill(d, src, 4096, seed);
+    qpvrdma_post_recv(d, &p->b, 0xb0 | n, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p->a, PVRDMA_WR_SEND, 0xa0 | n, src, 4096, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p->cq, 0xb0 | n, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
+                       4096);
+    qpvrdma_expect_cqe(d, &p->cq, 0xa0 | n, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS,
+                       4096);
+}
+
 /* ------------------------------------------------------------------ */
 /* Tests                                                               */
 
@@ -1825,11 +1843,7 @@ static void test_migration_bg_snapshot(void)
     dst = qpvrdma_alloc(d, 4096);
     key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    fill(d, src, 4096, 1);
-    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    pair_exchange(&p, src, dst, key, 1, 1);
     qtest_memread(d->qts, dst, at_snap, 4096);
 
     if (!qpvrdma_bg_snapshot(d, file, &err)) {
@@ -1842,11 +1856,7 @@ static void test_migration_bg_snapshot(void)
     g_assert_null(err);
     p0 = p;     /* the driver's own state, as the guest's at the snapshot */
     /* the VM ran on: work after the snapshot */
-    fill(d, src, 4096, 2);
-    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    pair_exchange(&p, src, dst, key, 2, 2);
 
     qpvrdma_restore(d, file);
     p = p0;
@@ -1854,11 +1864,7 @@ static void test_migration_bg_snapshot(void)
     qtest_memread(d->qts, dst, now, 4096);
     g_assert(!memcmp(now, at_snap, 4096));
     qpvrdma_cq_empty(d, &p.cq);
-    fill(d, src, 4096, 3);
-    qpvrdma_post_recv(d, &p.b, 0xb3, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    pair_exchange(&p, src, dst, key, 3, 3);
     same(d, src, dst, 4096);
     qpvrdma_stop(d);
     unlink(file);
@@ -2037,11 +2043,7 @@ static void test_migration_savevm(void)
     dst = qpvrdma_alloc(d, 4096);
     key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    fill(d, src, 4096, 1);
-    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    pair_exchange(&p, src, dst, key, 1, 1);
 
     out = qtest_hmp(d->qts, "savevm s1");
     g_assert_cmpstr(out, ==, "");
@@ -2050,11 +2052,7 @@ static void test_migration_savevm(void)
     qtest_memread(d->qts, dst, at_save, 4096);
 
     /* work after the snapshot */
-    fill(d, src, 4096, 2);
-    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    pair_exchange(&p, src, dst, key, 2, 2);
     qtest_memread(d->qts, dst, now, 4096);
     g_assert(memcmp(now, at_save, 4096));
 
@@ -2066,11 +2064,7 @@ static void test_migration_savevm(void)
     g_assert(!memcmp(now, at_save, 4096));
     qpvrdma_cq_empty(d, &p.cq);
     /* and on from there: the same rings, keys and QP numbers */
-    fill(d, src, 4096, 3);
-    qpvrdma_post_recv(d, &p.b, 0xb3, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 4096, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb3, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 4096);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 4096);
+    pair_exchange(&p, src, dst, key, 3, 3);
     same(d, src, dst, 4096);
     qpvrdma_cq_empty(d, &p.cq);
     qpvrdma_stop(d);
