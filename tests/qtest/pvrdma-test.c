@@ -1667,32 +1667,6 @@ static uint8_t qp_state(QPvrdma *d, uint32_t handle)
     return r.query_qp_resp.attrs.qp_state;
 }
 
-/* Poll query-migrate until it is no longer under way; its status. */
-static char *mig_status(QTestState *qts, char **desc)
-{
-    for (int i = 0; i < 6000; i++) {
-        QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
-        QDict *r = qdict_get_qdict(rsp, "return");
-        const char *st = qdict_haskey(r, "status") ?
-                         qdict_get_str(r, "status") : "none";
-
-        if (strcmp(st, "setup") && strcmp(st, "active") &&
-            strcmp(st, "device") && strcmp(st, "none")) {
-            char *ret = g_strdup(st);
-
-            if (desc) {
-                *desc = g_strdup(qdict_haskey(r, "error-desc") ?
-                                 qdict_get_str(r, "error-desc") : "");
-            }
-            qobject_unref(rsp);
-            return ret;
-        }
-        qobject_unref(rsp);
-        g_usleep(10 * 1000);
-    }
-    g_assert_not_reached();
-}
-
 /*
  * Live migration with loopback QPs connected and traffic under way: the
  * work posted just before the switch-over completes exactly once, on the
@@ -1981,7 +1955,7 @@ static char *mig_load_file(const char *args, const char *file, char **desc)
                     "{ 'uri': %s, 'exit-on-error': false } }", uri);
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
-    st = mig_status(qts, desc);
+    st = qpvrdma_mig_wait(qts, desc);
     /* whatever the stream held, this QEMU still answers */
     rsp = qtest_qmp(qts, "{ 'execute': 'query-status' }");
     g_assert(qdict_haskey(rsp, "return"));
@@ -2108,7 +2082,7 @@ static void test_migration_hostile(void)
                     "{ 'uri': %s } }", uri);
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
-    st = mig_status(p.d->qts, NULL);
+    st = qpvrdma_mig_wait(p.d->qts, NULL);
     g_assert_cmpstr(st, ==, "completed");
     g_clear_pointer(&st, g_free);
     g_assert(g_file_get_contents(file, &img, &len, NULL));

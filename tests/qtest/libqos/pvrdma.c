@@ -105,31 +105,30 @@ static QDict *qmp_mig_cap(QTestState *qts, const char *cap, bool on)
                      "%s, 'state': %i } ] } }", cap, on);
 }
 
-/* Poll query-migrate until it is over; its status and error-desc. */
-static char *qpvrdma_mig_end(QTestState *qts, char **desc)
+char *qpvrdma_mig_wait(QTestState *qts, char **desc)
 {
-    for (;;) {
+    for (int i = 0; i < 6000; i++) {
         QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-migrate' }");
         QDict *r = qdict_get_qdict(rsp, "return");
         const char *st = qdict_haskey(r, "status") ?
                          qdict_get_str(r, "status") : "none";
-        char *ret;
 
-        if (!strcmp(st, "setup") || !strcmp(st, "active") ||
-            !strcmp(st, "device") || !strcmp(st, "none") ||
-            !strcmp(st, "postcopy-active")) {
+        if (strcmp(st, "setup") && strcmp(st, "active") &&
+            strcmp(st, "device") && strcmp(st, "none") &&
+            strcmp(st, "postcopy-active")) {
+            char *ret = g_strdup(st);
+
+            if (desc) {
+                *desc = g_strdup(qdict_haskey(r, "error-desc") ?
+                                 qdict_get_str(r, "error-desc") : "");
+            }
             qobject_unref(rsp);
-            g_usleep(10 * 1000);
-            continue;
-        }
-        ret = g_strdup(st);
-        if (desc) {
-            *desc = g_strdup(qdict_haskey(r, "error-desc") ?
-                             qdict_get_str(r, "error-desc") : "");
+            return ret;
         }
         qobject_unref(rsp);
-        return ret;
+        g_usleep(10 * 1000);
     }
+    g_assert_not_reached();
 }
 
 bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
@@ -163,7 +162,7 @@ bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err)
     /* at once: the device state goes over with most of RAM still here */
     rsp = qtest_qmp(d->qts, "{ 'execute': 'migrate-start-postcopy' }");
     qobject_unref(rsp);
-    st = qpvrdma_mig_end(d->qts, &desc);
+    st = qpvrdma_mig_wait(d->qts, &desc);
     unlink(sock);
     if (err) {
         if (strcmp(st, "completed")) {
@@ -196,7 +195,7 @@ bool qpvrdma_bg_snapshot(QPvrdma *d, const char *file, char **err)
                     "'arguments': { 'uri': %s } }", uri);
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
-    st = qpvrdma_mig_end(d->qts, &desc);
+    st = qpvrdma_mig_wait(d->qts, &desc);
     *err = strcmp(st, "completed") ? g_strdup_printf("%s: %s", st, desc) :
                                      NULL;
     qobject_unref(qmp_mig_cap(d->qts, "background-snapshot", false));

@@ -41,11 +41,11 @@ void qpvrdma_stop(QPvrdma *d);
  */
 void qpvrdma_migrate(QPvrdma *d);
 /*
- * The same with postcopy-ram: the destination runs before all of RAM has
- * come over.  With err NULL the migration must complete; otherwise *err
- * gets why it did not (d then still drives the source, postcopy-ram off
- * again).  false, and
- * nothing done, if the destination cannot do postcopy (no userfaultfd).
+ * qpvrdma_migrate() with postcopy-ram: the destination runs before all of
+ * RAM has come over.  With err NULL the migration must complete; otherwise
+ * *err gets why it did not (d then still drives the source, postcopy-ram
+ * off again).  false, and nothing done, if the destination cannot do
+ * postcopy (no userfaultfd).
  */
 bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err);
 /*
@@ -57,6 +57,11 @@ bool qpvrdma_migrate_postcopy(QPvrdma *d, char **err);
 bool qpvrdma_bg_snapshot(QPvrdma *d, const char *file, char **err);
 /* A new QEMU, same command line, loads file; d then drives it. */
 void qpvrdma_restore(QPvrdma *d, const char *file);
+/*
+ * Poll query-migrate (at most 60 s) until the migration is no longer
+ * under way: its status, and with desc its error-desc ("" if none).
+ */
+char *qpvrdma_mig_wait(QTestState *qts, char **desc);
 
 /* Point MSI-X vector v at addr with data (what a guest may do). */
 void qpvrdma_msix_vector(QPvrdma *d, unsigned v, uint64_t addr,
