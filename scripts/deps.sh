@@ -34,6 +34,8 @@ export DEBIAN_FRONTEND=noninteractive
 # tshark (guest test 34 decodes the captured RoCEv2 frames): answer its
 # question whether non-root users may capture (no) instead of asking
 echo 'wireshark-common wireshark-common/install-setuid boolean false' | $SUDO debconf-set-selections
+# llvm-14: llvm-symbolizer-14, which ASan needs to name functions in its
+# reports (scripts/lsan.supp suppresses by function name)
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
     build-essential pkg-config ccache ninja-build git ca-certificates \
@@ -41,7 +43,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
     libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
     libibverbs-dev libibumad-dev librdmacm-dev \
     seabios ipxe-qemu cpio busybox-static kmod gcc-multilib \
-    clang-14 libclang-rt-14-dev valgrind tshark
+    clang-14 libclang-rt-14-dev llvm-14 valgrind tshark
 $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 touch "$stamp"

@@ -164,20 +164,39 @@ for s in $suites; do
         # Full stacks for allocations (no fast unwinding: QEMU -O2 code
         # without frame pointers loses frames), so the suppressions of
         # scripts/lsan.supp can name the function that leaks.
+        # The suppressions match function names: without a symbolizer the
+        # stacks are raw addresses and they silently stop matching.
+        sym=/usr/bin/llvm-symbolizer-14
+        if [ ! -x "$sym" ]; then
+            bad asan "no $sym (package llvm-14, scripts/deps.sh): ASan reports would be unsymbolized"
+            continue
+        fi
         w=build/qemu-asan/lsan-wrap
         mkdir -p "$w"
         printf '%s\n' '#!/bin/sh' \
+            "ASAN_SYMBOLIZER_PATH=$sym \\" \
             "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \\" \
             "LSAN_OPTIONS=suppressions=$top/scripts/lsan.supp \\" \
             "    exec $top/build/qemu-asan/qemu-system-x86_64 \"\$@\"" \
             > "$w/qemu-system-x86_64"
         chmod +x "$w/qemu-system-x86_64"
         t0=$(date +%s)
+        rm -f build/asan-fail-*.log
+        ASAN_SYMBOLIZER_PATH=$sym \
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
         PVRDMA_QTEST_TIMEOUT=600 \
             run_qtests asan build/qemu-asan "$w/qemu-system-x86_64"
         echo "# sanitizer qtests: $(( $(date +%s) - t0 )) s"
+        # a report whose frames name no function ("#3 0x... (/path+0x...)"
+        # only) is one the suppressions could not read
+        for f in build/asan-fail-*.log; do
+            [ -f "$f" ] || continue
+            if grep -qE '^ +#[0-9]+ 0x[0-9a-f]+ ' "$f" &&
+               ! grep -qE '^ +#[0-9]+ 0x[0-9a-f]+ in ' "$f"; then
+                bad asan "unsymbolized sanitizer report in $f: is $sym working?"
+            fi
+        done
         ;;
     cmdline)
         bash tests/cmdline.sh > build/cmdline.log 2>&1
