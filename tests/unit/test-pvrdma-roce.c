@@ -14,7 +14,11 @@
  * never skip a PSN.  It can drop frame N of a direction, drop, duplicate,
  * reorder (swap with the frame before) or corrupt (one byte of the IB
  * headers or payload) a per-mille share of the frames (a seeded PRNG: every
- * run is the same), drop everything, or drop what a filter picks.  It keeps
+ * run is the same), drop everything, or drop what a filter picks.  It can
+ * also delay each frame of a direction by a latency plus a random jitter:
+ * frames then overtake each other, and an ACK can come after the
+ * requester's timer fired (a spurious retransmission), as on a loaded
+ * host.  It keeps
  * a trace of the last frames (opcode, PSN, AETH, what it did to them),
  * printed when a case fails (all of it, as it happens, with
  * PVRDMA_ROCE_TRACE=1).  PVRDMA_ROCE_SEED=N changes every random choice.
@@ -52,6 +56,7 @@ typedef struct WFrame {
     size_t len;
     unsigned to;
     bool corrupted;
+    int64_t at;                 /* fake time it arrives */
 } WFrame;
 
 /* A filter: true drops the frame (it parsed). */
@@ -62,6 +67,15 @@ typedef bool (*WireFilter)(Net *n, unsigned from, const RocePkt *p,
 typedef struct WireDir {
     /* per mille */
     unsigned drop_pm, dup_pm, reorder_pm, corrupt_pm;
+    /*
+     * Each frame arrives after delay + [0, jitter] ms, never before the
+     * frame sent before it in its direction (a queue that stalls now and
+     * then, as a loaded host's: late, not reordered)
+     */
+    unsigned delay_ms, jitter_ms;
+    unsigned rate;              /* frames per ms it carries, 0: any */
+    int64_t last_at;
+    unsigned at_count;          /* frames arriving at last_at */
     bool drop_all;
     uint64_t drop_nth[16];      /* frame numbers of this direction, 1.. */
     unsigned ndrop_nth;
@@ -326,6 +340,17 @@ static void wire_put(Net *n, unsigned to, const uint8_t *frame, size_t len,
     f->data = g_memdup2(frame, len);
     f->len = len;
     f->to = to;
+    f->at = net_now(n) + n->dir[!to].delay_ms +
+            (n->dir[!to].jitter_ms ? net_rnd(n) % (n->dir[!to].jitter_ms + 1)
+                                   : 0);
+    f->at = MAX(f->at, n->dir[!to].last_at);
+    if (f->at == n->dir[!to].last_at && n->dir[!to].rate &&
+        n->dir[!to].at_count >= n->dir[!to].rate) {
+        f->at++;                /* a slow link: the frame waits its turn */
+    }
+    n->dir[!to].at_count = f->at == n->dir[!to].last_at ?
+                           n->dir[!to].at_count + 1 : 1;
+    n->dir[!to].last_at = f->at;
     if (corrupt) {
         /*
          * One byte of the IB transport headers, payload or ICRC, never
@@ -341,11 +366,22 @@ static void wire_put(Net *n, unsigned to, const uint8_t *frame, size_t len,
         f->data[pos] ^= 1 + net_rnd(n) % 255;
         f->corrupted = true;
     }
-    if (reorder && tail && tail->to == to) {
+    if (reorder && tail && tail->to == to && tail->at <= f->at) {
         /* swap with the frame before it in the same direction */
+        f->at = tail->at;
         g_queue_insert_before(&n->wire, g_queue_peek_tail_link(&n->wire), f);
     } else {
-        g_queue_push_tail(&n->wire, f);
+        /* in order of arrival; the same time keeps the order sent */
+        GList *l = n->wire.tail;
+
+        while (l && ((WFrame *)l->data)->at > f->at) {
+            l = l->prev;
+        }
+        if (l) {
+            g_queue_insert_after(&n->wire, l, f);
+        } else {
+            g_queue_push_head(&n->wire, f);
+        }
     }
 }
 
@@ -495,15 +531,16 @@ static void net_fini(Net *n)
     }
 }
 
-/* Deliver the frame at the head of the wire; false if there is none. */
+/* Deliver the frame at the head of the wire; false if none is due. */
 static bool net_deliver(Net *n)
 {
-    WFrame *f = g_queue_pop_head(&n->wire);
+    WFrame *f = g_queue_peek_head(&n->wire);
     bool taken;
 
-    if (!f) {
+    if (!f || f->at > net_now(n)) {
         return false;
     }
+    g_queue_pop_head(&n->wire);
     taken = pvrdma_roce_rx(n->node[f->to].t, f->data, f->len);
     {
         RocePkt p;
@@ -558,6 +595,12 @@ static bool net_run(Net *n, int64_t max_ms, NetDone done, void *arg)
             if (h[i]->timer_due && (!due || h[i]->timer_due < due)) {
                 due = h[i]->timer_due;
             }
+        }
+        if (n->wire.head) {
+            /* a frame still on its way */
+            int64_t at = ((WFrame *)n->wire.head->data)->at;
+
+            due = due ? MIN(due, at) : at;
         }
         if (!due) {
             return !done;
@@ -1824,6 +1867,114 @@ static void test_rc_timeout(void)
     timeout_case(0, 13);
 }
 
+/*
+ * A retransmission of packets the responder has: it answers the ones
+ * that ask for an ACK (AckReq), not every one.  A's first ACKs are lost,
+ * its timer fires and it sends the whole 64 KiB SEND again: 64
+ * duplicates at B, two of them with AckReq (the 32nd and the last).  One
+ * ACK per duplicate (64 alike) is what flooded a congested path in CI.
+ */
+static bool count_ackreq_filter(Net *n, unsigned from, const RocePkt *p,
+                                void *arg)
+{
+    *(unsigned *)arg += p->ack_req;
+    return false;
+}
+
+static void test_rc_dup_acks(void)
+{
+    Rc r;
+    Net *n = &r.n;
+    uint8_t *d = pattern(64 * KIB, 33);
+    struct pvrdma_sge s;
+    unsigned ackreq = 0;
+    uint64_t acks0, dups0;
+
+    rc_setup(&r, NULL, 256 * KIB, 14);
+    ep_put(&r.a, 0, d, 64 * KIB);
+    wr_recv(&r.b, 0xb1, 128 * KIB, 64 * KIB);
+    n->dir[1].drop_all = true;          /* B's ACKs are lost */
+    s = ep_sge(&r.a, 0, 64 * KIB);
+    wr_send(&r.a, 0xa1, PVRDMA_WR_SEND, 0, &s, 1);
+    net_run(n, 30, NULL, NULL);         /* everything sent, before the RTO */
+    g_assert_cmpuint(ep_cq_avail(&r.b), ==, 1);
+    g_assert_cmpuint(ep_cq_avail(&r.a), ==, 0);
+    g_assert_cmpuint(n->dir[1].aeth_ack, ==, 2);   /* AckReq at 32, 64 */
+    n->dir[1].drop_all = false;
+    acks0 = n->dir[1].aeth_ack;
+    dups0 = stats(&n->node[1]).dups;
+    n->dir[0].filter = count_ackreq_filter;
+    n->dir[0].filter_arg = &ackreq;
+    WAIT_CQES(n, 10000, &r.a, 1, NULL, 0);
+    ep_expect(&r.a, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64 * KIB);
+    ep_expect_recv(&r.b, 0xb1, PVRDMA_WC_RECV, 64 * KIB, r.a.qp.qpn);
+    ep_check(&r.b, 128 * KIB, d, 64 * KIB);
+    g_assert_true(net_settle(n));
+    g_test_message("%" PRIu64 " duplicates at B, %u with AckReq, %" PRIu64
+                   " ACKs back", stats(&n->node[1]).dups - dups0, ackreq,
+                   n->dir[1].aeth_ack - acks0);
+    g_assert_cmpuint(stats(&n->node[1]).dups - dups0, ==, 64);
+    g_assert_cmpuint(ackreq, ==, 2);
+    g_assert_cmpuint(n->dir[1].aeth_ack - acks0, ==, ackreq);
+    n->dir[0].filter = NULL;
+    g_free(d);
+    rc_fini(&r);
+}
+
+/*
+ * ib_write_bw over a congested path (the CI failure of guest test 32):
+ * 100 WRITEs of 64 KiB posted at once, 2 % of the requests lost, the
+ * answers' direction slow (one frame per ms) and both directions stalling
+ * up to 40 ms.  Every WRITE must complete, none with RETRY_EXC_ERR.  With
+ * an ACK for every duplicate packet the answers queued up (28618 ACK
+ * frames against 1501), came after the timer and the first WRITE failed
+ * with RETRY_EXC_ERR, as in CI.
+ */
+static void test_rc_congested(void)
+{
+    Rc r;
+    Net *n = &r.n;
+    const unsigned nw = 100, rounds = 3;
+    uint8_t *d = pattern(1024 * KIB, 34);
+    struct pvrdma_sge s;
+    struct pvrdma_cqe c;
+    unsigned bad = 0;
+
+    rc_setup(&r, NULL, 4096 * KIB, 15);
+    ep_put(&r.a, 0, d, 1024 * KIB);
+    n->dir[0].drop_pm = 20;
+    n->dir[1].rate = 1;
+    for (unsigned i = 0; i < 2; i++) {
+        n->dir[i].delay_ms = 1;
+        n->dir[i].jitter_ms = 40;
+    }
+    for (unsigned k = 0; k < rounds && !bad; k++) {
+        for (unsigned i = 0; i < nw; i++) {
+            s = ep_sge(&r.a, (i % 16) * 64 * KIB, 64 * KIB);
+            wr_rdma(&r.a, 0xa000 + k * nw + i, PVRDMA_WR_RDMA_WRITE, &s, 1,
+                    ep_va(&r.b, 2048 * KIB + (i % 16) * 64 * KIB),
+                    r.b.mr.rkey, 0);
+        }
+        if (!wait_cqes(n, 600000, &r.a, nw, NULL, 0)) {
+            bad++;
+        }
+        while (poll_cq(ep_dev(&r.a), &r.a.cq, &c)) {
+            if (c.status != PVRDMA_WC_SUCCESS) {
+                g_test_message("round %u: wr_id 0x%" PRIx64 " status %u", k,
+                               c.wr_id, c.status);
+                bad++;
+            }
+        }
+    }
+    log_stats(n);
+    g_assert_cmpuint(bad, ==, 0);
+    ep_check(&r.b, 2048 * KIB, d, 1024 * KIB);
+    g_free(d);
+    n->dir[1].rate = 0;
+    g_assert_true(net_settle(n));
+    rc_fini(&r);
+}
+
 /* ------------------------------------------------------------------ */
 /* Duplicate requests: READ replayed, atomics not executed twice       */
 
@@ -2693,6 +2844,211 @@ static void test_teardown(void)
     net_fini(n);
 }
 
+/* ------------------------------------------------------------------ */
+/* Soak: a pingpong over a lossy, jittery wire                         */
+
+/*
+ * As ibv_rc_pingpong: A SENDs a message to B, B answers with one of the
+ * same size, and so on.  The wire loses, reorders and delays frames in
+ * both directions, ACKs included, with the applications' usual timeout 14
+ * (67 ms) and retry_cnt 7.  Every received byte is compared.  An exchange
+ * that neither completes nor fails within SOAK_HANG_MS of fake time is a
+ * hang; a completion with an error ends the cell.
+ */
+#define SOAK_HANG_MS    120000
+#define SOAK_RECV_OFF   (2048 * KIB)
+
+typedef struct SoakCell {
+    uint32_t size;
+    unsigned loss_pm, reorder_pm, delay_ms, jitter_ms;
+    unsigned n;                 /* exchanges (one each way) */
+} SoakCell;
+
+typedef struct SoakResult {
+    unsigned done, hangs, retry_exc, other_err, data_err;
+    int64_t fake_ms;
+    uint64_t frames, dropped, retransmits, timeouts, seq_naks;
+} SoakResult;
+
+/* The message of exchange i: a window of one long pattern. */
+static const uint8_t *soak_msg(const uint8_t *pat, unsigned i)
+{
+    return pat + (i * 4099u) % (1024 * KIB);
+}
+
+/* Wait for e's completion of wr_id; false (counted) if it is not a good one. */
+static bool soak_cqe(Ep *e, uint64_t wr_id, uint32_t size, SoakResult *res)
+{
+    struct pvrdma_cqe c;
+
+    if (!poll_cq(ep_dev(e), &e->cq, &c)) {
+        res->hangs++;
+        return false;
+    }
+    if (c.status == PVRDMA_WC_RETRY_EXC_ERR) {
+        res->retry_exc++;
+        return false;
+    }
+    if (c.status != PVRDMA_WC_SUCCESS || c.wr_id != wr_id ||
+        (c.opcode == PVRDMA_WC_RECV && c.byte_len != size)) {
+        g_test_message("soak: wr_id 0x%" PRIx64 " (want 0x%" PRIx64
+                       ") status %u byte_len %u", c.wr_id, wr_id, c.status,
+                       c.byte_len);
+        res->other_err++;
+        return false;
+    }
+    return true;
+}
+
+/* One message from s to r; false if the cell must end. */
+static bool soak_one(Net *n, Ep *s, Ep *r, const uint8_t *msg, uint32_t size,
+                     uint64_t id, SoakResult *res)
+{
+    struct pvrdma_sge sg = ep_sge(s, 0, size);
+    int64_t t0 = net_now(n);
+
+    ep_put(s, 0, msg, size);
+    wr_send(s, id, PVRDMA_WR_SEND, 0, &sg, 1);
+    if (!net_run(n, SOAK_HANG_MS, cq_want_done,
+                 &(CqWant) { s, r, 1, 1 }) &&
+        !ep_cq_avail(s) && !ep_cq_avail(r)) {
+        g_test_message("soak: message 0x%" PRIx64 " of %u bytes: nothing "
+                       "after %" PRId64 " ms", id, size, net_now(n) - t0);
+        res->hangs++;
+        return false;
+    }
+    if (!soak_cqe(s, id, size, res) || !soak_cqe(r, id | 1, size, res)) {
+        return false;
+    }
+    {
+        uint8_t *got = g_malloc(size);
+
+        buf_read(ep_dev(r), &r->mr, SOAK_RECV_OFF, got, size);
+        if (memcmp(got, msg, size)) {
+            res->data_err++;
+        }
+        g_free(got);
+    }
+    /* the next receive, over a cleared buffer */
+    buf_fill(ep_dev(r), &r->mr, SOAK_RECV_OFF, size, 0);
+    wr_recv(r, (id + 2) | 1, SOAK_RECV_OFF, size);
+    return true;
+}
+
+static SoakResult soak_cell(const SoakCell *cell, uint32_t seed)
+{
+    Rc r;
+    Net *n = &r.n;
+    SoakResult res = { 0 };
+    uint8_t *pat = pattern(2048 * KIB, seed);
+    int64_t t0;
+
+    rc_setup(&r, NULL, 4096 * KIB, seed);
+    for (unsigned i = 0; i < 2; i++) {
+        n->dir[i].drop_pm = cell->loss_pm;
+        n->dir[i].reorder_pm = cell->reorder_pm;
+        n->dir[i].delay_ms = cell->delay_ms;
+        n->dir[i].jitter_ms = cell->jitter_ms;
+    }
+    t0 = net_now(n);
+    /* wr_ids: even for SENDs, odd for receives, 2 per message */
+    wr_recv(&r.a, 0xa0000001, SOAK_RECV_OFF, cell->size);
+    wr_recv(&r.b, 0xb0000001, SOAK_RECV_OFF, cell->size);
+    for (unsigned i = 0; i < cell->n; i++) {
+        if (!soak_one(n, &r.a, &r.b, soak_msg(pat, 2 * i), cell->size,
+                      0xb0000000 + 2 * i, &res) ||
+            !soak_one(n, &r.b, &r.a, soak_msg(pat, 2 * i + 1), cell->size,
+                      0xa0000000 + 2 * i, &res)) {
+            break;
+        }
+        res.done++;
+    }
+    res.fake_ms = net_now(n) - t0;
+    for (unsigned i = 0; i < 2; i++) {
+        PvrdmaRoceStats st = stats(&n->node[i]);
+
+        res.frames += n->dir[i].frames;
+        res.dropped += n->dir[i].dropped;
+        res.retransmits += st.retransmits;
+        res.timeouts += st.timeouts;
+        res.seq_naks += st.seq_naks;
+    }
+    if (res.done < cell->n) {
+        /* what the wire saw last, for the note */
+        g_test_message("soak cell %u B, %u/1000 lost, %u/1000 reordered, "
+                       "%u+%u ms: stopped after %u exchanges", cell->size,
+                       cell->loss_pm, cell->reorder_pm, cell->delay_ms,
+                       cell->jitter_ms, res.done);
+        for (GList *l = n->trace.head; l; l = l->next) {
+            g_test_message("%s", (char *)l->data);
+        }
+        log_stats(n);
+    }
+    /* whatever is left (the cell may have ended on an error) */
+    n->dead = true;
+    g_queue_clear_full(&n->wire, wframe_free);
+    ep_fini(&r.a);
+    ep_fini(&r.b);
+    dev_fini(&n->node[0].d);
+    dev_fini(&n->node[1].d);
+    g_queue_clear_full(&n->trace, g_free);
+    for (unsigned i = 0; i < 2; i++) {
+        g_hash_table_destroy(n->dir[i].next_psn);
+        g_hash_table_destroy(n->dir[i].psn_count);
+    }
+    g_free(pat);
+    return res;
+}
+
+static void soak_print(const SoakCell *c, const SoakResult *r)
+{
+    g_test_message("soak %7u B loss %4.1f%% reorder %3.1f%% delay %u+%u ms: "
+                   "%u/%u exchanges, %u hangs, %u retry-exceeded, %u other "
+                   "errors, %u data errors; %" PRIu64 " frames, %" PRIu64
+                   " dropped, %" PRIu64 " retransmits, %" PRIu64
+                   " timeouts, %" PRIu64 " seq NAKs, %.1f s fake",
+                   c->size, c->loss_pm / 10.0, c->reorder_pm / 10.0,
+                   c->delay_ms, c->jitter_ms, r->done, c->n, r->hangs,
+                   r->retry_exc, r->other_err, r->data_err, r->frames,
+                   r->dropped, r->retransmits, r->timeouts, r->seq_naks,
+                   r->fake_ms / 1000.0);
+}
+
+/*
+ * The matrix: sizes 1 KiB to 1 MiB; no loss, 1 % and 5 % lost in both
+ * directions (ACKs too) with 1 % reordered; a wire with 1 ms latency, and
+ * one that stalls up to 100 ms (ACKs then often come after the 67 ms
+ * timer: spurious retransmissions).  PVRDMA_ROCE_SOAK=N runs N
+ * exchanges per cell (the soak; scripts/soak-roce.sh), else a few.
+ */
+static void test_rc_soak(void)
+{
+    static const uint32_t sizes[] = { 1024, 65536, 1024 * 1024 };
+    static const unsigned loss[] = { 0, 10, 50 };
+    static const unsigned jitter[] = { 0, 100 };
+    const char *env = g_getenv("PVRDMA_ROCE_SOAK");
+    unsigned n = env ? (unsigned)g_ascii_strtoull(env, NULL, 10) : 0;
+    uint32_t seed = 40;
+
+    for (unsigned si = 0; si < G_N_ELEMENTS(sizes); si++) {
+        for (unsigned li = 0; li < G_N_ELEMENTS(loss); li++) {
+            for (unsigned ji = 0; ji < G_N_ELEMENTS(jitter); ji++) {
+                SoakCell c = {
+                    .size = sizes[si], .loss_pm = loss[li],
+                    .reorder_pm = loss[li] ? 10 : 0, .delay_ms = 1,
+                    .jitter_ms = jitter[ji],
+                    .n = n ? n : sizes[si] > 65536 ? 3 : 20,
+                };
+                SoakResult r = soak_cell(&c, seed++);
+
+                soak_print(&c, &r);
+                g_assert_cmpuint(r.done, ==, c.n);
+                g_assert_cmpuint(r.data_err, ==, 0);
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     fh_test_init(&argc, &argv);
@@ -2706,6 +3062,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-dup-corrupt", test_rc_dup_corrupt);
     g_test_add_func("/pvrdma/roce/rc-rnr", test_rc_rnr);
     g_test_add_func("/pvrdma/roce/rc-timeout", test_rc_timeout);
+    g_test_add_func("/pvrdma/roce/rc-dup-acks", test_rc_dup_acks);
+    g_test_add_func("/pvrdma/roce/rc-congested", test_rc_congested);
     g_test_add_func("/pvrdma/roce/rc-dup-read", test_rc_dup_read);
     g_test_add_func("/pvrdma/roce/rc-read-resume", test_rc_read_resume);
     g_test_add_func("/pvrdma/roce/rc-dup-atomic", test_rc_dup_atomic);
@@ -2716,5 +3074,6 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-fence", test_rc_fence);
     g_test_add_func("/pvrdma/roce/ud-drops-counted", test_ud_drops_counted);
     g_test_add_func("/pvrdma/roce/teardown", test_teardown);
+    g_test_add_func("/pvrdma/roce/rc-soak", test_rc_soak);
     return g_test_run();
 }
