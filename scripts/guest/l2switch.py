@@ -26,6 +26,10 @@ Impairment (on the frames that --match selects, before forwarding):
                   ibv_rc_pingpong's server exits as soon as it has
                   everything, and its client then never completes its
                   last SEND.
+  --keep-cm       never drop the CM's MADs (UD SEND to QP 1): an rping
+                  client sends one DREQ and destroys its cm_id at once
+                  (the kernel's CM stops retrying it), so a lost DREQ
+                  leaves the server waiting for DISCONNECTED forever.
   --seed N        the random sequence (default 1): the same seed and the
                   same frames give the same decisions
 A frame is dropped when r < DROP, reordered when DROP <= r < DROP+REORDER
@@ -82,6 +86,15 @@ def is_roce(f):
 
 # RC ACKNOWLEDGE (ACKs and NAKs) and RC ATOMIC ACKNOWLEDGE
 ACK_OPCODES = (0x11, 0x12)
+# UD SEND ONLY (with immediate): a MAD when it goes to QP 1
+UD_SEND_OPCODES = (0x64, 0x65)
+
+
+def is_cm_mad(f, bth):
+    """A UD datagram to QP 1 (the GSI QP, which carries the CM)."""
+    if len(f) < bth + 8 or f[bth] not in UD_SEND_OPCODES:
+        return False
+    return struct.unpack_from("!I", f, bth + 4)[0] & 0xffffff == 1
 
 
 def describe(f):
@@ -149,7 +162,7 @@ class Switch:
         self.rng = random.Random(args.seed)
         self.c = collections.OrderedDict((k, 0) for k in (
             "frames_in", "frames_out", "flooded", "unicast", "roce_in",
-            "selected", "dropped", "acks_kept", "reordered", "reorder_timeouts",
+            "selected", "dropped", "acks_kept", "cm_kept", "reordered", "reorder_timeouts",
             "queued", "lost_no_peer", "lost_queue_full", "learned", "followed"))
         self.stop = False
         self.t0 = time.time()
@@ -245,8 +258,14 @@ class Switch:
                 if (r < self.args.drop and self.args.keep_acks and roce and
                         len(f) > bth and f[bth] in ACK_OPCODES):
                     self.c["acks_kept"] += 1
+                elif (r < self.args.drop and self.args.keep_cm and roce and
+                        is_cm_mad(f, bth)):
+                    self.c["cm_kept"] += 1
+                    self.log("kept a CM MAD it would have dropped: %s" % describe(f))
                 elif r < self.args.drop:
                     self.c["dropped"] += 1
+                    if roce and is_cm_mad(f, bth):
+                        self.log("dropped a CM MAD: %s" % describe(f))
                     if self.args.verbose:
                         self.log("drop #%d port %d: %s" % (self.c["dropped"], src.idx, describe(f)))
                     return
@@ -308,7 +327,8 @@ class Switch:
         self.log("%d ports, drop %g%% reorder %g%% of %s frames%s, seed %d" % (
             len(self.ports), self.args.drop, self.args.reorder,
             "RoCEv2 (UDP 4791)" if self.args.match == "roce" else "all",
-            " (ACKs never dropped)" if self.args.keep_acks else "",
+            (" (ACKs never dropped)" if self.args.keep_acks else "") +
+            (" (CM MADs never dropped)" if self.args.keep_cm else ""),
             self.args.seed))
         while not self.stop:
             now = time.monotonic()
@@ -348,7 +368,7 @@ class Switch:
         self.write_stats()
         self.log("exit: " + " ".join(
             "%s=%d" % kv for kv in self.c.items() if kv[0] in (
-                "frames_in", "frames_out", "roce_in", "selected", "dropped", "acks_kept",
+                "frames_in", "frames_out", "roce_in", "selected", "dropped", "acks_kept", "cm_kept",
                 "reordered", "reorder_timeouts", "lost_no_peer", "lost_queue_full")))
         for p in self.ports:
             try:
@@ -366,6 +386,8 @@ def main():
     ap.add_argument("--match", choices=("roce", "all"), default="roce")
     ap.add_argument("--keep-acks", action="store_true",
                     help="never drop RoCEv2 RC ACK/NAK and atomic ACK frames (they may still be reordered)")
+    ap.add_argument("--keep-cm", action="store_true",
+                    help="never drop the CM's MADs (UD SEND to QP 1)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--hold-ms", type=float, default=50.0,
                     help="longest a reordered frame waits for a next one (default 50)")
