@@ -21,6 +21,8 @@
 #   --pvrdma auto|on|off   passed to run-vm.sh (env PVRDMA_DEVICE)
 #   -o, --out DIR          logs (default build/guest/results/<time>)
 #   -e, --env NAME=VAL     passed into every guest (e.g. PP_ITERS=20)
+# Env PVRDMA_VM_ARGS: more run-vm.sh options for every test, after the
+# test's own (scripts/soak-roce.sh sets the switch's loss this way).
 # Arguments select tests: a number prefix (12), a name (11-pvrdma-gid) or a
 # glob ('*rxe*').
 #
@@ -132,7 +134,7 @@ run_one() {
           -f "$here/common.sh:/usr/lib/pvrdma/tests-common.sh" "${envs[@]}")
     [ "$verbose" = 0 ] || args+=(-v)
     # shellcheck disable=SC2206
-    args+=($(hdr "$t" vm-args))
+    args+=($(hdr "$t" vm-args) ${PVRDMA_VM_ARGS:-})
     t0=$(date +%s.%N)
     PVRDMA_QEMU_ARGS="${PVRDMA_QEMU_ARGS:-} $(hdr "$t" qemu-args)" \
         "$top/scripts/guest/run-vm.sh" "${args[@]}" "$t" 2> "$out/$n.harness.log"

@@ -1,0 +1,90 @@
+#!/bin/bash
+# RoCEv2 soak (not in make check): does the transport ever hang, exhaust
+# its retries or corrupt data under loss, reordering, delay and load?
+#
+#  1. unit: /pvrdma/roce/rc-soak of tests/unit/test-pvrdma-roce, two
+#     devices on the unit tests' fake wire (no QEMU, fake time): a pingpong
+#     of 1 KiB, 64 KiB and 1 MiB messages, 0 %, 1 % and 5 % lost in both
+#     directions (ACKs too) with 1 % reordered, on a wire with 1 ms latency
+#     and on one that stalls up to 100 ms; UNIT_ITERS exchanges per cell.
+#  2. guest: tests/guest/90-roce-soak.sh, three TCG VMs on the rig's switch
+#     (pvrdma, pvrdma, soft-RoCE): ibv_rc_pingpong with -c, pvrdma as
+#     server and as client, against pvrdma and against rxe; for each loss
+#     in LOSS the switch drops that share of the RoCEv2 frames and reorders
+#     1 %, ACKs and CM MADs kept (ibv_rc_pingpong cannot survive a lost
+#     last ACK: its server may exit first); a busy loop on every host core
+#     meanwhile (--no-hog: none).  Results: ok, hang (the limit killed it
+#     without an error completion), retry (RETRY_EXC_ERR), invalid (-c),
+#     error.
+#
+#   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog] [-o DIR]
+# Environment: UNIT_ITERS (default 1000), ITERS (guest exchanges per cell,
+# default 100), SIZES (guest, default "1024 65536 1048576"), LOSS (guest,
+# percent, default "0 1 5"), SECS (guest limit per pingpong, default 600).
+# Prints one table per part; the raw lines are in DIR.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+unit=1 guest=1 hog=1 out=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --unit-only) guest=0; shift ;;
+        --guest-only) unit=0; shift ;;
+        --no-hog) hog=0; shift ;;
+        -o|--out) out=$2; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        *) echo "soak-roce: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -n "$out" ] || out=build/soak/roce-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"; out=$(cd "$out" && pwd)
+UNIT_ITERS=${UNIT_ITERS:-1000} ITERS=${ITERS:-100} SECS=${SECS:-600}
+SIZES=${SIZES:-1024 65536 1048576} LOSS=${LOSS:-0 1 5}
+
+if [ "$unit" = 1 ]; then
+    make -s -C tests/unit "$top/build/unit/test-pvrdma-roce" > "$out/unit-build.log" 2>&1 ||
+        { tail -20 "$out/unit-build.log"; exit 1; }
+    echo "# unit: $UNIT_ITERS exchanges per cell (fake wire, fake time)"
+    t0=$SECONDS
+    PVRDMA_ROCE_SOAK=$UNIT_ITERS build/unit/test-pvrdma-roce -p /pvrdma/roce/rc-soak \
+        > "$out/unit.log" 2>&1 || true
+    printf '%-8s %-6s %-9s %-10s %-6s %-6s %-6s %-6s %-8s %-8s %s\n' size loss delay done hangs retry error data retrans timeouts fake-s
+    sed -n 's/^# soak //p' "$out/unit.log" | awk '{
+        split($10, d, "/");
+        printf "%-8s %-6s %-9s %-10s %-6s %-6s %-6s %-6s %-8s %-8s %s\n",
+            $1, $4, $8 "ms", $10, $12, $14, $16, $19, $26, $28, $33 }'
+    grep -q '^ok 1 /pvrdma/roce/rc-soak' "$out/unit.log" ||
+        echo "# unit soak FAILED: $(grep -m1 'ERROR\|not ok' "$out/unit.log")"
+    echo "# unit: $((SECONDS - t0)) s"
+fi
+
+if [ "$guest" = 1 ]; then
+    scripts/build.sh > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+    scripts/guest/build-image.sh --quiet
+    pids=()
+    if [ "$hog" = 1 ]; then
+        for _ in $(seq "$(nproc)"); do
+            sh -c 'while :; do :; done' & pids+=($!)
+        done
+    fi
+    trap '[ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null' EXIT
+    for loss in $LOSS; do
+        echo "# guest: loss $loss %, $ITERS exchanges per cell, sizes $SIZES$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
+        t0=$SECONDS
+        if [ "$loss" = 0 ]; then
+            va="--switch"
+        else
+            va="--lossy $loss,1 --lossy-keep-acks --lossy-keep-cm"
+        fi
+        PVRDMA_VM_ARGS="$va" tests/guest/run.sh -o "$out/guest-$loss" \
+            -e SOAK_SIZES="$SIZES" -e SOAK_ITERS="$ITERS" -e SOAK_SECS="$SECS" \
+            90 > "$out/guest-$loss.log" 2>&1 || true
+        grep -h 'soak-cell' "$out"/guest-"$loss"/90-roce-soak/vm0/console.log |
+            sed 's/.*soak-cell //' > "$out/guest-$loss.cells" || true
+        printf '%-24s %-8s %-6s %-8s %s\n' pair size loss result secs
+        awk -v l="$loss" '{ printf "%-24s %-8s %-6s %-8s %s\n", $1, $2, l, $4, $5 }' \
+            "$out/guest-$loss.cells"
+        [ -s "$out/guest-$loss.cells" ] || echo "# no cell ran: $(tail -n 1 "$out/guest-$loss.log")"
+        echo "# guest, loss $loss %: $((SECONDS - t0)) s"
+    done
+fi
