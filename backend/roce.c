@@ -15,7 +15,9 @@
  *    keeps the guest's SGEs, not host pointers, and reads the data again
  *    for every (re)transmission, as an HCA does DMA.
  *  - completer (comp_*): ACKs, NAKs, READ responses and atomic ACKs; local
- *    ACK timeout (the QP's timeout, retry_cnt), RNR NAK (its timer,
+ *    ACK timeout (the QP's timeout, doubled after each expiry up to 4x as
+ *    IBA allows, retry_cnt; after an expiry one packet with AckReq asks
+ *    where the responder is before the rest goes again), RNR NAK (its timer,
  *    rnr_retry, 7: forever), PSN sequence NAK; completes requests in order
  *    through pvrdma_complete().
  *  - responder (resp_*): checks PSN and opcode sequence, executes requests
@@ -124,6 +126,10 @@ typedef struct RoceQp {
     int64_t rnr_deadline;       /* ms, 0: not waiting on an RNR NAK */
     bool seq_retry;             /* went back for a sequence NAK ... */
     uint32_t seq_retry_psn;     /* ... to this PSN, not acknowledged yet */
+    bool probe;                 /* timed out: one packet until answered */
+    bool probe_sent;
+    uint32_t probe_psn;         /* its PSN (una when the timer fired) */
+    unsigned rto_shift;         /* expiries in a row: the timer x2, x4 */
     uint32_t max_psn;           /* PSNs before it were sent at least once */
 
     /* responder */
@@ -417,6 +423,8 @@ static void qp_drop_requests(RoceQp *q)
     q->cur = NULL;
     q->rto_deadline = 0;
     q->rnr_deadline = 0;
+    q->probe = q->probe_sent = false;
+    q->rto_shift = 0;
 }
 
 static void req_rewind(RoceQp *q, uint32_t psn);
@@ -520,9 +528,38 @@ static void req_rewind(RoceQp *q, uint32_t psn)
     /* no request holds psn: nothing to send again, nowhere to go back */
 }
 
+/*
+ * The answer to a probe acknowledged packets sent before the timer fired:
+ * they were not lost, the timer was early (a slow path), so go on after
+ * the last PSN sent instead of sending again what is on its way (as TCP's
+ * F-RTO).  A packet of those that was lost after all gets a sequence NAK
+ * or the timer.  Not past a READ or atomic: those are asked again.
+ */
+static void req_skip_sent(RoceQp *q)
+{
+    for (GList *l = q->cur; l; l = l->next) {
+        RoceWqe *w = l->data;
+
+        if (psn_cmp(q->max_psn, psn_add(w->first_psn, w->npsn)) < 0) {
+            if (!w->rd_atomic && psn_cmp(q->max_psn, w->first_psn) > 0) {
+                q->cur = l;
+                q->cur_pkt = psn_sub(q->max_psn, w->first_psn);
+                q->psn = q->max_psn;
+            }
+            return;
+        }
+        if (w->rd_atomic) {
+            return;
+        }
+        q->cur = l->next;
+        q->cur_pkt = 0;
+        q->psn = psn_add(w->first_psn, w->npsn);
+    }
+}
+
 static void req_arm_rto(RoceQp *q)
 {
-    int64_t rto = pvrdma_ack_timeout_ms(q->qp);
+    int64_t rto = pvrdma_ack_timeout_ms(q->qp) << q->rto_shift;
 
     q->rto_deadline = rto && q->wqes.length &&
                       psn_cmp(q->max_psn, q->una) > 0 ?
@@ -579,7 +616,8 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
         }
         p.payload = t->data;
         p.payload_len = len;
-        p.ack_req = k + 1 == n || ++q->noack >= ROCE_ACKREQ_EVERY;
+        p.ack_req = k + 1 == n || ++q->noack >= ROCE_ACKREQ_EVERY ||
+                    q->probe;
         p.se = k + 1 == n && (w->send_flags & PVRDMA_SEND_SOLICITED) &&
                (req_is_send(w->opcode) ||
                 w->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM);
@@ -637,7 +675,7 @@ static bool req_fenced(RoceQp *q, GList *l)
 /* Send what the window allows. */
 static void req_push(RoceQp *q)
 {
-    uint32_t budget = ROCE_REQ_BUDGET;
+    uint32_t budget = q->probe ? 1 : ROCE_REQ_BUDGET;
     uint32_t max_rd = MAX(q->qp->attr.max_rd_atomic, 1);
     bool sent = false;
 
@@ -646,6 +684,9 @@ static void req_push(RoceQp *q)
     }
     if (q->rnr_deadline) {
         return;     /* waiting out an RNR NAK */
+    }
+    if (q->probe_sent) {
+        return;     /* the probe first (req_timers) */
     }
     while (q->cur && budget) {
         RoceWqe *w = q->cur->data;
@@ -692,10 +733,13 @@ static void req_push(RoceQp *q)
         q->cur_pkt = 0;
         q->cur = q->cur->next;
     }
+    if (sent && q->probe) {
+        q->probe_sent = true;
+    }
     if (sent && !q->rto_deadline) {
         req_arm_rto(q);
     }
-    if (q->cur && !budget) {
+    if (q->cur && !budget && !q->probe) {
         pvrdma_transport_timer(q->t->t.core, 0);    /* more next turn */
     }
 }
@@ -773,11 +817,16 @@ static void comp_acked(RoceQp *q, uint32_t psn)
     comp_drain(q);
 }
 
-/* Progress: the retry counters start again, the timer restarts. */
+/*
+ * Progress: the retry counters start again, the timer restarts at the
+ * QP's timeout, and a probe is answered (what follows may go).
+ */
 static void comp_progress(RoceQp *q)
 {
     q->retry_left = q->qp->attr.retry_cnt;
     q->rnr_left = q->qp->attr.rnr_retry;
+    q->probe = q->probe_sent = false;
+    q->rto_shift = 0;
     q->rto_deadline = 0;
     req_arm_rto(q);
 }
@@ -809,7 +858,7 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
 {
     uint32_t psn = p->psn;
     uint8_t syn = p->aeth.syndrome;
-    bool progress;
+    bool progress, spurious;
     RoceWqe *w;
 
     /* a PSN outside [ack_psn - 1, max_psn - 1] is stale or bogus */
@@ -827,6 +876,7 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
     switch (roce_aeth_type(syn)) {
     case ROCE_AETH_ACK:
         progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
+        spurious = q->probe_sent && psn_cmp(psn, q->probe_psn) > 0;
         comp_acked(q, psn_add(psn, 1));
         if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) >= 0) {
             q->seq_retry = false;   /* the retransmission got through */
@@ -840,6 +890,11 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
         if (progress) {
             comp_progress(q);
         }
+        if (spurious && q->cur) {
+            trace_pvrdma_roce_req(q->qpn, "early timeout, goes on from",
+                                  q->max_psn);
+            req_skip_sent(q);
+        }
         break;
     case ROCE_AETH_RNR_NAK:
         comp_acked(q, psn);
@@ -852,6 +907,7 @@ static void comp_ack(RoceQp *q, const RocePkt *p)
             return;
         }
         trace_pvrdma_roce_req(q->qpn, "RNR wait", psn);
+        q->probe = q->probe_sent = false;
         req_rewind(q, psn);
         q->rto_deadline = 0;
         q->rnr_deadline = now_ms(q->t) +
@@ -1009,6 +1065,23 @@ static void req_timers(RoceQp *q, int64_t now)
         }
         q->seq_retry = false;
         comp_retry(q, q->una, "ACK timeout");
+        /*
+         * Ask before resending everything: the oldest packet alone, with
+         * AckReq.  Its answer (an ACK of what the responder has, or a
+         * NAK) says where to go on from; until then nothing else goes.
+         * A timer that fired because the path is slow (a loaded host)
+         * then costs one packet, not a window of them queued behind
+         * those still on their way, whose answers would come after the
+         * next expiry again (guest test 30 in CI: RETRY_EXC_ERR against
+         * rxe, 8 expiries in a row with the answers to the previous
+         * resends still arriving).  The timer doubles, up to 4x (IBA
+         * allows the local ACK timeout to be up to 4x the QP's value),
+         * until progress.
+         */
+        q->probe = true;
+        q->probe_sent = false;
+        q->probe_psn = q->una;
+        q->rto_shift = MIN(q->rto_shift + 1, 2);
         req_push(q);
         req_arm_rto(q);
     }
@@ -1859,6 +1932,8 @@ static void roce_qp_pause(RoceQp *q)
     qp_drop_requests(q);
     q->cur_pkt = q->noack = 0;
     q->seq_retry = false;
+    q->probe = q->probe_sent = false;
+    q->rto_shift = 0;
     q->nak_sent = false;
     g_queue_clear_full(&q->resps, g_free);
     for (guint i = 0; i < back->len; i++) {

@@ -3097,7 +3097,8 @@ static void test_offer_peer_gone(void)
     g_assert_cmpstr(side_path(&sa2), ==, "roce");
     g_assert_cmpuint(w.frames.length, ==, 0);  /* wire_run delivered them */
     g_assert_cmpuint(w.sent, >, 0);
-    wire_run(&w, (Vm *const[]) { &a2 }, 1, 30, 50);
+    /* retry_cnt 7 at 67 ms, the timer doubling up to 4x: about 1.8 s */
+    wire_run(&w, (Vm *const[]) { &a2 }, 1, 50, 50);
     side_expect_cqe(&sa2, 0xa30, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
 
     vm_fini(&a2);
