@@ -236,7 +236,7 @@ for s in "${scripts[@]}"; do [ -f "$s" ] || die "no such script: $s"; done
 if [ "$build" = 1 ]; then
     "$here/build-image.sh" --quiet || die "guest image build failed"
 fi
-for f in vmlinuz initrd.img firmware/linuxboot_dma.bin; do
+for f in vmlinux initrd.img firmware/pvh.bin; do
     [ -f "$G/$f" ] || die "no $G/$f: run scripts/guest/build-image.sh"
 done
 
@@ -364,7 +364,7 @@ for i in $(seq 0 $((vms - 1))); do
     cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios -L /usr/lib/ipxe/qemu
         -nodefaults -machine "$machine" -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem"
         -display none -name "pvrdma-guest-vm$i"
-        -kernel "$G/vmlinuz" -initrd "$d/initrd.img"
+        -kernel "$G/vmlinux" -initrd "$d/initrd.img"
         -append "$kapp $append"
         -netdev "$netdev"
         -device "$nicdev,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:$((56 + i))")

@@ -2,7 +2,7 @@
 # Build the nested rig's "L1" image: a TCG VM that runs soft-RoCE (rdma_rxe)
 # and boots L2 test guests with our QEMU.
 #
-#   build/nested/l1/vmlinuz      the guest kernel (same as build/guest/vmlinuz)
+#   build/nested/l1/vmlinux      the guest kernel (same as build/guest/vmlinux)
 #   build/nested/l1/initrd.img   build/guest's rootfs (busybox, rdma-core,
 #                                perftest, iproute2, modules) plus:
 #                                  tun bridge stp llc dummy modules
@@ -11,7 +11,7 @@
 #                                  it needs that the rootfs lacks (from the
 #                                  host, Debian 12 like the rootfs)
 #                                  /usr/share/pvrdma/firmware (option ROMs
-#                                  + SeaBIOS), /usr/share/pvrdma/l2/{vmlinuz,
+#                                  + SeaBIOS), /usr/share/pvrdma/l2/{vmlinux,
 #                                  initrd.img} (the L2 guest image), /init
 #   build/nested/l1/qemu-system-x86_64   the unstripped snapshot (run-l1.sh
 #                                boots L1 with it: build/qemu may be rebuilt
@@ -61,7 +61,7 @@ done
 
 # 1. the L2 guest image (cached, ~0.1 s)
 PVRDMA_GUEST_DIR=$G "$top/scripts/guest/build-image.sh" --quiet || die "scripts/guest/build-image.sh failed"
-for f in vmlinuz initrd.img image.key manifest.txt firmware/linuxboot_dma.bin; do
+for f in vmlinux initrd.img image.key manifest.txt firmware/pvh.bin; do
     [ -f "$G/$f" ] || die "no $G/$f"
 done
 KV=$(awk '$1 == "kernel" {print $2; exit}' "$G/manifest.txt")
@@ -89,11 +89,11 @@ key=$( {
     cat "$0" "$here/l1-init"
     echo "KV=$KV compress=$compress"
     cat "$G/image.key"
-    sha256sum "$G/vmlinuz" "$G/initrd.img" "$G"/firmware/* "$BIOS" | cut -d' ' -f1
+    sha256sum "$G/vmlinux" "$G/initrd.img" "$G"/firmware/* "$BIOS" | cut -d' ' -f1
     echo "qemu=$qsum"
     while read -r so path; do echo "$so $(sha256sum < "$path" | cut -d' ' -f1)"; done <<< "$hostlibs"
 } | sha256sum | cut -d' ' -f1)
-if [ "$force" = 0 ] && [ -f "$L/vmlinuz" ] && [ -f "$L/initrd.img" ] && [ -x "$L/qemu-system-x86_64" ] &&
+if [ "$force" = 0 ] && [ -f "$L/vmlinux" ] && [ -f "$L/initrd.img" ] && [ -x "$L/qemu-system-x86_64" ] &&
    [ "$(cat "$L/image.key" 2>/dev/null)" = "$key" ]; then
     rm -f "$L/qemu.new"
     say "cached (key ${key:0:12}) in $(elapsed)s"
@@ -105,7 +105,7 @@ rm -f "$L/image.key"
 # 3. root filesystem: the L2 guest's, unpacked from its (canonical) initrd
 R=$N/rootfs
 rm -rf "$R"; mkdir -p "$R"
-(cd "$R" && gzip -dc "$G/initrd.img" | cpio --quiet -i -d -m --no-absolute-filenames) ||
+(cd "$R" && cpio --quiet -i -d -m --no-absolute-filenames < "$G/initrd.img") ||
     die "unpacking $G/initrd.img failed"
 [ -x "$R/usr/bin/busybox" ] || die "no busybox in the guest image"
 LIBDIR=$R/usr/lib/x86_64-linux-gnu
@@ -142,7 +142,7 @@ F=$R/usr/share/pvrdma/firmware
 mkdir -p "$F" "$R/usr/share/pvrdma/l2"
 cp "$G"/firmware/* "$F/"
 cp "$BIOS" "$F/bios-256k.bin"
-cp "$G/vmlinuz" "$G/initrd.img" "$G/manifest.txt" "$R/usr/share/pvrdma/l2/"
+cp "$G/vmlinux" "$G/initrd.img" "$G/manifest.txt" "$R/usr/share/pvrdma/l2/"
 
 # 6. kernel modules L1 needs on top of the guest's (bridge, taps, dummy)
 RM=$R/usr/lib/modules/$KV
@@ -182,7 +182,7 @@ else
         cpio --quiet -o -H newc -R 0:0 --reproducible) > "$L/initrd.img.tmp"
 fi
 mv "$L/initrd.img.tmp" "$L/initrd.img"
-cp "$G/vmlinuz" "$L/vmlinuz.tmp"; mv "$L/vmlinuz.tmp" "$L/vmlinuz"
+cp "$G/vmlinux" "$L/vmlinux.tmp"; mv "$L/vmlinux.tmp" "$L/vmlinux"
 mv "$L/qemu.new" "$L/qemu-system-x86_64"
 rm -rf "$R"
 echo "$key" > "$L/image.key"

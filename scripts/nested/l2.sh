@@ -77,7 +77,7 @@ case $tap in ''|*[!0-9]*) die "--tap must be a number" ;; esac
 case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
 case $pvrdma in on|off) ;; *) die "--pvrdma must be on or off" ;; esac
 [ -e "/sys/class/net/tap$tap" ] || die "no tap$tap in L1 (run-l1.sh --taps)"
-for f in "$IMG/vmlinuz" "$IMG/initrd.img" "$QEMU"; do [ -e "$f" ] || die "no $f"; done
+for f in "$IMG/vmlinux" "$IMG/initrd.img" "$QEMU"; do [ -e "$f" ] || die "no $f"; done
 
 name=$(basename "$script" .sh)
 [ -n "$out" ] || out=/tmp/l2/$name-tap$tap
@@ -117,7 +117,7 @@ rig_initrd "$IMG/initrd.img" "$out/extra" "$out" || die "cpio of the guest files
 # --- QEMU -----------------------------------------------------------------------
 set -- "$QEMU" -L "$FW" -nodefaults -machine q35 -accel tcg -cpu "${PVRDMA_GUEST_CPU:-qemu64}" -smp 1 -m "$mem" \
     -display none -name "pvrdma-l2-$tap" \
-    -kernel "$IMG/vmlinuz" -initrd "$out/initrd.img" \
+    -kernel "$IMG/vmlinux" -initrd "$out/initrd.img" \
     -append "console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/$prefix ${PVRDMA_GUEST_APPEND:-}" \
     -netdev "tap,id=n0,ifname=tap$tap,script=no,downscript=no" \
     -device "vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=$mac"

@@ -78,7 +78,7 @@ fi
 if [ "$build" = 1 ]; then
     "$here/build-l1.sh" --quiet || die "L1 image build failed"
 fi
-for f in vmlinuz initrd.img qemu-system-x86_64; do
+for f in vmlinux initrd.img qemu-system-x86_64; do
     [ -f "$L/$f" ] || die "no $L/$f: run scripts/nested/build-l1.sh"
 done
 QEMU=${QEMU:-$L/qemu-system-x86_64}
@@ -122,7 +122,7 @@ kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_L1_LOGLEVEL:-4} mitiga
 cmd=("$QEMU" -L "$G/firmware" -L /usr/share/seabios
      -nodefaults -machine q35 -accel tcg -cpu "${PVRDMA_L1_CPU:-qemu64}" -smp "$smp" -m "$mem"
      -display none -name pvrdma-l1
-     -kernel "$L/vmlinuz" -initrd "$out/initrd.img" -append "$kapp" -no-reboot)
+     -kernel "$L/vmlinux" -initrd "$out/initrd.img" -append "$kapp" -no-reboot)
 # shellcheck disable=SC2206
 [ -z "${PVRDMA_L1_QEMU_ARGS:-}" ] || cmd+=(${PVRDMA_L1_QEMU_ARGS})
 if [ "$shell" = 1 ]; then
