@@ -123,6 +123,7 @@ if [ $need_qemu = 1 ]; then
 fi
 
 for s in $suites; do
+    ts=$(date +%s)
     case $s in
     unit)
         if make -s -C tests/unit check > build/unit.log 2>&1; then :; fi
@@ -239,6 +240,7 @@ for s in $suites; do
         fi
         ;;
     esac
+    echo "# suite $s: $(( $(date +%s) - ts )) s"
 done
 
 if [ $fail -gt 0 ]; then
