@@ -1072,9 +1072,9 @@ static void req_timers(RoceQp *q, int64_t now)
          * A timer that fired because the path is slow (a loaded host)
          * then costs one packet, not a window of them queued behind
          * those still on their way, whose answers would come after the
-         * next expiry again (guest test 30 in CI: RETRY_EXC_ERR against
-         * rxe, 8 expiries in a row with the answers to the previous
-         * resends still arriving).  The timer doubles, up to 4x (IBA
+         * next expiry again (guest test 30 on a loaded host:
+         * RETRY_EXC_ERR against rxe, 8 expiries in a row with the
+         * answers to the previous resends still arriving).  The timer doubles, up to 4x (IBA
          * allows the local ACK timeout to be up to 4x the QP's value),
          * until progress.
          */
@@ -1282,8 +1282,9 @@ static void resp_duplicate(RoceQp *q, const RocePkt *p)
          * many ACKs as a go-back-N resends, all alike: on a congested
          * path they queue up behind each other, arrive after the
          * requester's timer fired again and make it resend once more
-         * (the CI failures of tests 30 and 32).  The responders of Linux
-         * qib/hfi1 do the same; rxe answers every duplicate.
+         * (guest test 32's RETRY_EXC_ERR in CI, reproduced with traces).
+         * The responders of Linux qib/hfi1 do the same; rxe answers every
+         * duplicate.
          */
         if (p->ack_req) {
             resp_ack(q, psn_add(q->epsn, PSN_MASK),
