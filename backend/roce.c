@@ -1074,9 +1074,9 @@ static void req_timers(RoceQp *q, int64_t now)
          * those still on their way, whose answers would come after the
          * next expiry again (guest test 30 on a loaded host:
          * RETRY_EXC_ERR against rxe, 8 expiries in a row with the
-         * answers to the previous resends still arriving).  The timer doubles, up to 4x (IBA
-         * allows the local ACK timeout to be up to 4x the QP's value),
-         * until progress.
+         * answers to the previous resends still arriving).  The timer
+         * doubles, up to 4x (IBA allows the local ACK timeout to be up to
+         * 4x the QP's value), until progress.
          */
         q->probe = true;
         q->probe_sent = false;
@@ -1933,8 +1933,6 @@ static void roce_qp_pause(RoceQp *q)
     qp_drop_requests(q);
     q->cur_pkt = q->noack = 0;
     q->seq_retry = false;
-    q->probe = q->probe_sent = false;
-    q->rto_shift = 0;
     q->nak_sent = false;
     g_queue_clear_full(&q->resps, g_free);
     for (guint i = 0; i < back->len; i++) {
