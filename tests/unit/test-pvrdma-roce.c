@@ -510,7 +510,20 @@ static void wframe_free(gpointer p)
     g_free(f);
 }
 
-/* Wire checks, then both devices reset (no mapping left) and freed. */
+/* Both devices reset (no mapping left) and freed, and the wire. */
+static void net_free(Net *n)
+{
+    dev_fini(&n->node[0].d);
+    dev_fini(&n->node[1].d);
+    g_queue_clear_full(&n->wire, wframe_free);
+    g_queue_clear_full(&n->trace, g_free);
+    for (unsigned i = 0; i < 2; i++) {
+        g_hash_table_destroy(n->dir[i].next_psn);
+        g_hash_table_destroy(n->dir[i].psn_count);
+    }
+}
+
+/* Wire checks, then net_free(). */
 static void net_fini(Net *n)
 {
     for (unsigned i = 0; i < 2; i++) {
@@ -525,14 +538,7 @@ static void net_fini(Net *n)
             g_test_message("%s", (char *)l->data);
         }
     }
-    dev_fini(&n->node[0].d);
-    dev_fini(&n->node[1].d);
-    g_queue_clear_full(&n->wire, wframe_free);
-    g_queue_clear_full(&n->trace, g_free);
-    for (unsigned i = 0; i < 2; i++) {
-        g_hash_table_destroy(n->dir[i].next_psn);
-        g_hash_table_destroy(n->dir[i].psn_count);
-    }
+    net_free(n);
 }
 
 /* Deliver the frame at the head of the wire; false if none is due. */
@@ -3038,16 +3044,9 @@ static SoakResult soak_cell(const SoakCell *cell, uint32_t seed)
     }
     /* whatever is left (the cell may have ended on an error) */
     n->dead = true;
-    g_queue_clear_full(&n->wire, wframe_free);
     ep_fini(&r.a);
     ep_fini(&r.b);
-    dev_fini(&n->node[0].d);
-    dev_fini(&n->node[1].d);
-    g_queue_clear_full(&n->trace, g_free);
-    for (unsigned i = 0; i < 2; i++) {
-        g_hash_table_destroy(n->dir[i].next_psn);
-        g_hash_table_destroy(n->dir[i].psn_count);
-    }
+    net_free(n);
     g_free(pat);
     return res;
 }
