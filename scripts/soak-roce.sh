@@ -15,7 +15,9 @@
 #     last ACK: its server may exit first); a busy loop on every host core
 #     meanwhile (--no-hog: none).  Results: ok, hang (the limit killed it
 #     without an error completion), retry (RETRY_EXC_ERR), invalid (-c),
-#     error.
+#     error.  -c compares one byte per page, so the guest part counts
+#     hangs and errors, not data errors: the unit part compares every
+#     byte.
 #
 #   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog] [-o DIR]
 # Environment: UNIT_ITERS (default 1000), ITERS (guest exchanges per cell,
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
         --guest-only) unit=0; shift ;;
         --no-hog) hog=0; shift ;;
         -o|--out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "soak-roce: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -50,7 +52,6 @@ if [ "$unit" = 1 ]; then
         > "$out/unit.log" 2>&1 || true
     printf '%-8s %-6s %-9s %-10s %-6s %-6s %-6s %-6s %-8s %-8s %s\n' size loss delay done hangs retry error data retrans timeouts fake-s
     sed -n 's/^# soak //p' "$out/unit.log" | awk '{
-        split($10, d, "/");
         printf "%-8s %-6s %-9s %-10s %-6s %-6s %-6s %-6s %-8s %-8s %s\n",
             $1, $4, $8 "ms", $10, $12, $14, $16, $19, $26, $28, $33 }'
     grep -q '^ok 1 /pvrdma/roce/rc-soak' "$out/unit.log" ||

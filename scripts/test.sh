@@ -175,7 +175,6 @@ for s in $suites; do
         w=build/qemu-asan/lsan-wrap
         mkdir -p "$w"
         printf '%s\n' '#!/bin/sh' \
-            "ASAN_SYMBOLIZER_PATH=$sym \\" \
             "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \\" \
             "LSAN_OPTIONS=suppressions=$top/scripts/lsan.supp \\" \
             "    exec $top/build/qemu-asan/qemu-system-x86_64 \"\$@\"" \
@@ -183,6 +182,7 @@ for s in $suites; do
         chmod +x "$w/qemu-system-x86_64"
         t0=$(date +%s)
         rm -f build/asan-fail-*.log
+        # (QEMU inherits the symbolizer from the qtests' environment)
         ASAN_SYMBOLIZER_PATH=$sym \
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \

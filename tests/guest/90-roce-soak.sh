@@ -8,8 +8,9 @@
 # retry_cnt 7, under a time limit of SOAK_SECS.  Each run prints a line
 #   soak-cell PAIR SIZE ITERS RESULT SECS
 # RESULT: ok, hang (the limit killed both sides without an error
-# completion), retry (retry counter exceeded), invalid (the pingpong's -c),
-# error (anything else).  The test passes when every cell ran (the soak
+# completion), retry (retry counter exceeded), invalid (the pingpong's -c,
+# which looks at one byte per page: not a data check), error (anything
+# else).  The test passes when every cell ran (the soak
 # script counts the results).
 # vms: 3
 # timeout: 7200
