@@ -76,6 +76,24 @@ tap_count() { # file prefix
     done < "$1"
 }
 
+# A TAP producer's log checked as a whole: its plans ("1..N", one per test
+# binary) add up to the results it printed, and a non-zero exit status
+# comes with a "not ok" line; a producer that died part way, or that
+# failed without saying what, fails the suite.
+tap_check() { # file suite exit-status
+    local plan results bad
+    plan=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$1" | awk '{s += $1} END {print s + 0}')
+    results=$(grep -cE '^(not )?ok ' "$1")
+    bad=$(grep -c '^not ok ' "$1")
+    if [ "$plan" = 0 ]; then
+        bad "$2" "no TAP plan in $1: nothing ran"
+    elif [ "$results" != "$plan" ] && [ "$bad" = 0 ]; then
+        bad "$2" "$results results for a plan of $plan in $1"
+    elif [ "$3" != 0 ] && [ "$bad" = 0 ]; then
+        bad "$2" "exited $3 without a 'not ok' line ($1)"
+    fi
+}
+
 # The lines of a test runner's log (tests/guest/run.sh, nested
 # run-tests.sh: "ok NAME", "FAIL NAME: why", "skip NAME: why", then
 # "N passed, N failed[, N skipped]") into our counters.  The runner must
@@ -126,12 +144,14 @@ for s in $suites; do
     ts=$(date +%s)
     case $s in
     unit)
-        if make -s -C tests/unit check > build/unit.log 2>&1; then :; fi
+        make -s -C tests/unit check > build/unit.log 2>&1
+        st=$?
         if ! grep -q '^\(not \)\?ok ' build/unit.log; then
-            cat build/unit.log | tail -20
+            tail -20 build/unit.log
             bad unit "unit tests did not run (build/unit.log)"
         fi
         tap_count build/unit.log "unit: "
+        tap_check build/unit.log unit $st
         ;;
     fuzz)
         # every libFuzzer target built and run for a fixed number of
@@ -147,6 +167,7 @@ for s in $suites; do
             bad fuzz "make -C tests/fuzz check failed (build/fuzz.log)"
         fi
         tap_count build/fuzz.log "fuzz: "
+        tap_check build/fuzz.log fuzz $st
         ;;
     qtest)
         run_qtests qtest build/qemu build/qemu/qemu-system-x86_64
@@ -201,7 +222,9 @@ for s in $suites; do
         ;;
     cmdline)
         bash tests/cmdline.sh > build/cmdline.log 2>&1
+        st=$?
         tap_count build/cmdline.log "cmdline: "
+        tap_check build/cmdline.log cmdline $st
         ;;
     nested)
         # host HCA mode against soft-RoCE in a VM (the host has no RDMA

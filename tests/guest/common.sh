@@ -517,7 +517,9 @@ ping_peer() {
     until ping -c 1 -W 1 "$PVRDMA_PEER_IP" >/dev/null 2>&1; do
         _i=$((_i + 1)); [ $_i -lt 30 ] || fail "peer $PVRDMA_PEER_IP does not answer ping"
     done
-    ping -c 3 -i 0.2 "$PVRDMA_PEER_IP" | tail -n 2 || fail "ping $PVRDMA_PEER_IP"
+    ping -c 3 -i 0.2 "$PVRDMA_PEER_IP" > /tmp/ping.out 2>&1 ||
+        { cat /tmp/ping.out; fail "ping $PVRDMA_PEER_IP"; }
+    tail -n 2 /tmp/ping.out
 }
 
 # --- three VMs, host queries, a lossy switch (tests 32-34; run-vm.sh --vms 3,

@@ -24,12 +24,13 @@ bad=0 n=0
 for t in $(/pvrdma-test -l | grep '^/.*/pvrdma/hca/'); do
     n=$((n + 1))
     /pvrdma-test --tap -p "$t" > /tmp/qt.log 2>&1
-    if grep -q '^ok .*# SKIP' /tmp/qt.log; then
+    st=$?
+    if [ "$st" != 0 ] || ! grep -q '^ok ' /tmp/qt.log; then
+        cat /tmp/qt.log; log "FAILED $t (exit status $st)"; bad=$((bad + 1))
+    elif grep -q '^ok .*# SKIP' /tmp/qt.log; then
         log "SKIPPED $t: $(sed -n 's/^ok .*# SKIP *//p' /tmp/qt.log)"; bad=$((bad + 1))
-    elif grep -q '^ok ' /tmp/qt.log; then
-        log "ok $t $(grep '^# CREATE_MR' /tmp/qt.log | tr '\n' ' ')"
     else
-        cat /tmp/qt.log; log "FAILED $t"; bad=$((bad + 1))
+        log "ok $t $(grep '^# CREATE_MR' /tmp/qt.log | tr '\n' ' ')"
     fi
 done
 [ "$n" -gt 0 ] || fail "no /pvrdma/hca/ qtests in /pvrdma-test"
