@@ -37,6 +37,9 @@ for n in 2 "$qps"; do
     s=$(echo "$out" | sed -n 's/.*saved in \([0-9]*\) bytes, \([0-9]*\) us.*/\2/p')
     l=$(echo "$out" | sed -n 's/.*loaded from \([0-9]*\) bytes, \([0-9]*\) us.*/\2/p')
     b=$(echo "$out" | sed -n 's/.*saved in \([0-9]*\) bytes.*/\1/p')
+    case "$s:$l" in
+        *[!0-9:]*|:*|*:|0:*|*:0) echo "$out"; echo "no figure: save '$s' us, load '$l' us at $n QPs"; exit 1 ;;
+    esac
     awk -v n="$n" -v s="$s" -v l="$l" -v b="$b" 'BEGIN {
         printf "%5u QPs %5u MRs  state %8u bytes  save %8.3f ms  load %8.3f ms  save+load %8.3f ms\n",
                n, n, b, s / 1000, l / 1000, (s + l) / 1000

@@ -77,6 +77,7 @@ def load(name):
     return lat, bw
 runs = ["rxe-rxe", "pvrdma-rxe", "pvrdma-pvrdma"]
 res = {r: load(r) for r in runs}
+nofig = []   # a missing or zero figure is an error, never "met"
 print(open(f"{out}/host.txt").read().rstrip())
 print()
 print("ib_send_lat, usec, typical (median) / average; two VMs under TCG")
@@ -89,23 +90,31 @@ for s in sizes:
         v = res[r][0].get(s)
         row += f"  {v[0]:9.1f} /{v[1]:8.1f}" if v else f"  {'-':>19}"
     a, b = res["pvrdma-pvrdma"][0].get(s), res["rxe-rxe"][0].get(s)
-    if a and b and b[0] > 0:
+    if a and b and a[0] > 0 and b[0] > 0:
         q = a[0] / b[0]
         n += 1
         met += q <= 0.5
         row += f"  {q:6.2f} {'met' if q <= 0.5 else 'MISSED'}"
+    else:
+        row += "  no figure"
+        nofig.append(f"ib_send_lat {s} B")
     print(row)
 print(f"latency target met at {met} of {n} sizes")
 print()
 print("ib_write_bw 64 KiB, MB/s (average)")
 for r in runs:
     v = res[r][1]
-    print(f"  {r:14} {v:10.1f}" if v is not None else f"  {r:14} {'-':>10}")
+    print(f"  {r:14} {v:10.1f}" if v else f"  {r:14} {'-':>10}  no figure")
+    if not v:
+        nofig.append(f"{r} ib_write_bw")
 a, b = res["pvrdma-pvrdma"][1], res["rxe-rxe"][1]
 if a and b:
     print(f"  pvrdma-pvrdma / rxe-rxe {a / b:6.2f}x  target >= 2x: {'met' if a / b >= 2 else 'MISSED'}")
 a = res["pvrdma-rxe"][1]
 if a and b:
     print(f"  pvrdma-rxe / rxe-rxe    {a / b:6.2f}x")
+if nofig:
+    print(f"no figure for: {', '.join(nofig)}")
+    sys.exit(1)
 EOP
 echo "figures and logs: $out"

@@ -981,22 +981,37 @@ static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
 #define OPS_TARGET  2e6         /* 64-byte ops/s */
 #define LAT_TARGET  2000.0      /* ns, doorbell to peer CQE */
 
-static void print_row(const char *transport, unsigned op, unsigned k,
+/*
+ * A row whose figures are missing (no operation completed, no latency
+ * sample) says "no figure" and makes the run fail: a zero never meets a
+ * target.
+ */
+static bool print_row(const char *transport, unsigned op, unsigned k,
                       const Result *r)
 {
     double ro = r->mops * 1e6 / OPS_TARGET, rl = r->cqe50 / LAT_TARGET;
 
+    if (!(r->mops > 0) || !r->nlat || !(r->cqe50 > 0)) {
+        printf("%-22s %-5s %3u  no figure (%.3f Mops/s, %u latency "
+               "samples)\n", transport, op ? "WRITE" : "SEND", cfg_nqp[k],
+               r->mops, r->nlat);
+        return false;
+    }
     printf("%-22s %-5s %3u  %7.3f %5.2f %-4s  %8.2f %8.2f %5.2f %-4s  %8.2f "
            "%8.2f %7u\n",
            transport, op ? "WRITE" : "SEND", cfg_nqp[k], r->mops, ro,
            ro >= 1 ? "met" : "MISS", r->cqe50 / 1000, r->cqe99 / 1000, rl,
            rl <= 1 ? "met" : "MISS", r->poll50 / 1000, r->own50 / 1000,
            r->nlat);
+    return true;
 }
 
-static void print_table(const char *names[NT], Result res[NT][2][2],
+/* false if a row had no figure */
+static bool print_table(const char *names[NT], Result res[NT][2][2],
                         const bool ran[NT])
 {
+    bool all = true;
+
     printf("\n%-22s %-5s %3s  %7s %5s %-4s  %8s %8s %5s %-4s  %8s %8s %7s\n",
            "transport", "op", "QPs", "Mops/s", "/2M", "", "CQE p50",
            "CQE p99", "/2us", "", "poll p50", "own p50", "samples");
@@ -1008,10 +1023,11 @@ static void print_table(const char *names[NT], Result res[NT][2][2],
         }
         for (unsigned op = 0; op < 2; op++) {
             for (unsigned k = 0; k < 2; k++) {
-                print_row(names[t], op, k, &res[t][op][k]);
+                all &= print_row(names[t], op, k, &res[t][op][k]);
             }
         }
     }
+    return all;
 }
 
 static void usage(void)
@@ -1036,6 +1052,7 @@ int main(int argc, char **argv)
     bool ran[NT] = { false };
     double m64[2] = { 0 }, m64k[2] = { 0 }, hop[3];
     Ctl *ctl;
+    bool figures;
     int c;
 
     while ((c = getopt(argc, argv, "t:n:w:m:c:L:")) != -1) {
@@ -1112,7 +1129,7 @@ int main(int argc, char **argv)
         hop[i] = socket_hop_ns(i, o.warm, o.iters, o.lat_cap);
     }
 
-    print_table(names, res, ran);
+    figures = print_table(names, res, ran);
     if (o.memcpy_secs) {
         printf("\nhost memcpy, one thread (start / end of this run):\n");
         printf("  64 B:   %7.1f / %7.1f M copies/s  (%6.0f / %6.0f MB/s)\n",
@@ -1137,5 +1154,9 @@ int main(int argc, char **argv)
            "CQE at the peer). 1 QP: 256 deep, batches of 32; 64 QPs: 16 "
            "deep, batches of 8.\n");
     munmap(ctl, sizeof(Ctl));
+    if (!figures) {
+        fprintf(stderr, "bench-core: no figure for some rows (see above)\n");
+        return 1;
+    }
     return 0;
 }

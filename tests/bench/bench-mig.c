@@ -103,6 +103,10 @@ static void measure(unsigned nqp, unsigned runs)
            nqp, nqp, bytes, save[runs / 2] / 1000, load[runs / 2] / 1000,
            (save[runs / 2] + load[runs / 2]) / 1000, runs, save[0] / 1000,
            load[0] / 1000);
+    if (!(save[0] > 0) || !(load[0] > 0)) {
+        printf("no figure: a save or load took no measurable time\n");
+        exit(1);
+    }
     if (nqp >= 1000) {
         printf("target: save+load <= 10 ms at 1000 QPs: %.2fx of the "
                "target (%s)\n", (save[runs / 2] + load[runs / 2]) / 10000,
