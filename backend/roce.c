@@ -51,6 +51,8 @@
 #define ROCE_GSI_QKEY       0x80010000u
 #define ROCE_SMALL_COPY     4096    /* requests this small are copied */
 #define PSN_MASK            0xffffffu
+#define ROCE_LINGER_N       16      /* destroyed QPs remembered ... */
+#define ROCE_LINGER_MS      10000   /* ... for this long */
 
 typedef struct RoceTransport RoceTransport;
 
@@ -146,12 +148,26 @@ typedef struct RoceQp {
     unsigned nres, res_next;
 } RoceQp;
 
+/*
+ * A destroyed RC QP's responder, remembered for a while, as TCP's
+ * TIME_WAIT remembers a closed connection: see linger_rx().
+ */
+typedef struct RoceLinger {
+    uint32_t qpn;               /* 0: a free slot */
+    uint8_t peer_gid[16];
+    uint32_t peer_qpn;
+    uint32_t epsn, msn;         /* as the responder left them */
+    int64_t until;              /* ms */
+} RoceLinger;
+
 struct RoceTransport {
     PvrdmaTransport t;
     PvrdmaFrameTx tx;
     void *opaque;
     PvrdmaRoceStats st;
     GList *qps;                 /* RoceQp */
+    RoceLinger linger[ROCE_LINGER_N];
+    unsigned linger_next;
     uint32_t ud_psn;
     uint16_t ip_id;
     int64_t armed;              /* deadline the core's timer is set for */
@@ -1618,6 +1634,82 @@ static void rx_response(RoceQp *q, const RocePkt *p)
     }
 }
 
+static void linger_forget(RoceTransport *t, uint32_t qpn)
+{
+    for (unsigned i = 0; i < ROCE_LINGER_N; i++) {
+        if (t->linger[i].qpn == qpn) {
+            t->linger[i].qpn = 0;
+        }
+    }
+}
+
+/* q's QP is being destroyed, connected: remember where its responder was */
+static void linger_add(RoceTransport *t, RoceQp *q)
+{
+    RoceLinger *l = &t->linger[t->linger_next++ % ROCE_LINGER_N];
+
+    linger_forget(t, q->qpn);
+    l->qpn = q->qpn;
+    memcpy(l->peer_gid, q->qp->attr.ah_attr.grh.dgid.raw, 16);
+    l->peer_qpn = q->qp->attr.dest_qp_num & PSN_MASK;
+    l->epsn = q->epsn;
+    l->msn = q->msn;
+    l->until = now_ms(t) + ROCE_LINGER_MS;
+}
+
+/*
+ * A request for a QP that no longer exists.  An application that ends
+ * when it has received its last message (ibv_rc_pingpong's client)
+ * destroys its QP as soon as the message is there, and nothing answers
+ * the peer's retransmission of that message if our ACK of it was lost or
+ * not taken: the peer fails it after its retries (a RoCE HCA), or waits
+ * forever (rxe with retry_cnt 7).  Seen with rxe 6.1 in guest test 30:
+ * rxe's timer fired while it still sent the message, the completer took
+ * our ACK while the WQE was being sent again (not "pending"), moved its
+ * PSN past it without completing the WQE, and then waited for an ACK
+ * that only the destroyed QP could have sent.  So for ROCE_LINGER_MS the
+ * transport answers what the destroyed responder would have answered to
+ * a duplicate SEND or WRITE packet with AckReq: an ACK of everything
+ * before the PSN it expected (all of that was executed).  A READ or an
+ * atomic cannot be answered again (the QP's saved results are gone), a
+ * new request is dropped, as before.  Real HCAs forget at once; the
+ * answers here are the ones the QP gave or would have given.
+ */
+static bool linger_rx(RoceTransport *t, const RocePkt *p)
+{
+    int64_t now = now_ms(t);
+    RoceLinger *l = NULL;
+    RocePkt a;
+
+    for (unsigned i = 0; i < ROCE_LINGER_N; i++) {
+        if (t->linger[i].qpn && t->linger[i].qpn == p->dqpn &&
+            !memcmp(t->linger[i].peer_gid, p->sgid, 16)) {
+            l = &t->linger[i];
+            break;
+        }
+    }
+    if (!l || now >= l->until) {
+        return false;
+    }
+    if (!roce_opcode_is_rc_request(p->opcode) || !p->ack_req ||
+        psn_cmp(p->psn, l->epsn) >= 0 ||
+        p->opcode == ROCE_RC_RDMA_READ_REQUEST ||
+        p->opcode == ROCE_RC_COMPARE_SWAP || p->opcode == ROCE_RC_FETCH_ADD) {
+        return false;
+    }
+    trace_pvrdma_roce_resp(l->qpn, "destroyed: duplicate acknowledged",
+                           p->psn);
+    t->st.dups++;
+    pkt_addr(t, &a, p->dgid, p->sgid, p->smac, 0, 0, 0, l->qpn);
+    a.opcode = ROCE_RC_ACKNOWLEDGE;
+    a.dqpn = l->peer_qpn;
+    a.psn = psn_add(l->epsn, PSN_MASK);
+    a.aeth.syndrome = roce_aeth_ack(ROCE_AETH_NO_CREDITS);
+    a.aeth.msn = l->msn & PSN_MASK;
+    pkt_send(t, NULL, &a);
+    return true;
+}
+
 bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
 {
     RoceTransport *t = roce(pt);
@@ -1674,6 +1766,9 @@ bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
         /* its peer left the QP's path (it moved) and is on the wire now */
         q = roce_qp(t, qp);
     }
+    if (!qp && linger_rx(t, &p)) {
+        return true;
+    }
     if (!q || qp->type != PVRDMA_QPT_RC || qp->state < PVRDMA_QPS_RTR ||
         qp->state == PVRDMA_QPS_ERR ||
         memcmp(p.sgid, qp->attr.ah_attr.grh.dgid.raw, 16)) {
@@ -1708,6 +1803,7 @@ static int roce_attach(PvrdmaTransport *pt, PvrdmaQP *qp)
     RoceTransport *t = roce(pt);
     RoceQp *q = g_new0(RoceQp, 1);
 
+    linger_forget(t, qp->qpn);      /* the number is used again */
     q->t = t;
     q->qp = qp;
     q->qpn = qp->qpn;
@@ -1776,6 +1872,10 @@ static void roce_detach(PvrdmaTransport *pt, PvrdmaQP *qp)
     RoceQp *q = qp->path_state;
 
     if (q) {
+        if (pvrdma_qp_by_qpn(pt->core, qp->qpn) != qp &&
+            qp->state >= PVRDMA_QPS_RTR && qp->state != PVRDMA_QPS_ERR) {
+            linger_add(roce(pt), q);    /* destroyed while connected */
+        }
         roce_qp_free(roce(pt), q);
         qp->path_state = NULL;
     }

@@ -1965,6 +1965,100 @@ static void test_rc_dup_acks(void)
 }
 
 /*
+ * The last message's ACK is lost and its receiver destroys its QP as soon
+ * as the message is there (ibv_rc_pingpong's client does: guest test 30
+ * hung with an rxe server that waited forever for that ACK).  The
+ * requester's retransmission still gets its answer: the transport
+ * remembers the destroyed responder for a while and acknowledges a
+ * duplicate SEND or WRITE packet with AckReq, as the QP would have.  Not
+ * a READ (its data would have to be read again from a QP that is gone),
+ * not a new request, and not after a new QP took the number.
+ */
+static void destroy_qp(Ep *e)
+{
+    union pvrdma_cmd_req req = { 0 };
+
+    req.destroy_qp.qp_handle = e->qp.handle;
+    g_assert_cmpuint(dev_cmd(ep_dev(e), &req, PVRDMA_CMD_DESTROY_QP, NULL),
+                     ==, 0);
+}
+
+static void test_rc_last_ack_lost(void)
+{
+    Rc r;
+    Net *n = &r.n;
+    uint8_t *d = pattern(64 * KIB, 35);
+    struct pvrdma_sge s;
+    struct pvrdma_cqe c;
+    int64_t t0;
+
+    /* SEND, then WRITE: both complete at A after B's QP is gone */
+    for (unsigned k = 0; k < 2; k++) {
+        rc_setup(&r, NULL, 256 * KIB, 40 + k);
+        ep_put(&r.a, 0, d, 64 * KIB);
+        wr_recv(&r.b, 0xb1, 128 * KIB, 64 * KIB);
+        n->dir[1].drop_all = true;          /* B's ACKs are lost */
+        s = ep_sge(&r.a, 0, 64 * KIB);
+        if (k == 0) {
+            wr_send(&r.a, 0xa1, PVRDMA_WR_SEND, 0, &s, 1);
+        } else {
+            wr_rdma(&r.a, 0xa1, PVRDMA_WR_RDMA_WRITE, &s, 1,
+                    ep_va(&r.b, 128 * KIB), r.b.mr.rkey, 0);
+        }
+        net_run(n, 30, NULL, NULL);         /* all there, before the RTO */
+        if (k == 0) {
+            ep_expect_recv(&r.b, 0xb1, PVRDMA_WC_RECV, 64 * KIB,
+                           r.a.qp.qpn);
+        } else {
+            g_assert_true(poll_cq(ep_dev(&r.b), &r.b.cq, &c) == false);
+        }
+        ep_check(&r.b, 128 * KIB, d, 64 * KIB);
+        g_assert_cmpuint(ep_cq_avail(&r.a), ==, 0);
+        destroy_qp(&r.b);
+        n->dir[1].drop_all = false;
+        WAIT_CQES(n, 10000, &r.a, 1, NULL, 0);
+        ep_expect(&r.a, 0xa1, PVRDMA_WC_SUCCESS,
+                  k == 0 ? PVRDMA_WC_SEND : PVRDMA_WC_RDMA_WRITE, 64 * KIB);
+        g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_RTS);
+        g_assert_true(net_settle(n));
+        rc_fini(&r);
+    }
+
+    /* a READ whose responses were lost: nothing can answer it again */
+    rc_setup(&r, NULL, 256 * KIB, 42);
+    ep_put(&r.b, 0, d, 64 * KIB);
+    n->dir[1].drop_all = true;
+    s = ep_sge(&r.a, 128 * KIB, 4096);
+    wr_rdma(&r.a, 0xa2, PVRDMA_WR_RDMA_READ, &s, 1, ep_va(&r.b, 0),
+            r.b.mr.rkey, 0);
+    net_run(n, 30, NULL, NULL);
+    destroy_qp(&r.b);
+    n->dir[1].drop_all = false;
+    WAIT_CQES(n, 60000, &r.a, 1, NULL, 0);
+    g_assert_true(poll_cq(ep_dev(&r.a), &r.a.cq, &c));
+    g_assert_cmphex(c.wr_id, ==, 0xa2);
+    g_assert_cmpuint(c.status, ==, PVRDMA_WC_RETRY_EXC_ERR);
+    g_assert_true(net_settle(n));
+    rc_fini(&r);
+
+    /* a new request to the destroyed QP is not acknowledged either */
+    rc_setup(&r, NULL, 256 * KIB, 43);
+    destroy_qp(&r.b);
+    s = ep_sge(&r.a, 0, 4096);
+    t0 = net_now(n);
+    wr_send(&r.a, 0xa3, PVRDMA_WR_SEND, 0, &s, 1);
+    WAIT_CQES(n, 60000, &r.a, 1, NULL, 0);
+    g_assert_true(poll_cq(ep_dev(&r.a), &r.a.cq, &c));
+    g_assert_cmphex(c.wr_id, ==, 0xa3);
+    g_assert_cmpuint(c.status, ==, PVRDMA_WC_RETRY_EXC_ERR);
+    g_test_message("a send to a destroyed QP failed after %" PRId64 " ms",
+                   net_now(n) - t0);
+    g_assert_true(net_settle(n));
+    rc_fini(&r);
+    g_free(d);
+}
+
+/*
  * ib_write_bw over a congested path: 100 WRITEs of 64 KiB posted at once,
  * three rounds, both directions stalling up to 40 ms, and
  *  - "answers": 2 % of the requests lost, the answers' direction slow
@@ -3115,6 +3209,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-timeout", test_rc_timeout);
     g_test_add_func("/pvrdma/roce/rc-dup-acks", test_rc_dup_acks);
     g_test_add_func("/pvrdma/roce/rc-congested", test_rc_congested);
+    g_test_add_func("/pvrdma/roce/rc-last-ack-lost", test_rc_last_ack_lost);
     g_test_add_func("/pvrdma/roce/rc-dup-read", test_rc_dup_read);
     g_test_add_func("/pvrdma/roce/rc-read-resume", test_rc_read_resume);
     g_test_add_func("/pvrdma/roce/rc-dup-atomic", test_rc_dup_atomic);
