@@ -156,7 +156,7 @@ typedef struct RoceLinger {
     uint32_t qpn;               /* 0: a free slot */
     uint8_t peer_gid[16];
     uint32_t peer_qpn;
-    uint32_t epsn, msn;         /* as the responder left them */
+    uint32_t epsn, ack_psn, msn; /* as the responder left them */
     int64_t until;              /* ms */
 } RoceLinger;
 
@@ -1258,6 +1258,27 @@ static void resp_drop_replays(RoceQp *q, const RoceRes *res)
 }
 
 /* A request packet with a PSN already seen. */
+/*
+ * The PSN an ACK of a duplicate SEND/WRITE packet names: the newest one
+ * executed, short of READ and atomic requests.  Their answers are their
+ * responses: an ACK naming a READ's last PSN tells the requester it is
+ * done, and rxe 6.1's completer then completes the READ without its data
+ * (the verbs checker saw READs and atomics "succeed" with nothing written
+ * under loss).  rxe's responder keeps an ack_psn that READs and atomics
+ * do not move; here the replay cache tells where they are (a requester
+ * has at most max_dest_rd_atomic of them unanswered, all in the cache).
+ */
+static uint32_t resp_ack_psn(RoceQp *q)
+{
+    uint32_t psn = psn_add(q->epsn, PSN_MASK);
+    RoceRes *res;
+
+    for (unsigned n = 0; n < q->nres && (res = resp_res_find(q, psn)); n++) {
+        psn = psn_add(res->first_psn, PSN_MASK);
+    }
+    return psn;
+}
+
 static void resp_duplicate(RoceQp *q, const RocePkt *p)
 {
     RoceRes *res;
@@ -1303,8 +1324,7 @@ static void resp_duplicate(RoceQp *q, const RocePkt *p)
          * duplicate.
          */
         if (p->ack_req) {
-            resp_ack(q, psn_add(q->epsn, PSN_MASK),
-                     roce_aeth_ack(ROCE_AETH_NO_CREDITS));
+            resp_ack(q, resp_ack_psn(q), roce_aeth_ack(ROCE_AETH_NO_CREDITS));
         }
         break;
     }
@@ -1653,6 +1673,7 @@ static void linger_add(RoceTransport *t, RoceQp *q)
     memcpy(l->peer_gid, q->qp->attr.ah_attr.grh.dgid.raw, 16);
     l->peer_qpn = q->qp->attr.dest_qp_num & PSN_MASK;
     l->epsn = q->epsn;
+    l->ack_psn = resp_ack_psn(q);
     l->msn = q->msn;
     l->until = now_ms(t) + ROCE_LINGER_MS;
 }
@@ -1670,7 +1691,8 @@ static void linger_add(RoceTransport *t, RoceQp *q)
  * that only the destroyed QP could have sent.  So for ROCE_LINGER_MS the
  * transport answers what the destroyed responder would have answered to
  * a duplicate SEND or WRITE packet with AckReq: an ACK of everything
- * before the PSN it expected (all of that was executed).  A READ or an
+ * before the PSN it expected (all of that was executed), short of READs
+ * and atomics as resp_ack_psn() says.  A READ or an
  * atomic cannot be answered again (the QP's saved results are gone), a
  * new request is dropped, as before.  Real HCAs forget at once; the
  * answers here are the ones the QP gave or would have given.
@@ -1703,7 +1725,7 @@ static bool linger_rx(RoceTransport *t, const RocePkt *p)
     pkt_addr(t, &a, p->dgid, p->sgid, p->smac, 0, 0, 0, l->qpn);
     a.opcode = ROCE_RC_ACKNOWLEDGE;
     a.dqpn = l->peer_qpn;
-    a.psn = psn_add(l->epsn, PSN_MASK);
+    a.psn = l->ack_psn;
     a.aeth.syndrome = roce_aeth_ack(ROCE_AETH_NO_CREDITS);
     a.aeth.msn = l->msn & PSN_MASK;
     pkt_send(t, NULL, &a);

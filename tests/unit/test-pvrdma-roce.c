@@ -1965,6 +1965,94 @@ static void test_rc_dup_acks(void)
 }
 
 /*
+ * A duplicate SEND packet that follows a READ (the requester went back
+ * after losing the READ's response) is acknowledged with the SEND's PSN,
+ * not with the READ's: an ACK naming the READ's PSN tells the requester
+ * the READ is done, and rxe 6.1 then completes it without its data (the
+ * verbs checker against rxe under loss).  The same after an atomic.
+ */
+static bool ack_psn_filter(Net *n, unsigned from, const RocePkt *p,
+                           void *arg)
+{
+    GArray *psns = arg;
+
+    if (p->opcode == ROCE_RC_ACKNOWLEDGE &&
+        roce_aeth_type(p->aeth.syndrome) == ROCE_AETH_ACK) {
+        g_array_append_val(psns, p->psn);
+    }
+    return false;
+}
+
+static void test_rc_dup_ack_psn(void)
+{
+    uint8_t *d = pattern(4096, 36);
+
+    for (unsigned k = 0; k < 2; k++) {
+        Rc r;
+        Net *n = &r.n;
+        struct pvrdma_sge s;
+        GArray *psns = g_array_new(false, false, sizeof(uint32_t));
+        GPtrArray *sent = g_ptr_array_new_with_free_func(
+            (GDestroyNotify)g_bytes_unref);
+        uint32_t psn0 = rc_default.psn_a;
+
+        rc_setup(&r, NULL, 256 * KIB, 44 + k);
+        ep_put(&r.b, 0, d, 4096);
+        wr_recv(&r.b, 0xb1, 128 * KIB, 4096);
+        n->dir[1].drop_all = true;          /* B's answers are lost */
+        n->dir[0].keep = sent;
+        s = ep_sge(&r.a, 0, 64);
+        wr_send(&r.a, 0xa1, PVRDMA_WR_SEND, 0, &s, 1);
+        if (k == 0) {
+            s = ep_sge(&r.a, 64 * KIB, 7);
+            wr_rdma(&r.a, 0xa2, PVRDMA_WR_RDMA_READ, &s, 1, ep_va(&r.b, 0),
+                    r.b.mr.rkey, 0);
+        } else {
+            s = ep_sge(&r.a, 64 * KIB, 8);
+            wr_atomic(&r.a, 0xa2, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, &s,
+                      ep_va(&r.b, 0), r.b.mr.rkey, 5, 0);
+        }
+        net_run(n, 30, NULL, NULL);         /* both there, before the RTO */
+        n->dir[0].keep = NULL;
+        g_assert_cmpuint(sent->len, ==, 2);
+        ep_expect_recv(&r.b, 0xb1, PVRDMA_WC_RECV, 64, r.a.qp.qpn);
+
+        /* the SEND again, as a requester's go-back sends it */
+        n->dir[1].drop_all = false;
+        n->dir[1].filter = ack_psn_filter;
+        n->dir[1].filter_arg = psns;
+        {
+            gsize len;
+            const uint8_t *f = g_bytes_get_data(sent->pdata[0], &len);
+
+            wire_put(n, 1, f, len, false, false);
+        }
+        for (unsigned i = 0; i < 4; i++) {
+            net_deliver(n);
+        }
+        g_assert_cmpuint(psns->len, >=, 1);
+        g_assert_cmphex(g_array_index(psns, uint32_t, 0), ==, psn0);
+        n->dir[1].filter = NULL;
+
+        /* the requester gets its data all the same */
+        WAIT_CQES(n, 10000, &r.a, 2, NULL, 0);
+        ep_expect(&r.a, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 64);
+        if (k == 0) {
+            ep_expect(&r.a, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 7);
+            ep_check(&r.a, 64 * KIB, d, 7);
+        } else {
+            ep_expect(&r.a, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_FETCH_ADD, 8);
+            ep_check(&r.a, 64 * KIB, d, 8);
+        }
+        g_assert_true(net_settle(n));
+        g_array_unref(psns);
+        g_ptr_array_unref(sent);
+        rc_fini(&r);
+    }
+    g_free(d);
+}
+
+/*
  * The last message's ACK is lost and its receiver destroys its QP as soon
  * as the message is there (ibv_rc_pingpong's client does: guest test 30
  * hung with an rxe server that waited forever for that ACK).  The
@@ -3209,6 +3297,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-timeout", test_rc_timeout);
     g_test_add_func("/pvrdma/roce/rc-dup-acks", test_rc_dup_acks);
     g_test_add_func("/pvrdma/roce/rc-congested", test_rc_congested);
+    g_test_add_func("/pvrdma/roce/rc-dup-ack-psn", test_rc_dup_ack_psn);
     g_test_add_func("/pvrdma/roce/rc-last-ack-lost", test_rc_last_ack_lost);
     g_test_add_func("/pvrdma/roce/rc-dup-read", test_rc_dup_read);
     g_test_add_func("/pvrdma/roce/rc-read-resume", test_rc_read_resume);
