@@ -135,7 +135,8 @@ mkdir -p "$G"
 exec 9> "$G/.lock"
 flock 9
 key=$( {
-    cat "$0" "$here/init" "$top"/tests/guest/tools/*.c
+    cat "$0" "$here/init" "$top"/tests/guest/tools/*.c "$top"/tests/verbs-check/*.[ch] \
+        "$top"/tests/verbs-check/Makefile
     echo "KV=$KV"
     for p in $KPKGS linux-source-6.1 qemu-system-data $USER_PKGS; do echo "$p=${VER[$p]}"; done
 } | sha256sum | cut -d' ' -f1)
@@ -394,6 +395,13 @@ for c in "$top"/tests/guest/tools/*.c; do
     "${CC:-cc}" -O2 -static -Wall -Wextra -Werror -o "$R/usr/bin/$(basename "$c" .c)" "$c" ||
         die "building $c failed (a static libc is in libc6-dev)"
 done
+
+# the verbs data checker (tests/verbs-check): dynamic, as libibverbs loads
+# its providers with dlopen; built against the host's rdma-core -dev
+# packages, the same Debian version as the image's libraries
+make -s -C "$top/tests/verbs-check" O="$G/verbs-check" > "$G/verbs-check.log" 2>&1 ||
+    die "building tests/verbs-check failed ($G/verbs-check.log; libibverbs-dev and librdmacm-dev: scripts/deps.sh)"
+install -m 0755 "$G/verbs-check/pvrdma-verbs-check" "$R/usr/bin/pvrdma-verbs-check"
 
 # ---------------------------------------------------------------------------
 # 8. Manifest, cpio, kernel

@@ -695,3 +695,73 @@ roce_three_vms() {
     fi
     barrier_all roce-up 120
 }
+
+# --- the verbs data checker (tests/verbs-check: /usr/bin/pvrdma-verbs-check)
+# Every byte of every message compared, SEND, SEND with immediate, WRITE,
+# WRITE with immediate, READ and atomics in both directions at once (see
+# the header of tests/verbs-check/verbs-check.c).  The pingpongs' -c looks
+# at one byte per page; the checker is the tests' data check.
+VC_PORT=${VC_PORT:-18530}
+
+# vc_result FILE MIN: the last line of FILE is the checker's "verbs-check:
+# ok ..." with at least MIN messages sent and MIN of the peer's verified;
+# prints it.  Returns 1 otherwise.
+vc_result() {
+    _vl=$(tail -n 1 "$1" 2>/dev/null)
+    case $_vl in "verbs-check: ok "*) ;; *) return 1 ;; esac
+    _vm=$(echo "$_vl" | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
+    _vr=$(echo "$_vl" | sed -n 's/.* recv=\([0-9]*\).*/\1/p')
+    [ "${_vm:-0}" -ge "$2" ] && [ "${_vr:-0}" -ge "$2" ] || return 1
+    echo "$_vl"
+}
+
+# _vc_judge NAME MIN: this side's checker output (/tmp/NAME.out) passed
+_vc_judge() {
+    if ! _vl=$(vc_result "/tmp/$1.out" "$2"); then
+        tail -n 20 "/tmp/$1.out"
+        _ve=$(grep -m1 '^verbs-check: ' "/tmp/$1.out") || _ve="no 'verbs-check: ok' line with >= $2 messages each way"
+        PAIR_ERR=${PAIR_ERR:-"$1: $_ve"}
+        return 1
+    fi
+    log "$1: $_vl"
+}
+
+# vc_2vm NAME SECS MIN [fwd|rev] OPTIONS...: one checker run between the
+# two VMs (VM 0 serves, VM 1 with rev), both limited to SECS; each side must
+# end with "verbs-check: ok" and at least MIN messages each way (-n or -D
+# and the rest are in OPTIONS, e.g. "-n 200 -S 65536").
+vc_2vm() {
+    _vn=$1 _vs=$2 _vmin=$3 _vd=$4
+    shift 4
+    _vsrv="pvrdma-verbs-check -p $VC_PORT $* server"
+    _vcli="pvrdma-verbs-check -p $VC_PORT $* client $PVRDMA_PEER_IP"
+    if [ "$_vd" = rev ]; then
+        vm_pair_rev "$_vn" "$_vs" "cm:$VC_PORT" "$_vsrv" "$_vcli" || return 1
+    else
+        vm_pair "$_vn" "$_vs" "cm:$VC_PORT" "$_vsrv" "$_vcli" || return 1
+    fi
+    _vc_judge "$_vn" "$_vmin"
+}
+
+# vc_loopback NAME SECS MIN OPTIONS...: server and client in this VM (to
+# this VM's own address: the device's loopback path); both must pass
+vc_loopback() {
+    _vn=$1 _vs=$2 _vmin=$3
+    shift 3
+    # shellcheck disable=SC2086
+    timeout "$_vs" pvrdma-verbs-check -p "$VC_PORT" $* server > "/tmp/$_vn-srv.out" 2>&1 &
+    _vp=$!
+    _wait_listening "$_vn" "cm:$VC_PORT" $_vp || { cat "/tmp/$_vn-srv.out"; PAIR_ERR="$_vn: the server does not listen"; return 1; }
+    # shellcheck disable=SC2086
+    timeout "$_vs" pvrdma-verbs-check -p "$VC_PORT" $* client "$PVRDMA_IP" > "/tmp/$_vn-cli.out" 2>&1
+    _vcr=$?
+    wait $_vp; _vsr=$?
+    if [ $_vcr != 0 ] || [ $_vsr != 0 ]; then
+        echo "--- $_vn server (rc $_vsr) ---"; tail -n 20 "/tmp/$_vn-srv.out"
+        echo "--- $_vn client (rc $_vcr) ---"; tail -n 20 "/tmp/$_vn-cli.out"
+        _ve=$(grep -h -m1 '^verbs-check: ' "/tmp/$_vn-cli.out" "/tmp/$_vn-srv.out" | head -n 1)
+        PAIR_ERR=${PAIR_ERR:-"$_vn: client rc $_vcr, server rc $_vsr${_ve:+: $_ve}"}
+        return 1
+    fi
+    _vc_judge "$_vn-srv" "$_vmin" && _vc_judge "$_vn-cli" "$_vmin"
+}
