@@ -1,6 +1,9 @@
 # rc/ud/srq pingpong over vmw_pvrdma0 inside one VM (client -> 127.0.0.1),
-# with -c (the first byte of every page checked; "invalid data" fails the
-# run) and several sizes.
+# with -c ("invalid data" fails the run; -c looks at the first byte of each
+# page only) and several sizes; then the data check: the verbs checker
+# (pvrdma-verbs-check, every byte of SEND, SEND with immediate, WRITE,
+# WRITE with immediate, READ, CAS and FAA in both directions, every MTU
+# boundary) in rc, srq and ud mode over the device's loopback path.
 # vms: 1
 # timeout: 400
 # requires: pvrdma
@@ -10,3 +13,8 @@ wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 gidx=$(roce_v2_gid vmw_pvrdma0)
 log "vmw_pvrdma0 RoCE v2 GID index for $PVRDMA_IP: $gidx"
 loopback_pingpongs vmw_pvrdma0 "$gidx"
+bad=0
+for m in rc srq ud; do
+    vc_loopback "vc-$m" 180 200 -t "$m" -n 200 -S 65536 || bad=$((bad + 1))
+done
+[ $bad = 0 ] || fail "$bad of 3 verbs checker runs failed (first: $PAIR_ERR)"

@@ -2,13 +2,16 @@
 # ibv_rc_pingpong (4 KiB, -c) runs while the host migrates the VM to a new
 # QEMU (run-vm.sh, on "PVRDMA-MIGRATE pingpong") and then again with
 # postcopy-ram (the new QEMU runs while most of RAM is still on the old
-# one), and ib_send_bw runs across two more, precopy and postcopy.  Both
-# runs must end well: a lost completion hangs them, a duplicate fails
-# them, a data error prints "invalid data" (-c).  The host check
+# one), ib_send_bw runs across two more, precopy and postcopy, and the
+# verbs data checker (pvrdma-verbs-check, every byte of every operation,
+# both directions) across two more.  Every run must end well: a lost
+# completion hangs it, a duplicate fails it; the checker's data check
+# fails it on the first byte that differs (the pingpong's -c looks at one
+# byte per page: a real application's run, not a data check).  The host check
 # (18-pvrdma-migrate.host) wants every migration completed while its run
 # was under way, and the QPs in RTS on the loopback path in the new QEMU.
 # vms: 1
-# timeout: 300
+# timeout: 420
 # requires: pvrdma
 # qemu-args: -trace pvrdma_state_saved -trace pvrdma_state_loaded
 . /usr/lib/pvrdma/tests-common.sh
@@ -26,3 +29,9 @@ run_across sendbw 200 "$bw" "$bw 127.0.0.1" \
     "PVRDMA-MIGRATE sendbw" "PVRDMA-MIGRATE sendbw-postcopy postcopy"
 grep -E '^ *65536' /tmp/sendbw.cli | sed 's/^/  send_bw: /'
 grep -qE '^ *65536' /tmp/sendbw.cli || { cat /tmp/sendbw.cli; fail "ib_send_bw printed no result"; }
+
+vc="pvrdma-verbs-check -p $VC_PORT -D ${MIG_VC_SECS:-40} -S 65536 -T 60"
+RA_LISTEN=cm:$VC_PORT run_across verbs 200 "$vc server" "$vc client $PVRDMA_IP" \
+    "PVRDMA-MIGRATE verbs" "PVRDMA-MIGRATE verbs-postcopy postcopy"
+cp /tmp/verbs.srv /tmp/verbs-srv.out; cp /tmp/verbs.cli /tmp/verbs-cli.out
+_vc_judge verbs-srv 100 && _vc_judge verbs-cli 100 || fail "$PAIR_ERR"

@@ -12,6 +12,10 @@
 # (19-pvrdma-2vm-migrate.host) wants each migration completed while its run
 # was under way, the staying VM told that its peer moved, and the QPs on
 # the co-resident path in the new QEMU.
+# Last, the verbs data checker (pvrdma-verbs-check: every byte of SEND,
+# WRITE, READ and atomics in both directions, time mode) runs across one
+# more migration of the same VM; it is the data check (the pingpong's -c
+# looks at one byte per page).
 # vms: 2
 # timeout: 600
 # requires: pvrdma
@@ -36,3 +40,7 @@ o="-d $D -g $gidx -n ${MIG_PP_ITERS:-20000} -r $PP_RXDEPTH -c -s 4096"
 across_migration pingpong 200 tcp:18515 0 1 "ibv_rc_pingpong $o" "ibv_rc_pingpong $o $PVRDMA_PEER_IP"
 grep -qE "^${MIG_PP_ITERS:-20000} iters in" /tmp/pingpong.out || { cat /tmp/pingpong.out; fail "pingpong: not every iteration ran"; }
 grep -E "iters in" /tmp/pingpong.out | sed 's/^/  /'
+
+vc="pvrdma-verbs-check -p $VC_PORT -D ${MIG_VC_SECS:-30} -S 65536 -T 60"
+across_migration verbs 200 "cm:$VC_PORT" 0 1 "$vc server" "$vc client $PVRDMA_PEER_IP"
+_vc_judge verbs 100 || fail "$PAIR_ERR"

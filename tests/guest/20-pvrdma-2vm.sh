@@ -1,5 +1,6 @@
 # rc/ud/srq pingpong between two VMs over vmw_pvrdma0 and the co-resident
-# transport (VM 0 serves), with -c ("invalid data" fails) and several sizes: rc
+# transport (VM 0 serves), with -c ("invalid data" fails; -c looks at one
+# byte per page) and several sizes: rc
 # and srq from 1 byte to 64 KiB (16 pages, so several SGE pages per message),
 # ud up to the active MTU (1024).
 #
@@ -7,6 +8,9 @@
 # sends still in flight and frees their buffers at once; before the fence
 # (DESTROY_QP waits until the peer executed or dropped them) about one run in
 # 20 delivered freed memory and the server printed "invalid data".
+# Last, the data check: the verbs checker (pvrdma-verbs-check: every byte
+# of every operation in both directions) in rc (up to 1 MiB, 4 SGEs, 16 in
+# flight), srq (VM 1 serves) and ud mode.
 # vms: 2
 # timeout: 400
 # requires: pvrdma
@@ -15,6 +19,12 @@
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 barrier pvrdma-up 60
 two_vm_pingpongs vmw_pvrdma0 "rc:1 rc:4096 rc:65536 ud:1 ud:512 ud:1024 srq:1 srq:4096 srq:65536"
+# the data check: every byte, every op, both directions, up to 1 MiB
+bad=0
+vc_2vm vc-rc 180 300 fwd -t rc -n 300 -g 4 -q 16 || bad=$((bad + 1))
+vc_2vm vc-srq 180 300 rev -t srq -n 300 -S 65536 || bad=$((bad + 1))
+vc_2vm vc-ud 180 300 fwd -t ud -n 300 || bad=$((bad + 1))
+[ $bad = 0 ] || fail "$bad of 3 verbs checker runs failed (first: $PAIR_ERR)"
 i=0
 while [ $i -lt 10 ]; do
     i=$((i + 1))

@@ -14,6 +14,10 @@
 # Every run must exit 0 with its result and no "invalid data".  The host
 # check (36-pvrdma-roce-migrate.host) wants each migration completed while
 # its run was under way and the QPs on the RoCEv2 path in the new QEMU.
+# Last, the verbs data checker (pvrdma-verbs-check: every byte of SEND,
+# WRITE, READ and atomics in both directions, time mode) runs across one
+# more migration of the same VM; it is the data check (the pingpong's -c
+# looks at one byte per page).
 # vms: 2
 # timeout: 700
 # requires: pvrdma
@@ -42,4 +46,7 @@ n=${MIG_RPING:-3000}
 across_migration rping 300 cm:7174 0 0 "rping -s -a $PVRDMA_IP -p 7174 -S 4096 -C $n -V" \
     "rping -c -a $PVRDMA_PEER_IP -p 7174 -S 4096 -C $n -V -v"
 rping_checked "$n"
+vc="pvrdma-verbs-check -p $VC_PORT -D ${MIG_VC_SECS:-30} -S 65536 -T 60"
+across_migration verbs 300 "cm:$VC_PORT" 1 0 "$vc server" "$vc client $PVRDMA_PEER_IP"
+_vc_judge verbs 100 || fail "$PAIR_ERR"
 roce_diag

@@ -24,6 +24,10 @@
 # right after each move away, and the path changes in both QEMUs' traces
 # (pvrdma_qp_repath): co-resident to RoCEv2 for each move away, RoCEv2 to
 # co-resident for the move home.
+# Last, the verbs data checker (pvrdma-verbs-check: every byte of SEND,
+# WRITE, READ and atomics in both directions, time mode) runs across one
+# more migration of the same VM (home: its QPs stay on RoCEv2 while it runs); it is the data check (the pingpong's -c
+# looks at one byte per page).
 # vms: 2
 # timeout: 700
 # requires: pvrdma
@@ -55,4 +59,10 @@ MIG_WHERE=away
 po="-d $ROCE_DEV -x $ROCE_GIDX -F -s 65536"
 across_migration write_bw 120 tcp:18515 0 0 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
 [ "$PVRDMA_VM" = 0 ] || perf_check write_bw 4 || fail "ib_write_bw: no result ($PAIR_ERR)"
+# VM 0 comes home with the checker running (its QPs stay on RoCEv2 while
+# it runs: a connection that never pauses does not change path)
+MIG_WHERE=
+vc="pvrdma-verbs-check -p $VC_PORT -D ${MIG_VC_SECS:-30} -S 65536 -T 60"
+across_migration verbs 300 "cm:$VC_PORT" 1 0 "$vc server" "$vc client $PVRDMA_PEER_IP"
+_vc_judge verbs 100 || fail "$PAIR_ERR"
 roce_diag

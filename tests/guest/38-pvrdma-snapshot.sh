@@ -3,15 +3,18 @@
 # 2 s later, a loadvm of that snapshot (the guest, the device and the run
 # go back to the savevm and go on from there), then across a migration to
 # a file and a new QEMU started from it; ib_send_bw runs across the same
-# two in the other order.  Every run must end well: a lost completion
-# hangs it, a duplicate fails it, a data error prints "invalid data" (-c).
+# two in the other order, and the verbs data checker (pvrdma-verbs-check:
+# every byte of every operation, both directions) across a savevm/loadvm
+# and a migration to a file.  Every run must end well: a lost completion
+# hangs it, a duplicate fails it, the checker fails on the first byte that
+# differs (the pingpong's -c looks at one byte per page).
 # A tick on the console every 0.5 s shows the rewind: after a loadvm the
 # guest prints ticks again that it had printed after the savevm.  The host
 # check (38-pvrdma-snapshot.host) wants every savevm, loadvm and migration
 # done while its run was under way, ticks printed twice, and the QPs in
 # RTR or RTS on the loopback path after each.
 # vms: 1
-# timeout: 300
+# timeout: 420
 # requires: pvrdma
 # qemu-args: -trace pvrdma_state_saved -trace pvrdma_state_loaded
 . /usr/lib/pvrdma/tests-common.sh
@@ -32,4 +35,9 @@ run_across sendbw 200 "$bw" "$bw 127.0.0.1" \
     "PVRDMA-MIGRATE sendbw-file file" "PVRDMA-SNAPSHOT sendbw-snap"
 grep -E '^ *65536' /tmp/sendbw.cli | sed 's/^/  send_bw: /'
 grep -qE '^ *65536' /tmp/sendbw.cli || { cat /tmp/sendbw.cli; fail "ib_send_bw printed no result"; }
+vc="pvrdma-verbs-check -p $VC_PORT -D ${SNAP_VC_SECS:-40} -S 65536 -T 60"
+RA_LISTEN=cm:$VC_PORT run_across verbs 200 "$vc server" "$vc client $PVRDMA_IP" \
+    "PVRDMA-SNAPSHOT verbs-snap" "PVRDMA-MIGRATE verbs-file file"
+cp /tmp/verbs.srv /tmp/verbs-srv.out; cp /tmp/verbs.cli /tmp/verbs-cli.out
+_vc_judge verbs-srv 100 && _vc_judge verbs-cli 100 || fail "$PAIR_ERR"
 kill "$ticker"

@@ -571,8 +571,9 @@ host_query() {
 # (host_query TAG, TAG the request's second word).  REQUEST: "PVRDMA-MIGRATE
 # TAG" (the default, TAG = NAME: a live migration to a new QEMU),
 # "PVRDMA-MIGRATE TAG file", "PVRDMA-SNAPSHOT TAG".  Both must exit 0 with
-# no "invalid data" in /tmp/NAME.{srv,cli}; "NAME: done" on the console
-# tells a host check when the run ended.
+# no "invalid data" or "mismatch" in /tmp/NAME.{srv,cli}; "NAME: done" on
+# the console tells a host check when the run ended.  The server listens
+# on TCP port 18515, or on RA_LISTEN if set (tcp:PORT or cm:PORT).
 run_across() {
     _n=$1 _s=$2 _srv=$3 _cli=$4
     shift 4
@@ -580,7 +581,11 @@ run_across() {
     # shellcheck disable=SC2086
     timeout "$_s" $_srv > "/tmp/$_n.srv" 2>&1 &
     _sp=$!
-    wait_port 18515 10 || { cat "/tmp/$_n.srv"; fail "$_n: server does not listen"; }
+    if [ -n "${RA_LISTEN:-}" ]; then
+        _wait_listening "$_n" "$RA_LISTEN" $_sp || { cat "/tmp/$_n.srv"; fail "$_n: server does not listen"; }
+    else
+        wait_port 18515 10 || { cat "/tmp/$_n.srv"; fail "$_n: server does not listen"; }
+    fi
     # shellcheck disable=SC2086
     timeout "$_s" $_cli > "/tmp/$_n.cli" 2>&1 &
     _cp=$!
@@ -597,7 +602,7 @@ run_across() {
     wait "$_cp"; _crc=$?
     wait "$_sp"; _src=$?
     log "$_n: done (client rc $_crc, server rc $_src)"
-    if [ $_crc != 0 ] || [ $_src != 0 ] || grep -qi "invalid data" "/tmp/$_n.cli" "/tmp/$_n.srv"; then
+    if [ $_crc != 0 ] || [ $_src != 0 ] || grep -qiE "invalid data|mismatch" "/tmp/$_n.cli" "/tmp/$_n.srv"; then
         echo "--- server ---"; cat "/tmp/$_n.srv"; echo "--- client ---"; cat "/tmp/$_n.cli"
         fail "$_n across $*: client rc $_crc, server rc $_src"
     fi
@@ -704,14 +709,16 @@ roce_three_vms() {
 VC_PORT=${VC_PORT:-18530}
 
 # vc_result FILE MIN: the last line of FILE is the checker's "verbs-check:
-# ok ..." with at least MIN messages sent and MIN of the peer's verified;
+# ok ..." with at least MIN messages of this side done and checked, and
+# some of the peer's received and checked (recv: the SENDs and WRITEs that
+# reached this side; READs and atomics are checked by their requester);
 # prints it.  Returns 1 otherwise.
 vc_result() {
     _vl=$(tail -n 1 "$1" 2>/dev/null)
     case $_vl in "verbs-check: ok "*) ;; *) return 1 ;; esac
     _vm=$(echo "$_vl" | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
     _vr=$(echo "$_vl" | sed -n 's/.* recv=\([0-9]*\).*/\1/p')
-    [ "${_vm:-0}" -ge "$2" ] && [ "${_vr:-0}" -ge "$2" ] || return 1
+    [ "${_vm:-0}" -ge "$2" ] && [ "${_vr:-0}" -gt 0 ] || return 1
     echo "$_vl"
 }
 
@@ -719,7 +726,8 @@ vc_result() {
 _vc_judge() {
     if ! _vl=$(vc_result "/tmp/$1.out" "$2"); then
         tail -n 20 "/tmp/$1.out"
-        _ve=$(grep -m1 '^verbs-check: ' "/tmp/$1.out") || _ve="no 'verbs-check: ok' line with >= $2 messages each way"
+        _ve=$(grep -m1 '^verbs-check: \(MISMATCH\|FAILED\)' "/tmp/$1.out") ||
+            _ve="no 'verbs-check: ok' line with >= $2 messages (last: $(tail -n 1 "/tmp/$1.out"))"
         PAIR_ERR=${PAIR_ERR:-"$1: $_ve"}
         return 1
     fi
@@ -759,7 +767,7 @@ vc_loopback() {
     if [ $_vcr != 0 ] || [ $_vsr != 0 ]; then
         echo "--- $_vn server (rc $_vsr) ---"; tail -n 20 "/tmp/$_vn-srv.out"
         echo "--- $_vn client (rc $_vcr) ---"; tail -n 20 "/tmp/$_vn-cli.out"
-        _ve=$(grep -h -m1 '^verbs-check: ' "/tmp/$_vn-cli.out" "/tmp/$_vn-srv.out" | head -n 1)
+        _ve=$(grep -h -m1 '^verbs-check: \(MISMATCH\|FAILED\)' "/tmp/$_vn-cli.out" "/tmp/$_vn-srv.out" | head -n 1)
         PAIR_ERR=${PAIR_ERR:-"$_vn: client rc $_vcr, server rc $_vsr${_ve:+: $_ve}"}
         return 1
     fi
