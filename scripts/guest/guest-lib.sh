@@ -96,9 +96,11 @@ wait_port() {
 # and is printed on failure.  Returns 0 only if both succeed; the first
 # failure's first error line is kept in PAIR_ERR.
 # pp_invalid FILE...: the first "invalid data" line of the FILEs (true if
-# there is one).  rdma-core's pingpongs with -c compare the first byte of
-# every page of each message they receive, print "invalid data in page N"
-# for a bad one and still exit 0: a run that printed it failed.
+# there is one).  rdma-core's pingpongs with -c: the client writes 0 into
+# the first byte of each page of its buffer, and only the server looks,
+# once, after its last iteration; it prints "invalid data in page N" and
+# still exits 0: a run that printed it failed.  One byte per page: not a
+# data check (tests/verbs-check is).
 pp_invalid() {
     grep -h -m1 "invalid data" "$@" 2>/dev/null
 }

@@ -9,7 +9,11 @@
 #   4 KiB (all with -g <RoCE v2 IPv4 GID index> and -c; "invalid data"
 #   fails), perftest ib_write_bw 64 KiB, ib_read_lat and ib_atomic_lat both
 #   ways, ib_send_lat with -x and with -R (rdma_cm), rping -V 4 KiB and
-#   64 KiB both ways, udaddy.
+#   64 KiB both ways, udaddy; and the data check, the verbs checker
+#   (pvrdma-verbs-check: every byte of SEND, SEND with immediate, WRITE,
+#   WRITE with immediate, READ, CAS, FAA in both directions at once) in rc
+#   mode both ways, srq and ud (the pingpongs' -c looks at one byte per
+#   page: they are application runs, not the data check).
 # Every client and server runs under a timeout, so a device that does not
 # answer fails its step instead of hanging the test.
 # Rig self-check, soft-RoCE on both VMs (no pvrdma):
@@ -51,6 +55,10 @@ step "rping-65535/$S" rping_2vm 65535 5
 step "rping-4096/$C" rping_2vm 4096 10 rev
 step "rping-65535/$C" rping_2vm 65535 5 rev
 step "udaddy/$S" udaddy_2vm
+step "verbs-rc/$S" vc_2vm vc-rc 240 200 fwd -t rc -n 200 -S 65536
+step "verbs-rc/$C" vc_2vm vc-rc-rev 240 200 rev -t rc -n 200 -S 65536
+step "verbs-srq/$S" vc_2vm vc-srq 240 200 fwd -t srq -n 200 -S 16384
+step "verbs-ud/$C" vc_2vm vc-ud 120 200 rev -t ud -n 200
 step kernel-clean kernel_clean
 roce_diag
 steps_done

@@ -29,6 +29,9 @@ step ib_write_bw perf_2vm ib_write_bw 65536
 step ib_read_lat perf_2vm ib_read_lat 64
 step rping-4096 rping_2vm 4096 10
 step rping-65535 rping_2vm 65535 5
+step verbs-rc vc_2vm vc-rc 240 200 fwd -t rc -n 200 -S 65536
+step verbs-srq vc_2vm vc-srq 240 200 rev -t srq -n 200 -S 16384
+step verbs-ud vc_2vm vc-ud 120 200 fwd -t ud -n 200
 step kernel-clean kernel_clean
 roce_diag
 steps_done

@@ -21,13 +21,17 @@
 # Steps (VM 0 serves; "invalid data" of a pingpong's -c fails):
 #   vm0-vm1: rc pingpong 64 KiB, ib_write_bw 64 KiB, ib_read_bw 64 KiB,
 #            rping -V 64 KiB (RDMA CM; its MADs cross the lossy switch too)
-#   vm0-vm2: rc pingpong 64 KiB, pvrdma against rxe
+#            and the data check, the verbs checker (every byte of SEND,
+#            WRITE, READ and atomics both ways at once, up to 64 KiB)
+#   vm0-vm2: rc pingpong 64 KiB, pvrdma against rxe, and the verbs checker
+#            (SEND, WRITE, READ: rxe 6.1's own atomics fail under loss,
+#            rxe against rxe too: an atomic "returns" the guard bytes)
 # Then the host records both devices' counters over QMP, and
 # 32-pvrdma-roce-loss.host checks that each device retransmitted and that
 # the switch dropped and reordered frames.  Every client and server runs
 # under a timeout.
 # vms: 3
-# timeout: 900
+# timeout: 1500
 # requires: pvrdma
 # vm-args: --nic vmxnet3,vmxnet3,virtio --no-rendezvous --lossy 2,2 --lossy-keep-acks --lossy-keep-cm
 . /usr/lib/pvrdma/tests-common.sh
@@ -41,10 +45,13 @@ step "rc-65536/$P" with_vm 1 pp_2vm rc 65536 fwd 180
 step "ib_write_bw/$P" with_vm 1 perf_2vm ib_write_bw 65536 fwd "-x $ROCE_GIDX" 180
 step "ib_read_bw/$P" with_vm 1 perf_2vm ib_read_bw 65536 fwd "-x $ROCE_GIDX" 180
 step "rping-65535/$P" with_vm 1 rping_2vm 65535 5 fwd 180
+step "verbs-rc/$P" with_vm 1 vc_2vm vc-rc 300 200 fwd -t rc -n 200 -S 65536 -T 60
 # VM 2 waits here for its turn (up to 900 s) while VM 0 works with VM 1
-with_vm 2 barrier turn-vm2 900
+with_vm 2 barrier turn-vm2 1200
 P=vm0-vm2
 step "rc-65536/$P" with_vm 2 pp_2vm rc 65536 fwd 180
+step "verbs-rc/$P" with_vm 2 vc_2vm vc-rc 300 200 fwd -t rc -n 200 -S 65536 -T 60 \
+    -o send,send_imm,write,write_imm,read
 step kernel-clean kernel_clean
 roce_diag
 host_query_all end

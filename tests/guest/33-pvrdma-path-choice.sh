@@ -29,6 +29,11 @@ step rc-4096/vm0-vm1-coresident with_vm 1 pp_2vm rc 4096
 # VM 2 waits here for its turn while VM 0 works with VM 1
 with_vm 2 barrier turn-vm2 300
 step rc-4096/vm0-vm2-roce with_vm 2 pp_2vm rc 4096
+# the data check on each path: the verbs checker, every byte, every op
+with_vm 1 barrier turn-vc-vm1 300
+step verbs/vm0-vm1-coresident with_vm 1 vc_2vm vc-cr 240 200 fwd -t rc -n 200 -S 65536
+with_vm 2 barrier turn-vc-vm2 300
+step verbs/vm0-vm2-roce with_vm 2 vc_2vm vc-roce 240 200 fwd -t rc -n 200 -S 65536
 
 # pp_check NAME ITERS: the pingpong's output in /tmp/NAME.out is complete
 # (both "bytes in" and "iters in" lines) and has no "invalid data"

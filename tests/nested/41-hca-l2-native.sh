@@ -1,10 +1,13 @@
 #!/bin/sh
 # L1: an L2 guest whose pvrdma device uses rxe0 (ibdev=rxe0) against
 # rdma-core programs running natively in L1: ibv_rc_pingpong and
-# ibv_ud_pingpong with -c ("invalid data" fails), ib_write_bw and ib_read_lat;
+# ibv_ud_pingpong with -c ("invalid data" fails; one byte per page, not a
+# data check), ib_write_bw and ib_read_lat;
 # then rdma_cm both ways: rping (-V: every payload checked) and udaddy (UD,
 # SIDR) from L2 to a server in L1, and from L1 to a server in L2 (the
-# device's cm-listen); rdma_xclient (an inline send) to rdma_xserver in L1.
+# device's cm-listen); rdma_xclient (an inline send) to rdma_xserver in L1;
+# the data check: pvrdma-verbs-check from L2 to a server in L1 (every byte
+# of every operation, both directions, through rdma_cm translation).
 #
 # Addresses: L2 is 10.0.0.2 on tap0 (the TCP exchange of the tools) and
 # also 10.0.1.2, its RoCE address; L1 gives br0 10.0.1.2/32 too, so rxe0
@@ -56,6 +59,10 @@ grep -q 'data transfers complete' /tmp/udaddy_in.out ||
 # lkey 0: the device reads it through the MR's host key
 vm_pair xrc 120 cm:7471 "rdma_xserver -c r" "" || bad=$((bad + 1))
 grep -q 'rdma_xserver: end 0' /tmp/xrc.out || { bad=$((bad + 1)); log "xrc: server did not end 0"; }
+# the data check: the verbs checker, L2 (host HCA path) -> L1 (native
+# rxe0), every byte of SEND, WRITE, READ and atomics both ways at once
+vm_pair verbs 300 cm:10.0.0.1:7177 "pvrdma-verbs-check -p 7177 -b 10.0.0.1 -n 200 -S 65536 -T 60 server" "" &&
+    _vc_judge verbs 200 || bad=$((bad + 1))
 wait $l2; rc=$?
 cat /tmp/l2.out
 if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
@@ -64,4 +71,4 @@ if [ "$rc" != 0 ] || [ "$bad" != 0 ]; then
 fi
 [ "$rc" = 0 ] || fail "L2 guest side failed (rc $rc): $(grep -m1 'FAIL' /tmp/l2.out)"
 [ "$bad" = 0 ] || fail "$bad runs failed on the L1 side"
-log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping and udaddy both ways, rdma_xclient ok"
+log "L2 over rxe0 <-> L1 native: rc, ud, write_bw, read_lat, rping and udaddy both ways, rdma_xclient, verbs checker ok"

@@ -38,5 +38,9 @@ grep -q 'data transfers complete' /tmp/udaddy_in.out ||
 # rdma_xclient (IBV_SEND_INLINE, lkey 0) to rdma_xserver on L1's 10.0.1.1
 vm_pair xrc 120 cm:7471 "" "rdma_xclient -s 10.0.1.1 -c r" || bad=$((bad + 1))
 grep -q 'rdma_xclient: end 0' /tmp/xrc.out || { bad=$((bad + 1)); log "xrc: client did not end 0"; }
-[ "$bad" = 0 ] || fail "$bad of 9 runs against L1 failed (first: $PAIR_ERR)"
-log "all 9 runs against the native endpoint passed"
+# the verbs checker to the server in L1, from the RoCE address
+vm_pair verbs 300 cm:10.0.0.1:7177 "" \
+    "pvrdma-verbs-check -p 7177 -b 10.0.1.2 -n 200 -S 65536 -T 60 client 10.0.0.1" &&
+    _vc_judge verbs 200 || bad=$((bad + 1))
+[ "$bad" = 0 ] || fail "$bad of 10 runs against L1 failed (first: $PAIR_ERR)"
+log "all 10 runs against the native endpoint passed"

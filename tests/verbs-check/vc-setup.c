@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
+#include <arpa/inet.h>
 #include "vc.h"
 
 struct vc_cfg cfg = {
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 "of verbs-check.c for the protocol.  Options (same -t -o -s -S -q -g --seed\n"
 "on both sides; the server takes -n/-D from the client):\n"
 "  -p, --port N       rdma_cm port (default %d)\n"
+"  -b, --bind ADDR    server: listen on ADDR only; client: connect from\n"
+"                     ADDR (an IPv4 address of this host)\n"
 "  -t, --mode M       rc (default), ud (SEND with GRH, sizes <= path MTU)\n"
 "                     or srq (RC whose receives come from an SRQ)\n"
 "  -o, --ops LIST     comma list of send,send_imm,write,write_imm,read,\n"
@@ -114,6 +117,7 @@ void parse_args(int argc, char **argv)
 {
     static const struct option lo[] = {
         { "port", 1, NULL, 'p' },
+        { "bind", 1, NULL, 'b' },
         { "mode", 1, NULL, 't' },
         { "ops", 1, NULL, 'o' },
         { "sizes", 1, NULL, 's' },
@@ -132,11 +136,17 @@ void parse_args(int argc, char **argv)
     int c, i;
     const char *ops = NULL;
 
-    while ((c = getopt_long(argc, argv, "p:t:o:s:S:n:D:q:g:T:vh", lo,
+    while ((c = getopt_long(argc, argv, "p:b:t:o:s:S:n:D:q:g:T:vh", lo,
                             NULL)) != -1) {
         switch (c) {
         case 'p':
             cfg.port = parse_num(optarg, "port");
+            break;
+        case 'b':
+            if (inet_pton(AF_INET, optarg, &cfg.bind) != 1) {
+                die(EX_SETUP, "-b wants an IPv4 address, not '%s'", optarg);
+            }
+            cfg.has_bind = 1;
             break;
         case 't':
             for (i = 0; i < 3; i++) {
@@ -704,6 +714,9 @@ void run_server(void)
     memset(&sin, 0, sizeof(sin));
     sin.sin_family = AF_INET;
     sin.sin_port = htons(cfg.port);
+    if (cfg.has_bind) {
+        sin.sin_addr = cfg.bind;
+    }
     if (rdma_create_id(g.ch, &g.lid, NULL,
                        cfg.mode == MODE_UD ? RDMA_PS_UDP : RDMA_PS_TCP) ||
         rdma_bind_addr(g.lid, (struct sockaddr *)&sin) ||
@@ -754,6 +767,7 @@ void run_server(void)
 void run_client(void)
 {
     struct addrinfo hints, *ai;
+    struct sockaddr_in src;
     struct rdma_cm_event *ev;
     struct rdma_conn_param cp;
     struct vc_priv mine, peer;
@@ -772,7 +786,11 @@ void run_client(void)
                        cfg.mode == MODE_UD ? RDMA_PS_UDP : RDMA_PS_TCP)) {
         die(EX_SETUP, "rdma_create_id: %s", strerror(errno));
     }
-    if (rdma_resolve_addr(g.id, NULL, ai->ai_addr, 5000)) {
+    memset(&src, 0, sizeof(src));
+    src.sin_family = AF_INET;
+    src.sin_addr = cfg.bind;
+    if (rdma_resolve_addr(g.id, cfg.has_bind ? (struct sockaddr *)&src : NULL,
+                          ai->ai_addr, 5000)) {
         die(EX_SETUP, "rdma_resolve_addr %s: %s", cfg.addr,
             strerror(errno));
     }

@@ -8,6 +8,7 @@
 #define VC_H
 
 #define _GNU_SOURCE
+#include <netinet/in.h>
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -157,6 +158,8 @@ struct vc_cfg {
     int server;
     const char *addr;
     int port;
+    struct in_addr bind;        /* -b */
+    int has_bind;
     int mode;
     unsigned ops;
     int op_list[NOPS];
