@@ -8,21 +8,22 @@
 #     directions (ACKs too) with 1 % reordered, on a wire with 1 ms latency
 #     and on one that stalls up to 100 ms; UNIT_ITERS exchanges per cell.
 #  2. guest: tests/guest/90-roce-soak.sh, three TCG VMs on the rig's switch
-#     (pvrdma, pvrdma, soft-RoCE): ibv_rc_pingpong with -c, pvrdma as
-#     server and as client, against pvrdma and against rxe; for each loss
-#     in LOSS the switch drops that share of the RoCEv2 frames and reorders
-#     1 %, ACKs and CM MADs kept (ibv_rc_pingpong cannot survive a lost
-#     last ACK: its server may exit first); a busy loop on every host core
-#     meanwhile (--no-hog: none).  Results: ok, hang (the limit killed it
-#     without an error completion), retry (RETRY_EXC_ERR), invalid (-c),
-#     error.  -c compares one byte per page, so the guest part counts
-#     hangs and errors, not data errors: the unit part compares every
-#     byte.
+#     (pvrdma, pvrdma, soft-RoCE): the verbs checker (pvrdma-verbs-check,
+#     every byte of SEND, WRITE, READ and, between pvrdma devices, atomics,
+#     both directions at once, local ACK timeout 14, retry_cnt 7), pvrdma
+#     as server and as client, against pvrdma and against rxe; for each
+#     loss in LOSS the switch drops that share of the RoCEv2 frames and
+#     reorders 1 %, ACKs and CM MADs kept (an application that exits as
+#     soon as it is done cannot survive a lost last ACK when its peer is
+#     rxe); a busy loop on every host core meanwhile (--no-hog: none).
+#     Results: ok, hang (no completion for 60 s), retry (RETRY_EXC_ERR),
+#     data (a byte that differs), error.
 #
 #   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog] [-o DIR]
-# Environment: UNIT_ITERS (default 1000), ITERS (guest exchanges per cell,
-# default 100), SIZES (guest, default "1024 65536 1048576"), LOSS (guest,
-# percent, default "0 1 5"), SECS (guest limit per pingpong, default 600).
+# Environment: UNIT_ITERS (default 1000), CELLS (guest, "SIZE:COUNT ...",
+# messages per direction, default "1024:1000 65536:1000 1048576:100"), LOSS
+# (guest, percent, default "0 1 5"), SECS (guest limit per run, default
+# 900).
 # Prints one table per part; the raw lines are in DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,8 +41,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || out=build/soak/roce-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
-UNIT_ITERS=${UNIT_ITERS:-1000} ITERS=${ITERS:-100} SECS=${SECS:-600}
-SIZES=${SIZES:-1024 65536 1048576} LOSS=${LOSS:-0 1 5}
+UNIT_ITERS=${UNIT_ITERS:-1000} SECS=${SECS:-900}
+CELLS=${CELLS:-1024:1000 65536:1000 1048576:100} LOSS=${LOSS:-0 1 5}
 
 if [ "$unit" = 1 ]; then
     make -s -C tests/unit "$top/build/unit/test-pvrdma-roce" > "$out/unit-build.log" 2>&1 ||
@@ -70,7 +71,7 @@ if [ "$guest" = 1 ]; then
     fi
     trap '[ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null' EXIT
     for loss in $LOSS; do
-        echo "# guest: loss $loss %, $ITERS exchanges per cell, sizes $SIZES$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
+        echo "# guest: loss $loss %, cells (size:messages) $CELLS$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
         t0=$SECONDS
         if [ "$loss" = 0 ]; then
             va="--switch"
@@ -78,12 +79,12 @@ if [ "$guest" = 1 ]; then
             va="--lossy $loss,1 --lossy-keep-acks --lossy-keep-cm"
         fi
         PVRDMA_VM_ARGS="$va" tests/guest/run.sh -o "$out/guest-$loss" \
-            -e SOAK_SIZES="$SIZES" -e SOAK_ITERS="$ITERS" -e SOAK_SECS="$SECS" \
+            -e SOAK_CELLS="$CELLS" -e SOAK_SECS="$SECS" \
             90 > "$out/guest-$loss.log" 2>&1 || true
         grep -h 'soak-cell' "$out"/guest-"$loss"/90-roce-soak/vm0/console.log |
             sed 's/.*soak-cell //' > "$out/guest-$loss.cells" || true
-        printf '%-24s %-8s %-6s %-8s %s\n' pair size loss result secs
-        awk -v l="$loss" '{ printf "%-24s %-8s %-6s %-8s %s\n", $1, $2, l, $4, $5 }' \
+        printf '%-24s %-8s %-6s %-6s %-8s %s\n' pair size msgs loss result secs
+        awk -v l="$loss" '{ printf "%-24s %-8s %-6s %-6s %-8s %s\n", $1, $2, $3, l, $4, $5 }' \
             "$out/guest-$loss.cells"
         [ -s "$out/guest-$loss.cells" ] || echo "# no cell ran: $(tail -n 1 "$out/guest-$loss.log")"
         echo "# guest, loss $loss %: $((SECONDS - t0)) s"

@@ -47,6 +47,9 @@ static void usage(FILE *f)
 "      --seed N       layout and pattern seed (default 1)\n"
 "  -T, --timeout S    fail (exit 3) after S s without a completion\n"
 "                     (default 30)\n"
+"      --ack-timeout N  the QP's local ACK timeout, 4.096 us * 2^N (1-31;\n"
+"                     default: rdma_cm's; the pingpongs and perftest use\n"
+"                     14, about 67 ms), retry_cnt and rnr_retry are 7\n"
 "      --corrupt N    corrupt this side's message N (or the next one that\n"
 "                     can be): flip a payload byte (send, write), overwrite\n"
 "                     a byte of the peer's read source first (read), add\n"
@@ -113,6 +116,19 @@ static void parse_sizes(const char *s)
     free(dup);
 }
 
+/* --ack-timeout: the RC QP's local ACK timeout instead of rdma_cm's */
+static void set_ack_timeout(struct rdma_cm_id *id)
+{
+    uint8_t t = cfg.ack_timeout;
+
+    if (cfg.ack_timeout && cfg.mode != MODE_UD &&
+        rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t,
+                        sizeof(t))) {
+        die(EX_SETUP, "rdma_set_option(ACK_TIMEOUT %d): %s",
+            cfg.ack_timeout, strerror(errno));
+    }
+}
+
 void parse_args(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -129,6 +145,7 @@ void parse_args(int argc, char **argv)
         { "seed", 1, NULL, 1 },
         { "timeout", 1, NULL, 'T' },
         { "corrupt", 1, NULL, 2 },
+        { "ack-timeout", 1, NULL, 3 },
         { "verbose", 0, NULL, 'v' },
         { "help", 0, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -191,6 +208,12 @@ void parse_args(int argc, char **argv)
             break;
         case 2:
             cfg.corrupt = parse_num(optarg, "corrupt");
+            break;
+        case 3:
+            cfg.ack_timeout = parse_num(optarg, "ack timeout");
+            if (cfg.ack_timeout < 1 || cfg.ack_timeout > 31) {
+                die(EX_SETUP, "--ack-timeout wants 1 to 31");
+            }
             break;
         case 'v':
             cfg.verbose++;
@@ -755,6 +778,7 @@ void run_server(void)
     take_peer_mr(&peer);
     fill_priv(&mine);
     conn_param(&cp, &mine, resp, init);
+    set_ack_timeout(g.id);
     if (rdma_accept(g.id, &cp)) {
         die(EX_SETUP, "rdma_accept: %s", strerror(errno));
     }
@@ -809,6 +833,7 @@ void run_client(void)
     setup_qp(g.id);
     fill_priv(&mine);
     conn_param(&cp, &mine, 16, 16);
+    set_ack_timeout(g.id);
     if (rdma_connect(g.id, &cp)) {
         die(EX_SETUP, "rdma_connect: %s", strerror(errno));
     }

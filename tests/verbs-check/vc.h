@@ -159,6 +159,7 @@ struct vc_cfg {
     const char *addr;
     int port;
     struct in_addr bind;        /* -b */
+    int ack_timeout;            /* --ack-timeout, 0: rdma_cm's */
     int has_bind;
     int mode;
     unsigned ops;
