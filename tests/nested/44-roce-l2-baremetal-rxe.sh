@@ -12,10 +12,12 @@
 #   ibv_rc_pingpong -c (4 KiB, 64 KiB) with L1 serving and L2 connecting,
 #   and 4 KiB the other way, each with -g set to that side's RoCE v2 GID
 #   index of its address (the doc's -g 1: logged whether it is 1);
-#   "invalid data" fails a pingpong;
+#   "invalid data" fails a pingpong (-c: one byte per page);
 #   rping -V -C 10 as the doc has it (server 'rping -s -V -C 10' in L1 on
 #   the wildcard address, client 'rping -c -a 10.1.0.1 -V -C 10' in L2,
-#   which must print 10 pings), and 10 x 4 KiB with L2 serving.
+#   which must print 10 pings), and 10 x 4 KiB with L2 serving; the data
+#   check, the verbs checker (every byte of SEND, WRITE, READ and atomics
+#   both ways at once, RC with L2 connecting, UD with L2 serving).
 #   Every client and server runs under a timeout.
 # That the traffic was RoCEv2 between the device and rxe1: the device's
 # x-roce-* counters (QMP qom-get from L1) and rxe1's hw counters both grew.
@@ -86,6 +88,9 @@ step "rc-65536/pvrdma-client" pp_2vm rc 65536 fwd 300
 step "rc-4096/pvrdma-server" pp_2vm rc 4096 rev 180
 step "rping-doc/pvrdma-client" vm_pair rping-doc 180 cm:7174 "rping -s -V -C 10" ""
 step "rping-4096/pvrdma-server" rping_2vm 4096 10 rev 180
+# the data check: the verbs checker (every byte, every op, both ways)
+step "verbs-rc/pvrdma-client" vc_2vm vc-rc 300 200 fwd -t rc -n 200 -S 65536 -T 60
+step "verbs-ud/pvrdma-server" vc_2vm vc-ud 180 200 rev -t ud -n 200 -T 60
 
 # --- what went over the wire
 qmp_get x-roce-tx-pkts x-roce-rx-pkts x-roce-tx-bytes x-roce-rx-bytes \

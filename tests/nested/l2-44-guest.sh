@@ -31,6 +31,9 @@ step "rc-65536/pvrdma-client" pp_2vm rc 65536 fwd 300
 step "rc-4096/pvrdma-server" pp_2vm rc 4096 rev 180
 step "rping-doc/pvrdma-client" rping_doc
 step "rping-4096/pvrdma-server" rping_2vm 4096 10 rev 180
+# the data check: the verbs checker (every byte, every op, both ways)
+step "verbs-rc/pvrdma-client" vc_2vm vc-rc 300 200 fwd -t rc -n 200 -S 65536 -T 60
+step "verbs-ud/pvrdma-server" vc_2vm vc-ud 180 200 rev -t ud -n 200 -T 60
 
 barrier counters-read 120
 roce_diag
