@@ -1257,7 +1257,6 @@ static void resp_drop_replays(RoceQp *q, const RoceRes *res)
     }
 }
 
-/* A request packet with a PSN already seen. */
 /*
  * The PSN an ACK of a duplicate SEND/WRITE packet names: the newest one
  * executed, short of READ and atomic requests.  Their answers are their
@@ -1279,6 +1278,7 @@ static uint32_t resp_ack_psn(RoceQp *q)
     return psn;
 }
 
+/* A request packet with a PSN already seen. */
 static void resp_duplicate(RoceQp *q, const RocePkt *p)
 {
     RoceRes *res;
@@ -1692,10 +1692,10 @@ static void linger_add(RoceTransport *t, RoceQp *q)
  * transport answers what the destroyed responder would have answered to
  * a duplicate SEND or WRITE packet with AckReq: an ACK of everything
  * before the PSN it expected (all of that was executed), short of READs
- * and atomics as resp_ack_psn() says.  A READ or an
- * atomic cannot be answered again (the QP's saved results are gone), a
- * new request is dropped, as before.  Real HCAs forget at once; the
- * answers here are the ones the QP gave or would have given.
+ * and atomics as resp_ack_psn() says.  A READ or an atomic cannot be
+ * answered again (the QP's saved results are gone) and a new request is
+ * dropped, as before.  Real HCAs forget at once; the answers here are the
+ * ones the QP gave or would have given.
  */
 static bool linger_rx(RoceTransport *t, const RocePkt *p)
 {
