@@ -55,6 +55,10 @@ soak_run() {
         fi
         log "soak-cell $_pair $_s $_c $_res $_secs"
         [ "$_res" = ok ] || cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
+    elif [ "$PVRDMA_VM" = "$_k" ] && [ $_r != 0 ]; then
+        # the peer's side of a cell that failed here
+        log "soak-peer $_pair $_s $_c rc $_r"
+        cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
     fi
     return 0
 }

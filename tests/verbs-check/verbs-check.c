@@ -439,29 +439,38 @@ static const char *wc_op_name(int op)
     }
 }
 
-/* an error CQE: the peer's going away explains flushes and retries */
-static void bad_wc(const struct ibv_wc *wc, const char *what)
+/*
+ * An error CQE that the peer's going away explains (a flush, retries run
+ * out): true if the peer disconnected, or does within a second.
+ */
+static int peer_gone_now(const struct ibv_wc *wc)
 {
     struct pollfd pfd = { .fd = g.ch->fd, .events = POLLIN };
     struct rdma_cm_event *ev;
+    double end = now() + 1;
 
-    if (wc->status == IBV_WC_WR_FLUSH_ERR ||
-        wc->status == IBV_WC_RETRY_EXC_ERR ||
-        wc->status == IBV_WC_RNR_RETRY_EXC_ERR) {
-        double end = now() + 1;
-
-        while (!g.peer_gone && cfg.mode != MODE_UD && now() < end) {
-            if (poll(&pfd, 1, 100) > 0 && !rdma_get_cm_event(g.ch, &ev)) {
-                if (ev->event == RDMA_CM_EVENT_DISCONNECTED) {
-                    g.peer_gone = 1;
-                }
-                rdma_ack_cm_event(ev);
+    if (wc->status != IBV_WC_WR_FLUSH_ERR &&
+        wc->status != IBV_WC_RETRY_EXC_ERR &&
+        wc->status != IBV_WC_RNR_RETRY_EXC_ERR) {
+        return 0;
+    }
+    while (!g.peer_gone && cfg.mode != MODE_UD && now() < end) {
+        if (poll(&pfd, 1, 100) > 0 && !rdma_get_cm_event(g.ch, &ev)) {
+            if (ev->event == RDMA_CM_EVENT_DISCONNECTED) {
+                g.peer_gone = 1;
             }
+            rdma_ack_cm_event(ev);
         }
-        if (g.peer_gone) {
-            die(EX_SETUP, "peer disconnected before the end (%s "
-                "completion: %s)", what, ibv_wc_status_str(wc->status));
-        }
+    }
+    return g.peer_gone;
+}
+
+/* an error CQE: the peer's going away explains flushes and retries */
+static void bad_wc(const struct ibv_wc *wc, const char *what)
+{
+    if (peer_gone_now(wc)) {
+        die(EX_SETUP, "peer disconnected before the end (%s completion: %s)",
+            what, ibv_wc_status_str(wc->status));
     }
     fflush(stdout);
     fprintf(stderr, "verbs-check: FAILED completion: %s status=%d (%s) "
@@ -512,6 +521,21 @@ static void on_send_wc(const struct ibv_wc *wc)
         g.sq_tail++;
         g.acks_out--;
         g.ctrl_out--;
+        return;
+    }
+    if (wc->status != IBV_WC_SUCCESS && e->kind == K_FIN && g.peer_fin &&
+        wc->wr_id == seq && peer_gone_now(wc)) {
+        /*
+         * The peer sent its FIN (everything of it is verified here) and
+         * then disconnected: it ends only once it has our FIN, or with an
+         * error it reports itself.  Its ACK of our FIN lost the race with
+         * its disconnect (a switch that holds frames back): nothing of
+         * this side's checks is missing.
+         */
+        vlog("the peer finished and left before our FIN's completion");
+        g.sq_tail++;
+        g.ctrl_out--;
+        g.fin_done = 1;
         return;
     }
     if (wc->status != IBV_WC_SUCCESS) {
@@ -909,6 +933,12 @@ static void run(void)
         }
         if (drain_cq()) {
             continue;
+        }
+        if (g.peer_gone && g.fin_posted && g.peer_fin) {
+            /* as above: the peer had our FIN before it left */
+            vlog("the peer finished and left before our FIN's completion");
+            g.fin_done = 1;
+            break;
         }
         if (g.peer_gone) {
             die(EX_SETUP, "peer disconnected before the end");
