@@ -114,12 +114,35 @@ static uint8_t *ctrl_buf(uint32_t *lkey)
     return p;
 }
 
+/*
+ * Fill wr (not posted): a signaled OPCODE on LEN bytes of a control
+ * buffer through sge, queued as (k, kind, wc_op, last); returns the
+ * buffer.  The caller writes the buffer and the remote side.
+ */
+static uint8_t *ctrl_buf_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+                            uint32_t len, enum ibv_wr_opcode opcode,
+                            uint64_t k, int kind, int wc_op, int last)
+{
+    uint8_t *p = ctrl_buf(&sge->lkey);
+
+    sge->addr = (uintptr_t)p;
+    sge->length = len;
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = sq_push(k, kind, wc_op, last);
+    wr->sg_list = sge;
+    wr->num_sge = 1;
+    wr->opcode = opcode;
+    wr->send_flags = IBV_SEND_SIGNALED;
+    return p;
+}
+
 /* fill wr (not posted) with a control SEND */
 static void ctrl_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int type,
                     uint64_t val, uint64_t k, int kind, int last)
 {
     struct vc_ctrl c;
-    uint8_t *p = ctrl_buf(&sge->lkey);
+    uint8_t *p = ctrl_buf_wr(wr, sge, sizeof(c), IBV_WR_SEND_WITH_IMM, k,
+                             kind, IBV_WC_SEND, last);
     int i;
 
     memset(&c, 0, sizeof(c));
@@ -130,15 +153,7 @@ static void ctrl_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int type,
         c.ctr[i] = g.pred[i];
     }
     memcpy(p, &c, sizeof(c));
-    sge->addr = (uintptr_t)p;
-    sge->length = sizeof(c);
-    memset(wr, 0, sizeof(*wr));
-    wr->wr_id = sq_push(k, kind, IBV_WC_SEND, last);
-    wr->sg_list = sge;
-    wr->num_sge = 1;
-    wr->opcode = IBV_WR_SEND_WITH_IMM;
     wr->imm_data = htobe32(CTRL_IMM | type);
-    wr->send_flags = IBV_SEND_SIGNALED;
     set_ud(wr);
 }
 
@@ -274,18 +289,12 @@ static void post_msg(void)
         if (corrupt) {
             /* overwrite one byte of the peer's read source first */
             uint64_t o = m.roff + m.size / 2;
-            uint8_t *p = ctrl_buf(&xsge[0].lkey);
+            uint8_t *p = ctrl_buf_wr(w, &xsge[0], 1, IBV_WR_RDMA_WRITE, k,
+                                     K_EXTRA, IBV_WC_RDMA_WRITE, 0);
 
             *p = pat_byte(pkey_of(!g.mydir, 0, 6), o) ^ 0xff;
-            xsge[0].addr = (uintptr_t)p;
-            xsge[0].length = 1;
-            w->opcode = IBV_WR_RDMA_WRITE;
-            w->sg_list = xsge;
-            w->num_sge = 1;
             w->wr.rdma.remote_addr = remote + g.rsrc_off + o;
             w->wr.rdma.rkey = g.peer_rkey;
-            w->wr_id = sq_push(k, K_EXTRA, IBV_WC_RDMA_WRITE, 0);
-            w->send_flags = IBV_SEND_SIGNALED;
             w->next = &wr[1];
             w = &wr[1];
         }
@@ -299,18 +308,12 @@ static void post_msg(void)
         s->ctr = m.ctr;
         remote += g.ctr_off + 8 * m.ctr;
         if (corrupt) {
-            uint8_t *p = ctrl_buf(&xsge[0].lkey);
-
-            xsge[0].addr = (uintptr_t)p;
-            xsge[0].length = 8;
-            w->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-            w->sg_list = xsge;
-            w->num_sge = 1;
+            /* an unannounced fetch-and-add on the same counter first */
+            ctrl_buf_wr(w, &xsge[0], 8, IBV_WR_ATOMIC_FETCH_AND_ADD, k,
+                        K_EXTRA, IBV_WC_FETCH_ADD, 0);
             w->wr.atomic.remote_addr = remote;
             w->wr.atomic.rkey = g.peer_rkey;
             w->wr.atomic.compare_add = 1;
-            w->wr_id = sq_push(k, K_EXTRA, IBV_WC_FETCH_ADD, 0);
-            w->send_flags = IBV_SEND_SIGNALED;
             w->next = &wr[1];
             w = &wr[1];
         }
