@@ -30,8 +30,4 @@ run_across sendbw 200 "$bw" "$bw 127.0.0.1" \
 grep -E '^ *65536' /tmp/sendbw.cli | sed 's/^/  send_bw: /'
 grep -qE '^ *65536' /tmp/sendbw.cli || { cat /tmp/sendbw.cli; fail "ib_send_bw printed no result"; }
 
-vc="pvrdma-verbs-check -p $VC_PORT -D ${MIG_VC_SECS:-40} -S 65536 -T 60"
-RA_LISTEN=cm:$VC_PORT run_across verbs 200 "$vc server" "$vc client $PVRDMA_IP" \
-    "PVRDMA-MIGRATE verbs" "PVRDMA-MIGRATE verbs-postcopy postcopy"
-cp /tmp/verbs.srv /tmp/verbs-srv.out; cp /tmp/verbs.cli /tmp/verbs-cli.out
-_vc_judge verbs-srv 100 && _vc_judge verbs-cli 100 || fail "$PAIR_ERR"
+vc_across verbs 200 "${MIG_VC_SECS:-40}" "PVRDMA-MIGRATE verbs" "PVRDMA-MIGRATE verbs-postcopy postcopy"

@@ -35,9 +35,5 @@ run_across sendbw 200 "$bw" "$bw 127.0.0.1" \
     "PVRDMA-MIGRATE sendbw-file file" "PVRDMA-SNAPSHOT sendbw-snap"
 grep -E '^ *65536' /tmp/sendbw.cli | sed 's/^/  send_bw: /'
 grep -qE '^ *65536' /tmp/sendbw.cli || { cat /tmp/sendbw.cli; fail "ib_send_bw printed no result"; }
-vc="pvrdma-verbs-check -p $VC_PORT -D ${SNAP_VC_SECS:-40} -S 65536 -T 60"
-RA_LISTEN=cm:$VC_PORT run_across verbs 200 "$vc server" "$vc client $PVRDMA_IP" \
-    "PVRDMA-SNAPSHOT verbs-snap" "PVRDMA-MIGRATE verbs-file file"
-cp /tmp/verbs.srv /tmp/verbs-srv.out; cp /tmp/verbs.cli /tmp/verbs-cli.out
-_vc_judge verbs-srv 100 && _vc_judge verbs-cli 100 || fail "$PAIR_ERR"
+vc_across verbs 200 "${SNAP_VC_SECS:-40}" "PVRDMA-SNAPSHOT verbs-snap" "PVRDMA-MIGRATE verbs-file file"
 kill "$ticker"

@@ -722,12 +722,14 @@ vc_result() {
     echo "$_vl"
 }
 
-# _vc_judge NAME MIN: this side's checker output (/tmp/NAME.out) passed
+# _vc_judge NAME MIN [FILE]: a checker's output (FILE, default
+# /tmp/NAME.out) passed
 _vc_judge() {
-    if ! _vl=$(vc_result "/tmp/$1.out" "$2"); then
-        tail -n 20 "/tmp/$1.out"
-        _ve=$(grep -m1 '^verbs-check: \(MISMATCH\|FAILED\)' "/tmp/$1.out") ||
-            _ve="no 'verbs-check: ok' line with >= $2 messages (last: $(tail -n 1 "/tmp/$1.out"))"
+    _vf=${3:-/tmp/$1.out}
+    if ! _vl=$(vc_result "$_vf" "$2"); then
+        tail -n 20 "$_vf"
+        _ve=$(grep -m1 '^verbs-check: \(MISMATCH\|FAILED\)' "$_vf") ||
+            _ve="no 'verbs-check: ok' line with >= $2 messages (last: $(tail -n 1 "$_vf"))"
         PAIR_ERR=${PAIR_ERR:-"$1: $_ve"}
         return 1
     fi
@@ -772,4 +774,18 @@ vc_loopback() {
         return 1
     fi
     _vc_judge "$_vn-srv" "$_vmin" && _vc_judge "$_vn-cli" "$_vmin"
+}
+
+# vc_across NAME SECS DURATION REQUEST...: the checker in time mode (-D
+# DURATION) between two processes of this VM (the loopback path) across
+# what the host is asked to do (run_across: migrations, snapshots); both
+# sides must pass with at least 100 messages each
+vc_across() {
+    _van=$1 _vas=$2 _vad=$3
+    shift 3
+    _vac="pvrdma-verbs-check -p $VC_PORT -D $_vad -S 65536 -T 60"
+    RA_LISTEN=cm:$VC_PORT run_across "$_van" "$_vas" "$_vac server" \
+        "$_vac client $PVRDMA_IP" "$@"
+    _vc_judge "$_van-srv" 100 "/tmp/$_van.srv" &&
+        _vc_judge "$_van-cli" 100 "/tmp/$_van.cli" || fail "$PAIR_ERR"
 }
