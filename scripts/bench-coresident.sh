@@ -115,8 +115,8 @@ else:
           " measured window (run again, or BENCH_BW_SECS=20)")
     nofig.append("soft-RoCE ib_write_bw")
 for label, m in (("64 KiB", mc64), ("256 MiB", mcdram)):
-    q = pbw / m if m else 0
     if pbw and m:
+        q = pbw / m
         print(f"  pvrdma / memcpy {label:8}  {100 * q:9.1f}%  target >= 50%: {'met' if q >= 0.5 else 'MISSED'}")
     else:
         print(f"  pvrdma / memcpy {label:8}  no figure")
