@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
         --guest-only) unit=0; shift ;;
         --no-hog) hog=0; shift ;;
         -o|--out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "soak-roce: unknown argument $1" >&2; exit 2 ;;
     esac
 done
