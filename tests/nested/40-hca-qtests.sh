@@ -20,19 +20,24 @@ chmod +x /tmp/qb/qemu-system-x86_64
 export QTEST_QEMU_BINARY=/tmp/qb/qemu-system-x86_64
 # L1 is disposable: the qtest may take the RDMA netdev down and up
 export PVRDMA_HCA_DISRUPT=1
-bad=0 n=0
+bad=0 n=0 what=''
 for t in $(/pvrdma-test -l | grep '^/.*/pvrdma/hca/'); do
     n=$((n + 1))
     /pvrdma-test --tap -p "$t" > /tmp/qt.log 2>&1
     st=$?
     if [ "$st" != 0 ] || ! grep -q '^ok ' /tmp/qt.log; then
         cat /tmp/qt.log; log "FAILED $t (exit status $st)"; bad=$((bad + 1))
+        # the first error line, for the summary (CI shows only the end)
+        e=$(grep -m1 -E 'ERROR|assert|not ok|Bail out|failed' /tmp/qt.log)
+        what="$what; ${t##*/pvrdma/} failed (exit $st): ${e:-no error line}"
     elif grep -q '^ok .*# SKIP' /tmp/qt.log; then
-        log "SKIPPED $t: $(sed -n 's/^ok .*# SKIP *//p' /tmp/qt.log)"; bad=$((bad + 1))
+        e=$(sed -n 's/^ok .*# SKIP *//p' /tmp/qt.log)
+        log "SKIPPED $t: $e"; bad=$((bad + 1))
+        what="$what; ${t##*/pvrdma/} skipped: $e"
     else
         log "ok $t $(grep '^# CREATE_MR' /tmp/qt.log | tr '\n' ' ')"
     fi
 done
 [ "$n" -gt 0 ] || fail "no /pvrdma/hca/ qtests in /pvrdma-test"
-[ "$bad" = 0 ] || fail "$bad of $n host HCA qtests failed or skipped"
+[ "$bad" = 0 ] || fail "$bad of $n host HCA qtests failed or skipped$what"
 log "$n host HCA qtests passed"
