@@ -25,5 +25,10 @@ fi
 vm_pair write_bw_cm 240 cm:18515 "ib_write_bw -R -d vmw_pvrdma0 -x $g -F -n 200 -s 65536" \
     "ib_write_bw -R -d vmw_pvrdma0 -x $g -F -n 200 -s 65536 10.0.1.2" || bad=$((bad + 1))
 [ "$PVRDMA_VM" = 1 ] && log "write_bw -R: $(perf_result /tmp/write_bw_cm.out)"
-[ "$bad" = 0 ] || fail "$bad of 5 runs between the L2 guests failed (first: $PAIR_ERR)"
+# the data check: the verbs checker, guest 0 serving through cm-listen
+# (port VC_PORT), each side bound to its RoCE address
+vm_pair verbs 300 "cm:$VC_PORT" "pvrdma-verbs-check -p $VC_PORT -b $me -n 200 -S 65536 -T 60 server" \
+    "pvrdma-verbs-check -p $VC_PORT -b $me -n 200 -S 65536 -T 60 client 10.0.1.2" &&
+    _vc_judge verbs 200 || bad=$((bad + 1))
+[ "$bad" = 0 ] || fail "$bad of 6 runs between the L2 guests failed (first: $PAIR_ERR)"
 log "all runs between the two L2 guests passed"

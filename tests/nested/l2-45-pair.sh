@@ -3,8 +3,8 @@
 # L2 side of 45-paths-all-at-once.sh, both guests: A (PVRDMA_VM=0, tap2,
 # 10.1.0.2/24 + 10.0.1.2/32) and B (PVRDMA_VM=1, tap3, 10.1.0.3/24), each
 # with -device pvrdma,ibdev=rxe0,rendezvous=/tmp/rv.  A is the client of
-# every pingpong: of B (co-resident), of rxe0 in L1 (host HCA) and of
-# rxe1 in L1 (RoCEv2), all three at once.  Barriers: A and B on port
+# every pingpong and checker: of B (co-resident), of rxe0 in L1 (host
+# HCA) and of rxe1 in L1 (RoCEv2), the three checkers at once.  Barriers: A and B on port
 # 18601 (A listens), A and L1 on port 18600 (L1 listens); both guests run
 # the same steps in the same order, L1 its own with A.
 . /usr/lib/pvrdma/tests-common.sh
@@ -13,7 +13,9 @@ ip() { /usr/bin/ip "$@"; }
 ROLE=$([ "$PVRDMA_VM" = 0 ] && echo A || echo B)
 log() { echo "[$ROLE $(cut -d' ' -f1 /proc/uptime)] $*"; }
 L1=${PVRDMA_L1_IP:-10.1.0.1} A_HCA=10.0.1.2 L1_HCA=10.0.0.1
-N_CR=${N_CR:-4000} N_HCA=${N_HCA:-2000} N_ROCE=${N_ROCE:-2000} PP_SECS=${PP_SECS:-300}
+VC_SECS=${VC_SECS:-40} PP_SECS=${PP_SECS:-300}
+# the checkers' options (both sides must give the same -S)
+VC_OPTS="-S 65536 -T 60"
 ROCE_DEV=vmw_pvrdma0
 
 # with_l1 CMD...: CMD is an exchange of A with L1 (barriers on port 18600,
@@ -67,38 +69,38 @@ pp_check() {
     log "$1: ok: $(grep -E ' bytes in ' "$3")"
 }
 
-# --- 1-3: A's three pingpongs at once
+# --- 1-3: A's three checkers at once, the data check of every path
 three_at_once() {
-    o="-d $ROCE_DEV -r $PP_RXDEPTH -c -e -s 4096"
     if [ "$ROLE" = B ]; then
         # shellcheck disable=SC2086
-        timeout $PP_SECS ibv_rc_pingpong $o -g "$ROCE_GIDX" -n "$N_CR" -p 18515 > /tmp/pp-cr.out 2>&1 &
+        timeout $PP_SECS pvrdma-verbs-check -p 18530 -b "$PVRDMA_IP" $VC_OPTS server > /tmp/vc-cr.out 2>&1 &
         _p=$!
-        _wait_listening cr tcp:18515 $_p || fail "the server for A does not listen"
+        _wait_listening cr "cm:$PVRDMA_IP:18530" $_p || fail "the checker for A does not listen"
         barrier three-ready-b 600
         wait $_p; _r=$?
-        [ $_r != 0 ] || pp_check coresident-server "$N_CR" /tmp/pp-cr.out || _r="bad_output"
-        [ "$_r" = 0 ] || cat /tmp/pp-cr.out
+        [ $_r != 0 ] || _vc_judge coresident-server 100 /tmp/vc-cr.out || _r="bad_output"
+        [ "$_r" = 0 ] || cat /tmp/vc-cr.out
         barrier_send three-done-b $((PP_SECS + 120)) "$_r"
-        [ "$_r" = 0 ] || fail "the server for A: $_r"
+        [ "$_r" = 0 ] || fail "the checker for A: $_r ${PAIR_ERR:-}"
         return 0
     fi
     barrier three-ready-b 300
     with_l1 barrier three-ready 300
+    _c="pvrdma-verbs-check -D $VC_SECS $VC_OPTS"
     # shellcheck disable=SC2086
-    timeout $PP_SECS ibv_rc_pingpong $o -g "$ROCE_GIDX" -n "$N_CR" -p 18515 "$PVRDMA_PEER_IP" > /tmp/pp-cr.out 2>&1 &
+    timeout $PP_SECS $_c -p 18530 -b "$PVRDMA_IP" client "$PVRDMA_PEER_IP" > /tmp/vc-cr.out 2>&1 &
     p1=$!
     # shellcheck disable=SC2086
-    timeout $PP_SECS ibv_rc_pingpong $o -g "$G_HCA" -n "$N_HCA" -p 18516 "$L1" > /tmp/pp-hca.out 2>&1 &
+    timeout $PP_SECS $_c -p 18531 -b $A_HCA client $L1_HCA > /tmp/vc-hca.out 2>&1 &
     p2=$!
     # shellcheck disable=SC2086
-    timeout $PP_SECS ibv_rc_pingpong $o -g "$ROCE_GIDX" -n "$N_ROCE" -p 18517 "$L1" > /tmp/pp-roce.out 2>&1 &
+    timeout $PP_SECS $_c -p 18532 -b "$PVRDMA_IP" client "$L1" > /tmp/vc-roce.out 2>&1 &
     p3=$!
-    log "clients: coresident to $PVRDMA_PEER_IP ($N_CR), hostverbs to $L1_HCA ($N_HCA), roce to $L1 ($N_ROCE)"
+    log "checkers for ${VC_SECS}s: coresident to $PVRDMA_PEER_IP, hostverbs $A_HCA to $L1_HCA, roce to $L1"
     # when this kernel saw the three RC QPs in RTS together (for the log)
     _i=0
     while kill -0 $p1 2>/dev/null || kill -0 $p2 2>/dev/null || kill -0 $p3 2>/dev/null; do
-        _n=$(rdma resource show qp 2>/dev/null | grep 'type RC state RTS' | grep -c 'comm ibv_rc_pingpong')
+        _n=$(rdma resource show qp 2>/dev/null | grep 'type RC state RTS' | grep -c 'comm pvrdma-verbs')
         if [ "$_n" = 3 ]; then
             log "the three RC QPs are in RTS:"
             rdma resource show qp 2>/dev/null | grep 'type RC' | sed 's/^/  /'
@@ -109,22 +111,22 @@ three_at_once() {
     done
     [ "$_n" = 3 ] || log "never saw the three RC QPs in RTS together in this kernel"
     wait $p1; r1=$?
-    log "coresident client done (rc $r1)"
+    log "coresident checker done (rc $r1)"
     wait $p2; r2=$?
-    log "hostverbs client done (rc $r2)"
+    log "hostverbs checker done (rc $r2)"
     wait $p3; r3=$?
-    log "roce client done (rc $r3)"
+    log "roce checker done (rc $r3)"
     word=''
-    [ $r1 = 0 ] && pp_check "coresident (A -> B)" "$N_CR" /tmp/pp-cr.out || word="${word}cr:$r1,"
-    [ $r2 = 0 ] && pp_check "hostverbs (A -> rxe0)" "$N_HCA" /tmp/pp-hca.out || word="${word}hostverbs:$r2,"
-    [ $r3 = 0 ] && pp_check "roce (A -> rxe1)" "$N_ROCE" /tmp/pp-roce.out || word="${word}roce:$r3,"
-    [ $r1 = 0 ] || { echo "--- coresident client (rc $r1; 124 = timeout) ---"; cat /tmp/pp-cr.out; }
-    [ $r2 = 0 ] || { echo "--- hostverbs client (rc $r2) ---"; cat /tmp/pp-hca.out; }
-    [ $r3 = 0 ] || { echo "--- roce client (rc $r3) ---"; cat /tmp/pp-roce.out; }
+    [ $r1 = 0 ] && _vc_judge "coresident (A -> B)" 100 /tmp/vc-cr.out || word="${word}cr:$r1,"
+    [ $r2 = 0 ] && _vc_judge "hostverbs (A -> rxe0)" 100 /tmp/vc-hca.out || word="${word}hostverbs:$r2,"
+    [ $r3 = 0 ] && _vc_judge "roce (A -> rxe1)" 100 /tmp/vc-roce.out || word="${word}roce:$r3,"
+    [ $r1 = 0 ] || { echo "--- coresident checker (rc $r1; 124 = timeout) ---"; cat /tmp/vc-cr.out; }
+    [ $r2 = 0 ] || { echo "--- hostverbs checker (rc $r2) ---"; cat /tmp/vc-hca.out; }
+    [ $r3 = 0 ] || { echo "--- roce checker (rc $r3) ---"; cat /tmp/vc-roce.out; }
     rb=$(barrier_recv three-done-b 120)
     [ "$rb" = 0 ] || word="${word}B-server:$rb,"
     with_l1 barrier_send three-done 300 "${word:-0}"
-    [ -z "$word" ] || fail "pingpongs failed: ${word%,}"
+    [ -z "$word" ] || fail "checkers failed: ${word%,} ${PAIR_ERR:-}"
 }
 
 # ab_step NAME CMD...: an exchange of A and B; A tells L1 (which watches
