@@ -5,8 +5,9 @@
 # trace event) cannot be left out of one of them.  Include it after BUILD
 # is set.
 #
-# Every hw/rdma/pvrdma_*.c is core; hw/rdma/pvrdma.c (PCI/QOM glue) is
-# QEMU's.  backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
+# Every hw/rdma/pvrdma_*.c is core but the device's QEMU glue: pvrdma.c
+# (PCI/QOM) and pvrdma_dev_*.c beside it (pvrdma_dev.h).
+# backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
 # Of the transports, loopback.c, coresident.c and roce.c need only glib;
 # hostverbs.c and hostcm.c need libibverbs / librdmacm and are linked only
 # by the targets that ask for them.
@@ -14,7 +15,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 
 PVRDMA_TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
-CORE_SRCS  := $(sort $(wildcard $(PVRDMA_TOP)/hw/rdma/pvrdma_*.c)) \
+CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
+                $(wildcard $(PVRDMA_TOP)/hw/rdma/pvrdma_*.c))) \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
               $(PVRDMA_TOP)/backend/roce_wire.c \
