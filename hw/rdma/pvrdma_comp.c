@@ -21,27 +21,6 @@
 #include "hw/rdma/rdma_backend.h"
 #include "pvrdma_int.h"
 
-uint32_t pvrdma_wc_opcode(uint32_t wr_opcode)
-{
-    switch (wr_opcode) {
-    case PVRDMA_WR_RDMA_WRITE:
-    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
-        return PVRDMA_WC_RDMA_WRITE;
-    case PVRDMA_WR_RDMA_READ:
-        return PVRDMA_WC_RDMA_READ;
-    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
-        return PVRDMA_WC_COMP_SWAP;
-    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
-        return PVRDMA_WC_FETCH_ADD;
-    case PVRDMA_WR_LOCAL_INV:
-        return PVRDMA_WC_LOCAL_INV;
-    case PVRDMA_WR_FAST_REG_MR:
-        return PVRDMA_WC_FAST_REG_MR;
-    default:
-        return PVRDMA_WC_SEND;
-    }
-}
-
 static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
                      uint32_t status, uint32_t byte_len)
 {

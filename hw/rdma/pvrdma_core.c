@@ -1,7 +1,7 @@
 /*
  * pvrdma: the core as a whole.  Its limits (defaults, and the checks made
  * before a device is built), init, fini (which destroys the transports
- * after the reset) and reset, and the port's link state (PORT_ERR /
+ * after the reset) and reset, and the port's link changes (PORT_ERR /
  * PORT_ACTIVE when the link of the paired NIC changes).
  *
  * Not here: registers and activation (pvrdma_regs.c), freeing the guest's
@@ -153,11 +153,6 @@ void pvrdma_core_fini(PvrdmaCore *c)
     g_hash_table_destroy(c->owner_keys);
     g_free(c->gid);
     c->gid = NULL;
-}
-
-bool pvrdma_port_up(PvrdmaCore *c)
-{
-    return !c->ops->link_up || c->ops->link_up(c->opaque);
 }
 
 void pvrdma_core_check_link(PvrdmaCore *c)

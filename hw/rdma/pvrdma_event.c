@@ -3,9 +3,10 @@
  * then the host's notify), async events into the async event ring, CQEs
  * into guest CQ rings (a full CQ or a bad index puts the CQ in error), CQ
  * arming (the CQ doorbell) and notifying an armed CQ through the CQ
- * notification ring; async events a transport reports.
+ * notification ring; the CQE opcode of a send.
  *
- * Not here: what goes into a CQE (pvrdma_comp.c), which
+ * Not here: what goes into a CQE (pvrdma_comp.c), an async event a
+ * transport reports (pvrdma_qp.c), which
  * async event to post and when (the callers), ring index checks
  * (pvrdma_ring.c).
  *
@@ -109,22 +110,24 @@ void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val)
     }
 }
 
-/* An async event from a transport (the object owner's host device). */
-void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
+/* The CQE opcode of a send WQE's completion. */
+uint32_t pvrdma_wc_opcode(uint32_t wr_opcode)
 {
-    if (type == PVRDMA_EVENT_QP_FATAL || type == PVRDMA_EVENT_QP_REQ_ERR ||
-        type == PVRDMA_EVENT_QP_ACCESS_ERR) {
-        PvrdmaQP *qp = pvrdma_qp_get(c, handle);
-
-        if (!qp) {
-            return;
-        }
-        if (!pvrdma_qp_queue_path(qp)) {
-            pvrdma_qp_fail(c, qp, type);    /* the core flushes its queues */
-            return;
-        }
-        qp->state = PVRDMA_QPS_ERR;         /* the owner flushes its own */
-        qp->events++;
+    switch (wr_opcode) {
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+        return PVRDMA_WC_RDMA_WRITE;
+    case PVRDMA_WR_RDMA_READ:
+        return PVRDMA_WC_RDMA_READ;
+    case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
+        return PVRDMA_WC_COMP_SWAP;
+    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return PVRDMA_WC_FETCH_ADD;
+    case PVRDMA_WR_LOCAL_INV:
+        return PVRDMA_WC_LOCAL_INV;
+    case PVRDMA_WR_FAST_REG_MR:
+        return PVRDMA_WC_FAST_REG_MR;
+    default:
+        return PVRDMA_WC_SEND;
     }
-    pvrdma_post_async(c, type, handle);
 }

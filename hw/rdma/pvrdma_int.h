@@ -38,12 +38,18 @@ void pvrdma_fetch_send_wqe(const PvrdmaRing *r, uint32_t idx,
 void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
                            uint32_t max_sge, PvrdmaRecvWqe *w);
 
-/* pvrdma_core.c: the core as a whole */
+/* the core as a whole */
 
-/* Is the port up (the paired NIC's link)? */
-bool pvrdma_port_up(PvrdmaCore *c);
+/* Is the port up (the paired NIC's link; up when the host cannot tell)? */
+static inline bool pvrdma_port_up(PvrdmaCore *c)
+{
+    return !c->ops->link_up || c->ops->link_up(c->opaque);
+}
 
 /* pvrdma_path.c: the transport list, QP paths, the owner, transport hooks */
+
+/* Senders waiting on RNR retry, here and in the transports. */
+void pvrdma_wake_rnr(PvrdmaCore *c);
 
 void pvrdma_transports_destroy(PvrdmaCore *c);
 /*
@@ -166,15 +172,22 @@ void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
 /* QP error no completion reports: async event, then the error state. */
 void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event);
 
-/* pvrdma_dp.c: run list, run loop, doorbells, RNR waiters */
+/* pvrdma_stream.c: the migration stream (the rest in rdma_backend.h) */
+
+/* n bytes from the stream into dst (zeros and false past its end) */
+bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n);
+
+/* pvrdma_sched.c: the run list, RNR waiters and held WQEs, the timer */
 
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
-void pvrdma_wake_rnr(PvrdmaCore *c);
 /* qp's held failed WQE completes at until (ms; 0: none; see PvrdmaQP) */
 void pvrdma_qp_hold(PvrdmaCore *c, PvrdmaQP *qp, int64_t until);
+
+/* pvrdma_dp.c: the run loop, send and SRQ doorbells */
+
+void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
 
 /* pvrdma_req.c: the requester */
 

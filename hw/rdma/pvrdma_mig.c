@@ -45,24 +45,17 @@
 #define PVRDMA_MIG_PATH_NAME_MAX 32
 
 /* ------------------------------------------------------------------ */
-/* Writer                                                              */
+/* The stream's primitives (pvrdma_stream.c), by short names            */
 
-static void put8(GByteArray *b, uint8_t v)
-{
-    g_byte_array_append(b, &v, 1);
-}
-
-static void put32(GByteArray *b, uint32_t v)
-{
-    v = cpu_to_le32(v);
-    g_byte_array_append(b, (const uint8_t *)&v, 4);
-}
-
-static void put64(GByteArray *b, uint64_t v)
-{
-    v = cpu_to_le64(v);
-    g_byte_array_append(b, (const uint8_t *)&v, 8);
-}
+typedef PvrdmaMigReader MigReader;
+#define put8 pvrdma_mig_put8
+#define put32 pvrdma_mig_put32
+#define put64 pvrdma_mig_put64
+#define get8 pvrdma_mig_get8
+#define get32 pvrdma_mig_get32
+#define get64 pvrdma_mig_get64
+#define mig_fail pvrdma_mig_fail
+#define take pvrdma_mig_take
 
 static void put_pages(GByteArray *b, const uint64_t *gpa, uint32_t n)
 {
@@ -70,52 +63,6 @@ static void put_pages(GByteArray *b, const uint64_t *gpa, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         put64(b, gpa[i]);
     }
-}
-
-/* ------------------------------------------------------------------ */
-/* Reader: every read is bounded; the first failure sticks.            */
-
-typedef PvrdmaMigReader MigReader;
-#define mig_fail pvrdma_mig_fail
-
-static bool take(MigReader *r, void *dst, size_t n)
-{
-    if (r->err) {
-        memset(dst, 0, n);
-        return false;
-    }
-    if (r->left < n) {
-        memset(dst, 0, n);
-        return mig_fail(r, "stream truncated");
-    }
-    memcpy(dst, r->p, n);
-    r->p += n;
-    r->left -= n;
-    return true;
-}
-
-static uint8_t get8(MigReader *r)
-{
-    uint8_t v;
-
-    take(r, &v, 1);
-    return v;
-}
-
-static uint32_t get32(MigReader *r)
-{
-    uint32_t v;
-
-    take(r, &v, 4);
-    return le32_to_cpu(v);
-}
-
-static uint64_t get64(MigReader *r)
-{
-    uint64_t v;
-
-    take(r, &v, 8);
-    return le64_to_cpu(v);
 }
 
 /* A page list of at most max pages; NULL (and the error set) otherwise. */
@@ -136,50 +83,6 @@ static uint64_t *get_pages(MigReader *r, uint32_t max, uint32_t *n)
         pages[i] = get64(r);
     }
     return pages;
-}
-
-/* The same, for the transports' qp_save/qp_load */
-void pvrdma_mig_put8(GByteArray *b, uint8_t v)
-{
-    put8(b, v);
-}
-
-void pvrdma_mig_put32(GByteArray *b, uint32_t v)
-{
-    put32(b, v);
-}
-
-void pvrdma_mig_put64(GByteArray *b, uint64_t v)
-{
-    put64(b, v);
-}
-
-uint8_t pvrdma_mig_get8(PvrdmaMigReader *r)
-{
-    return get8(r);
-}
-
-uint32_t pvrdma_mig_get32(PvrdmaMigReader *r)
-{
-    return get32(r);
-}
-
-uint64_t pvrdma_mig_get64(PvrdmaMigReader *r)
-{
-    return get64(r);
-}
-
-bool pvrdma_mig_fail(PvrdmaMigReader *r, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!r->err) {
-        va_start(ap, fmt);
-        r->err = g_strdup_vprintf(fmt, ap);
-        va_end(ap);
-    }
-    r->left = 0;
-    return false;
 }
 
 /* ------------------------------------------------------------------ */

@@ -5,8 +5,9 @@
  * detach, the object owner's hooks (no-ops without an owner), and the
  * device-wide hooks every transport may have (GID table changed, wake,
  * QP gone, flush, receive PSN, the pause around a save: quiesce, resume,
- * moved).  Every call from the core into a
- * transport goes through this file or through qp->path.
+ * moved), and the wake-up of senders waiting on RNR, here and in the
+ * transports.  Every call from the core into a transport goes through
+ * this file or through qp->path.
  *
  * Not here: building and executing requests (pvrdma_req.c), the queue
  * path's WQE hand-over (pvrdma_hca.c), completions (pvrdma_comp.c).
@@ -637,4 +638,33 @@ bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
         }
     }
     return false;
+}
+
+/*
+ * A receive was posted (or an RNR timer fired): senders waiting on RNR try
+ * again, here and in the transports (requests of peers waiting here).
+ */
+void pvrdma_wake_rnr(PvrdmaCore *c)
+{
+    /* a receive doorbell must not cost a walk of every QP for nothing */
+    for (uint32_t h = 0; c->rnr_waiters && h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (qp && qp->rnr_wait) {
+            pvrdma_qp_schedule(c, qp);
+        }
+    }
+    /*
+     * Transports serve waiting requests from the run loop, not here: this
+     * may be a receive doorbell on a vCPU thread, and serving copies data.
+     */
+    if (pvrdma_transports_can_wake(c)) {
+        c->wake_transports = true;
+        c->ops->kick(c->opaque, 0);
+    }
+}
+
+void pvrdma_transport_wake_senders(PvrdmaCore *c)
+{
+    pvrdma_wake_rnr(c);
 }

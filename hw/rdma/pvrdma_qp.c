@@ -4,7 +4,9 @@
  * (checks, then a queue path's own QP, then the new attributes, the path
  * at RTR and what entering a state does), and the move to the error state
  * after a failed WQE, a remote error or a fatal guest error (with an async
- * event).
+ * event), also when a transport reports one.  The IBA timing and
+ * segmentation of a QP: local ACK timeout, retry window, RNR deadline,
+ * path MTU, PSNs of a request.
  *
  * Not here: creating and destroying QPs (pvrdma_cmd.c); flushing the queues
  * of a QP in error (pvrdma_comp.c, from the run loop); the send and
@@ -327,4 +329,74 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         pvrdma_post_async(c, PVRDMA_EVENT_SQ_DRAINED, qp->handle);
     }
     return 0;
+}
+
+/* IBA timing and segmentation of a QP */
+
+int64_t pvrdma_ack_timeout_ms(const PvrdmaQP *qp)
+{
+    uint32_t t = MIN(qp->attr.timeout, 31);
+
+    if (!t) {
+        return 0;
+    }
+    return MAX((4096ll << t) / 1000000, PVRDMA_MIN_ACK_TIMEOUT_MS);
+}
+
+int64_t pvrdma_retry_window_ms(const PvrdmaQP *qp)
+{
+    return pvrdma_ack_timeout_ms(qp) * ((qp->attr.retry_cnt & 7) + 1);
+}
+
+uint32_t pvrdma_qp_mtu(const PvrdmaQP *qp)
+{
+    uint32_t m = qp->attr.path_mtu;
+
+    return m >= PVRDMA_MTU_256 && m <= PVRDMA_MTU_4096 ? 128u << m : 1024;
+}
+
+uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len)
+{
+    uint32_t mtu = pvrdma_qp_mtu(qp);
+
+    if (opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+        opcode == PVRDMA_WR_ATOMIC_FETCH_AND_ADD || !len) {
+        return 1;
+    }
+    return (uint32_t)MIN((len + mtu - 1) / mtu, UINT32_MAX);
+}
+
+/*
+ * When a send that met RNR gives up (ms; 0: never): rnr_retry 7 retries
+ * forever, else (1 + rnr_retry) waits of the responder's min_rnr_timer.
+ */
+int64_t pvrdma_rnr_deadline(PvrdmaCore *c, uint8_t rnr_retry,
+                            const PvrdmaQP *responder)
+{
+    unsigned timer = responder ? responder->attr.min_rnr_timer : 0;
+
+    if (rnr_retry >= 7) {
+        return 0;           /* rnr_retry 7: retry forever */
+    }
+    return c->ops->now_ms(c->opaque) + 10 * (1 + rnr_retry) * MAX(1, timer);
+}
+
+/* An async event from a transport (the object owner's host device). */
+void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
+{
+    if (type == PVRDMA_EVENT_QP_FATAL || type == PVRDMA_EVENT_QP_REQ_ERR ||
+        type == PVRDMA_EVENT_QP_ACCESS_ERR) {
+        PvrdmaQP *qp = pvrdma_qp_get(c, handle);
+
+        if (!qp) {
+            return;
+        }
+        if (!pvrdma_qp_queue_path(qp)) {
+            pvrdma_qp_fail(c, qp, type);    /* the core flushes its queues */
+            return;
+        }
+        qp->state = PVRDMA_QPS_ERR;         /* the owner flushes its own */
+        qp->events++;
+    }
+    pvrdma_post_async(c, type, handle);
 }

@@ -13,8 +13,9 @@
  * back of the run list.
  *
  * Not here: completing WQEs and building their CQEs (pvrdma_comp.c), the
- * responder (pvrdma_resp.c), memory keys (pvrdma_mr.c), the run list,
- * doorbells and RNR wake-ups (pvrdma_dp.c), QP states (pvrdma_qp.c).
+ * responder (pvrdma_resp.c), memory keys (pvrdma_mr.c), the run list
+ * (pvrdma_sched.c), doorbells (pvrdma_dp.c), RNR wake-ups
+ * (pvrdma_path.c), QP states and the RNR deadline (pvrdma_qp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -4,9 +4,9 @@
  * user context created with it; the handle names a QP, CQ or SRQ of that
  * owner; the offset is known) and hands it on, without reading any WQE.
  *
- * Not here: what a doorbell does (pvrdma_dp.c for send, receive and SRQ
- * doorbells, pvrdma_event.c for arming a CQ, pvrdma_hca.c in host HCA
- * mode).
+ * Not here: what a doorbell does (pvrdma_dp.c for send and SRQ doorbells,
+ * pvrdma_path.c for the RNR wake-up of a receive doorbell, pvrdma_event.c
+ * for arming a CQ, pvrdma_hca.c in host HCA mode).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

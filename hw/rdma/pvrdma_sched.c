@@ -1,0 +1,67 @@
+/*
+ * pvrdma: the run list and the device's timer.  A QP with work is queued
+ * for the run loop (pvrdma_qp_schedule()), the counts the run loop walks
+ * QPs for (senders waiting on RNR, failed WQEs held for the requester's
+ * retry time), the earliest deadline of a timed wait, and a transport's
+ * timer request.  A leaf: it calls nothing of the core, only the host's
+ * kick and clock.
+ *
+ * Not here: the run loop itself and the doorbells (pvrdma_dp.c), the RNR
+ * wake-up of senders and transports (pvrdma_path.c), the IBA timing math
+ * (pvrdma_qp.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/rdma_backend.h"
+#include "pvrdma_int.h"
+
+/* The head send of qp waits (or stops waiting) for a receive (RNR). */
+void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait)
+{
+    if (qp->rnr_wait != wait) {
+        qp->rnr_wait = wait;
+        c->rnr_waiters += wait ? 1 : -1;
+    }
+    if (!wait) {
+        qp->paused = false;
+    }
+}
+
+/* qp's failed WQE completes at until (ms; 0: nothing held, see PvrdmaQP) */
+void pvrdma_qp_hold(PvrdmaCore *c, PvrdmaQP *qp, int64_t until)
+{
+    if (!qp->hold_until != !until) {
+        c->holders += until ? 1 : -1;
+    }
+    qp->hold_until = until;
+}
+
+void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at)
+{
+    int64_t now = c->ops->now_ms(c->opaque);
+
+    if (!c->timer || at < c->timer_at) {
+        c->timer_at = at;
+    }
+    c->timer = true;
+    c->ops->kick(c->opaque, at > now ? MIN(at - now, INT32_MAX) : 1);
+}
+
+void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (!qp->queued) {
+        qp->queued = true;
+        g_queue_push_tail(&c->run, GUINT_TO_POINTER(qp->handle));
+        c->ops->kick(c->opaque, 0);
+    }
+}
+
+void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms)
+{
+    c->timer_transports = true;
+    c->ops->kick(c->opaque, delay_ms);
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The product code's shape: call cycles between source files, file sizes,
+function lengths.
+
+    scripts/layers.py [--check[=cycles]] [--max-lines N] [--max-func N]
+                      [FILE...]
+
+Default files: hw/rdma/*.c and backend/*.c (the device and its
+transports).  A file calls another when it names a function that the
+other defines with external linkage (one not 'static'); taking a
+function's address through an ops table registered at run time is such a
+naming too only if the name appears, so callbacks a higher layer hands
+down do not count.  Prints:
+  - the call cycles: each strongly connected set of files, with the
+    functions each file of it takes from the others;
+  - every file's lines and the files over --max-lines (default 900);
+  - the longest functions and those over --max-func lines (default 80),
+    counted from the line with the name to the closing brace.
+With --check the exit status is 1 if there is a cycle or a limit is
+exceeded; with --check=cycles only a cycle counts (scripts/test.sh unit
+runs that).  Reads the sources as text in QEMU's coding style (a function's
+name at the start of a line or after its return type, its body's braces
+in column 0); no compiler needed.
+"""
+import argparse
+import glob
+import os
+import re
+import sys
+
+TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
+DEF = re.compile(r'^(?!static\b)(?:[A-Za-z_][\w \t\*]*?[\s\*])?'
+                 r'([A-Za-z_]\w*)\s*\([^;]*$')
+ANYDEF = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(')
+IDENT = re.compile(r'[A-Za-z_]\w*')
+KEYWORDS = {'if', 'for', 'while', 'switch', 'return', 'sizeof'}
+
+
+def strip_comments(text):
+    """Comments and string literals blanked (line numbers kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith('/*', i):
+            j = text.find('*/', i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r'[^\n]', ' ', text[i:j]))
+            i = j
+        elif text.startswith('//', i):
+            j = text.find('\n', i)
+            j = n if j < 0 else j
+            out.append(' ' * (j - i))
+            i = j
+        elif c in '"\'':
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == '\\' else 1
+            out.append(c + re.sub(r'[^\n]', ' ', text[i + 1:j]) + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return ''.join(out)
+
+
+def functions(lines):
+    """(name, first line, last line, external) of each function body."""
+    found = []
+    for i, line in enumerate(lines):
+        if not line.startswith('{'):
+            continue
+        # the name: the nearest line above at column 0 with "name("
+        for k in range(i - 1, max(i - 12, -1), -1):
+            m = ANYDEF.match(lines[k])
+            if m and lines[k][0] not in ' \t#' and m.group(1) not in KEYWORDS:
+                end = i
+                while end < len(lines) and not lines[end].startswith('}'):
+                    end += 1
+                ext = not lines[k].startswith('static') and \
+                    not (k > 0 and lines[k - 1].startswith('static'))
+                found.append((m.group(1), k + 1, end + 1, ext))
+                break
+    return found
+
+
+def sccs(nodes, edges):
+    """Tarjan's strongly connected components (iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter[0]
+                    counter[0] += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                elif nxt in on:
+                    low[v] = min(low[v], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--check', nargs='?', const='all',
+                    choices=('all', 'cycles'))
+    ap.add_argument('--max-lines', type=int, default=900)
+    ap.add_argument('--max-func', type=int, default=80)
+    ap.add_argument('--top', type=int, default=10,
+                    help='longest functions listed (default 10)')
+    ap.add_argument('files', nargs='*')
+    a = ap.parse_args()
+    files = a.files or sorted(glob.glob(os.path.join(TOP, 'hw/rdma/*.c')) +
+                              glob.glob(os.path.join(TOP, 'backend/*.c')))
+    rel = {f: os.path.relpath(f, TOP) for f in files}
+    text, funcs, defs = {}, {}, {}
+    for f in files:
+        with open(f, encoding='utf-8') as fh:
+            raw = fh.read()
+        text[f] = strip_comments(raw)
+        funcs[f] = functions(text[f].split('\n'))
+        for name, _, _, ext in funcs[f]:
+            if ext:
+                defs.setdefault(name, set()).add(f)
+    # stubs define what the real file defines: a name defined in several
+    # files is no edge (the build links one of them)
+    edges, why = {}, {}
+    for f in files:
+        for name in set(IDENT.findall(text[f])):
+            owners = defs.get(name, set())
+            if len(owners) != 1 or f in owners:
+                continue
+            g = next(iter(owners))
+            edges.setdefault(f, set()).add(g)
+            why.setdefault((f, g), set()).add(name)
+    cycles = sccs(files, edges)
+    bad = False
+    print('CALL CYCLES between files: %d' % len(cycles))
+    for i, comp in enumerate(cycles, 1):
+        bad = True
+        print('cycle %d: %d files: %s' % (i, len(comp),
+                                          ' '.join(rel[f] for f in comp)))
+        for f in comp:
+            for g in comp:
+                if (f, g) in why:
+                    names = sorted(why[(f, g)])
+                    print('  %s -> %s: %s%s' % (
+                        rel[f], rel[g], ', '.join(names[:6]),
+                        ' and %d more' % (len(names) - 6)
+                        if len(names) > 6 else ''))
+    if not cycles:
+        # each file one floor above the highest it calls (leaves: 0)
+        floor = {}
+
+        def up(f):
+            if f not in floor:
+                floor[f] = 1 + max((up(g) for g in edges.get(f, ())),
+                                   default=-1)
+            return floor[f]
+        for f in files:
+            up(f)
+        print('LAYERS (a file calls only files on lower floors):')
+        for n in range(max(floor.values()), -1, -1):
+            print('  %2d  %s' % (n, ' '.join(
+                sorted(rel[f] for f in files if floor[f] == n))))
+    cyclic = bad
+    sizes = sorted(((text[f].count('\n'), rel[f]) for f in files),
+                   reverse=True)
+    over = [s for s in sizes if s[0] > a.max_lines]
+    print('FILES: %d, %d lines; largest %s (%d); over %d lines: %d' % (
+        len(files), sum(s[0] for s in sizes), sizes[0][1], sizes[0][0],
+        a.max_lines, len(over)))
+    for n, f in over:
+        bad = True
+        print('  %5d %s' % (n, f))
+    allf = sorted(((last - first + 1, name, rel[f], first)
+                   for f in files for name, first, last, _ in funcs[f]),
+                  reverse=True)
+    long_ = [x for x in allf if x[0] > a.max_func]
+    print('FUNCTIONS: %d; longest %s (%s, %d lines); over %d lines: %d' % (
+        len(allf), allf[0][1], allf[0][2], allf[0][0], a.max_func,
+        len(long_)))
+    for n, name, f, first in allf[:max(a.top, len(long_))]:
+        if n > a.max_func:
+            bad = True
+        print('  %4d %s (%s:%d)%s' % (n, name, f, first,
+                                       ' OVER' if n > a.max_func else ''))
+    if a.check == 'cycles':
+        return 1 if cyclic else 0
+    return 1 if a.check and bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
