@@ -1,4 +1,6 @@
-# Unload/reload vmw_pvrdma 20 times with a short rc pingpong after each load.
+# Unload/reload vmw_pvrdma 20 times with a short rc pingpong after each load;
+# after the last, the data check: the verbs checker (every byte of SEND,
+# WRITE, READ and atomics both ways) over the device's loopback path.
 # (rmmod rather than "modprobe -r": busybox's modprobe -r also tries to
 # remove the dependencies, fails on ib_uverbs/ib_core which rdma_ucm still
 # holds, and returns 1 although vmw_pvrdma itself went away.)
@@ -44,6 +46,7 @@ while [ $i -le "$ROUNDS" ]; do
     i=$((i + 1))
 done
 host_sample end
+vc_loopback vc-rc 120 200 -n 200 -S 65536 || fail "after $ROUNDS reloads: $PAIR_ERR"
 n=$(dmesg | grep -c 'vmw_pvrdma .*attached to device')
 log "$n attach messages in dmesg"
 [ "$n" -ge "$ROUNDS" ] || fail "expected >= $ROUNDS 'attached to device' messages, got $n"

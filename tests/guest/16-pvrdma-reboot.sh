@@ -2,7 +2,9 @@
 # ib_send_bw that is still moving data, and reboots at once ("reboot -f": no
 # module unload, the device is reset by the machine reset while QPs are
 # active and MRs mapped).  Boot 2 must find the device as new: probe
-# messages, port ACTIVE, GID, and rc/ud pingpongs with -c (pp_invalid).
+# messages, port ACTIVE, GID, rc/ud pingpongs with -c (pp_invalid), and
+# the data check: the verbs checker (every byte of SEND, WRITE, READ and
+# atomics both ways) over the device's loopback path.
 # (run-vm.sh --reboot runs the same script again after the reset; the boot
 # number is kept in CMOS RAM, see boot_count.)
 # vms: 1
@@ -53,7 +55,8 @@ case $boot in
     bad=0
     pair rc-65536 60 "ibv_rc_pingpong $o -s 65536" "ibv_rc_pingpong $o -s 65536 127.0.0.1" || bad=1
     pair ud-1024 60 "ibv_ud_pingpong $o -s 1024" "ibv_ud_pingpong $o -s 1024 127.0.0.1" || bad=1
-    [ $bad = 0 ] || fail "boot 2: pingpong failed after the reboot ($PAIR_ERR)"
+    vc_loopback vc-rc 120 200 -n 200 -S 65536 || bad=1
+    [ $bad = 0 ] || fail "boot 2: data failed after the reboot ($PAIR_ERR)"
     log "device works after the reboot" ;;
 *)
     boot_count 0
