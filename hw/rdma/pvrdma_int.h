@@ -19,6 +19,11 @@
 
 /* pvrdma_ring.c: WQE copy-out */
 
+/* A WQE's stride in a ring: header and nsge SGEs, a power of two. */
+uint32_t pvrdma_wqe_stride(size_t hdr, uint32_t nsge);
+/* The pages that n ring elements of stride bytes take. */
+uint32_t pvrdma_ring_pages(uint32_t n, uint32_t stride);
+
 /* A WQE copied out of a guest ring (at most the QP's SGE count is read). */
 typedef struct PvrdmaSendWqe {
     struct pvrdma_sq_wqe_hdr hdr;
@@ -115,14 +120,20 @@ void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn);
 bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
                               const uint8_t dgid[16], uint32_t *psn);
 
-/* pvrdma_cmd.c: the command channel, object lifetimes */
+/* pvrdma_cmd.c: the command channel (decode, dispatch, response) */
+
+/* A command's handler: 0 or the errno the guest sees (rsp filled on 0). */
+typedef int (*PvrdmaCmdHandler)(PvrdmaCore *c,
+                                const union pvrdma_cmd_req *req,
+                                union pvrdma_cmd_resp *rsp);
+/* A guest error in a command: logged (LOG_GUEST_ERROR), err returned. */
+#define CMD_ERR(c, err, fmt, ...) ({ \
+        PVRDMA_GUEST_ERR(c, fmt, ##__VA_ARGS__); \
+        (err); \
+    })
 
 void pvrdma_exec_command(PvrdmaCore *c);
 void pvrdma_destroy_all(PvrdmaCore *c);
-void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
-/* Effective UAR page owner check for doorbells. */
-uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
 /*
  * Run one command from a request built by the device itself (a migrated
  * state replayed, pvrdma_mig.c): the same checks as the guest's commands,
@@ -131,9 +142,68 @@ uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
  */
 int pvrdma_cmd_replay(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                       union pvrdma_cmd_resp *rsp);
+
+/* The objects' lives: a command handler each (PvrdmaCmdHandler), a free */
+
+/* pvrdma_pd.c: user contexts and PDs */
+int pvrdma_cmd_create_uc(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_destroy_uc(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_create_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_destroy_pd(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+void pvrdma_uc_free(PvrdmaCore *c, PvrdmaUC *uc);
+void pvrdma_pd_free(PvrdmaCore *c, PvrdmaPD *pd);
+/* Effective UAR page owner check for doorbells. */
+uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd);
+/* ctx 0 is the kernel; anything else must be a live user context. */
+bool pvrdma_ctx_valid(PvrdmaCore *c, uint32_t ctx);
+/* References an object created in a context or PD holds on it. */
+void pvrdma_ctx_ref(PvrdmaCore *c, uint32_t ctx, int d);
+void pvrdma_pd_ref(PvrdmaCore *c, uint32_t pd, int d);
+
+/* pvrdma_cq.c */
+int pvrdma_cmd_create_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_destroy_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+void pvrdma_cq_free(PvrdmaCore *c, PvrdmaCQ *cq);
 /* May the CQ's pages hold cqe entries?  Give the (empty) ring that size. */
 bool pvrdma_cq_cqe_fits(PvrdmaCore *c, const PvrdmaCQ *cq, uint32_t cqe);
 void pvrdma_cq_set_cqe(PvrdmaCQ *cq, uint32_t cqe);
+
+/* pvrdma_srq.c */
+int pvrdma_cmd_create_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_modify_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_query_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_destroy_srq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                           union pvrdma_cmd_resp *rsp);
+void pvrdma_srq_free(PvrdmaCore *c, PvrdmaSRQ *srq);
+
+/* pvrdma_mr.c (also memory keys, below) */
+int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_destroy_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
+
+/* pvrdma_qp.c (also the state machine, below) */
+int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_modify_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                        union pvrdma_cmd_resp *rsp);
+int pvrdma_cmd_destroy_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp);
+void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp);
 
 /* pvrdma_regs.c: the DSR */
 

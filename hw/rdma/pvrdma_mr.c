@@ -2,9 +2,10 @@
  * pvrdma: memory keys.  Looks an MR up by its key (lkey == rkey), resolves
  * a range of a user, DMA or fast-registered MR into host memory, and a
  * WQE's SGEs through their lkeys (PD, access, range) into a scatter list;
- * for an inline send, finds the user MR that covers an SGE.
+ * for an inline send, finds the user MR that covers an SGE.  An MR's life:
+ * CREATE_MR (user, DMA and fast-registration MRs) and DESTROY_MR.
  *
- * Not here: creating and destroying MRs (pvrdma_cmd.c), the FAST_REG_MR and
+ * Not here: the FAST_REG_MR and
  * LOCAL_INV work requests (pvrdma_req.c), rkey checks at the responder
  * (pvrdma_resp.c), mapping guest pages (pvrdma_mem.c).
  *
@@ -130,4 +131,132 @@ int pvrdma_resolve_sges(PvrdmaCore *c, uint32_t pd,
         return PVRDMA_WC_LOC_LEN_ERR;
     }
     return PVRDMA_WC_SUCCESS;
+}
+
+/* An MR's life: CREATE_MR, DESTROY_MR */
+
+int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp)
+{
+    const struct pvrdma_cmd_create_mr *m = &req->create_mr;
+    uint32_t access = m->access_flags & ~PVRDMA_ACCESS_OPTIONAL;
+    PvrdmaMR *mr;
+    uint64_t *pages = NULL;
+    uint32_t h;
+    int err;
+
+    if (!pvrdma_table_get(&c->pd, m->pd_handle)) {
+        return CMD_ERR(c, EINVAL, "CREATE_MR: bad PD %u", m->pd_handle);
+    }
+    if (access & ~PVRDMA_ACCESS_FLAGS_ALL) {
+        return CMD_ERR(c, EINVAL, "CREATE_MR: unknown access flags 0x%x",
+                       access);
+    }
+    if ((access & (PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & PVRDMA_ACCESS_LOCAL_WRITE)) {
+        return CMD_ERR(c, EINVAL, "CREATE_MR: remote write without local write");
+    }
+    if (m->flags & ~(PVRDMA_MR_FLAG_DMA | PVRDMA_MR_FLAG_FRMR) ||
+        m->flags == (PVRDMA_MR_FLAG_DMA | PVRDMA_MR_FLAG_FRMR)) {
+        return CMD_ERR(c, EINVAL, "CREATE_MR: bad flags 0x%x", m->flags);
+    }
+    mr = g_new0(PvrdmaMR, 1);
+    mr->pd = m->pd_handle;
+    mr->access = access;
+    if (m->flags & PVRDMA_MR_FLAG_DMA) {
+        mr->kind = PVRDMA_MR_DMA;
+        mr->valid = true;
+    } else if (m->flags & PVRDMA_MR_FLAG_FRMR) {
+        if (c->owner) {
+            g_free(mr);
+            return CMD_ERR(c, EOPNOTSUPP,
+                           "CREATE_MR: no fast registration with a host HCA");
+        }
+        if (m->nchunks < 1 || m->nchunks > PVRDMA_MAX_FAST_REG_PAGES) {
+            g_free(mr);
+            return CMD_ERR(c, EINVAL, "CREATE_MR: FRMR with %u pages",
+                           m->nchunks);
+        }
+        mr->kind = PVRDMA_MR_FRMR;
+        mr->max_pages = m->nchunks;
+        mr->access = 0;
+        mr->valid = false;
+    } else {
+        uint64_t first = m->start & ~(uint64_t)(PVRDMA_PAGE_SIZE - 1);
+        uint64_t need;
+
+        if (m->length == 0 || m->length > c->lim.max_mr_size ||
+            m->start + m->length < m->start) {
+            g_free(mr);
+            return CMD_ERR(c, EINVAL, "CREATE_MR: bad length 0x%" PRIx64,
+                           m->length);
+        }
+        need = (m->start + m->length - first + PVRDMA_PAGE_SIZE - 1) /
+               PVRDMA_PAGE_SIZE;
+        if (m->nchunks != need) {
+            g_free(mr);
+            return CMD_ERR(c, EINVAL, "CREATE_MR: %u pages given, %" PRIu64
+                           " needed", m->nchunks, need);
+        }
+        if (!pvrdma_pdir_read(c, m->pdir_dma, m->nchunks, &pages) ||
+            !pvrdma_map_pages(c, &mr->map, pages, m->nchunks,
+                              PVRDMA_PAGE_SIZE)) {
+            g_free(pages);
+            g_free(mr);
+            return CMD_ERR(c, EFAULT, "CREATE_MR: page list unusable");
+        }
+        g_free(pages);
+        mr->kind = PVRDMA_MR_USER;
+        mr->iova = m->start;
+        mr->length = m->length;
+        mr->base = first;
+        mr->valid = true;
+    }
+    h = pvrdma_table_alloc(&c->mr, mr);
+    if (h == UINT32_MAX) {
+        pvrdma_map_release(c, &mr->map);
+        g_free(mr);
+        return CMD_ERR(c, ENOMEM, "CREATE_MR: out of MRs");
+    }
+    mr->handle = h;
+    mr->key = h << 8;
+    rsp->create_mr_resp.lkey = mr->key;
+    rsp->create_mr_resp.rkey = mr->key;
+    err = pvrdma_owner_mr_create(c, mr, &rsp->create_mr_resp.lkey,
+                                 &rsp->create_mr_resp.rkey);
+    if (err) {
+        pvrdma_table_remove(&c->mr, h);
+        pvrdma_map_release(c, &mr->map);
+        g_free(mr);
+        return CMD_ERR(c, -err, "CREATE_MR: host device: %s",
+                       strerror(-err));
+    }
+    mr->key = rsp->create_mr_resp.lkey;
+    pvrdma_pd_ref(c, mr->pd, 1);
+    rsp->create_mr_resp.mr_handle = h;
+    trace_pvrdma_create_mr(h, mr->kind, mr->pd, mr->iova, mr->length);
+    return 0;
+}
+
+void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr)
+{
+    pvrdma_owner_mr_destroy(c, mr);
+    pvrdma_map_release(c, &mr->map);
+    pvrdma_pd_ref(c, mr->pd, -1);
+    pvrdma_table_remove(&c->mr, mr->handle);
+    g_free(mr);
+}
+
+int pvrdma_cmd_destroy_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp)
+{
+    uint32_t h = req->destroy_mr.mr_handle;
+    PvrdmaMR *mr = pvrdma_table_get(&c->mr, h);
+
+    if (!mr) {
+        return CMD_ERR(c, EINVAL, "DESTROY_MR: bad handle %u", h);
+    }
+    pvrdma_mr_free(c, mr);
+    trace_pvrdma_destroy_mr(h);
+    return 0;
 }

@@ -8,9 +8,11 @@
  * segmentation of a QP: local ACK timeout, retry window, RNR deadline,
  * path MTU, PSNs of a request.
  *
- * Not here: creating and destroying QPs (pvrdma_cmd.c); flushing the queues
- * of a QP in error (pvrdma_comp.c, from the run loop); the send and
- * receive engines (pvrdma_req.c, pvrdma_resp.c).
+ * A QP's life: CREATE_QP (its rings in guest pages, or an SRQ), MODIFY_QP,
+ * QUERY_QP, DESTROY_QP.
+ *
+ * Not here: flushing the queues of a QP in error (pvrdma_comp.c, from the
+ * run loop); the send and receive engines (pvrdma_req.c, pvrdma_resp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -399,4 +401,257 @@ void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
         qp->events++;
     }
     pvrdma_post_async(c, type, handle);
+}
+
+/* A QP's life: CREATE_QP, MODIFY_QP, QUERY_QP, DESTROY_QP */
+
+int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp)
+{
+    const struct pvrdma_cmd_create_qp *m = &req->create_qp;
+    PvrdmaCQ *scq = pvrdma_table_get(&c->cq, m->send_cq_handle);
+    PvrdmaCQ *rcq = pvrdma_table_get(&c->cq, m->recv_cq_handle);
+    PvrdmaSRQ *srq = NULL;
+    uint32_t ctx = pvrdma_ctx_of_pd(c, m->pd_handle);
+    uint32_t sq_stride, rq_stride = 0, rq_pages, h;
+    uint64_t *pages;
+    PvrdmaQP *qp;
+    int err;
+
+    if (ctx == UINT32_MAX) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: bad PD %u", m->pd_handle);
+    }
+    if (!scq || !rcq || scq->ctx != ctx || rcq->ctx != ctx) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: bad CQs %u/%u",
+                       m->send_cq_handle, m->recv_cq_handle);
+    }
+    if (m->qp_type != PVRDMA_QPT_RC && m->qp_type != PVRDMA_QPT_UD &&
+        m->qp_type != PVRDMA_QPT_GSI) {
+        return CMD_ERR(c, EOPNOTSUPP, "CREATE_QP: type %u", m->qp_type);
+    }
+    if (m->qp_type == PVRDMA_QPT_GSI && pvrdma_qp_get(c, PVRDMA_GSI_QPN)) {
+        return CMD_ERR(c, EBUSY, "CREATE_QP: GSI QP exists");
+    }
+    if (m->is_srq > 1) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: is_srq %u", m->is_srq);
+    }
+    if (m->is_srq) {
+        srq = pvrdma_table_get(&c->srq, m->srq_handle);
+        if (!srq || srq->pd != m->pd_handle) {
+            return CMD_ERR(c, EINVAL, "CREATE_QP: bad SRQ %u", m->srq_handle);
+        }
+    }
+    if (!pvrdma_is_pow2(m->max_send_wr) || m->max_send_wr > c->lim.max_qp_wr ||
+        m->max_send_sge < 1 || m->max_send_sge > c->lim.max_sge) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: bad send queue %u x %u sge",
+                       m->max_send_wr, m->max_send_sge);
+    }
+    if (!m->is_srq &&
+        (!pvrdma_is_pow2(m->max_recv_wr) || m->max_recv_wr > c->lim.max_qp_wr ||
+         m->max_recv_sge < 1 || m->max_recv_sge > c->lim.max_sge)) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: bad receive queue %u x %u sge",
+                       m->max_recv_wr, m->max_recv_sge);
+    }
+    if (m->max_inline_data) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: inline data not supported");
+    }
+    /* page 0 ring state | send_chunks SQ pages | the rest RQ pages */
+    if (m->send_chunks < 1 || m->total_chunks <= m->send_chunks) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: bad chunks %u/%u",
+                       m->send_chunks, m->total_chunks);
+    }
+    rq_pages = m->total_chunks - 1 - m->send_chunks;
+    sq_stride = pvrdma_wqe_stride(sizeof(struct pvrdma_sq_wqe_hdr),
+                                  m->max_send_sge);
+    if (!m->is_srq) {
+        rq_stride = pvrdma_wqe_stride(sizeof(struct pvrdma_rq_wqe_hdr),
+                                      m->max_recv_sge);
+    }
+    /* no more pages than the rings need (plus one of slack) */
+    if (m->send_chunks > pvrdma_ring_pages(m->max_send_wr, sq_stride) + 1 ||
+        (!m->is_srq &&
+         rq_pages > pvrdma_ring_pages(m->max_recv_wr, rq_stride) + 1)) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: %u/%u pages exceed the rings",
+                       m->send_chunks, rq_pages);
+    }
+    if (m->is_srq ? rq_pages != 0 : rq_pages == 0) {
+        return CMD_ERR(c, EINVAL, "CREATE_QP: %u receive pages with is_srq %u",
+                       rq_pages, m->is_srq);
+    }
+    if (!pvrdma_pdir_read(c, m->pdir_dma, m->total_chunks, &pages)) {
+        return CMD_ERR(c, EFAULT, "CREATE_QP: page directory unusable");
+    }
+    qp = g_new0(PvrdmaQP, 1);
+    if (!pvrdma_ring_init(c, &qp->sq, "sq", pages, 1 + m->send_chunks, 1, 0,
+                          m->max_send_wr, sq_stride) ||
+        (!m->is_srq &&
+         !pvrdma_ring_init(c, &qp->rq, "rq", pages, m->total_chunks,
+                           1 + m->send_chunks, 0, m->max_recv_wr, rq_stride))) {
+        pvrdma_ring_free(c, &qp->sq);
+        g_free(pages);
+        g_free(qp);
+        return CMD_ERR(c, EINVAL, "CREATE_QP: rings unusable");
+    }
+    if (!m->is_srq) {
+        /* the RQ's ring state lives in page 0, after the SQ's */
+        qp->rq.state = (struct pvrdma_ring *)qp->sq.page[0] + 1;
+    }
+    g_free(pages);
+    if (m->qp_type == PVRDMA_QPT_GSI) {
+        /* QP 1: a handle the table reserves, free (checked above) */
+        h = pvrdma_table_insert(&c->qp, PVRDMA_GSI_QPN, qp) ? PVRDMA_GSI_QPN :
+                                                             UINT32_MAX;
+    } else {
+        h = pvrdma_table_alloc(&c->qp, qp);
+    }
+    if (h == UINT32_MAX) {
+        pvrdma_ring_free(c, &qp->sq);
+        pvrdma_ring_free(c, &qp->rq);
+        g_free(qp);
+        return CMD_ERR(c, ENOMEM, "CREATE_QP: out of QPs");
+    }
+    qp->handle = qp->qpn = h;
+    qp->slot = g_new0(PvrdmaSendSlot, m->max_send_wr);
+    qp->type = m->qp_type;
+    qp->state = PVRDMA_QPS_RESET;
+    qp->sq_sig_all = m->sq_sig_all;
+    qp->is_srq = m->is_srq;
+    qp->pd = m->pd_handle;
+    qp->scq = m->send_cq_handle;
+    qp->rcq = m->recv_cq_handle;
+    qp->srq = m->is_srq ? m->srq_handle : 0;
+    qp->max_send_wr = m->max_send_wr;
+    qp->max_send_sge = m->max_send_sge;
+    qp->max_recv_wr = m->is_srq ? 0 : m->max_recv_wr;
+    qp->max_recv_sge = m->is_srq ? 0 : m->max_recv_sge;
+    qp->attr.path_mtu = PVRDMA_MTU_1024;
+    qp->attr.port_num = 1;
+    qp->attr.cap = (struct pvrdma_qp_cap) {
+        qp->max_send_wr, qp->max_recv_wr, qp->max_send_sge,
+        qp->max_recv_sge, 0, 0
+    };
+    /* the GSI QP stays with the device: the host's QP1 is the kernel's */
+    err = pvrdma_owner_qp_create(c, qp);
+    if (err) {
+        pvrdma_table_remove(&c->qp, h);
+        pvrdma_ring_free(c, &qp->sq);
+        pvrdma_ring_free(c, &qp->rq);
+        g_free(qp->slot);
+        g_free(qp);
+        return CMD_ERR(c, -err, "CREATE_QP: host device: %s",
+                       strerror(-err));
+    }
+    scq->refs++;
+    rcq->refs++;
+    if (srq) {
+        srq->refs++;
+    }
+    pvrdma_pd_ref(c, qp->pd, 1);
+
+    if (c->version >= PVRDMA_QPHANDLE_VERSION) {
+        struct pvrdma_cmd_create_qp_resp_v2 *r = &rsp->create_qp_resp_v2;
+
+        r->qpn = qp->qpn;
+        r->qp_handle = qp->handle;
+        r->max_send_wr = qp->max_send_wr;
+        r->max_recv_wr = qp->max_recv_wr;
+        r->max_send_sge = qp->max_send_sge;
+        r->max_recv_sge = qp->max_recv_sge;
+        r->max_inline_data = 0;
+    } else {
+        struct pvrdma_cmd_create_qp_resp *r = &rsp->create_qp_resp;
+
+        r->qpn = qp->qpn;
+        r->max_send_wr = qp->max_send_wr;
+        r->max_recv_wr = qp->max_recv_wr;
+        r->max_send_sge = qp->max_send_sge;
+        r->max_recv_sge = qp->max_recv_sge;
+        r->max_inline_data = 0;
+    }
+    trace_pvrdma_create_qp(h, qp->type, qp->max_send_wr, qp->max_recv_wr,
+                           qp->is_srq);
+    return 0;
+}
+
+void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaCQ *scq = pvrdma_table_get(&c->cq, qp->scq);
+    PvrdmaCQ *rcq = pvrdma_table_get(&c->cq, qp->rcq);
+    PvrdmaSRQ *srq = qp->is_srq ? pvrdma_table_get(&c->srq, qp->srq) : NULL;
+
+    if (scq) {
+        scq->refs--;
+    }
+    if (rcq) {
+        rcq->refs--;
+    }
+    if (srq) {
+        srq->refs--;
+    }
+    pvrdma_pd_ref(c, qp->pd, -1);
+    if (qp->queued) {
+        g_queue_remove(&c->run, GUINT_TO_POINTER(qp->handle));
+    }
+    pvrdma_table_remove(&c->qp, qp->handle);
+    if (!pvrdma_qp_queue_path(qp)) {
+        pvrdma_qp_gone(c, qp->qpn);
+    }
+    pvrdma_path_detach(c, qp);
+    pvrdma_owner_qp_destroy(c, qp);
+    pvrdma_qp_set_rnr_wait(c, qp, false);
+    pvrdma_qp_hold(c, qp, 0);
+    pvrdma_ring_free(c, &qp->sq);
+    pvrdma_ring_free(c, &qp->rq);
+    g_free(qp->slot);
+    g_free(qp);
+}
+
+int pvrdma_cmd_modify_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp)
+{
+    const struct pvrdma_cmd_modify_qp *m = &req->modify_qp;
+    PvrdmaQP *qp = pvrdma_qp_get(c, m->qp_handle);
+
+    if (!qp) {
+        return CMD_ERR(c, EINVAL, "MODIFY_QP: bad handle %u", m->qp_handle);
+    }
+    return pvrdma_qp_modify(c, qp, m->attr_mask, &m->attrs);
+}
+
+int pvrdma_cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                        union pvrdma_cmd_resp *rsp)
+{
+    PvrdmaQP *qp = pvrdma_qp_get(c, req->query_qp.qp_handle);
+
+    if (!qp) {
+        return CMD_ERR(c, EINVAL, "QUERY_QP: bad handle %u",
+                       req->query_qp.qp_handle);
+    }
+    if (pvrdma_qp_queue_path(qp)) {
+        int st = qp->path->ops->qp_state(qp->path, qp);
+
+        if (st >= 0) {
+            qp->state = st;
+        }
+    }
+    rsp->query_qp_resp.attrs = qp->attr;
+    rsp->query_qp_resp.attrs.qp_state = qp->state;
+    rsp->query_qp_resp.attrs.cur_qp_state = qp->state;
+    return 0;
+}
+
+int pvrdma_cmd_destroy_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                          union pvrdma_cmd_resp *rsp)
+{
+    uint32_t h = req->destroy_qp.qp_handle;
+    PvrdmaQP *qp = pvrdma_qp_get(c, h);
+
+    if (!qp) {
+        return CMD_ERR(c, EINVAL, "DESTROY_QP: bad handle %u", h);
+    }
+    pvrdma_qp_fence(c, qp->qpn);
+    rsp->destroy_qp_resp.events_reported = qp->events;
+    pvrdma_qp_free(c, qp);
+    trace_pvrdma_destroy_qp(h);
+    return 0;
 }

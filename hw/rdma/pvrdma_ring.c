@@ -186,3 +186,21 @@ void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
                             sizeof(w->sge[0]));
     w->sge_ok = w->hdr.num_sge <= max_sge;
 }
+
+/* Ring geometry: a WQE's stride, the pages of n elements */
+
+uint32_t pvrdma_wqe_stride(size_t hdr, uint32_t nsge)
+{
+    uint32_t sz = hdr + nsge * sizeof(struct pvrdma_sge);
+    uint32_t p = 1;
+
+    while (p < sz) {
+        p <<= 1;
+    }
+    return p;
+}
+
+uint32_t pvrdma_ring_pages(uint32_t n, uint32_t stride)
+{
+    return ((uint64_t)n * stride + PVRDMA_PAGE_SIZE - 1) / PVRDMA_PAGE_SIZE;
+}
