@@ -1,7 +1,7 @@
 /*
  * pvrdma: completion queues' lives.  CREATE_CQ (its ring in guest pages,
  * a PD-less object of a context), RESIZE_CQ, DESTROY_CQ (refused while
- * QPs or SRQs use it), and the CQE count a ring holds.
+ * QPs use it), and the CQE count a ring holds.
  *
  * Not here: writing CQEs and arming (pvrdma_event.c), what a CQE says
  * (pvrdma_comp.c).

@@ -15,7 +15,7 @@
  *   pvrdma_dev_mig.c   migration: the vmstate, the VM state and migration
  *                      notifiers that pause and resume the transports
  * The device logic is the QEMU-free core (pvrdma_core.h; every other
- * hw/rdma/pvrdma_*.c), which none of these files' declarations reach.
+ * hw/rdma/pvrdma_*.c), which never includes this header.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
