@@ -30,8 +30,6 @@ import re
 import sys
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
-DEF = re.compile(r'^(?!static\b)(?:[A-Za-z_][\w \t\*]*?[\s\*])?'
-                 r'([A-Za-z_]\w*)\s*\([^;]*$')
 ANYDEF = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(')
 IDENT = re.compile(r'[A-Za-z_]\w*')
 KEYWORDS = {'if', 'for', 'while', 'switch', 'return', 'sizeof'}

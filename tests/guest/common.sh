@@ -716,11 +716,15 @@ VC_PORT=${VC_PORT:-18530}
 vc_result() {
     _vl=$(tail -n 1 "$1" 2>/dev/null)
     case $_vl in "verbs-check: ok "*) ;; *) return 1 ;; esac
-    _vm=$(echo "$_vl" | sed -n 's/.* msgs=\([0-9]*\).*/\1/p')
-    _vr=$(echo "$_vl" | sed -n 's/.* recv=\([0-9]*\).*/\1/p')
+    _vm=$(vc_field "$1" msgs)
+    _vr=$(vc_field "$1" recv)
     [ "${_vm:-0}" -ge "$2" ] && [ "${_vr:-0}" -gt 0 ] || return 1
     echo "$_vl"
 }
+
+# vc_field FILE NAME: the value of NAME=VALUE in the checker's last line
+# in FILE (msgs, recv, bytes, ...)
+vc_field() { tail -n 1 "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # _vc_judge NAME MIN [FILE]: a checker's output (FILE, default
 # /tmp/NAME.out) passed

@@ -220,9 +220,6 @@ log "routes: $(ip route get $L1_HCA | head -n 1) | $(ip route get $HOST | head -
 log "A: $(qmp_get $QMP_A peers | tr '\n' ' ')B: $(qmp_get $QMP_B peers | tr '\n' ' ')"
 log "A's QPs now:"; qps $QMP_A | sed 's/^/  /'
 
-# vc_field FILE NAME: NAME=VALUE of the checker's last line in FILE
-vc_field() { tail -n 1 "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-
 # --- 1-3: three checkers of A at once, one on each path (the servers of
 # the host HCA and RoCEv2 ones here, on rxe0 and rxe1: rdma_cm picks the
 # device by the bound address)
