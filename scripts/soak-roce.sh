@@ -13,36 +13,41 @@
 #     both directions at once, local ACK timeout 14, retry_cnt 7), pvrdma
 #     as server and as client, against pvrdma and against rxe; for each
 #     loss in LOSS the switch drops that share of the RoCEv2 frames and
-#     reorders 1 %, ACKs and CM MADs kept (an application that exits as
-#     soon as it is done cannot survive a lost last ACK when its peer is
-#     rxe); a busy loop on every host core meanwhile (--no-hog: none).
+#     reorders 1 %, ACKs and NAKs too (ACKS=keep: not), CM MADs kept (the
+#     checker's own end survives a lost last ACK: the peer that has our
+#     FIN disconnects); a busy loop on every host core (--no-hog: none).
 #     Results: ok, hang (no completion for 60 s), retry (RETRY_EXC_ERR),
-#     data (a byte that differs), error.
+#     data (a byte that differs), error.  Then, as the reference, test 91:
+#     the same cells between two soft-RoCE VMs under the same loss and
+#     load (pairs rxe-server/rxe, rxe-client/rxe; --no-reference: not).
 #
-#   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog] [-o DIR]
+#   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog]
+#                        [--no-reference] [-o DIR]
 # Environment: UNIT_ITERS (default 1000), CELLS (guest, "SIZE:COUNT ...",
 # messages per direction, default "1024:1000 65536:1000 1048576:100"), LOSS
 # (guest, percent, default "0 1 5"), SECS (guest limit per run, default
-# 900).
+# 900), ACKS (guest: "drop", the default, loses ACKs and NAKs like any
+# other frame; "keep" loses only requests and responses).
 # Prints one table per part; the raw lines are in DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-unit=1 guest=1 hog=1 out=
+unit=1 guest=1 hog=1 ref=1 out=
 while [ $# -gt 0 ]; do
     case $1 in
         --unit-only) guest=0; shift ;;
         --guest-only) unit=0; shift ;;
         --no-hog) hog=0; shift ;;
+        --no-reference) ref=0; shift ;;
         -o|--out) out=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set /{/^#/p}' "$0"; exit 0 ;;
         *) echo "soak-roce: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [ -n "$out" ] || out=build/soak/roce-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 UNIT_ITERS=${UNIT_ITERS:-1000} SECS=${SECS:-900}
-CELLS=${CELLS:-1024:1000 65536:1000 1048576:100} LOSS=${LOSS:-0 1 5}
+CELLS=${CELLS:-1024:1000 65536:1000 1048576:100} LOSS=${LOSS:-0 1 5} ACKS=${ACKS:-drop}
 
 if [ "$unit" = 1 ]; then
     make -s -C tests/unit "$top/build/unit/test-pvrdma-roce" > "$out/unit-build.log" 2>&1 ||
@@ -70,19 +75,24 @@ if [ "$guest" = 1 ]; then
         done
     fi
     trap '[ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null' EXIT
+    tests=(90)
+    [ "$ref" = 0 ] || tests+=(91)
     for loss in $LOSS; do
-        echo "# guest: loss $loss %, cells (size:messages) $CELLS$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
+        echo "# guest: loss $loss % (ACKs: $ACKS), cells (size:messages) $CELLS$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
         t0=$SECONDS
         if [ "$loss" = 0 ]; then
             va="--switch"
         else
-            va="--lossy $loss,1 --lossy-keep-acks --lossy-keep-cm"
+            va="--lossy $loss,1 --lossy-keep-cm"
+            [ "$ACKS" = drop ] || va+=" --lossy-keep-acks"
         fi
         PVRDMA_VM_ARGS="$va" tests/guest/run.sh -o "$out/guest-$loss" \
             -e SOAK_CELLS="$CELLS" -e SOAK_SECS="$SECS" \
-            90 > "$out/guest-$loss.log" 2>&1 || true
-        grep -h 'soak-cell' "$out"/guest-"$loss"/90-roce-soak/vm0/console.log |
-            sed 's/.*soak-cell //' > "$out/guest-$loss.cells" || true
+            "${tests[@]}" > "$out/guest-$loss.log" 2>&1 || true
+        for t in "${tests[@]}"; do
+            grep -h -a 'soak-cell' "$out"/guest-"$loss"/"$t"-*/vm0/console.log 2>/dev/null |
+                sed 's/.*soak-cell //' | tr -d '\r'
+        done > "$out/guest-$loss.cells"
         printf '%-24s %-8s %-6s %-6s %-8s %s\n' pair size msgs loss result secs
         awk -v l="$loss" '{ printf "%-24s %-8s %-6s %-6s %-8s %s\n", $1, $2, $3, l, $4, $5 }' \
             "$out/guest-$loss.cells"

@@ -793,3 +793,51 @@ vc_across() {
     _vc_judge "$_van-srv" 100 "/tmp/$_van.srv" &&
         _vc_judge "$_van-cli" 100 "/tmp/$_van.cli" || fail "$PAIR_ERR"
 }
+
+# --- the RoCEv2 soak (tests 90 and 91; scripts/soak-roce.sh sets the
+# --- switch's loss and the host's load)
+
+# soak_run K SIZE COUNT fwd|rev SELF PEER: one soak cell, the checker
+# between VM 0 (device SELF, "pvrdma" or "rxe") and VM K (device PEER):
+# COUNT messages of SIZE bytes each way, SEND, SEND with immediate, WRITE,
+# WRITE with immediate, READ and, between two pvrdma devices, atomics (rxe
+# 6.1 fails its own atomics under loss, rxe against rxe too), 8 in flight,
+# the applications' usual local ACK timeout 14 and retry_cnt 7, within
+# SOAK_SECS; VM 0 serves (fwd) or connects (rev).  VM 0 logs
+#   soak-cell SELF-server/PEER SIZE COUNT RESULT SECS   (-client/ with rev)
+# RESULT: ok, hang (no completion for 60 s, or the limit killed it), retry
+# (a completion with RETRY_EXC_ERR), data (the checker found a byte,
+# length, immediate or atomic value that differs), error (anything else).
+# Always returns 0: the soak script counts the results.
+soak_run() {
+    _k=$1 _s=$2 _c=$3 _d=$4
+    _pair=$([ "$_d" = rev ] && echo "$5-client/$6" || echo "$5-server/$6")
+    _ops=
+    [ "$5/$6" = pvrdma/pvrdma ] || _ops="-o send,send_imm,write,write_imm,read"
+    _t0=$(cut -d' ' -f1 /proc/uptime)
+    # shellcheck disable=SC2086
+    with_vm "$_k" vc_2vm soak "$SOAK_SECS" "$_c" "$_d" -t rc -s "$_s" -n "$_c" \
+        -q 8 -g 2 -T 60 --ack-timeout 14 $_ops > /tmp/soak.log 2>&1
+    _r=$?
+    _secs=$(awk -v a="$_t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b - a}')
+    if [ "$PVRDMA_VM" = 0 ]; then
+        if [ $_r = 0 ]; then
+            _res=ok
+        elif grep -q "status=12 " /tmp/soak.out /tmp/soak.log; then
+            _res=retry
+        elif grep -q "MISMATCH" /tmp/soak.out /tmp/soak.log; then
+            _res=data
+        elif grep -qE "no completion for|rc (server )?(124|143)[;)]" /tmp/soak.out /tmp/soak.log; then
+            _res=hang
+        else
+            _res=error
+        fi
+        log "soak-cell $_pair $_s $_c $_res $_secs"
+        [ "$_res" = ok ] || cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
+    elif [ "$PVRDMA_VM" = "$_k" ] && [ $_r != 0 ]; then
+        # the peer's side of a cell that failed here
+        log "soak-peer $_pair $_s $_c rc $_r"
+        cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
+    fi
+    return 0
+}
