@@ -256,8 +256,9 @@ bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
  * came to this host, or this VM to the peer's) offers its peer to move
  * there when it is idle on its path (nothing in flight either way, so the
  * PSNs are all the state there is), and holds its requests until the
- * answer (pvrdma_path_answered()).  A refusal (the peer is busy) is tried
- * again PVRDMA_OFFER_RETRY_MS later, at a request.  The peer's answer
+ * answer (pvrdma_path_answered()).  The question is asked at most every
+ * PVRDMA_OFFER_RETRY_MS, at a request; so is an offer the peer refused (it
+ * was busy).  The peer's answer
  * comes through the new path, so its requests there follow it.
  */
 #define PVRDMA_OFFER_RETRY_MS 100
@@ -281,12 +282,15 @@ static void path_offer(PvrdmaCore *c, PvrdmaQP *qp)
         !t->ops->qp_idle(t, qp, &sq, &rq)) {
         return;
     }
+    /*
+     * Asked again PVRDMA_OFFER_RETRY_MS later whatever the answer: the
+     * transports' reaches hooks may cost system calls (the host HCA's), and
+     * an idle QP would otherwise ask them at every request.
+     */
+    qp->offer_next = now + PVRDMA_OFFER_RETRY_MS;
     n = reaching(c, dgid, false);
-    if (!n || n == t || n == c->owner || !n->ops->qp_offer) {
-        return;
-    }
-    if (n->ops->qp_offer(n, qp, sq, rq)) {
-        qp->offer_next = now + PVRDMA_OFFER_RETRY_MS;
+    if (!n || n == t || n == c->owner || !n->ops->qp_offer ||
+        n->ops->qp_offer(n, qp, sq, rq)) {
         return;
     }
     trace_pvrdma_qp_offer(qp->qpn, n->ops->name, sq, rq);

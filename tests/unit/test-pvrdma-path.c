@@ -25,6 +25,7 @@ typedef struct Probe {
     bool reach;             /* reaches probe_gid now */
     int attach_err;         /* qp_attach answers this */
     int attached, detached, executed;
+    int reached;            /* calls of reaches */
     uint32_t last_qpn;
 } Probe;
 
@@ -35,6 +36,7 @@ static Probe *probe_of(PvrdmaTransport *t)
 
 static bool probe_reaches(PvrdmaTransport *t, const uint8_t dgid[16])
 {
+    probe_of(t)->reached++;
     return probe_of(t)->reach && !memcmp(dgid, probe_gid, 16);
 }
 
@@ -74,6 +76,24 @@ static const PvrdmaTransportOps probe_ops = {
     .qp_detach = probe_detach,
     .execute = probe_execute,
     .destroy = probe_destroy,       /* static: not g_free()d */
+};
+
+/* a path that keeps connection state (RoCEv2): always idle here */
+static bool probe_idle(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t *sq_psn,
+                       uint32_t *rq_psn)
+{
+    *sq_psn = *rq_psn = 0;
+    return true;
+}
+
+static const PvrdmaTransportOps probe_idle_ops = {
+    .name = "probe-idle",
+    .reaches = probe_reaches,
+    .qp_attach = probe_attach,
+    .qp_detach = probe_detach,
+    .qp_idle = probe_idle,
+    .execute = probe_execute,
+    .destroy = probe_destroy,
 };
 
 typedef struct Fx {
@@ -207,6 +227,36 @@ static void test_rc_at_rtr(void)
     expect_cq_empty(&f.d, &f.cq);
     dev_fini(&f.d);
     g_assert_cmpint(f.probe.detached, ==, 2);   /* b never was ours */
+}
+
+/*
+ * An idle RC QP on a path with connection state asks whether a better path
+ * (co-resident) reaches its peer now, for the way back.  It asks every
+ * transport's reaches hook, which may cost system calls (the host HCA's
+ * opens a socket): at most once per PVRDMA_OFFER_RETRY_MS (100 ms), not at
+ * every request.
+ */
+static void test_idle_asks_rarely(void)
+{
+    Fx f;
+
+    fx_setup(&f, PVRDMA_QPT_RC);
+    f.probe.t.ops = &probe_idle_ops;
+    rc_to_init(&f.d, &f.a);
+    to_rts(&f, &f.a, f.b.qpn, probe_gid);
+    to_rts(&f, &f.b, f.a.qpn, test_gid);
+    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    f.probe.reached = 0;
+    for (int i = 0; i < 20; i++) {
+        send_and_check(&f, &f.a, &f.b, 0xa0 + i, i, NULL);
+    }
+    g_assert_cmpint(f.probe.executed, ==, 20);
+    g_assert_cmpint(f.probe.reached, ==, 1);    /* the first request */
+    f.d.h.now += 100;
+    send_and_check(&f, &f.a, &f.b, 0xc0, 40, NULL);
+    send_and_check(&f, &f.a, &f.b, 0xc2, 41, NULL);
+    g_assert_cmpint(f.probe.reached, ==, 2);    /* 100 ms later, once */
+    dev_fini(&f.d);
 }
 
 static void test_attach_refused(void)
@@ -480,6 +530,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/pvrdma/path/rc-at-rtr", test_rc_at_rtr);
+    g_test_add_func("/pvrdma/path/idle-asks-rarely", test_idle_asks_rarely);
     g_test_add_func("/pvrdma/path/attach-refused", test_attach_refused);
     g_test_add_func("/pvrdma/path/rc-late", test_rc_late);
     g_test_add_func("/pvrdma/path/ud-per-request", test_ud_per_request);
