@@ -3,7 +3,7 @@
  * text form of a GID.
  *
  * Not here: CREATE_BIND and DESTROY_BIND, which fill the table
- * (pvrdma_cmd.c); clearing it at reset (pvrdma_core.c); telling the
+ * (pvrdma_cmd.c); clearing it at reset (pvrdma_init.c); telling the
  * transports that it changed (pvrdma_path.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later

@@ -5,7 +5,7 @@
  * then); activation; CTL and REQUEST (which runs the command).
  *
  * Not here: the commands (pvrdma_cmd.c), the UAR doorbells of BAR 2
- * (pvrdma_uar.c), interrupts (pvrdma_event.c), reset (pvrdma_core.c).
+ * (pvrdma_uar.c), interrupts (pvrdma_event.c), reset (pvrdma_init.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
