@@ -8,7 +8,9 @@
 # Every hw/rdma/pvrdma_*.c is core but the device's QEMU glue: pvrdma.c
 # (PCI/QOM) and pvrdma_dev_*.c beside it (pvrdma_dev.h).
 # backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
-# Of the transports, loopback.c, coresident.c and roce.c need only glib;
+# Of the transports, loopback.c, coresident.c and the RoCEv2 one (roce.c
+# and, beside it, roce_req.c, roce_comp.c, roce_resp.c, roce_net.c)
+# need only glib;
 # hostverbs.c and hostcm.c need libibverbs / librdmacm and are linked only
 # by the targets that ask for them.
 #
@@ -20,7 +22,15 @@ CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
               $(PVRDMA_TOP)/backend/roce_wire.c \
-              $(PVRDMA_TOP)/backend/roce.c
+              $(PVRDMA_TOP)/backend/roce.c \
+              $(PVRDMA_TOP)/backend/roce_comp.c \
+              $(PVRDMA_TOP)/backend/roce_net.c \
+              $(PVRDMA_TOP)/backend/roce_req.c \
+              $(PVRDMA_TOP)/backend/roce_resp.c
+# their private headers, which their objects depend on too (pvrdma_int.h,
+# roce_int.h)
+CORE_HDRS  := $(wildcard $(PVRDMA_TOP)/hw/rdma/*_int.h \
+                         $(PVRDMA_TOP)/backend/*.h)
 
 PKG_CONFIG  ?= pkg-config
 GLIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags glib-2.0)

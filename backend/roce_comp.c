@@ -1,0 +1,356 @@
+/*
+ * pvrdma RoCEv2 transport, the completer (as Linux rxe's rxe_comp.c):
+ * ACKs, NAKs, READ responses and atomic ACKs to the requester's requests,
+ * the data written into their buffers, the requests completed in order;
+ * the local ACK timeout with its probe and the end of an RNR wait
+ * (roce_req_timers()).  It drives the requester (roce_req.c: go back,
+ * send on).  See roce.c for the transport as a whole, roce_int.h for what
+ * its files share.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#endif
+#include "roce_int.h"
+
+/* IBA 9.7.5.2.8: RNR NAK timer codes in microseconds */
+static const uint32_t rnr_us[32] = {
+    655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+    1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960,
+    61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+/* Write a READ response or atomic result into w's local buffer. */
+static int wqe_write(RoceTransport *t, RoceWqe *w, uint64_t off,
+                     const uint8_t *buf, uint32_t len)
+{
+    PvrdmaCore *c = t->t.core;
+    PvrdmaSg sg = { 0 };
+    PvrdmaSg src = { .iov = &(PvrdmaIov) { (uint8_t *)buf, len }, .n = 1,
+                     .len = len };
+    int st;
+
+    if (!len) {
+        return PVRDMA_WC_SUCCESS;
+    }
+    st = pvrdma_transport_resolve(c, w->pd, w->sge, w->num_sge, true, &sg);
+    if (st == PVRDMA_WC_SUCCESS && sg.len < off + len) {
+        st = PVRDMA_WC_LOC_PROT_ERR;
+    }
+    if (st == PVRDMA_WC_SUCCESS) {
+        pvrdma_sg_copy(&sg, off, &src, 0, len);
+    }
+    pvrdma_sg_release(c, &sg);
+    return st;
+}
+
+/*
+ * Complete what is done, in order: SENDs and WRITEs the responder has
+ * acknowledged (every PSN before ack_psn), READs and atomics whose whole
+ * response came.  Then una: the oldest PSN not known to be answered.
+ */
+static void comp_drain(RoceQp *q)
+{
+    RoceWqe *w;
+
+    while ((w = g_queue_peek_head(&q->wqes))) {
+        if (w->rd_atomic ? !w->resp_done :
+            psn_cmp(psn_add(w->first_psn, w->npsn), q->ack_psn) > 0 ||
+            psn_cmp(w->first_psn, q->max_psn) >= 0) {
+            break;
+        }
+        roce_comp_head(q, PVRDMA_WC_SUCCESS);
+    }
+    w = g_queue_peek_head(&q->wqes);
+    if (w && w->rd_atomic &&
+        psn_cmp(q->ack_psn, roce_wqe_next_resp(q, w)) > 0) {
+        q->una = roce_wqe_next_resp(q, w);
+    } else if (w && psn_cmp(q->ack_psn, w->first_psn) < 0) {
+        q->una = w->first_psn;
+    } else {
+        q->una = q->ack_psn;
+    }
+    if (psn_cmp(q->una, q->psn) > 0) {
+        roce_req_rewind(q, q->una);      /* answered past a go-back-N */
+    }
+}
+
+/* The responder has everything before psn (an ACK, a response). */
+static void comp_acked(RoceQp *q, uint32_t psn)
+{
+    if (psn_cmp(psn, q->ack_psn) > 0 && psn_cmp(psn, q->max_psn) <= 0) {
+        q->ack_psn = psn;
+    }
+    comp_drain(q);
+}
+
+/*
+ * Progress: the retry counters start again, the timer restarts at the
+ * QP's timeout, and a probe is answered (what follows may go).
+ */
+static void comp_progress(RoceQp *q)
+{
+    q->retry_left = q->qp->attr.retry_cnt;
+    q->rnr_left = q->qp->attr.rnr_retry;
+    q->probe = q->probe_sent = false;
+    q->rto_shift = 0;
+    q->rto_deadline = 0;
+    roce_req_arm_rto(q);
+}
+
+static void comp_retry(RoceQp *q, uint32_t psn, const char *why)
+{
+    trace_pvrdma_roce_req(q->qpn, why, psn);
+    roce_req_rewind(q, psn);
+}
+
+/* The sent READ or atomic whose PSNs hold psn; NULL if none. */
+static RoceWqe *comp_find_rd(RoceQp *q, uint32_t psn)
+{
+    for (GList *l = q->wqes.head; l; l = l->next) {
+        RoceWqe *w = l->data;
+
+        if (psn_cmp(psn, w->first_psn) < 0) {
+            break;
+        }
+        if (w->rd_atomic && w->sent &&
+            psn_cmp(psn, psn_add(w->first_psn, w->npsn)) < 0) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+void roce_comp_ack(RoceQp *q, const RocePkt *p)
+{
+    uint32_t psn = p->psn;
+    uint8_t syn = p->aeth.syndrome;
+    bool progress, spurious;
+    RoceWqe *w;
+
+    /* a PSN outside [ack_psn - 1, max_psn - 1] is stale or bogus */
+    if (psn_cmp(psn, psn_add(q->ack_psn, PSN_MASK)) < 0 ||
+        psn_cmp(psn, q->max_psn) >= 0) {
+        trace_pvrdma_roce_comp(q->qpn, "stale ACK", psn);
+        return;
+    }
+    if (roce_aeth_type(syn) != ROCE_AETH_ACK &&
+        psn_cmp(psn, q->ack_psn) < 0) {
+        /* a NAK names a PSN not acknowledged yet */
+        trace_pvrdma_roce_comp(q->qpn, "stale NAK", psn);
+        return;
+    }
+    switch (roce_aeth_type(syn)) {
+    case ROCE_AETH_ACK:
+        progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
+        spurious = q->probe_sent && psn_cmp(psn, q->probe_psn) > 0;
+        comp_acked(q, psn_add(psn, 1));
+        if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) >= 0) {
+            q->seq_retry = false;   /* the retransmission got through */
+        }
+        w = g_queue_peek_head(&q->wqes);
+        if (w && w->rd_atomic && w->sent &&
+            psn_cmp(psn, roce_wqe_next_resp(q, w)) >= 0) {
+            /* acknowledged past a READ/atomic: its response was lost */
+            roce_req_reask(q, w, "implied NAK");
+        }
+        if (progress) {
+            comp_progress(q);
+        }
+        if (spurious && q->cur) {
+            trace_pvrdma_roce_req(q->qpn, "early timeout, goes on from",
+                                  q->max_psn);
+            roce_req_skip_sent(q);
+        }
+        break;
+    case ROCE_AETH_RNR_NAK:
+        comp_acked(q, psn);
+        q->st.rnr_naks++;
+        q->t->st.rnr_naks++;
+        if (q->qp->attr.rnr_retry != 7 && q->rnr_left-- <= 0) {
+            if (g_queue_peek_head(&q->wqes)) {
+                roce_comp_head(q, PVRDMA_WC_RNR_RETRY_EXC_ERR);
+            }
+            return;
+        }
+        trace_pvrdma_roce_req(q->qpn, "RNR wait", psn);
+        q->probe = q->probe_sent = false;
+        roce_req_rewind(q, psn);
+        q->rto_deadline = 0;
+        q->rnr_deadline = roce_now_ms(q->t) +
+            MAX(rnr_us[roce_aeth_value(syn)] / 1000, 1);
+        roce_arm(q->t, q->rnr_deadline);
+        return;
+    case ROCE_AETH_NAK:
+        comp_acked(q, psn);
+        switch (roce_aeth_value(syn)) {
+        case ROCE_NAK_PSN_SEQ_ERR:
+            q->st.seq_naks++;
+            q->t->st.seq_naks++;
+            if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) > 0 &&
+                psn_cmp(psn, q->psn) >= 0) {
+                /*
+                 * Going back already, from an older PSN, and not yet past
+                 * this one: the retransmission on its way covers it.
+                 */
+                trace_pvrdma_roce_comp(q->qpn, "sequence NAK (retrying)",
+                                       psn);
+                return;
+            }
+            q->seq_retry = true;
+            q->seq_retry_psn = psn;
+            comp_retry(q, psn, "sequence NAK");
+            comp_progress(q);
+            break;
+        case ROCE_NAK_INVALID_REQUEST:
+        case ROCE_NAK_INVALID_RD_REQUEST:
+            if (g_queue_peek_head(&q->wqes)) {
+                roce_comp_head(q, PVRDMA_WC_REM_INV_REQ_ERR);
+            }
+            return;
+        case ROCE_NAK_REMOTE_ACCESS:
+            if (g_queue_peek_head(&q->wqes)) {
+                roce_comp_head(q, PVRDMA_WC_REM_ACCESS_ERR);
+            }
+            return;
+        default:
+            if (g_queue_peek_head(&q->wqes)) {
+                roce_comp_head(q, PVRDMA_WC_REM_OP_ERR);
+            }
+            return;
+        }
+        break;
+    default:
+        q->t->st.drops++;
+        return;
+    }
+    roce_req_push(q);
+}
+
+void roce_comp_read_resp(RoceQp *q, const RocePkt *p)
+{
+    RoceWqe *w = comp_find_rd(q, p->psn);
+    uint32_t mtu;
+    uint32_t expect;
+    uint64_t left;
+    bool last = p->opcode == ROCE_RC_RDMA_READ_RESPONSE_LAST ||
+                p->opcode == ROCE_RC_RDMA_READ_RESPONSE_ONLY;
+    int st;
+
+    if (!w || w->opcode != PVRDMA_WR_RDMA_READ || w->resp_done) {
+        trace_pvrdma_roce_comp(q->qpn, "unexpected READ response", p->psn);
+        return;
+    }
+    mtu = w->mtu;
+    /* a response means every request before its READ arrived */
+    comp_acked(q, w->first_psn);
+    expect = roce_wqe_next_resp(q, w);
+    if (p->psn != expect) {
+        if (psn_cmp(p->psn, expect) > 0) {
+            roce_req_reask(q, w, "READ response missing");
+        }
+        return;
+    }
+    left = w->len - w->resp_off;
+    /* FIRST and MIDDLE carry exactly an MTU, LAST and ONLY the rest */
+    if ((last && p->payload_len != left) ||
+        (!last && (p->payload_len != mtu || left <= mtu))) {
+        trace_pvrdma_roce_comp(q->qpn, "READ response length", p->psn);
+        while (g_queue_peek_head(&q->wqes) != w) {
+            roce_comp_head(q, PVRDMA_WC_SUCCESS);    /* acknowledged above */
+        }
+        roce_comp_head(q, PVRDMA_WC_BAD_RESP_ERR);
+        return;
+    }
+    st = wqe_write(q->t, w, w->resp_off, p->payload, p->payload_len);
+    if (st != PVRDMA_WC_SUCCESS) {
+        while (g_queue_peek_head(&q->wqes) != w) {
+            roce_comp_head(q, PVRDMA_WC_SUCCESS);
+        }
+        roce_comp_head(q, st);
+        return;
+    }
+    w->resp_off += p->payload_len;
+    w->resp_done = last;
+    comp_progress(q);
+    comp_drain(q);
+    roce_req_push(q);
+}
+
+void roce_comp_atomic_ack(RoceQp *q, const RocePkt *p)
+{
+    RoceWqe *w = comp_find_rd(q, p->psn);
+    uint64_t orig = p->atmack;
+    int st;
+
+    if (!w || !roce_req_is_atomic(w->opcode) || w->resp_done) {
+        trace_pvrdma_roce_comp(q->qpn, "unexpected atomic ACK", p->psn);
+        return;
+    }
+    comp_acked(q, w->first_psn);
+    st = wqe_write(q->t, w, 0, (const uint8_t *)&orig, 8);
+    if (st != PVRDMA_WC_SUCCESS) {
+        while (g_queue_peek_head(&q->wqes) != w) {
+            roce_comp_head(q, PVRDMA_WC_SUCCESS);
+        }
+        roce_comp_head(q, st);
+        return;
+    }
+    w->resp_done = true;
+    comp_progress(q);
+    comp_drain(q);
+    roce_req_push(q);
+}
+
+/* Timers of q: local ACK timeout, end of an RNR wait. */
+void roce_req_timers(RoceQp *q, int64_t now)
+{
+    if (q->qp->state == PVRDMA_QPS_ERR) {
+        roce_qp_drop_requests(q);
+        return;
+    }
+    if (q->rnr_deadline && now >= q->rnr_deadline) {
+        q->rnr_deadline = 0;
+        trace_pvrdma_roce_req(q->qpn, "RNR retry", q->psn);
+        roce_req_push(q);
+        roce_req_arm_rto(q);
+    }
+    if (q->rto_deadline && now >= q->rto_deadline) {
+        q->rto_deadline = 0;
+        if (!q->wqes.length || psn_cmp(q->max_psn, q->una) <= 0) {
+            return;
+        }
+        q->st.timeouts++;
+        q->t->st.timeouts++;
+        if (q->retry_left-- <= 0) {
+            trace_pvrdma_roce_req(q->qpn, "retries exhausted", q->una);
+            roce_comp_head(q, PVRDMA_WC_RETRY_EXC_ERR);
+            return;
+        }
+        for (GList *l = q->wqes.head; l; l = l->next) {
+            ((RoceWqe *)l->data)->reasked = false;
+        }
+        q->seq_retry = false;
+        comp_retry(q, q->una, "ACK timeout");
+        /*
+         * Ask before resending everything: the oldest packet alone, with
+         * AckReq.  Its answer (an ACK of what the responder has, or a
+         * NAK) says where to go on from; until then nothing else goes.
+         * A timer that fired because the path is slow (a loaded host)
+         * then costs one packet, not a window of them queued behind
+         * those still on their way, whose answers would come after the
+         * next expiry again (guest test 30 on a loaded host:
+         * RETRY_EXC_ERR against rxe, 8 expiries in a row with the
+         * answers to the previous resends still arriving).  The timer
+         * doubles, up to 4x (IBA allows the local ACK timeout to be up to
+         * 4x the QP's value), until progress.
+         */
+        q->probe = true;
+        q->probe_sent = false;
+        q->probe_psn = q->una;
+        q->rto_shift = MIN(q->rto_shift + 1, 2);
+        roce_req_push(q);
+        roce_req_arm_rto(q);
+    }
+}

@@ -1,0 +1,271 @@
+/*
+ * pvrdma RoCEv2 transport: what its files share.
+ *
+ * The transport (roce.c says what it does) is split as Linux rxe is, a
+ * file per state machine:
+ *   roce.c       frames in (pvrdma_roce_rx(), a destroyed QP's lingering
+ *                answers), the transport's hooks, migration and
+ *                snapshots, the constructor and the counters
+ *   roce_req.c   the requester (rxe_req.c): requests into packets, PSNs,
+ *                the window, going back; the completion of the oldest
+ *                request, which both it and the completer make
+ *   roce_comp.c  the completer (rxe_comp.c): ACKs, NAKs, READ responses,
+ *                atomic ACKs; the local ACK timeout, the RNR wait
+ *   roce_resp.c  the responder (rxe_resp.c): requests checked and
+ *                executed, duplicates, NAKs, the response queue
+ *   roce_net.c   frames out (rxe_net.c): a packet's network headers, the
+ *                frame handed to the host; the clock, the device's timer
+ * Calls between them go one way: roce.c calls the four others, the
+ * completer calls the requester, and those three call roce_net.c.
+ *
+ * Owns the constants, the types, the small helpers (inline) and the
+ * functions one of these files calls in another, grouped by the file that
+ * defines them.  Only these files include it; the transport's API, for
+ * the device and the tests, is in include/hw/rdma/rdma_backend.h.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_BACKEND_ROCE_INT_H
+#define HW_RDMA_BACKEND_ROCE_INT_H
+
+#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/roce_wire.h"
+
+#define ROCE_WINDOW         128     /* unacknowledged PSNs (rxe: 128) */
+#define ROCE_ACKREQ_EVERY   32      /* AckReq at least every this many */
+#define ROCE_RESP_BUDGET    64      /* response packets per event and QP */
+#define ROCE_REQ_BUDGET     256     /* request packets per event and QP */
+#define ROCE_SPORT_BASE     0xc000  /* UDP source ports as rxe's */
+#define ROCE_PKEY_DEFAULT   0xffff
+#define ROCE_GSI_QKEY       0x80010000u
+#define ROCE_SMALL_COPY     4096    /* requests this small are copied */
+#define PSN_MASK            0xffffffu
+#define ROCE_LINGER_N       16      /* destroyed QPs remembered ... */
+#define ROCE_LINGER_MS      10000   /* ... for this long */
+
+typedef struct RoceTransport RoceTransport;
+
+/* One request of the requester, from execute() to its completion. */
+typedef struct RoceWqe {
+    uint64_t cookie;
+    uint32_t opcode;            /* PVRDMA_WR_* */
+    uint32_t send_flags;
+    uint64_t len;
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint32_t imm;
+    uint64_t compare_add, swap;
+    uint32_t pd, num_sge;
+    struct pvrdma_sge sge[PVRDMA_HARD_MAX_SGE];
+    uint8_t *copy;              /* small SEND/WRITE data, read at execute */
+    uint32_t first_psn;
+    uint32_t npsn;              /* PSNs it takes (READ: its responses) */
+    uint32_t mtu;               /* its packets' size, fixed when posted */
+    uint64_t resp_off;          /* READ: bytes of response received */
+    bool rd_atomic;             /* READ or atomic */
+    bool sent;                  /* its request has been sent (READ/atomic) */
+    bool resp_done;             /* READ/atomic: its whole response came */
+    bool reasked;               /* asked again for what is missing ... */
+    uint32_t reask_psn;         /* ... from this PSN */
+} RoceWqe;
+
+/* A response the responder owes, sent in order. */
+typedef enum RoceRespKind {
+    RESP_ACK,
+    RESP_READ,
+    RESP_ATOMIC,
+} RoceRespKind;
+
+typedef struct RoceResp {
+    RoceRespKind kind;
+    uint32_t psn;               /* ACK: PSN acknowledged; READ: next PSN */
+    uint8_t syndrome;           /* ACK/NAK */
+    uint32_t msn;
+    uint64_t va;                /* READ: next byte */
+    uint32_t rkey;
+    uint64_t left;              /* READ: bytes still to send */
+    bool first;                 /* READ: no response packet sent yet */
+    uint64_t orig;              /* ATOMIC */
+} RoceResp;
+
+/* A READ or atomic the responder executed: for duplicates. */
+typedef struct RoceRes {
+    bool valid, atomic;
+    uint32_t first_psn, last_psn;
+    uint64_t orig;
+} RoceRes;
+
+/* Per RC QP on this path (qp->path_state). */
+typedef struct RoceQp {
+    RoceTransport *t;
+    PvrdmaQP *qp;
+    uint32_t qpn;
+    PvrdmaRoceStats st;
+
+    /* requester */
+    bool req_init;              /* sq_psn taken from the QP (at RTS) */
+    GQueue wqes;                /* RoceWqe, oldest first */
+    uint32_t una;               /* oldest PSN not answered */
+    uint32_t ack_psn;           /* the responder has every PSN before */
+    uint32_t psn;               /* next PSN to send */
+    uint32_t next_psn;          /* first PSN of the next new request */
+    GList *cur;                 /* sending: this WQE (in wqes) ... */
+    uint32_t cur_pkt;           /* ... from this packet of it */
+    uint32_t noack;             /* packets since the last AckReq */
+    int retry_left, rnr_left;
+    int64_t rto_deadline;       /* ms, 0: not armed */
+    int64_t rnr_deadline;       /* ms, 0: not waiting on an RNR NAK */
+    bool seq_retry;             /* went back for a sequence NAK ... */
+    uint32_t seq_retry_psn;     /* ... to this PSN, not acknowledged yet */
+    bool probe;                 /* timed out: one packet until answered */
+    bool probe_sent;
+    uint32_t probe_psn;         /* its PSN (una when the timer fired) */
+    unsigned rto_shift;         /* expiries in a row: the timer x2, x4 */
+    uint32_t max_psn;           /* PSNs before it were sent at least once */
+
+    /* responder */
+    uint32_t epsn;              /* next PSN expected */
+    uint32_t msn;
+    bool nak_sent;              /* PSN sequence NAK sent for epsn */
+    uint8_t in_msg;             /* 0, or SEND/WRITE in progress (FIRST seen) */
+    PvrdmaRecvCtx *rctx;        /* SEND in progress */
+    uint64_t rlen;              /* bytes of the SEND/WRITE so far */
+    uint64_t wva, wleft;        /* WRITE in progress: next va, bytes left */
+    uint32_t wrkey;
+    GQueue resps;               /* RoceResp, in order */
+    RoceRes *res;               /* max_dest_rd_atomic of them, at RTR */
+    unsigned nres, res_next;
+} RoceQp;
+
+/*
+ * A destroyed RC QP's responder, remembered for a while, as TCP's
+ * TIME_WAIT remembers a closed connection: see linger_rx().
+ */
+typedef struct RoceLinger {
+    uint32_t qpn;               /* 0: a free slot */
+    uint8_t peer_gid[16];
+    uint32_t peer_qpn;
+    uint32_t epsn, ack_psn, msn; /* as the responder left them */
+    int64_t until;              /* ms */
+} RoceLinger;
+
+struct RoceTransport {
+    PvrdmaTransport t;
+    PvrdmaFrameTx tx;
+    void *opaque;
+    PvrdmaRoceStats st;
+    GList *qps;                 /* RoceQp */
+    RoceLinger linger[ROCE_LINGER_N];
+    unsigned linger_next;
+    uint32_t ud_psn;
+    uint16_t ip_id;
+    int64_t armed;              /* deadline the core's timer is set for */
+    bool paused;                /* the VM's state is saved: off the wire */
+    uint8_t frame[ROCE_MAX_FRAME];
+    uint8_t data[4096];         /* one packet's payload */
+};
+
+static inline RoceTransport *roce(PvrdmaTransport *t)
+{
+    return container_of(t, RoceTransport, t);
+}
+
+static inline RoceQp *roce_qp(RoceTransport *t, PvrdmaQP *qp)
+{
+    return qp && qp->path == &t->t ? qp->path_state : NULL;
+}
+
+/* 24-bit PSN arithmetic */
+static inline uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+    return (psn + n) & PSN_MASK;
+}
+
+static inline int32_t psn_cmp(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline uint32_t psn_sub(uint32_t a, uint32_t b)
+{
+    return (a - b) & PSN_MASK;
+}
+
+static inline uint16_t src_port(uint32_t qpn)
+{
+    return ROCE_SPORT_BASE | ((qpn * 0x9e3779b1u) >> 18);
+}
+
+/*
+ * Immediate data is big endian in the guest's WQEs and CQEs (verbs'
+ * __be32 imm_data, copied as is by the driver and the provider) and on
+ * the wire: the same four bytes.  RocePkt holds numbers, so convert.  (An
+ * IETH's rkey is a plain number in WQE and CQE alike.)
+ */
+static inline uint32_t imm_to_wire(uint32_t wqe_imm)
+{
+    return GUINT32_FROM_BE(wqe_imm);
+}
+
+static inline uint32_t imm_from_wire(uint32_t pkt_imm)
+{
+    return GUINT32_TO_BE(pkt_imm);
+}
+
+/* roce_net.c: frames out, the clock, the device's timer */
+
+int64_t roce_now_ms(RoceTransport *t);
+/* Arm the core's timer for deadline (ms) unless it fires earlier. */
+void roce_arm(RoceTransport *t, int64_t deadline);
+/* Fill the network headers of a packet of QP q (or UD: req). */
+void roce_pkt_addr(RoceTransport *t, RocePkt *p, const uint8_t sgid[16],
+                   const uint8_t dgid[16], const uint8_t dmac[6],
+                   uint8_t hop_limit, uint8_t tclass, uint32_t flow,
+                   uint32_t src_qpn);
+/* Build p into a frame and send it; counted for q too unless NULL. */
+void roce_pkt_send(RoceTransport *t, RoceQp *q, RocePkt *p);
+/* Headers of an RC packet of q to its peer. */
+void roce_rc_pkt(RoceQp *q, RocePkt *p, uint8_t opcode, uint32_t psn);
+
+/* roce_req.c: the requester */
+
+bool roce_req_is_atomic(uint32_t op);
+/* Free q's requests and stop its timers (an error, a pause, the end). */
+void roce_qp_drop_requests(RoceQp *q);
+/* The request at the head finished: complete it (in order) and free it. */
+void roce_comp_head(RoceQp *q, int status);
+/* The next PSN of w the responder has not answered (READ, atomic). */
+uint32_t roce_wqe_next_resp(RoceQp *q, RoceWqe *w);
+/* Go back to psn: the next packet sent is the one with that PSN. */
+void roce_req_rewind(RoceQp *q, uint32_t psn);
+/* A probe's answer says the timer was early: go on after what was sent. */
+void roce_req_skip_sent(RoceQp *q);
+/* (Re)start the local ACK timer if something sent is unanswered. */
+void roce_req_arm_rto(RoceQp *q);
+/* Ask again for what is missing of READ or atomic w. */
+void roce_req_reask(RoceQp *q, RoceWqe *w, const char *why);
+/* Send what the window allows. */
+void roce_req_push(RoceQp *q);
+/* execute() of an RC request: PENDING, or a WC status. */
+int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req);
+
+/* roce_comp.c: the completer */
+
+void roce_comp_ack(RoceQp *q, const RocePkt *p);
+void roce_comp_read_resp(RoceQp *q, const RocePkt *p);
+void roce_comp_atomic_ack(RoceQp *q, const RocePkt *p);
+/* Timers of q: local ACK timeout, end of an RNR wait. */
+void roce_req_timers(RoceQp *q, int64_t now);
+
+/* roce_resp.c: the responder */
+
+/* Queue an ACK or NAK of psn (sent by roce_resp_push()). */
+void roce_resp_ack(RoceQp *q, uint32_t psn, uint8_t syndrome);
+/* Send queued responses, at most a budget of packets. */
+void roce_resp_push(RoceQp *q);
+/* The PSN an ACK of a duplicate SEND/WRITE packet names. */
+uint32_t roce_resp_ack_psn(RoceQp *q);
+/* A request packet from q's peer (q in RTR or later, not in error). */
+void roce_resp_rc(RoceQp *q, const RocePkt *p);
+
+#endif
