@@ -590,60 +590,57 @@ static void roce_qp_save(PvrdmaTransport *pt, PvrdmaQP *qp, GByteArray *b)
     }
 }
 
-static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
-                         PvrdmaMigReader *r)
-{
-    RoceQp *q = roce_qp(roce(pt), qp);
-    uint32_t psn[5], nres, res_next;
+/* What roce_qp_save() wrote before the replay cache, as loaded. */
+typedef struct RoceQpLoad {
+    uint32_t psn[5];            /* next, acked, max, epsn, msn */
     uint8_t req_init, in_msg, has_rctx;
     uint64_t rlen, wva, wleft;
     uint32_t wrkey;
+} RoceQpLoad;
 
-    if (!q) {
-        return pvrdma_mig_fail(r, "not on this path");
-    }
-    req_init = pvrdma_mig_get8(r);
+/* Read and check the requester's PSNs and the message in progress. */
+static bool roce_qp_load_psns(PvrdmaMigReader *r, RoceQpLoad *l)
+{
+    l->req_init = pvrdma_mig_get8(r);
     for (unsigned i = 0; i < 5; i++) {
-        psn[i] = pvrdma_mig_get32(r);     /* next, acked, max, epsn, msn */
-        if (!r->err && psn[i] > PSN_MASK) {
-            return pvrdma_mig_fail(r, "PSN 0x%x", psn[i]);
+        l->psn[i] = pvrdma_mig_get32(r);  /* next, acked, max, epsn, msn */
+        if (!r->err && l->psn[i] > PSN_MASK) {
+            return pvrdma_mig_fail(r, "PSN 0x%x", l->psn[i]);
         }
     }
-    in_msg = pvrdma_mig_get8(r);
-    rlen = pvrdma_mig_get64(r);
-    wva = pvrdma_mig_get64(r);
-    wleft = pvrdma_mig_get64(r);
-    wrkey = pvrdma_mig_get32(r);
-    has_rctx = pvrdma_mig_get8(r);
+    l->in_msg = pvrdma_mig_get8(r);
+    l->rlen = pvrdma_mig_get64(r);
+    l->wva = pvrdma_mig_get64(r);
+    l->wleft = pvrdma_mig_get64(r);
+    l->wrkey = pvrdma_mig_get32(r);
+    l->has_rctx = pvrdma_mig_get8(r);
     if (r->err) {
         return false;
     }
-    if (req_init > 1 || in_msg > 2 || has_rctx > 1 ||
-        (has_rctx != (in_msg == 1)) || rlen > (1ull << 31) ||
-        wleft > (1ull << 31) || (in_msg != 2 && wleft)) {
-        return pvrdma_mig_fail(r, "message in progress (%u, %u)", in_msg,
-                               has_rctx);
+    if (l->req_init > 1 || l->in_msg > 2 || l->has_rctx > 1 ||
+        (l->has_rctx != (l->in_msg == 1)) || l->rlen > (1ull << 31) ||
+        l->wleft > (1ull << 31) || (l->in_msg != 2 && l->wleft)) {
+        return pvrdma_mig_fail(r, "message in progress (%u, %u)", l->in_msg,
+                               l->has_rctx);
     }
     /* what the peer acknowledged lies between where it goes on and max */
-    if (req_init && (psn_cmp(psn[1], psn[0]) < 0 ||
-                     psn_cmp(psn[2], psn[1]) < 0)) {
-        return pvrdma_mig_fail(r, "requester PSNs 0x%x 0x%x 0x%x", psn[0],
-                               psn[1], psn[2]);
+    if (l->req_init && (psn_cmp(l->psn[1], l->psn[0]) < 0 ||
+                        psn_cmp(l->psn[2], l->psn[1]) < 0)) {
+        return pvrdma_mig_fail(r, "requester PSNs 0x%x 0x%x 0x%x",
+                               l->psn[0], l->psn[1], l->psn[2]);
     }
-    if (has_rctx) {
-        PvrdmaRecvCtx *ctx = pvrdma_recv_ctx_load(pt->core, qp, r);
+    return true;
+}
 
-        if (!ctx) {
-            return false;
-        }
-        if (q->rctx) {
-            pvrdma_recv_abort(q->rctx);
-        }
-        q->rctx = ctx;
-    }
+/* Read and check q's replay cache into q->res; *res_next: its next slot. */
+static bool roce_qp_load_res(RoceQp *q, PvrdmaMigReader *r,
+                             uint32_t *res_next)
+{
+    uint32_t nres;
+
     nres = pvrdma_mig_get32(r);
-    res_next = pvrdma_mig_get32(r);
-    if (!r->err && (nres != q->nres || res_next >= nres)) {
+    *res_next = pvrdma_mig_get32(r);
+    if (!r->err && (nres != q->nres || *res_next >= nres)) {
         return pvrdma_mig_fail(r, "%u responder resources (%u here)", nres,
                                q->nres);
     }
@@ -663,24 +660,51 @@ static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
         res->valid = valid;
         res->atomic = atomic;
     }
-    if (r->err) {
+    return !r->err;
+}
+
+static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
+                         PvrdmaMigReader *r)
+{
+    RoceQp *q = roce_qp(roce(pt), qp);
+    uint32_t res_next;
+    RoceQpLoad l = { 0 };
+
+    if (!q) {
+        return pvrdma_mig_fail(r, "not on this path");
+    }
+    if (!roce_qp_load_psns(r, &l)) {
         return false;
     }
-    q->req_init = req_init;
-    if (req_init) {
-        q->psn = q->next_psn = q->una = psn[0];
-        q->ack_psn = psn[1];
-        q->max_psn = psn[2];
+    if (l.has_rctx) {
+        PvrdmaRecvCtx *ctx = pvrdma_recv_ctx_load(pt->core, qp, r);
+
+        if (!ctx) {
+            return false;
+        }
+        if (q->rctx) {
+            pvrdma_recv_abort(q->rctx);
+        }
+        q->rctx = ctx;
+    }
+    if (!roce_qp_load_res(q, r, &res_next)) {
+        return false;
+    }
+    q->req_init = l.req_init;
+    if (l.req_init) {
+        q->psn = q->next_psn = q->una = l.psn[0];
+        q->ack_psn = l.psn[1];
+        q->max_psn = l.psn[2];
     }
     q->retry_left = qp->attr.retry_cnt;
     q->rnr_left = qp->attr.rnr_retry;
-    q->epsn = psn[3];
-    q->msn = psn[4];
-    q->in_msg = in_msg;
-    q->rlen = rlen;
-    q->wva = wva;
-    q->wleft = wleft;
-    q->wrkey = wrkey;
+    q->epsn = l.psn[3];
+    q->msn = l.psn[4];
+    q->in_msg = l.in_msg;
+    q->rlen = l.rlen;
+    q->wva = l.wva;
+    q->wleft = l.wleft;
+    q->wrkey = l.wrkey;
     q->res_next = res_next;
     trace_pvrdma_roce_resp(q->qpn, "moved here, expecting", q->epsn);
     return true;

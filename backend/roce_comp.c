@@ -122,12 +122,103 @@ static RoceWqe *comp_find_rd(RoceQp *q, uint32_t psn)
     return NULL;
 }
 
+/* An ACK of every PSN up to psn. */
+static void comp_pos_ack(RoceQp *q, uint32_t psn)
+{
+    bool progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
+    bool spurious = q->probe_sent && psn_cmp(psn, q->probe_psn) > 0;
+    RoceWqe *w;
+
+    comp_acked(q, psn_add(psn, 1));
+    if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) >= 0) {
+        q->seq_retry = false;   /* the retransmission got through */
+    }
+    w = g_queue_peek_head(&q->wqes);
+    if (w && w->rd_atomic && w->sent &&
+        psn_cmp(psn, roce_wqe_next_resp(q, w)) >= 0) {
+        /* acknowledged past a READ/atomic: its response was lost */
+        roce_req_reask(q, w, "implied NAK");
+    }
+    if (progress) {
+        comp_progress(q);
+    }
+    if (spurious && q->cur) {
+        trace_pvrdma_roce_req(q->qpn, "early timeout, goes on from",
+                              q->max_psn);
+        roce_req_skip_sent(q);
+    }
+}
+
+/* RNR NAK of psn (syndrome syn): wait its timer, or fail the request. */
+static void comp_rnr_nak(RoceQp *q, uint32_t psn, uint8_t syn)
+{
+    comp_acked(q, psn);
+    q->st.rnr_naks++;
+    q->t->st.rnr_naks++;
+    if (q->qp->attr.rnr_retry != 7 && q->rnr_left-- <= 0) {
+        if (g_queue_peek_head(&q->wqes)) {
+            roce_comp_head(q, PVRDMA_WC_RNR_RETRY_EXC_ERR);
+        }
+        return;
+    }
+    trace_pvrdma_roce_req(q->qpn, "RNR wait", psn);
+    q->probe = q->probe_sent = false;
+    roce_req_rewind(q, psn);
+    q->rto_deadline = 0;
+    q->rnr_deadline = roce_now_ms(q->t) +
+        MAX(rnr_us[roce_aeth_value(syn)] / 1000, 1);
+    roce_arm(q->t, q->rnr_deadline);
+}
+
+/*
+ * NAK of psn (syndrome syn): a sequence NAK goes back (true: send on), the
+ * others fail the request (false).
+ */
+static bool comp_nak(RoceQp *q, uint32_t psn, uint8_t syn)
+{
+    comp_acked(q, psn);
+    switch (roce_aeth_value(syn)) {
+    case ROCE_NAK_PSN_SEQ_ERR:
+        q->st.seq_naks++;
+        q->t->st.seq_naks++;
+        if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) > 0 &&
+            psn_cmp(psn, q->psn) >= 0) {
+            /*
+             * Going back already, from an older PSN, and not yet past
+             * this one: the retransmission on its way covers it.
+             */
+            trace_pvrdma_roce_comp(q->qpn, "sequence NAK (retrying)",
+                                   psn);
+            return false;
+        }
+        q->seq_retry = true;
+        q->seq_retry_psn = psn;
+        comp_retry(q, psn, "sequence NAK");
+        comp_progress(q);
+        return true;
+    case ROCE_NAK_INVALID_REQUEST:
+    case ROCE_NAK_INVALID_RD_REQUEST:
+        if (g_queue_peek_head(&q->wqes)) {
+            roce_comp_head(q, PVRDMA_WC_REM_INV_REQ_ERR);
+        }
+        return false;
+    case ROCE_NAK_REMOTE_ACCESS:
+        if (g_queue_peek_head(&q->wqes)) {
+            roce_comp_head(q, PVRDMA_WC_REM_ACCESS_ERR);
+        }
+        return false;
+    default:
+        if (g_queue_peek_head(&q->wqes)) {
+            roce_comp_head(q, PVRDMA_WC_REM_OP_ERR);
+        }
+        return false;
+    }
+}
+
 void roce_comp_ack(RoceQp *q, const RocePkt *p)
 {
     uint32_t psn = p->psn;
     uint8_t syn = p->aeth.syndrome;
-    bool progress, spurious;
-    RoceWqe *w;
 
     /* a PSN outside [ack_psn - 1, max_psn - 1] is stale or bogus */
     if (psn_cmp(psn, psn_add(q->ack_psn, PSN_MASK)) < 0 ||
@@ -143,81 +234,13 @@ void roce_comp_ack(RoceQp *q, const RocePkt *p)
     }
     switch (roce_aeth_type(syn)) {
     case ROCE_AETH_ACK:
-        progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
-        spurious = q->probe_sent && psn_cmp(psn, q->probe_psn) > 0;
-        comp_acked(q, psn_add(psn, 1));
-        if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) >= 0) {
-            q->seq_retry = false;   /* the retransmission got through */
-        }
-        w = g_queue_peek_head(&q->wqes);
-        if (w && w->rd_atomic && w->sent &&
-            psn_cmp(psn, roce_wqe_next_resp(q, w)) >= 0) {
-            /* acknowledged past a READ/atomic: its response was lost */
-            roce_req_reask(q, w, "implied NAK");
-        }
-        if (progress) {
-            comp_progress(q);
-        }
-        if (spurious && q->cur) {
-            trace_pvrdma_roce_req(q->qpn, "early timeout, goes on from",
-                                  q->max_psn);
-            roce_req_skip_sent(q);
-        }
+        comp_pos_ack(q, psn);
         break;
     case ROCE_AETH_RNR_NAK:
-        comp_acked(q, psn);
-        q->st.rnr_naks++;
-        q->t->st.rnr_naks++;
-        if (q->qp->attr.rnr_retry != 7 && q->rnr_left-- <= 0) {
-            if (g_queue_peek_head(&q->wqes)) {
-                roce_comp_head(q, PVRDMA_WC_RNR_RETRY_EXC_ERR);
-            }
-            return;
-        }
-        trace_pvrdma_roce_req(q->qpn, "RNR wait", psn);
-        q->probe = q->probe_sent = false;
-        roce_req_rewind(q, psn);
-        q->rto_deadline = 0;
-        q->rnr_deadline = roce_now_ms(q->t) +
-            MAX(rnr_us[roce_aeth_value(syn)] / 1000, 1);
-        roce_arm(q->t, q->rnr_deadline);
+        comp_rnr_nak(q, psn, syn);
         return;
     case ROCE_AETH_NAK:
-        comp_acked(q, psn);
-        switch (roce_aeth_value(syn)) {
-        case ROCE_NAK_PSN_SEQ_ERR:
-            q->st.seq_naks++;
-            q->t->st.seq_naks++;
-            if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) > 0 &&
-                psn_cmp(psn, q->psn) >= 0) {
-                /*
-                 * Going back already, from an older PSN, and not yet past
-                 * this one: the retransmission on its way covers it.
-                 */
-                trace_pvrdma_roce_comp(q->qpn, "sequence NAK (retrying)",
-                                       psn);
-                return;
-            }
-            q->seq_retry = true;
-            q->seq_retry_psn = psn;
-            comp_retry(q, psn, "sequence NAK");
-            comp_progress(q);
-            break;
-        case ROCE_NAK_INVALID_REQUEST:
-        case ROCE_NAK_INVALID_RD_REQUEST:
-            if (g_queue_peek_head(&q->wqes)) {
-                roce_comp_head(q, PVRDMA_WC_REM_INV_REQ_ERR);
-            }
-            return;
-        case ROCE_NAK_REMOTE_ACCESS:
-            if (g_queue_peek_head(&q->wqes)) {
-                roce_comp_head(q, PVRDMA_WC_REM_ACCESS_ERR);
-            }
-            return;
-        default:
-            if (g_queue_peek_head(&q->wqes)) {
-                roce_comp_head(q, PVRDMA_WC_REM_OP_ERR);
-            }
+        if (!comp_nak(q, psn, syn)) {
             return;
         }
         break;

@@ -299,6 +299,186 @@ static bool resp_take_recv(RoceQp *q, const RocePkt *p, PvrdmaRecvCtx **ctx)
     return true;
 }
 
+/*
+ * SEND packet p of a request whose checks passed: its receive WQE at the
+ * first, its data, the receive CQE at the last.  False if it failed (NAK
+ * or RNR NAK sent).
+ */
+static bool resp_send(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
+                      PvrdmaReq *req, bool first, bool last)
+{
+    PvrdmaCore *c = q->t->t.core;
+    uint8_t op = p->opcode;
+    int st;
+
+    if (first) {
+        if (!resp_take_recv(q, p, &q->rctx)) {
+            return false;
+        }
+        q->rlen = 0;
+        q->in_msg = last ? 0 : 1;
+    }
+    st = pvrdma_recv_data(c, q->qp, q->rctx, data, p->payload_len);
+    if (st != PVRDMA_WC_SUCCESS) {
+        q->rctx = NULL;     /* freed by the failure */
+        resp_nak(q, p, nak_code(st));
+        return false;
+    }
+    q->rlen += p->payload_len;
+    if (last) {
+        req->opcode = op == ROCE_RC_SEND_LAST_WITH_IMMEDIATE ||
+                      op == ROCE_RC_SEND_ONLY_WITH_IMMEDIATE ?
+                      PVRDMA_WR_SEND_WITH_IMM :
+                      op == ROCE_RC_SEND_LAST_WITH_INVALIDATE ||
+                      op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE ?
+                      PVRDMA_WR_SEND_WITH_INV : PVRDMA_WR_SEND;
+        req->imm = req->opcode == PVRDMA_WR_SEND_WITH_INV ? p->ieth_rkey :
+                   imm_from_wire(p->imm);
+        st = pvrdma_recv_end(c, q->qp, q->rctx, req, q->rlen);
+        q->rctx = NULL;
+        q->in_msg = 0;
+        if (st != PVRDMA_WC_SUCCESS) {
+            resp_nak(q, p, nak_code(st));
+            return false;
+        }
+        q->msn++;
+    }
+    return true;
+}
+
+/*
+ * RDMA WRITE packet p of a request whose checks passed: its data where
+ * the RETH said, and with immediate a receive CQE at the last.  False if
+ * it failed (NAK or RNR NAK sent).
+ */
+static bool resp_write(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
+                       PvrdmaReq *req, bool first, bool last)
+{
+    PvrdmaCore *c = q->t->t.core;
+    uint8_t op = p->opcode;
+    bool imm = op == ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
+               op == ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+    PvrdmaRecvCtx *ctx = NULL;
+    PvrdmaSg rem = { 0 };
+    int st;
+
+    if (first) {
+        q->wva = p->reth.va;
+        q->wrkey = p->reth.rkey;
+        q->wleft = p->reth.len;
+        q->rlen = 0;
+    }
+    if (p->payload_len > q->wleft || (last && p->payload_len != q->wleft)) {
+        resp_nak(q, p, ROCE_NAK_INVALID_REQUEST);
+        return false;
+    }
+    if (imm && !resp_take_recv(q, p, &ctx)) {
+        return false;   /* the receive WQE first: none, no write */
+    }
+    if (p->payload_len) {
+        st = pvrdma_resp_remote(c, q->qp, q->wrkey, q->wva,
+                                p->payload_len,
+                                PVRDMA_ACCESS_REMOTE_WRITE, &rem);
+        if (st != PVRDMA_WC_SUCCESS) {
+            if (ctx) {
+                pvrdma_recv_abort(ctx);
+            }
+            resp_nak(q, p, ROCE_NAK_REMOTE_ACCESS);
+            return false;
+        }
+        pvrdma_sg_copy(&rem, 0, data, 0, p->payload_len);
+        pvrdma_sg_release(c, &rem);
+    }
+    q->wva += p->payload_len;
+    q->wleft -= p->payload_len;
+    q->rlen += p->payload_len;
+    q->in_msg = last ? 0 : 2;
+    if (imm) {
+        req->opcode = PVRDMA_WR_RDMA_WRITE_WITH_IMM;
+        req->imm = imm_from_wire(p->imm);
+        st = pvrdma_recv_end(c, q->qp, ctx, req, q->rlen);
+        if (st != PVRDMA_WC_SUCCESS) {
+            resp_nak(q, p, nak_code(st));
+            return false;
+        }
+    }
+    if (last) {
+        q->msn++;
+    }
+    return true;
+}
+
+/*
+ * RDMA READ request p (its checks passed): the whole range checked now,
+ * its responses queued, remembered for a duplicate; the next PSN expected
+ * is past its responses.
+ */
+static void resp_read(RoceQp *q, const RocePkt *p, uint32_t mtu)
+{
+    PvrdmaCore *c = q->t->t.core;
+    uint32_t n = p->reth.len ? (p->reth.len + mtu - 1) / mtu : 1;
+    PvrdmaSg rem = { 0 };
+    RoceResp r = { .kind = RESP_READ, .psn = p->psn, .va = p->reth.va,
+                   .rkey = p->reth.rkey, .left = p->reth.len,
+                   .first = true };
+    int st;
+
+    if (p->reth.len) {
+        /* check the whole range now; responses read it again */
+        st = pvrdma_resp_remote(c, q->qp, p->reth.rkey, p->reth.va,
+                                p->reth.len, PVRDMA_ACCESS_REMOTE_READ,
+                                &rem);
+        pvrdma_sg_release(c, &rem);
+        if (st != PVRDMA_WC_SUCCESS) {
+            resp_nak(q, p, ROCE_NAK_REMOTE_ACCESS);
+            return;
+        }
+    }
+    q->msn++;
+    r.msn = q->msn;
+    resp_res_add(q, false, p->psn, psn_add(p->psn, n - 1), 0);
+    resp_queue(q, &r);
+    q->epsn = psn_add(p->psn, n);
+    q->nak_sent = false;
+}
+
+/*
+ * Atomic request p (its checks passed): executed once, its result queued
+ * and remembered for a duplicate.
+ */
+static void resp_atomic(RoceQp *q, const RocePkt *p, PvrdmaReq *req)
+{
+    PvrdmaCore *c = q->t->t.core;
+    uint8_t op = p->opcode;
+    uint64_t orig = 0;
+    RoceResp r = { .kind = RESP_ATOMIC, .psn = p->psn };
+    int st;
+
+    req->opcode = op == ROCE_RC_COMPARE_SWAP ?
+                  PVRDMA_WR_ATOMIC_CMP_AND_SWP :
+                  PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    req->remote_addr = p->atmeth.va;
+    req->rkey = p->atmeth.rkey;
+    if (op == ROCE_RC_COMPARE_SWAP) {
+        req->compare_add = p->atmeth.compare;
+        req->swap = p->atmeth.swap_add;
+    } else {
+        req->compare_add = p->atmeth.swap_add;
+    }
+    st = pvrdma_resp_atomic(c, q->qp, req, &orig);
+    if (st != PVRDMA_WC_SUCCESS) {
+        resp_nak(q, p, ROCE_NAK_REMOTE_ACCESS);
+        return;
+    }
+    q->msn++;
+    r.msn = q->msn;
+    r.orig = orig;
+    resp_res_add(q, true, p->psn, p->psn, orig);
+    resp_queue(q, &r);
+    q->epsn = psn_add(p->psn, 1);
+    q->nak_sent = false;
+}
+
 /* A request packet for our QP in RTR/RTS; p->psn == q->epsn. */
 static void resp_request(RoceQp *q, const RocePkt *p)
 {
@@ -317,7 +497,6 @@ static void resp_request(RoceQp *q, const RocePkt *p)
                                             p->payload_len },
                       .n = 1, .len = p->payload_len };
     PvrdmaReq req = { 0 };
-    int st;
 
     /* opcode sequence: a message in progress goes on or nothing does */
     if ((q->in_msg && (first || (is_send ? q->in_msg != 1 :
@@ -344,139 +523,18 @@ static void resp_request(RoceQp *q, const RocePkt *p)
     pvrdma_resp_comm_est(c, q->qp);
 
     if (is_send) {
-        if (first) {
-            if (!resp_take_recv(q, p, &q->rctx)) {
-                return;
-            }
-            q->rlen = 0;
-            q->in_msg = last ? 0 : 1;
-        }
-        st = pvrdma_recv_data(c, q->qp, q->rctx, &data, p->payload_len);
-        if (st != PVRDMA_WC_SUCCESS) {
-            q->rctx = NULL;     /* freed by the failure */
-            resp_nak(q, p, nak_code(st));
+        if (!resp_send(q, p, &data, &req, first, last)) {
             return;
-        }
-        q->rlen += p->payload_len;
-        if (last) {
-            req.opcode = op == ROCE_RC_SEND_LAST_WITH_IMMEDIATE ||
-                         op == ROCE_RC_SEND_ONLY_WITH_IMMEDIATE ?
-                         PVRDMA_WR_SEND_WITH_IMM :
-                         op == ROCE_RC_SEND_LAST_WITH_INVALIDATE ||
-                         op == ROCE_RC_SEND_ONLY_WITH_INVALIDATE ?
-                         PVRDMA_WR_SEND_WITH_INV : PVRDMA_WR_SEND;
-            req.imm = req.opcode == PVRDMA_WR_SEND_WITH_INV ? p->ieth_rkey :
-                      imm_from_wire(p->imm);
-            st = pvrdma_recv_end(c, q->qp, q->rctx, &req, q->rlen);
-            q->rctx = NULL;
-            q->in_msg = 0;
-            if (st != PVRDMA_WC_SUCCESS) {
-                resp_nak(q, p, nak_code(st));
-                return;
-            }
-            q->msn++;
         }
     } else if (is_write) {
-        bool imm = op == ROCE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
-                   op == ROCE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-        PvrdmaRecvCtx *ctx = NULL;
-        PvrdmaSg rem = { 0 };
-
-        if (first) {
-            q->wva = p->reth.va;
-            q->wrkey = p->reth.rkey;
-            q->wleft = p->reth.len;
-            q->rlen = 0;
-        }
-        if (p->payload_len > q->wleft || (last && p->payload_len != q->wleft)) {
-            resp_nak(q, p, ROCE_NAK_INVALID_REQUEST);
+        if (!resp_write(q, p, &data, &req, first, last)) {
             return;
-        }
-        if (imm && !resp_take_recv(q, p, &ctx)) {
-            return;     /* the receive WQE first: none, no write */
-        }
-        if (p->payload_len) {
-            st = pvrdma_resp_remote(c, q->qp, q->wrkey, q->wva,
-                                    p->payload_len,
-                                    PVRDMA_ACCESS_REMOTE_WRITE, &rem);
-            if (st != PVRDMA_WC_SUCCESS) {
-                if (ctx) {
-                    pvrdma_recv_abort(ctx);
-                }
-                resp_nak(q, p, ROCE_NAK_REMOTE_ACCESS);
-                return;
-            }
-            pvrdma_sg_copy(&rem, 0, &data, 0, p->payload_len);
-            pvrdma_sg_release(c, &rem);
-        }
-        q->wva += p->payload_len;
-        q->wleft -= p->payload_len;
-        q->rlen += p->payload_len;
-        q->in_msg = last ? 0 : 2;
-        if (imm) {
-            req.opcode = PVRDMA_WR_RDMA_WRITE_WITH_IMM;
-            req.imm = imm_from_wire(p->imm);
-            st = pvrdma_recv_end(c, q->qp, ctx, &req, q->rlen);
-            if (st != PVRDMA_WC_SUCCESS) {
-                resp_nak(q, p, nak_code(st));
-                return;
-            }
-        }
-        if (last) {
-            q->msn++;
         }
     } else if (op == ROCE_RC_RDMA_READ_REQUEST) {
-        uint32_t n = p->reth.len ? (p->reth.len + mtu - 1) / mtu : 1;
-        PvrdmaSg rem = { 0 };
-        RoceResp r = { .kind = RESP_READ, .psn = p->psn, .va = p->reth.va,
-                       .rkey = p->reth.rkey, .left = p->reth.len,
-                       .first = true };
-
-        if (p->reth.len) {
-            /* check the whole range now; responses read it again */
-            st = pvrdma_resp_remote(c, q->qp, p->reth.rkey, p->reth.va,
-                                    p->reth.len, PVRDMA_ACCESS_REMOTE_READ,
-                                    &rem);
-            pvrdma_sg_release(c, &rem);
-            if (st != PVRDMA_WC_SUCCESS) {
-                resp_nak(q, p, ROCE_NAK_REMOTE_ACCESS);
-                return;
-            }
-        }
-        q->msn++;
-        r.msn = q->msn;
-        resp_res_add(q, false, p->psn, psn_add(p->psn, n - 1), 0);
-        resp_queue(q, &r);
-        q->epsn = psn_add(p->psn, n);
-        q->nak_sent = false;
+        resp_read(q, p, mtu);
         return;
     } else if (op == ROCE_RC_COMPARE_SWAP || op == ROCE_RC_FETCH_ADD) {
-        uint64_t orig = 0;
-        RoceResp r = { .kind = RESP_ATOMIC, .psn = p->psn };
-
-        req.opcode = op == ROCE_RC_COMPARE_SWAP ?
-                     PVRDMA_WR_ATOMIC_CMP_AND_SWP :
-                     PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
-        req.remote_addr = p->atmeth.va;
-        req.rkey = p->atmeth.rkey;
-        if (op == ROCE_RC_COMPARE_SWAP) {
-            req.compare_add = p->atmeth.compare;
-            req.swap = p->atmeth.swap_add;
-        } else {
-            req.compare_add = p->atmeth.swap_add;
-        }
-        st = pvrdma_resp_atomic(c, q->qp, &req, &orig);
-        if (st != PVRDMA_WC_SUCCESS) {
-            resp_nak(q, p, ROCE_NAK_REMOTE_ACCESS);
-            return;
-        }
-        q->msn++;
-        r.msn = q->msn;
-        r.orig = orig;
-        resp_res_add(q, true, p->psn, p->psn, orig);
-        resp_queue(q, &r);
-        q->epsn = psn_add(p->psn, 1);
-        q->nak_sent = false;
+        resp_atomic(q, p, &req);
         return;
     } else {
         resp_nak(q, p, ROCE_NAK_INVALID_REQUEST);
