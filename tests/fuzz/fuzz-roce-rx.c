@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the RoCEv2 transport (backend/roce.c) as a hostile
+ * libFuzzer target: the RoCEv2 transport (backend/roce*.c) as a hostile
  * network sees it.  Each input sets up one device (fake host, RoCEv2 GIDs
  * ::ffff:10.0.0.1 and 2001:db8::1, loopback and the RoCEv2 transport) with
  * a PD, a send and a receive CQ, an MR and a fast-registered FRMR with

@@ -1,5 +1,5 @@
 /*
- * Tests of the RoCEv2 transport (backend/roce.c).  Two devices, A
+ * Tests of the RoCEv2 transport (backend/roce*.c).  Two devices, A
  * (::ffff:10.0.0.1) and B (::ffff:10.0.0.2), each with loopback and a
  * RoCEv2 transport, whose tx callbacks put the frames (copied) on a
  * simulated wire toward the other device.  The pump (net_run) delivers the

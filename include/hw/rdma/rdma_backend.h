@@ -584,7 +584,7 @@ PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
                                    void *loop_opaque, char **err);
 
 /* ------------------------------------------------------------------ */
-/* RoCEv2 on the paired NIC's network (backend/roce.c)                 */
+/* RoCEv2 on the paired NIC's network (backend/roce*.c)                */
 
 /*
  * Standard RoCEv2 (IBA transport in UDP 4791 over IPv4/IPv6) on the
