@@ -5,6 +5,7 @@ function lengths.
 
     scripts/layers.py [--check[=cycles]] [--max-lines N] [--max-func N]
                       [FILE...]
+    scripts/layers.py --objects DIR     e.g. build/qemu/libcommon.a.p
 
 Default files: hw/rdma/*.c and backend/*.c (the device and its
 transports).  A file calls another when it names a function that the
@@ -22,11 +23,17 @@ exceeded; with --check=cycles only a cycle counts (scripts/test.sh unit
 runs that).  Reads the sources as text in QEMU's coding style (a function's
 name at the start of a line or after its return type, its body's braces
 in column 0); no compiler needed.
+
+--objects DIR: the same cycle check at link level, from what the compiler
+made: nm(1) of DIR's hw_rdma_*.o (QEMU's build of hw/rdma and backend),
+an object calling another when it needs a symbol the other defines.
+Prints the objects, the edges and the cycles; exit status 1 on a cycle.
 """
 import argparse
 import glob
 import os
 import re
+import subprocess
 import sys
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
@@ -122,6 +129,33 @@ def sccs(nodes, edges):
     return out
 
 
+def objects(d):
+    """Cycles between the objects of directory d, from nm."""
+    objs = sorted(glob.glob(os.path.join(d, 'hw_rdma_*.o')))
+    if not objs:
+        print('no hw_rdma_*.o in %s (build QEMU first: scripts/build.sh)' % d)
+        return 2
+    defs, need = {}, {}
+    for o in objs:
+        out = subprocess.run(['nm', o], capture_output=True, text=True,
+                             check=True).stdout
+        need[o] = set()
+        for line in out.split('\n'):
+            f = line.split()
+            if len(f) == 3 and f[1] in 'TDBR':
+                defs[f[2]] = o
+            elif len(f) == 2 and f[0] == 'U':
+                need[o].add(f[1])
+    edges = {o: {defs[s] for s in need[o] if defs.get(s, o) != o}
+             for o in objs}
+    cycles = sccs(objs, edges)
+    print('OBJECTS: %d, %d edges; CALL CYCLES between objects: %d' % (
+        len(objs), sum(len(e) for e in edges.values()), len(cycles)))
+    for comp in cycles:
+        print('  ' + ' '.join(os.path.basename(o) for o in comp))
+    return 1 if cycles else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--check', nargs='?', const='all',
@@ -130,8 +164,11 @@ def main():
     ap.add_argument('--max-func', type=int, default=80)
     ap.add_argument('--top', type=int, default=10,
                     help='longest functions listed (default 10)')
+    ap.add_argument('--objects', metavar='DIR')
     ap.add_argument('files', nargs='*')
     a = ap.parse_args()
+    if a.objects:
+        return objects(a.objects)
     files = a.files or sorted(glob.glob(os.path.join(TOP, 'hw/rdma/*.c')) +
                               glob.glob(os.path.join(TOP, 'backend/*.c')))
     rel = {f: os.path.relpath(f, TOP) for f in files}
