@@ -169,13 +169,40 @@ fixed_rq_psn(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     return fixed;
 }
 
-int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
-                     const struct pvrdma_qp_attr *a)
+/* An attribute MODIFY_QP sets is out of range */
+static bool attr_out_of_range(PvrdmaCore *c, const PvrdmaQP *qp,
+                              uint32_t mask, const struct pvrdma_qp_attr *a)
 {
-    uint8_t cur = qp->state;
-    uint8_t next = (mask & PVRDMA_QP_STATE) ? a->qp_state : cur;
-    struct pvrdma_qp_attr fixed, old;
-    bool rtr, owner_rtr = false;
+    return ((mask & PVRDMA_QP_PORT) && a->port_num != 1) ||
+        ((mask & PVRDMA_QP_PKEY_INDEX) && a->pkey_index >= PVRDMA_MAX_PKEYS) ||
+        ((mask & PVRDMA_QP_PATH_MTU) &&
+         (a->path_mtu < PVRDMA_MTU_256 || a->path_mtu > PVRDMA_MTU_4096)) ||
+        ((mask & PVRDMA_QP_AV) &&
+         a->ah_attr.grh.sgid_index >= c->lim.gid_tbl_len) ||
+        ((mask & PVRDMA_QP_DEST_QPN) && a->dest_qp_num > 0xffffff) ||
+        ((mask & PVRDMA_QP_MAX_QP_RD_ATOMIC) &&
+         a->max_rd_atomic > c->lim.max_qp_rd_atom) ||
+        ((mask & PVRDMA_QP_MAX_DEST_RD_ATOMIC) &&
+         a->max_dest_rd_atomic > c->lim.max_qp_rd_atom) ||
+        ((mask & PVRDMA_QP_ACCESS_FLAGS) &&
+         (a->qp_access_flags & ~PVRDMA_ACCESS_FLAGS_ALL)) ||
+        ((mask & PVRDMA_QP_RNR_RETRY) && a->rnr_retry > 7) ||
+        ((mask & PVRDMA_QP_RETRY_CNT) && a->retry_cnt > 7) ||
+        ((mask & PVRDMA_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) ||
+        ((mask & PVRDMA_QP_TIMEOUT) && a->timeout > 31) ||
+        ((mask & PVRDMA_QP_CAP) &&
+         (a->cap.max_send_wr > qp->max_send_wr ||
+          a->cap.max_recv_wr > qp->max_recv_wr ||
+          a->cap.max_send_sge > qp->max_send_sge ||
+          a->cap.max_recv_sge > qp->max_recv_sge ||
+          a->cap.max_inline_data));
+}
+
+/* MODIFY_QP's checks: the mask, the transition, the attributes it needs */
+static int modify_check(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+                        const struct pvrdma_qp_attr *a, uint8_t cur,
+                        uint8_t next)
+{
     uint32_t req;
 
     if (mask & ~PVRDMA_QP_ATTR_MASK_ALL) {
@@ -204,37 +231,29 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
                          qp->qpn, cur, next, req & ~mask);
         return EINVAL;
     }
-    if (((mask & PVRDMA_QP_PORT) && a->port_num != 1) ||
-        ((mask & PVRDMA_QP_PKEY_INDEX) && a->pkey_index >= PVRDMA_MAX_PKEYS) ||
-        ((mask & PVRDMA_QP_PATH_MTU) &&
-         (a->path_mtu < PVRDMA_MTU_256 || a->path_mtu > PVRDMA_MTU_4096)) ||
-        ((mask & PVRDMA_QP_AV) &&
-         a->ah_attr.grh.sgid_index >= c->lim.gid_tbl_len) ||
-        ((mask & PVRDMA_QP_DEST_QPN) && a->dest_qp_num > 0xffffff) ||
-        ((mask & PVRDMA_QP_MAX_QP_RD_ATOMIC) &&
-         a->max_rd_atomic > c->lim.max_qp_rd_atom) ||
-        ((mask & PVRDMA_QP_MAX_DEST_RD_ATOMIC) &&
-         a->max_dest_rd_atomic > c->lim.max_qp_rd_atom) ||
-        ((mask & PVRDMA_QP_ACCESS_FLAGS) &&
-         (a->qp_access_flags & ~PVRDMA_ACCESS_FLAGS_ALL)) ||
-        ((mask & PVRDMA_QP_RNR_RETRY) && a->rnr_retry > 7) ||
-        ((mask & PVRDMA_QP_RETRY_CNT) && a->retry_cnt > 7) ||
-        ((mask & PVRDMA_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) ||
-        ((mask & PVRDMA_QP_TIMEOUT) && a->timeout > 31) ||
-        ((mask & PVRDMA_QP_CAP) &&
-         (a->cap.max_send_wr > qp->max_send_wr ||
-          a->cap.max_recv_wr > qp->max_recv_wr ||
-          a->cap.max_send_sge > qp->max_send_sge ||
-          a->cap.max_recv_sge > qp->max_recv_sge ||
-          a->cap.max_inline_data))) {
+    if (attr_out_of_range(c, qp, mask, a)) {
         PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: attribute out of range (mask 0x%x)",
                          qp->qpn, mask);
         return EINVAL;
     }
+    return 0;
+}
 
-    rtr = cur == PVRDMA_QPS_INIT && next == PVRDMA_QPS_RTR;
+/*
+ * The host device first: at RTR it may take the QP (then it is a queue
+ * path); a queue path's QP, or the twin of one the core serves, changes
+ * there before the core's copy.  *a may become fixed (fixed_rq_psn).
+ * Returns 0 or the error the owner gave, as a positive errno.
+ */
+static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+                           const struct pvrdma_qp_attr **a,
+                           struct pvrdma_qp_attr *fixed, uint8_t next,
+                           bool rtr)
+{
+    bool owner_rtr = false;
+
     if (rtr && qp->hw && !qp->path &&
-        pvrdma_path_choose(c, qp, a->ah_attr.grh.dgid.raw) == c->owner) {
+        pvrdma_path_choose(c, qp, (*a)->ah_attr.grh.dgid.raw) == c->owner) {
         pvrdma_owner_qp_take(c, qp);    /* the host device carries it */
         owner_rtr = true;
     }
@@ -247,9 +266,9 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         int err;
 
         if (pvrdma_qp_queue_path(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
-            a = fixed_rq_psn(c, qp, mask, a, &fixed);
+            *a = fixed_rq_psn(c, qp, mask, *a, fixed);
         }
-        err = c->owner->ops->qp_modify(c->owner, qp, mask, a);
+        err = c->owner->ops->qp_modify(c->owner, qp, mask, *a);
         if (err) {
             if (owner_rtr) {
                 pvrdma_owner_qp_reset(c, qp);
@@ -257,8 +276,13 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
             return -err;
         }
     }
-    old = qp->attr;
+    return 0;
+}
 
+/* The attributes in mask take their new values */
+static void modify_set_attrs(PvrdmaQP *qp, uint32_t mask,
+                             const struct pvrdma_qp_attr *a)
+{
 #define SET(bit, field) do { if (mask & (bit)) { qp->attr.field = a->field; } \
                         } while (0)
     SET(PVRDMA_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
@@ -287,28 +311,25 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     if (qp->type == PVRDMA_QPT_GSI) {
         qp->attr.qkey = PVRDMA_GSI_QKEY;
     }
+}
 
-    if (rtr) {
-        int err = pvrdma_path_attach(c, qp);
+/* A queue path's QP entered next on the host device */
+static void queue_path_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t next)
+{
+    qp->state = next;
+    if (next == PVRDMA_QPS_RESET) {
+        qp->sq.priv = qp->rq.priv = 0;
+        qp->hca_sq_blocked = qp->hca_rq_blocked = false;
+        pvrdma_owner_qp_reset(c, qp);
+    }
+    /* WQEs the guest posted before the host QP could take them */
+    pvrdma_hca_post_rq(c, qp);
+    pvrdma_hca_post_sq(c, qp);
+}
 
-        if (err) {
-            qp->attr = old;     /* the path refused the QP */
-            return err;
-        }
-    }
-    trace_pvrdma_qp_state(qp->qpn, cur, next);
-    if (pvrdma_qp_queue_path(qp)) {
-        qp->state = next;
-        if (next == PVRDMA_QPS_RESET) {
-            qp->sq.priv = qp->rq.priv = 0;
-            qp->hca_sq_blocked = qp->hca_rq_blocked = false;
-            pvrdma_owner_qp_reset(c, qp);
-        }
-        /* WQEs the guest posted before the host QP could take them */
-        pvrdma_hca_post_rq(c, qp);
-        pvrdma_hca_post_sq(c, qp);
-        return 0;
-    }
+/* What entering next from cur does to a QP the core serves */
+static void qp_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t cur, uint8_t next)
+{
     if (next == PVRDMA_QPS_RESET && cur != PVRDMA_QPS_RESET) {
         pvrdma_qp_fence(c, qp->qpn);    /* the guest may reuse its buffers */
     }
@@ -330,6 +351,42 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         qp->events++;
         pvrdma_post_async(c, PVRDMA_EVENT_SQ_DRAINED, qp->handle);
     }
+}
+
+int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+                     const struct pvrdma_qp_attr *a)
+{
+    uint8_t cur = qp->state;
+    uint8_t next = (mask & PVRDMA_QP_STATE) ? a->qp_state : cur;
+    struct pvrdma_qp_attr fixed, old;
+    bool rtr;
+    int err;
+
+    err = modify_check(c, qp, mask, a, cur, next);
+    if (err) {
+        return err;
+    }
+    rtr = cur == PVRDMA_QPS_INIT && next == PVRDMA_QPS_RTR;
+    err = modify_on_owner(c, qp, mask, &a, &fixed, next, rtr);
+    if (err) {
+        return err;
+    }
+    old = qp->attr;
+    modify_set_attrs(qp, mask, a);
+
+    if (rtr) {
+        err = pvrdma_path_attach(c, qp);
+        if (err) {
+            qp->attr = old;     /* the path refused the QP */
+            return err;
+        }
+    }
+    trace_pvrdma_qp_state(qp->qpn, cur, next);
+    if (pvrdma_qp_queue_path(qp)) {
+        queue_path_entered(c, qp, next);
+        return 0;
+    }
+    qp_entered(c, qp, cur, next);
     return 0;
 }
 
@@ -405,19 +462,11 @@ void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
 
 /* A QP's life: CREATE_QP, MODIFY_QP, QUERY_QP, DESTROY_QP */
 
-int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
-                         union pvrdma_cmd_resp *rsp)
+/* CREATE_QP's checks of the objects it names and of its queues' sizes */
+static int create_qp_check(PvrdmaCore *c, const struct pvrdma_cmd_create_qp *m,
+                           const PvrdmaCQ *scq, const PvrdmaCQ *rcq,
+                           uint32_t ctx, PvrdmaSRQ **srq)
 {
-    const struct pvrdma_cmd_create_qp *m = &req->create_qp;
-    PvrdmaCQ *scq = pvrdma_table_get(&c->cq, m->send_cq_handle);
-    PvrdmaCQ *rcq = pvrdma_table_get(&c->cq, m->recv_cq_handle);
-    PvrdmaSRQ *srq = NULL;
-    uint32_t ctx = pvrdma_ctx_of_pd(c, m->pd_handle);
-    uint32_t sq_stride, rq_stride = 0, rq_pages, h;
-    uint64_t *pages;
-    PvrdmaQP *qp;
-    int err;
-
     if (ctx == UINT32_MAX) {
         return CMD_ERR(c, EINVAL, "CREATE_QP: bad PD %u", m->pd_handle);
     }
@@ -436,8 +485,8 @@ int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EINVAL, "CREATE_QP: is_srq %u", m->is_srq);
     }
     if (m->is_srq) {
-        srq = pvrdma_table_get(&c->srq, m->srq_handle);
-        if (!srq || srq->pd != m->pd_handle) {
+        *srq = pvrdma_table_get(&c->srq, m->srq_handle);
+        if (!*srq || (*srq)->pd != m->pd_handle) {
             return CMD_ERR(c, EINVAL, "CREATE_QP: bad SRQ %u", m->srq_handle);
         }
     }
@@ -455,22 +504,32 @@ int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (m->max_inline_data) {
         return CMD_ERR(c, EINVAL, "CREATE_QP: inline data not supported");
     }
+    return 0;
+}
+
+/* CREATE_QP's checks of its pages; the WQE strides of its rings */
+static int create_qp_check_pages(PvrdmaCore *c,
+                                 const struct pvrdma_cmd_create_qp *m,
+                                 uint32_t *sq_stride, uint32_t *rq_stride)
+{
+    uint32_t rq_pages;
+
     /* page 0 ring state | send_chunks SQ pages | the rest RQ pages */
     if (m->send_chunks < 1 || m->total_chunks <= m->send_chunks) {
         return CMD_ERR(c, EINVAL, "CREATE_QP: bad chunks %u/%u",
                        m->send_chunks, m->total_chunks);
     }
     rq_pages = m->total_chunks - 1 - m->send_chunks;
-    sq_stride = pvrdma_wqe_stride(sizeof(struct pvrdma_sq_wqe_hdr),
-                                  m->max_send_sge);
+    *sq_stride = pvrdma_wqe_stride(sizeof(struct pvrdma_sq_wqe_hdr),
+                                   m->max_send_sge);
     if (!m->is_srq) {
-        rq_stride = pvrdma_wqe_stride(sizeof(struct pvrdma_rq_wqe_hdr),
-                                      m->max_recv_sge);
+        *rq_stride = pvrdma_wqe_stride(sizeof(struct pvrdma_rq_wqe_hdr),
+                                       m->max_recv_sge);
     }
     /* no more pages than the rings need (plus one of slack) */
-    if (m->send_chunks > pvrdma_ring_pages(m->max_send_wr, sq_stride) + 1 ||
+    if (m->send_chunks > pvrdma_ring_pages(m->max_send_wr, *sq_stride) + 1 ||
         (!m->is_srq &&
-         rq_pages > pvrdma_ring_pages(m->max_recv_wr, rq_stride) + 1)) {
+         rq_pages > pvrdma_ring_pages(m->max_recv_wr, *rq_stride) + 1)) {
         return CMD_ERR(c, EINVAL, "CREATE_QP: %u/%u pages exceed the rings",
                        m->send_chunks, rq_pages);
     }
@@ -478,6 +537,17 @@ int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EINVAL, "CREATE_QP: %u receive pages with is_srq %u",
                        rq_pages, m->is_srq);
     }
+    return 0;
+}
+
+/* A new QP with its rings in the guest pages of the page directory */
+static int create_qp_rings(PvrdmaCore *c, const struct pvrdma_cmd_create_qp *m,
+                           uint32_t sq_stride, uint32_t rq_stride,
+                           PvrdmaQP **qpp)
+{
+    uint64_t *pages;
+    PvrdmaQP *qp;
+
     if (!pvrdma_pdir_read(c, m->pdir_dma, m->total_chunks, &pages)) {
         return CMD_ERR(c, EFAULT, "CREATE_QP: page directory unusable");
     }
@@ -497,19 +567,27 @@ int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         qp->rq.state = (struct pvrdma_ring *)qp->sq.page[0] + 1;
     }
     g_free(pages);
+    *qpp = qp;
+    return 0;
+}
+
+/* The new QP's handle (QP number too); UINT32_MAX if none is free */
+static uint32_t create_qp_handle(PvrdmaCore *c,
+                                 const struct pvrdma_cmd_create_qp *m,
+                                 PvrdmaQP *qp)
+{
     if (m->qp_type == PVRDMA_QPT_GSI) {
         /* QP 1: a handle the table reserves, free (checked above) */
-        h = pvrdma_table_insert(&c->qp, PVRDMA_GSI_QPN, qp) ? PVRDMA_GSI_QPN :
-                                                             UINT32_MAX;
-    } else {
-        h = pvrdma_table_alloc(&c->qp, qp);
+        return pvrdma_table_insert(&c->qp, PVRDMA_GSI_QPN, qp) ?
+               PVRDMA_GSI_QPN : UINT32_MAX;
     }
-    if (h == UINT32_MAX) {
-        pvrdma_ring_free(c, &qp->sq);
-        pvrdma_ring_free(c, &qp->rq);
-        g_free(qp);
-        return CMD_ERR(c, ENOMEM, "CREATE_QP: out of QPs");
-    }
+    return pvrdma_table_alloc(&c->qp, qp);
+}
+
+/* The new QP as CREATE_QP asked for it, in RESET */
+static void create_qp_init(PvrdmaQP *qp, const struct pvrdma_cmd_create_qp *m,
+                           uint32_t h)
+{
     qp->handle = qp->qpn = h;
     qp->slot = g_new0(PvrdmaSendSlot, m->max_send_wr);
     qp->type = m->qp_type;
@@ -530,24 +608,12 @@ int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         qp->max_send_wr, qp->max_recv_wr, qp->max_send_sge,
         qp->max_recv_sge, 0, 0
     };
-    /* the GSI QP stays with the device: the host's QP1 is the kernel's */
-    err = pvrdma_owner_qp_create(c, qp);
-    if (err) {
-        pvrdma_table_remove(&c->qp, h);
-        pvrdma_ring_free(c, &qp->sq);
-        pvrdma_ring_free(c, &qp->rq);
-        g_free(qp->slot);
-        g_free(qp);
-        return CMD_ERR(c, -err, "CREATE_QP: host device: %s",
-                       strerror(-err));
-    }
-    scq->refs++;
-    rcq->refs++;
-    if (srq) {
-        srq->refs++;
-    }
-    pvrdma_pd_ref(c, qp->pd, 1);
+}
 
+/* CREATE_QP's response, in the layout of the guest's device version */
+static void create_qp_resp(PvrdmaCore *c, const PvrdmaQP *qp,
+                           union pvrdma_cmd_resp *rsp)
+{
     if (c->version >= PVRDMA_QPHANDLE_VERSION) {
         struct pvrdma_cmd_create_qp_resp_v2 *r = &rsp->create_qp_resp_v2;
 
@@ -568,6 +634,59 @@ int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         r->max_recv_sge = qp->max_recv_sge;
         r->max_inline_data = 0;
     }
+}
+
+int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp)
+{
+    const struct pvrdma_cmd_create_qp *m = &req->create_qp;
+    PvrdmaCQ *scq = pvrdma_table_get(&c->cq, m->send_cq_handle);
+    PvrdmaCQ *rcq = pvrdma_table_get(&c->cq, m->recv_cq_handle);
+    PvrdmaSRQ *srq = NULL;
+    uint32_t ctx = pvrdma_ctx_of_pd(c, m->pd_handle);
+    uint32_t sq_stride = 0, rq_stride = 0, h;
+    PvrdmaQP *qp = NULL;
+    int err;
+
+    err = create_qp_check(c, m, scq, rcq, ctx, &srq);
+    if (err) {
+        return err;
+    }
+    err = create_qp_check_pages(c, m, &sq_stride, &rq_stride);
+    if (err) {
+        return err;
+    }
+    err = create_qp_rings(c, m, sq_stride, rq_stride, &qp);
+    if (err) {
+        return err;
+    }
+    h = create_qp_handle(c, m, qp);
+    if (h == UINT32_MAX) {
+        pvrdma_ring_free(c, &qp->sq);
+        pvrdma_ring_free(c, &qp->rq);
+        g_free(qp);
+        return CMD_ERR(c, ENOMEM, "CREATE_QP: out of QPs");
+    }
+    create_qp_init(qp, m, h);
+    /* the GSI QP stays with the device: the host's QP1 is the kernel's */
+    err = pvrdma_owner_qp_create(c, qp);
+    if (err) {
+        pvrdma_table_remove(&c->qp, h);
+        pvrdma_ring_free(c, &qp->sq);
+        pvrdma_ring_free(c, &qp->rq);
+        g_free(qp->slot);
+        g_free(qp);
+        return CMD_ERR(c, -err, "CREATE_QP: host device: %s",
+                       strerror(-err));
+    }
+    scq->refs++;
+    rcq->refs++;
+    if (srq) {
+        srq->refs++;
+    }
+    pvrdma_pd_ref(c, qp->pd, 1);
+
+    create_qp_resp(c, qp, rsp);
     trace_pvrdma_create_qp(h, qp->type, qp->max_send_wr, qp->max_recv_wr,
                            qp->is_srq);
     return 0;
