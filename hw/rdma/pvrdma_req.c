@@ -103,6 +103,87 @@ static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
 }
 
 /*
+ * The local scatter list of a WQE that moves data; on an error (a
+ * PVRDMA_WC_* status) the list is released.
+ */
+static int execute_local(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
+                         uint32_t op, PvrdmaSg *local)
+{
+    const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
+    bool sink;
+    int st;
+
+    /* PVRDMA_SEND_INLINE: the SGEs carry the data (pvrdma_inline_sges) */
+    sink = op == PVRDMA_WR_RDMA_READ || op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+           op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    st = pvrdma_resolve_sges(c, qp->pd, w->sge, h->num_sge, sink, local);
+    if (st != PVRDMA_WC_SUCCESS) {
+        pvrdma_sg_release(c, local);
+        return st;
+    }
+    if ((op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+         op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD) && local->len != 8) {
+        pvrdma_sg_release(c, local);
+        return PVRDMA_WC_LOC_LEN_ERR;
+    }
+    return PVRDMA_WC_SUCCESS;
+}
+
+/* An RC request goes where the QP's attributes say */
+static void execute_rc_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
+                            uint32_t op, PvrdmaReq *req, const uint8_t **dgid,
+                            uint32_t *sgid_index)
+{
+    req->remote_addr = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
+                       op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
+                       h->wr.atomic.remote_addr : h->wr.rdma.remote_addr;
+    req->rkey = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
+                op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
+                h->wr.atomic.rkey : h->wr.rdma.rkey;
+    req->compare_add = h->wr.atomic.compare_add;
+    req->swap = h->wr.atomic.swap;
+    req->dest_qpn = qp->attr.dest_qp_num;
+    *dgid = qp->attr.ah_attr.grh.dgid.raw;
+    *sgid_index = qp->attr.ah_attr.grh.sgid_index;
+    memcpy(req->dmac, qp->attr.ah_attr.dmac, 6);
+    req->hop_limit = qp->attr.ah_attr.grh.hop_limit;
+    req->traffic_class = qp->attr.ah_attr.grh.traffic_class;
+    req->flow_label = qp->attr.ah_attr.grh.flow_label;
+}
+
+/* A UD (or GSI) request goes where the WQE's address vector says */
+static void execute_ud_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
+                            PvrdmaReq *req, const uint8_t **dgid,
+                            uint32_t *sgid_index)
+{
+    req->dest_qpn = h->wr.ud.remote_qpn & 0xffffff;
+    req->qkey = (h->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey :
+                h->wr.ud.remote_qkey;
+    *dgid = h->wr.ud.av.dgid;
+    *sgid_index = h->wr.ud.av.gid_index;
+    memcpy(req->dmac, h->wr.ud.av.dmac, 6);
+    req->hop_limit = h->wr.ud.av.hop_limit;
+    req->traffic_class = h->wr.ud.av.sl_tclass_flowlabel >> 20;
+    req->flow_label = h->wr.ud.av.sl_tclass_flowlabel & 0xfffff;
+}
+
+/* Hand the request to the QP's path; returns what execute_wqe does */
+static int execute_on_path(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
+{
+    PvrdmaTransport *t = pvrdma_path_for(c, qp, req->dgid);
+
+    if (t && qp->offer_to) {
+        return PVRDMA_TRANSPORT_PAUSED;     /* until the peer answers */
+    }
+    if (t) {
+        return t->ops->execute(t, req);
+    }
+    trace_pvrdma_unreachable(qp->qpn);
+    return qp->type == PVRDMA_QPT_RC ? PVRDMA_TRANSPORT_NO_RESPONDER :
+                                       PVRDMA_WC_SUCCESS;
+}
+
+/*
  * Execute one send WQE; returns a WC status, PVRDMA_TRANSPORT_RNR or
  * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_complete).
  */
@@ -112,9 +193,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
     uint32_t op = h->opcode, sgid_index;
     const uint8_t *dgid;
-    bool sink;
     PvrdmaReq req = { 0 };
-    PvrdmaTransport *t;
     int st;
 
     *byte_len = 0;
@@ -134,19 +213,9 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     if (op == PVRDMA_WR_FAST_REG_MR) {
         return fast_reg(c, qp, w);
     }
-    /* PVRDMA_SEND_INLINE: the SGEs carry the data (pvrdma_inline_sges) */
-    sink = op == PVRDMA_WR_RDMA_READ || op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
-           op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
-    st = pvrdma_resolve_sges(c, qp->pd, w->sge, h->num_sge, sink,
-                             &req.local);
+    st = execute_local(c, qp, w, op, &req.local);
     if (st != PVRDMA_WC_SUCCESS) {
-        pvrdma_sg_release(c, &req.local);
         return st;
-    }
-    if ((op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
-         op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD) && req.local.len != 8) {
-        pvrdma_sg_release(c, &req.local);
-        return PVRDMA_WC_LOC_LEN_ERR;
     }
     req.opcode = op;
     req.send_flags = h->send_flags;
@@ -154,35 +223,13 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     req.qp_type = qp->type;
     req.imm = h->ex.imm_data;
     if (qp->type == PVRDMA_QPT_RC) {
-        req.remote_addr = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
-                          op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
-                          h->wr.atomic.remote_addr : h->wr.rdma.remote_addr;
-        req.rkey = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
-                   op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
-                   h->wr.atomic.rkey : h->wr.rdma.rkey;
-        req.compare_add = h->wr.atomic.compare_add;
-        req.swap = h->wr.atomic.swap;
-        req.dest_qpn = qp->attr.dest_qp_num;
-        dgid = qp->attr.ah_attr.grh.dgid.raw;
-        sgid_index = qp->attr.ah_attr.grh.sgid_index;
-        memcpy(req.dmac, qp->attr.ah_attr.dmac, 6);
-        req.hop_limit = qp->attr.ah_attr.grh.hop_limit;
-        req.traffic_class = qp->attr.ah_attr.grh.traffic_class;
-        req.flow_label = qp->attr.ah_attr.grh.flow_label;
+        execute_rc_dest(qp, h, op, &req, &dgid, &sgid_index);
     } else {
         if (req.local.len > 4096) {
             pvrdma_sg_release(c, &req.local);
             return PVRDMA_WC_LOC_LEN_ERR;   /* larger than the MTU */
         }
-        req.dest_qpn = h->wr.ud.remote_qpn & 0xffffff;
-        req.qkey = (h->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey :
-                   h->wr.ud.remote_qkey;
-        dgid = h->wr.ud.av.dgid;
-        sgid_index = h->wr.ud.av.gid_index;
-        memcpy(req.dmac, h->wr.ud.av.dmac, 6);
-        req.hop_limit = h->wr.ud.av.hop_limit;
-        req.traffic_class = h->wr.ud.av.sl_tclass_flowlabel >> 20;
-        req.flow_label = h->wr.ud.av.sl_tclass_flowlabel & 0xfffff;
+        execute_ud_dest(qp, h, &req, &dgid, &sgid_index);
     }
     req.pd = qp->pd;
     req.sge = w->sge;
@@ -196,16 +243,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     req.rnr_retry = qp->attr.rnr_retry;
     req.cookie = *cookie = ++c->next_cookie;
     *byte_len = req.local.len;
-    t = pvrdma_path_for(c, qp, req.dgid);
-    if (t && qp->offer_to) {
-        st = PVRDMA_TRANSPORT_PAUSED;   /* until the peer answers */
-    } else if (t) {
-        st = t->ops->execute(t, &req);
-    } else {
-        trace_pvrdma_unreachable(qp->qpn);
-        st = qp->type == PVRDMA_QPT_RC ? PVRDMA_TRANSPORT_NO_RESPONDER :
-                                         PVRDMA_WC_SUCCESS;
-    }
+    st = execute_on_path(c, qp, &req);
     pvrdma_sg_release(c, &req.local);
     return st;
 }
@@ -223,6 +261,97 @@ static bool wqe_doorbell_ok(PvrdmaCore *c, PvrdmaQP *qp,
 }
 
 /*
+ * May the send queue run?  A QP in error flushes, one not in RTS waits, a
+ * failed WQE drains the queue, a bad producer index fails the QP; else
+ * *prod is the guest's producer index.
+ */
+static bool sq_runs(PvrdmaCore *c, PvrdmaQP *qp, uint32_t *prod)
+{
+    if (qp->state == PVRDMA_QPS_ERR) {
+        pvrdma_flush_queues(c, qp);
+        if (qp->gone_pending) {
+            qp->gone_pending = false;
+            pvrdma_qp_gone(c, qp->qpn); /* peers' requests waiting on it */
+        }
+        return false;
+    }
+    if (qp->state != PVRDMA_QPS_RTS) {
+        return false;   /* WQEs wait in the ring until the QP is ready */
+    }
+    if (qp->sq_failed) {
+        /*
+         * A WQE failed behind ones still in flight: nothing after it may
+         * run; the QP goes to error when it completes in order.
+         */
+        pvrdma_drain_sq(c, qp);
+        return false;
+    }
+    if (!pvrdma_ring_guest_prod(&qp->sq, prod) ||
+        pvrdma_idx_used(*prod, qp->sq_head, qp->sq.nelems) >
+        pvrdma_idx_used(*prod, qp->sq.priv, qp->sq.nelems)) {
+        PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
+        pvrdma_qp_fail(c, qp, PVRDMA_EVENT_QP_FATAL);
+        return false;
+    }
+    return true;
+}
+
+/* The path takes nothing now: wait for its wake-up */
+static void sq_pause(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    if (!qp->paused) {
+        trace_pvrdma_paused_wait(qp->qpn);
+    }
+    pvrdma_qp_set_rnr_wait(c, qp, true);
+    qp->paused = true;
+    qp->rnr_deadline = 0;
+}
+
+/*
+ * The head WQE met RNR: false while it waits for a receive (the RNR wait
+ * set, its deadline armed), true once its deadline has passed.
+ */
+static bool sq_rnr_expired(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    int64_t now = c->ops->now_ms(c->opaque);
+
+    if (!qp->rnr_wait || qp->paused) {
+        qp->paused = false;
+        pvrdma_qp_set_rnr_wait(c, qp, true);
+        qp->rnr_deadline = pvrdma_rnr_deadline(c, qp->attr.rnr_retry,
+            pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num));
+    }
+    if (qp->rnr_deadline && now >= qp->rnr_deadline) {
+        return true;
+    }
+    trace_pvrdma_rnr_wait(qp->qpn);
+    if (qp->rnr_deadline) {
+        pvrdma_core_timer_at(c, qp->rnr_deadline);
+    }
+    return false;
+}
+
+/* The head WQE is consumed: its send slot records it (and st, if final) */
+static void sq_consume(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
+                       uint32_t len, uint64_t cookie, int st)
+{
+    PvrdmaSendSlot *s = pvrdma_send_slot(qp, qp->sq_head);
+
+    s->wr_id = w->hdr.wr_id;
+    s->opcode = w->hdr.opcode;
+    s->byte_len = len;
+    s->signaled = qp->sq_sig_all ||
+                  (w->hdr.send_flags & PVRDMA_SEND_SIGNALED);
+    s->cookie = cookie;
+    s->done = s->held = s->redo = false;
+    s->status = PVRDMA_WC_SUCCESS;
+    if (st != PVRDMA_TRANSPORT_PENDING) {
+        pvrdma_slot_done(c, qp, s, st);
+    }
+    qp->sq_head = pvrdma_idx_next(qp->sq_head, qp->sq.nelems);
+}
+
+/*
  * Serve qp's send queue.  inline_budget > 0: called from a send doorbell
  * (vCPU thread): serve at most that many WQEs and only those that cost no
  * data copy here (requests for a co-resident peer, whose responder copies),
@@ -233,34 +362,10 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
     uint32_t prod;
     uint32_t budget = inline_budget ? inline_budget : PVRDMA_RUN_BUDGET;
 
-    if (qp->state == PVRDMA_QPS_ERR) {
-        pvrdma_flush_queues(c, qp);
-        if (qp->gone_pending) {
-            qp->gone_pending = false;
-            pvrdma_qp_gone(c, qp->qpn); /* peers' requests waiting on it */
-        }
-        return;
-    }
-    if (qp->state != PVRDMA_QPS_RTS) {
-        return;     /* WQEs wait in the ring until the QP is ready */
-    }
-    if (qp->sq_failed) {
-        /*
-         * A WQE failed behind ones still in flight: nothing after it may
-         * run; the QP goes to error when it completes in order.
-         */
-        pvrdma_drain_sq(c, qp);
-        return;
-    }
-    if (!pvrdma_ring_guest_prod(&qp->sq, &prod) ||
-        pvrdma_idx_used(prod, qp->sq_head, qp->sq.nelems) >
-        pvrdma_idx_used(prod, qp->sq.priv, qp->sq.nelems)) {
-        PVRDMA_GUEST_ERR(c, "SQ of QP %u: producer index invalid", qp->qpn);
-        pvrdma_qp_fail(c, qp, PVRDMA_EVENT_QP_FATAL);
+    if (!sq_runs(c, qp, &prod)) {
         return;
     }
     while (qp->sq_head != prod) {
-        PvrdmaSendSlot *s;
         uint64_t cookie;
         uint32_t len;
         PvrdmaSendWqe w;
@@ -278,48 +383,17 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         }
         st = execute_wqe(c, qp, &w, &len, &cookie);
         if (st == PVRDMA_TRANSPORT_PAUSED) {
-            /* the path takes nothing now: wait for its wake-up */
-            if (!qp->paused) {
-                trace_pvrdma_paused_wait(qp->qpn);
-            }
-            pvrdma_qp_set_rnr_wait(c, qp, true);
-            qp->paused = true;
-            qp->rnr_deadline = 0;
+            sq_pause(c, qp);
             break;
         }
         if (st == PVRDMA_TRANSPORT_RNR) {
-            int64_t now = c->ops->now_ms(c->opaque);
-
-            if (!qp->rnr_wait || qp->paused) {
-                qp->paused = false;
-                pvrdma_qp_set_rnr_wait(c, qp, true);
-                qp->rnr_deadline = pvrdma_rnr_deadline(c, qp->attr.rnr_retry,
-                    pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num));
-            }
-            if (qp->rnr_deadline && now >= qp->rnr_deadline) {
-                st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
-            } else {
-                trace_pvrdma_rnr_wait(qp->qpn);
-                if (qp->rnr_deadline) {
-                    pvrdma_core_timer_at(c, qp->rnr_deadline);
-                }
+            if (!sq_rnr_expired(c, qp)) {
                 break;
             }
+            st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
         }
         pvrdma_qp_set_rnr_wait(c, qp, false);
-        s = pvrdma_send_slot(qp, qp->sq_head);
-        s->wr_id = w.hdr.wr_id;
-        s->opcode = w.hdr.opcode;
-        s->byte_len = len;
-        s->signaled = qp->sq_sig_all ||
-                      (w.hdr.send_flags & PVRDMA_SEND_SIGNALED);
-        s->cookie = cookie;
-        s->done = s->held = s->redo = false;
-        s->status = PVRDMA_WC_SUCCESS;
-        if (st != PVRDMA_TRANSPORT_PENDING) {
-            pvrdma_slot_done(c, qp, s, st);
-        }
-        qp->sq_head = pvrdma_idx_next(qp->sq_head, qp->sq.nelems);
+        sq_consume(c, qp, &w, len, cookie, st);
         if (qp->sq_failed) {
             break;      /* the QP goes to error when this one completes */
         }
