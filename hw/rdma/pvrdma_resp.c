@@ -389,12 +389,77 @@ bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey)
            dqp->attr.qkey == qkey;
 }
 
-int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
+/* RDMA WRITE (with immediate: it takes a receive WQE too) */
+static int responder_write(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
 {
-    PvrdmaQP *dqp = pvrdma_qp_by_qpn(c, req->dest_qpn);
     PvrdmaSg rem = { 0 };
     uint64_t len = req->local.len;
     int st = PVRDMA_WC_SUCCESS;
+    PvrdmaRecvWqe w;
+    PvrdmaRing *r;
+    uint32_t max_sge;
+    bool bad;
+
+    if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM &&
+        !recv_peek(c, dqp, &w, &r, &max_sge, &bad)) {
+        if (bad) {
+            pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_FATAL);
+            return PVRDMA_WC_REM_OP_ERR;
+        }
+        return PVRDMA_TRANSPORT_RNR;
+    }
+    if (len) {
+        st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
+                                PVRDMA_ACCESS_REMOTE_WRITE, &rem);
+        if (st != PVRDMA_WC_SUCCESS) {
+            return st;
+        }
+    }
+    pvrdma_sg_copy(&rem, 0, &req->local, 0, len);
+    pvrdma_sg_release(c, &rem);
+    if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM) {
+        st = responder_recv(c, dqp, req, false);
+    }
+    return st;
+}
+
+/* RDMA READ: the remote range into the requester's scatter list */
+static int responder_read(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
+{
+    PvrdmaSg rem = { 0 };
+    uint64_t len = req->local.len;
+    int st;
+
+    if (len) {
+        st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
+                                PVRDMA_ACCESS_REMOTE_READ, &rem);
+        if (st != PVRDMA_WC_SUCCESS) {
+            return st;
+        }
+    }
+    pvrdma_sg_copy(&req->local, 0, &rem, 0, len);
+    pvrdma_sg_release(c, &rem);
+    return PVRDMA_WC_SUCCESS;
+}
+
+/* Compare-and-swap or fetch-and-add: the original value goes back */
+static int responder_atomic(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
+{
+    uint64_t old;
+    PvrdmaSg os = { .iov = &(PvrdmaIov) { (uint8_t *)&old, 8 },
+                    .n = 1, .len = 8 };
+    int st;
+
+    st = pvrdma_resp_atomic(c, dqp, req, &old);
+    if (st == PVRDMA_WC_SUCCESS) {
+        pvrdma_sg_copy(&req->local, 0, &os, 0, 8);
+    }
+    return st;
+}
+
+int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
+{
+    PvrdmaQP *dqp = pvrdma_qp_by_qpn(c, req->dest_qpn);
 
     if (req->qp_type != PVRDMA_QPT_RC) {
         /* UD/GSI: anything that does not match is silently dropped */
@@ -415,57 +480,13 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
     case PVRDMA_WR_SEND_WITH_INV:
         return responder_recv(c, dqp, req, true);
     case PVRDMA_WR_RDMA_WRITE:
-    case PVRDMA_WR_RDMA_WRITE_WITH_IMM: {
-        PvrdmaRecvWqe w;
-        PvrdmaRing *r;
-        uint32_t max_sge;
-        bool bad;
-
-        if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM &&
-            !recv_peek(c, dqp, &w, &r, &max_sge, &bad)) {
-            if (bad) {
-                pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_FATAL);
-                return PVRDMA_WC_REM_OP_ERR;
-            }
-            return PVRDMA_TRANSPORT_RNR;
-        }
-        if (len) {
-            st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
-                                    PVRDMA_ACCESS_REMOTE_WRITE, &rem);
-            if (st != PVRDMA_WC_SUCCESS) {
-                return st;
-            }
-        }
-        pvrdma_sg_copy(&rem, 0, &req->local, 0, len);
-        pvrdma_sg_release(c, &rem);
-        if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM) {
-            st = responder_recv(c, dqp, req, false);
-        }
-        return st;
-    }
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+        return responder_write(c, dqp, req);
     case PVRDMA_WR_RDMA_READ:
-        if (len) {
-            st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
-                                    PVRDMA_ACCESS_REMOTE_READ, &rem);
-            if (st != PVRDMA_WC_SUCCESS) {
-                return st;
-            }
-        }
-        pvrdma_sg_copy(&req->local, 0, &rem, 0, len);
-        pvrdma_sg_release(c, &rem);
-        return PVRDMA_WC_SUCCESS;
+        return responder_read(c, dqp, req);
     case PVRDMA_WR_ATOMIC_CMP_AND_SWP:
-    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD: {
-        uint64_t old;
-        PvrdmaSg os = { .iov = &(PvrdmaIov) { (uint8_t *)&old, 8 },
-                        .n = 1, .len = 8 };
-
-        st = pvrdma_resp_atomic(c, dqp, req, &old);
-        if (st == PVRDMA_WC_SUCCESS) {
-            pvrdma_sg_copy(&req->local, 0, &os, 0, 8);
-        }
-        return st;
-    }
+    case PVRDMA_WR_ATOMIC_FETCH_AND_ADD:
+        return responder_atomic(c, dqp, req);
     default:
         return PVRDMA_WC_REM_INV_REQ_ERR;
     }
