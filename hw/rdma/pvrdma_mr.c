@@ -135,16 +135,10 @@ int pvrdma_resolve_sges(PvrdmaCore *c, uint32_t pd,
 
 /* An MR's life: CREATE_MR, DESTROY_MR */
 
-int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
-                         union pvrdma_cmd_resp *rsp)
+/* CREATE_MR's checks of the PD, the access flags and the MR's flags */
+static int create_mr_check(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
+                           uint32_t access)
 {
-    const struct pvrdma_cmd_create_mr *m = &req->create_mr;
-    uint32_t access = m->access_flags & ~PVRDMA_ACCESS_OPTIONAL;
-    PvrdmaMR *mr;
-    uint64_t *pages = NULL;
-    uint32_t h;
-    int err;
-
     if (!pvrdma_table_get(&c->pd, m->pd_handle)) {
         return CMD_ERR(c, EINVAL, "CREATE_MR: bad PD %u", m->pd_handle);
     }
@@ -160,6 +154,80 @@ int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         m->flags == (PVRDMA_MR_FLAG_DMA | PVRDMA_MR_FLAG_FRMR)) {
         return CMD_ERR(c, EINVAL, "CREATE_MR: bad flags 0x%x", m->flags);
     }
+    return 0;
+}
+
+/* A fast-registration MR, not registered yet; on an error mr is freed */
+static int create_mr_frmr(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
+                          PvrdmaMR *mr)
+{
+    if (c->owner) {
+        g_free(mr);
+        return CMD_ERR(c, EOPNOTSUPP,
+                       "CREATE_MR: no fast registration with a host HCA");
+    }
+    if (m->nchunks < 1 || m->nchunks > PVRDMA_MAX_FAST_REG_PAGES) {
+        g_free(mr);
+        return CMD_ERR(c, EINVAL, "CREATE_MR: FRMR with %u pages",
+                       m->nchunks);
+    }
+    mr->kind = PVRDMA_MR_FRMR;
+    mr->max_pages = m->nchunks;
+    mr->access = 0;
+    mr->valid = false;
+    return 0;
+}
+
+/* A user MR over the guest pages of its page list; on an error mr is freed */
+static int create_mr_user(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
+                          PvrdmaMR *mr)
+{
+    uint64_t first = m->start & ~(uint64_t)(PVRDMA_PAGE_SIZE - 1);
+    uint64_t *pages = NULL;
+    uint64_t need;
+
+    if (m->length == 0 || m->length > c->lim.max_mr_size ||
+        m->start + m->length < m->start) {
+        g_free(mr);
+        return CMD_ERR(c, EINVAL, "CREATE_MR: bad length 0x%" PRIx64,
+                       m->length);
+    }
+    need = (m->start + m->length - first + PVRDMA_PAGE_SIZE - 1) /
+           PVRDMA_PAGE_SIZE;
+    if (m->nchunks != need) {
+        g_free(mr);
+        return CMD_ERR(c, EINVAL, "CREATE_MR: %u pages given, %" PRIu64
+                       " needed", m->nchunks, need);
+    }
+    if (!pvrdma_pdir_read(c, m->pdir_dma, m->nchunks, &pages) ||
+        !pvrdma_map_pages(c, &mr->map, pages, m->nchunks,
+                          PVRDMA_PAGE_SIZE)) {
+        g_free(pages);
+        g_free(mr);
+        return CMD_ERR(c, EFAULT, "CREATE_MR: page list unusable");
+    }
+    g_free(pages);
+    mr->kind = PVRDMA_MR_USER;
+    mr->iova = m->start;
+    mr->length = m->length;
+    mr->base = first;
+    mr->valid = true;
+    return 0;
+}
+
+int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                         union pvrdma_cmd_resp *rsp)
+{
+    const struct pvrdma_cmd_create_mr *m = &req->create_mr;
+    uint32_t access = m->access_flags & ~PVRDMA_ACCESS_OPTIONAL;
+    PvrdmaMR *mr;
+    uint32_t h;
+    int err;
+
+    err = create_mr_check(c, m, access);
+    if (err) {
+        return err;
+    }
     mr = g_new0(PvrdmaMR, 1);
     mr->pd = m->pd_handle;
     mr->access = access;
@@ -167,50 +235,12 @@ int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         mr->kind = PVRDMA_MR_DMA;
         mr->valid = true;
     } else if (m->flags & PVRDMA_MR_FLAG_FRMR) {
-        if (c->owner) {
-            g_free(mr);
-            return CMD_ERR(c, EOPNOTSUPP,
-                           "CREATE_MR: no fast registration with a host HCA");
-        }
-        if (m->nchunks < 1 || m->nchunks > PVRDMA_MAX_FAST_REG_PAGES) {
-            g_free(mr);
-            return CMD_ERR(c, EINVAL, "CREATE_MR: FRMR with %u pages",
-                           m->nchunks);
-        }
-        mr->kind = PVRDMA_MR_FRMR;
-        mr->max_pages = m->nchunks;
-        mr->access = 0;
-        mr->valid = false;
+        err = create_mr_frmr(c, m, mr);
     } else {
-        uint64_t first = m->start & ~(uint64_t)(PVRDMA_PAGE_SIZE - 1);
-        uint64_t need;
-
-        if (m->length == 0 || m->length > c->lim.max_mr_size ||
-            m->start + m->length < m->start) {
-            g_free(mr);
-            return CMD_ERR(c, EINVAL, "CREATE_MR: bad length 0x%" PRIx64,
-                           m->length);
-        }
-        need = (m->start + m->length - first + PVRDMA_PAGE_SIZE - 1) /
-               PVRDMA_PAGE_SIZE;
-        if (m->nchunks != need) {
-            g_free(mr);
-            return CMD_ERR(c, EINVAL, "CREATE_MR: %u pages given, %" PRIu64
-                           " needed", m->nchunks, need);
-        }
-        if (!pvrdma_pdir_read(c, m->pdir_dma, m->nchunks, &pages) ||
-            !pvrdma_map_pages(c, &mr->map, pages, m->nchunks,
-                              PVRDMA_PAGE_SIZE)) {
-            g_free(pages);
-            g_free(mr);
-            return CMD_ERR(c, EFAULT, "CREATE_MR: page list unusable");
-        }
-        g_free(pages);
-        mr->kind = PVRDMA_MR_USER;
-        mr->iova = m->start;
-        mr->length = m->length;
-        mr->base = first;
-        mr->valid = true;
+        err = create_mr_user(c, m, mr);
+    }
+    if (err) {
+        return err;     /* mr is freed */
     }
     h = pvrdma_table_alloc(&c->mr, mr);
     if (h == UINT32_MAX) {
