@@ -25,6 +25,63 @@ static uint32_t uar_owner(PvrdmaCore *c, uint32_t page)
     return page == 0 || pvrdma_table_get(&c->uc, page) ? page : UINT32_MAX;
 }
 
+/* A QP doorbell: receives posted, sends posted, or both */
+static void uar_qp_doorbell(PvrdmaCore *c, uint32_t owner, uint32_t handle,
+                            uint32_t val)
+{
+    PvrdmaQP *qp = pvrdma_qp_get(c, handle);
+
+    if (!qp || pvrdma_ctx_of_pd(c, qp->pd) != owner) {
+        PVRDMA_GUEST_ERR(c, "QP doorbell for unknown QP handle %u", handle);
+        return;
+    }
+    if (pvrdma_qp_queue_path(qp)) {
+        /*
+         * Receives go to the owner at once (at most a run budget's
+         * worth), as on an HCA a posted receive is there for the next
+         * send; sends are handed over from the run loop.
+         */
+        if (val & PVRDMA_UAR_QP_RECV) {
+            trace_pvrdma_db_qp_recv(handle);
+            pvrdma_hca_post_rq(c, qp);
+        }
+        if (val & PVRDMA_UAR_QP_SEND) {
+            trace_pvrdma_db_qp_send(handle);
+            pvrdma_qp_schedule(c, qp);
+        }
+        return;
+    }
+    if (val & PVRDMA_UAR_QP_RECV) {
+        trace_pvrdma_db_qp_recv(handle);
+        pvrdma_wake_rnr(c);
+        if (qp->state == PVRDMA_QPS_ERR) {
+            pvrdma_qp_schedule(c, qp);   /* flush new receives */
+        }
+    }
+    if (val & PVRDMA_UAR_QP_SEND) {
+        trace_pvrdma_db_qp_send(handle);
+        pvrdma_qp_send_doorbell(c, qp);
+    }
+}
+
+/* An SRQ doorbell: receives posted */
+static void uar_srq_doorbell(PvrdmaCore *c, uint32_t owner, uint32_t handle)
+{
+    PvrdmaSRQ *srq = pvrdma_table_get(&c->srq, handle);
+
+    if (!srq || pvrdma_ctx_of_pd(c, srq->pd) != owner) {
+        PVRDMA_GUEST_ERR(c, "SRQ doorbell for unknown SRQ handle %u",
+                         handle);
+        return;
+    }
+    trace_pvrdma_db_srq(handle);
+    if (srq->hw) {
+        pvrdma_hca_post_srq(c, srq);
+    } else {
+        pvrdma_srq_doorbell(c, srq);
+    }
+}
+
 void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
 {
     uint32_t page = addr / PVRDMA_PAGE_SIZE;
@@ -44,42 +101,9 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
         return;
     }
     switch (off) {
-    case PVRDMA_UAR_QP_OFFSET: {
-        PvrdmaQP *qp = pvrdma_qp_get(c, handle);
-
-        if (!qp || pvrdma_ctx_of_pd(c, qp->pd) != owner) {
-            PVRDMA_GUEST_ERR(c, "QP doorbell for unknown QP handle %u", handle);
-            return;
-        }
-        if (pvrdma_qp_queue_path(qp)) {
-            /*
-             * Receives go to the owner at once (at most a run budget's
-             * worth), as on an HCA a posted receive is there for the next
-             * send; sends are handed over from the run loop.
-             */
-            if (val & PVRDMA_UAR_QP_RECV) {
-                trace_pvrdma_db_qp_recv(handle);
-                pvrdma_hca_post_rq(c, qp);
-            }
-            if (val & PVRDMA_UAR_QP_SEND) {
-                trace_pvrdma_db_qp_send(handle);
-                pvrdma_qp_schedule(c, qp);
-            }
-            break;
-        }
-        if (val & PVRDMA_UAR_QP_RECV) {
-            trace_pvrdma_db_qp_recv(handle);
-            pvrdma_wake_rnr(c);
-            if (qp->state == PVRDMA_QPS_ERR) {
-                pvrdma_qp_schedule(c, qp);   /* flush new receives */
-            }
-        }
-        if (val & PVRDMA_UAR_QP_SEND) {
-            trace_pvrdma_db_qp_send(handle);
-            pvrdma_qp_send_doorbell(c, qp);
-        }
+    case PVRDMA_UAR_QP_OFFSET:
+        uar_qp_doorbell(c, owner, handle, val);
         break;
-    }
     case PVRDMA_UAR_CQ_OFFSET: {
         PvrdmaCQ *cq = pvrdma_table_get(&c->cq, handle);
 
@@ -90,22 +114,9 @@ void pvrdma_core_uar_write(PvrdmaCore *c, uint64_t addr, uint32_t val)
         pvrdma_cq_doorbell(c, cq, val);
         break;
     }
-    case PVRDMA_UAR_SRQ_OFFSET: {
-        PvrdmaSRQ *srq = pvrdma_table_get(&c->srq, handle);
-
-        if (!srq || pvrdma_ctx_of_pd(c, srq->pd) != owner) {
-            PVRDMA_GUEST_ERR(c, "SRQ doorbell for unknown SRQ handle %u",
-                             handle);
-            return;
-        }
-        trace_pvrdma_db_srq(handle);
-        if (srq->hw) {
-            pvrdma_hca_post_srq(c, srq);
-        } else {
-            pvrdma_srq_doorbell(c, srq);
-        }
+    case PVRDMA_UAR_SRQ_OFFSET:
+        uar_srq_doorbell(c, owner, handle);
         break;
-    }
     default:
         PVRDMA_GUEST_ERR(c, "doorbell at unknown UAR offset 0x%x", off);
         break;
