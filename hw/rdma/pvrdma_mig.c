@@ -278,16 +278,9 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
     }
 }
 
-void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
+/* The registers and, on an active device, the DSR copy */
+static void save_regs(GByteArray *b, PvrdmaCore *c)
 {
-    int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
-    guint start G_GNUC_UNUSED = b->len;
-    uint32_t h;
-
-    put32(b, PVRDMA_MIG_MAGIC);
-    put32(b, PVRDMA_MIG_VERSION);
-    save_limits(b, &c->lim);
-
     put64(b, c->dsr_gpa);
     put32(b, c->err);
     put32(b, c->icr);
@@ -308,21 +301,31 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
         put_pages(b, c->cqn_ring.gpa, c->cqn_ring.npages);
         put32(b, c->cqn_ring.priv);
     }
+}
 
+static void save_gids(GByteArray *b, PvrdmaCore *c)
+{
     put32(b, c->lim.gid_tbl_len);
-    for (h = 0; h < c->lim.gid_tbl_len; h++) {
+    for (uint32_t h = 0; h < c->lim.gid_tbl_len; h++) {
         put8(b, c->gid[h].type);
         g_byte_array_append(b, c->gid[h].gid.raw, 16);
     }
+}
 
+static void save_ucs(GByteArray *b, PvrdmaCore *c)
+{
     put32(b, c->uc.used);
-    for (h = 0; h < c->uc.size; h++) {
+    for (uint32_t h = 0; h < c->uc.size; h++) {
         if (c->uc.slot[h]) {
             put32(b, h);
         }
     }
+}
+
+static void save_pds(GByteArray *b, PvrdmaCore *c)
+{
     put32(b, c->pd.used);
-    for (h = 0; h < c->pd.size; h++) {
+    for (uint32_t h = 0; h < c->pd.size; h++) {
         PvrdmaPD *pd = c->pd.slot[h];
 
         if (pd) {
@@ -330,8 +333,12 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             put32(b, pd->ctx);
         }
     }
+}
+
+static void save_cqs(GByteArray *b, PvrdmaCore *c)
+{
     put32(b, c->cq.used);
-    for (h = 0; h < c->cq.size; h++) {
+    for (uint32_t h = 0; h < c->cq.size; h++) {
         PvrdmaCQ *cq = c->cq.slot[h];
 
         if (cq) {
@@ -344,8 +351,12 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             put8(b, cq->error);
         }
     }
+}
+
+static void save_mrs(GByteArray *b, PvrdmaCore *c)
+{
     put32(b, c->mr.used);
-    for (h = 0; h < c->mr.size; h++) {
+    for (uint32_t h = 0; h < c->mr.size; h++) {
         PvrdmaMR *mr = c->mr.slot[h];
 
         if (mr) {
@@ -365,8 +376,12 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             }
         }
     }
+}
+
+static void save_srqs(GByteArray *b, PvrdmaCore *c)
+{
     put32(b, c->srq.used);
-    for (h = 0; h < c->srq.size; h++) {
+    for (uint32_t h = 0; h < c->srq.size; h++) {
         PvrdmaSRQ *srq = c->srq.slot[h];
 
         if (srq) {
@@ -379,6 +394,24 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
             put32(b, srq->ring.priv);
         }
     }
+}
+
+void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
+{
+    int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
+    guint start G_GNUC_UNUSED = b->len;
+    uint32_t h;
+
+    put32(b, PVRDMA_MIG_MAGIC);
+    put32(b, PVRDMA_MIG_VERSION);
+    save_limits(b, &c->lim);
+    save_regs(b, c);
+    save_gids(b, c);
+    save_ucs(b, c);
+    save_pds(b, c);
+    save_cqs(b, c);
+    save_mrs(b, c);
+    save_srqs(b, c);
     put32(b, c->qp.used);
     for (h = 0; h < c->qp.size; h++) {
         if (c->qp.slot[h]) {
@@ -849,18 +882,22 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     return ok;
 }
 
-static bool load_qp(MigReader *r, PvrdmaCore *c, uint32_t version)
-{
-    union pvrdma_cmd_req req = { 0 };
-    union pvrdma_cmd_resp rsp;
-    struct pvrdma_cmd_create_qp *m = &req.create_qp;
+/* A QP record's runtime state, read before the QP is created again */
+typedef struct {
     struct pvrdma_qp_attr attr;
-    uint32_t h = get32(r), np, sq_priv, sq_head, rq_priv, events, nslots;
-    uint32_t nheld = 0;
+    uint32_t sq_priv, sq_head, rq_priv, events, nslots;
     uint8_t state, sq_failed, comm_est;
     uint64_t hold;
-    g_autofree uint64_t *pages = NULL;
-    PvrdmaQP *qp;
+} MigQpState;
+
+/*
+ * A QP record up to its send slots: the CREATE_QP that makes the QP again
+ * into m, with the page list (returned, *np pages), the rest into s.
+ */
+static uint64_t *load_qp_record(MigReader *r, struct pvrdma_cmd_create_qp *m,
+                                uint32_t *np, MigQpState *s)
+{
+    uint64_t *pages;
 
     m->hdr.cmd = PVRDMA_CMD_CREATE_QP;
     m->qp_type = get8(r);
@@ -875,47 +912,42 @@ static bool load_qp(MigReader *r, PvrdmaCore *c, uint32_t version)
     m->max_send_sge = get32(r);
     m->max_recv_sge = get32(r);
     m->send_chunks = get32(r);
-    pages = get_pages(r, PVRDMA_PAGE_DIR_MAX_PAGES, &np);
-    m->total_chunks = np;
-    state = get8(r);
-    take(r, &attr, sizeof(attr));
-    sq_priv = get32(r);
-    sq_head = get32(r);
-    rq_priv = get32(r);
-    sq_failed = get8(r);
-    comm_est = get8(r);
-    events = get32(r);
-    hold = get64(r);
-    nslots = get32(r);
-    if (r->err) {
-        return false;
-    }
-    if ((m->qp_type == PVRDMA_QPT_GSI) != (h == PVRDMA_GSI_QPN)) {
-        return mig_fail(r, "QP %u: type %u", h, m->qp_type);
-    }
-    if (replay(c, &req, &rsp, pages, np)) {
-        return mig_fail(r, "QP %u refused", h);
-    }
-    qp = move_handle(r, &c->qp, c->version >= PVRDMA_QPHANDLE_VERSION ?
-                     rsp.create_qp_resp_v2.qp_handle : rsp.create_qp_resp.qpn,
-                     h, "QP");
-    if (!qp) {
-        return false;
-    }
-    qp->handle = qp->qpn = h;
+    pages = get_pages(r, PVRDMA_PAGE_DIR_MAX_PAGES, np);
+    m->total_chunks = *np;
+    s->state = get8(r);
+    take(r, &s->attr, sizeof(s->attr));
+    s->sq_priv = get32(r);
+    s->sq_head = get32(r);
+    s->rq_priv = get32(r);
+    s->sq_failed = get8(r);
+    s->comm_est = get8(r);
+    s->events = get32(r);
+    s->hold = get64(r);
+    s->nslots = get32(r);
+    return pages;
+}
+
+/*
+ * The new QP h's ring indices and the send slots between them, read and
+ * checked; *nheld counts the held completions.
+ */
+static bool load_qp_slots(MigReader *r, PvrdmaQP *qp, uint32_t h,
+                          const MigQpState *st, uint32_t *nheld)
+{
     /* ring indices first: entering a state may run the queues */
-    if (!pvrdma_idx_valid(sq_priv, qp->sq.nelems) ||
-        !pvrdma_idx_valid(sq_head, qp->sq.nelems) ||
-        (!qp->is_srq && !pvrdma_idx_valid(rq_priv, qp->rq.nelems)) ||
-        nslots != pvrdma_idx_used(sq_head, sq_priv, qp->sq.nelems)) {
+    if (!pvrdma_idx_valid(st->sq_priv, qp->sq.nelems) ||
+        !pvrdma_idx_valid(st->sq_head, qp->sq.nelems) ||
+        (!qp->is_srq && !pvrdma_idx_valid(st->rq_priv, qp->rq.nelems)) ||
+        st->nslots != pvrdma_idx_used(st->sq_head, st->sq_priv,
+                                      qp->sq.nelems)) {
         return mig_fail(r, "QP %u: ring indices out of range", h);
     }
-    qp->sq.priv = sq_priv;
-    qp->sq_head = sq_head;
+    qp->sq.priv = st->sq_priv;
+    qp->sq_head = st->sq_head;
     if (!qp->is_srq) {
-        qp->rq.priv = rq_priv;
+        qp->rq.priv = st->rq_priv;
     }
-    for (uint32_t i = sq_priv; i != sq_head && !r->err;
+    for (uint32_t i = st->sq_priv; i != st->sq_head && !r->err;
          i = pvrdma_idx_next(i, qp->sq.nelems)) {
         PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
 
@@ -932,27 +964,62 @@ static bool load_qp(MigReader *r, PvrdmaCore *c, uint32_t version)
                          qp->type != PVRDMA_QPT_RC))) {
             return mig_fail(r, "QP %u: send slot status %d", h, s->status);
         }
-        nheld += s->held;
+        *nheld += s->held;
+    }
+    return true;
+}
+
+static bool load_qp(MigReader *r, PvrdmaCore *c, uint32_t version)
+{
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_cmd_create_qp *m = &req.create_qp;
+    uint32_t h = get32(r), np;
+    uint32_t nheld = 0;
+    MigQpState st = { 0 };
+    g_autofree uint64_t *pages = NULL;
+    PvrdmaQP *qp;
+
+    pages = load_qp_record(r, m, &np, &st);
+    if (r->err) {
+        return false;
+    }
+    if ((m->qp_type == PVRDMA_QPT_GSI) != (h == PVRDMA_GSI_QPN)) {
+        return mig_fail(r, "QP %u: type %u", h, m->qp_type);
+    }
+    if (replay(c, &req, &rsp, pages, np)) {
+        return mig_fail(r, "QP %u refused", h);
+    }
+    qp = move_handle(r, &c->qp, c->version >= PVRDMA_QPHANDLE_VERSION ?
+                     rsp.create_qp_resp_v2.qp_handle : rsp.create_qp_resp.qpn,
+                     h, "QP");
+    if (!qp) {
+        return false;
+    }
+    qp->handle = qp->qpn = h;
+    if (!load_qp_slots(r, qp, h, &st, &nheld)) {
+        return false;
     }
     /*
      * A held completion: the time its retries have left (at most 8 local
      * ACK timeouts of 4.096 us << 31), only while the QP sends.
      */
-    if (!nheld != !hold ||
-        (hold && state != PVRDMA_QPS_RTS && state != PVRDMA_QPS_SQD) ||
-        (hold != UINT64_MAX && hold > 8 * (4096ull << 31) / 1000000)) {
+    if (!nheld != !st.hold ||
+        (st.hold && st.state != PVRDMA_QPS_RTS &&
+         st.state != PVRDMA_QPS_SQD) ||
+        (st.hold != UINT64_MAX && st.hold > 8 * (4096ull << 31) / 1000000)) {
         return mig_fail(r, "QP %u: held completion", h);
     }
-    if (r->err || !qp_walk(r, c, qp, state, &attr)) {
+    if (r->err || !qp_walk(r, c, qp, st.state, &st.attr)) {
         return false;
     }
-    if (hold) {
-        pvrdma_qp_hold(c, qp, hold == UINT64_MAX ? INT64_MAX :
-                       c->ops->now_ms(c->opaque) + (int64_t)hold);
+    if (st.hold) {
+        pvrdma_qp_hold(c, qp, st.hold == UINT64_MAX ? INT64_MAX :
+                       c->ops->now_ms(c->opaque) + (int64_t)st.hold);
     }
-    qp->sq_failed = sq_failed != 0;
-    qp->comm_est = comm_est != 0;
-    qp->events = events;
+    qp->sq_failed = st.sq_failed != 0;
+    qp->comm_est = st.comm_est != 0;
+    qp->events = st.events;
     if (version >= 2 && !load_path(r, c, qp)) {
         return false;
     }
@@ -973,23 +1040,49 @@ static bool load_cursor(MigReader *r, PvrdmaTable *t, const char *what)
     return !r->err;
 }
 
-static bool load_all(MigReader *r, PvrdmaCore *c)
+/* An active device's command slots, UAR page and DSR rings */
+static bool load_dsr(MigReader *r, PvrdmaCore *c, uint8_t port_down)
 {
-    uint32_t magic = get32(r), version = get32(r), n;
+    g_autofree uint64_t *ap = NULL, *cp = NULL;
+    uint32_t anp, cnp, apriv, cpriv;
+
+    c->cmd_gpa = get64(r);
+    c->resp_gpa = get64(r);
+    c->uar_pfn = get64(r);
+    ap = get_pages(r, PVRDMA_MAX_RING_PAGES, &anp);
+    apriv = get32(r);
+    cp = get_pages(r, PVRDMA_MAX_RING_PAGES, &cnp);
+    cpriv = get32(r);
+    if (r->err) {
+        return false;
+    }
+    if (!c->cmd_gpa || !c->resp_gpa) {
+        return mig_fail(r, "active device without command slots");
+    }
+    if (!pvrdma_dsr_ring_map(c, &c->async_ring, "async", ap, anp,
+                             sizeof(struct pvrdma_eqe)) ||
+        !pvrdma_dsr_ring_map(c, &c->cqn_ring, "cq-notify", cp, cnp,
+                             sizeof(struct pvrdma_cqne))) {
+        return mig_fail(r, "DSR rings unusable");
+    }
+    if (!ring_index(r, &c->async_ring, apriv, "async ring", 0) ||
+        !ring_index(r, &c->cqn_ring, cpriv, "CQ notification ring", 0)) {
+        return false;
+    }
+    c->async_ring.priv = apriv;
+    c->cqn_ring.priv = cpriv;
+    c->active = true;
+    c->port_down = port_down != 0;
+    return true;
+}
+
+/* The registers and, on an active device, the DSR copy */
+static bool load_regs(MigReader *r, PvrdmaCore *c)
+{
     uint64_t dsr_gpa;
     uint32_t err, icr, imr, dev_version;
     uint8_t dsr_set, active, port_down;
 
-    if (r->err || magic != PVRDMA_MIG_MAGIC) {
-        return mig_fail(r, "not a pvrdma state");
-    }
-    if (version < 1 || version > PVRDMA_MIG_VERSION) {
-        return mig_fail(r, "state version %u (this QEMU reads 1 to %u)",
-                        version, PVRDMA_MIG_VERSION);
-    }
-    if (!load_limits(r, &c->lim)) {
-        return false;
-    }
     dsr_gpa = get64(r);
     err = get32(r);
     icr = get32(r);
@@ -1016,36 +1109,27 @@ static bool load_all(MigReader *r, PvrdmaCore *c)
     c->dsr_set = dsr_set != 0;
     c->version = active ? dev_version : 0;
     if (active) {
-        g_autofree uint64_t *ap = NULL, *cp = NULL;
-        uint32_t anp, cnp, apriv, cpriv;
+        return load_dsr(r, c, port_down);
+    }
+    return true;
+}
 
-        c->cmd_gpa = get64(r);
-        c->resp_gpa = get64(r);
-        c->uar_pfn = get64(r);
-        ap = get_pages(r, PVRDMA_MAX_RING_PAGES, &anp);
-        apriv = get32(r);
-        cp = get_pages(r, PVRDMA_MAX_RING_PAGES, &cnp);
-        cpriv = get32(r);
-        if (r->err) {
-            return false;
-        }
-        if (!c->cmd_gpa || !c->resp_gpa) {
-            return mig_fail(r, "active device without command slots");
-        }
-        if (!pvrdma_dsr_ring_map(c, &c->async_ring, "async", ap, anp,
-                                 sizeof(struct pvrdma_eqe)) ||
-            !pvrdma_dsr_ring_map(c, &c->cqn_ring, "cq-notify", cp, cnp,
-                                 sizeof(struct pvrdma_cqne))) {
-            return mig_fail(r, "DSR rings unusable");
-        }
-        if (!ring_index(r, &c->async_ring, apriv, "async ring", 0) ||
-            !ring_index(r, &c->cqn_ring, cpriv, "CQ notification ring", 0)) {
-            return false;
-        }
-        c->async_ring.priv = apriv;
-        c->cqn_ring.priv = cpriv;
-        c->active = true;
-        c->port_down = port_down != 0;
+static bool load_all(MigReader *r, PvrdmaCore *c)
+{
+    uint32_t magic = get32(r), version = get32(r), n;
+
+    if (r->err || magic != PVRDMA_MIG_MAGIC) {
+        return mig_fail(r, "not a pvrdma state");
+    }
+    if (version < 1 || version > PVRDMA_MIG_VERSION) {
+        return mig_fail(r, "state version %u (this QEMU reads 1 to %u)",
+                        version, PVRDMA_MIG_VERSION);
+    }
+    if (!load_limits(r, &c->lim)) {
+        return false;
+    }
+    if (!load_regs(r, c)) {
+        return false;
     }
     if (!load_gids(r, c) || !load_ucs(r, c) || !load_pds(r, c) ||
         !load_cqs(r, c) || !load_mrs(r, c) || !load_srqs(r, c)) {
