@@ -2,9 +2,9 @@
  * QEMU VMware paravirtual RDMA device (PVRDMA): migration.
  *
  * The device's vmstate (the PCI and MSI-X state, then the core's state
- * from pvrdma_mig.c as one field), and the notifiers that pause the
- * transports for a save and end the pause, or tell the peers the state
- * moved.
+ * from pvrdma_mig.c and pvrdma_mig_load.c as one field), and the
+ * notifiers that pause the transports for a save and end the pause, or
+ * tell the peers the state moved.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -24,7 +24,7 @@
 /* Migration                                                           */
 
 /*
- * The core's state (pvrdma_mig.c) as one length-prefixed field.  It is
+ * The core's state (pvrdma_mig*.c) as one length-prefixed field.  It is
  * read only after the PCI state, so the BARs (the UAR page base) are
  * where the guest put them.
  */

@@ -136,7 +136,7 @@ void pvrdma_exec_command(PvrdmaCore *c);
 void pvrdma_destroy_all(PvrdmaCore *c);
 /*
  * Run one command from a request built by the device itself (a migrated
- * state replayed, pvrdma_mig.c): the same checks as the guest's commands,
+ * state replayed, pvrdma_mig_load.c): the same checks as the guest's commands,
  * no response slot, no interrupt.  Returns 0 or the errno the guest would
  * have seen.
  */
@@ -246,6 +246,15 @@ void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event);
 
 /* n bytes from the stream into dst (zeros and false past its end) */
 bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n);
+
+/* pvrdma_mig.c: the core's state saved (loaded in pvrdma_mig_load.c) */
+
+#define PVRDMA_MIG_MAGIC    0x474d5250u     /* "PRMG" */
+#define PVRDMA_MIG_END      0x444e4550u     /* "PEND" */
+/* 2: a path record after each QP (PvrdmaTransportOps.qp_save) */
+#define PVRDMA_MIG_VERSION  2
+/* The limits record read back: each must be this device's. */
+bool pvrdma_mig_load_limits(PvrdmaMigReader *r, const PvrdmaLimits *l);
 
 /* pvrdma_sched.c: the run list, RNR waiters and held WQEs, the timer */
 

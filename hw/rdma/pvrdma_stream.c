@@ -3,8 +3,8 @@
  * appended to a GByteArray, and read back through a PvrdmaMigReader whose
  * every read is bounded by what is left (reading past the end fails the
  * reader; the first failure sticks and later reads give zeros).  Used by
- * the core's save and load (pvrdma_mig.c) and the transports' qp_save and
- * qp_load.  A leaf: it calls nothing of the core.
+ * the core's save and load (pvrdma_mig.c, pvrdma_mig_load.c) and the
+ * transports' qp_save and qp_load.  A leaf: it calls nothing of the core.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

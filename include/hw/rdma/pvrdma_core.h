@@ -472,9 +472,9 @@ struct PvrdmaCore {
     uint32_t holders;       /* QPs with hold_until set */
 
     /*
-     * Loading migrated state (pvrdma_mig.c): the commands it replays take
-     * their page lists from restore_pages, not from guest page directories,
-     * and no async event reaches the guest.
+     * Loading migrated state (pvrdma_mig_load.c): the commands it replays
+     * take their page lists from restore_pages, not from guest page
+     * directories, and no async event reaches the guest.
      */
     bool restoring;
     const uint64_t *restore_pages;
@@ -519,10 +519,10 @@ void pvrdma_core_run(PvrdmaCore *c);
 void pvrdma_core_check_link(PvrdmaCore *c);
 
 /*
- * Migration (pvrdma_mig.c).  pvrdma_core_migration_blocker(): NULL if the
- * device's state can move, else why not (g_free it); saving: it is about
- * to be saved, after pvrdma_core_quiesce(): nothing may be in flight
- * then.  pvrdma_core_save()
+ * Migration (pvrdma_mig.c; the load: pvrdma_mig_load.c).
+ * pvrdma_core_migration_blocker(): NULL if the device's state can move,
+ * else why not (g_free it); saving: it is about to be saved, after
+ * pvrdma_core_quiesce(): nothing may be in flight then.  pvrdma_core_save()
  * appends the versioned state to buf.  pvrdma_core_load() resets the core
  * and rebuilds it from len bytes, as untrusted as guest input: false with
  * *err set (g_free it) and the core reset if anything is wrong.
