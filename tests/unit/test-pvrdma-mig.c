@@ -1,10 +1,11 @@
 /*
- * Migration of the pvrdma core (pvrdma_mig.c, pvrdma_mig_load.c): a
- * device with traffic in progress is saved, a fresh core on the same
- * guest RAM loads it, and the guest carries on with the same QP numbers, keys and ring positions; the
- * state saved again is byte for byte the same.  Hostile streams (every
- * truncation, every byte flipped, handles and indices out of range) fail
- * with an error, leave the core reset and leak no guest mapping.
+ * Migration of the pvrdma core (pvrdma_mig.c, pvrdma_mig_load.c): a device
+ * with traffic in progress is saved, a fresh core on the same guest RAM
+ * loads it, and the guest carries on with the same QP numbers, keys and
+ * ring positions; the state saved again is byte for byte the same.
+ * Hostile streams (every truncation, every byte flipped, handles and
+ * indices out of range) fail with an error, leave the core reset and leak
+ * no guest mapping.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
