@@ -805,6 +805,7 @@ vc_across() {
 # the applications' usual local ACK timeout 14 and retry_cnt 7, within
 # SOAK_SECS; VM 0 serves (fwd) or connects (rev).  VM 0 logs
 #   soak-cell SELF-server/PEER SIZE COUNT RESULT SECS   (-client/ with rev)
+# and VM K, if its side failed, "soak-peer PAIR SIZE COUNT rc N [data]".
 # RESULT: ok, hang (no completion for 60 s, or the limit killed it), retry
 # (a completion with RETRY_EXC_ERR), data (the checker found a byte,
 # length, immediate or atomic value that differs), error (anything else).
@@ -835,8 +836,12 @@ soak_run() {
         log "soak-cell $_pair $_s $_c $_res $_secs"
         [ "$_res" = ok ] || cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
     elif [ "$PVRDMA_VM" = "$_k" ] && [ $_r != 0 ]; then
-        # the peer's side of a cell that failed here
-        log "soak-peer $_pair $_s $_c rc $_r"
+        # the peer's side of a cell that failed here; "data" if the
+        # checker found a difference on this side (the soak script then
+        # counts the cell as data, whatever VM 0 saw)
+        _pres=
+        ! grep -q "MISMATCH" /tmp/soak.out /tmp/soak.log || _pres=" data"
+        log "soak-peer $_pair $_s $_c rc $_r$_pres"
         cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
     fi
     return 0
