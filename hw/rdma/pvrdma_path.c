@@ -258,8 +258,8 @@ bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
  * PSNs are all the state there is), and holds its requests until the
  * answer (pvrdma_path_answered()).  The question is asked at most every
  * PVRDMA_OFFER_RETRY_MS, at a request; so is an offer the peer refused (it
- * was busy).  The peer's answer
- * comes through the new path, so its requests there follow it.
+ * was busy).  The peer's answer comes through the new path, so its
+ * requests there follow it.
  */
 #define PVRDMA_OFFER_RETRY_MS 100
 
