@@ -171,8 +171,9 @@ static void comp_rnr_nak(RoceQp *q, uint32_t psn, uint8_t syn)
 }
 
 /*
- * NAK of psn (syndrome syn): a sequence NAK goes back (true: send on), the
- * others fail the request (false).
+ * NAK of psn (syndrome syn): a sequence NAK goes back (true: send on)
+ * unless the retransmission on its way covers it; the others fail the
+ * request (false).
  */
 static bool comp_nak(RoceQp *q, uint32_t psn, uint8_t syn)
 {
