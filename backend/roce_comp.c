@@ -308,7 +308,7 @@ void roce_comp_atomic_ack(RoceQp *q, const RocePkt *p)
     uint64_t orig = p->atmack;
     int st;
 
-    if (!w || !roce_req_is_atomic(w->opcode) || w->resp_done) {
+    if (!w || !pvrdma_wr_is_atomic(w->opcode) || w->resp_done) {
         trace_pvrdma_roce_comp(q->qpn, "unexpected atomic ACK", p->psn);
         return;
     }

@@ -229,7 +229,6 @@ void roce_rc_pkt(RoceQp *q, RocePkt *p, uint8_t opcode, uint32_t psn);
 
 /* roce_req.c: the requester */
 
-bool roce_req_is_atomic(uint32_t op);
 /* Free q's requests and stop its timers (an error, a pause, the end). */
 void roce_qp_drop_requests(RoceQp *q);
 /* The request at the head finished: complete it (in order) and free it. */

@@ -23,12 +23,6 @@ static bool req_is_send(uint32_t op)
            op == PVRDMA_WR_SEND_WITH_INV;
 }
 
-bool roce_req_is_atomic(uint32_t op)
-{
-    return op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
-           op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static uint32_t wqe_npkts(const RoceWqe *w, uint32_t mtu)
 {
     return w->len ? (uint32_t)((w->len + mtu - 1) / mtu) : 1;
@@ -239,7 +233,7 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
         p.reth.rkey = w->rkey;
         p.reth.len = w->len - off;
         p.ack_req = true;
-    } else if (roce_req_is_atomic(w->opcode)) {
+    } else if (pvrdma_wr_is_atomic(w->opcode)) {
         roce_rc_pkt(q, &p, w->opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ?
                     ROCE_RC_COMPARE_SWAP : ROCE_RC_FETCH_ADD, psn);
         p.atmeth.va = w->remote_addr;
@@ -425,7 +419,7 @@ int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
     w->num_sge = MIN(req->num_sge, PVRDMA_HARD_MAX_SGE);
     memcpy(w->sge, req->sge, w->num_sge * sizeof(w->sge[0]));
     w->rd_atomic = w->opcode == PVRDMA_WR_RDMA_READ ||
-                   roce_req_is_atomic(w->opcode);
+                   pvrdma_wr_is_atomic(w->opcode);
     if (!w->rd_atomic && w->len && w->len <= ROCE_SMALL_COPY &&
         !(w->send_flags & PVRDMA_SEND_FENCE)) {
         /*

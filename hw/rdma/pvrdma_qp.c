@@ -418,8 +418,7 @@ uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len)
 {
     uint32_t mtu = pvrdma_qp_mtu(qp);
 
-    if (opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
-        opcode == PVRDMA_WR_ATOMIC_FETCH_AND_ADD || !len) {
+    if (pvrdma_wr_is_atomic(opcode) || !len) {
         return 1;
     }
     return (uint32_t)MIN((len + mtu - 1) / mtu, UINT32_MAX);

@@ -114,15 +114,13 @@ static int execute_local(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     int st;
 
     /* PVRDMA_SEND_INLINE: the SGEs carry the data (pvrdma_inline_sges) */
-    sink = op == PVRDMA_WR_RDMA_READ || op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
-           op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    sink = op == PVRDMA_WR_RDMA_READ || pvrdma_wr_is_atomic(op);
     st = pvrdma_resolve_sges(c, qp->pd, w->sge, h->num_sge, sink, local);
     if (st != PVRDMA_WC_SUCCESS) {
         pvrdma_sg_release(c, local);
         return st;
     }
-    if ((op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
-         op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD) && local->len != 8) {
+    if (pvrdma_wr_is_atomic(op) && local->len != 8) {
         pvrdma_sg_release(c, local);
         return PVRDMA_WC_LOC_LEN_ERR;
     }
@@ -134,12 +132,11 @@ static void execute_rc_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
                             uint32_t op, PvrdmaReq *req, const uint8_t **dgid,
                             uint32_t *sgid_index)
 {
-    req->remote_addr = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
-                       op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
-                       h->wr.atomic.remote_addr : h->wr.rdma.remote_addr;
-    req->rkey = op >= PVRDMA_WR_ATOMIC_CMP_AND_SWP &&
-                op <= PVRDMA_WR_ATOMIC_FETCH_AND_ADD ?
-                h->wr.atomic.rkey : h->wr.rdma.rkey;
+    bool atomic = pvrdma_wr_is_atomic(op);
+
+    req->remote_addr = atomic ? h->wr.atomic.remote_addr :
+                                h->wr.rdma.remote_addr;
+    req->rkey = atomic ? h->wr.atomic.rkey : h->wr.rdma.rkey;
     req->compare_add = h->wr.atomic.compare_add;
     req->swap = h->wr.atomic.swap;
     req->dest_qpn = qp->attr.dest_qp_num;

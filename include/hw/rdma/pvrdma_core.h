@@ -164,6 +164,13 @@ static inline bool pvrdma_is_pow2(uint32_t x)
     return x && !(x & (x - 1));
 }
 
+/* A send WQE opcode (PVRDMA_WR_*) that is compare-and-swap or fetch-and-add */
+static inline bool pvrdma_wr_is_atomic(uint32_t op)
+{
+    return op == PVRDMA_WR_ATOMIC_CMP_AND_SWP ||
+           op == PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 /*
  * A ring in guest memory, mapped once at creation.  Page 'first_page' holds
  * element 0; 'state' points at the prod/cons pair in the ring-state page.
