@@ -86,16 +86,6 @@ static bool probe_idle(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t *sq_psn,
     return true;
 }
 
-static const PvrdmaTransportOps probe_idle_ops = {
-    .name = "probe-idle",
-    .reaches = probe_reaches,
-    .qp_attach = probe_attach,
-    .qp_detach = probe_detach,
-    .qp_idle = probe_idle,
-    .execute = probe_execute,
-    .destroy = probe_destroy,
-};
-
 typedef struct Fx {
     Dev d;
     Probe probe;
@@ -239,9 +229,11 @@ static void test_rc_at_rtr(void)
 static void test_idle_asks_rarely(void)
 {
     Fx f;
+    PvrdmaTransportOps idle_ops = probe_ops;   /* the probe, with qp_idle */
 
+    idle_ops.qp_idle = probe_idle;
     fx_setup(&f, PVRDMA_QPT_RC);
-    f.probe.t.ops = &probe_idle_ops;
+    f.probe.t.ops = &idle_ops;
     rc_to_init(&f.d, &f.a);
     to_rts(&f, &f.a, f.b.qpn, probe_gid);
     to_rts(&f, &f.b, f.a.qpn, test_gid);
