@@ -418,24 +418,23 @@ static const uint8_t v4mapped[12] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
 };
 
-int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
+/*
+ * Ethernet, 802.1Q: *off, where the IP header starts, and *ipv6; the
+ * frame holds at least the fixed IP header.
+ */
+static int parse_eth(const uint8_t *frame, size_t len, RocePkt *p,
+                     size_t *off, bool *ipv6)
 {
-    const RoceOpInfo *info;
-    const uint8_t *l3, *udp, *bth, *b;
-    size_t off, iph, ip_len, udp_len, tlen, room;
     uint16_t ethertype;
-    bool ipv6;
+    size_t iph;
 
-    memset(p, 0, sizeof(*p));
-
-    /* Ethernet, 802.1Q */
     if (len < ROCE_ETH_HLEN) {
         return ROCE_DROP_TRUNCATED;
     }
     memcpy(p->dmac, frame, 6);
     memcpy(p->smac, frame + 6, 6);
     ethertype = get16(frame + 12);
-    off = ROCE_ETH_HLEN;
+    *off = ROCE_ETH_HLEN;
     if (ethertype == ETHERTYPE_VLAN) {
         if (len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN) {
             return ROCE_DROP_TRUNCATED;
@@ -443,72 +442,88 @@ int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
         p->vlan = true;
         p->vlan_tci = get16(frame + 14);
         ethertype = get16(frame + 16);
-        off += ROCE_VLAN_HLEN;
+        *off += ROCE_VLAN_HLEN;
     }
     if (ethertype == ETHERTYPE_IPV4) {
-        ipv6 = false;
+        *ipv6 = false;
         iph = ROCE_IPV4_HLEN;
     } else if (ethertype == ETHERTYPE_IPV6) {
-        ipv6 = true;
+        *ipv6 = true;
         iph = ROCE_IPV6_HLEN;
     } else {
         return ROCE_DROP_NOT_IP;
     }
-    if (len - off < iph) {
+    if (len - *off < iph) {
         return ROCE_DROP_TRUNCATED;
     }
-    l3 = frame + off;
+    return ROCE_OK;
+}
 
-    /* IP: everything after ip_len bytes is Ethernet padding */
-    if (!ipv6) {
-        if (l3[0] != 0x45) {        /* version 4, IHL 5 (no options) */
-            return ROCE_DROP_IP_HEADER;
-        }
-        ip_len = get16(l3 + 2);
-        if (ip_len < iph || ip_len > len - off) {
-            return ROCE_DROP_IP_LENGTH;
-        }
-        if (csum_fold(csum_add(0, l3, iph)) != 0xffff) {
-            return ROCE_DROP_IP_CSUM;
-        }
-        /* DF may be set; reserved bit, MF, offset may not */
-        if (get16(l3 + 6) & ~IPV4_DF) {
-            return ROCE_DROP_IP_HEADER;
-        }
-        if (l3[9] != IPPROTO_UDP_NUM) {
-            return ROCE_DROP_NOT_UDP;
-        }
-        p->ip_ver = 4;
-        p->tclass = l3[1];
-        p->ip_id = get16(l3 + 4);
-        p->df = get16(l3 + 6) & IPV4_DF;
-        p->ttl = l3[8];
-        memcpy(p->sgid, v4mapped, 12);
-        memcpy(p->sgid + 12, l3 + 12, 4);
-        memcpy(p->dgid, v4mapped, 12);
-        memcpy(p->dgid + 12, l3 + 16, 4);
-    } else {
-        if (l3[0] >> 4 != 6) {
-            return ROCE_DROP_IP_HEADER;
-        }
-        ip_len = iph + get16(l3 + 4);
-        if (ip_len > len - off) {
-            return ROCE_DROP_IP_LENGTH;
-        }
-        if (l3[6] != IPPROTO_UDP_NUM) {
-            return ROCE_DROP_NOT_UDP;
-        }
-        p->ip_ver = 6;
-        p->tclass = (l3[0] & 0x0f) << 4 | l3[1] >> 4;
-        p->flow_label = (uint32_t)(l3[1] & 0x0f) << 16 | get16(l3 + 2);
-        p->ttl = l3[7];
-        memcpy(p->sgid, l3 + 8, 16);
-        memcpy(p->dgid, l3 + 24, 16);
+/*
+ * IP: everything after ip_len bytes is Ethernet padding.  l3 has room
+ * bytes to the end of the frame (at least the fixed header); *ip_len.
+ */
+static int parse_ip4(const uint8_t *l3, size_t room, RocePkt *p,
+                     size_t *ip_len)
+{
+    if (l3[0] != 0x45) {        /* version 4, IHL 5 (no options) */
+        return ROCE_DROP_IP_HEADER;
     }
+    *ip_len = get16(l3 + 2);
+    if (*ip_len < ROCE_IPV4_HLEN || *ip_len > room) {
+        return ROCE_DROP_IP_LENGTH;
+    }
+    if (csum_fold(csum_add(0, l3, ROCE_IPV4_HLEN)) != 0xffff) {
+        return ROCE_DROP_IP_CSUM;
+    }
+    /* DF may be set; reserved bit, MF, offset may not */
+    if (get16(l3 + 6) & ~IPV4_DF) {
+        return ROCE_DROP_IP_HEADER;
+    }
+    if (l3[9] != IPPROTO_UDP_NUM) {
+        return ROCE_DROP_NOT_UDP;
+    }
+    p->ip_ver = 4;
+    p->tclass = l3[1];
+    p->ip_id = get16(l3 + 4);
+    p->df = get16(l3 + 6) & IPV4_DF;
+    p->ttl = l3[8];
+    memcpy(p->sgid, v4mapped, 12);
+    memcpy(p->sgid + 12, l3 + 12, 4);
+    memcpy(p->dgid, v4mapped, 12);
+    memcpy(p->dgid + 12, l3 + 16, 4);
+    return ROCE_OK;
+}
 
-    /* UDP */
-    udp = l3 + iph;
-    udp_len = ip_len - iph;
+static int parse_ip6(const uint8_t *l3, size_t room, RocePkt *p,
+                     size_t *ip_len)
+{
+    if (l3[0] >> 4 != 6) {
+        return ROCE_DROP_IP_HEADER;
+    }
+    *ip_len = ROCE_IPV6_HLEN + get16(l3 + 4);
+    if (*ip_len > room) {
+        return ROCE_DROP_IP_LENGTH;
+    }
+    if (l3[6] != IPPROTO_UDP_NUM) {
+        return ROCE_DROP_NOT_UDP;
+    }
+    p->ip_ver = 6;
+    p->tclass = (l3[0] & 0x0f) << 4 | l3[1] >> 4;
+    p->flow_label = (uint32_t)(l3[1] & 0x0f) << 16 | get16(l3 + 2);
+    p->ttl = l3[7];
+    memcpy(p->sgid, l3 + 8, 16);
+    memcpy(p->dgid, l3 + 24, 16);
+    return ROCE_OK;
+}
+
+/* UDP: the datagram is the IP packet's ip_len - iph bytes after iph */
+static int parse_udp(const uint8_t *l3, bool ipv6, size_t iph,
+                     size_t ip_len, RocePkt *p)
+{
+    const uint8_t *udp = l3 + iph;
+    size_t udp_len = ip_len - iph;
+
     if (udp_len < ROCE_UDP_HLEN) {
         return ROCE_DROP_UDP_LENGTH;
     }
@@ -523,9 +538,16 @@ int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
     if (p->udp_csum && udp_csum(l3, ipv6, udp, udp_len, true) != 0xffff) {
         return ROCE_DROP_UDP_CSUM;
     }
+    return ROCE_OK;
+}
 
-    /* ICRC: over everything, before anything of the BTH is believed */
-    tlen = udp_len - ROCE_UDP_HLEN;
+/*
+ * ICRC: over everything, before anything of the BTH is believed.  tlen:
+ * the UDP payload's length (BTH to ICRC).
+ */
+static int parse_icrc(const uint8_t *l3, bool ipv6, size_t ip_len,
+                      size_t tlen, RocePkt *p)
+{
     if (tlen < ROCE_BTH_LEN + ROCE_ICRC_LEN) {
         return ROCE_DROP_SHORT;
     }
@@ -533,9 +555,13 @@ int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
     if (roce_icrc(l3, ip_len, ipv6) != p->icrc) {
         return ROCE_DROP_ICRC;
     }
+    return ROCE_OK;
+}
 
-    /* BTH */
-    bth = udp + ROCE_UDP_HLEN;
+/* BTH: *info, its opcode's (NULL if invalid) */
+static int parse_bth(const uint8_t *bth, size_t tlen, RocePkt *p,
+                     const RoceOpInfo **info)
+{
     p->opcode = bth[0];
     p->se = bth[1] & 0x80;
     p->mig = bth[1] & 0x40;
@@ -549,16 +575,25 @@ int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
     p->ack_req = bth[8] & 0x80;
     p->resv7 = bth[8] & 0x7f;
     p->psn = get24(bth + 9);
-    info = roce_opcode_info(p->opcode);
-    if (!info) {
+    *info = roce_opcode_info(p->opcode);
+    if (!*info) {
         return ROCE_DROP_OPCODE;
     }
     if (p->tver != 0) {
         return ROCE_DROP_TVER;
     }
-    if (tlen < (size_t)info->hdr_len + ROCE_ICRC_LEN) {
+    if (tlen < (size_t)(*info)->hdr_len + ROCE_ICRC_LEN) {
         return ROCE_DROP_SHORT;
     }
+    return ROCE_OK;
+}
+
+/* The extension headers, payload and pad after the BTH at bth */
+static int parse_ext_payload(const uint8_t *bth, size_t tlen,
+                             const RoceOpInfo *info, RocePkt *p)
+{
+    const uint8_t *b;
+    size_t room;
 
     /* extension headers */
     b = bth + ROCE_BTH_LEN;
@@ -585,6 +620,47 @@ int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
     return ROCE_OK;
 }
 
+int roce_parse(const uint8_t *frame, size_t len, RocePkt *p)
+{
+    const RoceOpInfo *info;
+    const uint8_t *l3, *bth;
+    size_t off, iph, ip_len, tlen;
+    bool ipv6;
+    int ret;
+
+    memset(p, 0, sizeof(*p));
+
+    ret = parse_eth(frame, len, p, &off, &ipv6);
+    if (ret) {
+        return ret;
+    }
+    l3 = frame + off;
+    iph = ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN;
+    if (!ipv6) {
+        ret = parse_ip4(l3, len - off, p, &ip_len);
+    } else {
+        ret = parse_ip6(l3, len - off, p, &ip_len);
+    }
+    if (ret) {
+        return ret;
+    }
+    ret = parse_udp(l3, ipv6, iph, ip_len, p);
+    if (ret) {
+        return ret;
+    }
+    tlen = ip_len - iph - ROCE_UDP_HLEN;
+    ret = parse_icrc(l3, ipv6, ip_len, tlen, p);
+    if (ret) {
+        return ret;
+    }
+    bth = l3 + iph + ROCE_UDP_HLEN;
+    ret = parse_bth(bth, tlen, p, &info);
+    if (ret) {
+        return ret;
+    }
+    return parse_ext_payload(bth, tlen, info, p);
+}
+
 /* Build */
 
 static bool pkt_valid(const RocePkt *p, const RoceOpInfo *info)
@@ -609,12 +685,90 @@ static bool pkt_valid(const RocePkt *p, const RoceOpInfo *info)
     return p->ip_ver == 6 && p->flow_label <= 0xfffff;
 }
 
+/* Ethernet: l2 bytes (with the 802.1Q tag if p->vlan) */
+static void build_eth(const RocePkt *p, bool ipv6, uint8_t *buf, size_t l2)
+{
+    memcpy(buf, p->dmac, 6);
+    memcpy(buf + 6, p->smac, 6);
+    if (p->vlan) {
+        put16(buf + 12, ETHERTYPE_VLAN);
+        put16(buf + 14, p->vlan_tci);
+    }
+    put16(buf + l2 - 2, ipv6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4);
+}
+
+/* IP: ip_len, the whole IPv4 packet's length, with its header checksum */
+static void build_ip4(const RocePkt *p, uint8_t *l3, size_t ip_len)
+{
+    l3[0] = 0x45;
+    l3[1] = p->tclass;
+    put16(l3 + 2, ip_len);
+    put16(l3 + 4, p->ip_id);
+    put16(l3 + 6, p->df ? IPV4_DF : 0);
+    l3[8] = p->ttl;
+    l3[9] = IPPROTO_UDP_NUM;
+    put16(l3 + 10, 0);
+    memcpy(l3 + 12, p->sgid + 12, 4);
+    memcpy(l3 + 16, p->dgid + 12, 4);
+    put16(l3 + 10, ~csum_fold(csum_add(0, l3, ROCE_IPV4_HLEN)));
+}
+
+/* udp_len: IPv6's payload length, the UDP datagram's */
+static void build_ip6(const RocePkt *p, uint8_t *l3, size_t udp_len)
+{
+    l3[0] = 0x60 | p->tclass >> 4;
+    l3[1] = (p->tclass & 0x0f) << 4 | p->flow_label >> 16;
+    put16(l3 + 2, p->flow_label);
+    put16(l3 + 4, udp_len);
+    l3[6] = IPPROTO_UDP_NUM;
+    l3[7] = p->ttl;
+    memcpy(l3 + 8, p->sgid, 16);
+    memcpy(l3 + 24, p->dgid, 16);
+}
+
+/* UDP (checksum last: 0 here) */
+static void build_udp(const RocePkt *p, uint8_t *udp, size_t udp_len)
+{
+    put16(udp, p->sport);
+    put16(udp + 2, ROCE_UDP_PORT);
+    put16(udp + 4, udp_len);
+    put16(udp + 6, 0);
+}
+
+/* BTH, pad: the pad count */
+static void build_bth(const RocePkt *p, uint8_t *bth, size_t pad)
+{
+    bth[0] = p->opcode;
+    bth[1] = (p->se ? 0x80 : 0) | (p->mig ? 0x40 : 0) | pad << 4 | p->tver;
+    put16(bth + 2, p->pkey);
+    bth[4] = (p->fecn ? 0x80 : 0) | (p->becn ? 0x40 : 0) | p->resv6;
+    put24(bth + 5, p->dqpn);
+    bth[8] = (p->ack_req ? 0x80 : 0) | p->resv7;
+    put24(bth + 9, p->psn);
+}
+
+/* extension headers, payload, pad after the BTH at bth */
+static void build_ext_payload(const RocePkt *p, const RoceOpInfo *info,
+                              uint8_t *bth, size_t pad)
+{
+    uint8_t *b = bth + ROCE_BTH_LEN;
+
+    for (int i = 0; i < ROCE_MAX_EXT_HDRS; i++) {
+        ext_encode(info->ext[i], p, b);
+        b += ext_len(info->ext[i]);
+    }
+    if (p->payload_len) {
+        memcpy(b, p->payload, p->payload_len);
+    }
+    memset(b + p->payload_len, 0, pad);
+}
+
 size_t roce_build(const RocePkt *p, uint8_t *buf, size_t cap)
 {
     const RoceOpInfo *info = roce_opcode_info(p->opcode);
     bool ipv6 = p->ip_ver == 6;
     size_t l2, iph, pad, ip_len, udp_len, total;
-    uint8_t *l3, *udp, *bth, *b;
+    uint8_t *l3, *udp, *bth;
 
     if (!pkt_valid(p, info)) {
         return 0;
@@ -636,67 +790,18 @@ size_t roce_build(const RocePkt *p, uint8_t *buf, size_t cap)
         return 0;
     }
 
-    /* Ethernet */
-    memcpy(buf, p->dmac, 6);
-    memcpy(buf + 6, p->smac, 6);
-    if (p->vlan) {
-        put16(buf + 12, ETHERTYPE_VLAN);
-        put16(buf + 14, p->vlan_tci);
-    }
-    put16(buf + l2 - 2, ipv6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4);
-
-    /* IP */
+    build_eth(p, ipv6, buf, l2);
     l3 = buf + l2;
     if (!ipv6) {
-        l3[0] = 0x45;
-        l3[1] = p->tclass;
-        put16(l3 + 2, ip_len);
-        put16(l3 + 4, p->ip_id);
-        put16(l3 + 6, p->df ? IPV4_DF : 0);
-        l3[8] = p->ttl;
-        l3[9] = IPPROTO_UDP_NUM;
-        put16(l3 + 10, 0);
-        memcpy(l3 + 12, p->sgid + 12, 4);
-        memcpy(l3 + 16, p->dgid + 12, 4);
-        put16(l3 + 10, ~csum_fold(csum_add(0, l3, iph)));
+        build_ip4(p, l3, ip_len);
     } else {
-        l3[0] = 0x60 | p->tclass >> 4;
-        l3[1] = (p->tclass & 0x0f) << 4 | p->flow_label >> 16;
-        put16(l3 + 2, p->flow_label);
-        put16(l3 + 4, udp_len);
-        l3[6] = IPPROTO_UDP_NUM;
-        l3[7] = p->ttl;
-        memcpy(l3 + 8, p->sgid, 16);
-        memcpy(l3 + 24, p->dgid, 16);
+        build_ip6(p, l3, udp_len);
     }
-
-    /* UDP (checksum last) */
     udp = l3 + iph;
-    put16(udp, p->sport);
-    put16(udp + 2, ROCE_UDP_PORT);
-    put16(udp + 4, udp_len);
-    put16(udp + 6, 0);
-
-    /* BTH */
+    build_udp(p, udp, udp_len);
     bth = udp + ROCE_UDP_HLEN;
-    bth[0] = p->opcode;
-    bth[1] = (p->se ? 0x80 : 0) | (p->mig ? 0x40 : 0) | pad << 4 | p->tver;
-    put16(bth + 2, p->pkey);
-    bth[4] = (p->fecn ? 0x80 : 0) | (p->becn ? 0x40 : 0) | p->resv6;
-    put24(bth + 5, p->dqpn);
-    bth[8] = (p->ack_req ? 0x80 : 0) | p->resv7;
-    put24(bth + 9, p->psn);
-
-    /* extension headers, payload, pad */
-    b = bth + ROCE_BTH_LEN;
-    for (int i = 0; i < ROCE_MAX_EXT_HDRS; i++) {
-        ext_encode(info->ext[i], p, b);
-        b += ext_len(info->ext[i]);
-    }
-    if (p->payload_len) {
-        memcpy(b, p->payload, p->payload_len);
-    }
-    memset(b + p->payload_len, 0, pad);
+    build_bth(p, bth, pad);
+    build_ext_payload(p, info, bth, pad);
 
     /* UDP checksum (covers the ICRC: computed after it), ICRC */
     put_le32(l3 + ip_len - ROCE_ICRC_LEN, roce_icrc(l3, ip_len, ipv6));

@@ -8,16 +8,21 @@ function lengths.
     scripts/layers.py --objects DIR     e.g. build/qemu/libcommon.a.p
 
 Default files: hw/rdma/*.c and backend/*.c (the device and its
-transports).  A file calls another when it names a function that the
+transports) and the product headers, *.h in hw/rdma, backend and
+include/hw/rdma.  A file calls another when it names a function that the
 other defines with external linkage (one not 'static'); taking a
 function's address through an ops table registered at run time is such a
 naming too only if the name appears, so callbacks a higher layer hands
-down do not count.  Prints:
-  - the call cycles: each strongly connected set of files, with the
+down do not count.  Calls, cycles and layers are between the .c files
+only (a header defines nothing external).  Prints:
+  - the call cycles: each strongly connected set of .c files, with the
     functions each file of it takes from the others;
-  - every file's lines and the files over --max-lines (default 900);
-  - the longest functions and those over --max-func lines (default 80),
-    counted from the line with the name to the closing brace.
+  - the layers of the .c files, if there is no cycle;
+  - the files' lines, headers included, and the files over --max-lines
+    (default 900);
+  - the longest functions, the headers' static inline ones included, and
+    those over --max-func lines (default 80), counted from the line with
+    the name to the closing brace.
 With --check the exit status is 1 if there is a cycle or a limit is
 exceeded; with --check=cycles only a cycle counts (scripts/test.sh unit
 runs that).  Reads the sources as text in QEMU's coding style (a function's
@@ -40,6 +45,7 @@ TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
 ANYDEF = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(')
 IDENT = re.compile(r'[A-Za-z_]\w*')
 KEYWORDS = {'if', 'for', 'while', 'switch', 'return', 'sizeof'}
+DEFAULT_FILES = ('hw/rdma/*.[ch]', 'backend/*.[ch]', 'include/hw/rdma/*.h')
 
 
 def strip_comments(text):
@@ -169,8 +175,10 @@ def main():
     a = ap.parse_args()
     if a.objects:
         return objects(a.objects)
-    files = a.files or sorted(glob.glob(os.path.join(TOP, 'hw/rdma/*.c')) +
-                              glob.glob(os.path.join(TOP, 'backend/*.c')))
+    files = a.files or sorted(f for pat in DEFAULT_FILES
+                              for f in glob.glob(os.path.join(TOP, pat)))
+    # calls and cycles: between the .c files
+    srcs = [f for f in files if f.endswith('.c')]
     rel = {f: os.path.relpath(f, TOP) for f in files}
     text, funcs, defs = {}, {}, {}
     for f in files:
@@ -179,12 +187,12 @@ def main():
         text[f] = strip_comments(raw)
         funcs[f] = functions(text[f].split('\n'))
         for name, _, _, ext in funcs[f]:
-            if ext:
+            if ext and f in srcs:
                 defs.setdefault(name, set()).add(f)
     # stubs define what the real file defines: a name defined in several
     # files is no edge (the build links one of them)
     edges, why = {}, {}
-    for f in files:
+    for f in srcs:
         for name in set(IDENT.findall(text[f])):
             owners = defs.get(name, set())
             if len(owners) != 1 or f in owners:
@@ -192,7 +200,7 @@ def main():
             g = next(iter(owners))
             edges.setdefault(f, set()).add(g)
             why.setdefault((f, g), set()).add(name)
-    cycles = sccs(files, edges)
+    cycles = sccs(srcs, edges)
     bad = False
     print('CALL CYCLES between files: %d' % len(cycles))
     for i, comp in enumerate(cycles, 1):
@@ -207,7 +215,7 @@ def main():
                         rel[f], rel[g], ', '.join(names[:6]),
                         ' and %d more' % (len(names) - 6)
                         if len(names) > 6 else ''))
-    if not cycles:
+    if not cycles and srcs:
         # each file one floor above the highest it calls (leaves: 0)
         floor = {}
 
@@ -216,12 +224,12 @@ def main():
                 floor[f] = 1 + max((up(g) for g in edges.get(f, ())),
                                    default=-1)
             return floor[f]
-        for f in files:
+        for f in srcs:
             up(f)
         print('LAYERS (a file calls only files on lower floors):')
         for n in range(max(floor.values()), -1, -1):
             print('  %2d  %s' % (n, ' '.join(
-                sorted(rel[f] for f in files if floor[f] == n))))
+                sorted(rel[f] for f in srcs if floor[f] == n))))
     cyclic = bad
     sizes = sorted(((text[f].count('\n'), rel[f]) for f in files),
                    reverse=True)
@@ -236,9 +244,9 @@ def main():
                    for f in files for name, first, last, _ in funcs[f]),
                   reverse=True)
     long_ = [x for x in allf if x[0] > a.max_func]
+    top = allf[0] if allf else (0, '-', '-', 0)  # none: headers only
     print('FUNCTIONS: %d; longest %s (%s, %d lines); over %d lines: %d' % (
-        len(allf), allf[0][1], allf[0][2], allf[0][0], a.max_func,
-        len(long_)))
+        len(allf), top[1], top[2], top[0], a.max_func, len(long_)))
     for n, name, f, first in allf[:max(a.top, len(long_))]:
         if n > a.max_func:
             bad = True

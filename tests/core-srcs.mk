@@ -8,11 +8,13 @@
 # Every hw/rdma/pvrdma_*.c is core but the device's QEMU glue: pvrdma.c
 # (PCI/QOM) and pvrdma_dev_*.c beside it (pvrdma_dev.h).
 # backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
-# Of the transports, loopback.c, coresident.c and the RoCEv2 one (roce.c
-# and, beside it, roce_req.c, roce_comp.c, roce_resp.c, roce_net.c)
-# need only glib;
-# hostverbs.c and hostcm.c need libibverbs / librdmacm and are linked only
-# by the targets that ask for them.
+# Of the transports, loopback.c, the co-resident one (coresident.c and,
+# beside it, coresident_data.c, coresident_peer.c, coresident_gid.c) and
+# the RoCEv2 one (roce.c and, beside it, roce_req.c, roce_comp.c,
+# roce_resp.c, roce_net.c) need only glib;
+# hostverbs.c (with hostverbs_obj.c) and hostcm.c (with hostcm_mad.c)
+# need libibverbs / librdmacm and are linked only by the targets that ask
+# for them.
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
@@ -21,6 +23,9 @@ CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
                 $(wildcard $(PVRDMA_TOP)/hw/rdma/pvrdma_*.c))) \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
+              $(PVRDMA_TOP)/backend/coresident_data.c \
+              $(PVRDMA_TOP)/backend/coresident_gid.c \
+              $(PVRDMA_TOP)/backend/coresident_peer.c \
               $(PVRDMA_TOP)/backend/roce_wire.c \
               $(PVRDMA_TOP)/backend/roce.c \
               $(PVRDMA_TOP)/backend/roce_comp.c \
@@ -28,7 +33,7 @@ CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
               $(PVRDMA_TOP)/backend/roce_req.c \
               $(PVRDMA_TOP)/backend/roce_resp.c
 # their private headers, which their objects depend on too (pvrdma_int.h,
-# roce_int.h)
+# roce_int.h, coresident_int.h)
 CORE_HDRS  := $(wildcard $(PVRDMA_TOP)/hw/rdma/*_int.h \
                          $(PVRDMA_TOP)/backend/*.h)
 

@@ -1,0 +1,243 @@
+/*
+ * pvrdma co-resident transport: what its files share.
+ *
+ * The transport (coresident.c says what it does) is split by layer:
+ *   coresident.c       the transport's hooks (its PvrdmaTransportOps),
+ *                      fence, pause for migration and snapshots (quiesce,
+ *                      resume, moved), the constructor (the rendezvous
+ *                      directory checked, locked, listened on), leave
+ *                      and peers
+ *   coresident_data.c  the data path: our requests out (execute, REQ and
+ *                      MORE), theirs in and executed, RESP, the RNR wait,
+ *                      CANCEL, OFFER and ANSWER, a peer's PAUSE, PAUSED,
+ *                      RESUME and MOVED
+ *   coresident_peer.c  the peers: connections (to the sockets in the
+ *                      rendezvous directory, accepted on ours), the send
+ *                      queue, framing, the handshake (HELLO, AUTH), their
+ *                      RAM (REGION) and GIDS, dead peers freed
+ *   coresident_gid.c   who owns which GID: the peers' claims (first owner
+ *                      wins), the GIDs of peers that moved, the peer a
+ *                      GID leads to
+ * Calls between them go one way: coresident.c calls the three others,
+ * coresident_data.c calls coresident_peer.c and coresident_gid.c, and
+ * coresident_peer.c calls coresident_gid.c.  Where the peers' layer needs
+ * the data path (a message past the handshake, a peer freed), it goes
+ * through t->up (CrUpcalls), which the constructor sets.
+ *
+ * Owns the constants, the types, the small helpers (inline) and the
+ * functions one of these files calls in another, grouped by the file that
+ * defines them.  Only these files include it; the transport's API, for
+ * the device and the tests, is in include/hw/rdma/rdma_backend.h, its
+ * wire format in include/hw/rdma/pvrdma_coresident_wire.h.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_BACKEND_CORESIDENT_INT_H
+#define HW_RDMA_BACKEND_CORESIDENT_INT_H
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_coresident_wire.h"
+
+#define CR_MAX_REGIONS  32
+#define CR_MAX_GIDS     PVRDMA_HARD_GID_TBL_LEN
+/* 2 GiB messages of 4 KiB pages, plus one extra entry per SGE */
+#define CR_MAX_REQ_SG   ((1u << 19) + PVRDMA_HARD_MAX_SGE)
+#define CR_MAX_INFLIGHT (1u << 20)      /* our requests at one peer */
+#define CR_MAX_WAITING  (1u << 16)      /* one peer's requests waiting here */
+#define CR_RX_BATCH     64              /* messages per read callback */
+#define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
+/* how long a moved peer's GIDs wait for the QEMU that took its place */
+#define CR_MOVE_GRACE_MS 10000
+/* how long a fence waits for the peers to answer a QP's requests */
+#define CR_FENCE_MS     5000
+/* every QP (cr_waiting_drop(), cr_cancel_flights(), cr_fence()) */
+#define CR_ANY_QP       UINT32_MAX
+/* cr_waiting_drop(): drop without an answer */
+#define CR_NO_ANSWER    (-1)
+
+typedef struct CrTransport CrTransport;
+
+typedef struct CrOut {
+    size_t len;
+    int fd;                 /* sent with the message, then closed; -1 */
+    uint8_t data[];
+} CrOut;
+
+typedef struct CrPeer {
+    CrTransport *t;
+    int fd;
+    char *name;             /* for messages: its socket, its pid */
+    int pid;                /* SO_PEERCRED */
+    bool outgoing;          /* we connected (else it connected to us) */
+    bool dead;
+    bool hello;
+    bool authed;            /* accepted: it gets our RAM, we take its */
+    bool want_write;
+    uint64_t node;
+    uint8_t nonce[CR_NONCE_LEN];        /* ours, for its AUTH */
+    uint8_t peer_nonce[CR_NONCE_LEN];   /* its, for our AUTH */
+    uint32_t nregions;      /* announced in HELLO */
+    uint32_t nmapped;
+    struct {
+        uint8_t *host;
+        uint64_t size;
+    } region[CR_MAX_REGIONS];
+    CrGid *gids;            /* the GIDs it owns here */
+    uint32_t ngids;
+    CrGid *refused;         /* announced but owned by someone else */
+    uint32_t nrefused;
+    GQueue out;             /* CrOut waiting for the socket */
+    struct CrInReq *partial;    /* REQ still collecting MORE messages */
+    uint32_t inflight;      /* our requests it has not answered */
+    uint32_t nreqs;         /* its requests held here (CrInReq alive) */
+    bool paused;            /* it sent PAUSE: it gets no new requests */
+    bool pause_sent;        /* we sent it PAUSE ... */
+    bool acked;             /* ... and it answered PAUSED */
+    uint8_t *tx;            /* messages collected for one datagram */
+    size_t txlen;
+} CrPeer;
+
+/* A peer's request at this responder. */
+typedef struct CrInReq {
+    CrPeer *peer;
+    PvrdmaReq req;          /* req.local points into the peer's RAM */
+    uint32_t nsg_total;
+    uint64_t len;
+    int64_t deadline;       /* RNR: ms, 0 = wait forever, -1 = not set */
+} CrInReq;
+
+/* One of our requests at a peer. */
+typedef struct CrFlight {
+    uint64_t cookie;        /* key */
+    CrPeer *peer;
+    uint32_t qpn;
+    uint32_t npsn;          /* RC: PSNs it would take on the wire */
+    bool rc;
+    bool cancelled;         /* CANCEL sent for its QP */
+} CrFlight;
+
+
+/*
+ * What the peers' layer (coresident_peer.c) hands up to the data path
+ * (coresident_data.c), which is above it: set by the constructor.
+ */
+typedef struct CrUpcalls {
+    /*
+     * A message of accepted peer p past the handshake (REQ, MORE, RESP,
+     * CANCEL, OFFER, ANSWER, PAUSE, PAUSED, RESUME, MOVED; cr_rx()):
+     * false if it is malformed.
+     */
+    bool (*rx)(CrPeer *p, const uint8_t *buf, size_t len);
+    /*
+     * Dead peer p is being freed (cr_reap()): drop what it asked of us,
+     * fail what it owes us.
+     */
+    void (*peer_gone)(CrPeer *p);
+} CrUpcalls;
+
+struct CrTransport {
+    PvrdmaTransport t;
+    char *dir;
+    char *sock_path;
+    int lfd;
+    uint64_t node;
+    uid_t uid;              /* peers must run as this uid */
+    uint8_t *secret;        /* shared secret (HMAC key); NULL: none */
+    size_t secret_len;
+    PvrdmaShmRegion *regions;
+    unsigned nregions;
+    const PvrdmaLoopOps *loop;
+    void *loop_opaque;
+    GPtrArray *peers;       /* CrPeer */
+    GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
+    GHashTable *flights;    /* cookie -> CrFlight */
+    bool reap;              /* some peer is dead: free it at a safe point */
+    bool accept_paused;     /* out of descriptors: listener not watched */
+    bool paused;            /* our VM stopped for a save: no new requests */
+    bool quiesced;          /* ... and every peer answered our PAUSE */
+    bool moved;             /* our state went to another QEMU */
+    uint32_t fence_qpn;     /* cr_fence(): the QP whose flights must end */
+    GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
+    CrUpcalls up;           /* the data path, for the peers' layer */
+    uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
+};
+
+/* A GID of a peer that moved, waiting for its new owner until 'until'. */
+typedef struct CrMovedGid {
+    uint8_t gid[16];
+    int64_t until;          /* ms, ops->now_ms() */
+} CrMovedGid;
+
+static inline CrTransport *cr(PvrdmaTransport *t)
+{
+    return (CrTransport *)t;
+}
+
+/* A peer accepted, whose RAM we have mapped: requests go both ways. */
+static inline bool cr_peer_ready(const CrPeer *p)
+{
+    return !p->dead && p->authed && p->nmapped == p->nregions;
+}
+
+/* coresident_gid.c: who owns which GID */
+
+/* The ready peer that owns gid, or NULL. */
+CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16]);
+/* A moved peer owned gid, and it still waits for its new owner. */
+bool cr_gid_moved(CrTransport *t, const uint8_t gid[16]);
+/* p announces its GID table gids[n]: it gets those nobody else owns. */
+void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n);
+/* A peer went: the others claim again the GIDs they were refused. */
+void cr_reclaim(CrTransport *t);
+
+/* coresident_peer.c: the peers' connections, handshake, RAM */
+
+/* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
+void cr_peer_fail(CrPeer *p, const char *why);
+/* Send one message to p (collected until cr_flush(), unless fd >= 0). */
+void cr_send(CrPeer *p, const void *buf, size_t len, int fd);
+/* Send what cr_send() collected, to every peer. */
+void cr_flush(CrTransport *t);
+/* End of an event: cr_flush(), then free the dead peers. */
+void cr_done(CrTransport *t);
+/* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */
+void cr_send_ctl(CrPeer *p, uint32_t type);
+/* Our GID table, to p. */
+void cr_send_gids(CrTransport *t, CrPeer *p);
+/* Free the dead peers; true if there were any. */
+bool cr_reap(CrTransport *t);
+/* p's socket is writable / readable (fd handlers, cr_serve_until()). */
+void cr_peer_write(void *opaque);
+void cr_peer_read(void *opaque);
+/* The listening socket is readable: accept peers. */
+void cr_accept(void *opaque);
+/* A unix socket address for path; false if it does not fit. */
+bool cr_sockaddr(const char *path, struct sockaddr_un *sa);
+/* Connect to every listening peer in the directory. */
+void cr_scan(CrTransport *t);
+
+/* coresident_data.c: the data path */
+
+/* Free a peer's request (done with, or dropped). */
+void cr_inreq_free(CrInReq *r);
+/*
+ * Drop peer p's requests (of its QP src_qpn, or CR_ANY_QP) waiting here,
+ * answering each with status unless CR_NO_ANSWER.
+ */
+void cr_waiting_drop(CrTransport *t, CrPeer *p, uint32_t src_qpn,
+                     int status);
+/* Our QP qpn (CR_ANY_QP: every QP) is gone: CANCEL to its peers. */
+void cr_cancel_flights(CrTransport *t, uint32_t qpn);
+/* CrUpcalls.rx and CrUpcalls.peer_gone */
+bool cr_data_rx(CrPeer *p, const uint8_t *buf, size_t len);
+void cr_data_peer_gone(CrPeer *p);
+/* hooks (PvrdmaTransportOps) */
+int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req);
+int cr_qp_offer(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t sq_psn,
+                uint32_t rq_psn);
+void cr_wake(PvrdmaTransport *pt);
+void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn);
+
+#endif

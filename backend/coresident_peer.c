@@ -1,0 +1,720 @@
+/*
+ * pvrdma co-resident transport, the peers: the connections to the
+ * sockets of the rendezvous directory and those accepted on ours, the
+ * messages sent (collected per event, queued while a socket is full) and
+ * received (framing, descriptors), the handshake (HELLO, AUTH), the
+ * peers' RAM (REGION) and GID tables (GIDS), dead peers freed.  What is
+ * not its own it hands up to the data path through t->up (CrUpcalls).
+ * See coresident.c for the transport as a whole, coresident_int.h for
+ * what its files share.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PVRDMA_STANDALONE
+#include "qemu/osdep.h"
+#else
+#define _GNU_SOURCE     /* accept4, MSG_CMSG_CLOEXEC */
+#include <dirent.h>
+#include <unistd.h>
+#endif
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include "coresident_int.h"
+
+static void cr_watch(CrPeer *p)
+{
+    CrTransport *t = p->t;
+
+    t->loop->set_fd_handler(t->loop_opaque, p->fd, cr_peer_read,
+                            p->want_write ? cr_peer_write : NULL, p);
+}
+
+/* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
+void cr_peer_fail(CrPeer *p, const char *why)
+{
+    if (!p->dead) {
+        if (why) {
+            pvrdma_log_host("co-resident peer %s: %s, dropped", p->name,
+                            why);
+        }
+        trace_pvrdma_cr_peer_gone(p->node);
+        p->dead = true;
+        p->t->reap = true;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                             */
+
+static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
+{
+    struct iovec iov = { (void *)buf, len };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    ssize_t n;
+
+    if (fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    do {
+        n = sendmsg(p->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return false;
+    }
+    if (n < 0 && errno == EPIPE && p->paused) {
+        cr_peer_fail(p, NULL);  /* it hung up after its pause: it moved */
+    } else if (n != (ssize_t)len) {
+        cr_peer_fail(p, n < 0 ? strerror(errno) : "short send");
+    }
+    return true;
+}
+
+/* Queue or send one datagram now; fd (if >= 0) is duplicated. */
+static void cr_send_now(CrPeer *p, const void *buf, size_t len, int fd)
+{
+    CrOut *o;
+
+    if (p->dead) {
+        return;
+    }
+    if (g_queue_is_empty(&p->out) && cr_sendmsg(p, buf, len, fd)) {
+        return;
+    }
+    o = g_malloc(sizeof(*o) + len);
+    o->len = len;
+    o->fd = fd >= 0 ? dup(fd) : -1;
+    memcpy(o->data, buf, len);
+    g_queue_push_tail(&p->out, o);
+    if (!p->want_write) {
+        p->want_write = true;
+        cr_watch(p);
+    }
+}
+
+/* Send what cr_send() collected for p. */
+static void cr_flush_peer(CrPeer *p)
+{
+    if (p->txlen) {
+        cr_send_now(p, p->tx, p->txlen, -1);
+        p->txlen = 0;
+    }
+}
+
+/*
+ * Send one message.  Messages without a descriptor are collected and go
+ * out together, several in one datagram, at the end of the event that
+ * produced them (cr_flush): a burst of requests or answers costs one
+ * system call and one wakeup of the peer, not one per message.  Each
+ * message starts 8-byte aligned in the datagram.
+ */
+void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
+{
+    size_t padded = ROUND_UP(len, 8);
+
+    if (p->dead) {
+        return;
+    }
+    if (fd >= 0) {
+        cr_flush_peer(p);           /* keep the order */
+        cr_send_now(p, buf, len, fd);
+        return;
+    }
+    if (p->txlen + padded > CR_MAX_MSG) {
+        cr_flush_peer(p);
+    }
+    memcpy(p->tx + p->txlen, buf, len);
+    memset(p->tx + p->txlen + len, 0, padded - len);
+    p->txlen += padded;
+}
+
+void cr_flush(CrTransport *t)
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        cr_flush_peer(g_ptr_array_index(t->peers, i));
+    }
+}
+
+/*
+ * End of an event: send what it produced, free peers that died (a QP that
+ * waits for one's answer to its path offer goes on: pvrdma_path_for()).
+ */
+void cr_done(CrTransport *t)
+{
+    cr_flush(t);
+    if (cr_reap(t)) {
+        pvrdma_transport_wake_senders(t->t.core);
+    }
+}
+
+static void cr_out_free(CrOut *o)
+{
+    if (o->fd >= 0) {
+        close(o->fd);
+    }
+    g_free(o);
+}
+
+void cr_peer_write(void *opaque)
+{
+    CrPeer *p = opaque;
+    CrOut *o;
+
+    while (!p->dead && (o = g_queue_peek_head(&p->out))) {
+        if (!cr_sendmsg(p, o->data, o->len, o->fd)) {
+            return;     /* still full */
+        }
+        cr_out_free(g_queue_pop_head(&p->out));
+    }
+    if (!p->dead) {
+        p->want_write = false;
+        cr_watch(p);
+    }
+    cr_done(p->t);
+}
+
+/* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */
+void cr_send_ctl(CrPeer *p, uint32_t type)
+{
+    CrHdr m = { type, sizeof(m) };
+
+    cr_send(p, &m, sizeof(m), -1);
+}
+
+void cr_send_gids(CrTransport *t, CrPeer *p)
+{
+    PvrdmaCore *c = t->t.core;
+    size_t len = sizeof(CrGids) + c->lim.gid_tbl_len * sizeof(CrGid);
+    CrGids *m = g_malloc0(len);
+
+    for (uint32_t i = 0; i < c->lim.gid_tbl_len; i++) {
+        if (c->gid[i].type) {
+            memcpy(m->g[m->n].gid, c->gid[i].gid.raw, 16);
+            m->g[m->n].type = c->gid[i].type;
+            m->n++;
+        }
+    }
+    len = sizeof(CrGids) + m->n * sizeof(CrGid);
+    m->h = (CrHdr) { CR_GIDS, len };
+    cr_send(p, m, len, -1);
+    g_free(m);
+}
+
+/* ------------------------------------------------------------------ */
+/* Peers                                                               */
+
+static bool cr_random(void *buf, size_t len)
+{
+    uint8_t *b = buf;
+
+    while (len) {
+        ssize_t n = getrandom(b, len, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        b += n;
+        len -= n;
+    }
+    return true;
+}
+
+/*
+ * The HMAC of an AUTH message on p's connection (pvrdma_coresident_wire.h):
+ * ours (the proof we send p) or theirs (the proof p must send us).
+ */
+static void cr_auth_mac(const CrTransport *t, const CrPeer *p, bool ours,
+                        uint8_t mac[CR_MAC_LEN])
+{
+    uint8_t role = (ours ? p->outgoing : !p->outgoing) ? 'c' : 'a';
+    uint64_t pnode = ours ? t->node : p->node;
+    uint64_t vnode = ours ? p->node : t->node;
+    GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, t->secret, t->secret_len);
+    gsize len = CR_MAC_LEN;
+
+    g_hmac_update(h, (const guchar *)CR_AUTH_LABEL, strlen(CR_AUTH_LABEL));
+    g_hmac_update(h, &role, 1);
+    g_hmac_update(h, ours ? p->peer_nonce : p->nonce, CR_NONCE_LEN);
+    g_hmac_update(h, ours ? p->nonce : p->peer_nonce, CR_NONCE_LEN);
+    g_hmac_update(h, (const guchar *)&pnode, sizeof(pnode));
+    g_hmac_update(h, (const guchar *)&vnode, sizeof(vnode));
+    g_hmac_get_digest(h, mac, &len);
+    g_hmac_unref(h);
+}
+
+/* Compare MACs in constant time. */
+static bool cr_mac_equal(const uint8_t *a, const uint8_t *b)
+{
+    uint8_t d = 0;
+
+    for (unsigned i = 0; i < CR_MAC_LEN; i++) {
+        d |= a[i] ^ b[i];
+    }
+    return !d;
+}
+
+/*
+ * A connection is up (we connected to path, or accepted one on our
+ * socket): unless its other end runs as another user, it becomes a peer
+ * and gets our HELLO.  Our RAM and GIDs follow once it is accepted
+ * (cr_peer_accepted).
+ */
+static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
+                           bool outgoing)
+{
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    CrPeer *p;
+    CrHello h = {
+        .h = { CR_HELLO, sizeof(h) },
+        .magic = CR_MAGIC,
+        .version = CR_VERSION,
+        .node = t->node,
+        .nregions = t->nregions,
+        .auth = t->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE,
+    };
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
+        cl != sizeof(cred)) {
+        pvrdma_log_host("co-resident: %s: cannot tell who the peer is (%s), "
+                        "refused", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    p = g_new0(CrPeer, 1);
+    p->name = outgoing ?
+              g_strdup_printf("%s (pid %d)", path, (int)cred.pid) :
+              g_strdup_printf("pid %d on %s", (int)cred.pid, path);
+    if (cred.uid != t->uid) {
+        pvrdma_log_host("co-resident peer %s runs as uid %u, not as this "
+                        "QEMU's uid %u: refused", p->name,
+                        (unsigned)cred.uid, (unsigned)t->uid);
+        close(fd);
+        g_free(p->name);
+        g_free(p);
+        return NULL;
+    }
+    p->t = t;
+    p->fd = fd;
+    p->pid = cred.pid;
+    p->outgoing = outgoing;
+    p->tx = g_malloc(CR_MAX_MSG);
+    g_queue_init(&p->out);
+    g_ptr_array_add(t->peers, p);
+    cr_watch(p);
+    if (t->secret && !cr_random(p->nonce, CR_NONCE_LEN)) {
+        cr_peer_fail(p, "no random numbers for its challenge");
+        return p;
+    }
+    memcpy(h.nonce, p->nonce, CR_NONCE_LEN);
+    cr_send(p, &h, sizeof(h), -1);
+    return p;
+}
+
+/* p passed the checks: it may map our RAM and learn our GIDs. */
+static void cr_peer_accepted(CrPeer *p)
+{
+    CrTransport *t = p->t;
+
+    p->authed = true;
+    trace_pvrdma_cr_authed(p->node, t->secret != NULL);
+    for (unsigned i = 0; i < t->nregions; i++) {
+        CrRegionMsg r = {
+            .h = { CR_REGION, sizeof(r) },
+            .index = i,
+            .size = t->regions[i].size,
+            .fd_offset = t->regions[i].fd_offset,
+        };
+
+        cr_send(p, &r, sizeof(r), t->regions[i].fd);
+    }
+    cr_send_gids(t, p);
+    if (t->paused) {
+        cr_send_ctl(p, CR_PAUSE);
+        p->pause_sent = true;
+    }
+}
+
+/* Free a dead peer: fail what it owes us, drop what it asked of us. */
+static void cr_peer_free(CrTransport *t, CrPeer *p)
+{
+    /* what the data path holds of it: cr_data_peer_gone() */
+    t->up.peer_gone(p);
+
+    t->loop->set_fd_handler(t->loop_opaque, p->fd, NULL, NULL, NULL);
+    close(p->fd);
+    g_queue_clear_full(&p->out, (GDestroyNotify)cr_out_free);
+    for (uint32_t i = 0; i < CR_MAX_REGIONS; i++) {
+        if (p->region[i].host) {
+            munmap(p->region[i].host, p->region[i].size);
+        }
+    }
+    g_free(p->gids);
+    g_free(p->refused);
+    g_free(p->name);
+    g_free(p->tx);
+    g_free(p);
+}
+
+/* Free the dead peers; true if there were any. */
+bool cr_reap(CrTransport *t)
+{
+    bool any = t->reap;
+
+    while (t->reap) {
+        t->reap = false;
+        for (guint i = 0; i < t->peers->len;) {
+            CrPeer *p = g_ptr_array_index(t->peers, i);
+
+            if (p->dead) {
+                g_ptr_array_remove_index(t->peers, i);
+                cr_peer_free(t, p);     /* may mark others dead: loop */
+                cr_reclaim(t);
+                if (t->accept_paused) {
+                    t->accept_paused = false;   /* descriptors were freed */
+                    t->loop->set_fd_handler(t->loop_opaque, t->lfd,
+                                            cr_accept, NULL, t);
+                }
+            } else {
+                i++;
+            }
+        }
+    }
+    return any;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiving                                                           */
+
+static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
+{
+    struct stat st;
+    void *host;
+
+    if (len != sizeof(*m) || !p->hello || m->index >= p->nregions ||
+        p->region[m->index].host || fd < 0 || !m->size ||
+        m->size > INT64_MAX || m->fd_offset > INT64_MAX - m->size ||
+        (m->fd_offset & (pvrdma_host_page_size() - 1)) || fstat(fd, &st) ||
+        (S_ISREG(st.st_mode) &&
+         (uint64_t)st.st_size < m->fd_offset + m->size)) {
+        return false;
+    }
+    host = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                m->fd_offset);
+    if (host == MAP_FAILED) {
+        pvrdma_log_host("co-resident peer %016" PRIx64 ": cannot map its "
+                        "RAM: %s", p->node, strerror(errno));
+        return false;
+    }
+    p->region[m->index].host = host;
+    p->region[m->index].size = m->size;
+    p->nmapped++;
+    return true;
+}
+
+static bool cr_rx_gids(CrPeer *p, const CrGids *m, size_t len)
+{
+    if (len < sizeof(*m) || m->n > CR_MAX_GIDS ||
+        len != sizeof(*m) + m->n * sizeof(CrGid)) {
+        return false;
+    }
+    cr_claim_gids(p, m->g, m->n);
+    return true;
+}
+
+static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
+{
+    CrTransport *t = p->t;
+    uint32_t auth = t->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE;
+
+    if (p->hello) {
+        return false;
+    }
+    if (len >= offsetof(CrHello, node) && m->magic == CR_MAGIC &&
+        m->version != CR_VERSION) {
+        char why[80];
+
+        snprintf(why, sizeof(why), "speaks protocol version %u, this device "
+                 "%u (another QEMU build)", m->version, CR_VERSION);
+        cr_peer_fail(p, why);
+        return false;
+    }
+    if (len != sizeof(*m) || m->magic != CR_MAGIC ||
+        m->nregions > CR_MAX_REGIONS) {
+        return false;
+    }
+    if (m->node == t->node) {
+        cr_peer_fail(p, "claims this device's node id");
+        return false;
+    }
+    if (!p->outgoing) {
+        /* name it by the socket it says it listens on; the pid is sure */
+        char *name = g_strdup_printf("%s/%016" PRIx64 ".sock (pid %d)",
+                                     t->dir, m->node, p->pid);
+
+        g_free(p->name);
+        p->name = name;
+    }
+    if (m->auth != auth) {
+        cr_peer_fail(p, m->auth == CR_AUTH_HMAC_SHA256 ?
+                     "requires a rendezvous-secret, this device has none" :
+                     m->auth == CR_AUTH_NONE ?
+                     "has no rendezvous-secret, this device requires one" :
+                     "asks for an unknown authentication");
+        return false;
+    }
+    if (auth && !memcmp(m->nonce, p->nonce, CR_NONCE_LEN)) {
+        cr_peer_fail(p, "returned this device's challenge as its own");
+        return false;
+    }
+    p->hello = true;
+    p->node = m->node;
+    p->nregions = m->nregions;
+    memcpy(p->peer_nonce, m->nonce, CR_NONCE_LEN);
+    trace_pvrdma_cr_peer(p->node, p->nregions);
+    if (auth) {
+        CrAuthMsg a = { .h = { CR_AUTH, sizeof(a) } };
+
+        cr_auth_mac(t, p, true, a.mac);
+        cr_send(p, &a, sizeof(a), -1);
+    } else {
+        cr_peer_accepted(p);    /* same uid: all it takes without a secret */
+    }
+    return true;
+}
+
+/* p proves it has our secret: only then it gets our RAM and GIDs. */
+static bool cr_rx_auth(CrPeer *p, const CrAuthMsg *m, size_t len)
+{
+    uint8_t want[CR_MAC_LEN];
+    bool ok;
+
+    if (len != sizeof(*m) || !p->t->secret || p->authed) {
+        return false;
+    }
+    cr_auth_mac(p->t, p, false, want);
+    ok = cr_mac_equal(want, m->mac);
+    memset(want, 0, sizeof(want));
+    if (!ok) {
+        cr_peer_fail(p, "failed authentication (its rendezvous-secret is "
+                     "not this device's)");
+        return false;
+    }
+    cr_peer_accepted(p);
+    return true;
+}
+
+static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
+{
+    const CrHdr *h = (const CrHdr *)buf;
+
+    if (len < sizeof(*h) || h->len != len) {
+        return false;
+    }
+    if (fd >= 0 && h->type != CR_REGION) {
+        return false;
+    }
+    if (!p->hello && h->type != CR_HELLO) {
+        return false;
+    }
+    /* nothing but the handshake before the peer is accepted */
+    if (!p->authed && h->type != CR_HELLO && h->type != CR_AUTH) {
+        return false;
+    }
+    switch (h->type) {
+    case CR_HELLO:
+        return cr_rx_hello(p, (const CrHello *)buf, len);
+    case CR_AUTH:
+        return cr_rx_auth(p, (const CrAuthMsg *)buf, len);
+    case CR_REGION:
+        return cr_rx_region(p, (const CrRegionMsg *)buf, len, fd);
+    case CR_GIDS:
+        return cr_rx_gids(p, (const CrGids *)buf, len);
+    default:
+        /* the data path's messages: cr_data_rx() */
+        return p->t->up.rx(p, buf, len);
+    }
+}
+
+/*
+ * A datagram holds one message, or several each starting 8-byte aligned;
+ * a descriptor comes only with a datagram of exactly one REGION message.
+ */
+static bool cr_rx_datagram(CrPeer *p, const uint8_t *buf, size_t n, int fd)
+{
+    size_t off = 0;
+
+    while (off < n && !p->dead) {
+        const CrHdr *h = (const CrHdr *)(buf + off);
+
+        if (n - off < sizeof(*h) || h->len < sizeof(*h) || h->len > n - off ||
+            (fd >= 0 && (off || h->len != n))) {
+            return false;
+        }
+        if (!cr_rx(p, buf + off, h->len, fd)) {
+            return false;
+        }
+        off += ROUND_UP(h->len, 8);
+    }
+    return true;
+}
+
+void cr_peer_read(void *opaque)
+{
+    CrPeer *p = opaque;
+    CrTransport *t = p->t;
+
+    for (int i = 0; i < CR_RX_BATCH && !p->dead; i++) {
+        union {
+            char buf[CMSG_SPACE(sizeof(int) * 4)];
+            struct cmsghdr align;
+        } u;
+        struct iovec iov = { t->rx, CR_MAX_MSG };
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1,
+            .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+        };
+        struct cmsghdr *cm;
+        int fd = -1, extra = 0;
+        ssize_t n;
+
+        n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        }
+        if (n < 0 && errno == ECONNRESET && p->paused) {
+            cr_peer_fail(p, NULL);  /* it hung up after its pause: moved */
+            break;
+        }
+        if (n <= 0) {
+            cr_peer_fail(p, n < 0 ? strerror(errno) : p->authed ? NULL :
+                         "hung up before the handshake was over (it "
+                         "refused this device: see its log)");
+            break;
+        }
+        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                int nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                for (int k = 0; k < nfd; k++) {
+                    int f;
+
+                    memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+                    if (fd < 0) {
+                        fd = f;
+                    } else {
+                        close(f);
+                        extra++;
+                    }
+                }
+            }
+        }
+        if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+            !cr_rx_datagram(p, t->rx, n, fd)) {
+            cr_peer_fail(p, "malformed message");
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    cr_done(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rendezvous                                                          */
+
+void cr_accept(void *opaque)
+{
+    CrTransport *t = opaque;
+
+    for (;;) {
+        int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /*
+                 * Out of descriptors: the listener would stay readable and
+                 * spin the loop.  Stop accepting until a peer is freed.
+                 */
+                pvrdma_log_host("co-resident: out of file descriptors, "
+                                "not accepting peers for now");
+                t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL,
+                                        NULL);
+                t->accept_paused = true;
+            }
+            break;
+        }
+        cr_peer_new(t, fd, t->sock_path, false);
+    }
+    cr_done(t);
+}
+
+bool cr_sockaddr(const char *path, struct sockaddr_un *sa)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa->sun_path)) {
+        return false;
+    }
+    strcpy(sa->sun_path, path);
+    return true;
+}
+
+/* Connect to every listening peer in the directory; remove stale sockets. */
+void cr_scan(CrTransport *t)
+{
+    DIR *d = opendir(t->dir);
+    struct dirent *e;
+
+    if (!d) {
+        return;
+    }
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        struct sockaddr_un sa;
+        char *path;
+        int fd;
+
+        if (n < 6 || strcmp(e->d_name + n - 5, ".sock")) {
+            continue;
+        }
+        path = g_build_filename(t->dir, e->d_name, NULL);
+        if (!strcmp(path, t->sock_path) || !cr_sockaddr(path, &sa)) {
+            g_free(path);
+            continue;
+        }
+        /* non-blocking: a peer with a full backlog is skipped, not waited */
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            cr_peer_new(t, fd, path, true);
+        } else {
+            if (fd >= 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
+                unlink(path);   /* its owner is gone */
+            }
+            if (fd >= 0) {
+                close(fd);
+            }
+        }
+        g_free(path);
+    }
+    closedir(d);
+}
