@@ -302,8 +302,8 @@ static bool roce_qp_idle(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t *sq_psn,
     RoceTransport *t = roce(pt);
     RoceQp *q = roce_qp(t, qp);
 
-    if (!q || t->paused || q->wqes.length || q->resps.length || q->in_msg ||
-        q->rctx) {
+    if (!q || t->paused || q->wqes.length || q->resps.length ||
+        q->in_msg != ROCE_IN_NONE || q->rctx) {
         return false;
     }
     *sq_psn = q->req_init ? q->next_psn : qp->attr.sq_psn & PSN_MASK;
@@ -617,9 +617,10 @@ static bool roce_qp_load_psns(PvrdmaMigReader *r, RoceQpLoad *l)
     if (r->err) {
         return false;
     }
-    if (l->req_init > 1 || l->in_msg > 2 || l->has_rctx > 1 ||
-        (l->has_rctx != (l->in_msg == 1)) || l->rlen > (1ull << 31) ||
-        l->wleft > (1ull << 31) || (l->in_msg != 2 && l->wleft)) {
+    if (l->req_init > 1 || l->in_msg > ROCE_IN_WRITE || l->has_rctx > 1 ||
+        (l->has_rctx != (l->in_msg == ROCE_IN_SEND)) ||
+        l->rlen > (1ull << 31) || l->wleft > (1ull << 31) ||
+        (l->in_msg != ROCE_IN_WRITE && l->wleft)) {
         return pvrdma_mig_fail(r, "message in progress (%u, %u)", l->in_msg,
                                l->has_rctx);
     }
@@ -700,7 +701,7 @@ static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
     q->rnr_left = qp->attr.rnr_retry;
     q->epsn = l.psn[3];
     q->msn = l.psn[4];
-    q->in_msg = l.in_msg;
+    roce_set_in_msg(q, l.in_msg);
     q->rlen = l.rlen;
     q->wva = l.wva;
     q->wleft = l.wleft;

@@ -93,7 +93,7 @@ static void comp_progress(RoceQp *q)
 {
     q->retry_left = q->qp->attr.retry_cnt;
     q->rnr_left = q->qp->attr.rnr_retry;
-    q->probe = q->probe_sent = false;
+    roce_set_probe(q, ROCE_PROBE_GO);
     q->rto_shift = 0;
     q->rto_deadline = 0;
     roce_req_arm_rto(q);
@@ -126,7 +126,8 @@ static RoceWqe *comp_find_rd(RoceQp *q, uint32_t psn)
 static void comp_pos_ack(RoceQp *q, uint32_t psn)
 {
     bool progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
-    bool spurious = q->probe_sent && psn_cmp(psn, q->probe_psn) > 0;
+    bool spurious = q->probe == ROCE_PROBE_SENT &&
+                    psn_cmp(psn, q->probe_psn) > 0;
     RoceWqe *w;
 
     comp_acked(q, psn_add(psn, 1));
@@ -162,7 +163,7 @@ static void comp_rnr_nak(RoceQp *q, uint32_t psn, uint8_t syn)
         return;
     }
     trace_pvrdma_roce_req(q->qpn, "RNR wait", psn);
-    q->probe = q->probe_sent = false;
+    roce_set_probe(q, ROCE_PROBE_GO);
     roce_req_rewind(q, psn);
     q->rto_deadline = 0;
     q->rnr_deadline = roce_now_ms(q->t) +
@@ -370,8 +371,7 @@ void roce_req_timers(RoceQp *q, int64_t now)
          * doubles, up to 4x (IBA allows the local ACK timeout to be up to
          * 4x the QP's value), until progress.
          */
-        q->probe = true;
-        q->probe_sent = false;
+        roce_set_probe(q, ROCE_PROBE_DUE);
         q->probe_psn = q->una;
         q->rto_shift = MIN(q->rto_shift + 1, 2);
         roce_req_push(q);

@@ -69,6 +69,31 @@ typedef struct RoceWqe {
     uint32_t reask_psn;         /* ... from this PSN */
 } RoceWqe;
 
+/*
+ * The requester after a local ACK timeout (rxe goes back and resends the
+ * window; this one first asks with one packet, see roce_req_timers()):
+ * GO, sending what the window allows; PROBE, the timer fired: the oldest
+ * unanswered packet goes next, alone, with AckReq; PROBE_SENT, it went:
+ * nothing more until an answer.  Traced with the names of
+ * roce_probe_name().
+ */
+typedef enum RoceProbe {
+    ROCE_PROBE_GO,
+    ROCE_PROBE_DUE,
+    ROCE_PROBE_SENT,
+} RoceProbe;
+
+/*
+ * The responder's message in progress (rxe: the opcode sequence check of
+ * check_op_seq()): none, a SEND or a WRITE whose FIRST came and whose
+ * LAST has not.  The values are those of the migration stream.
+ */
+typedef enum RoceInMsg {
+    ROCE_IN_NONE = 0,
+    ROCE_IN_SEND = 1,
+    ROCE_IN_WRITE = 2,
+} RoceInMsg;
+
 /* A response the responder owes, sent in order. */
 typedef enum RoceRespKind {
     RESP_ACK,
@@ -117,8 +142,7 @@ typedef struct RoceQp {
     int64_t rnr_deadline;       /* ms, 0: not waiting on an RNR NAK */
     bool seq_retry;             /* went back for a sequence NAK ... */
     uint32_t seq_retry_psn;     /* ... to this PSN, not acknowledged yet */
-    bool probe;                 /* timed out: one packet until answered */
-    bool probe_sent;
+    RoceProbe probe;            /* timed out: one packet until answered */
     uint32_t probe_psn;         /* its PSN (una when the timer fired) */
     unsigned rto_shift;         /* expiries in a row: the timer x2, x4 */
     uint32_t max_psn;           /* PSNs before it were sent at least once */
@@ -127,7 +151,7 @@ typedef struct RoceQp {
     uint32_t epsn;              /* next PSN expected */
     uint32_t msn;
     bool nak_sent;              /* PSN sequence NAK sent for epsn */
-    uint8_t in_msg;             /* 0, or SEND/WRITE in progress (FIRST seen) */
+    RoceInMsg in_msg;           /* SEND/WRITE in progress (FIRST seen) */
     PvrdmaRecvCtx *rctx;        /* SEND in progress */
     uint64_t rlen;              /* bytes of the SEND/WRITE so far */
     uint64_t wva, wleft;        /* WRITE in progress: next va, bytes left */
@@ -229,6 +253,10 @@ void roce_rc_pkt(RoceQp *q, RocePkt *p, uint8_t opcode, uint32_t psn);
 
 /* roce_req.c: the requester */
 
+/* q->probe becomes to (traced with the states' names) */
+void roce_set_probe(RoceQp *q, RoceProbe to);
+const char *roce_probe_name(RoceProbe s);
+
 /* Free q's requests and stop its timers (an error, a pause, the end). */
 void roce_qp_drop_requests(RoceQp *q);
 /* The request at the head finished: complete it (in order) and free it. */
@@ -257,6 +285,10 @@ void roce_comp_atomic_ack(RoceQp *q, const RocePkt *p);
 void roce_req_timers(RoceQp *q, int64_t now);
 
 /* roce_resp.c: the responder */
+
+/* q->in_msg becomes to (traced with the states' names) */
+void roce_set_in_msg(RoceQp *q, RoceInMsg to);
+const char *roce_in_msg_name(RoceInMsg s);
 
 /* Queue an ACK or NAK of psn (sent by roce_resp_push()). */
 void roce_resp_ack(RoceQp *q, uint32_t psn, uint8_t syndrome);

@@ -17,6 +17,27 @@
 #endif
 #include "roce_int.h"
 
+const char *roce_probe_name(RoceProbe s)
+{
+    static const char *const name[] = {
+        [ROCE_PROBE_GO] = "GO",
+        [ROCE_PROBE_DUE] = "PROBE",
+        [ROCE_PROBE_SENT] = "PROBE_SENT",
+    };
+
+    return (unsigned)s < G_N_ELEMENTS(name) ? name[s] : "?";
+}
+
+void roce_set_probe(RoceQp *q, RoceProbe to)
+{
+    if (q->probe != to) {
+        trace_pvrdma_roce_state(q->qpn, "requester",
+                                roce_probe_name(q->probe),
+                                roce_probe_name(to));
+        q->probe = to;
+    }
+}
+
 static bool req_is_send(uint32_t op)
 {
     return op == PVRDMA_WR_SEND || op == PVRDMA_WR_SEND_WITH_IMM ||
@@ -104,7 +125,7 @@ void roce_qp_drop_requests(RoceQp *q)
     q->cur = NULL;
     q->rto_deadline = 0;
     q->rnr_deadline = 0;
-    q->probe = q->probe_sent = false;
+    roce_set_probe(q, ROCE_PROBE_GO);
     q->rto_shift = 0;
 }
 
@@ -266,7 +287,7 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
         p.payload = t->data;
         p.payload_len = len;
         p.ack_req = k + 1 == n || ++q->noack >= ROCE_ACKREQ_EVERY ||
-                    q->probe;
+                    q->probe != ROCE_PROBE_GO;
         p.se = k + 1 == n && (w->send_flags & PVRDMA_SEND_SOLICITED) &&
                (req_is_send(w->opcode) ||
                 w->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM);
@@ -324,7 +345,7 @@ static bool req_fenced(RoceQp *q, GList *l)
 /* Send what the window allows. */
 void roce_req_push(RoceQp *q)
 {
-    uint32_t budget = q->probe ? 1 : ROCE_REQ_BUDGET;
+    uint32_t budget = q->probe != ROCE_PROBE_GO ? 1 : ROCE_REQ_BUDGET;
     uint32_t max_rd = MAX(q->qp->attr.max_rd_atomic, 1);
     bool sent = false;
 
@@ -334,7 +355,7 @@ void roce_req_push(RoceQp *q)
     if (q->rnr_deadline) {
         return;     /* waiting out an RNR NAK */
     }
-    if (q->probe_sent) {
+    if (q->probe == ROCE_PROBE_SENT) {
         return;     /* the probe first (roce_req_timers) */
     }
     while (q->cur && budget) {
@@ -383,13 +404,13 @@ void roce_req_push(RoceQp *q)
         q->cur_pkt = 0;
         q->cur = q->cur->next;
     }
-    if (sent && q->probe) {
-        q->probe_sent = true;
+    if (sent && q->probe == ROCE_PROBE_DUE) {
+        roce_set_probe(q, ROCE_PROBE_SENT);
     }
     if (sent && !q->rto_deadline) {
         roce_req_arm_rto(q);
     }
-    if (q->cur && !budget && !q->probe) {
+    if (q->cur && !budget && q->probe == ROCE_PROBE_GO) {
         pvrdma_transport_timer(q->t->t.core, 0);    /* more next turn */
     }
 }

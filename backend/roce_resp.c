@@ -14,6 +14,27 @@
 #endif
 #include "roce_int.h"
 
+const char *roce_in_msg_name(RoceInMsg s)
+{
+    static const char *const name[] = {
+        [ROCE_IN_NONE] = "IDLE",
+        [ROCE_IN_SEND] = "IN_SEND",
+        [ROCE_IN_WRITE] = "IN_WRITE",
+    };
+
+    return (unsigned)s < G_N_ELEMENTS(name) ? name[s] : "?";
+}
+
+void roce_set_in_msg(RoceQp *q, RoceInMsg to)
+{
+    if (q->in_msg != to) {
+        trace_pvrdma_roce_state(q->qpn, "responder",
+                                roce_in_msg_name(q->in_msg),
+                                roce_in_msg_name(to));
+        q->in_msg = to;
+    }
+}
+
 static void resp_queue(RoceQp *q, const RoceResp *r)
 {
     RoceResp *last = g_queue_peek_tail(&q->resps);
@@ -262,7 +283,7 @@ static void resp_nak(RoceQp *q, const RocePkt *p, uint8_t code)
         pvrdma_recv_abort(q->rctx);
         q->rctx = NULL;
     }
-    q->in_msg = 0;
+    roce_set_in_msg(q, ROCE_IN_NONE);
     if (q->qp->state != PVRDMA_QPS_ERR) {
         pvrdma_transport_event(c, PVRDMA_EVENT_QP_REQ_ERR, q->qp->handle);
     }
@@ -316,7 +337,7 @@ static bool resp_send(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
             return false;
         }
         q->rlen = 0;
-        q->in_msg = last ? 0 : 1;
+        roce_set_in_msg(q, last ? ROCE_IN_NONE : ROCE_IN_SEND);
     }
     st = pvrdma_recv_data(c, q->qp, q->rctx, data, p->payload_len);
     if (st != PVRDMA_WC_SUCCESS) {
@@ -336,7 +357,7 @@ static bool resp_send(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
                    imm_from_wire(p->imm);
         st = pvrdma_recv_end(c, q->qp, q->rctx, req, q->rlen);
         q->rctx = NULL;
-        q->in_msg = 0;
+        roce_set_in_msg(q, ROCE_IN_NONE);
         if (st != PVRDMA_WC_SUCCESS) {
             resp_nak(q, p, nak_code(st));
             return false;
@@ -392,7 +413,7 @@ static bool resp_write(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
     q->wva += p->payload_len;
     q->wleft -= p->payload_len;
     q->rlen += p->payload_len;
-    q->in_msg = last ? 0 : 2;
+    roce_set_in_msg(q, last ? ROCE_IN_NONE : ROCE_IN_WRITE);
     if (imm) {
         req->opcode = PVRDMA_WR_RDMA_WRITE_WITH_IMM;
         req->imm = imm_from_wire(p->imm);
@@ -499,10 +520,11 @@ static void resp_request(RoceQp *q, const RocePkt *p)
     PvrdmaReq req = { 0 };
 
     /* opcode sequence: a message in progress goes on or nothing does */
-    if ((q->in_msg && (first || (is_send ? q->in_msg != 1 :
-                                  q->in_msg != 2) ||
-                       (!is_send && !is_write))) ||
-        (!q->in_msg && !first)) {
+    if ((q->in_msg != ROCE_IN_NONE &&
+         (first || (is_send ? q->in_msg != ROCE_IN_SEND :
+                    q->in_msg != ROCE_IN_WRITE) ||
+          (!is_send && !is_write))) ||
+        (q->in_msg == ROCE_IN_NONE && !first)) {
         resp_nak(q, p, ROCE_NAK_INVALID_REQUEST);
         return;
     }
