@@ -418,22 +418,26 @@ static void cr_moved(PvrdmaTransport *pt)
     }
 }
 
+static const PvrdmaMessageOps cr_msg = {
+    .execute = cr_execute,
+    .wake = cr_wake,
+    .qp_gone = cr_qp_gone,
+    .fence = cr_fence,
+    .flush = cr_flush_hook,
+};
+
 static const PvrdmaTransportOps cr_ops = {
     .name = "coresident",
     .flags = PVRDMA_TP_DOORBELL_OK,
     .reaches = cr_reaches,
     .moving = cr_moving,
     .qp_offer = cr_qp_offer,
-    .execute = cr_execute,
     .gids_changed = cr_gids_changed,
-    .wake = cr_wake,
-    .qp_gone = cr_qp_gone,
-    .fence = cr_fence,
-    .flush = cr_flush_hook,
     .quiesce = cr_quiesce,
     .resume = cr_resume,
     .moved = cr_moved,
     .destroy = cr_destroy,
+    .msg = &cr_msg,
 };
 
 /* ------------------------------------------------------------------ */

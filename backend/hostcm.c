@@ -540,13 +540,17 @@ static void hc_destroy(PvrdmaTransport *t)
  * (all but those to this device's own GIDs) come here; reaches nothing by
  * itself.
  */
+static const PvrdmaMessageOps hc_msg = {
+    .execute = hc_execute,
+};
+
 static const PvrdmaTransportOps hc_ops = {
     .name = "hostcm",
     .flags = PVRDMA_TP_GSI_AGENT,
-    .execute = hc_execute,
     .gids_changed = hc_gids_changed,
     .rq_psn = hc_rq_psn,
     .destroy = hc_destroy,
+    .msg = &hc_msg,
 };
 
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,

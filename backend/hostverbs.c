@@ -458,10 +458,7 @@ static void offer_limits(PvrdmaLimits *lim, const struct ibv_device_attr *da)
 }
 
 /* The host device owns the guest's objects; its QPs are queue paths. */
-static const PvrdmaTransportOps hv_ops = {
-    .name = "hostverbs",
-    .flags = PVRDMA_TP_OWNER,
-    .reaches = hv_reaches,
+static const PvrdmaQueueOps hv_queue = {
     .pd_create = hv_pd_create,
     .pd_destroy = hv_pd_destroy,
     .mr_create = hv_mr_create,
@@ -478,7 +475,13 @@ static const PvrdmaTransportOps hv_ops = {
     .qp_state = hv_qp_state,
     .post_send = hv_post_send,
     .post_recv = hv_post_recv,
+};
+
+static const PvrdmaTransportOps hv_ops = {
+    .name = "hostverbs",
+    .reaches = hv_reaches,
     .destroy = hv_destroy,
+    .queue = &hv_queue,
 };
 
 PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,

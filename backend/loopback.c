@@ -20,11 +20,15 @@ static int loopback_execute(PvrdmaTransport *t, PvrdmaReq *req)
     return pvrdma_responder(t->core, req);
 }
 
+static const PvrdmaMessageOps loopback_msg = {
+    .execute = loopback_execute,
+};
+
 static const PvrdmaTransportOps loopback_ops = {
     .name = "loopback",
     .flags = PVRDMA_TP_STATELESS,
     .reaches = loopback_reaches,
-    .execute = loopback_execute,
+    .msg = &loopback_msg,
 };
 
 PvrdmaTransport *pvrdma_loopback_new(PvrdmaCore *c)

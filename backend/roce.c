@@ -711,6 +711,11 @@ static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
     return true;
 }
 
+static const PvrdmaMessageOps roce_msg = {
+    .execute = roce_execute,
+    .timer = roce_timer,
+};
+
 static const PvrdmaTransportOps roce_ops = {
     .name = "roce",
     .reaches = roce_reaches,
@@ -718,8 +723,6 @@ static const PvrdmaTransportOps roce_ops = {
     .qp_detach = roce_detach,
     .qp_announce = roce_announce,
     .qp_idle = roce_qp_idle,
-    .execute = roce_execute,
-    .timer = roce_timer,
     .describe = roce_describe,
     .quiesce = roce_quiesce,
     .resume = roce_resume,
@@ -727,6 +730,7 @@ static const PvrdmaTransportOps roce_ops = {
     .qp_save = roce_qp_save,
     .qp_load = roce_qp_load,
     .destroy = roce_destroy,
+    .msg = &roce_msg,
 };
 
 PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c, PvrdmaFrameTx tx,

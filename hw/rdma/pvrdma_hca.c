@@ -45,7 +45,7 @@ void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
         return;
     }
     /* the owner flushes what it holds */
-    qp->path->ops->qp_modify(qp->path, qp, PVRDMA_QP_STATE, &a);
+    qp->path->ops->queue->qp_modify(qp->path, qp, PVRDMA_QP_STATE, &a);
     qp->state = PVRDMA_QPS_ERR;
 }
 
@@ -148,7 +148,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_inline_sges(c, qp, &w);
         st = send_wr(c, qp, &w, &wr);
         if (!st) {
-            err = qp->path->ops->post_send(qp->path, qp, &wr);
+            err = qp->path->ops->queue->post_send(qp->path, qp, &wr);
             if (err == -ENOMEM) {
                 qp->hca_sq_blocked = true;
                 break;
@@ -202,8 +202,9 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
 
         pvrdma_fetch_recv_wqe(r, r->priv, max_sge, &w);
         if (w.sge_ok) {
-            err = c->owner->ops->post_recv(c->owner, qp, srq, w.hdr.wr_id,
-                                           w.sge, w.hdr.num_sge);
+            err = c->owner->ops->queue->post_recv(c->owner, qp, srq,
+                                                  w.hdr.wr_id, w.sge,
+                                                  w.hdr.num_sge);
             if (err == -ENOMEM) {
                 *blocked = true;
                 break;

@@ -66,7 +66,8 @@ const char *pvrdma_limits_check(const PvrdmaLimits *l)
     if (l->max_srq > PVRDMA_HARD_MAX_SRQ || l->max_srq == 1) {
         return "max-srq must be 0 (no SRQs) or between 2 and 65536";
     }
-    if (!pvrdma_is_pow2(l->max_srq_wr) || l->max_srq_wr > PVRDMA_HARD_MAX_QP_WR) {
+    if (!pvrdma_is_pow2(l->max_srq_wr) ||
+        l->max_srq_wr > PVRDMA_HARD_MAX_QP_WR) {
         return "max-srq-wr must be a power of two up to 32768";
     }
     if (l->max_srq_sge < 1 || l->max_srq_sge > PVRDMA_HARD_MAX_SGE) {
@@ -80,7 +81,8 @@ const char *pvrdma_limits_check(const PvrdmaLimits *l)
         return "gid-table-len must be between 1 and 256";
     }
     if (l->max_mr_size < PVRDMA_PAGE_SIZE ||
-        l->max_mr_size > (uint64_t)PVRDMA_PAGE_DIR_MAX_PAGES * PVRDMA_PAGE_SIZE) {
+        l->max_mr_size >
+        (uint64_t)PVRDMA_PAGE_DIR_MAX_PAGES * PVRDMA_PAGE_SIZE) {
         return "max-mr-size must be between 4 KiB and 1 GiB";
     }
     if (l->roce_version != 1 && l->roce_version != 2) {

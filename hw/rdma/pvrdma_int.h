@@ -76,7 +76,7 @@ PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
 /* Is qp a queue path (the object owner is its path and runs it)? */
 static inline bool pvrdma_qp_queue_path(const PvrdmaQP *qp)
 {
-    return qp->path && (qp->path->ops->flags & PVRDMA_TP_OWNER);
+    return qp->path && qp->path->ops->queue;
 }
 /* The owner's twins: 0 / nothing without an owner (negative errno). */
 int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd);

@@ -146,7 +146,8 @@ static int create_mr_check(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
         return CMD_ERR(c, EINVAL, "CREATE_MR: unknown access flags 0x%x",
                        access);
     }
-    if ((access & (PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_ATOMIC)) &&
+    if ((access &
+         (PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_ATOMIC)) &&
         !(access & PVRDMA_ACCESS_LOCAL_WRITE)) {
         return CMD_ERR(c, EINVAL, "CREATE_MR: remote write without local write");
     }

@@ -23,16 +23,18 @@
 
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
 {
-    unsigned fl = t->ops->flags;
+    const PvrdmaTransportOps *o = t->ops;
+    unsigned fl = o->flags;
 
     if (c->ntransports >= PVRDMA_MAX_TRANSPORTS ||
-        ((fl & PVRDMA_TP_OWNER) && c->owner) ||
-        ((fl & PVRDMA_TP_GSI_AGENT) && c->gsi_agent)) {
+        !o->msg == !o->queue || (o->msg && !o->msg->execute) ||
+        (o->queue && c->owner) ||
+        ((fl & PVRDMA_TP_GSI_AGENT) && (c->gsi_agent || !o->msg))) {
         return false;
     }
     c->transports[c->ntransports++] = t;
     c->doorbell_ok |= !!(fl & PVRDMA_TP_DOORBELL_OK);
-    if (fl & PVRDMA_TP_OWNER) {
+    if (o->queue) {
         c->owner = t;
     }
     if (fl & PVRDMA_TP_GSI_AGENT) {
@@ -359,15 +361,21 @@ PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
 /* ------------------------------------------------------------------ */
 /* The object owner: twins of guest objects, none without an owner     */
 
+/* The owner's queue contract (c->owner set). */
+static const PvrdmaQueueOps *owner_ops(PvrdmaCore *c)
+{
+    return c->owner->ops->queue;
+}
+
 int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd)
 {
-    return c->owner ? c->owner->ops->pd_create(c->owner, pd) : 0;
+    return c->owner ? owner_ops(c)->pd_create(c->owner, pd) : 0;
 }
 
 void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd)
 {
     if (pd->hw) {
-        c->owner->ops->pd_destroy(c->owner, pd);
+        owner_ops(c)->pd_destroy(c->owner, pd);
     }
 }
 
@@ -398,7 +406,7 @@ int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
     if (!c->owner) {
         return 0;
     }
-    err = c->owner->ops->mr_create(c->owner, mr, lkey, rkey);
+    err = owner_ops(c)->mr_create(c->owner, mr, lkey, rkey);
     if (!err) {
         mr->owner_rkey = *rkey;
         owner_key_index(c, *lkey, mr, true);
@@ -412,38 +420,38 @@ void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
     if (mr->hw) {
         owner_key_index(c, mr->key, mr, false);
         owner_key_index(c, mr->owner_rkey, mr, false);
-        c->owner->ops->mr_destroy(c->owner, mr);
+        owner_ops(c)->mr_destroy(c->owner, mr);
     }
 }
 
 int pvrdma_owner_cq_create(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t cqe)
 {
-    return c->owner ? c->owner->ops->cq_create(c->owner, cq, cqe) : 0;
+    return c->owner ? owner_ops(c)->cq_create(c->owner, cq, cqe) : 0;
 }
 
 void pvrdma_owner_cq_destroy(PvrdmaCore *c, PvrdmaCQ *cq)
 {
     if (cq->hw) {
-        c->owner->ops->cq_destroy(c->owner, cq);
+        owner_ops(c)->cq_destroy(c->owner, cq);
     }
 }
 
 int pvrdma_owner_srq_create(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
-    return c->owner ? c->owner->ops->srq_create(c->owner, srq) : 0;
+    return c->owner ? owner_ops(c)->srq_create(c->owner, srq) : 0;
 }
 
 int pvrdma_owner_srq_modify(PvrdmaCore *c, PvrdmaSRQ *srq, uint32_t mask,
                             uint32_t limit)
 {
-    return srq->hw ? c->owner->ops->srq_modify(c->owner, srq, mask, limit) :
+    return srq->hw ? owner_ops(c)->srq_modify(c->owner, srq, mask, limit) :
                      0;
 }
 
 void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
     if (srq->hw) {
-        c->owner->ops->srq_destroy(c->owner, srq);
+        owner_ops(c)->srq_destroy(c->owner, srq);
     }
 }
 
@@ -458,7 +466,7 @@ int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
     if (!c->owner || qp->type == PVRDMA_QPT_GSI) {
         return 0;
     }
-    err = c->owner->ops->qp_create(c->owner, qp);
+    err = owner_ops(c)->qp_create(c->owner, qp);
     if (err) {
         return err;
     }
@@ -473,7 +481,7 @@ void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (qp->hw) {
         g_hash_table_remove(c->owner_qpns, GUINT_TO_POINTER(qp->qpn));
-        c->owner->ops->qp_destroy(c->owner, qp);
+        owner_ops(c)->qp_destroy(c->owner, qp);
         qp->path = NULL;
     }
 }
@@ -495,7 +503,7 @@ void pvrdma_owner_qp_take(PvrdmaCore *c, PvrdmaQP *qp)
 bool pvrdma_owner_port_active(PvrdmaCore *c)
 {
     return !c->owner ||
-           c->owner->ops->port_state(c->owner) == PVRDMA_PORT_ACTIVE;
+           owner_ops(c)->port_state(c->owner) == PVRDMA_PORT_ACTIVE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -511,6 +519,16 @@ bool pvrdma_owner_port_active(PvrdmaCore *c)
         } \
     } while (0)
 
+/* The same for hook 'h' of the message transports' contract. */
+#define EACH_MSG_HOOK(c, h, ...) do { \
+        for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
+            PvrdmaTransport *t_ = (c)->transports[i_]; \
+            if (t_->ops->msg && t_->ops->msg->h) { \
+                t_->ops->msg->h(t_, ##__VA_ARGS__); \
+            } \
+        } \
+    } while (0)
+
 /* Tell the transports (peers learn our GIDs from them). */
 void pvrdma_gids_changed(PvrdmaCore *c)
 {
@@ -520,7 +538,9 @@ void pvrdma_gids_changed(PvrdmaCore *c)
 bool pvrdma_transports_can_wake(PvrdmaCore *c)
 {
     for (unsigned i = 0; i < c->ntransports; i++) {
-        if (c->transports[i]->ops->wake) {
+        const PvrdmaMessageOps *m = c->transports[i]->ops->msg;
+
+        if (m && m->wake) {
             return true;
         }
     }
@@ -529,27 +549,27 @@ bool pvrdma_transports_can_wake(PvrdmaCore *c)
 
 void pvrdma_transports_wake(PvrdmaCore *c)
 {
-    EACH_HOOK(c, wake);
+    EACH_MSG_HOOK(c, wake);
 }
 
 void pvrdma_transports_timer(PvrdmaCore *c)
 {
-    EACH_HOOK(c, timer);
+    EACH_MSG_HOOK(c, timer);
 }
 
 void pvrdma_transports_flush(PvrdmaCore *c)
 {
-    EACH_HOOK(c, flush);
+    EACH_MSG_HOOK(c, flush);
 }
 
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
 {
-    EACH_HOOK(c, qp_gone, qpn);
+    EACH_MSG_HOOK(c, qp_gone, qpn);
 }
 
 void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn)
 {
-    EACH_HOOK(c, fence, qpn);
+    EACH_MSG_HOOK(c, fence, qpn);
 }
 
 bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)

@@ -268,7 +268,7 @@ static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         if (pvrdma_qp_queue_path(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
             *a = fixed_rq_psn(c, qp, mask, *a, fixed);
         }
-        err = c->owner->ops->qp_modify(c->owner, qp, mask, *a);
+        err = c->owner->ops->queue->qp_modify(c->owner, qp, mask, *a);
         if (err) {
             if (owner_rtr) {
                 pvrdma_owner_qp_reset(c, qp);
@@ -746,7 +746,7 @@ int pvrdma_cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                        req->query_qp.qp_handle);
     }
     if (pvrdma_qp_queue_path(qp)) {
-        int st = qp->path->ops->qp_state(qp->path, qp);
+        int st = qp->path->ops->queue->qp_state(qp->path, qp);
 
         if (st >= 0) {
             qp->state = st;

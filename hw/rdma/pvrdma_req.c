@@ -173,7 +173,7 @@ static int execute_on_path(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
         return PVRDMA_TRANSPORT_PAUSED;     /* until the peer answers */
     }
     if (t) {
-        return t->ops->execute(t, req);
+        return t->ops->msg->execute(t, req);
     }
     trace_pvrdma_unreachable(qp->qpn);
     return qp->type == PVRDMA_QPT_RC ? PVRDMA_TRANSPORT_NO_RESPONDER :

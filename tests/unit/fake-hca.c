@@ -193,9 +193,7 @@ static void f_destroy(PvrdmaTransport *h)
 {
 }
 
-static const PvrdmaTransportOps fake_hca_ops = {
-    .name = "fake-hca",
-    .flags = PVRDMA_TP_OWNER,
+static const PvrdmaQueueOps fake_hca_queue = {
     .pd_create = f_pd_create, .pd_destroy = f_pd_destroy,
     .mr_create = f_mr_create, .mr_destroy = f_mr_destroy,
     .cq_create = f_cq_create, .cq_destroy = f_cq_destroy,
@@ -204,7 +202,12 @@ static const PvrdmaTransportOps fake_hca_ops = {
     .qp_modify = f_qp_modify, .qp_state = f_qp_state,
     .qp_destroy = f_qp_destroy, .post_send = f_post_send,
     .post_recv = f_post_recv, .port_state = f_port_state,
+};
+
+static const PvrdmaTransportOps fake_hca_ops = {
+    .name = "fake-hca",
     .destroy = f_destroy,
+    .queue = &fake_hca_queue,
 };
 
 void fake_hca_init(FakeHca *f, PvrdmaCore *c)

@@ -69,13 +69,17 @@ static void probe_destroy(PvrdmaTransport *t)
 {
 }
 
+static const PvrdmaMessageOps probe_msg = {
+    .execute = probe_execute,
+};
+
 static const PvrdmaTransportOps probe_ops = {
     .name = "probe",
     .reaches = probe_reaches,
     .qp_attach = probe_attach,
     .qp_detach = probe_detach,
-    .execute = probe_execute,
     .destroy = probe_destroy,       /* static: not g_free()d */
+    .msg = &probe_msg,
 };
 
 /* a path that keeps connection state (RoCEv2): always idle here */
@@ -482,17 +486,32 @@ static void noop_destroy(PvrdmaTransport *t)
 {
 }
 
+/*
+ * A transport names exactly one contract, a message transport executes, a
+ * queue transport is the object owner (at most one), the GSI agent (at
+ * most one) is a message transport: anything else is refused when added.
+ */
 static void test_add_refused(void)
 {
+    static const PvrdmaQueueOps queue = { 0 };
+    static const PvrdmaMessageOps no_exec = { 0 };
     static const PvrdmaTransportOps owner_ops = {
-        .name = "owner", .flags = PVRDMA_TP_OWNER, .destroy = noop_destroy,
+        .name = "owner", .destroy = noop_destroy, .queue = &queue,
     };
     static const PvrdmaTransportOps agent_ops = {
         .name = "agent", .flags = PVRDMA_TP_GSI_AGENT,
-        .destroy = noop_destroy,
+        .destroy = noop_destroy, .msg = &probe_msg,
     };
     static const PvrdmaTransportOps plain_ops = {
-        .name = "plain", .destroy = noop_destroy,
+        .name = "plain", .destroy = noop_destroy, .msg = &probe_msg,
+    };
+    static const PvrdmaTransportOps bad_ops[] = {
+        { .name = "none", .destroy = noop_destroy },
+        { .name = "both", .destroy = noop_destroy, .msg = &probe_msg,
+          .queue = &queue },
+        { .name = "no-execute", .destroy = noop_destroy, .msg = &no_exec },
+        { .name = "queue-agent", .flags = PVRDMA_TP_GSI_AGENT,
+          .destroy = noop_destroy, .queue = &queue },
     };
     PvrdmaTransport o1 = { &owner_ops }, o2 = { &owner_ops };
     PvrdmaTransport a1 = { &agent_ops }, a2 = { &agent_ops };
@@ -500,6 +519,12 @@ static void test_add_refused(void)
     Dev d;
 
     dev_init(&d, NULL);         /* loopback is the first transport */
+    g_assert_cmpuint(d.c.ntransports, ==, 1);
+    for (unsigned i = 0; i < G_N_ELEMENTS(bad_ops); i++) {
+        PvrdmaTransport b = { &bad_ops[i] };
+
+        g_assert_false(pvrdma_core_add_transport(&d.c, &b));
+    }
     g_assert_cmpuint(d.c.ntransports, ==, 1);
     g_assert_true(pvrdma_core_add_transport(&d.c, &o1));
     g_assert_false(pvrdma_core_add_transport(&d.c, &o2));

@@ -14,7 +14,7 @@
  *  - UD and GSI: per request, by the work request's destination GID; a
  *    GSI request that no transport reaches goes to the GSI agent (the
  *    transport flagged PVRDMA_TP_GSI_AGENT: the host rdma_cm translator).
- *  - With an object owner (PVRDMA_TP_OWNER: a host HCA) every guest PD,
+ *  - With an object owner (a queue transport: a host HCA) every guest PD,
  *    CQ, SRQ, MR and non-GSI QP has a twin in the owner (its 'hw'
  *    pointer), the guest sees the owner's QP numbers and keys, and every
  *    non-GSI QP takes the owner as its path when it is created.  At most
@@ -171,8 +171,6 @@ typedef struct PvrdmaWc {
 #define PVRDMA_TP_DOORBELL_OK       (1u << 0)
 /* Takes the GSI requests no other transport reaches (at most one). */
 #define PVRDMA_TP_GSI_AGENT         (1u << 1)
-/* Owns the guest's objects and runs its QPs as queue paths (at most one). */
-#define PVRDMA_TP_OWNER             (1u << 2)
 /*
  * Keeps no state of its own for a QP it carries and has nothing in flight
  * between runs (loopback): such a QP migrates with the device's state.
@@ -181,6 +179,91 @@ typedef struct PvrdmaWc {
 
 typedef struct PvrdmaMigReader PvrdmaMigReader;
 
+/*
+ * The contract of a message transport: the core's requester fetches each
+ * WQE, resolves its scatter list and hands the request over; the
+ * transport delivers it and the core completes it in order.  Loopback,
+ * co-resident, RoCEv2, the rdma_cm translator (its GSI QP).
+ */
+typedef struct PvrdmaMessageOps {
+    /*
+     * Deliver req (required); returns a PVRDMA_WC_* status for the
+     * requester, RNR, or PENDING.  The core releases req->local when
+     * execute returns, so a transport that keeps the request must not
+     * keep host pointers into req->local that it did not take its own
+     * reference on.
+     */
+    int (*execute)(PvrdmaTransport *t, PvrdmaReq *req);
+
+    /* Optional. */
+    void (*wake)(PvrdmaTransport *t);           /* receives posted, RNR */
+    /* pvrdma_transport_timer() asked for it (now or after its delay) */
+    void (*timer)(PvrdmaTransport *t);
+    /* QP qpn of this device is destroyed or reset: drop what waits on it */
+    void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);
+    /*
+     * QP qpn of this device (PVRDMA_FENCE_ALL: every QP) is about to be
+     * destroyed or reset, by a command or a device reset, after which the
+     * guest may free or reuse the memory its WQEs named.  When fence
+     * returns, nothing the QP asked of another party may read or write
+     * that memory any more: a transport whose peers access it when they
+     * execute a request (co-resident) waits, within a bound, until they
+     * have executed or dropped them.  Called outside the core's run loop.
+     */
+    void (*fence)(PvrdmaTransport *t, uint32_t qpn);
+    void (*flush)(PvrdmaTransport *t);          /* end of a core run */
+} PvrdmaMessageOps;
+
+/*
+ * The contract of a queue transport, the object owner (at most one; the
+ * host HCA): it owns the guest's objects and runs the QPs it carries on
+ * its own queues; the core hands it the guest's WQEs as they are and
+ * writes the CQEs it reports.  Every hook is required.
+ */
+typedef struct PvrdmaQueueOps {
+    /*
+     * Twins of the guest's objects.  The create hooks return 0 or a
+     * negative errno.
+     */
+    int (*pd_create)(PvrdmaTransport *t, PvrdmaPD *pd);
+    void (*pd_destroy)(PvrdmaTransport *t, PvrdmaPD *pd);
+    /* user and DMA MRs; *lkey / *rkey are what the guest sees */
+    int (*mr_create)(PvrdmaTransport *t, PvrdmaMR *mr, uint32_t *lkey,
+                     uint32_t *rkey);
+    void (*mr_destroy)(PvrdmaTransport *t, PvrdmaMR *mr);
+    int (*cq_create)(PvrdmaTransport *t, PvrdmaCQ *cq, uint32_t cqe);
+    void (*cq_destroy)(PvrdmaTransport *t, PvrdmaCQ *cq);
+    int (*srq_create)(PvrdmaTransport *t, PvrdmaSRQ *srq);
+    int (*srq_modify)(PvrdmaTransport *t, PvrdmaSRQ *srq, uint32_t mask,
+                      uint32_t limit);
+    void (*srq_destroy)(PvrdmaTransport *t, PvrdmaSRQ *srq);
+    /* sets qp->qpn to the owner's QP number */
+    int (*qp_create)(PvrdmaTransport *t, PvrdmaQP *qp);
+    void (*qp_destroy)(PvrdmaTransport *t, PvrdmaQP *qp);
+    /* port state of the owner's port (PVRDMA_PORT_*) */
+    uint32_t (*port_state)(PvrdmaTransport *t);
+
+    /*
+     * The QPs.  qp_modify: the QP's new attributes (0 or a negative
+     * errno); qp_state: the path's current state of the QP (it may have
+     * moved to error); post_send: 0, -ENOMEM (queue full: the core posts
+     * again after a completion) or another negative errno; post_recv: the
+     * same, srq NULL for the QP's own receive queue.
+     */
+    int (*qp_modify)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t mask,
+                     const struct pvrdma_qp_attr *a);
+    int (*qp_state)(PvrdmaTransport *t, PvrdmaQP *qp);
+    int (*post_send)(PvrdmaTransport *t, PvrdmaQP *qp,
+                     const PvrdmaSendWr *wr);
+    int (*post_recv)(PvrdmaTransport *t, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                     uint64_t wr_id, const struct pvrdma_sge *sge,
+                     uint32_t num_sge);
+} PvrdmaQueueOps;
+
+/*
+ * What every transport implements (all optional but name), plus the
+ * contract of its kind: exactly one of msg and queue.
+ */
 typedef struct PvrdmaTransportOps {
     const char *name;
     unsigned flags;                 /* PVRDMA_TP_* */
@@ -224,71 +307,7 @@ typedef struct PvrdmaTransportOps {
      */
     void (*qp_announce)(PvrdmaTransport *t, PvrdmaQP *qp);
 
-    /*
-     * Message paths.  Deliver req; returns a PVRDMA_WC_* status for the
-     * requester, RNR, or PENDING.  The core releases req->local when
-     * execute returns, so a transport that keeps the request must not keep
-     * host pointers into req->local that it did not take its own
-     * reference on.
-     */
-    int (*execute)(PvrdmaTransport *t, PvrdmaReq *req);
-
-    /*
-     * Object owner (PVRDMA_TP_OWNER): twins of the guest's objects.  The
-     * create hooks return 0 or a negative errno.
-     */
-    int (*pd_create)(PvrdmaTransport *t, PvrdmaPD *pd);
-    void (*pd_destroy)(PvrdmaTransport *t, PvrdmaPD *pd);
-    /* user and DMA MRs; *lkey / *rkey are what the guest sees */
-    int (*mr_create)(PvrdmaTransport *t, PvrdmaMR *mr, uint32_t *lkey,
-                     uint32_t *rkey);
-    void (*mr_destroy)(PvrdmaTransport *t, PvrdmaMR *mr);
-    int (*cq_create)(PvrdmaTransport *t, PvrdmaCQ *cq, uint32_t cqe);
-    void (*cq_destroy)(PvrdmaTransport *t, PvrdmaCQ *cq);
-    int (*srq_create)(PvrdmaTransport *t, PvrdmaSRQ *srq);
-    int (*srq_modify)(PvrdmaTransport *t, PvrdmaSRQ *srq, uint32_t mask,
-                      uint32_t limit);
-    void (*srq_destroy)(PvrdmaTransport *t, PvrdmaSRQ *srq);
-    /* sets qp->qpn to the owner's QP number */
-    int (*qp_create)(PvrdmaTransport *t, PvrdmaQP *qp);
-    void (*qp_destroy)(PvrdmaTransport *t, PvrdmaQP *qp);
-    /* port state of the owner's port (PVRDMA_PORT_*) */
-    uint32_t (*port_state)(PvrdmaTransport *t);
-
-    /*
-     * Queue paths.  qp_modify: the QP's new attributes (0 or a negative
-     * errno); qp_state: the path's current state of the QP (it may have
-     * moved to error); post_send: 0, -ENOMEM (queue full: the core posts
-     * again after a completion) or another negative errno; post_recv: the
-     * same, srq NULL for the QP's own receive queue.
-     */
-    int (*qp_modify)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t mask,
-                     const struct pvrdma_qp_attr *a);
-    int (*qp_state)(PvrdmaTransport *t, PvrdmaQP *qp);
-    int (*post_send)(PvrdmaTransport *t, PvrdmaQP *qp,
-                     const PvrdmaSendWr *wr);
-    int (*post_recv)(PvrdmaTransport *t, PvrdmaQP *qp, PvrdmaSRQ *srq,
-                     uint64_t wr_id, const struct pvrdma_sge *sge,
-                     uint32_t num_sge);
-
-    /* Device-wide hooks, all optional. */
     void (*gids_changed)(PvrdmaTransport *t);   /* GID table changed */
-    void (*wake)(PvrdmaTransport *t);           /* receives posted, RNR */
-    /* pvrdma_transport_timer() asked for it (now or after its delay) */
-    void (*timer)(PvrdmaTransport *t);
-    /* QP qpn of this device is destroyed or reset: drop what waits on it */
-    void (*qp_gone)(PvrdmaTransport *t, uint32_t qpn);
-    /*
-     * QP qpn of this device (PVRDMA_FENCE_ALL: every QP) is about to be
-     * destroyed or reset, by a command or a device reset, after which the
-     * guest may free or reuse the memory its WQEs named.  When fence
-     * returns, nothing the QP asked of another party may read or write
-     * that memory any more: a transport whose peers access it when they
-     * execute a request (co-resident) waits, within a bound, until they
-     * have executed or dropped them.  Called outside the core's run loop.
-     */
-    void (*fence)(PvrdmaTransport *t, uint32_t qpn);
-    void (*flush)(PvrdmaTransport *t);          /* end of a core run */
     /*
      * QP qpn goes to RTR towards dest_qpn at dgid.  true with *psn if its
      * receive PSN must be *psn instead of the guest's (a connection that
@@ -324,6 +343,9 @@ typedef struct PvrdmaTransportOps {
                     PvrdmaMigReader *r);
     /* NULL: pvrdma_core_fini() g_free()s the transport */
     void (*destroy)(PvrdmaTransport *t);
+
+    const PvrdmaMessageOps *msg;    /* a message transport, or ... */
+    const PvrdmaQueueOps *queue;    /* ... a queue transport */
 } PvrdmaTransportOps;
 
 struct PvrdmaTransport {
@@ -546,7 +568,7 @@ unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 
 /*
  * With a host HCA the host device owns the guest's objects
- * (PVRDMA_TP_OWNER): every PD, CQ, SRQ, MR and non-GSI QP of the guest
+ * (PvrdmaQueueOps): every PD, CQ, SRQ, MR and non-GSI QP of the guest
  * has a host twin, the guest sees the host's QP numbers and memory keys,
  * and host MRs cover guest RAM so the HCA moves data to and from it
  * directly.  Its QPs are queue paths: the host runs them.
