@@ -27,7 +27,8 @@
 # messages per direction, default "1024:1000 65536:1000 1048576:100"), LOSS
 # (guest, percent, default "0 1 5"), SECS (guest limit per run, default
 # 900), ACKS (guest: "drop", the default, loses ACKs and NAKs like any
-# other frame; "keep" loses only requests and responses).
+# other frame; "keep" loses only requests and responses), PEERS (guest:
+# pvrdma's peers, "1" pvrdma, "2" rxe, default "1 2").
 # Prints one table per part; the raw lines are in DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,6 +89,7 @@ if [ "$guest" = 1 ]; then
         fi
         PVRDMA_VM_ARGS="$va" tests/guest/run.sh -o "$out/guest-$loss" \
             -e SOAK_CELLS="$CELLS" -e SOAK_SECS="$SECS" \
+            -e SOAK_PEERS="${PEERS:-1 2}" \
             "${tests[@]}" > "$out/guest-$loss.log" 2>&1 || true
         # VM 0's result of each cell, made "data" where the peer's checker
         # found a difference (its "soak-peer PAIR SIZE COUNT rc N data")
