@@ -76,10 +76,51 @@ static void comp_drain(RoceQp *q)
     }
 }
 
+/*
+ * The congestion window (RoceQp.cwnd), as TCP's (RFC 5681) in packets: a
+ * loss that a sequence NAK reports halves it, a timeout takes it down to
+ * the probe's one packet; acknowledged packets open it again, fast below
+ * ssthresh, then by one packet per window.  Go-back-N sends again all it
+ * had in flight after a loss, so on a path whose queue overflows (a
+ * loaded host, a slow switch) a full window of 128 packets per loss only
+ * adds to the queue: the answers to the probes then come after the timer
+ * fired again, up to the retry limit (the 5 % soak with 1 MiB messages:
+ * RETRY_EXC_ERR between two pvrdma devices; the switch lost 15 % of the
+ * frames on its full queues on top of the 5 % it was asked to).
+ */
+static void comp_cwnd_open(RoceQp *q, uint32_t acked)
+{
+    uint32_t ss = q->ssthresh ? q->ssthresh : ROCE_WINDOW;
+    uint32_t cwnd = roce_cwnd(q);
+
+    if (cwnd >= ROCE_WINDOW) {
+        return;
+    }
+    if (cwnd < ss) {
+        cwnd = MIN(cwnd + acked, ss);
+    } else {
+        q->cwnd_acc += acked;
+        while (q->cwnd_acc >= cwnd && cwnd < ROCE_WINDOW) {
+            q->cwnd_acc -= cwnd;
+            cwnd++;
+        }
+    }
+    q->cwnd = MIN(cwnd, ROCE_WINDOW);
+}
+
+static void comp_cwnd_cut(RoceQp *q, bool timeout, const char *why)
+{
+    q->ssthresh = MAX(roce_cwnd(q) / 2, ROCE_CWND_MIN);
+    q->cwnd = timeout ? 1 : q->ssthresh;
+    q->cwnd_acc = 0;
+    trace_pvrdma_roce_cwnd(q->qpn, why, q->cwnd, q->ssthresh);
+}
+
 /* The responder has everything before psn (an ACK, a response). */
 static void comp_acked(RoceQp *q, uint32_t psn)
 {
     if (psn_cmp(psn, q->ack_psn) > 0 && psn_cmp(psn, q->max_psn) <= 0) {
+        comp_cwnd_open(q, psn_sub(psn, q->ack_psn));
         q->ack_psn = psn;
     }
     comp_drain(q);
@@ -195,6 +236,7 @@ static bool comp_nak(RoceQp *q, uint32_t psn, uint8_t syn)
         }
         q->seq_retry = true;
         q->seq_retry_psn = psn;
+        comp_cwnd_cut(q, false, "sequence NAK");
         comp_retry(q, psn, "sequence NAK");
         comp_progress(q);
         return true;
@@ -357,6 +399,7 @@ void roce_req_timers(RoceQp *q, int64_t now)
             ((RoceWqe *)l->data)->reasked = false;
         }
         q->seq_retry = false;
+        comp_cwnd_cut(q, true, "ACK timeout");
         comp_retry(q, q->una, "ACK timeout");
         /*
          * Ask before resending everything: the oldest packet alone, with

@@ -32,6 +32,7 @@
 #include "hw/rdma/roce_wire.h"
 
 #define ROCE_WINDOW         128     /* unacknowledged PSNs (rxe: 128) */
+#define ROCE_CWND_MIN       2       /* the congestion window's floor */
 #define ROCE_ACKREQ_EVERY   32      /* AckReq at least every this many */
 #define ROCE_RESP_BUDGET    64      /* response packets per event and QP */
 #define ROCE_REQ_BUDGET     256     /* request packets per event and QP */
@@ -145,6 +146,13 @@ typedef struct RoceQp {
     RoceProbe probe;            /* timed out: one packet until answered */
     uint32_t probe_psn;         /* its PSN (una when the timer fired) */
     unsigned rto_shift;         /* expiries in a row: the timer x2, x4 */
+    /*
+     * The congestion window (packets, at most ROCE_WINDOW; 0: never cut,
+     * the whole window): halved by a sequence NAK, down to one packet by
+     * a timeout, grown by what is acknowledged, one packet per packet
+     * below ssthresh (0: ROCE_WINDOW), then one per window (cwnd_acc).
+     */
+    uint32_t cwnd, ssthresh, cwnd_acc;
     uint32_t max_psn;           /* PSNs before it were sent at least once */
 
     /* responder */
@@ -197,6 +205,12 @@ static inline RoceTransport *roce(PvrdmaTransport *t)
 static inline RoceQp *roce_qp(RoceTransport *t, PvrdmaQP *qp)
 {
     return qp && qp->path == &t->t ? qp->path_state : NULL;
+}
+
+/* The congestion window of q (see RoceQp.cwnd) */
+static inline uint32_t roce_cwnd(const RoceQp *q)
+{
+    return q->cwnd ? q->cwnd : ROCE_WINDOW;
 }
 
 /* 24-bit PSN arithmetic */

@@ -286,8 +286,10 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
         }
         p.payload = t->data;
         p.payload_len = len;
+        /* AckReq also on the packet that fills the window */
         p.ack_req = k + 1 == n || ++q->noack >= ROCE_ACKREQ_EVERY ||
-                    q->probe != ROCE_PROBE_GO;
+                    q->probe != ROCE_PROBE_GO ||
+                    psn_sub(psn_add(psn, 1), q->una) >= roce_cwnd(q);
         p.se = k + 1 == n && (w->send_flags & PVRDMA_SEND_SOLICITED) &&
                (req_is_send(w->opcode) ||
                 w->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM);
@@ -363,7 +365,7 @@ void roce_req_push(RoceQp *q)
         uint32_t n = w->rd_atomic ? 1 : wqe_npkts(w, w->mtu);
 
         if (psn_cmp(psn_add(q->psn, w->rd_atomic ? w->npsn : 1),
-                    psn_add(q->una, ROCE_WINDOW)) > 0 &&
+                    psn_add(q->una, roce_cwnd(q))) > 0 &&
             psn_cmp(q->psn, q->una) > 0) {
             break;      /* window full (a lone big READ still goes) */
         }
