@@ -468,7 +468,7 @@ static bool cr_rx_cancel(CrPeer *p, const CrCancelMsg *m, size_t len)
 
 /*
  * OFFER: the peer's RC QP on RoCEv2 to our QP dest_qpn is idle and would
- * carry on here (pvrdma_path_offered()).  Offers that cross are each
+ * carry on here (pvrdma_transport_offered()).  Offers that cross are each
  * answered: the first one taken moves both QPs (the other then finds ours
  * here already, and its answer is moot); a refusal ends our own offer too.
  */
@@ -491,11 +491,11 @@ static bool cr_rx_offer(CrPeer *p, const CrOfferMsg *m, size_t len)
     a.ok = qp && qp->type == PVRDMA_QPT_RC &&
            qp->attr.dest_qp_num == m->src_qpn && !t->paused && !p->paused &&
            cr_peer_for_gid(t, qp->attr.ah_attr.grh.dgid.raw) == p &&
-           pvrdma_path_offered(c, qp, &t->t, m->sq_psn, m->rq_psn);
+           pvrdma_transport_offered(c, qp, &t->t, m->sq_psn, m->rq_psn);
     trace_pvrdma_cr_offer(m->dest_qpn, m->src_qpn, a.ok);
     cr_send(p, &a, sizeof(a), -1);
     if (crossed && !a.ok) {
-        pvrdma_path_answered(c, qp, &t->t, false);
+        pvrdma_transport_answered(c, qp, &t->t, false);
     }
     return true;
 }
@@ -512,7 +512,7 @@ static bool cr_rx_answer(CrPeer *p, const CrAnswerMsg *m, size_t len)
     qp = pvrdma_qp_by_qpn(t->t.core, m->src_qpn & 0xffffff);
     if (qp && qp->attr.dest_qp_num == m->dest_qpn &&
         cr_peer_for_gid(t, qp->attr.ah_attr.grh.dgid.raw) == p) {
-        pvrdma_path_answered(t->t.core, qp, &t->t, m->ok);
+        pvrdma_transport_answered(t->t.core, qp, &t->t, m->ok);
     }
     return true;
 }

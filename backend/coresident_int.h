@@ -27,8 +27,8 @@
  * Owns the constants, the types, the small helpers (inline) and the
  * functions one of these files calls in another, grouped by the file that
  * defines them.  Only these files include it; the transport's API, for
- * the device and the tests, is in include/hw/rdma/rdma_backend.h, its
- * wire format in include/hw/rdma/pvrdma_coresident_wire.h.
+ * the device and the tests, is in include/hw/rdma/pvrdma_coresident.h,
+ * its wire format in include/hw/rdma/pvrdma_coresident_wire.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,7 +37,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
 
 #define CR_MAX_REGIONS  32

@@ -150,7 +150,8 @@ void cr_flush(CrTransport *t)
 
 /*
  * End of an event: send what it produced, free peers that died (a QP that
- * waits for one's answer to its path offer goes on: pvrdma_path_for()).
+ * waits for one's answer to its transport offer goes on:
+ * pvrdma_transport_for()).
  */
 void cr_done(CrTransport *t)
 {

@@ -18,7 +18,7 @@
  * Owns the constants, the CM MAD layouts, the types both use, the small
  * helpers (inline) and the functions hostcm.c takes from hostcm_mad.c.  Only
  * these files include it; the transport's API, for the device and the
- * tests, is in include/hw/rdma/rdma_backend.h.
+ * tests, is in include/hw/rdma/pvrdma_hostcm.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -26,7 +26,7 @@
 #define HW_RDMA_BACKEND_HOSTCM_INT_H
 
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_hostcm.h"
 
 #include <rdma/rdma_cma.h>
 

@@ -1,5 +1,5 @@
 /*
- * pvrdma host HCA backend, for builds without libibverbs.
+ * pvrdma host HCA transport, for builds without libibverbs.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -7,13 +7,15 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_hostverbs.h"
 
-PvrdmaHca *pvrdma_hostverbs_new(PvrdmaCore *c, const PvrdmaHcaConfig *cfg,
-                                PvrdmaLimits *lim,
-                                const PvrdmaShmRegion *regions,
-                                unsigned nregions, const PvrdmaLoopOps *loop,
-                                void *loop_opaque, char **err)
+PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
+                                      const PvrdmaHcaConfig *cfg,
+                                      PvrdmaLimits *lim,
+                                      const PvrdmaShmRegion *regions,
+                                      unsigned nregions,
+                                      const PvrdmaLoopOps *loop,
+                                      void *loop_opaque, char **err)
 {
     *err = g_strdup("this QEMU was built without libibverbs (install "
                     "libibverbs-dev and rebuild for host HCA support)");

@@ -1,7 +1,6 @@
 /*
- * pvrdma host HCA backend: the guest's verbs objects become objects of a
- * host RDMA device (a real RoCE HCA or Linux soft-RoCE) through
- * libibverbs.
+ * pvrdma host HCA transport: the guest's verbs objects become objects of a
+ * host RDMA device (a real RoCE HCA or Linux soft-RoCE) through libibverbs.
  *
  * - Memory: a guest MR's pages are already mapped by the core as runs of
  *   contiguous host memory.  One run is registered as it is; several runs
@@ -16,15 +15,15 @@
  *   forces one host entry instead.
  * - Completions: one completion channel and the async event fd, both on
  *   the host's event loop; no polling thread.
- * - Path choice: the device reaches a destination GID when the host's
+ * - Transport choice: the device reaches a destination GID when the host's
  *   route to it leaves through the device's netdev (hv_reaches).  RC QPs
- *   with another path (co-resident, RoCEv2 on the VM's NIC) keep their
+ *   with another transport (co-resident, RoCEv2 on the VM's NIC) keep their
  *   host twin for its QP number only.
  *
  * Everything runs with the caller's lock held (the BQL in QEMU).
  *
  * This file has the hooks table and the constructor, the device and its
- * port, the path choice and the host's events; the host twins of the
+ * port, the transport choice and the host's events; the host twins of the
  * guest's objects are in hostverbs_obj.c (hostverbs_int.h says how the
  * files share the work).
  *
@@ -44,16 +43,16 @@
 #define HV_POLL_BATCH   16
 
 /* ------------------------------------------------------------------ */
-/* Path choice                                                         */
+/* Transport choice                                                    */
 
 /*
- * Path choice: does traffic to dgid go through this device?  Yes when the
- * host's route to it leaves through the device's netdev: the source
+ * Transport choice: does traffic to dgid go through this device?  Yes when
+ * the host's route to it leaves through the device's netdev: the source
  * address the kernel picks for dgid (connect() of a UDP socket: a route
  * lookup, no packet) is an address of that netdev.  A destination that is
  * an address of the netdev itself (another VM's GID there, the host's own)
- * counts too.  Asked once per RC QP at RTR and per GSI MAD, never per
- * data packet.
+ * counts too.  Asked once per RC QP at RTR and per GSI MAD, never per data
+ * packet.
  */
 static bool hv_reaches(PvrdmaTransport *h, const uint8_t dgid[16])
 {
@@ -237,8 +236,8 @@ static void hv_async_ready(void *opaque)
             PvrdmaQP *qp = ev.element.qp->qp_context;
 
             handle = qp->handle;
-            /* a twin that only holds the QP number of another path's QP */
-            forward = qp->path == &d->t;
+            /* a twin holding only the number of a QP on another transport */
+            forward = qp->tp == &d->t;
             break;
         }
         case IBV_EVENT_CQ_ERR:
@@ -457,7 +456,7 @@ static void offer_limits(PvrdmaLimits *lim, const struct ibv_device_attr *da)
     lim->max_mr_size = MIN(lim->max_mr_size, da->max_mr_size);
 }
 
-/* The host device owns the guest's objects; its QPs are queue paths. */
+/* The host device owns the guest's objects: a queue transport. */
 static const PvrdmaQueueOps hv_queue = {
     .pd_create = hv_pd_create,
     .pd_destroy = hv_pd_destroy,

@@ -3,9 +3,10 @@
  *
  * The transport (hostverbs.c says what it does) is split in two:
  *   hostverbs.c      the transport's hooks table and its constructor, the
- *                    host device and its port, the path choice (reaches),
- *                    the host's events: completions from the completion
- *                    channel, async events, the device going away
+ *                    host device and its port, the transport choice
+ *                    (reaches), the host's events: completions from the
+ *                    completion channel, async events, the device going
+ *                    away
  *   hostverbs_obj.c  the host twins of the guest's objects: PDs and their
  *                    address handles, MRs over guest RAM (remapped when
  *                    in several runs), CQs, SRQs, QPs (create, modify,
@@ -16,7 +17,7 @@
  *
  * Owns the types both use and the functions hostverbs.c takes from
  * hostverbs_obj.c.  Only these files include it; the transport's API, for
- * the device, is in include/hw/rdma/rdma_backend.h.
+ * the device, is in include/hw/rdma/pvrdma_hostverbs.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -24,7 +25,7 @@
 #define HW_RDMA_BACKEND_HOSTVERBS_INT_H
 
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_hostverbs.h"
 
 #include <infiniband/verbs.h>
 #include <net/if.h>

@@ -8,7 +8,7 @@
 #ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
 #endif
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 static bool loopback_reaches(PvrdmaTransport *t, const uint8_t dgid[16])
 {

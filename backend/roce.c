@@ -233,10 +233,10 @@ bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
     }
     qp = pvrdma_qp_by_qpn(c, p.dqpn);
     q = roce_qp(t, qp);
-    if (!q && qp && qp->path && qp->type == PVRDMA_QPT_RC &&
+    if (!q && qp && qp->tp && qp->type == PVRDMA_QPT_RC &&
         !memcmp(p.sgid, qp->attr.ah_attr.grh.dgid.raw, 16) &&
-        pvrdma_path_heard(c, qp, &t->t)) {
-        /* its peer left the QP's path (it moved) and is on the wire now */
+        pvrdma_transport_heard(c, qp, &t->t)) {
+        /* its peer left the QP's transport (moved) and is on the wire now */
         q = roce_qp(t, qp);
     }
     if (!qp && linger_rx(t, &p)) {
@@ -245,7 +245,7 @@ bool pvrdma_roce_rx(PvrdmaTransport *pt, const uint8_t *frame, size_t len)
     if (!q || qp->type != PVRDMA_QPT_RC || qp->state < PVRDMA_QPS_RTR ||
         qp->state == PVRDMA_QPS_ERR ||
         memcmp(p.sgid, qp->attr.ah_attr.grh.dgid.raw, 16)) {
-        /* no such connection: a QP of another path, reset, or a stranger */
+        /* no connection: a QP of another transport, reset, or a stranger */
         trace_pvrdma_roce_drop("no connection");
         t->st.drops++;
         return true;
@@ -286,7 +286,7 @@ static int roce_attach(PvrdmaTransport *pt, PvrdmaQP *qp)
     g_queue_init(&q->wqes);
     g_queue_init(&q->resps);
     t->qps = g_list_prepend(t->qps, q);
-    qp->path_state = q;
+    qp->tp_state = q;
     trace_pvrdma_roce_resp(q->qpn, "attached, expecting", q->epsn);
     return 0;
 }
@@ -312,9 +312,9 @@ static bool roce_qp_idle(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t *sq_psn,
 }
 
 /*
- * qp came here from another path in RTR..SQD: an ACK of what it has (a
- * duplicate ACK to a peer on the wire already) tells a peer that still
- * waits on the old path where it is (pvrdma_path_heard()).
+ * qp came here from another transport in RTR..SQD: an ACK of what it has
+ * (a duplicate ACK to a peer on the wire already) tells a peer that still
+ * waits on the old transport where it is (pvrdma_transport_heard()).
  */
 static void roce_announce(PvrdmaTransport *pt, PvrdmaQP *qp)
 {
@@ -342,7 +342,7 @@ static void roce_qp_free(RoceTransport *t, RoceQp *q)
 
 static void roce_detach(PvrdmaTransport *pt, PvrdmaQP *qp)
 {
-    RoceQp *q = qp->path_state;
+    RoceQp *q = qp->tp_state;
 
     if (q) {
         if (pvrdma_qp_by_qpn(pt->core, qp->qpn) != qp &&
@@ -350,7 +350,7 @@ static void roce_detach(PvrdmaTransport *pt, PvrdmaQP *qp)
             linger_add(roce(pt), q);    /* destroyed while connected */
         }
         roce_qp_free(roce(pt), q);
-        qp->path_state = NULL;
+        qp->tp_state = NULL;
     }
 }
 
@@ -465,7 +465,7 @@ static void roce_destroy(PvrdmaTransport *pt)
     while (t->qps) {
         RoceQp *q = t->qps->data;
 
-        q->qp->path_state = NULL;
+        q->qp->tp_state = NULL;
         roce_qp_free(t, q);
     }
     g_free(t);
@@ -672,7 +672,7 @@ static bool roce_qp_load(PvrdmaTransport *pt, PvrdmaQP *qp,
     RoceQpLoad l = { 0 };
 
     if (!q) {
-        return pvrdma_mig_fail(r, "not on this path");
+        return pvrdma_mig_fail(r, "not on this transport");
     }
     if (!roce_qp_load_psns(r, &l)) {
         return false;

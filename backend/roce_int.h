@@ -21,14 +21,14 @@
  * Owns the constants, the types, the small helpers (inline) and the
  * functions one of these files calls in another, grouped by the file that
  * defines them.  Only these files include it; the transport's API, for
- * the device and the tests, is in include/hw/rdma/rdma_backend.h.
+ * the device and the tests, is in include/hw/rdma/pvrdma_roce.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef HW_RDMA_BACKEND_ROCE_INT_H
 #define HW_RDMA_BACKEND_ROCE_INT_H
 
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_roce.h"
 #include "hw/rdma/roce_wire.h"
 
 #define ROCE_WINDOW         128     /* unacknowledged PSNs (rxe: 128) */
@@ -121,7 +121,7 @@ typedef struct RoceRes {
     uint64_t orig;
 } RoceRes;
 
-/* Per RC QP on this path (qp->path_state). */
+/* Per RC QP on this transport (qp->tp_state). */
 typedef struct RoceQp {
     RoceTransport *t;
     PvrdmaQP *qp;
@@ -204,7 +204,7 @@ static inline RoceTransport *roce(PvrdmaTransport *t)
 
 static inline RoceQp *roce_qp(RoceTransport *t, PvrdmaQP *qp)
 {
-    return qp && qp->path == &t->t ? qp->path_state : NULL;
+    return qp && qp->tp == &t->t ? qp->tp_state : NULL;
 }
 
 /* The congestion window of q (see RoceQp.cwnd) */

@@ -24,6 +24,8 @@
 #include "system/system.h"
 #include "system/dma.h"
 #include "net/net.h"
+#include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_loopback.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
@@ -277,9 +279,9 @@ static void pvrdma_get_peers(Object *obj, Visitor *v, const char *name,
 }
 
 /*
- * "qps": what the QPs do, a line each (number, type, state, path, peer,
- * the path's counters), then a line per transport: qom-get, or
- * 'qom-get /machine/peripheral/ID qps' in HMP.
+ * "qps": what the QPs do, a line each (number, type, state, path: the
+ * transport that carries it, peer, the transport's counters), then a line
+ * per transport: qom-get, or 'qom-get /machine/peripheral/ID qps' in HMP.
  */
 static char *pvrdma_get_qps(Object *obj, Error **errp)
 {
@@ -323,10 +325,10 @@ static bool pvrdma_init_pci(PvrdmaState *s, Error **errp)
 }
 
 /*
- * The transports, in the order of the path choice: loopback, co-resident,
- * the host HCA (for the destinations its netdev routes), RoCEv2 on the
- * vmxnet3's network (any other), the host HCA as last resort.  false
- * (errp set) on a bad combination of properties or a transport that
+ * The transports, in the order of the transport choice: loopback,
+ * co-resident, the host HCA (for the destinations its netdev routes),
+ * RoCEv2 on the vmxnet3's network (any other), the host HCA as last resort.
+ * false (errp set) on a bad combination of properties or a transport that
  * cannot start; the caller undoes what was done.
  */
 static bool pvrdma_add_transports(PvrdmaState *s, VMXNET3State *nic,
@@ -507,8 +509,8 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_BOOL("roce", PvrdmaState, roce_on, true),
     /*
      * Off: no loopback transport, so QPs to the device's own GIDs take the
-     * next path that reaches them (with ibdev the host device's loopback).
-     * For tests of those paths.
+     * next transport that reaches them (with ibdev the host device's
+     * loopback).  For tests of those transports.
      */
     DEFINE_PROP_BOOL("x-loopback", PvrdmaState, loopback_on, true),
 };
@@ -536,9 +538,9 @@ static void pvrdma_class_init(ObjectClass *klass, void *data)
         "co-resident peers connected through the rendezvous directory");
     object_class_property_add_str(klass, "qps", pvrdma_get_qps, NULL);
     object_class_property_set_description(klass, "qps",
-        "each QP's type, state, path (loopback, coresident, roce, "
-        "hostverbs, per-request) and the path's counters, then each "
-        "transport's");
+        "each QP's type, state, path (its transport: loopback, coresident, "
+        "roce, hostverbs, per-request) and the transport's counters, then "
+        "each transport's");
     object_class_property_set_description(klass, "roce",
         "RoCEv2 on the paired vmxnet3's netdev (for destinations that "
         "are not on this device, co-resident or routed by the ibdev's "

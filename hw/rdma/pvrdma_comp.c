@@ -3,10 +3,10 @@
  * lives in the QP's send slot; pvrdma_drain_sq() completes finished slots
  * in order, from the consumer index up to the first still in flight, and
  * publishes the consumer index (the guest reuses a ring slot only then);
- * pvrdma_complete() is where every path reports completions: a message
- * path's request it answered PVRDMA_TRANSPORT_PENDING, or a queue path's
- * CQE; pvrdma_flush_queues() completes everything posted to a QP in error
- * with WR_FLUSH_ERR.  Builds the send and receive CQEs.
+ * pvrdma_complete() is where every transport reports completions: a message
+ * transport's request it answered PVRDMA_TRANSPORT_PENDING, or a queue
+ * transport's CQE; pvrdma_flush_queues() completes everything posted to a
+ * QP in error with WR_FLUSH_ERR.  Builds the send and receive CQEs.
  *
  * Not here: writing a CQE into the guest's CQ ring and notifying the guest
  * (pvrdma_event.c), executing WQEs (pvrdma_req.c, pvrdma_resp.c), the
@@ -18,7 +18,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
@@ -237,7 +237,7 @@ void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st)
     }
 }
 
-/* A message path's request that execute() answered PENDING finished. */
+/* A message transport's request that execute() answered PENDING finished. */
 static void req_done(PvrdmaCore *c, PvrdmaQP *qp, uint64_t cookie,
                      int status)
 {
@@ -261,7 +261,7 @@ static void req_done(PvrdmaCore *c, PvrdmaQP *qp, uint64_t cookie,
     }
 }
 
-/* A queue path's completion, as its owner reported it, for CQ cq. */
+/* A queue transport's completion, as its owner reported it, for CQ cq. */
 static void queue_cqe(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
                       const PvrdmaWc *wc)
 {
@@ -296,13 +296,13 @@ void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc)
     PvrdmaCQ *cq;
 
     if (wc->cookie) {
-        if (qp && !pvrdma_qp_queue_path(qp)) {
+        if (qp && !pvrdma_qp_on_queue_transport(qp)) {
             req_done(c, qp, wc->cookie, wc->status);
         }
         return;
     }
-    if (qp && !pvrdma_qp_queue_path(qp)) {
-        return;     /* the core completes a message path's WQEs itself */
+    if (qp && !pvrdma_qp_on_queue_transport(qp)) {
+        return;     /* the core completes a message transport's WQEs itself */
     }
     cq = pvrdma_table_get(&c->cq, wc->cq);
     if (cq) {

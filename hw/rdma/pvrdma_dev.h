@@ -28,7 +28,7 @@
 #include "qemu/notify.h"
 #include "system/runstate.h"
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 
 
 #define TYPE_PVRDMA "pvrdma"

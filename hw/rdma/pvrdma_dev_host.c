@@ -20,6 +20,9 @@
 #include "hw/boards.h"
 #include "exec/ramblock.h"
 #include "system/system.h"
+#include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_hostcm.h"
+#include "hw/rdma/pvrdma_hostverbs.h"
 #include "pvrdma_dev.h"
 
 /* ------------------------------------------------------------------ */

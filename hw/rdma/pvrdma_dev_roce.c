@@ -22,6 +22,7 @@
 #include "net/filter.h"
 #include "net/vhost_net.h"
 #include "standard-headers/linux/virtio_net.h"
+#include "hw/rdma/pvrdma_roce.h"
 #include "hw/rdma/roce_wire.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
@@ -331,10 +332,11 @@ static void pvrdma_no_roce(const char *why)
 }
 
 /*
- * Add the RoCEv2 transport (last: path choice takes the first transport
- * that reaches a GID, so loopback and co-resident peers keep their
- * shorter paths) and its tap on the vmxnet3's netdev.  Nothing here fails
- * the device: without a usable netdev it works as before, without RoCEv2.
+ * Add the RoCEv2 transport (last: transport choice takes the first
+ * transport that reaches a GID, so loopback and co-resident peers keep
+ * their shorter paths) and its tap on the vmxnet3's netdev.  Nothing here
+ * fails the device: without a usable netdev it works as before, without
+ * RoCEv2.
  */
 void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic)
 {

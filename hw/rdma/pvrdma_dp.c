@@ -3,12 +3,12 @@
  * the transports' wake-up and timer hooks, then one budgeted pass per
  * queued QP, then another kick if work is left), and the send and SRQ
  * doorbells.  The top of the data path: it calls the requester, the queue
- * path and the transports' hooks, and nothing below calls it.
+ * transport and the transports' hooks, and nothing below calls it.
  *
  * Not here: the run list, waiter counts and the timer (pvrdma_sched.c),
  * decoding UAR writes (pvrdma_uar.c), walking a send queue
  * (pvrdma_req.c), CQ doorbells (pvrdma_event.c), waking senders on RNR
- * and the transports' hooks (pvrdma_path.c).
+ * and the transports' hooks (pvrdma_transport.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,7 +16,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 /*
@@ -93,7 +93,7 @@ void pvrdma_core_run(PvrdmaCore *c)
             continue;
         }
         qp->queued = false;
-        if (pvrdma_qp_queue_path(qp)) {
+        if (pvrdma_qp_on_queue_transport(qp)) {
             pvrdma_hca_serve_qp(c, qp);
         } else {
             pvrdma_serve_sq(c, qp, 0);

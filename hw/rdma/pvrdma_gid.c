@@ -4,7 +4,7 @@
  *
  * Not here: CREATE_BIND and DESTROY_BIND, which fill the table
  * (pvrdma_cmd.c); clearing it at reset (pvrdma_init.c); telling the
- * transports that it changed (pvrdma_path.c).
+ * transports that it changed (pvrdma_transport.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -12,7 +12,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 #include <arpa/inet.h>

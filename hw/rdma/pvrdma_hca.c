@@ -1,6 +1,6 @@
 /*
- * pvrdma: queue paths (rdma_backend.h), the QPs the object owner (a host
- * HCA) runs.
+ * pvrdma: queue transports (pvrdma_transport.h), the QPs the object owner
+ * (a host HCA) runs.
  *
  * Such a QP is not run by the software requester and responder: its WQEs
  * are copied out of the guest rings, checked for what only the device can
@@ -20,7 +20,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 static void hca_err_cqe(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq,
@@ -45,7 +45,7 @@ void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
         return;
     }
     /* the owner flushes what it holds */
-    qp->path->ops->queue->qp_modify(qp->path, qp, PVRDMA_QP_STATE, &a);
+    qp->tp->ops->queue->qp_modify(qp->tp, qp, PVRDMA_QP_STATE, &a);
     qp->state = PVRDMA_QPS_ERR;
 }
 
@@ -129,7 +129,8 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
     uint32_t prod, n;
     bool moved = false;
 
-    if (!pvrdma_qp_queue_path(qp) || !sq_open(qp) || qp->hca_sq_blocked) {
+    if (!pvrdma_qp_on_queue_transport(qp) || !sq_open(qp) ||
+        qp->hca_sq_blocked) {
         return;
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod)) {
@@ -148,7 +149,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_inline_sges(c, qp, &w);
         st = send_wr(c, qp, &w, &wr);
         if (!st) {
-            err = qp->path->ops->queue->post_send(qp->path, qp, &wr);
+            err = qp->tp->ops->queue->post_send(qp->tp, qp, &wr);
             if (err == -ENOMEM) {
                 qp->hca_sq_blocked = true;
                 break;
@@ -233,7 +234,7 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
 
 void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (pvrdma_qp_queue_path(qp) && !qp->is_srq && rq_open(qp) &&
+    if (pvrdma_qp_on_queue_transport(qp) && !qp->is_srq && rq_open(qp) &&
         !qp->hca_rq_blocked &&
         post_recvs(c, qp, NULL, &qp->rq, qp->max_recv_sge,
                    &qp->hca_rq_blocked)) {

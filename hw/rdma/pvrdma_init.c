@@ -6,8 +6,8 @@
  *
  * Not here: registers and activation (pvrdma_regs.c), freeing the guest's
  * objects (pvrdma_destroy_all() in pvrdma_cmd.c), the transport list
- * (pvrdma_path.c), any transport: the core knows none (backend/, added by
- * the QOM glue pvrdma.c and the test harnesses).
+ * (pvrdma_transport.c), any transport: the core knows none (backend/, added
+ * by the QOM glue pvrdma.c and the test harnesses).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -15,7 +15,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 void pvrdma_limits_default(PvrdmaLimits *l)

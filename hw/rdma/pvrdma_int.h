@@ -5,7 +5,7 @@
  * glue pvrdma.c) use between each other, grouped by the file that defines
  * them.  Does not own the core's public API (include/hw/rdma/pvrdma_core.h:
  * what the QOM glue, the transports and the tests use) nor the transport
- * interface (include/hw/rdma/rdma_backend.h: the transport contract,
+ * interface (include/hw/rdma/pvrdma_transport.h: the transport contract,
  * pvrdma_responder(), pvrdma_complete()).  Nothing outside
  * hw/rdma/pvrdma_*.c includes this header.
  *
@@ -15,7 +15,7 @@
 #define HW_RDMA_PVRDMA_INT_H
 
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 
 /* pvrdma_ring.c: WQE copy-out */
 
@@ -51,32 +51,43 @@ static inline bool pvrdma_port_up(PvrdmaCore *c)
     return !c->ops->link_up || c->ops->link_up(c->opaque);
 }
 
-/* pvrdma_path.c: the transport list, QP paths, the owner, transport hooks */
+/* pvrdma_transport.c: transport list, QPs' transports, owner, hooks */
 
 /* Senders waiting on RNR retry, here and in the transports. */
 void pvrdma_wake_rnr(PvrdmaCore *c);
 
 void pvrdma_transports_destroy(PvrdmaCore *c);
 /*
- * The path an RC QP that chooses at RTR takes to dgid: the first transport
- * that reaches it, else the owner (if qp has a twin), else NULL.  A QP
- * that has its path, or whose path is not chosen at RTR: qp->path.
+ * The transport an RC QP that chooses at RTR takes to dgid: the first
+ * transport that reaches it, else the owner (if qp has a twin), else NULL.
+ * A QP that has its transport, or whose transport is not chosen at RTR:
+ * qp->tp.
  */
-PvrdmaTransport *pvrdma_path_choose(PvrdmaCore *c, const PvrdmaQP *qp,
-                                    const uint8_t dgid[16]);
-/* An RC QP goes to RTR: the path pvrdma_path_choose() gives takes it. */
-int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp);
-/* Migration: qp carries on over t, its path before the move (false: no). */
-bool pvrdma_path_attach_to(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
-/* Reset / destroy: a path chosen at RTR (not the owner) lets the QP go. */
-void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp);
+PvrdmaTransport *pvrdma_transport_choose(PvrdmaCore *c, const PvrdmaQP *qp,
+                                         const uint8_t dgid[16]);
+/*
+ * An RC QP goes to RTR: the transport pvrdma_transport_choose() gives
+ * takes it.
+ */
+int pvrdma_transport_attach(PvrdmaCore *c, PvrdmaQP *qp);
+/*
+ * Migration: qp carries on over t, its transport before the move (false:
+ * no).
+ */
+bool pvrdma_transport_attach_to(PvrdmaCore *c, PvrdmaQP *qp,
+                                PvrdmaTransport *t);
+/*
+ * Reset / destroy: a transport chosen at RTR (not the owner) lets the QP
+ * go.
+ */
+void pvrdma_transport_detach(PvrdmaCore *c, PvrdmaQP *qp);
 /* The transport for a request of qp to dgid; NULL: unreachable. */
-PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
-                                 const uint8_t dgid[16]);
-/* Is qp a queue path (the object owner is its path and runs it)? */
-static inline bool pvrdma_qp_queue_path(const PvrdmaQP *qp)
+PvrdmaTransport *pvrdma_transport_for(PvrdmaCore *c, PvrdmaQP *qp,
+                                      const uint8_t dgid[16]);
+/* Is qp on a queue transport (the object owner carries and runs it)? */
+static inline bool pvrdma_qp_on_queue_transport(const PvrdmaQP *qp)
 {
-    return qp->path && qp->path->ops->queue;
+    return qp->tp && qp->tp->ops->queue;
 }
 /* The owner's twins: 0 / nothing without an owner (negative errno). */
 int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd);
@@ -92,7 +103,8 @@ int pvrdma_owner_srq_modify(PvrdmaCore *c, PvrdmaSRQ *srq, uint32_t mask,
 void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq);
 /*
  * Non-GSI QPs get a twin (and the owner's QP number); UD QPs and QPs on an
- * SRQ also get the owner as their (queue) path, the others choose at RTR.
+ * SRQ also get the owner as their (queue) transport, the others choose at
+ * RTR.
  */
 int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp);
@@ -242,7 +254,7 @@ void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
 /* QP error no completion reports: async event, then the error state. */
 void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event);
 
-/* pvrdma_stream.c: the migration stream (the rest in rdma_backend.h) */
+/* pvrdma_stream.c: the migration stream (the rest in pvrdma_transport.h) */
 
 /* n bytes from the stream into dst (zeros and false past its end) */
 bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n);
@@ -251,7 +263,7 @@ bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n);
 
 #define PVRDMA_MIG_MAGIC    0x474d5250u     /* "PRMG" */
 #define PVRDMA_MIG_END      0x444e4550u     /* "PEND" */
-/* 2: a path record after each QP (PvrdmaTransportOps.qp_save) */
+/* 2: a transport record after each QP (PvrdmaTransportOps.qp_save) */
 #define PVRDMA_MIG_VERSION  2
 /* The limits record read back: each must be this device's. */
 bool pvrdma_mig_load_limits(PvrdmaMigReader *r, const PvrdmaLimits *l);
@@ -298,7 +310,7 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp);
  */
 void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st);
 
-/* pvrdma_hca.c: queue paths (the owner's QPs): guest WQEs to its queues */
+/* pvrdma_hca.c: queue transports (the owner's QPs): WQEs to its queues */
 
 void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
@@ -306,12 +318,12 @@ void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
 void pvrdma_hca_serve_qp(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_hca_serve_srqs(PvrdmaCore *c);
 /*
- * After a queue path's completion: an error moved the QP to error; a queue
- * that was full takes more WQEs.
+ * After a queue transport's completion: an error moved the QP to error; a
+ * queue that was full takes more WQEs.
  */
 void pvrdma_hca_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
                           uint32_t status);
-/* A queue path's QP goes to error (the owner's QP too). */
+/* A queue transport's QP goes to error (the owner's QP too). */
 void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
 
 #endif

@@ -12,12 +12,12 @@
  * Loaded by replay (pvrdma_mig_load.c), which reads the limits record
  * with pvrdma_mig_load_limits(), kept here beside the table it checks.
  *
- * Only QPs whose path keeps no state of its own (PVRDMA_TP_STATELESS:
- * loopback), whose path pauses its peers while the VM is saved (quiesce:
- * co-resident) or that have no path yet (RESET, INIT, UD, GSI) can move:
- * pvrdma_core_migration_blocker() says which QP holds a migration back.
- * pvrdma_core_quiesce() runs before the save: afterwards nothing is in
- * flight, and resume or moved follows.
+ * Only QPs whose transport keeps no state of its own (PVRDMA_TP_STATELESS:
+ * loopback), whose transport pauses its peers while the VM is saved
+ * (quiesce: co-resident) or that have no transport yet (RESET, INIT, UD,
+ * GSI) can move: pvrdma_core_migration_blocker() says which QP holds a
+ * migration back.  pvrdma_core_quiesce() runs before the save: afterwards
+ * nothing is in flight, and resume or moved follows.
  *
  * The stream is little-endian, versioned (PVRDMA_MIG_VERSION); a later
  * version may append fields to a record, never reorder them.
@@ -28,7 +28,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -71,15 +71,15 @@ char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving)
             continue;
         }
         /*
-         * a path with no state of its own, one that pauses its peers, or
-         * one that hands its connection state over
+         * a transport with no state of its own, one that pauses its peers,
+         * or one that hands its connection state over
          */
-        if (qp->path && !(qp->path->ops->flags & PVRDMA_TP_STATELESS) &&
-            !qp->path->ops->quiesce && !qp->path->ops->qp_save) {
-            return g_strdup_printf("QP %u is connected over the %s path, "
+        if (qp->tp && !(qp->tp->ops->flags & PVRDMA_TP_STATELESS) &&
+            !qp->tp->ops->quiesce && !qp->tp->ops->qp_save) {
+            return g_strdup_printf("QP %u is connected over the %s transport, "
                                    "whose connection state does not "
                                    "migrate yet", qp->qpn,
-                                   qp->path->ops->name);
+                                   qp->tp->ops->name);
         }
         for (uint32_t i = qp->sq.priv; saving && i != qp->sq_head;
              i = pvrdma_idx_next(i, qp->sq.nelems)) {
@@ -253,13 +253,13 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
         put8(b, s->signaled);
         put8(b, s->held);
     }
-    /* the connection state of its path, if that path hands it over */
-    if (qp->path && qp->path->ops->qp_save && qp->type == PVRDMA_QPT_RC &&
+    /* the connection state of its transport, if that one hands it over */
+    if (qp->tp && qp->tp->ops->qp_save && qp->type == PVRDMA_QPT_RC &&
         qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD) {
-        const char *name = qp->path->ops->name;
+        const char *name = qp->tp->ops->name;
         g_autoptr(GByteArray) st = g_byte_array_new();
 
-        qp->path->ops->qp_save(qp->path, qp, st);
+        qp->tp->ops->qp_save(qp->tp, qp, st);
         put8(b, 1);
         put32(b, strlen(name));
         g_byte_array_append(b, (const uint8_t *)name, strlen(name));

@@ -18,10 +18,10 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
-#define PVRDMA_MIG_PATH_NAME_MAX 32
+#define PVRDMA_MIG_TP_NAME_MAX 32
 
 /* ------------------------------------------------------------------ */
 /* The stream's primitives (pvrdma_stream.c), by short names            */
@@ -400,13 +400,13 @@ static bool qp_walk(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp, uint8_t state,
 }
 
 /*
- * A QP's path record: the path it was on carries on with the state its
- * qp_save wrote, even where another path would be chosen now (the peer's
- * QP stays on the path it shares with this one).
+ * A QP's transport record: the transport it was on carries on with the
+ * state its qp_save wrote, even where another transport would be chosen
+ * now (the peer's QP stays on the transport it shares with this one).
  */
-static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
+static bool load_transport(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
 {
-    char name[PVRDMA_MIG_PATH_NAME_MAX + 1] = "";
+    char name[PVRDMA_MIG_TP_NAME_MAX + 1] = "";
     PvrdmaTransport *t = NULL;
     MigReader sub = { 0 };
     uint32_t n, len;
@@ -415,24 +415,24 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     switch (get8(r)) {
     case 0:
         /*
-         * Its path kept no state (co-resident): it took the path that
-         * reaches its peer from here.  If that is another kind (RoCEv2:
-         * the peer did not come along), the peer may still wait on the
-         * old one: tell it (pvrdma_path_heard()).
+         * Its transport kept no state (co-resident): it took the transport
+         * that reaches its peer from here.  If that is another kind
+         * (RoCEv2: the peer did not come along), the peer may still wait on
+         * the old one: tell it (pvrdma_transport_heard()).
          */
-        if (!r->err && qp->path && qp->path->ops->qp_announce &&
+        if (!r->err && qp->tp && qp->tp->ops->qp_announce &&
             qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD) {
-            qp->path->ops->qp_announce(qp->path, qp);
+            qp->tp->ops->qp_announce(qp->tp, qp);
         }
         return !r->err;
     case 1:
         break;
     default:
-        return mig_fail(r, "QP %u: bad path record", qp->qpn);
+        return mig_fail(r, "QP %u: bad transport record", qp->qpn);
     }
     n = get32(r);
-    if (!r->err && (!n || n > PVRDMA_MIG_PATH_NAME_MAX)) {
-        return mig_fail(r, "QP %u: path name of %u bytes", qp->qpn, n);
+    if (!r->err && (!n || n > PVRDMA_MIG_TP_NAME_MAX)) {
+        return mig_fail(r, "QP %u: transport name of %u bytes", qp->qpn, n);
     }
     take(r, name, n);
     len = get32(r);
@@ -441,11 +441,11 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     }
     for (uint32_t i = 0; i < n; i++) {
         if (!g_ascii_isalnum(name[i])) {
-            return mig_fail(r, "QP %u: path name not a name", qp->qpn);
+            return mig_fail(r, "QP %u: transport name not a name", qp->qpn);
         }
     }
     if (len > r->left) {
-        return mig_fail(r, "QP %u: path state truncated", qp->qpn);
+        return mig_fail(r, "QP %u: transport state truncated", qp->qpn);
     }
     for (unsigned i = 0; i < c->ntransports; i++) {
         if (!strcmp(c->transports[i]->ops->name, name)) {
@@ -453,16 +453,16 @@ static bool load_path(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
         }
     }
     if (!t || !t->ops->qp_load) {
-        return mig_fail(r, "QP %u was connected over the %s path, which "
+        return mig_fail(r, "QP %u was connected over the %s transport, which "
                         "this device does not have", qp->qpn, name);
     }
     if (qp->type != PVRDMA_QPT_RC || qp->state < PVRDMA_QPS_RTR ||
         qp->state > PVRDMA_QPS_SQD) {
-        return mig_fail(r, "QP %u: path state in QP state %u", qp->qpn,
+        return mig_fail(r, "QP %u: transport state in QP state %u", qp->qpn,
                         qp->state);
     }
-    if (qp->path != t && !pvrdma_path_attach_to(c, qp, t)) {
-        return mig_fail(r, "QP %u: the %s path refused it", qp->qpn, name);
+    if (qp->tp != t && !pvrdma_transport_attach_to(c, qp, t)) {
+        return mig_fail(r, "QP %u: the %s transport refused it", qp->qpn, name);
     }
     sub.p = r->p;
     sub.left = len;
@@ -619,7 +619,7 @@ static bool load_qp(MigReader *r, PvrdmaCore *c, uint32_t version)
     qp->sq_failed = st.sq_failed != 0;
     qp->comm_est = st.comm_est != 0;
     qp->events = st.events;
-    if (version >= 2 && !load_path(r, c, qp)) {
+    if (version >= 2 && !load_transport(r, c, qp)) {
         return false;
     }
     pvrdma_qp_schedule(c, qp);

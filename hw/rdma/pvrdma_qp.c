@@ -1,11 +1,11 @@
 /*
  * pvrdma: the QP state machine.  Looking a QP up by handle or QP number,
  * the allowed transitions and the attributes each one needs, MODIFY_QP
- * (checks, then a queue path's own QP, then the new attributes, the path
- * at RTR and what entering a state does), and the move to the error state
- * after a failed WQE, a remote error or a fatal guest error (with an async
- * event), also when a transport reports one.  The IBA timing and
- * segmentation of a QP: local ACK timeout, retry window, RNR deadline,
+ * (checks, then a queue transport's own QP, then the new attributes, the
+ * transport at RTR and what entering a state does), and the move to the
+ * error state after a failed WQE, a remote error or a fatal guest error
+ * (with an async event), also when a transport reports one.  The IBA timing
+ * and segmentation of a QP: local ACK timeout, retry window, RNR deadline,
  * path MTU, PSNs of a request.
  *
  * A QP's life: CREATE_QP (its rings in guest pages, or an SRQ), MODIFY_QP,
@@ -20,7 +20,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 PvrdmaQP *pvrdma_qp_get(PvrdmaCore *c, uint32_t handle)
@@ -38,8 +38,8 @@ PvrdmaQP *pvrdma_qp_by_qpn(PvrdmaCore *c, uint32_t qpn)
     } else {
         qp = pvrdma_qp_get(c, qpn);     /* QPNs double as handles */
     }
-    /* not queue paths: the owner itself receives for those */
-    return qp && !pvrdma_qp_queue_path(qp) ? qp : NULL;
+    /* not on queue transports: the owner itself receives for those */
+    return qp && !pvrdma_qp_on_queue_transport(qp) ? qp : NULL;
 }
 
 /*
@@ -73,7 +73,7 @@ static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (pvrdma_qp_queue_path(qp)) {
+    if (pvrdma_qp_on_queue_transport(qp)) {
         pvrdma_hca_qp_error(c, qp);
         return;
     }
@@ -143,7 +143,7 @@ static void reset_rings(PvrdmaCore *c, PvrdmaQP *qp)
     memset(qp->slot, 0, sizeof(*qp->slot) * qp->sq.nelems);
     qp->gone_pending = false;
     pvrdma_qp_gone(c, qp->qpn);
-    pvrdma_path_detach(c, qp);
+    pvrdma_transport_detach(c, qp);
 }
 
 /*
@@ -240,10 +240,11 @@ static int modify_check(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
 }
 
 /*
- * The host device first: at RTR it may take the QP (then it is a queue
- * path); a queue path's QP, or the twin of one the core serves, changes
- * there before the core's copy.  *a may become fixed (fixed_rq_psn).
- * Returns 0 or the error the owner gave, as a positive errno.
+ * The host device first: at RTR it may take the QP (then it is on a queue
+ * transport); a queue transport's QP, or the twin of one the core serves,
+ * changes there before the core's copy.  *a may become fixed
+ * (fixed_rq_psn).  Returns 0 or the error the owner gave, as a positive
+ * errno.
  */
 static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
                            const struct pvrdma_qp_attr **a,
@@ -252,20 +253,21 @@ static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
 {
     bool owner_rtr = false;
 
-    if (rtr && qp->hw && !qp->path &&
-        pvrdma_path_choose(c, qp, (*a)->ah_attr.grh.dgid.raw) == c->owner) {
+    if (rtr && qp->hw && !qp->tp &&
+        pvrdma_transport_choose(c, qp, (*a)->ah_attr.grh.dgid.raw) ==
+        c->owner) {
         pvrdma_owner_qp_take(c, qp);    /* the host device carries it */
         owner_rtr = true;
     }
     /*
-     * The twin follows the QP while it has no path (RESET, INIT) and back
-     * to RESET; past that only if the owner is its path.
+     * The twin follows the QP while it has no transport (RESET, INIT) and
+     * back to RESET; past that only if the owner is its transport.
      */
-    if (pvrdma_qp_queue_path(qp) ||
-        (qp->hw && ((!qp->path && !rtr) || next == PVRDMA_QPS_RESET))) {
+    if (pvrdma_qp_on_queue_transport(qp) ||
+        (qp->hw && ((!qp->tp && !rtr) || next == PVRDMA_QPS_RESET))) {
         int err;
 
-        if (pvrdma_qp_queue_path(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
+        if (pvrdma_qp_on_queue_transport(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
             *a = fixed_rq_psn(c, qp, mask, *a, fixed);
         }
         err = c->owner->ops->queue->qp_modify(c->owner, qp, mask, *a);
@@ -313,8 +315,8 @@ static void modify_set_attrs(PvrdmaQP *qp, uint32_t mask,
     }
 }
 
-/* A queue path's QP entered next on the host device */
-static void queue_path_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t next)
+/* A queue transport's QP entered next on the host device */
+static void queue_transport_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t next)
 {
     qp->state = next;
     if (next == PVRDMA_QPS_RESET) {
@@ -375,15 +377,15 @@ int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     modify_set_attrs(qp, mask, a);
 
     if (rtr) {
-        err = pvrdma_path_attach(c, qp);
+        err = pvrdma_transport_attach(c, qp);
         if (err) {
-            qp->attr = old;     /* the path refused the QP */
+            qp->attr = old;     /* the transport refused the QP */
             return err;
         }
     }
     trace_pvrdma_qp_state(qp->qpn, cur, next);
-    if (pvrdma_qp_queue_path(qp)) {
-        queue_path_entered(c, qp, next);
+    if (pvrdma_qp_on_queue_transport(qp)) {
+        queue_transport_entered(c, qp, next);
         return 0;
     }
     qp_entered(c, qp, cur, next);
@@ -449,7 +451,7 @@ void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle)
         if (!qp) {
             return;
         }
-        if (!pvrdma_qp_queue_path(qp)) {
+        if (!pvrdma_qp_on_queue_transport(qp)) {
             pvrdma_qp_fail(c, qp, type);    /* the core flushes its queues */
             return;
         }
@@ -711,10 +713,10 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
         g_queue_remove(&c->run, GUINT_TO_POINTER(qp->handle));
     }
     pvrdma_table_remove(&c->qp, qp->handle);
-    if (!pvrdma_qp_queue_path(qp)) {
+    if (!pvrdma_qp_on_queue_transport(qp)) {
         pvrdma_qp_gone(c, qp->qpn);
     }
-    pvrdma_path_detach(c, qp);
+    pvrdma_transport_detach(c, qp);
     pvrdma_owner_qp_destroy(c, qp);
     pvrdma_qp_set_rnr_wait(c, qp, false);
     pvrdma_qp_hold(c, qp, 0);
@@ -745,8 +747,8 @@ int pvrdma_cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EINVAL, "QUERY_QP: bad handle %u",
                        req->query_qp.qp_handle);
     }
-    if (pvrdma_qp_queue_path(qp)) {
-        int st = qp->path->ops->queue->qp_state(qp->path, qp);
+    if (pvrdma_qp_on_queue_transport(qp)) {
+        int st = qp->tp->ops->queue->qp_state(qp->tp, qp);
 
         if (st >= 0) {
             qp->state = st;

@@ -3,19 +3,18 @@
  * (sq_head) to the guest's producer index, which it reads once per pass;
  * copies each WQE out of the ring before looking at it, validates the copy
  * (opcode, SGE count, lkeys), executes LOCAL_INV and FAST_REG_MR itself and
- * hands every other WQE, as a PvrdmaReq, to the QP's path (pvrdma_path.c:
- * RC chose it at RTR, UD and GSI choose per request).  A WQE is always
- * consumed, good or bad, except while the responder has no receive posted
- * (RNR): then it stays at the head until a receive doorbell, or the RNR
- * deadline fails it.  The outcome
- * goes into the WQE's send slot.  A pass handles at most PVRDMA_RUN_BUDGET
- * WQEs (PVRDMA_INLINE_BUDGET from a send doorbell), then the QP goes to the
- * back of the run list.
+ * hands every other WQE, as a PvrdmaReq, to the QP's transport
+ * (pvrdma_transport.c: RC chose it at RTR, UD and GSI choose per request).
+ * A WQE is always consumed, good or bad, except while the responder has no
+ * receive posted (RNR): then it stays at the head until a receive doorbell,
+ * or the RNR deadline fails it.  The outcome goes into the WQE's send slot.
+ * A pass handles at most PVRDMA_RUN_BUDGET WQEs (PVRDMA_INLINE_BUDGET from
+ * a send doorbell), then the QP goes to the back of the run list.
  *
  * Not here: completing WQEs and building their CQEs (pvrdma_comp.c), the
  * responder (pvrdma_resp.c), memory keys (pvrdma_mr.c), the run list
  * (pvrdma_sched.c), doorbells (pvrdma_dp.c), RNR wake-ups
- * (pvrdma_path.c), QP states and the RNR deadline (pvrdma_qp.c).
+ * (pvrdma_transport.c), QP states and the RNR deadline (pvrdma_qp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -23,7 +22,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 static int fast_reg(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
@@ -164,10 +163,10 @@ static void execute_ud_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
     req->flow_label = h->wr.ud.av.sl_tclass_flowlabel & 0xfffff;
 }
 
-/* Hand the request to the QP's path; returns what execute_wqe does */
-static int execute_on_path(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
+/* Hand the request to the QP's transport; returns what execute_wqe does */
+static int execute_on_transport(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
 {
-    PvrdmaTransport *t = pvrdma_path_for(c, qp, req->dgid);
+    PvrdmaTransport *t = pvrdma_transport_for(c, qp, req->dgid);
 
     if (t && qp->offer_to) {
         return PVRDMA_TRANSPORT_PAUSED;     /* until the peer answers */
@@ -240,7 +239,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     req.rnr_retry = qp->attr.rnr_retry;
     req.cookie = *cookie = ++c->next_cookie;
     *byte_len = req.local.len;
-    st = execute_on_path(c, qp, &req);
+    st = execute_on_transport(c, qp, &req);
     pvrdma_sg_release(c, &req.local);
     return st;
 }
@@ -252,7 +251,7 @@ static bool wqe_doorbell_ok(PvrdmaCore *c, PvrdmaQP *qp,
     const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
                           qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
 
-    PvrdmaTransport *t = pvrdma_path_for(c, qp, dgid);
+    PvrdmaTransport *t = pvrdma_transport_for(c, qp, dgid);
 
     return t && (t->ops->flags & PVRDMA_TP_DOORBELL_OK);
 }
@@ -293,7 +292,7 @@ static bool sq_runs(PvrdmaCore *c, PvrdmaQP *qp, uint32_t *prod)
     return true;
 }
 
-/* The path takes nothing now: wait for its wake-up */
+/* The transport takes nothing now: wait for its wake-up */
 static void sq_pause(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (!qp->paused) {

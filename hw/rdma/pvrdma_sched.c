@@ -7,7 +7,7 @@
  * kick and clock.
  *
  * Not here: the run loop itself and the doorbells (pvrdma_dp.c), the RNR
- * wake-up of senders and transports (pvrdma_path.c), the IBA timing math
+ * wake-up of senders and transports (pvrdma_transport.c), the IBA timing math
  * (pvrdma_qp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -16,7 +16,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 /* The head send of qp waits (or stops waiting) for a receive (RNR). */

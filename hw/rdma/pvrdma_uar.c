@@ -5,7 +5,7 @@
  * owner; the offset is known) and hands it on, without reading any WQE.
  *
  * Not here: what a doorbell does (pvrdma_dp.c for send and SRQ doorbells,
- * pvrdma_path.c for the RNR wake-up of a receive doorbell, pvrdma_event.c
+ * pvrdma_transport.c for the RNR wake-up of a receive doorbell, pvrdma_event.c
  * for arming a CQ, pvrdma_hca.c in host HCA mode).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -35,7 +35,7 @@ static void uar_qp_doorbell(PvrdmaCore *c, uint32_t owner, uint32_t handle,
         PVRDMA_GUEST_ERR(c, "QP doorbell for unknown QP handle %u", handle);
         return;
     }
-    if (pvrdma_qp_queue_path(qp)) {
+    if (pvrdma_qp_on_queue_transport(qp)) {
         /*
          * Receives go to the owner at once (at most a run budget's
          * worth), as on an HCA a posted receive is there for the next

@@ -67,6 +67,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "fake-driver.h"
+#include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_loopback.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
 
 #define MAXQ        64

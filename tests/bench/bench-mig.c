@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-driver.h"
+#include "hw/rdma/pvrdma_loopback.h"
 #include <getopt.h>
 
 #define MR_PAGES 4

@@ -22,7 +22,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "fake-driver.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_loopback.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
 
 #define VM_RAM      (16ull << 20)

@@ -28,6 +28,8 @@
 #include "fake-hca.h"
 #include "fake-rdmacm.h"
 #include "fuzz-input.h"
+#include "hw/rdma/pvrdma_hostcm.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 #define RAM_SIZE    (1ull << 20)
 #define BUF_IOVA    0x7f0000000000ull

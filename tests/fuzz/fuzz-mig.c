@@ -1,10 +1,10 @@
 /*
  * libFuzzer target: a hostile migration stream (hw/rdma/pvrdma_mig_load.c).
- * Each input is the device state a destination QEMU would load, into a
- * core on the fake host whose guest RAM holds what a real guest left
- * there (a device with RC pairs, a UD QP, CQs, MRs, an FRMR and an SRQ,
- * set up once; an RC QP on the RoCEv2 path, whose connection state the
- * stream carries too, with a SEND on the wire).
+ * Each input is the device state a destination QEMU would load, into a core
+ * on the fake host whose guest RAM holds what a real guest left there (a
+ * device with RC pairs, a UD QP, CQs, MRs, an FRMR and an SRQ, set up once;
+ * an RC QP on the RoCEv2 transport, whose connection state the stream
+ * carries too, with a SEND on the wire).
  *
  * Checks (abort() on failure, besides ASan/UBSan/LeakSanitizer):
  *  - a refused state comes with a reason and leaves the core reset,
@@ -19,6 +19,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-driver.h"
+#include "hw/rdma/pvrdma_roce.h"
 
 #define A_IOVA 0x00007f0000000100ull
 #define B_IOVA 0x00007f1000000f00ull
@@ -92,7 +93,7 @@ static void populate(void)
     rc_to_rts(d, &a, b.qpn, 7);
     rc_to_rts(d, &b, a.qpn, 7);
     memcpy(remote, test_gid, 16);
-    remote[15] ^= 0x5a;             /* not ours: the RoCEv2 path */
+    remote[15] ^= 0x5a;             /* not ours: the RoCEv2 transport */
     rc_to_rts_gid(d, &r, 0x1234, remote, 7);
     s = (struct pvrdma_sge) { B_IOVA, 2000, mrb.lkey };
     post_recv(d, &b, 0xb1, &s, 1);

@@ -16,6 +16,7 @@
 #include "fake-hca.h"
 #include "fuzz-pvrdma.h"
 #include "fuzz-input.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 
 typedef struct Alloc {

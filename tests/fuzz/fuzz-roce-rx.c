@@ -64,6 +64,8 @@
  */
 #include "fake-driver.h"
 #include "fuzz-input.h"
+#include "hw/rdma/pvrdma_loopback.h"
+#include "hw/rdma/pvrdma_roce.h"
 #include "hw/rdma/roce_wire.h"
 
 #define RAM_PAGES       192
@@ -186,7 +188,7 @@ typedef struct Fq {
     bool exists;
     uint8_t type;
     int conn;                   /* peer 0 (v4) / 1 (v6); -1: none */
-    bool connected;             /* RTR or later, on the RoCEv2 path */
+    bool connected;             /* RTR or later, on the RoCEv2 transport */
     uint32_t mtu;               /* path MTU, bytes */
     /*
      * Path MTUs (bit: PVRDMA_MTU_*) of this connection: a request keeps
@@ -599,7 +601,7 @@ static void drain_cqs(void)
 
 /*
  * The transport counts what it sent and took as this harness saw it, and
- * has per-QP counters exactly for the QPs on its path.
+ * has per-QP counters exactly for the QPs on it.
  */
 static void check_stats(void)
 {
@@ -616,7 +618,7 @@ static void check_stats(void)
         PvrdmaQP *qp = q->exists ? pvrdma_qp_get(&f.d.c, q->qp.handle) : NULL;
 
         if (qp && pvrdma_roce_qp_stats(f.t, qp, &qs) != q->connected) {
-            fail("QP %u: %son the RoCEv2 path, expected %s", i,
+            fail("QP %u: %son the RoCEv2 transport, expected %s", i,
                  q->connected ? "not " : "", q->connected ? "on" : "off");
         }
     }
@@ -951,8 +953,8 @@ static void qp_connect(unsigned qi, uint32_t rq_psn, uint32_t sq_psn,
     if (modify_qp(&f.d, &q->qp, RTS_MASK, &a)) {
         fail("QP %u: RTR -> RTS refused", qi);
     }
-    if (qi != RC2 && pvrdma_qp_get(&f.d.c, q->qp.handle)->path != f.t) {
-        fail("QP %u: not on the RoCEv2 path", qi);
+    if (qi != RC2 && pvrdma_qp_get(&f.d.c, q->qp.handle)->tp != f.t) {
+        fail("QP %u: not on the RoCEv2 transport", qi);
     }
 }
 
@@ -2199,7 +2201,7 @@ static void write_seeds(const char *dir)
     seed_le(b, 0, 2);
     seed_write(dir, "modify-err-reset", b);
 
-    /* a corrupted frame, a raw one, a frame for RC2 (loopback path) */
+    /* a corrupted frame, a raw one, a frame for RC2 (loopback transport) */
     b = seed_new(12);
     seed_pkt(b, ROCE_RC_SEND_ONLY, PF_FIT | PF_MANGLE, 0, 0);
     /* (the mangle byte comes after the PSN mode: see pkt_op) */

@@ -2512,10 +2512,10 @@ static bool host_gid(HostGid *hg)
 #define HCA_WAIT_MS 5000
 
 /*
- * The QPs' path (the device's "qps" property lists it per QP) is want, for
- * every QP of the device.
+ * The QPs' transport (the device's "qps" property lists it per QP, as
+ * "path") is want, for every QP of the device.
  */
-static void expect_paths(QPvrdma *d, const char *want)
+static void expect_transports(QPvrdma *d, const char *want)
 {
     g_autofree char *qps = qpvrdma_qps(d);
     g_auto(GStrv) lines = g_strsplit(qps, "\n", -1);
@@ -2535,7 +2535,7 @@ static void expect_paths(QPvrdma *d, const char *want)
 /*
  * Two QPs of one device, bound to the host device's GID and connected to
  * each other at that GID, the device's own: through the device's loopback
- * path, or with host (no loopback transport: x-loopback=off) through the
+ * transport, or with host (no loopback transport: x-loopback=off) through the
  * host device's loopback; with the host's QP numbers and keys either way.
  * UD QPs always go through the host device.
  */
@@ -2562,8 +2562,8 @@ static bool hca_pair_to(Pair *p, HostGid *hg, uint8_t type, const char *extra,
     qpvrdma_qp_to_rts_gid(p->d, &p->a, type, p->b.qpn, hg->gid, 7);
     qpvrdma_qp_to_rts_gid(p->d, &p->b, type, p->a.qpn, hg->gid, 7);
     /* UD QPs are the host device's from creation */
-    expect_paths(p->d, host || type == PVRDMA_QPT_UD ? "hostverbs" :
-                 "loopback");
+    expect_transports(p->d, host || type == PVRDMA_QPT_UD ? "hostverbs" :
+                      "loopback");
     return true;
 }
 
@@ -2575,7 +2575,7 @@ static bool hca_pair(Pair *p, HostGid *hg, uint8_t type, const char *extra)
 
 /*
  * RC data, compared: through the host device, or (!host) through the
- * device's loopback path by the host device's QP numbers and keys.
+ * device's loopback transport by the host device's QP numbers and keys.
  */
 static void hca_rc(bool host)
 {

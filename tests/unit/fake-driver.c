@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-driver.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 const uint8_t test_gid[16] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1

@@ -12,7 +12,7 @@
 #ifndef PVRDMA_UNIT_FAKE_HCA_H
 #define PVRDMA_UNIT_FAKE_HCA_H
 
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 
 /* One work request handed to the host. */
 typedef struct FakeHcaPosted {

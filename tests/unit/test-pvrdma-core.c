@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-host.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 typedef struct Fx {
     FakeHost h;

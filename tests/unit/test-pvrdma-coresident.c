@@ -25,6 +25,9 @@
 /* ------------------------------------------------------------------ */
 /* Wire format of backend/coresident.c (for the fake peer)             */
 
+#include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_loopback.h"
+#include "hw/rdma/pvrdma_roce.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
 #include "hw/rdma/roce_wire.h"
 
@@ -2717,11 +2720,11 @@ static void rc_connect_wire(Side *a, Side *b)
     rc_to_rts_mac(&b->v->d, &b->qp, a->qp.qpn, a->v->gid, a->v->d.h.mac, 7);
 }
 
-static const char *side_path(Side *s)
+static const char *side_transport(Side *s)
 {
     PvrdmaQP *qp = side_qp(s);
 
-    return qp->path ? qp->path->ops->name : "none";
+    return qp->tp ? qp->tp->ops->name : "none";
 }
 
 /* The end of a test on a Wire: frames left on it go, both directories. */
@@ -2753,8 +2756,8 @@ static void away_setup(X *x, Wire *w, Env *e2)
     side_init(&x->sa, &x->a, PVRDMA_QPT_RC);
     side_init(&x->sb, &x->b, PVRDMA_QPT_RC);
     rc_connect_wire(&x->sa, &x->sb);
-    g_assert_cmpstr(side_path(&x->sa), ==, "coresident");
-    g_assert_cmpstr(side_path(&x->sb), ==, "coresident");
+    g_assert_cmpstr(side_transport(&x->sa), ==, "coresident");
+    g_assert_cmpstr(side_transport(&x->sb), ==, "coresident");
 }
 
 /*
@@ -2778,13 +2781,13 @@ static void away_dest(X *x, Vm *a2, Side *sa2, Env *e2, Wire *w,
     g_assert_null(err);
     *sa2 = x->sa;
     sa2->v = a2;
-    g_assert_cmpstr(side_path(sa2), ==, "roce");
+    g_assert_cmpstr(side_transport(sa2), ==, "roce");
 }
 
 /*
  * a migrates to a2 on another host (another rendezvous directory), so b
  * cannot reach a2 co-resident; all three have RoCEv2 on one wire.  The
- * co-resident path counted the PSNs the wire would have taken; a2's QP
+ * co-resident transport counted the PSNs the wire would have taken; a2's QP
  * takes RoCEv2 at its load with them and says so on the wire; b's QP
  * follows once a said MOVED (not before: a's answers could still be on
  * their way).  Every request runs exactly once, before and after.
@@ -2858,13 +2861,13 @@ static void test_moved_away(void)
     /* a2 speaks first: b hears it, but a has not said MOVED yet */
     wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
     g_assert_cmpuint(w.sent, >, 0);
-    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    g_assert_cmpstr(side_transport(&x.sb), ==, "coresident");
     g_assert_true(side_qp(&x.sb)->heard_on == x.b.rt);
 
     pvrdma_core_moved(&x.a.d.c);
     PUMP(&x.a, &x.b);
     vm_fini(&x.a);
-    g_assert_cmpstr(side_path(&x.sb), ==, "roce");
+    g_assert_cmpstr(side_transport(&x.sb), ==, "roce");
     /* a2's first tries went to a b still waiting: they go again */
     wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 20, 50);
     resumed_state(&x, &sa2, data);
@@ -2929,11 +2932,11 @@ static void test_moved_away_silent(void)
 
     x.b.d.h.now += 9999;
     wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
-    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    g_assert_cmpstr(side_transport(&x.sb), ==, "coresident");
     expect_cq_empty(&x.b.d, &x.sb.cq);
     x.b.d.h.now += 1;
     wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
-    g_assert_cmpstr(side_path(&x.sb), ==, "roce");
+    g_assert_cmpstr(side_transport(&x.sb), ==, "roce");
     side_expect_set(&x.sb, wb, G_N_ELEMENTS(wb));
     side_expect_cqe(&sa2, 0xa0, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, P_LEN);
     mr_read(&a2.d, &sa2.mr, S_IOVA + 8192, got, P_LEN);
@@ -2949,7 +2952,7 @@ static void test_moved_away_silent(void)
 /*
  * a, in its own rendezvous directory e2, connected to b over RoCEv2 (a
  * SEND of 3 packets done), migrates to a2 (*sa2) next to b: a2's QP stays
- * on RoCEv2 (its path record).
+ * on RoCEv2 (its transport record).
  */
 static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
 {
@@ -2975,8 +2978,8 @@ static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
     side_init(&x->sa, &x->a, PVRDMA_QPT_RC);
     side_init(&x->sb, &x->b, PVRDMA_QPT_RC);
     rc_connect_wire(&x->sa, &x->sb);
-    g_assert_cmpstr(side_path(&x->sa), ==, "roce");
-    g_assert_cmpstr(side_path(&x->sb), ==, "roce");
+    g_assert_cmpstr(side_transport(&x->sa), ==, "roce");
+    g_assert_cmpstr(side_transport(&x->sb), ==, "roce");
 
     /* over the wire first: a SEND of 3 packets */
     fill_pattern(big, sizeof(big), 11);
@@ -3009,7 +3012,8 @@ static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
     sa2->v = a2;
     PUMP(a2, &x->b);
     g_assert_true(reaches(&x->b, x->a.gid));
-    g_assert_cmpstr(side_path(sa2), ==, "roce");   /* its path record */
+    /* its transport record */
+    g_assert_cmpstr(side_transport(sa2), ==, "roce");
 
     g_byte_array_free(st, true);
 }
@@ -3046,8 +3050,8 @@ static void test_moved_home(void)
     g = mr_sge(&x.sb, 0, 64);
     send_wqe(&x.sb, 0xb21, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
     wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
-    g_assert_cmpstr(side_path(&sa2), ==, "coresident");
-    g_assert_cmpstr(side_path(&x.sb), ==, "coresident");
+    g_assert_cmpstr(side_transport(&sa2), ==, "coresident");
+    g_assert_cmpstr(side_transport(&x.sb), ==, "coresident");
     side_expect_set(&sa2, wa, G_N_ELEMENTS(wa));
     side_expect_set(&x.sb, wb, G_N_ELEMENTS(wb));
     mr_read(&x.b.d, &x.sb.mr, S_IOVA + 32768, got, 3000);
@@ -3094,7 +3098,7 @@ static void test_offer_peer_gone(void)
     vm_fini(&x.b);
     wire_run(&w, (Vm *const[]) { &a2 }, 1, 0, 0);
     g_assert_null(side_qp(&sa2)->offer_to);
-    g_assert_cmpstr(side_path(&sa2), ==, "roce");
+    g_assert_cmpstr(side_transport(&sa2), ==, "roce");
     g_assert_cmpuint(w.frames.length, ==, 0);  /* wire_run delivered them */
     g_assert_cmpuint(w.sent, >, 0);
     /* retry_cnt 7 at 67 ms, the timer doubling up to 4x: about 1.8 s */
@@ -4207,8 +4211,8 @@ static void test_foreign_uid(void)
 /*
  * Both devices with a host HCA as object owner too (ibdev + rendezvous):
  * the guests see the host's QP numbers (not the handles) and keys (lkey !=
- * rkey), the QPs still take the co-resident path, and SEND, WRITE by the
- * host rkey and READ complete on both sides with the data compared; the
+ * rkey), the QPs still take the co-resident transport, and SEND, WRITE by
+ * the host rkey and READ complete on both sides with the data compared; the
  * host devices get no work request.
  */
 static void test_with_owner(void)
@@ -4234,7 +4238,7 @@ static void test_with_owner(void)
     g_assert_cmphex(sb->mr.rkey, ==, 0x2000 + sb->mr.handle);
     rc_connect(sa, sb, 7);
     PUMP(&x.a, &x.b);
-    g_assert_cmpstr(pvrdma_qp_get(&x.a.d.c, sa->qp.handle)->path->ops->name,
+    g_assert_cmpstr(pvrdma_qp_get(&x.a.d.c, sa->qp.handle)->tp->ops->name,
                     ==, "coresident");
 
     fill_pattern(data, sizeof(data), 21);

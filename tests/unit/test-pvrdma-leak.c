@@ -8,6 +8,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-host.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 #define CYCLES  1000
 #define RESETS  100

@@ -11,6 +11,7 @@
  */
 #include "fake-driver.h"
 #include "fake-hca.h"
+#include "hw/rdma/pvrdma_loopback.h"
 
 typedef struct Mig {
     Dev d;

@@ -26,6 +26,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "fake-driver.h"
+#include "hw/rdma/pvrdma_loopback.h"
+#include "hw/rdma/pvrdma_roce.h"
 #include "hw/rdma/roce_wire.h"
 
 #define MTU_BYTES       1024            /* path_mtu PVRDMA_MTU_1024 */
@@ -864,7 +866,7 @@ static void rc_half(Ep *e, Ep *peer, const RcOpts *o, uint32_t sq_psn,
     g_assert_cmpuint(modify_qp(d, &e->qp, RTS_MASK, &a), ==, 0);
     g_assert_cmpuint(ep_state(e), ==, PVRDMA_QPS_RTS);
     /* the peer is not on this device: the RoCEv2 transport took it */
-    g_assert_true(ep_qp(e)->path == e->nd->t);
+    g_assert_true(ep_qp(e)->tp == e->nd->t);
 }
 
 /* a (on A) and b (on B) connected; the wire expects their first PSNs. */
@@ -1496,7 +1498,7 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     pvrdma_core_init(&d->c, &fh_ops, &d->h, &l);
     pvrdma_core_add_transport(&d->c, pvrdma_loopback_new(&d->c));
     g_assert_false(pvrdma_core_load(&d->c, st->data, st->len, &err));
-    g_assert_nonnull(strstr(err, "roce path, which this device does not "
+    g_assert_nonnull(strstr(err, "roce transport, which this device does not "
                             "have"));
     g_clear_pointer(&err, g_free);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
@@ -1641,8 +1643,8 @@ static void test_rc_migrate(void)
     g_assert_cmpuint(ep_u64(&r.b, abase), ==, sum);
     g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_RTS);
     g_assert_cmpuint(ep_state(&r.b), ==, PVRDMA_QPS_RTS);
-    g_assert_true(ep_qp(&r.a)->path == n->node[0].t);
-    g_assert_true(ep_qp(&r.b)->path == n->node[1].t);
+    g_assert_true(ep_qp(&r.a)->tp == n->node[0].t);
+    g_assert_true(ep_qp(&r.b)->tp == n->node[1].t);
     g_free(da);
     g_free(db);
     g_free(w);
@@ -3127,8 +3129,8 @@ static void test_teardown(void)
     net_run(n, 10, NULL, NULL);
     g_assert_cmpuint(n->dir[0].frames, >, 0);
     ep_reset(&r.a);
-    g_assert_null(ep_qp(&r.a)->path);
-    g_assert_null(ep_qp(&r.a)->path_state);
+    g_assert_null(ep_qp(&r.a)->tp);
+    g_assert_null(ep_qp(&r.a)->tp_state);
     /* its timers fire into nothing */
     net_for(n, 5000);
     g_assert_cmpuint(ep_cq_avail(&r.a), ==, 0);

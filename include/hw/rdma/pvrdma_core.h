@@ -377,7 +377,7 @@ typedef struct PvrdmaQP {
     PvrdmaSendSlot *slot;
     bool queued;            /* on the run list */
     bool rnr_wait;          /* head send waits for a receive */
-    bool paused;            /* ... or for a paused path (no deadline) */
+    bool paused;            /* ... or a paused transport (no deadline) */
     bool comm_est;          /* COMM_EST reported for this connection */
     bool gone_pending;      /* entered error: transports not told yet */
     int64_t rnr_deadline;   /* ms; 0: wait forever */
@@ -390,17 +390,17 @@ typedef struct PvrdmaQP {
     int64_t hold_until;
     uint32_t events;        /* async events reported */
     /*
-     * The QP's path (rdma_backend.h): the transport that carries it, and
-     * that transport's state for it.  NULL: none yet (an RC QP before RTR,
-     * a UD or GSI QP, whose path is chosen per request).
+     * The QP's transport (pvrdma_transport.h): the one that carries it,
+     * and its state for the QP.  NULL: none yet (an RC QP before RTR, a UD
+     * or GSI QP, whose transport is chosen per request).
      */
-    PvrdmaTransport *path;
-    void *path_state;
-    /* the peer was heard over this other path (pvrdma_path_heard()) */
+    PvrdmaTransport *tp;
+    void *tp_state;
+    /* the peer was heard over another transport (pvrdma_transport_heard()) */
     PvrdmaTransport *heard_on;
     /*
-     * The way back (pvrdma_path_offered()): the QP offered its peer to move
-     * to offer_to, with these PSNs, and holds its requests until the
+     * The way back (pvrdma_transport_offered()): the QP offered its peer to
+     * move to offer_to, with these PSNs, and holds its requests until the
      * answer; after a refusal it offers again at offer_next (ms).
      */
     PvrdmaTransport *offer_to;
@@ -408,9 +408,10 @@ typedef struct PvrdmaQP {
     int64_t offer_next;
     /*
      * The object owner's twin (a host HCA): qpn is then the owner's QP
-     * number (handle stays ours), whatever the path.  With the owner as its
-     * path (pvrdma_qp_queue_path()) sq.priv / rq.priv are the next WQEs to
-     * hand to the owner; with another path the twin only holds the number.
+     * number (handle stays ours), whatever the transport.  With the owner
+     * as its transport (pvrdma_qp_on_queue_transport()) sq.priv / rq.priv
+     * are the next WQEs to hand to the owner; with another transport the
+     * twin only holds the number.
      */
     void *hw;
     bool hca_sq_blocked;    /* owner's queue full: post on a completion */
@@ -431,7 +432,7 @@ struct PvrdmaCore {
     PvrdmaLimits lim;
     /*
      * Added by the core's owner, loopback first (pvrdma_core_add_transport);
-     * a QP's path is the first that reaches its destination.
+     * a QP's transport is the first that reaches its destination.
      */
     PvrdmaTransport *transports[PVRDMA_MAX_TRANSPORTS];
     unsigned ntransports;
@@ -548,7 +549,7 @@ bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
  * gives back what it has in flight and takes nothing new (its quiesce
  * hook, within timeout_ms each); false if one could not.  Then resume
  * (the VM runs here again) or moved (the state went to another QEMU).
- * In pvrdma_path.c, with the transports' other hooks.
+ * In pvrdma_transport.c, with the transports' other hooks.
  */
 bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms);
 void pvrdma_core_resume(PvrdmaCore *c);

@@ -1,35 +1,34 @@
 /*
- * pvrdma transports ("backends"): one contract for every path a QP's
- * traffic can take.
+ * pvrdma transports: one contract for every way a QP's traffic can take.
  *
  * A device has a list of transports, which its owner (the QOM glue, a test
  * harness) adds after pvrdma_core_init() with pvrdma_core_add_transport().
- * Each QP has a path (qp->path):
+ * Each QP has a transport (qp->tp):
  *  - RC: chosen when the QP goes to RTR, by its destination GID: the first
  *    transport whose reaches() accepts it (loopback: a GID of this device;
  *    co-resident: a GID of a peer VM).  The transport's qp_attach() then
- *    takes the QP and may keep per-QP state in qp->path_state (PSNs,
+ *    takes the QP and may keep per-QP state in qp->tp_state (PSNs,
  *    timers); qp_detach() gives it back at reset and destroy.  A QP that no
  *    transport reaches at RTR is tried again at its first request.
  *  - UD and GSI: per request, by the work request's destination GID; a
  *    GSI request that no transport reaches goes to the GSI agent (the
  *    transport flagged PVRDMA_TP_GSI_AGENT: the host rdma_cm translator).
  *  - With an object owner (a queue transport: a host HCA) every guest PD,
- *    CQ, SRQ, MR and non-GSI QP has a twin in the owner (its 'hw'
- *    pointer), the guest sees the owner's QP numbers and keys, and every
- *    non-GSI QP takes the owner as its path when it is created.  At most
- *    one transport owns objects: the guest sees one set of numbers.
+ *    CQ, SRQ, MR and non-GSI QP has a twin in the owner (its 'hw' pointer),
+ *    the guest sees the owner's QP numbers and keys, and every non-GSI QP
+ *    takes the owner as its transport when it is created.  At most one
+ *    transport owns objects: the guest sees one set of numbers.
  *
- * A path carries a QP in one of two ways:
- *  - message paths (loopback, co-resident): the core's requester turns
+ * A transport carries a QP in one of two ways:
+ *  - message transports (loopback, co-resident): the core's requester turns
  *    each send WQE into a PvrdmaReq (validated, its local buffer resolved
  *    into host memory) and calls execute(); the transport gets it to the
  *    responder, which is pvrdma_responder() of the core that owns the
  *    destination QP, and reports the requester's status.
- *  - queue paths (the owner): the core copies each WQE out of the guest
- *    ring, checks what only it can check (opcode, SGE count) and hands it
- *    to post_send() / post_recv(); the transport runs requester, responder
- *    and completer itself.
+ *  - queue transports (the owner): the core copies each WQE out of the
+ *    guest ring, checks what only it can check (opcode, SGE count) and
+ *    hands it to post_send() / post_recv(); the transport runs requester,
+ *    responder and completer itself.
  * Either way, completions come back through pvrdma_complete() and async
  * events through pvrdma_transport_event().  Transports never see guest
  * rings, registers or guest physical addresses.
@@ -38,8 +37,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_RDMA_BACKEND_H
-#define PVRDMA_RDMA_BACKEND_H
+#ifndef HW_RDMA_PVRDMA_TRANSPORT_H
+#define HW_RDMA_PVRDMA_TRANSPORT_H
 
 #include "hw/rdma/pvrdma_core.h"
 
@@ -79,7 +78,10 @@ typedef struct PvrdmaReq {
     uint32_t num_sge;
 } PvrdmaReq;
 
-/* One send work request for a queue path, guest values (keys pass through). */
+/*
+ * One send work request for a queue transport, guest values (keys pass
+ * through).
+ */
 typedef struct PvrdmaSendWr {
     uint64_t wr_id;
     uint32_t opcode;                /* PVRDMA_WR_* */
@@ -99,19 +101,20 @@ typedef struct PvrdmaSendWr {
 } PvrdmaSendWr;
 
 /*
- * One completion, from any path (pvrdma_complete()).
- *  - A message path's request that execute() answered PENDING: qp, cookie
- *    and status; the core builds the CQE from the WQE it kept, in order.
- *  - A queue path: cookie 0 and everything the CQE needs; cq says where
- *    it goes (the QP may be gone: qp 0).
+ * One completion, from any transport (pvrdma_complete()).
+ *  - A message transport's request that execute() answered PENDING: qp,
+ *    cookie and status; the core builds the CQE from the WQE it kept, in
+ *    order.
+ *  - A queue transport: cookie 0 and everything the CQE needs; cq says
+ *    where it goes (the QP may be gone: qp 0).
  */
 typedef struct PvrdmaWc {
     uint32_t qp;                    /* guest QP handle; 0: gone */
-    uint32_t cq;                    /* guest CQ handle (queue paths) */
+    uint32_t cq;                    /* guest CQ handle (queue transports) */
     bool is_send;
-    uint64_t cookie;                /* PvrdmaReq.cookie; 0: a queue path */
+    uint64_t cookie;                /* PvrdmaReq.cookie; 0: queue transport */
     uint64_t wr_id;
-    /* PVRDMA_WC_* status; a message path's also NO_RESPONDER */
+    /* PVRDMA_WC_* status; a message transport's also NO_RESPONDER */
     int32_t status;
     uint32_t opcode;                /* PVRDMA_WC_* opcode */
     uint32_t vendor_err;
@@ -131,22 +134,22 @@ typedef struct PvrdmaWc {
 /*
  * RC, a request's status (execute(), pvrdma_responder(), PvrdmaWc.status):
  * no responder will ever answer it (no QP there in RTR..SQE, the peer is
- * gone, no path).  On a wire the requester learns that from its local ACK
- * timer only: the core completes the WQE with RETRY_EXC_ERR once the QP's
- * retries would have run out (pvrdma_retry_window_ms()), not at once.
+ * gone, no transport).  On a wire the requester learns that from its local
+ * ACK timer only: the core completes the WQE with RETRY_EXC_ERR once the
+ * QP's retries would have run out (pvrdma_retry_window_ms()), not at once.
  */
 #define PVRDMA_TRANSPORT_NO_RESPONDER (-3)
 /*
- * execute: the path takes no requests now (a peer stops while its state
- * is saved for a migration or snapshot): the WQE stays at the head and the
- * QP waits, with no deadline of its own, until the transport wakes the
- * senders (pvrdma_transport_wake_senders()).
+ * execute: the transport takes no requests now (a peer stops while its
+ * state is saved for a migration or snapshot): the WQE stays at the head
+ * and the QP waits, with no deadline of its own, until the transport wakes
+ * the senders (pvrdma_transport_wake_senders()).
  */
 #define PVRDMA_TRANSPORT_PAUSED     (-4)
 /*
  * RC, the PvrdmaWc.status of a PENDING request: the responder gave it back
  * unexecuted (it paused first).  The core runs the WQE again from the send
- * queue, with every WQE after it, when the path takes requests again.
+ * queue, with every WQE after it, when the transport takes requests again.
  */
 #define PVRDMA_TRANSPORT_NOT_EXECUTED (-5)
 
@@ -244,11 +247,11 @@ typedef struct PvrdmaQueueOps {
     uint32_t (*port_state)(PvrdmaTransport *t);
 
     /*
-     * The QPs.  qp_modify: the QP's new attributes (0 or a negative
-     * errno); qp_state: the path's current state of the QP (it may have
-     * moved to error); post_send: 0, -ENOMEM (queue full: the core posts
-     * again after a completion) or another negative errno; post_recv: the
-     * same, srq NULL for the QP's own receive queue.
+     * The QPs.  qp_modify: the QP's new attributes (0 or a negative errno);
+     * qp_state: the transport's current state of the QP (it may have moved
+     * to error); post_send: 0, -ENOMEM (queue full: the core posts again
+     * after a completion) or another negative errno; post_recv: the same,
+     * srq NULL for the QP's own receive queue.
      */
     int (*qp_modify)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t mask,
                      const struct pvrdma_qp_attr *a);
@@ -268,42 +271,44 @@ typedef struct PvrdmaTransportOps {
     const char *name;
     unsigned flags;                 /* PVRDMA_TP_* */
 
-    /* Path choice: can this transport carry traffic to dgid? */
+    /* Transport choice: can this transport carry traffic to dgid? */
     bool (*reaches)(PvrdmaTransport *t, const uint8_t dgid[16]);
     /*
-     * A path whose peers may move away (a migration to another host):
-     * where the peer at dgid is (PVRDMA_PEER_*).  MOVED: this path still
-     * reaches it (the peer may come back here), but an RC QP on it changes
-     * path once the peer is heard on another (pvrdma_path_heard()), or when
-     * this path stops reaching it.  Such a path counts the PSNs the wire
-     * would have taken (qp->attr.sq_psn and rq_psn, pvrdma_qp_npsn()), so
-     * that the other path carries on.
+     * A transport whose peers may move away (a migration to another
+     * host): where the peer at dgid is (PVRDMA_PEER_*).  MOVED: this
+     * transport still reaches it (the peer may come back here), but an RC
+     * QP on it changes transport once the peer is heard on another
+     * (pvrdma_transport_heard()), or when this transport stops reaching
+     * it.  Such a transport counts the PSNs the wire would have taken
+     * (qp->attr.sq_psn and rq_psn, pvrdma_qp_npsn()), so that the other
+     * transport carries on.
      */
     int (*moving)(PvrdmaTransport *t, const uint8_t dgid[16]);
     /*
-     * An RC QP takes this path (at RTR, with its attributes set); 0 or a
-     * positive errno that fails the MODIFY_QP.  qp_detach undoes it.
+     * An RC QP takes this transport (at RTR, with its attributes set); 0 or
+     * a positive errno that fails the MODIFY_QP.  qp_detach undoes it.
      */
     int (*qp_attach)(PvrdmaTransport *t, PvrdmaQP *qp);
     void (*qp_detach)(PvrdmaTransport *t, PvrdmaQP *qp);
     /*
-     * The way back, from a path that keeps connection state (RoCEv2) to a
-     * better one (co-resident) that reaches the peer now.  qp_idle: qp has
-     * nothing in flight here either way (no request unacknowledged, no
+     * The way back, from a transport that keeps connection state (RoCEv2)
+     * to a better one (co-resident) that reaches the peer now.  qp_idle: qp
+     * has nothing in flight here either way (no request unacknowledged, no
      * response unsent, no message half received); true with the PSNs it
      * would carry on with (its next PSN to send, the next it expects).
      * qp_offer: ask the peer's QP to move here with the peer's PSNs
-     * (pvrdma_path_offered() there); 0 if asked, and then the answer comes
-     * to pvrdma_path_answered().
+     * (pvrdma_transport_offered() there); 0 if asked, and then the answer
+     * comes to pvrdma_transport_answered().
      */
     bool (*qp_idle)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t *sq_psn,
                     uint32_t *rq_psn);
     int (*qp_offer)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t sq_psn,
                     uint32_t rq_psn);
     /*
-     * An RC QP in RTR..SQD came to this path from another (a migration, or
-     * its peer moved): tell the peer, which may still wait on the old path,
-     * where the QP is now.  Harmless to a peer already here.
+     * An RC QP in RTR..SQD came to this transport from another (a
+     * migration, or its peer moved): tell the peer, which may still wait on
+     * the old transport, where the QP is now.  Harmless to a peer already
+     * here.
      */
     void (*qp_announce)(PvrdmaTransport *t, PvrdmaQP *qp);
 
@@ -316,8 +321,9 @@ typedef struct PvrdmaTransportOps {
     bool (*rq_psn)(PvrdmaTransport *t, uint32_t qpn, uint32_t dest_qpn,
                    const uint8_t dgid[16], uint32_t *psn);
     /*
-     * Append counters to out (" name=value" each): of QP qp on this path,
-     * or with qp NULL of the whole transport.  For pvrdma_describe_qps().
+     * Append counters to out (" name=value" each): of QP qp on this
+     * transport, or with qp NULL of the whole transport.  For
+     * pvrdma_describe_qps().
      */
     void (*describe)(PvrdmaTransport *t, PvrdmaQP *qp, GString *out);
     /*
@@ -332,11 +338,11 @@ typedef struct PvrdmaTransportOps {
     void (*resume)(PvrdmaTransport *t);
     void (*moved)(PvrdmaTransport *t);
     /*
-     * The connection state of an RC QP on this path (after quiesce: no
+     * The connection state of an RC QP on this transport (after quiesce: no
      * request of it in flight), so that it carries on elsewhere: qp_save
      * appends it, qp_load reads it back into a QP that the load walked to
-     * its saved state on this path (false, and r->err set, if refused).
-     * A path with qp_save may migrate its QPs.
+     * its saved state on this transport (false, and r->err set, if
+     * refused).  A transport with qp_save may migrate its QPs.
      */
     void (*qp_save)(PvrdmaTransport *t, PvrdmaQP *qp, GByteArray *b);
     bool (*qp_load)(PvrdmaTransport *t, PvrdmaQP *qp,
@@ -363,13 +369,13 @@ struct PvrdmaTransport {
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
 
 /*
- * Responder side, shared by message paths: execute req against the local
- * QP req->dest_qpn of core c.  Returns the requester's status or
+ * Responder side, shared by message transports: execute req against the
+ * local QP req->dest_qpn of core c.  Returns the requester's status or
  * PVRDMA_TRANSPORT_RNR.
  */
 int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req);
 /*
- * The migration stream, for a path's qp_save/qp_load: little-endian
+ * The migration stream, for a transport's qp_save/qp_load: little-endian
  * numbers; every read is bounded and the first failure sticks (reads after
  * it return 0).
  */
@@ -455,7 +461,7 @@ void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
  * held completions) at time at (ms, ops->now_ms()); the earliest wins.
  */
 void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at);
-/* A path takes requests again: QPs waiting on it (PAUSED, RNR) retry. */
+/* A transport takes requests again: QPs waiting on it (PAUSED, RNR) retry. */
 void pvrdma_transport_wake_senders(PvrdmaCore *c);
 
 /* qp's path MTU in bytes (1024 if the attribute is not one) */
@@ -466,22 +472,23 @@ uint32_t pvrdma_qp_mtu(const PvrdmaQP *qp);
  */
 uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len);
 /*
- * An RC packet for qp came over path t from the QP's peer while qp is on
- * another path: true if qp is on t now (its path had lost the peer:
- * PvrdmaTransportOps.moving), else the packet is not for t.
+ * An RC packet for qp came over transport t from the QP's peer while qp
+ * is on another transport: true if qp is on t now (its transport had lost
+ * the peer: PvrdmaTransportOps.moving), else the packet is not for t.
  */
-bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
+bool pvrdma_transport_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
 /*
  * The peer of RC qp offers to carry on over t (PvrdmaTransportOps.
  * qp_offer), with its next PSN to send and the next it expects: true if qp
- * was idle on its path with the same PSNs the other way round, and is on t
- * now (then the peer moves too).
+ * was idle on its transport with the same PSNs the other way round, and is
+ * on t now (then the peer moves too).
  */
-bool pvrdma_path_offered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
-                         uint32_t peer_sq_psn, uint32_t peer_rq_psn);
+bool pvrdma_transport_offered(PvrdmaCore *c, PvrdmaQP *qp,
+                              PvrdmaTransport *t, uint32_t peer_sq_psn,
+                              uint32_t peer_rq_psn);
 /* The answer to qp's offer to move to t: moved there (ok) or not. */
-void pvrdma_path_answered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
-                          bool ok);
+void pvrdma_transport_answered(PvrdmaCore *c, PvrdmaQP *qp,
+                               PvrdmaTransport *t, bool ok);
 
 /*
  * qp's local ACK timeout in ms: 4.096 us << attr.timeout, at least
@@ -496,14 +503,14 @@ int64_t pvrdma_ack_timeout_ms(const PvrdmaQP *qp);
 int64_t pvrdma_retry_window_ms(const PvrdmaQP *qp);
 
 /*
- * The one completion entry of every path (see PvrdmaWc).  Unknown QPs,
+ * The one completion entry of every transport (see PvrdmaWc).  Unknown QPs,
  * CQs and (qp, cookie) pairs are ignored: the QP may have been flushed,
  * reset or destroyed meanwhile.
  */
 void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc);
 /*
- * An async event from a path for a guest object (PVRDMA_EVENT_*, handle);
- * a QP error event moves the QP to the error state.
+ * An async event from a transport for a guest object (PVRDMA_EVENT_*,
+ * handle); a QP error event moves the QP to the error state.
  */
 void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
 
@@ -511,19 +518,13 @@ void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
  * What the device's QPs do, for people (the device's "qps" property): a
  * line per QP with its number, type, state, path (the transport that
  * carries it; "per-request" for UD and GSI, "none" before RTR), peer and
- * the path's counters, then a line per transport with counters.  g_free()
- * it.
+ * the transport's counters, then a line per transport with counters.
+ * g_free() it.
  */
 char *pvrdma_describe_qps(PvrdmaCore *c);
 
-/*
- * The loopback transport of core c (both ends on this device), for
- * pvrdma_core_add_transport(); pvrdma_core_fini() frees it.
- */
-PvrdmaTransport *pvrdma_loopback_new(PvrdmaCore *c);
-
 /* ------------------------------------------------------------------ */
-/* Co-resident transport (backend/coresident.c)                        */
+/* What several transports take from their host                        */
 
 /* A range of this process's guest RAM that peers can map. */
 typedef struct PvrdmaShmRegion {
@@ -534,8 +535,8 @@ typedef struct PvrdmaShmRegion {
 } PvrdmaShmRegion;
 
 /*
- * Event-loop services the co-resident transport needs from its host
- * (QEMU's main loop, or the unit tests' poll loop).
+ * Event-loop services a transport needs from its host (QEMU's main loop,
+ * or the unit tests' poll loop).
  */
 typedef struct PvrdmaLoopOps {
     /* Watch fd: call read(arg) / write(arg) when ready; NULL removes. */
@@ -544,105 +545,8 @@ typedef struct PvrdmaLoopOps {
 } PvrdmaLoopOps;
 
 /*
- * Join the rendezvous directory dir: listen on a socket in it, connect to
- * every peer already there, offer the regions to peers.  dir is created
- * 0700 if missing; an existing one must belong to this uid and not be
- * writable by group or others.  Peers must run as this uid; with a secret
- * (secret_len bytes, not empty; NULL: none) they must also prove they
- * have the same secret before they get the regions.  Returns NULL with a
- * message in *err (g_free it) on failure.
+ * Each transport's constructor and API: pvrdma_loopback.h,
+ * pvrdma_coresident.h, pvrdma_hostverbs.h, pvrdma_hostcm.h, pvrdma_roce.h.
  */
-PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
-                                       const void *secret, size_t secret_len,
-                                       const PvrdmaShmRegion *regions,
-                                       unsigned nregions,
-                                       const PvrdmaLoopOps *loop,
-                                       void *loop_opaque, char **err);
-/* Process exit: remove our socket from the rendezvous directory. */
-void pvrdma_coresident_leave(PvrdmaTransport *t);
-/* Number of connected peers (tests, info). */
-unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
-
-/* ------------------------------------------------------------------ */
-/* Host HCA (backend/hostverbs.c)                                      */
-
-/*
- * With a host HCA the host device owns the guest's objects
- * (PvrdmaQueueOps): every PD, CQ, SRQ, MR and non-GSI QP of the guest
- * has a host twin, the guest sees the host's QP numbers and memory keys,
- * and host MRs cover guest RAM so the HCA moves data to and from it
- * directly.  Its QPs are queue paths: the host runs them.
- */
-typedef struct PvrdmaHcaConfig {
-    const char *dev;        /* host device name; NULL: the first one */
-    uint8_t port;           /* 0: the first active port */
-    int gid_index;          /* -1: find the guest's GID in the host table */
-} PvrdmaHcaConfig;
-
-/*
- * Open the host device; lowers the limits in *lim to what it supports.
- * regions: guest RAM (for MRs whose pages are not contiguous in this
- * process, which are mapped again, contiguously, from the region's fd).
- */
-PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
-                                      const PvrdmaHcaConfig *cfg,
-                                      PvrdmaLimits *lim,
-                                      const PvrdmaShmRegion *regions,
-                                      unsigned nregions,
-                                      const PvrdmaLoopOps *loop,
-                                      void *loop_opaque, char **err);
-
-/* ------------------------------------------------------------------ */
-/* rdma_cm in host HCA mode (backend/hostcm.c)                         */
-
-/*
- * The guest's CM MADs (its GSI QP) become host rdma_cm calls, and host
- * rdma_cm events become CM MADs for the guest; incoming connections are
- * taken on the given ports of the guest's addresses.  Returns NULL with a
- * message in *err (g_free it) on failure.
- */
-PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
-                                   unsigned nports, const PvrdmaLoopOps *loop,
-                                   void *loop_opaque, char **err);
-
-/* ------------------------------------------------------------------ */
-/* RoCEv2 on the paired NIC's network (backend/roce*.c)                */
-
-/*
- * Standard RoCEv2 (IBA transport in UDP 4791 over IPv4/IPv6) on the
- * Ethernet network of the paired NIC, as a RoCE NIC shares its port: the
- * device's own requester, responder and completer, for peers that are
- * neither on this device nor co-resident (Linux rxe, RoCE HCAs, another
- * pvrdma on another host).  Its host sends frames with tx(); it hands the
- * transport every frame the network delivers to the NIC with
- * pvrdma_roce_rx() first.
- */
-typedef void (*PvrdmaFrameTx)(void *opaque, const uint8_t *frame,
-                              size_t len);
-
-PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c, PvrdmaFrameTx tx,
-                                 void *opaque);
-/*
- * A frame from the network, before the NIC sees it.  true: a RoCEv2
- * frame for this device (taken: executed, or dropped and counted); false:
- * anything else, which the NIC receives as usual.
- */
-bool pvrdma_roce_rx(PvrdmaTransport *t, const uint8_t *frame, size_t len);
-
-/* Counters: the transport's, or one QP's (false: not a RoCEv2 QP). */
-typedef struct PvrdmaRoceStats {
-    uint64_t tx_pkts, tx_bytes;
-    uint64_t rx_pkts, rx_bytes;
-    uint64_t retransmits;       /* request packets sent again */
-    uint64_t timeouts;          /* local ACK timeouts */
-    uint64_t rnr_naks;          /* RNR NAKs received */
-    uint64_t seq_naks;          /* PSN sequence NAKs received */
-    uint64_t dups;              /* duplicate requests answered again */
-    uint64_t drops;             /* frames dropped: malformed, misdirected */
-} PvrdmaRoceStats;
-
-void pvrdma_roce_stats(PvrdmaTransport *t, PvrdmaRoceStats *s);
-bool pvrdma_roce_qp_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
-                          PvrdmaRoceStats *s);
 
 #endif

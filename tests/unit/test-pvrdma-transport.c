@@ -1,8 +1,8 @@
 /*
- * The transport contract's path choice (hw/rdma/pvrdma_path.c): an RC QP
- * takes its path at RTR and keeps it until reset (qp_attach / qp_detach),
- * a refused attach fails MODIFY_QP and leaves the QP as it was, a QP no
- * transport reached at RTR is tried again at its first request, UD
+ * The transport contract's transport choice (hw/rdma/pvrdma_transport.c):
+ * an RC QP takes its transport at RTR and keeps it until reset (qp_attach /
+ * qp_detach), a refused attach fails MODIFY_QP and leaves the QP as it was,
+ * a QP no transport reached at RTR is tried again at its first request, UD
  * chooses per request, and the transport list refuses a second owner, a
  * second GSI agent and one transport more than PVRDMA_MAX_TRANSPORTS.
  *
@@ -14,7 +14,7 @@
  */
 #include "fake-driver.h"
 #include "fake-hca.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 
 static const uint8_t probe_gid[16] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 9, 9, 9
@@ -49,13 +49,13 @@ static int probe_attach(PvrdmaTransport *t, PvrdmaQP *qp)
     }
     p->attached++;
     p->last_qpn = qp->qpn;
-    qp->path_state = p;     /* per-QP state: checked at detach */
+    qp->tp_state = p;       /* per-QP state: checked at detach */
     return 0;
 }
 
 static void probe_detach(PvrdmaTransport *t, PvrdmaQP *qp)
 {
-    g_assert_true(qp->path_state == probe_of(t));
+    g_assert_true(qp->tp_state == probe_of(t));
     probe_of(t)->detached++;
 }
 
@@ -82,7 +82,7 @@ static const PvrdmaTransportOps probe_ops = {
     .msg = &probe_msg,
 };
 
-/* a path that keeps connection state (RoCEv2): always idle here */
+/* a transport that keeps connection state (RoCEv2): always idle here */
 static bool probe_idle(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t *sq_psn,
                        uint32_t *rq_psn)
 {
@@ -180,14 +180,14 @@ static void test_rc_at_rtr(void)
     struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_RESET };
 
     fx_setup(&f, PVRDMA_QPT_RC);
-    g_assert_null(qp_of(&f, &f.a)->path);
+    g_assert_null(qp_of(&f, &f.a)->tp);
     rc_to_init(&f.d, &f.a);
-    g_assert_null(qp_of(&f, &f.a)->path);       /* not before RTR */
+    g_assert_null(qp_of(&f, &f.a)->tp);         /* not before RTR */
     /* a reaches b through the probe, b reaches a through loopback */
     to_rts(&f, &f.a, f.b.qpn, probe_gid);
     to_rts(&f, &f.b, f.a.qpn, test_gid);
-    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
-    g_assert_cmpstr(qp_of(&f, &f.b)->path->ops->name, ==, "loopback");
+    g_assert_true(qp_of(&f, &f.a)->tp == &f.probe.t);
+    g_assert_cmpstr(qp_of(&f, &f.b)->tp->ops->name, ==, "loopback");
     g_assert_cmpint(f.probe.attached, ==, 1);
     g_assert_cmpuint(f.probe.last_qpn, ==, f.a.qpn);
 
@@ -196,7 +196,7 @@ static void test_rc_at_rtr(void)
     send_and_check(&f, &f.b, &f.a, 0xb1, 2, NULL);
     g_assert_cmpint(f.probe.executed, ==, 1);   /* loopback's, not ours */
 
-    /* the path is kept: the probe no longer reaches, a still uses it */
+    /* the transport is kept: the probe no longer reaches, a still uses it */
     f.probe.reach = false;
     send_and_check(&f, &f.a, &f.b, 0xa3, 3, NULL);
     g_assert_cmpint(f.probe.executed, ==, 2);
@@ -204,8 +204,8 @@ static void test_rc_at_rtr(void)
     /* reset gives the QP back; the next RTR chooses again */
     g_assert_cmpuint(modify_qp(&f.d, &f.a, PVRDMA_QP_STATE, &at), ==, 0);
     g_assert_cmpint(f.probe.detached, ==, 1);
-    g_assert_null(qp_of(&f, &f.a)->path);
-    g_assert_null(qp_of(&f, &f.a)->path_state);
+    g_assert_null(qp_of(&f, &f.a)->tp);
+    g_assert_null(qp_of(&f, &f.a)->tp_state);
     f.probe.reach = true;
     to_rts(&f, &f.a, f.b.qpn, probe_gid);
     g_assert_cmpint(f.probe.attached, ==, 2);
@@ -224,11 +224,11 @@ static void test_rc_at_rtr(void)
 }
 
 /*
- * An idle RC QP on a path with connection state asks whether a better path
- * (co-resident) reaches its peer now, for the way back.  It asks every
- * transport's reaches hook, which may cost system calls (the host HCA's
- * opens a socket): at most once per PVRDMA_OFFER_RETRY_MS (100 ms), not at
- * every request.
+ * An idle RC QP on a transport with connection state asks whether a better
+ * transport (co-resident) reaches its peer now, for the way back.  It asks
+ * every transport's reaches hook, which may cost system calls (the host
+ * HCA's opens a socket): at most once per PVRDMA_OFFER_RETRY_MS (100 ms),
+ * not at every request.
  */
 static void test_idle_asks_rarely(void)
 {
@@ -241,7 +241,7 @@ static void test_idle_asks_rarely(void)
     rc_to_init(&f.d, &f.a);
     to_rts(&f, &f.a, f.b.qpn, probe_gid);
     to_rts(&f, &f.b, f.a.qpn, test_gid);
-    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    g_assert_true(qp_of(&f, &f.a)->tp == &f.probe.t);
     f.probe.reached = 0;
     for (int i = 0; i < 20; i++) {
         send_and_check(&f, &f.a, &f.b, 0xa0 + i, i, NULL);
@@ -267,19 +267,19 @@ static void test_attach_refused(void)
     f.probe.attach_err = EBUSY;
     rc_rtr_attrs_gid(&at, f.b.qpn, probe_gid);
     g_assert_cmpuint(modify_qp(&f.d, &f.a, RTR_MASK, &at), ==, EBUSY);
-    /* the QP is as it was: INIT, no destination, no path */
+    /* the QP is as it was: INIT, no destination, no transport */
     req.query_qp.qp_handle = f.a.handle;
     req.query_qp.attr_mask = PVRDMA_QP_ATTR_MASK_ALL;
     g_assert_cmpuint(dev_cmd(&f.d, &req, PVRDMA_CMD_QUERY_QP, &rsp), ==, 0);
     g_assert_cmpuint(rsp.query_qp_resp.attrs.qp_state, ==, PVRDMA_QPS_INIT);
     g_assert_cmpuint(rsp.query_qp_resp.attrs.dest_qp_num, ==, 0);
     g_assert_cmpuint(rsp.query_qp_resp.attrs.rq_psn, ==, 0);
-    g_assert_null(qp_of(&f, &f.a)->path);
+    g_assert_null(qp_of(&f, &f.a)->tp);
     g_assert_cmpint(f.probe.attached, ==, 0);
     /* accepted the next time */
     f.probe.attach_err = 0;
     g_assert_cmpuint(modify_qp(&f.d, &f.a, RTR_MASK, &at), ==, 0);
-    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    g_assert_true(qp_of(&f, &f.a)->tp == &f.probe.t);
     dev_fini(&f.d);
     g_assert_cmpint(f.probe.detached, ==, 1);   /* reset at fini */
 }
@@ -295,11 +295,11 @@ static void test_rc_late(void)
     f.probe.reach = false;
     to_rts(&f, &f.a, f.b.qpn, probe_gid);
     to_rts(&f, &f.b, f.a.qpn, test_gid);
-    g_assert_null(qp_of(&f, &f.a)->path);       /* nobody reached it */
+    g_assert_null(qp_of(&f, &f.a)->tp);         /* nobody reached it */
     /* the peer shows up before the first request: chosen then */
     f.probe.reach = true;
     send_and_check(&f, &f.a, &f.b, 0xa1, 4, NULL);
-    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
+    g_assert_true(qp_of(&f, &f.a)->tp == &f.probe.t);
     g_assert_cmpint(f.probe.attached, ==, 1);
     g_assert_cmpint(f.probe.executed, ==, 1);
 
@@ -328,7 +328,7 @@ static void test_rc_late(void)
     expect_cqe(&f.d, &f.cq, 0xc1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND,
                64, c.handle);
     g_assert_cmpuint(query_qp_state(&f.d, &c), ==, PVRDMA_QPS_ERR);
-    g_assert_null(qp_of(&f, &c)->path);
+    g_assert_null(qp_of(&f, &c)->tp);
     g_assert_cmpint(f.probe.executed, ==, 1);
     expect_cq_empty(&f.d, &f.cq);
     dev_fini(&f.d);
@@ -364,19 +364,19 @@ static void test_ud_per_request(void)
     g_assert_cmpint(f.probe.executed, ==, 1);   /* loopback took it */
     send_and_check(&f, &f.a, &f.b, 0xa5, 7, probe_gid);
     g_assert_cmpint(f.probe.executed, ==, 2);
-    g_assert_null(qp_of(&f, &f.a)->path);       /* never attached */
+    g_assert_null(qp_of(&f, &f.a)->tp);         /* never attached */
     g_assert_cmpint(f.probe.attached, ==, 0);
     expect_cq_empty(&f.d, &f.cq);
     dev_fini(&f.d);
 }
 
 /*
- * With an object owner (a host HCA) next to other paths: every QP has the
- * owner's number and every MR its keys (lkey != rkey here), an RC QP still
- * chooses its path at RTR (the owner for a destination no one else
- * reaches), its receives wait in the guest ring until then, and a message
- * path reaches QPs and MRs by the owner's numbers.  UD QPs are the
- * owner's from creation.
+ * With an object owner (a host HCA) next to other transports: every QP has
+ * the owner's number and every MR its keys (lkey != rkey here), an RC QP
+ * still chooses its transport at RTR (the owner for a destination no one
+ * else reaches), its receives wait in the guest ring until then, and a
+ * message transport reaches QPs and MRs by the owner's numbers.  UD QPs are
+ * the owner's from creation.
  */
 static void test_with_owner(void)
 {
@@ -397,15 +397,15 @@ static void test_with_owner(void)
     g_assert_cmphex(f.a.qpn, ==, 0x300 + f.a.handle);
     g_assert_cmphex(f.mr.lkey, ==, 0x1000 + f.mr.handle);
     g_assert_cmphex(f.mr.rkey, ==, 0x2000 + f.mr.handle);
-    g_assert_null(qp_of(&f, &f.a)->path);       /* RC: chosen at RTR */
+    g_assert_null(qp_of(&f, &f.a)->tp);         /* RC: chosen at RTR */
 
     /* a -> b through the probe, b -> a loopback: the host sees no WQE */
     to_rts(&f, &f.a, f.b.qpn, probe_gid);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_INIT);   /* twin: INIT */
     to_rts(&f, &f.b, f.a.qpn, test_gid);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_INIT);
-    g_assert_true(qp_of(&f, &f.a)->path == &f.probe.t);
-    g_assert_cmpstr(qp_of(&f, &f.b)->path->ops->name, ==, "loopback");
+    g_assert_true(qp_of(&f, &f.a)->tp == &f.probe.t);
+    g_assert_cmpstr(qp_of(&f, &f.b)->tp->ops->name, ==, "loopback");
     send_and_check(&f, &f.a, &f.b, 0xa1, 11, NULL);     /* by b's host QPN */
     send_and_check(&f, &f.b, &f.a, 0xb1, 12, NULL);
     g_assert_cmpint(f.probe.executed, ==, 1);
@@ -434,7 +434,7 @@ static void test_with_owner(void)
     post_recv(&f.d, &c, 0xc0, &rs, 1);
     g_assert_cmpuint(h.posted->len, ==, 0);
     to_rts(&f, &c, 0x777, far_gid);
-    g_assert_true(qp_of(&f, &c)->path == &h.t);
+    g_assert_true(qp_of(&f, &c)->tp == &h.t);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RTS);
     g_assert_cmpuint(h.posted->len, ==, 1);
     g_assert_true(fake_hca_posted(&h, 0)->recv);
@@ -454,16 +454,16 @@ static void test_with_owner(void)
     /* reset gives c back (the twin resets too); then the probe takes it */
     g_assert_cmpuint(modify_qp(&f.d, &c, PVRDMA_QP_STATE, &at), ==, 0);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RESET);
-    g_assert_null(qp_of(&f, &c)->path);
+    g_assert_null(qp_of(&f, &c)->tp);
     to_rts(&f, &c, f.b.qpn, probe_gid);
-    g_assert_true(qp_of(&f, &c)->path == &f.probe.t);
+    g_assert_true(qp_of(&f, &c)->tp == &f.probe.t);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_INIT);
     send_and_check(&f, &c, &f.b, 0xc3, 14, NULL);
     g_assert_cmpint(f.probe.executed, ==, 3);
     /* and a's reset reaches its twin, which had stayed in INIT */
     g_assert_cmpuint(modify_qp(&f.d, &f.a, PVRDMA_QP_STATE, &at), ==, 0);
     g_assert_cmpuint(h.last_state, ==, PVRDMA_QPS_RESET);
-    g_assert_null(qp_of(&f, &f.a)->path);
+    g_assert_null(qp_of(&f, &f.a)->tp);
 
     /* a local MR's rkey 0 (as rxe gives it) names no MR */
     create_mr(&f.d, &lm, f.pd, FX_IOVA, FH_PAGE, PVRDMA_ACCESS_LOCAL_WRITE);
@@ -474,7 +474,7 @@ static void test_with_owner(void)
 
     /* UD: the owner's from creation */
     create_qp(&f.d, &u, f.pd, f.cq.handle, f.cq.handle, PVRDMA_QPT_UD);
-    g_assert_true(qp_of(&f, &u)->path == &h.t);
+    g_assert_true(qp_of(&f, &u)->tp == &h.t);
     g_assert_cmpuint(h.posted->len, ==, 2);
     expect_cq_empty(&f.d, &f.cq);
     dev_fini(&f.d);

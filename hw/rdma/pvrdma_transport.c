@@ -1,16 +1,16 @@
 /*
- * pvrdma: the core's side of the transport contract (rdma_backend.h).
- * The transport list, the path of a QP (chosen at RTR for RC, per request
- * for UD and GSI, the object owner's from creation) and its attach and
- * detach, the object owner's hooks (no-ops without an owner), and the
- * device-wide hooks every transport may have (GID table changed, wake,
- * QP gone, flush, receive PSN, the pause around a save: quiesce, resume,
+ * pvrdma: the core's side of the transport contract (pvrdma_transport.h).
+ * The transport list, the transport of a QP (chosen at RTR for RC, per
+ * request for UD and GSI, the object owner's from creation) and its attach
+ * and detach, the object owner's hooks (no-ops without an owner), and the
+ * device-wide hooks every transport may have (GID table changed, wake, QP
+ * gone, flush, receive PSN, the pause around a save: quiesce, resume,
  * moved), and the wake-up of senders waiting on RNR, here and in the
- * transports.  Every call from the core into a transport goes through
- * this file or through qp->path.
+ * transports.  Every call from the core into a transport goes through this
+ * file or through qp->tp.
  *
  * Not here: building and executing requests (pvrdma_req.c), the queue
- * path's WQE hand-over (pvrdma_hca.c), completions (pvrdma_comp.c).
+ * transport's WQE hand-over (pvrdma_hca.c), completions (pvrdma_comp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,7 +18,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/rdma_backend.h"
+#include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
 
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
@@ -60,11 +60,11 @@ void pvrdma_transports_destroy(PvrdmaCore *c)
 }
 
 /* ------------------------------------------------------------------ */
-/* Paths                                                               */
+/* The transport of a QP                                               */
 
 /*
  * The first transport that reaches dgid, or NULL.  The object owner is a
- * queue path: the GSI requests it would carry (rdma_cm MADs for its
+ * queue transport: the GSI requests it would carry (rdma_cm MADs for its
  * connections) go to the GSI agent, which makes them on the host device.
  */
 static PvrdmaTransport *reaching(PvrdmaCore *c, const uint8_t dgid[16],
@@ -87,14 +87,14 @@ static PvrdmaTransport *reaching(PvrdmaCore *c, const uint8_t dgid[16],
     return NULL;
 }
 
-static void set_path(PvrdmaQP *qp, PvrdmaTransport *t)
+static void set_transport(PvrdmaQP *qp, PvrdmaTransport *t)
 {
-    qp->path = t;
+    qp->tp = t;
     trace_pvrdma_qp_path(qp->qpn, t ? t->ops->name : "none");
 }
 
 /*
- * Does qp choose its path at RTR?  Without an owner every RC QP does.
+ * Does qp choose its transport at RTR?  Without an owner every RC QP does.
  * With one, a UD QP (one receive queue for datagrams from anywhere) and a
  * QP on an SRQ (whose receives the owner already holds) are the owner's
  * from creation; the other RC QPs choose, and their twin only gives them
@@ -105,28 +105,28 @@ static bool chooses_at_rtr(const PvrdmaQP *qp)
     return qp->type == PVRDMA_QPT_RC && !(qp->hw && qp->is_srq);
 }
 
-PvrdmaTransport *pvrdma_path_choose(PvrdmaCore *c, const PvrdmaQP *qp,
-                                    const uint8_t dgid[16])
+PvrdmaTransport *pvrdma_transport_choose(PvrdmaCore *c, const PvrdmaQP *qp,
+                                         const uint8_t dgid[16])
 {
     PvrdmaTransport *t;
 
-    if (!chooses_at_rtr(qp) || qp->path) {
-        return qp->path;
+    if (!chooses_at_rtr(qp) || qp->tp) {
+        return qp->tp;
     }
     t = reaching(c, dgid, false);
     /* a destination nothing else reaches: the host device may route it */
     return t ? t : qp->hw ? c->owner : NULL;
 }
 
-int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp)
+int pvrdma_transport_attach(PvrdmaCore *c, PvrdmaQP *qp)
 {
     PvrdmaTransport *t;
     int err;
 
-    if (!chooses_at_rtr(qp) || qp->path) {
+    if (!chooses_at_rtr(qp) || qp->tp) {
         return 0;       /* per request, or already the owner's */
     }
-    t = pvrdma_path_choose(c, qp, qp->attr.ah_attr.grh.dgid.raw);
+    t = pvrdma_transport_choose(c, qp, qp->attr.ah_attr.grh.dgid.raw);
     if (!t || t == c->owner) {
         /*
          * Tried again at the first request.  The owner is taken in
@@ -136,49 +136,50 @@ int pvrdma_path_attach(PvrdmaCore *c, PvrdmaQP *qp)
     }
     err = t->ops->qp_attach ? t->ops->qp_attach(t, qp) : 0;
     if (!err) {
-        set_path(qp, t);
+        set_transport(qp, t);
     }
     return err;
 }
 
-bool pvrdma_path_attach_to(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
+bool pvrdma_transport_attach_to(PvrdmaCore *c, PvrdmaQP *qp,
+                                PvrdmaTransport *t)
 {
     if (!chooses_at_rtr(qp) || t == c->owner) {
         return false;
     }
-    pvrdma_path_detach(c, qp);
+    pvrdma_transport_detach(c, qp);
     if (t->ops->qp_attach && t->ops->qp_attach(t, qp)) {
         return false;
     }
-    set_path(qp, t);
+    set_transport(qp, t);
     return true;
 }
 
-void pvrdma_path_detach(PvrdmaCore *c, PvrdmaQP *qp)
+void pvrdma_transport_detach(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    PvrdmaTransport *t = qp->path;
+    PvrdmaTransport *t = qp->tp;
 
     if (!t || !chooses_at_rtr(qp)) {
-        return;         /* the owner's QPs keep their path until destroy */
+        return;     /* the owner's QPs keep their transport until destroy */
     }
     if (t->ops->qp_detach) {
         t->ops->qp_detach(t, qp);
     }
-    qp->path_state = NULL;
+    qp->tp_state = NULL;
     qp->heard_on = qp->offer_to = NULL;
-    set_path(qp, NULL);
+    set_transport(qp, NULL);
 }
 
 /* qp carries on over n with these PSNs (both ends agreed); true if so */
-static bool path_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
-                      uint32_t sq_psn, uint32_t rq_psn)
+static bool transport_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
+                           uint32_t sq_psn, uint32_t rq_psn)
 {
     qp->attr.sq_psn = sq_psn & 0xffffff;
     qp->attr.rq_psn = rq_psn & 0xffffff;
-    trace_pvrdma_qp_repath(qp->qpn, qp->path ? qp->path->ops->name : "none",
+    trace_pvrdma_qp_repath(qp->qpn, qp->tp ? qp->tp->ops->name : "none",
                            n->ops->name, qp->attr.sq_psn, qp->attr.rq_psn);
-    if (!pvrdma_path_attach_to(c, qp, n)) {
-        pvrdma_log_host("QP %u: the %s path refused it", qp->qpn,
+    if (!pvrdma_transport_attach_to(c, qp, n)) {
+        pvrdma_log_host("QP %u: the %s transport refused it", qp->qpn,
                         n->ops->name);
         return false;
     }
@@ -187,16 +188,17 @@ static bool path_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
 }
 
 /*
- * An RC QP whose peer left its path (PvrdmaTransportOps.moving: a
- * co-resident peer migrated) carries on over another path that reaches the
- * peer, with the PSNs the old path counted, once the peer cannot come back
- * to the old one: it was heard on the other path, or the old path no
- * longer reaches it (it waited in vain).  Both ends then take the same
- * path: the one that moved chose it at its load.  True if qp moved.
+ * An RC QP whose peer left its transport (PvrdmaTransportOps.moving: a
+ * co-resident peer migrated) carries on over another transport that
+ * reaches the peer, with the PSNs the old transport counted, once the peer
+ * cannot come back to the old one: it was heard on the other transport, or
+ * the old transport no longer reaches it (it waited in vain).  Both ends
+ * then take the same transport: the one that moved chose it at its load.
+ * True if qp moved.
  */
-static bool path_recheck(PvrdmaCore *c, PvrdmaQP *qp)
+static bool transport_recheck(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    PvrdmaTransport *t = qp->path, *n;
+    PvrdmaTransport *t = qp->tp, *n;
     const uint8_t *dgid = qp->attr.ah_attr.grh.dgid.raw;
     int where;
 
@@ -227,7 +229,7 @@ static bool path_recheck(PvrdmaCore *c, PvrdmaQP *qp)
     if (!n) {
         return false;   /* nowhere else: its requests fail as before */
     }
-    if (!path_move(c, qp, n, qp->attr.sq_psn, qp->attr.rq_psn)) {
+    if (!transport_move(c, qp, n, qp->attr.sq_psn, qp->attr.rq_psn)) {
         return false;
     }
     if (qp->state <= PVRDMA_QPS_SQD && n->ops->qp_announce) {
@@ -236,12 +238,12 @@ static bool path_recheck(PvrdmaCore *c, PvrdmaQP *qp)
     return true;
 }
 
-bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
+bool pvrdma_transport_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
 {
-    if (qp->path == t) {
+    if (qp->tp == t) {
         return true;
     }
-    if (!qp->path || !qp->path->ops->moving) {
+    if (!qp->tp || !qp->tp->ops->moving) {
         return false;
     }
     /*
@@ -249,25 +251,25 @@ bool pvrdma_path_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
      * requests may still be on their way), the QP only remembers it.
      */
     qp->heard_on = t;
-    return path_recheck(c, qp) && qp->path == t;
+    return transport_recheck(c, qp) && qp->tp == t;
 }
 
 /*
- * The way back: an RC QP on a path that keeps connection state (RoCEv2)
- * whose peer the first path in the list reaches now (co-resident: the peer
- * came to this host, or this VM to the peer's) offers its peer to move
- * there when it is idle on its path (nothing in flight either way, so the
- * PSNs are all the state there is), and holds its requests until the
- * answer (pvrdma_path_answered()).  The question is asked at most every
- * PVRDMA_OFFER_RETRY_MS, at a request; so is an offer the peer refused (it
- * was busy).  The peer's answer comes through the new path, so its
- * requests there follow it.
+ * The way back: an RC QP on a transport that keeps connection state
+ * (RoCEv2) whose peer the first transport in the list reaches now
+ * (co-resident: the peer came to this host, or this VM to the peer's)
+ * offers its peer to move there when it is idle on its transport (nothing
+ * in flight either way, so the PSNs are all the state there is), and holds
+ * its requests until the answer (pvrdma_transport_answered()).  The
+ * question is asked at most every PVRDMA_OFFER_RETRY_MS, at a request; so
+ * is an offer the peer refused (it was busy).  The peer's answer comes
+ * through the new transport, so its requests there follow it.
  */
 #define PVRDMA_OFFER_RETRY_MS 100
 
-static void path_offer(PvrdmaCore *c, PvrdmaQP *qp)
+static void transport_offer(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    PvrdmaTransport *t = qp->path, *n;
+    PvrdmaTransport *t = qp->tp, *n;
     const uint8_t *dgid = qp->attr.ah_attr.grh.dgid.raw;
     int64_t now = c->ops->now_ms(c->opaque);
     uint32_t sq, rq;
@@ -301,10 +303,11 @@ static void path_offer(PvrdmaCore *c, PvrdmaQP *qp)
     qp->offer_rq_psn = rq;
 }
 
-bool pvrdma_path_offered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
-                         uint32_t peer_sq_psn, uint32_t peer_rq_psn)
+bool pvrdma_transport_offered(PvrdmaCore *c, PvrdmaQP *qp,
+                              PvrdmaTransport *t, uint32_t peer_sq_psn,
+                              uint32_t peer_rq_psn)
 {
-    PvrdmaTransport *p = qp->path;
+    PvrdmaTransport *p = qp->tp;
     uint32_t sq, rq;
 
     if (!p || p == t || !p->ops->qp_idle || !chooses_at_rtr(qp) ||
@@ -319,37 +322,38 @@ bool pvrdma_path_offered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
         return false;
     }
     qp->offer_to = NULL;    /* an offer of ours crossing this one is moot */
-    return path_move(c, qp, t, sq, rq);
+    return transport_move(c, qp, t, sq, rq);
 }
 
-void pvrdma_path_answered(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
-                          bool ok)
+void pvrdma_transport_answered(PvrdmaCore *c, PvrdmaQP *qp,
+                               PvrdmaTransport *t, bool ok)
 {
     if (qp->offer_to != t) {
         return;     /* reset, or the peer's offer crossed ours */
     }
     qp->offer_to = NULL;
     if (!ok || qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD ||
-        !path_move(c, qp, t, qp->offer_sq_psn, qp->offer_rq_psn)) {
+        !transport_move(c, qp, t, qp->offer_sq_psn, qp->offer_rq_psn)) {
         qp->offer_next = c->ops->now_ms(c->opaque) + PVRDMA_OFFER_RETRY_MS;
     }
     pvrdma_transport_wake_senders(c);   /* its held requests go on */
 }
 
-PvrdmaTransport *pvrdma_path_for(PvrdmaCore *c, PvrdmaQP *qp,
-                                 const uint8_t dgid[16])
+PvrdmaTransport *pvrdma_transport_for(PvrdmaCore *c, PvrdmaQP *qp,
+                                      const uint8_t dgid[16])
 {
     PvrdmaTransport *t;
 
     if (qp->type == PVRDMA_QPT_RC) {
-        if (!qp->path && pvrdma_path_attach(c, qp)) {
+        if (!qp->tp && pvrdma_transport_attach(c, qp)) {
             return NULL;
         }
         if (qp->paused || qp->heard_on) {
-            path_recheck(c, qp);    /* it waits on a path the peer left? */
+            /* it waits on a transport the peer left? */
+            transport_recheck(c, qp);
         }
-        path_offer(c, qp);
-        return qp->path;
+        transport_offer(c, qp);
+        return qp->tp;
     }
     t = reaching(c, dgid, qp->type == PVRDMA_QPT_GSI);
     if (!t && qp->type == PVRDMA_QPT_GSI) {
@@ -457,7 +461,8 @@ void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq)
 
 /*
  * The GSI QP stays the core's: its MADs go per request.  Every other QP
- * gets a twin and the owner's QP number; see chooses_at_rtr() for its path.
+ * gets a twin and the owner's QP number; see chooses_at_rtr() for its
+ * transport.
  */
 int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
 {
@@ -472,7 +477,7 @@ int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
     }
     g_hash_table_insert(c->owner_qpns, GUINT_TO_POINTER(qp->qpn), qp);
     if (!chooses_at_rtr(qp)) {
-        set_path(qp, c->owner);     /* a queue path from now on */
+        set_transport(qp, c->owner);    /* a queue transport from now on */
     }
     return 0;
 }
@@ -482,22 +487,25 @@ void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp)
     if (qp->hw) {
         g_hash_table_remove(c->owner_qpns, GUINT_TO_POINTER(qp->qpn));
         owner_ops(c)->qp_destroy(c->owner, qp);
-        qp->path = NULL;
+        qp->tp = NULL;
     }
 }
 
 /* An RC QP that chose the owner at RTR lets it go at reset. */
 void pvrdma_owner_qp_reset(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (chooses_at_rtr(qp) && qp->path == c->owner) {
-        set_path(qp, NULL);
+    if (chooses_at_rtr(qp) && qp->tp == c->owner) {
+        set_transport(qp, NULL);
     }
 }
 
-/* At RTR, qp takes the owner as its path (a queue path from now on). */
+/*
+ * At RTR, qp takes the owner as its transport (a queue transport from now
+ * on).
+ */
 void pvrdma_owner_qp_take(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    set_path(qp, c->owner);
+    set_transport(qp, c->owner);
 }
 
 bool pvrdma_owner_port_active(PvrdmaCore *c)
@@ -589,7 +597,7 @@ bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
 void pvrdma_core_resume(PvrdmaCore *c)
 {
     EACH_HOOK(c, resume);
-    pvrdma_wake_rnr(c);     /* QPs that waited on a paused path */
+    pvrdma_wake_rnr(c);     /* QPs that waited on a paused transport */
 }
 
 void pvrdma_core_moved(PvrdmaCore *c)
@@ -618,7 +626,7 @@ char *pvrdma_describe_qps(PvrdmaCore *c)
         if (!qp) {
             continue;
         }
-        t = qp->path;
+        t = qp->tp;
         g_string_append_printf(out, "qp %u type %s state %s path %s", qp->qpn,
                                qp->type < G_N_ELEMENTS(types) &&
                                types[qp->type] ? types[qp->type] : "?",

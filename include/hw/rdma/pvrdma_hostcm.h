@@ -1,0 +1,21 @@
+/*
+ * pvrdma rdma_cm in host HCA mode (backend/hostcm.c).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_PVRDMA_HOSTCM_H
+#define HW_RDMA_PVRDMA_HOSTCM_H
+
+#include "hw/rdma/pvrdma_transport.h"
+
+/*
+ * The guest's CM MADs (its GSI QP) become host rdma_cm calls, and host
+ * rdma_cm events become CM MADs for the guest; incoming connections are
+ * taken on the given ports of the guest's addresses.  Returns NULL with a
+ * message in *err (g_free it) on failure.
+ */
+PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
+                                   unsigned nports, const PvrdmaLoopOps *loop,
+                                   void *loop_opaque, char **err);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * pvrdma RoCEv2 transport on the paired NIC's network (backend/roce*.c);
+ * its wire codec is in roce_wire.h.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_PVRDMA_ROCE_H
+#define HW_RDMA_PVRDMA_ROCE_H
+
+#include "hw/rdma/pvrdma_transport.h"
+
+/*
+ * Standard RoCEv2 (IBA transport in UDP 4791 over IPv4/IPv6) on the
+ * Ethernet network of the paired NIC, as a RoCE NIC shares its port: the
+ * device's own requester, responder and completer, for peers that are
+ * neither on this device nor co-resident (Linux rxe, RoCE HCAs, another
+ * pvrdma on another host).  Its host sends frames with tx(); it hands the
+ * transport every frame the network delivers to the NIC with
+ * pvrdma_roce_rx() first.
+ */
+typedef void (*PvrdmaFrameTx)(void *opaque, const uint8_t *frame,
+                              size_t len);
+
+PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c, PvrdmaFrameTx tx,
+                                 void *opaque);
+/*
+ * A frame from the network, before the NIC sees it.  true: a RoCEv2
+ * frame for this device (taken: executed, or dropped and counted); false:
+ * anything else, which the NIC receives as usual.
+ */
+bool pvrdma_roce_rx(PvrdmaTransport *t, const uint8_t *frame, size_t len);
+
+/* Counters: the transport's, or one QP's (false: not a RoCEv2 QP). */
+typedef struct PvrdmaRoceStats {
+    uint64_t tx_pkts, tx_bytes;
+    uint64_t rx_pkts, rx_bytes;
+    uint64_t retransmits;       /* request packets sent again */
+    uint64_t timeouts;          /* local ACK timeouts */
+    uint64_t rnr_naks;          /* RNR NAKs received */
+    uint64_t seq_naks;          /* PSN sequence NAKs received */
+    uint64_t dups;              /* duplicate requests answered again */
+    uint64_t drops;             /* frames dropped: malformed, misdirected */
+} PvrdmaRoceStats;
+
+void pvrdma_roce_stats(PvrdmaTransport *t, PvrdmaRoceStats *s);
+bool pvrdma_roce_qp_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
+                          PvrdmaRoceStats *s);
+
+#endif
