@@ -21,17 +21,10 @@
  * RoCEv2 if its peer moves to another host (PvrdmaTransportOps.moving):
  * both ends count what the wire would have counted, the requester when a
  * request succeeds, the responder when it executes one, in the QP's
- * attributes (what QUERY_QP reports, and what migrates).  Both use their
- * own path MTU, which a working wire connection has the same at both ends.
+ * attributes (what QUERY_QP reports, and what migrates), through
+ * pvrdma_qp_count_psns().  Both use their own path MTU, which a working
+ * wire connection has the same at both ends.
  */
-static void cr_psn_count(PvrdmaQP *qp, bool requester, uint32_t npsn)
-{
-    uint32_t *psn = requester ? &qp->attr.sq_psn : &qp->attr.rq_psn;
-
-    if (qp->type == PVRDMA_QPT_RC) {
-        *psn = (*psn + npsn) & 0xffffff;
-    }
-}
 
 /*
  * The request of flight f finished with status (pvrdma_complete).  The
@@ -48,7 +41,7 @@ static void cr_flight_done(PvrdmaCore *c, const CrFlight *f,
 
     if (qp) {
         if (status == PVRDMA_WC_SUCCESS && f->rc) {
-            cr_psn_count(qp, true, f->npsn);
+            pvrdma_qp_count_psns(qp, true, f->npsn);
         }
         wc.qp = qp->handle;
         pvrdma_complete(c, &wc);
@@ -197,8 +190,9 @@ static bool cr_serve_waiting(CrTransport *t, GQueue *q)
             PvrdmaQP *qp = pvrdma_qp_by_qpn(c, r->req.dest_qpn);
 
             if (qp) {
-                cr_psn_count(qp, false, pvrdma_qp_npsn(qp, r->req.opcode,
-                                                       r->req.local.len));
+                pvrdma_qp_count_psns(qp, false,
+                                     pvrdma_qp_npsn(qp, r->req.opcode,
+                                                    r->req.local.len));
             }
         }
         cr_respond(r, st);

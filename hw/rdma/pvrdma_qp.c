@@ -426,6 +426,15 @@ uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len)
     return (uint32_t)MIN((len + mtu - 1) / mtu, UINT32_MAX);
 }
 
+void pvrdma_qp_count_psns(PvrdmaQP *qp, bool requester, uint32_t npsn)
+{
+    uint32_t *psn = requester ? &qp->attr.sq_psn : &qp->attr.rq_psn;
+
+    if (qp->type == PVRDMA_QPT_RC) {
+        *psn = (*psn + npsn) & 0xffffff;
+    }
+}
+
 /*
  * When a send that met RNR gives up (ms; 0: never): rnr_retry 7 retries
  * forever, else (1 + rnr_retry) waits of the responder's min_rnr_timer.

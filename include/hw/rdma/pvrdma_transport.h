@@ -472,6 +472,13 @@ uint32_t pvrdma_qp_mtu(const PvrdmaQP *qp);
  */
 uint32_t pvrdma_qp_npsn(const PvrdmaQP *qp, uint32_t opcode, uint64_t len);
 /*
+ * A transport that carries qp without a wire of its own (co-resident)
+ * counts the PSNs the wire would have taken: npsn more sent (requester)
+ * or received (the responder's rq_psn), RC only, so that a transport that
+ * takes the QP over (RoCEv2) carries on from there.
+ */
+void pvrdma_qp_count_psns(PvrdmaQP *qp, bool requester, uint32_t npsn);
+/*
  * An RC packet for qp came over transport t from the QP's peer while qp
  * is on another transport: true if qp is on t now (its transport had lost
  * the peer: PvrdmaTransportOps.moving), else the packet is not for t.
