@@ -110,10 +110,41 @@ static void comp_cwnd_open(RoceQp *q, uint32_t acked)
 
 static void comp_cwnd_cut(RoceQp *q, bool timeout, const char *why)
 {
+    if (timeout && q->probe == ROCE_PROBE_GO) {
+        /* the first expiry: what to give back if it was early */
+        q->cwnd_undo = roce_cwnd(q);
+        q->ssthresh_undo = q->ssthresh;
+    }
     q->ssthresh = MAX(roce_cwnd(q) / 2, ROCE_CWND_MIN);
     q->cwnd = timeout ? 1 : q->ssthresh;
     q->cwnd_acc = 0;
     trace_pvrdma_roce_cwnd(q->qpn, why, q->cwnd, q->ssthresh);
+}
+
+/*
+ * The answer to the probe acknowledged packets sent before the timer
+ * fired: they were on their way, nothing was lost (a stalled path, a
+ * loaded host), so the window the timeout took is given back (as TCP's
+ * F-RTO, RFC 5682, undoes a spurious timeout's cut).  Without it a path
+ * that stalls for longer than the QP's timeout kept the window at one or
+ * two packets, each waiting out a stall: 100 exchanges of 1 MiB on the
+ * unit soak's stalling wire took 12141 s of fake time instead of 270 s.
+ */
+static void comp_cwnd_undo(RoceQp *q)
+{
+    /*
+     * And the timer is too short for this path: from now on it starts at
+     * twice, then four times the QP's timeout (IBA lets it be up to 4x),
+     * until a probe's answer shows an expiry that was right (a loss).
+     */
+    q->rto_floor = MIN(q->rto_floor + 1, 2);
+    if (q->cwnd_undo) {
+        q->cwnd = MAX(q->cwnd_undo, roce_cwnd(q));
+        q->ssthresh = q->ssthresh_undo;
+        q->cwnd_undo = 0;
+        trace_pvrdma_roce_cwnd(q->qpn, "early timeout, given back",
+                               q->cwnd, q->ssthresh);
+    }
 }
 
 /* The responder has everything before psn (an ACK, a response). */
@@ -135,7 +166,7 @@ static void comp_progress(RoceQp *q)
     q->retry_left = q->qp->attr.retry_cnt;
     q->rnr_left = q->qp->attr.rnr_retry;
     roce_set_probe(q, ROCE_PROBE_GO);
-    q->rto_shift = 0;
+    q->rto_shift = q->rto_floor;
     q->rto_deadline = 0;
     roce_req_arm_rto(q);
 }
@@ -167,8 +198,8 @@ static RoceWqe *comp_find_rd(RoceQp *q, uint32_t psn)
 static void comp_pos_ack(RoceQp *q, uint32_t psn)
 {
     bool progress = psn_cmp(psn_add(psn, 1), q->ack_psn) > 0;
-    bool spurious = q->probe == ROCE_PROBE_SENT &&
-                    psn_cmp(psn, q->probe_psn) > 0;
+    bool probed = q->probe == ROCE_PROBE_SENT;
+    bool spurious = probed && psn_cmp(psn, q->probe_psn) > 0;
     RoceWqe *w;
 
     comp_acked(q, psn_add(psn, 1));
@@ -183,6 +214,14 @@ static void comp_pos_ack(RoceQp *q, uint32_t psn)
     }
     if (progress) {
         comp_progress(q);
+    }
+    if (spurious) {
+        comp_cwnd_undo(q);
+    } else if (progress) {
+        q->cwnd_undo = 0;       /* the timer was right: nothing to undo */
+        if (probed) {
+            q->rto_floor = 0;   /* ... and not too short */
+        }
     }
     if (spurious && q->cur) {
         trace_pvrdma_roce_req(q->qpn, "early timeout, goes on from",

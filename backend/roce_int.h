@@ -146,13 +146,19 @@ typedef struct RoceQp {
     RoceProbe probe;            /* timed out: one packet until answered */
     uint32_t probe_psn;         /* its PSN (una when the timer fired) */
     unsigned rto_shift;         /* expiries in a row: the timer x2, x4 */
+    unsigned rto_floor;         /* rto_shift after progress: early expiries */
     /*
      * The congestion window (packets, at most ROCE_WINDOW; 0: never cut,
-     * the whole window): halved by a sequence NAK, down to one packet by
-     * a timeout, grown by what is acknowledged, one packet per packet
-     * below ssthresh (0: ROCE_WINDOW), then one per window (cwnd_acc).
+     * the whole window): halved by each sequence NAK that goes back (a
+     * go-back-N sends the window again: no NewReno recovery, which kept
+     * it larger and overflowed the queue of /pvrdma/roce/rc-bottleneck
+     * three times as often), down to one packet by a timeout (given
+     * back, cwnd_undo and ssthresh_undo, if the timer turns out early),
+     * grown by what is acknowledged, one packet per packet below
+     * ssthresh (0: ROCE_WINDOW), then one per window (cwnd_acc).
      */
     uint32_t cwnd, ssthresh, cwnd_acc;
+    uint32_t cwnd_undo, ssthresh_undo;  /* cwnd_undo 0: nothing to undo */
     uint32_t max_psn;           /* PSNs before it were sent at least once */
 
     /* responder */

@@ -126,7 +126,7 @@ void roce_qp_drop_requests(RoceQp *q)
     q->rto_deadline = 0;
     q->rnr_deadline = 0;
     roce_set_probe(q, ROCE_PROBE_GO);
-    q->rto_shift = 0;
+    q->rto_shift = q->rto_floor;
 }
 
 /* READs and atomics asked for and not answered yet. */
