@@ -171,9 +171,10 @@ static int execute_on_transport(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
     if (t && qp->offer_to) {
         return PVRDMA_TRANSPORT_PAUSED;     /* until the peer answers */
     }
-    if (t) {
+    if (t && t->ops->msg) {
         return t->ops->msg->execute(t, req);
     }
+    /* (a queue transport never gets here: its QPs are run by it) */
     trace_pvrdma_unreachable(qp->qpn);
     return qp->type == PVRDMA_QPT_RC ? PVRDMA_TRANSPORT_NO_RESPONDER :
                                        PVRDMA_WC_SUCCESS;
