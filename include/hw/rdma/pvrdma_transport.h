@@ -160,7 +160,7 @@ typedef struct PvrdmaWc {
 /* ... its state went to another QEMU, which has not come here (yet) */
 #define PVRDMA_PEER_MOVED           2
 
-/* PvrdmaTransportOps.fence: every QP of the device */
+/* PvrdmaMessageOps.fence: every QP of the device */
 #define PVRDMA_FENCE_ALL            UINT32_MAX
 
 /* PvrdmaTransportOps.flags */
