@@ -22,24 +22,26 @@
 #     load (pairs rxe-server/rxe, rxe-client/rxe; --no-reference: not).
 #
 #   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog]
-#                        [--no-reference] [-o DIR]
+#                        [--no-reference|--reference-only] [-o DIR]
 # Environment: UNIT_ITERS (default 1000), CELLS (guest, "SIZE:COUNT ...",
 # messages per direction, default "1024:1000 65536:1000 1048576:100"), LOSS
 # (guest, percent, default "0 1 5"), SECS (guest limit per run, default
 # 900), ACKS (guest: "drop", the default, loses ACKs and NAKs like any
 # other frame; "keep" loses only requests and responses), PEERS (guest:
-# pvrdma's peers, "1" pvrdma, "2" rxe, default "1 2").
+# pvrdma's peers, "1" pvrdma, "2" rxe, default "1 2"), QEMU (guest: run
+# this binary and do not build; default build/qemu after scripts/build.sh).
 # Prints one table per part; the raw lines are in DIR.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-unit=1 guest=1 hog=1 ref=1 out=
+unit=1 guest=1 hog=1 ref=1 dut=1 out=
 while [ $# -gt 0 ]; do
     case $1 in
         --unit-only) guest=0; shift ;;
         --guest-only) unit=0; shift ;;
         --no-hog) hog=0; shift ;;
         --no-reference) ref=0; shift ;;
+        --reference-only) ref=1; dut=0; shift ;;
         -o|--out) out=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set /{/^#/p}' "$0"; exit 0 ;;
         *) echo "soak-roce: unknown argument $1" >&2; exit 2 ;;
@@ -67,7 +69,9 @@ if [ "$unit" = 1 ]; then
 fi
 
 if [ "$guest" = 1 ]; then
-    scripts/build.sh > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+    if [ -z "${QEMU:-}" ]; then
+        scripts/build.sh > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+    fi
     scripts/guest/build-image.sh --quiet
     pids=()
     if [ "$hog" = 1 ]; then
@@ -76,8 +80,10 @@ if [ "$guest" = 1 ]; then
         done
     fi
     trap '[ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null' EXIT
-    tests=(90)
+    tests=()
+    [ "$dut" = 0 ] || tests+=(90)
     [ "$ref" = 0 ] || tests+=(91)
+    [ ${#tests[@]} -gt 0 ] || { echo "soak-roce: nothing to run" >&2; exit 2; }
     for loss in $LOSS; do
         echo "# guest: loss $loss % (ACKs: $ACKS), cells (size:messages) $CELLS$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
         t0=$SECONDS
