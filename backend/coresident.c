@@ -115,12 +115,6 @@ static void cr_gids_changed(PvrdmaTransport *pt)
     cr_done(t);
 }
 
-/* The core finished a run: send the requests it produced. */
-static void cr_flush_hook(PvrdmaTransport *pt)
-{
-    cr_flush(cr(pt));
-}
-
 static void cr_destroy(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);

@@ -200,6 +200,8 @@ void cr_peer_fail(CrPeer *p, const char *why);
 void cr_send(CrPeer *p, const void *buf, size_t len, int fd);
 /* Send what cr_send() collected, to every peer. */
 void cr_flush(CrTransport *t);
+/* The same, as the transport's flush hook (one datagram per peer). */
+void cr_flush_hook(PvrdmaTransport *pt);
 /* End of an event: cr_flush(), then free the dead peers. */
 void cr_done(CrTransport *t);
 /* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */

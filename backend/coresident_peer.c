@@ -148,6 +148,12 @@ void cr_flush(CrTransport *t)
     }
 }
 
+/* PvrdmaMessageOps.flush: the core finished a run; send what it produced */
+void cr_flush_hook(PvrdmaTransport *pt)
+{
+    cr_flush(cr(pt));
+}
+
 /*
  * End of an event: send what it produced, free peers that died (a QP that
  * waits for one's answer to its transport offer goes on:

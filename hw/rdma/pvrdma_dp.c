@@ -37,7 +37,7 @@ void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
     c->running = true;
     pvrdma_serve_sq(c, qp, PVRDMA_INLINE_BUDGET);
     c->running = false;
-    pvrdma_transports_flush(c);
+    EACH_MSG_HOOK(c, flush);    /* what the transports batched goes */
 }
 
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
@@ -73,12 +73,12 @@ void pvrdma_core_run(PvrdmaCore *c)
     c->running = true;
     if (c->wake_transports) {
         c->wake_transports = false;
-        pvrdma_transports_wake(c);
+        EACH_MSG_HOOK(c, wake);
         n = c->run.length;
     }
     if (c->timer_transports) {
         c->timer_transports = false;
-        pvrdma_transports_timer(c);
+        EACH_MSG_HOOK(c, timer);
         n = c->run.length;
     }
     if (c->hca_srqs) {
@@ -100,7 +100,7 @@ void pvrdma_core_run(PvrdmaCore *c)
         }
     }
     c->running = false;
-    pvrdma_transports_flush(c);
+    EACH_MSG_HOOK(c, flush);
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);
     }

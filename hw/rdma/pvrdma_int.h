@@ -117,10 +117,25 @@ bool pvrdma_owner_port_active(PvrdmaCore *c);
 void pvrdma_gids_changed(PvrdmaCore *c);
 /* Does any transport have a wake hook? */
 bool pvrdma_transports_can_wake(PvrdmaCore *c);
-void pvrdma_transports_wake(PvrdmaCore *c);
-/* End of a run: transports send what they batched. */
-void pvrdma_transports_flush(PvrdmaCore *c);
-void pvrdma_transports_timer(PvrdmaCore *c);
+/*
+ * Call hook 'h' of the table TBL(t) of every transport t that has it, with
+ * these arguments: the base contract (every transport's ops) or the
+ * message contract (ops->msg, NULL for the queue transport).  The run loop
+ * (pvrdma_dp.c) calls the message transports' wake, timer and flush this
+ * way; pvrdma_transport.c the other device-wide hooks.
+ */
+#define TBL_BASE(t)     ((t)->ops)
+#define TBL_MSG(t)      ((t)->ops->msg)
+#define EACH_HOOK_IN(c, TBL, h, ...) do { \
+        for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
+            PvrdmaTransport *t_ = (c)->transports[i_]; \
+            if (TBL(t_) && TBL(t_)->h) { \
+                TBL(t_)->h(t_, ##__VA_ARGS__); \
+            } \
+        } \
+    } while (0)
+#define EACH_HOOK(c, h, ...)     EACH_HOOK_IN(c, TBL_BASE, h, ##__VA_ARGS__)
+#define EACH_MSG_HOOK(c, h, ...) EACH_HOOK_IN(c, TBL_MSG, h, ##__VA_ARGS__)
 /* A QP is destroyed or reset: transports drop requests waiting on it. */
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 /*

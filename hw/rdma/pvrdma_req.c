@@ -105,14 +105,15 @@ static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
  * The local scatter list of a WQE that moves data; on an error (a
  * PVRDMA_WC_* status) the list is released.
  */
-static int execute_local(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
+static int execute_local(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendWqe *w,
                          uint32_t op, PvrdmaSg *local)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
     bool sink;
     int st;
 
-    /* PVRDMA_SEND_INLINE: the SGEs carry the data (pvrdma_inline_sges) */
+    /* PVRDMA_SEND_INLINE: the SGEs carry the data */
+    pvrdma_inline_sges(c, qp, w);
     sink = op == PVRDMA_WR_RDMA_READ || pvrdma_wr_is_atomic(op);
     st = pvrdma_resolve_sges(c, qp->pd, w->sge, h->num_sge, sink, local);
     if (st != PVRDMA_WC_SUCCESS) {
@@ -163,11 +164,10 @@ static void execute_ud_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
     req->flow_label = h->wr.ud.av.sl_tclass_flowlabel & 0xfffff;
 }
 
-/* Hand the request to the QP's transport; returns what execute_wqe does */
-static int execute_on_transport(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
+/* Hand the request to transport t; returns what execute_wqe does */
+static int execute_on_transport(PvrdmaQP *qp, PvrdmaTransport *t,
+                                PvrdmaReq *req)
 {
-    PvrdmaTransport *t = pvrdma_transport_for(c, qp, req->dgid);
-
     if (t && qp->offer_to) {
         return PVRDMA_TRANSPORT_PAUSED;     /* until the peer answers */
     }
@@ -181,11 +181,13 @@ static int execute_on_transport(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaReq *req)
 }
 
 /*
- * Execute one send WQE; returns a WC status, PVRDMA_TRANSPORT_RNR or
- * PVRDMA_TRANSPORT_PENDING (then *cookie names it for pvrdma_complete).
+ * Execute one send WQE on transport t (wqe_transport()); returns a WC
+ * status, PVRDMA_TRANSPORT_RNR or PVRDMA_TRANSPORT_PENDING (then *cookie
+ * names it for pvrdma_complete).
  */
-static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
-                       uint32_t *byte_len, uint64_t *cookie)
+static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
+                       PvrdmaSendWqe *w, uint32_t *byte_len,
+                       uint64_t *cookie)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
     uint32_t op = h->opcode, sgid_index;
@@ -240,21 +242,23 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     req.rnr_retry = qp->attr.rnr_retry;
     req.cookie = *cookie = ++c->next_cookie;
     *byte_len = req.local.len;
-    st = execute_on_transport(c, qp, &req);
+    st = execute_on_transport(qp, t, &req);
     pvrdma_sg_release(c, &req.local);
     return st;
 }
 
-/* May this WQE run from the send doorbell (vCPU thread)? */
-static bool wqe_doorbell_ok(PvrdmaCore *c, PvrdmaQP *qp,
-                            const PvrdmaSendWqe *w)
+/*
+ * The transport that carries this WQE (NULL: none reaches its
+ * destination), chosen once per WQE: the doorbell's check and the
+ * execution use the same.
+ */
+static PvrdmaTransport *wqe_transport(PvrdmaCore *c, PvrdmaQP *qp,
+                                      const PvrdmaSendWqe *w)
 {
     const uint8_t *dgid = qp->type == PVRDMA_QPT_RC ?
                           qp->attr.ah_attr.grh.dgid.raw : w->hdr.wr.ud.av.dgid;
 
-    PvrdmaTransport *t = pvrdma_transport_for(c, qp, dgid);
-
-    return t && (t->ops->flags & PVRDMA_TP_DOORBELL_OK);
+    return pvrdma_transport_for(c, qp, dgid);
 }
 
 /*
@@ -363,6 +367,7 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         return;
     }
     while (qp->sq_head != prod) {
+        PvrdmaTransport *t;
         uint64_t cookie;
         uint32_t len;
         PvrdmaSendWqe w;
@@ -373,12 +378,12 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
             break;
         }
         pvrdma_fetch_send_wqe(&qp->sq, qp->sq_head, qp->max_send_sge, &w);
-        pvrdma_inline_sges(c, qp, &w);
-        if (inline_budget && !wqe_doorbell_ok(c, qp, &w)) {
+        t = wqe_transport(c, qp, &w);
+        if (inline_budget && !(t && (t->ops->flags & PVRDMA_TP_DOORBELL_OK))) {
             pvrdma_qp_schedule(c, qp);
             break;
         }
-        st = execute_wqe(c, qp, &w, &len, &cookie);
+        st = execute_wqe(c, qp, t, &w, &len, &cookie);
         if (st == PVRDMA_TRANSPORT_PAUSED) {
             sq_pause(c, qp);
             break;

@@ -105,8 +105,10 @@ static void build_grh(const PvrdmaReq *req, uint32_t paylen, uint8_t grh[40])
 
 /*
  * A receive in progress: the WQE it consumed and how much of the message
- * is in.  Its SGEs are resolved again for every piece of data, so nothing
- * holds host pointers between the packets of a message.
+ * is in.  A message that comes in pieces (pvrdma_recv_data(), RoCEv2)
+ * resolves the SGEs again for every piece, so nothing holds host pointers
+ * between the packets of a message (nor across a migration's last pass);
+ * a whole message (responder_recv_msg()) resolves them once.
  */
 struct PvrdmaRecvCtx {
     PvrdmaRecvWqe w;
@@ -131,11 +133,15 @@ static int recv_fail(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                                          PVRDMA_WC_REM_OP_ERR;
 }
 
-int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
+/*
+ * Take qp's next receive WQE into a new *ctxp and resolve its SGEs into
+ * *sink (released by the caller; on an error nothing is left to release).
+ */
+static int recv_take(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp,
+                     PvrdmaSg *sink)
 {
     bool ud = qp->type != PVRDMA_QPT_RC;
     PvrdmaRecvCtx *ctx;
-    PvrdmaSg sink = { 0 };
     uint32_t max_sge;
     PvrdmaRing *r;
     bool bad;
@@ -159,13 +165,41 @@ int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
                          NULL);
     }
     st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
-                             &sink);
-    pvrdma_sg_release(c, &sink);
+                             sink);
     if (st != PVRDMA_WC_SUCCESS) {
+        pvrdma_sg_release(c, sink);
         return recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
     }
     *ctxp = ctx;
     return PVRDMA_WC_SUCCESS;
+}
+
+/*
+ * Append len bytes of data to the message in ctx, whose receive buffer is
+ * resolved in sink (an error frees ctx; the caller releases sink).
+ */
+static int recv_place(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                      PvrdmaSg *sink, const PvrdmaSg *data,
+                      uint64_t len)
+{
+    if (ctx->off + len < ctx->off || sink->len < ctx->off + len) {
+        return recv_fail(c, qp, ctx, PVRDMA_WC_LOC_LEN_ERR, PVRDMA_WC_RECV,
+                         NULL);
+    }
+    pvrdma_sg_copy(sink, ctx->off, data, 0, len);
+    ctx->off += len;
+    return PVRDMA_WC_SUCCESS;
+}
+
+int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
+{
+    PvrdmaSg sink = { 0 };
+    int st = recv_take(c, qp, ctxp, &sink);
+
+    if (*ctxp) {
+        pvrdma_sg_release(c, &sink);
+    }
+    return st;
 }
 
 int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
@@ -179,18 +213,13 @@ int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
     }
     st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
                              &sink);
-    if (st == PVRDMA_WC_SUCCESS && (ctx->off + len < ctx->off ||
-                                    sink.len < ctx->off + len)) {
-        st = PVRDMA_WC_LOC_LEN_ERR;
-    }
     if (st != PVRDMA_WC_SUCCESS) {
         pvrdma_sg_release(c, &sink);
         return recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
     }
-    pvrdma_sg_copy(&sink, ctx->off, data, 0, len);
+    st = recv_place(c, qp, ctx, &sink, data, len);
     pvrdma_sg_release(c, &sink);
-    ctx->off += len;
-    return PVRDMA_WC_SUCCESS;
+    return st;
 }
 
 int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
@@ -271,12 +300,17 @@ PvrdmaRecvCtx *pvrdma_recv_ctx_load(PvrdmaCore *c, PvrdmaQP *qp,
     return r->err ? NULL : g_steal_pointer(&ctx);
 }
 
+/*
+ * A whole message in one call (loopback, co-resident): the receive WQE's
+ * SGEs are resolved once, for the GRH and the data.
+ */
 static int responder_recv_msg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
                               bool with_data)
 {
+    PvrdmaSg sink = { 0 };
     PvrdmaRecvCtx *ctx;
     uint32_t grh = 0;
-    int st = pvrdma_recv_begin(c, dqp, &ctx);
+    int st = recv_take(c, dqp, &ctx, &sink);
 
     if (!ctx) {
         return st;
@@ -286,18 +320,18 @@ static int responder_recv_msg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
         PvrdmaSg gs = { .iov = &(PvrdmaIov) { g, 40 }, .n = 1, .len = 40 };
 
         build_grh(req, req->local.len, g);
-        st = pvrdma_recv_data(c, dqp, ctx, &gs, 40);
-        if (st != PVRDMA_WC_SUCCESS) {
-            return st;
-        }
+        st = recv_place(c, dqp, ctx, &sink, &gs, 40);
         grh = 40;
-        ctx->flags |= PVRDMA_WC_GRH;
-    }
-    if (with_data) {
-        st = pvrdma_recv_data(c, dqp, ctx, &req->local, req->local.len);
-        if (st != PVRDMA_WC_SUCCESS) {
-            return st;
+        if (st == PVRDMA_WC_SUCCESS) {
+            ctx->flags |= PVRDMA_WC_GRH;
         }
+    }
+    if (with_data && st == PVRDMA_WC_SUCCESS) {
+        st = recv_place(c, dqp, ctx, &sink, &req->local, req->local.len);
+    }
+    pvrdma_sg_release(c, &sink);
+    if (st != PVRDMA_WC_SUCCESS) {
+        return st;      /* recv_place() freed ctx */
     }
     return pvrdma_recv_end(c, dqp, ctx, req, grh + req->local.len);
 }

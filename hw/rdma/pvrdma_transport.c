@@ -517,24 +517,6 @@ bool pvrdma_owner_port_active(PvrdmaCore *c)
 /* ------------------------------------------------------------------ */
 /* Device-wide hooks                                                   */
 
-/*
- * Call hook 'h' of the table TBL(t) of every transport t that has it, with
- * these arguments: the base contract (every transport's ops) or the
- * message contract (ops->msg, NULL for the queue transport).
- */
-#define TBL_BASE(t)     ((t)->ops)
-#define TBL_MSG(t)      ((t)->ops->msg)
-#define EACH_HOOK_IN(c, TBL, h, ...) do { \
-        for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
-            PvrdmaTransport *t_ = (c)->transports[i_]; \
-            if (TBL(t_) && TBL(t_)->h) { \
-                TBL(t_)->h(t_, ##__VA_ARGS__); \
-            } \
-        } \
-    } while (0)
-#define EACH_HOOK(c, h, ...)     EACH_HOOK_IN(c, TBL_BASE, h, ##__VA_ARGS__)
-#define EACH_MSG_HOOK(c, h, ...) EACH_HOOK_IN(c, TBL_MSG, h, ##__VA_ARGS__)
-
 /* Tell the transports (peers learn our GIDs from them). */
 void pvrdma_gids_changed(PvrdmaCore *c)
 {
@@ -551,21 +533,6 @@ bool pvrdma_transports_can_wake(PvrdmaCore *c)
         }
     }
     return false;
-}
-
-void pvrdma_transports_wake(PvrdmaCore *c)
-{
-    EACH_MSG_HOOK(c, wake);
-}
-
-void pvrdma_transports_timer(PvrdmaCore *c)
-{
-    EACH_MSG_HOOK(c, timer);
-}
-
-void pvrdma_transports_flush(PvrdmaCore *c)
-{
-    EACH_MSG_HOOK(c, flush);
 }
 
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
