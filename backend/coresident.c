@@ -118,6 +118,7 @@ static void cr_gids_changed(PvrdmaTransport *pt)
 static void cr_destroy(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
+    PvrdmaCore *c = pt->core;
     GHashTableIter it;
     gpointer key, val;
 
@@ -134,7 +135,7 @@ static void cr_destroy(PvrdmaTransport *pt)
     g_ptr_array_free(t->peers, true);
     g_array_free(t->moved_gids, true);
     if (t->lfd >= 0) {
-        t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL, NULL);
+        c->ops->set_fd_handler(c->opaque, t->lfd, NULL, NULL, NULL);
         close(t->lfd);
         unlink(t->sock_path);
     }
@@ -386,6 +387,7 @@ static void cr_resume(PvrdmaTransport *pt)
 static void cr_moved(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
+    PvrdmaCore *c = pt->core;
 
     if (t->moved) {
         return;
@@ -405,7 +407,7 @@ static void cr_moved(PvrdmaTransport *pt)
     }
     cr_reap(t);
     if (t->lfd >= 0) {
-        t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL, NULL);
+        c->ops->set_fd_handler(c->opaque, t->lfd, NULL, NULL, NULL);
         close(t->lfd);
         unlink(t->sock_path);
         t->lfd = -1;
@@ -528,14 +530,17 @@ static bool cr_listen(CrTransport *t, const struct sockaddr_un *sa,
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
-                                       unsigned nregions,
-                                       const PvrdmaLoopOps *loop,
-                                       void *loop_opaque, char **err)
+                                       unsigned nregions, char **err)
 {
     CrTransport *t;
     struct sockaddr_un sa;
     int lockfd;
 
+    if (!c->ops->set_fd_handler) {
+        *err = g_strdup("the host has no set_fd_handler to watch the "
+                        "rendezvous sockets with");
+        return NULL;
+    }
     if (!nregions || nregions > CR_MAX_REGIONS) {
         *err = g_strdup_printf("%u shareable RAM regions (1 to %u supported)",
                                nregions, CR_MAX_REGIONS);
@@ -567,8 +572,6 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     }
     t->regions = g_memdup2(regions, nregions * sizeof(*regions));
     t->nregions = nregions;
-    t->loop = loop;
-    t->loop_opaque = loop_opaque;
     t->peers = g_ptr_array_new();
     t->waiting = g_hash_table_new(NULL, NULL);
     t->flights = g_hash_table_new(g_int64_hash, g_int64_equal);
@@ -594,7 +597,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     }
     cr_scan(t);
     close(lockfd);      /* releases the lock */
-    loop->set_fd_handler(loop_opaque, t->lfd, cr_accept, NULL, t);
+    c->ops->set_fd_handler(c->opaque, t->lfd, cr_accept, NULL, t);
     cr_done(t);
     return &t->t;
 }

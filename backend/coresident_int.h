@@ -148,8 +148,6 @@ struct CrTransport {
     size_t secret_len;
     PvrdmaShmRegion *regions;
     unsigned nregions;
-    const PvrdmaLoopOps *loop;
-    void *loop_opaque;
     GPtrArray *peers;       /* CrPeer */
     GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
     GHashTable *flights;    /* cookie -> CrFlight */

@@ -24,10 +24,10 @@
 
 static void cr_watch(CrPeer *p)
 {
-    CrTransport *t = p->t;
+    PvrdmaCore *c = p->t->t.core;
 
-    t->loop->set_fd_handler(t->loop_opaque, p->fd, cr_peer_read,
-                            p->want_write ? cr_peer_write : NULL, p);
+    c->ops->set_fd_handler(c->opaque, p->fd, cr_peer_read,
+                           p->want_write ? cr_peer_write : NULL, p);
 }
 
 /* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
@@ -361,10 +361,12 @@ static void cr_peer_accepted(CrPeer *p)
 /* Free a dead peer: fail what it owes us, drop what it asked of us. */
 static void cr_peer_free(CrTransport *t, CrPeer *p)
 {
+    PvrdmaCore *c = t->t.core;
+
     /* what the data path holds of it: cr_data_peer_gone() */
     t->up.peer_gone(p);
 
-    t->loop->set_fd_handler(t->loop_opaque, p->fd, NULL, NULL, NULL);
+    c->ops->set_fd_handler(c->opaque, p->fd, NULL, NULL, NULL);
     close(p->fd);
     g_queue_clear_full(&p->out, (GDestroyNotify)cr_out_free);
     for (uint32_t i = 0; i < CR_MAX_REGIONS; i++) {
@@ -382,6 +384,7 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
 /* Free the dead peers; true if there were any. */
 bool cr_reap(CrTransport *t)
 {
+    PvrdmaCore *c = t->t.core;
     bool any = t->reap;
 
     while (t->reap) {
@@ -395,8 +398,8 @@ bool cr_reap(CrTransport *t)
                 cr_reclaim(t);
                 if (t->accept_paused) {
                     t->accept_paused = false;   /* descriptors were freed */
-                    t->loop->set_fd_handler(t->loop_opaque, t->lfd,
-                                            cr_accept, NULL, t);
+                    c->ops->set_fd_handler(c->opaque, t->lfd, cr_accept,
+                                           NULL, t);
                 }
             } else {
                 i++;
@@ -652,6 +655,7 @@ void cr_peer_read(void *opaque)
 void cr_accept(void *opaque)
 {
     CrTransport *t = opaque;
+    PvrdmaCore *c = t->t.core;
 
     for (;;) {
         int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -664,8 +668,7 @@ void cr_accept(void *opaque)
                  */
                 pvrdma_log_host("co-resident: out of file descriptors, "
                                 "not accepting peers for now");
-                t->loop->set_fd_handler(t->loop_opaque, t->lfd, NULL, NULL,
-                                        NULL);
+                c->ops->set_fd_handler(c->opaque, t->lfd, NULL, NULL, NULL);
                 t->accept_paused = true;
             }
             break;

@@ -11,8 +11,7 @@
 #include "hw/rdma/pvrdma_hostcm.h"
 
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
-                                   unsigned nports, const PvrdmaLoopOps *loop,
-                                   void *loop_opaque, char **err)
+                                   unsigned nports, char **err)
 {
     *err = g_strdup("this QEMU was built without librdmacm (install "
                     "librdmacm-dev and rebuild for rdma_cm in the guest)");

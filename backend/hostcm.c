@@ -381,6 +381,7 @@ static void hc_event(HcCm *cm, struct rdma_cm_event *ev)
 static void hc_ready(void *opaque)
 {
     HcCm *cm = opaque;
+    PvrdmaCore *c = cm->t.core;
     struct rdma_cm_event *ev;
 
     while ((errno = 0, rdma_get_cm_event(cm->ch, &ev) == 0)) {
@@ -389,8 +390,7 @@ static void hc_ready(void *opaque)
     if (errno != EAGAIN && errno != EWOULDBLOCK && !cm->gone) {
         /* the host's rdma_cm failed: stop watching it, not spin on it */
         cm->gone = true;
-        cm->loop->set_fd_handler(cm->loop_opaque, cm->ch->fd, NULL, NULL,
-                                 NULL);
+        c->ops->set_fd_handler(c->opaque, cm->ch->fd, NULL, NULL, NULL);
         pvrdma_log_host("rdma_cm: the host's event channel failed (%s); "
                         "no more RDMA CM for the guest", strerror(errno));
     }
@@ -522,10 +522,10 @@ static bool hc_rq_psn(PvrdmaTransport *t, uint32_t qpn, uint32_t dest_qpn,
 static void hc_destroy(PvrdmaTransport *t)
 {
     HcCm *cm = hc_of(t);
+    PvrdmaCore *c = t->core;
 
     if (!cm->gone) {
-        cm->loop->set_fd_handler(cm->loop_opaque, cm->ch->fd, NULL, NULL,
-                                 NULL);
+        c->ops->set_fd_handler(c->opaque, cm->ch->fd, NULL, NULL, NULL);
     }
     g_hash_table_destroy(cm->conns);
     g_ptr_array_free(cm->listens, true);
@@ -554,12 +554,17 @@ static const PvrdmaTransportOps hc_ops = {
 };
 
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
-                                   unsigned nports, const PvrdmaLoopOps *loop,
-                                   void *loop_opaque, char **err)
+                                   unsigned nports, char **err)
 {
-    HcCm *cm = g_new0(HcCm, 1);
+    HcCm *cm;
     int fl;
 
+    if (!c->ops->set_fd_handler) {
+        *err = g_strdup("rdma_cm: the host has no set_fd_handler to watch "
+                        "the event channel with");
+        return NULL;
+    }
+    cm = g_new0(HcCm, 1);
     cm->ch = rdma_create_event_channel();
     if (!cm->ch) {
         *err = g_strdup_printf("rdma_cm: cannot open the host's rdma_cm "
@@ -570,8 +575,6 @@ PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
     fl = fcntl(cm->ch->fd, F_GETFL);
     fcntl(cm->ch->fd, F_SETFL, fl | O_NONBLOCK);
     cm->t = (PvrdmaTransport) { .ops = &hc_ops, .core = c };
-    cm->loop = loop;
-    cm->loop_opaque = loop_opaque;
     cm->ports = g_memdup2(ports, nports * sizeof(*ports));
     cm->nports = nports;
     cm->conns = g_hash_table_new_full(NULL, NULL, NULL,
@@ -580,6 +583,6 @@ PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
     cm->warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     cm->next_id = g_random_int();
     cm->next_tid = (uint64_t)g_random_int() << 32;
-    loop->set_fd_handler(loop_opaque, cm->ch->fd, hc_ready, NULL, cm);
+    c->ops->set_fd_handler(c->opaque, cm->ch->fd, hc_ready, NULL, cm);
     return &cm->t;
 }

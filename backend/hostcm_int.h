@@ -179,8 +179,6 @@ typedef struct HcConn {
 struct HcCm {
     PvrdmaTransport t;
     struct rdma_event_channel *ch;
-    const PvrdmaLoopOps *loop;
-    void *loop_opaque;
     uint16_t *ports;
     unsigned nports;
     GHashTable *conns;      /* my_id -> HcConn */

@@ -13,9 +13,7 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaHcaConfig *cfg,
                                       PvrdmaLimits *lim,
                                       const PvrdmaShmRegion *regions,
-                                      unsigned nregions,
-                                      const PvrdmaLoopOps *loop,
-                                      void *loop_opaque, char **err)
+                                      unsigned nregions, char **err)
 {
     *err = g_strdup("this QEMU was built without libibverbs (install "
                     "libibverbs-dev and rebuild for host HCA support)");

@@ -175,15 +175,15 @@ static void deliver(HvDev *d, HvCQ *q, const struct ibv_wc *wc)
  */
 static void hv_gone(HvDev *d)
 {
+    PvrdmaCore *c = d->t.core;
     int err = errno;
 
     if (d->gone) {
         return;
     }
     d->gone = true;
-    d->loop->set_fd_handler(d->loop_opaque, d->chan->fd, NULL, NULL, NULL);
-    d->loop->set_fd_handler(d->loop_opaque, d->ctx->async_fd, NULL, NULL,
-                            NULL);
+    c->ops->set_fd_handler(c->opaque, d->chan->fd, NULL, NULL, NULL);
+    c->ops->set_fd_handler(c->opaque, d->ctx->async_fd, NULL, NULL, NULL);
     pvrdma_log_host("host device %s is gone (%s)", d->name,
                     err ? strerror(err) : "end of file");
     pvrdma_transport_event(d->t.core, PVRDMA_EVENT_DEVICE_FATAL, 1);
@@ -291,12 +291,12 @@ static uint32_t hv_port_state(PvrdmaTransport *h)
 static void hv_destroy(PvrdmaTransport *h)
 {
     HvDev *d = hv(h);
+    PvrdmaCore *c = h->core;
 
     if (!d->gone) {
-        d->loop->set_fd_handler(d->loop_opaque, d->chan->fd, NULL, NULL,
-                                NULL);
-        d->loop->set_fd_handler(d->loop_opaque, d->ctx->async_fd, NULL,
-                                NULL, NULL);
+        c->ops->set_fd_handler(c->opaque, d->chan->fd, NULL, NULL, NULL);
+        c->ops->set_fd_handler(c->opaque, d->ctx->async_fd, NULL, NULL,
+                               NULL);
     }
     ibv_destroy_comp_channel(d->chan);
     ibv_close_device(d->ctx);
@@ -487,9 +487,7 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaHcaConfig *cfg,
                                       PvrdmaLimits *lim,
                                       const PvrdmaShmRegion *regions,
-                                      unsigned nregions,
-                                      const PvrdmaLoopOps *loop,
-                                      void *loop_opaque, char **err)
+                                      unsigned nregions, char **err)
 {
     struct ibv_device_attr da;
     struct ibv_port_attr pa;
@@ -498,6 +496,11 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     struct ibv_context *ctx;
     HvDev *d;
 
+    if (!c->ops->set_fd_handler) {
+        *err = g_strdup("the host has no set_fd_handler to watch the "
+                        "device's events with");
+        return NULL;
+    }
     ctx = open_port(cfg, &port, &da, &pa, err);
     if (!ctx) {
         return NULL;
@@ -527,8 +530,6 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     }
     d->regions = g_memdup2(regions, sizeof(*regions) * nregions);
     d->nregions = nregions;
-    d->loop = loop;
-    d->loop_opaque = loop_opaque;
     d->qps = g_hash_table_new(g_direct_hash, g_direct_equal);
     d->warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     d->gid_idx = g_hash_table_new_full(hv_gid_key_hash, hv_gid_key_equal,
@@ -537,8 +538,8 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     offer_limits(lim, &da);
 
     d->t = (PvrdmaTransport) { .ops = &hv_ops, .core = c };
-    loop->set_fd_handler(loop_opaque, d->chan->fd, hv_comp_ready, NULL, d);
-    loop->set_fd_handler(loop_opaque, ctx->async_fd, hv_async_ready, NULL, d);
+    c->ops->set_fd_handler(c->opaque, d->chan->fd, hv_comp_ready, NULL, d);
+    c->ops->set_fd_handler(c->opaque, ctx->async_fd, hv_async_ready, NULL, d);
     trace_pvrdma_hv_open(d->name, port, d->netdev[0] ? d->netdev : "?");
     return &d->t;
 }

@@ -42,8 +42,6 @@ typedef struct HvDev {
     int gid_tbl_len;            /* of the port: fixed by the device */
     PvrdmaShmRegion *regions;
     unsigned nregions;
-    const PvrdmaLoopOps *loop;
-    void *loop_opaque;
     GHashTable *qps;            /* host qp_num -> PvrdmaQP */
     GHashTable *warned;         /* GIDs already reported as missing */
     GHashTable *gid_idx;        /* HvGidKey -> host GID index + 1 (found) */

@@ -733,14 +733,15 @@ static const PvrdmaTransportOps roce_ops = {
     .msg = &roce_msg,
 };
 
-PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c, PvrdmaFrameTx tx,
-                                 void *opaque)
+PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c)
 {
-    RoceTransport *t = g_new0(RoceTransport, 1);
+    RoceTransport *t;
 
+    if (!c->ops->frame_tx) {
+        return NULL;
+    }
+    t = g_new0(RoceTransport, 1);
     t->t = (PvrdmaTransport) { .ops = &roce_ops, .core = c };
-    t->tx = tx;
-    t->opaque = opaque;
     return &t->t;
 }
 

@@ -189,8 +189,6 @@ typedef struct RoceLinger {
 
 struct RoceTransport {
     PvrdmaTransport t;
-    PvrdmaFrameTx tx;
-    void *opaque;
     PvrdmaRoceStats st;
     GList *qps;                 /* RoceQp */
     RoceLinger linger[ROCE_LINGER_N];

@@ -1,7 +1,7 @@
 /*
  * pvrdma RoCEv2 transport, frames out (as Linux rxe's rxe_net.c): a
  * packet's network headers (roce_pkt_addr(); roce_rc_pkt() for an RC
- * QP's peer), the frame built and handed to the host's tx callback
+ * QP's peer), the frame built and handed to the host's frame_tx
  * (roce_pkt_send()); the device's clock and timer (roce_now_ms(),
  * roce_arm()).  See roce.c for the transport as a whole, roce_int.h for
  * what its files share.
@@ -59,6 +59,7 @@ void roce_pkt_addr(RoceTransport *t, RocePkt *p, const uint8_t sgid[16],
 
 void roce_pkt_send(RoceTransport *t, RoceQp *q, RocePkt *p)
 {
+    PvrdmaCore *c = t->t.core;
     size_t n = roce_build(p, t->frame, sizeof(t->frame));
 
     if (!n) {
@@ -78,7 +79,7 @@ void roce_pkt_send(RoceTransport *t, RoceQp *q, RocePkt *p)
         q->st.tx_pkts++;
         q->st.tx_bytes += n;
     }
-    t->tx(t->opaque, t->frame, n);
+    c->ops->frame_tx(c->opaque, t->frame, n);
 }
 
 /* Headers of an RC packet of q to its peer. */

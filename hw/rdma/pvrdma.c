@@ -175,6 +175,8 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .uar_base = pvrdma_uar_base,
     .now_ms = pvrdma_now_ms,
     .link_up = pvrdma_link_up,
+    .set_fd_handler = pvrdma_set_fd_handler,     /* pvrdma_dev_host.c */
+    .frame_tx = pvrdma_roce_tx,                  /* pvrdma_dev_roce.c */
 };
 
 /*

@@ -57,7 +57,7 @@ struct PvrdmaState {
     bool roce_on;           /* 'roce': RoCEv2 on the vmxnet3's netdev */
     bool loopback_on;       /* 'x-loopback': the loopback transport */
     PvrdmaTransport *roce;  /* NULL: no RoCEv2 transport */
-    bool roce_busy;         /* in pvrdma_roce_rx() or the transport's tx */
+    bool roce_busy;         /* in pvrdma_roce_rx() or pvrdma_roce_tx() */
     PvrdmaRoceTap *roce_tap;    /* its frame tap, a child of the device */
     GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
@@ -83,11 +83,16 @@ static inline VMXNET3State *pvrdma_nic(PvrdmaState *s)
 /* pvrdma_dev_host.c */
 bool pvrdma_join(PvrdmaState *s, Error **errp);
 bool pvrdma_open_hca(PvrdmaState *s, Error **errp);
+/* PvrdmaHostOps.set_fd_handler, opaque the device */
+void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg);
 
 /* pvrdma_dev_roce.c */
 void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic);
 void pvrdma_del_roce(PvrdmaState *s);
 void pvrdma_roce_class_init(ObjectClass *klass);
+/* PvrdmaHostOps.frame_tx, opaque the device */
+void pvrdma_roce_tx(void *opaque, const uint8_t *frame, size_t len);
 
 /* pvrdma_dev_mig.c */
 extern const VMStateDescription vmstate_pvrdma;

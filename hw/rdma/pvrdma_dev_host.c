@@ -65,8 +65,9 @@ static void pvrdma_fd_write(void *opaque)
     pvrdma_fd_call(w, w->write);
 }
 
-static void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
-                                  void (*write)(void *), void *arg)
+/* The host's set_fd_handler (PvrdmaHostOps); opaque is the device. */
+void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg)
 {
     PvrdmaState *s = opaque;
     PvrdmaFdWatch *w;
@@ -85,10 +86,6 @@ static void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
     qemu_set_fd_handler(fd, read ? pvrdma_fd_read : NULL,
                         write ? pvrdma_fd_write : NULL, w);
 }
-
-static const PvrdmaLoopOps pvrdma_loop_ops = {
-    .set_fd_handler = pvrdma_set_fd_handler,
-};
 
 static int pvrdma_add_region(RAMBlock *rb, void *opaque)
 {
@@ -171,7 +168,7 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
     s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     t = pvrdma_coresident_new(&s->core, s->rendezvous, secret, secret_len,
                               (PvrdmaShmRegion *)regions->data, regions->len,
-                              &pvrdma_loop_ops, s, &err);
+                              &err);
     if (secret) {
         explicit_bzero(secret, secret_len);     /* the transport has a copy */
         g_free(secret);
@@ -240,7 +237,7 @@ static bool pvrdma_open_cm(PvrdmaState *s, GArray *ports, Error **errp)
     PvrdmaTransport *t;
 
     t = pvrdma_hostcm_new(&s->core, (uint16_t *)ports->data, ports->len,
-                          &pvrdma_loop_ops, s, &err);
+                          &err);
     if (!t) {
         if (s->cm_listen) {
             error_setg(errp, "pvrdma: cm-listen: %s", err);
@@ -285,7 +282,7 @@ bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
     }
     t = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
                              (PvrdmaShmRegion *)regions->data, regions->len,
-                             &pvrdma_loop_ops, s, &err);
+                             &err);
     if (!t) {
         error_setg(errp, "pvrdma: ibdev=%s: %s", s->ibdev, err);
         return false;

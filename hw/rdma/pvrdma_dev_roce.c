@@ -307,13 +307,14 @@ static const TypeInfo pvrdma_roce_tap_info = {
 };
 
 /*
- * The transport's frames leave through the vmxnet3's netdev as the NIC's
+ * The host's frame_tx (PvrdmaHostOps; opaque is the device): the
+ * transport's frames leave through the vmxnet3's netdev as the NIC's
  * own.  "raw" (as for announce frames): the net layer puts the empty
  * virtio-net header in front that a tap with vnet_hdr expects.  A frame
  * for a netdev that cannot take it now is queued by the net layer, or
  * dropped when its queue is full (a lost packet: the transport retries).
  */
-static void pvrdma_roce_tx(void *opaque, const uint8_t *frame, size_t len)
+void pvrdma_roce_tx(void *opaque, const uint8_t *frame, size_t len)
 {
     PvrdmaState *s = opaque;
     VMXNET3State *nic = pvrdma_nic(s);
@@ -375,7 +376,7 @@ void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic)
         pvrdma_no_roce("the netdev refused the filter");
         return;
     }
-    t = pvrdma_roce_new(&s->core, pvrdma_roce_tx, s);
+    t = pvrdma_roce_new(&s->core);
     if (!t || !pvrdma_core_add_transport(&s->core, t)) {
         if (t && t->ops->destroy) {
             t->ops->destroy(t);

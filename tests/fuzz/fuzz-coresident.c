@@ -84,8 +84,7 @@ static void setup(void)
     dev.h.core = &dev.c;
     dir = g_dir_make_tmp("pvrdma-fuzz-XXXXXX", NULL);
     fh_shm_region(&dev.h, &r);
-    tr = pvrdma_coresident_new(&dev.c, dir, NULL, 0, &r, 1, &fh_loop_ops,
-                               &dev.h, &err);
+    tr = pvrdma_coresident_new(&dev.c, dir, NULL, 0, &r, 1, &err);
     if (!tr) {
         fprintf(stderr, "fuzz-coresident: %s\n", err);
         abort();

@@ -267,8 +267,7 @@ static void cm_init(Cm *m)
     fake_hca_init(&m->hca, &m->d.c);
     /* hostcm.c draws its first comm ID and transaction ID at random */
     g_random_set_seed(1);
-    t = pvrdma_hostcm_new(&m->d.c, ports, G_N_ELEMENTS(ports), &fh_loop_ops,
-                          &m->d.h, &err);
+    t = pvrdma_hostcm_new(&m->d.c, ports, G_N_ELEMENTS(ports), &err);
     if (!t) {
         fprintf(stderr, "fuzz-hostcm: %s\n", err);
         abort();

@@ -71,8 +71,8 @@ static void populate(void)
     union pvrdma_cmd_resp rsp;
 
     dev_setup(d, NULL);
-    check(pvrdma_core_add_transport(&d->c, pvrdma_roce_new(&d->c, roce_sink,
-                                                           NULL)),
+    d->h.frame_tx = roce_sink;
+    check(pvrdma_core_add_transport(&d->c, pvrdma_roce_new(&d->c)),
           "RoCEv2 transport");
     pd = create_pd(d, 0);
     bind_gid(d, 0, test_gid);

@@ -1802,7 +1802,8 @@ static void setup(Input *in)
     f.d.h.core = &f.d.c;
     pvrdma_core_init(&f.d.c, &fh_ops, &f.d.h, &l);
     pvrdma_core_add_transport(&f.d.c, pvrdma_loopback_new(&f.d.c));
-    f.t = pvrdma_roce_new(&f.d.c, dev_tx, NULL);
+    f.d.h.frame_tx = dev_tx;
+    f.t = pvrdma_roce_new(&f.d.c);
     if (!f.t || !pvrdma_core_add_transport(&f.d.c, f.t)) {
         fail("cannot add the RoCEv2 transport");
     }

@@ -152,6 +152,18 @@ static int64_t fh_now_ms(void *opaque)
     return h->now;
 }
 
+/* A frame of the RoCEv2 transport: to the test's network. */
+static void fh_frame_tx(void *opaque, const uint8_t *frame, size_t len)
+{
+    FakeHost *h = opaque;
+
+    g_assert_nonnull(h->frame_tx);
+    h->frame_tx(h->frame_tx_arg, frame, len);
+}
+
+static void fh_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                              void (*write)(void *), void *arg);
+
 const PvrdmaHostOps fh_ops = {
     .dma_read = fh_dma_read,
     .dma_write = fh_dma_write,
@@ -162,6 +174,8 @@ const PvrdmaHostOps fh_ops = {
     .get_mac = fh_get_mac,
     .uar_base = fh_uar_base,
     .now_ms = fh_now_ms,
+    .set_fd_handler = fh_set_fd_handler,
+    .frame_tx = fh_frame_tx,
 };
 
 /* Everything but the guest RAM, which the caller has set up. */
@@ -335,10 +349,6 @@ static void fh_set_fd_handler(void *opaque, int fd, void (*read)(void *),
     w->write = write;
     w->arg = arg;
 }
-
-const PvrdmaLoopOps fh_loop_ops = {
-    .set_fd_handler = fh_set_fd_handler,
-};
 
 unsigned fh_watch_count(const FakeHost *h)
 {

@@ -24,7 +24,7 @@ typedef struct FhMapping {
     bool is_write;
 } FhMapping;
 
-/* An fd handler registered through PvrdmaLoopOps.set_fd_handler. */
+/* An fd handler registered through PvrdmaHostOps.set_fd_handler. */
 typedef struct FhWatch {
     int fd;
     void (*read)(void *);
@@ -57,6 +57,13 @@ typedef struct FakeHost {
     unsigned last_kick_delay;
     uint8_t mac[6];
     int64_t now;
+    /*
+     * Where frame_tx puts the RoCEv2 transport's frames (the test's
+     * network): frame_tx(frame_tx_arg, frame, len).  Set it before such a
+     * transport sends.
+     */
+    void (*frame_tx)(void *arg, const uint8_t *frame, size_t len);
+    void *frame_tx_arg;
 
     /* event loop (fh_pump) */
     GArray *watches;        /* FhWatch */
@@ -65,9 +72,11 @@ typedef struct FakeHost {
     int64_t timer_due;      /* kick(delay): run when now >= this; 0: none */
 } FakeHost;
 
+/*
+ * Its opaque is the FakeHost: set_fd_handler registers the handlers its
+ * fh_pump serves, frame_tx hands frames to its frame_tx.
+ */
 extern const PvrdmaHostOps fh_ops;
-/* loop_opaque is the FakeHost whose fh_pump serves the handlers */
-extern const PvrdmaLoopOps fh_loop_ops;
 
 void fh_init(FakeHost *h);
 /* Same, with ram_size bytes of guest RAM in a memfd mapped MAP_SHARED. */

@@ -75,8 +75,7 @@ static void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
     v->d.h.core = &v->d.c;
     fh_shm_region(&v->d.h, &r);
     v->t = pvrdma_coresident_new(&v->d.c, dir, secret,
-                                 secret ? strlen(secret) : 0, &r, 1,
-                                 &fh_loop_ops, &v->d.h, &err);
+                                 secret ? strlen(secret) : 0, &r, 1, &err);
     g_assert_null(err);
     g_assert_nonnull(v->t);
     g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
@@ -495,6 +494,7 @@ static void test_join_errors(void)
     Vm a;
     PvrdmaLimits l;
     PvrdmaShmRegion r;
+    PvrdmaHostOps no_fd = fh_ops;
     struct sockaddr_un sa;
     const size_t max = sizeof(sa.sun_path) - 1 -
                        strlen("/0123456789abcdef.sock");
@@ -511,15 +511,24 @@ static void test_join_errors(void)
 
     /* no region to offer */
     g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 0,
-                                        &fh_loop_ops, &a.d.h, &err));
+                                        &err));
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "shareable RAM regions"));
     g_clear_pointer(&err, g_free);
 
+    /* a host that cannot watch fds */
+    no_fd.set_fd_handler = NULL;
+    a.d.c.ops = &no_fd;
+    g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 1, &err));
+    a.d.c.ops = &fh_ops;
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err, "set_fd_handler"));
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpuint(count_socks(e.dir), ==, 0);
+
     /* the parent of the directory does not exist */
     dir = g_build_filename(e.dir, "no", "such", NULL);
-    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, NULL, 0, &r, 1,
-                                        &fh_loop_ops, &a.d.h, &err));
+    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, NULL, 0, &r, 1, &err));
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "cannot create rendezvous directory"));
     g_clear_pointer(&err, g_free);
@@ -533,8 +542,7 @@ static void test_join_errors(void)
         g_string_append_c(s, 'd');
     }
     g_assert_cmpuint(s->len, ==, max);
-    a.t = pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1, &fh_loop_ops,
-                                &a.d.h, &err);
+    a.t = pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1, &err);
     g_assert_null(err);
     g_assert_nonnull(a.t);
     g_assert_true(pvrdma_core_add_transport(&a.d.c, a.t));
@@ -543,7 +551,7 @@ static void test_join_errors(void)
     /* ... one more character is refused with a message that says so */
     g_string_append_c(s, 'd');
     g_assert_null(pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1,
-                                        &fh_loop_ops, &a.d.h, &err));
+                                        &err));
     g_assert_nonnull(err);
     want = g_strdup_printf("at most %zu characters", max);
     if (!err || !strstr(err, "too long") || !strstr(err, want)) {
@@ -2674,7 +2682,9 @@ static void vm_create_roce(Vm *v, const char *dir, uint8_t id, Wire *w)
 {
     vm_create(v, dir, id, NULL);
     v->wire = w;
-    v->rt = pvrdma_roce_new(&v->d.c, wire_tx, v);
+    v->d.h.frame_tx = wire_tx;
+    v->d.h.frame_tx_arg = v;
+    v->rt = pvrdma_roce_new(&v->d.c);
     g_assert_nonnull(v->rt);
     g_assert_true(pvrdma_core_add_transport(&v->d.c, v->rt));
 }
@@ -4018,8 +4028,7 @@ static char *try_join(Vm *v, const char *dir)
     pvrdma_core_add_transport(&v->d.c, pvrdma_loopback_new(&v->d.c));
     v->d.h.core = &v->d.c;
     fh_shm_region(&v->d.h, &r);
-    v->t = pvrdma_coresident_new(&v->d.c, dir, NULL, 0, &r, 1, &fh_loop_ops,
-                                 &v->d.h, &err);
+    v->t = pvrdma_coresident_new(&v->d.c, dir, NULL, 0, &r, 1, &err);
     g_assert_true(!v->t == !!err);
     if (v->t) {
         g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));

@@ -1,7 +1,7 @@
 /*
  * Tests of the RoCEv2 transport (backend/roce*.c).  Two devices, A
  * (::ffff:10.0.0.1) and B (::ffff:10.0.0.2), each with loopback and a
- * RoCEv2 transport, whose tx callbacks put the frames (copied) on a
+ * RoCEv2 transport, whose host's frame_tx puts the frames (copied) on a
  * simulated wire toward the other device.  The pump (net_run) delivers the
  * frames in order with pvrdma_roce_rx(), runs the cores that were kicked
  * and, when nothing else is left to do, moves both fake clocks to the
@@ -403,7 +403,7 @@ static void wire_put(Net *n, unsigned to, const uint8_t *frame, size_t len,
 
 static void wframe_free(gpointer p);
 
-/* PvrdmaFrameTx of node opaque: the frame goes on the wire. */
+/* FakeHost.frame_tx of node opaque: the frame goes on the wire. */
 static void node_tx(void *opaque, const uint8_t *frame, size_t len)
 {
     Node *nd = opaque;
@@ -484,7 +484,9 @@ static void node_init(Net *n, unsigned id)
     d->h.mac[4] = 0xa0 + id;
     d->h.mac[5] = 0x01 + id;
     d->h.core = &d->c;
-    nd->t = pvrdma_roce_new(&d->c, node_tx, nd);
+    d->h.frame_tx = node_tx;
+    d->h.frame_tx_arg = nd;
+    nd->t = pvrdma_roce_new(&d->c);
     g_assert_nonnull(nd->t);
     g_assert_true(pvrdma_core_add_transport(&d->c, nd->t));
     dev_write_dsr(d);
@@ -1482,6 +1484,7 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     Node *nd = &n->node[i];
     Dev *d = &nd->d;
     PvrdmaLimits l = d->c.lim;
+    PvrdmaHostOps no_tx = fh_ops;
     g_autoptr(GByteArray) st = g_byte_array_new();
     char *err = NULL, *why;
 
@@ -1494,8 +1497,13 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     pvrdma_core_moved(&d->c);
     pvrdma_core_fini(&d->c);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
-    /* a destination without RoCEv2 refuses the state, and says why */
-    pvrdma_core_init(&d->c, &fh_ops, &d->h, &l);
+    /*
+     * a destination without RoCEv2 (its host has no frame_tx, so no
+     * RoCEv2 transport) refuses the state, and says why
+     */
+    no_tx.frame_tx = NULL;
+    pvrdma_core_init(&d->c, &no_tx, &d->h, &l);
+    g_assert_null(pvrdma_roce_new(&d->c));
     pvrdma_core_add_transport(&d->c, pvrdma_loopback_new(&d->c));
     g_assert_false(pvrdma_core_load(&d->c, st->data, st->len, &err));
     g_assert_nonnull(strstr(err, "roce transport, which this device does not "
@@ -1505,7 +1513,7 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     pvrdma_core_fini(&d->c);
     pvrdma_core_init(&d->c, &fh_ops, &d->h, &l);
     pvrdma_core_add_transport(&d->c, pvrdma_loopback_new(&d->c));
-    nd->t = pvrdma_roce_new(&d->c, node_tx, nd);
+    nd->t = pvrdma_roce_new(&d->c);     /* d->h still sends with node_tx */
     g_assert_true(pvrdma_core_add_transport(&d->c, nd->t));
     if (!pvrdma_core_load(&d->c, st->data, st->len, &err)) {
         g_test_message("load: %s", err);

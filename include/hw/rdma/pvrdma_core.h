@@ -48,6 +48,19 @@ typedef struct PvrdmaHostOps {
     int64_t (*now_ms)(void *opaque);
     /* Link state of the paired vmxnet3 (optional: NULL means always up). */
     bool (*link_up)(void *opaque);
+    /*
+     * Watch fd in the host's event loop: call read(arg) / write(arg) when
+     * it is ready; NULL read and write removes the watch.  Optional: the
+     * co-resident, host HCA and rdma_cm transports need it (their
+     * constructors fail without it).
+     */
+    void (*set_fd_handler)(void *opaque, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg);
+    /*
+     * Send an Ethernet frame on the paired NIC's network.  Optional: the
+     * RoCEv2 transport needs it (pvrdma_roce_new() fails without it).
+     */
+    void (*frame_tx)(void *opaque, const uint8_t *frame, size_t len);
 } PvrdmaHostOps;
 
 /* Limits: QOM properties, copied into the capabilities. */

@@ -16,15 +16,15 @@
  * 0700 if missing; an existing one must belong to this uid and not be
  * writable by group or others.  Peers must run as this uid; with a secret
  * (secret_len bytes, not empty; NULL: none) they must also prove they
- * have the same secret before they get the regions.  Returns NULL with a
- * message in *err (g_free it) on failure.
+ * have the same secret before they get the regions.  Its sockets are
+ * watched through the host's set_fd_handler (PvrdmaHostOps).  Returns
+ * NULL with a message in *err (g_free it) on failure, or if the host has
+ * no set_fd_handler.
  */
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
-                                       unsigned nregions,
-                                       const PvrdmaLoopOps *loop,
-                                       void *loop_opaque, char **err);
+                                       unsigned nregions, char **err);
 /* Process exit: remove our socket from the rendezvous directory. */
 void pvrdma_coresident_leave(PvrdmaTransport *t);
 /* Number of connected peers (tests, info). */

@@ -11,11 +11,12 @@
 /*
  * The guest's CM MADs (its GSI QP) become host rdma_cm calls, and host
  * rdma_cm events become CM MADs for the guest; incoming connections are
- * taken on the given ports of the guest's addresses.  Returns NULL with a
- * message in *err (g_free it) on failure.
+ * taken on the given ports of the guest's addresses.  The host rdma_cm's
+ * event channel is watched through the host's set_fd_handler
+ * (PvrdmaHostOps).  Returns NULL with a message in *err (g_free it) on
+ * failure, or if the host has no set_fd_handler.
  */
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
-                                   unsigned nports, const PvrdmaLoopOps *loop,
-                                   void *loop_opaque, char **err);
+                                   unsigned nports, char **err);
 
 #endif

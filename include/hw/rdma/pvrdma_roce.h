@@ -14,15 +14,12 @@
  * Ethernet network of the paired NIC, as a RoCE NIC shares its port: the
  * device's own requester, responder and completer, for peers that are
  * neither on this device nor co-resident (Linux rxe, RoCE HCAs, another
- * pvrdma on another host).  Its host sends frames with tx(); it hands the
- * transport every frame the network delivers to the NIC with
- * pvrdma_roce_rx() first.
+ * pvrdma on another host).  It sends frames with the host's frame_tx
+ * (PvrdmaHostOps); its host hands the transport every frame the network
+ * delivers to the NIC with pvrdma_roce_rx() first.  NULL if the host has
+ * no frame_tx.
  */
-typedef void (*PvrdmaFrameTx)(void *opaque, const uint8_t *frame,
-                              size_t len);
-
-PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c, PvrdmaFrameTx tx,
-                                 void *opaque);
+PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c);
 /*
  * A frame from the network, before the NIC sees it.  true: a RoCEv2
  * frame for this device (taken: executed, or dropped and counted); false:

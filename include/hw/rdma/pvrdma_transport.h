@@ -533,6 +533,11 @@ char *pvrdma_describe_qps(PvrdmaCore *c);
 /* ------------------------------------------------------------------ */
 /* What several transports take from their host                        */
 
+/*
+ * The host's services (an event loop that watches fds, the network to
+ * send frames on) come through the core's PvrdmaHostOps (pvrdma_core.h).
+ */
+
 /* A range of this process's guest RAM that peers can map. */
 typedef struct PvrdmaShmRegion {
     void *host;             /* where this process has it mapped */
@@ -540,16 +545,6 @@ typedef struct PvrdmaShmRegion {
     int fd;                 /* shareable file (memfd, file, hugetlbfs) */
     uint64_t fd_offset;     /* offset of host[0] in fd */
 } PvrdmaShmRegion;
-
-/*
- * Event-loop services a transport needs from its host (QEMU's main loop,
- * or the unit tests' poll loop).
- */
-typedef struct PvrdmaLoopOps {
-    /* Watch fd: call read(arg) / write(arg) when ready; NULL removes. */
-    void (*set_fd_handler)(void *opaque, int fd, void (*read)(void *),
-                           void (*write)(void *), void *arg);
-} PvrdmaLoopOps;
 
 /*
  * Each transport's constructor and API: pvrdma_loopback.h,
