@@ -199,6 +199,13 @@ struct RoceTransport {
     bool paused;                /* the VM's state is saved: off the wire */
     uint8_t frame[ROCE_MAX_FRAME];
     uint8_t data[4096];         /* one packet's payload */
+    /*
+     * During roce_execute_rc(): the request it takes and the local buffer
+     * the core's requester resolved for it.  What goes out then is read
+     * from there; later packets and retransmissions resolve the SGEs again.
+     */
+    const RoceWqe *exec_wqe;
+    const PvrdmaSg *exec_local;
 };
 
 static inline RoceTransport *roce(PvrdmaTransport *t)

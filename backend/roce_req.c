@@ -98,6 +98,14 @@ static int wqe_read(RoceTransport *t, RoceWqe *w, uint64_t off,
         memcpy(buf, w->copy + off, len);
         return PVRDMA_WC_SUCCESS;
     }
+    if (w == t->exec_wqe) {
+        /* sent at once: what the core's requester resolved */
+        if (t->exec_local->len < off + len) {
+            return PVRDMA_WC_LOC_PROT_ERR;
+        }
+        pvrdma_sg_copy(&dst, 0, t->exec_local, off, len);
+        return PVRDMA_WC_SUCCESS;
+    }
     st = pvrdma_transport_resolve(c, w->pd, w->sge, w->num_sge, false, &sg);
     if (st == PVRDMA_WC_SUCCESS && sg.len < off + len) {
         st = PVRDMA_WC_LOC_PROT_ERR;    /* an MR changed under it */
@@ -269,8 +277,11 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
     } else {
         uint64_t off = (uint64_t)k * mtu;
         uint32_t len = MIN(mtu, w->len - off);
-        int st;
 
+        if (wqe_read(t, w, off, t->data, len) != PVRDMA_WC_SUCCESS) {
+            /* fails now, in order, once everything before it is done */
+            return false;
+        }
         roce_rc_pkt(q, &p, send_opcode(w, k, n), psn);
         if (k == 0 && !req_is_send(w->opcode)) {
             p.reth.va = w->remote_addr;
@@ -279,11 +290,6 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
         }
         p.imm = imm_to_wire(w->imm);
         p.ieth_rkey = w->imm;
-        st = wqe_read(t, w, off, t->data, len);
-        if (st != PVRDMA_WC_SUCCESS) {
-            /* fails now, in order, once everything before it is done */
-            return false;
-        }
         p.payload = t->data;
         p.payload_len = len;
         /* AckReq also on the packet that fills the window */
@@ -474,6 +480,10 @@ int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
         q->cur_pkt = 0;
         q->psn = w->first_psn;
     }
+    t->exec_wqe = w;
+    t->exec_local = &req->local;
     roce_req_push(q);
+    t->exec_wqe = NULL;
+    t->exec_local = NULL;
     return PVRDMA_TRANSPORT_PENDING;
 }

@@ -66,8 +66,11 @@ typedef struct PvrdmaReq {
      * For transports that put requests on a wire (RoCEv2): the address
      * vector's MAC, hop limit, traffic class and flow label, and the WQE's
      * local buffer as the guest gave it (pd and SGEs; valid during
-     * execute() only: copy them), to be read again at each
-     * (re)transmission with pvrdma_transport_resolve().
+     * execute() only: copy them).  What goes out during execute() is read
+     * from local; what goes out later (window, retransmissions) is read
+     * again with pvrdma_transport_resolve(), as rxe looks its MRs up for
+     * every packet: nothing holds a mapping of guest memory between
+     * packets.
      */
     uint8_t dmac[6];
     uint8_t hop_limit;
