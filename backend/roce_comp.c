@@ -3,8 +3,8 @@
  * ACKs, NAKs, READ responses and atomic ACKs to the requester's requests,
  * the data written into their buffers, the requests completed in order;
  * the local ACK timeout with its probe and the end of an RNR wait
- * (roce_req_timers()).  It drives the requester (roce_req.c: go back,
- * send on).  See roce.c for the transport as a whole, roce_int.h for what
+ * (roce_req_timers()); the requester's failures (RoceWqe.local_err).  It
+ * drives the requester (roce_req.c: go back, send on).  See roce.c for the transport as a whole, roce_int.h for what
  * its files share.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -45,6 +45,32 @@ static int wqe_write(RoceTransport *t, RoceWqe *w, uint64_t off,
     return st;
 }
 
+/* The request at the head finished: complete it (in order) and free it. */
+void roce_comp_head(RoceQp *q, int status)
+{
+    RoceWqe *w = g_queue_peek_head(&q->wqes);
+    PvrdmaWc wc = { .qp = q->qp->handle, .is_send = true,
+                    .cookie = w->cookie, .status = status };
+
+    trace_pvrdma_roce_comp(q->qpn, status == PVRDMA_WC_SUCCESS ?
+                           "complete" : "complete with error",
+                           w->first_psn);
+    if (q->cur && q->cur->data == w) {
+        q->cur = q->cur->next;
+        q->cur_pkt = 0;
+    }
+    g_queue_pop_head(&q->wqes);
+    if (psn_cmp(psn_add(w->first_psn, w->npsn), q->ack_psn) > 0) {
+        q->ack_psn = psn_add(w->first_psn, w->npsn);
+    }
+    roce_wqe_free(w);
+    if (status != PVRDMA_WC_SUCCESS) {
+        /* the core moves the QP to error and flushes what follows */
+        roce_qp_drop_requests(q);
+    }
+    pvrdma_complete(q->t->t.core, &wc);
+}
+
 /*
  * Complete what is done, in order: SENDs and WRITEs the responder has
  * acknowledged (every PSN before ack_psn), READs and atomics whose whole
@@ -55,6 +81,10 @@ static void comp_drain(RoceQp *q)
     RoceWqe *w;
 
     while ((w = g_queue_peek_head(&q->wqes))) {
+        if (w->local_err) {
+            roce_comp_head(q, PVRDMA_WC_LOC_PROT_ERR);  /* drops the rest */
+            break;
+        }
         if (w->rd_atomic ? !w->resp_done :
             psn_cmp(psn_add(w->first_psn, w->npsn), q->ack_psn) > 0 ||
             psn_cmp(w->first_psn, q->max_psn) >= 0) {
@@ -412,8 +442,14 @@ void roce_comp_atomic_ack(RoceQp *q, const RocePkt *p)
 /* Timers of q: local ACK timeout, end of an RNR wait. */
 void roce_req_timers(RoceQp *q, int64_t now)
 {
+    RoceWqe *head = g_queue_peek_head(&q->wqes);
+
     if (q->qp->state == PVRDMA_QPS_ERR) {
         roce_qp_drop_requests(q);
+        return;
+    }
+    if (head && head->local_err) {
+        roce_comp_head(q, PVRDMA_WC_LOC_PROT_ERR);  /* roce_req_push() */
         return;
     }
     if (q->rnr_deadline && now >= q->rnr_deadline) {

@@ -66,6 +66,7 @@ typedef struct RoceWqe {
     bool rd_atomic;             /* READ or atomic */
     bool sent;                  /* its request has been sent (READ/atomic) */
     bool resp_done;             /* READ/atomic: its whole response came */
+    bool local_err;             /* its buffer could not be read: fails */
     bool reasked;               /* asked again for what is missing ... */
     uint32_t reask_psn;         /* ... from this PSN */
 } RoceWqe;
@@ -284,8 +285,8 @@ const char *roce_probe_name(RoceProbe s);
 
 /* Free q's requests and stop its timers (an error, a pause, the end). */
 void roce_qp_drop_requests(RoceQp *q);
-/* The request at the head finished: complete it (in order) and free it. */
-void roce_comp_head(RoceQp *q, int status);
+/* Free one request (taken off q->wqes). */
+void roce_wqe_free(RoceWqe *w);
 /* The next PSN of w the responder has not answered (READ, atomic). */
 uint32_t roce_wqe_next_resp(RoceQp *q, RoceWqe *w);
 /* Go back to psn: the next packet sent is the one with that PSN. */
@@ -302,6 +303,9 @@ void roce_req_push(RoceQp *q);
 int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req);
 
 /* roce_comp.c: the completer */
+
+/* The request at the head finished: complete it (in order) and free it. */
+void roce_comp_head(RoceQp *q, int status);
 
 void roce_comp_ack(RoceQp *q, const RocePkt *p);
 void roce_comp_read_resp(RoceQp *q, const RocePkt *p);

@@ -4,11 +4,10 @@
  * roce_req_push() sends what the window, max_rd_atomic and fences allow,
  * packet by packet, reading the data through the guest's SGEs each time;
  * going back to a PSN (roce_req_rewind()), asking a READ or atomic again,
- * the local ACK timer.  The completion of the oldest request
- * (roce_comp_head()) is here too: the requester fails a request whose
- * buffer is gone, and the completer (roce_comp.c), which calls the
- * requester, completes the rest.  See roce.c for the transport as a
- * whole, roce_int.h for what its files share.
+ * the local ACK timer.  A request whose buffer is gone is marked
+ * (RoceWqe.local_err) for the completer (roce_comp.c), which calls the
+ * requester and completes every request, in order.  See roce.c for the
+ * transport as a whole, roce_int.h for what its files share.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -117,7 +116,7 @@ static int wqe_read(RoceTransport *t, RoceWqe *w, uint64_t off,
     return st;
 }
 
-static void wqe_free(RoceWqe *w)
+void roce_wqe_free(RoceWqe *w)
 {
     g_free(w->copy);
     g_free(w);
@@ -128,7 +127,7 @@ void roce_qp_drop_requests(RoceQp *q)
     RoceWqe *w;
 
     while ((w = g_queue_pop_head(&q->wqes))) {
-        wqe_free(w);
+        roce_wqe_free(w);
     }
     q->cur = NULL;
     q->rto_deadline = 0;
@@ -148,32 +147,6 @@ static uint32_t req_rd_out(RoceQp *q)
         n += w->rd_atomic && w->sent && !w->resp_done;
     }
     return n;
-}
-
-/* The request at the head finished: complete it (in order) and free it. */
-void roce_comp_head(RoceQp *q, int status)
-{
-    RoceWqe *w = g_queue_peek_head(&q->wqes);
-    PvrdmaWc wc = { .qp = q->qp->handle, .is_send = true,
-                    .cookie = w->cookie, .status = status };
-
-    trace_pvrdma_roce_comp(q->qpn, status == PVRDMA_WC_SUCCESS ?
-                           "complete" : "complete with error",
-                           w->first_psn);
-    if (q->cur && q->cur->data == w) {
-        q->cur = q->cur->next;
-        q->cur_pkt = 0;
-    }
-    g_queue_pop_head(&q->wqes);
-    if (psn_cmp(psn_add(w->first_psn, w->npsn), q->ack_psn) > 0) {
-        q->ack_psn = psn_add(w->first_psn, w->npsn);
-    }
-    wqe_free(w);
-    if (status != PVRDMA_WC_SUCCESS) {
-        /* the core moves the QP to error and flushes what follows */
-        roce_qp_drop_requests(q);
-    }
-    pvrdma_complete(q->t->t.core, &wc);
 }
 
 /* The next PSN of w the responder has not answered (READ, atomic). */
@@ -395,10 +368,14 @@ void roce_req_push(RoceQp *q)
             q->psn = psn_add(w->first_psn, w->npsn);
         } else {
             if (!req_send_pkt(q, w, q->cur_pkt)) {
-                /* the local buffer is gone: fail it when it is the head */
+                /*
+                 * The local buffer is gone: the completer fails it when it
+                 * is the head (in order), now if it is (as rxe's requester
+                 * hands a failed WQE to its completer).
+                 */
+                w->local_err = true;
                 if (g_queue_peek_head(&q->wqes) == w) {
-                    roce_comp_head(q, PVRDMA_WC_LOC_PROT_ERR);
-                    return;
+                    pvrdma_transport_timer(q->t->t.core, 0);
                 }
                 break;
             }
@@ -467,7 +444,7 @@ int roce_execute_rc(RoceTransport *t, RoceQp *q, PvrdmaReq *req)
     w->npsn = pvrdma_qp_npsn(q->qp, w->opcode, w->len);
     if (w->npsn > ROCE_WINDOW * 16384) {
         /* half the PSN space would make PSNs ambiguous */
-        wqe_free(w);
+        roce_wqe_free(w);
         return PVRDMA_WC_LOC_LEN_ERR;
     }
     /* PSNs are given out now, in order */

@@ -3358,6 +3358,54 @@ static void soak_print(const SoakCell *c, const SoakResult *r)
  * timer: spurious retransmissions).  PVRDMA_ROCE_SOAK=N runs N
  * exchanges per cell (the soak; scripts/soak-roce.sh), else a few.
  */
+/*
+ * The requester's local buffer goes (its MR destroyed) while a WRITE is
+ * still being sent: what the window held back cannot be read.  The
+ * completer fails it with LOC_PROT_ERR, in order after the WRITE before
+ * it, and flushes what follows; the QP goes to error.
+ */
+static void test_rc_mr_gone(void)
+{
+    Rc r;
+    Net *n = &r.n;
+    uint8_t *d = pattern(8 * KIB, 31);
+    union pvrdma_cmd_req req = { 0 };
+    struct pvrdma_sge s;
+    Buf m2;
+
+    rc_setup(&r, NULL, 64 * KIB, 29);
+    buf_create(ep_dev(&r.a), &m2, r.a.pd, EP_IOVA + 1024 * KIB, 512 * KIB,
+               EP_ACCESS);
+    ep_put(&r.a, 0, d, 8 * KIB);
+    s = ep_sge(&r.a, 0, 8 * KIB);
+    wr_rdma(&r.a, 0xa1, PVRDMA_WR_RDMA_WRITE, &s, 1, ep_va(&r.b, 0),
+            r.b.mr.rkey, 0);
+    s = (struct pvrdma_sge) { m2.iova, 512 * KIB, m2.lkey };
+    wr_rdma(&r.a, 0xa2, PVRDMA_WR_RDMA_WRITE, &s, 1, ep_va(&r.b, 16 * KIB),
+            r.b.mr.rkey, 0);
+    s = ep_sge(&r.a, 0, 8 * KIB);
+    wr_rdma(&r.a, 0xa3, PVRDMA_WR_RDMA_WRITE, &s, 1, ep_va(&r.b, 0),
+            r.b.mr.rkey, 0);
+    fh_step2(n);        /* executed: the first window of 0xa2 is out */
+    g_assert_cmpuint(ops(n, 0, ROCE_RC_RDMA_WRITE_FIRST), ==, 2);
+    g_assert_cmpuint(ops(n, 0, ROCE_RC_RDMA_WRITE_MIDDLE), <, 6 + 510);
+    req.destroy_mr.mr_handle = m2.handle;
+    g_assert_cmpuint(dev_cmd(ep_dev(&r.a), &req, PVRDMA_CMD_DESTROY_MR, NULL),
+                     ==, 0);
+    WAIT_CQES(n, 10000, &r.a, 3, NULL, 0);
+    ep_expect(&r.a, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 8 * KIB);
+    ep_expect(&r.a, 0xa2, PVRDMA_WC_LOC_PROT_ERR, PVRDMA_WC_RDMA_WRITE, 0);
+    ep_expect(&r.a, 0xa3, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RDMA_WRITE, 0);
+    g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_ERR);
+    ep_check(&r.b, 0, d, 8 * KIB);
+    g_assert_true(net_settle(n));
+    /* no timer decided it: nothing was sent again */
+    g_assert_cmpuint(stats(&n->node[0]).timeouts, ==, 0);
+    g_free(m2.pages);
+    g_free(d);
+    rc_fini(&r);
+}
+
 static void test_rc_soak(void)
 {
     static const uint32_t sizes[] = { 1024, 65536, 1024 * 1024 };
@@ -3424,6 +3472,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-fence", test_rc_fence);
     g_test_add_func("/pvrdma/roce/ud-drops-counted", test_ud_drops_counted);
     g_test_add_func("/pvrdma/roce/teardown", test_teardown);
+    g_test_add_func("/pvrdma/roce/rc-mr-gone", test_rc_mr_gone);
     g_test_add_func("/pvrdma/roce/rc-soak", test_rc_soak);
     return g_test_run();
 }
