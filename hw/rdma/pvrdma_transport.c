@@ -282,16 +282,19 @@ static void transport_offer(PvrdmaCore *c, PvrdmaQP *qp)
         return;
     }
     if (!t || !t->ops->qp_idle || !chooses_at_rtr(qp) ||
-        qp->state != PVRDMA_QPS_RTS || now < qp->offer_next ||
-        !t->ops->qp_idle(t, qp, &sq, &rq)) {
+        qp->state != PVRDMA_QPS_RTS || now < qp->offer_next) {
         return;
     }
     /*
-     * Asked again PVRDMA_OFFER_RETRY_MS later whatever the answer: the
+     * Asked again PVRDMA_OFFER_RETRY_MS later whatever the answers: the
      * transports' reaches hooks may cost system calls (the host HCA's), and
-     * an idle QP would otherwise ask them at every request.
+     * a QP would otherwise ask them (idle) or its transport (busy) at every
+     * request.
      */
     qp->offer_next = now + PVRDMA_OFFER_RETRY_MS;
+    if (!t->ops->qp_idle(t, qp, &sq, &rq)) {
+        return;
+    }
     n = reaching(c, dgid, false);
     if (!n || n == t || n == c->owner || !n->ops->qp_offer ||
         n->ops->qp_offer(n, qp, sq, rq)) {
