@@ -132,6 +132,7 @@ static void cr_destroy(PvrdmaTransport *pt)
     }
     g_hash_table_destroy(t->waiting);
     g_hash_table_destroy(t->flights);
+    cr_data_fini(t);
     g_ptr_array_free(t->peers, true);
     g_array_free(t->moved_gids, true);
     if (t->lfd >= 0) {
@@ -579,6 +580,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     /* the data path, for what the peers' layer cannot handle itself */
     t->up = (CrUpcalls) { .rx = cr_data_rx, .peer_gone = cr_data_peer_gone };
     t->rx = g_malloc(CR_MAX_MSG);
+    t->txmsg = g_malloc(CR_MAX_MSG);
     do {
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();
     } while (!t->node);

@@ -48,13 +48,91 @@ static void cr_flight_done(PvrdmaCore *c, const CrFlight *f,
     }
 }
 
+/* A record from pool (its first member links it), or NULL. */
+static void *cr_pool_get(CrPool *pool)
+{
+    void *o = pool->head;
+
+    if (o) {
+        pool->head = *(void **)o;
+        pool->n--;
+    }
+    return o;
+}
+
+/* Keep o in pool; false if the pool is full (the caller frees it). */
+static bool cr_pool_put(CrPool *pool, void *o)
+{
+    if (pool->n >= CR_POOL_MAX) {
+        return false;
+    }
+    *(void **)o = pool->head;
+    pool->head = o;
+    pool->n++;
+    return true;
+}
+
+/* A peer's request from the pool, its iov array kept (or a new one). */
+static CrInReq *cr_inreq_new(CrTransport *t)
+{
+    CrInReq *r = cr_pool_get(&t->inreq_pool);
+
+    if (!r) {
+        return g_new0(CrInReq, 1);
+    }
+    r->next_free = NULL;
+    return r;
+}
+
 void cr_inreq_free(CrInReq *r)
 {
-    if (r->peer) {
-        r->peer->nreqs--;
+    CrTransport *t = r->peer->t;
+    PvrdmaIov *iov = r->req.local.iov;
+    uint32_t cap = r->req.local.cap;
+
+    r->peer->nreqs--;
+    if (cap > PVRDMA_HARD_MAX_SGE * 4) {
+        g_free(iov);        /* a huge request: not kept */
+        iov = NULL;
+        cap = 0;
     }
-    g_free(r->req.local.iov);
-    g_free(r);
+    memset(r, 0, sizeof(*r));
+    r->req.local.iov = iov;
+    r->req.local.cap = cap;
+    if (!cr_pool_put(&t->inreq_pool, r)) {
+        g_free(iov);
+        g_free(r);
+    }
+}
+
+static CrFlight *cr_flight_new(CrTransport *t)
+{
+    CrFlight *f = cr_pool_get(&t->flight_pool);
+
+    return f ? f : g_new0(CrFlight, 1);
+}
+
+static void cr_flight_free(CrTransport *t, CrFlight *f)
+{
+    if (!cr_pool_put(&t->flight_pool, f)) {
+        g_free(f);
+    }
+}
+
+void cr_data_fini(CrTransport *t)
+{
+    CrInReq *r;
+    CrFlight *f;
+
+    while ((r = cr_pool_get(&t->inreq_pool))) {
+        g_free(r->req.local.iov);
+        g_free(r);
+    }
+    while ((f = cr_pool_get(&t->flight_pool))) {
+        g_free(f);
+    }
+    g_free(t->txmsg);
+    g_free(t->sgs);
 }
 
 static void cr_respond(CrInReq *r, int status)
@@ -144,7 +222,7 @@ void cr_data_peer_gone(CrPeer *p)
         /* RC: nobody answers any more; UD: the datagram is lost */
         cr_flight_done(c, f, f->rc ? PVRDMA_TRANSPORT_NO_RESPONDER :
                                      PVRDMA_WC_SUCCESS);
-        g_free(f);
+        cr_flight_free(t, f);
     }
     g_slist_free(done);
 }
@@ -161,41 +239,54 @@ static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
 }
 
 /*
+ * Serve r, the first request in line for its QP: false while it still
+ * finds no receive (nothing done), true when it is answered (*st).
+ */
+static bool cr_serve_one(CrTransport *t, CrInReq *r, int *st)
+{
+    PvrdmaCore *c = t->t.core;
+
+    *st = pvrdma_responder(c, &r->req);
+    if (*st == PVRDMA_TRANSPORT_RNR) {
+        if (r->deadline < 0) {
+            r->deadline = cr_rnr_deadline(t, r);
+        }
+        if (!r->deadline || c->ops->now_ms(c->opaque) < r->deadline) {
+            trace_pvrdma_rnr_wait(r->req.dest_qpn);
+            if (r->deadline > 0) {
+                pvrdma_core_timer_at(c, r->deadline);
+            }
+            return false;
+        }
+        *st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
+    }
+    if (*st == PVRDMA_WC_SUCCESS && r->req.qp_type == PVRDMA_QPT_RC) {
+        PvrdmaQP *qp = pvrdma_qp_by_qpn(c, r->req.dest_qpn);
+
+        if (qp) {
+            pvrdma_qp_count_psns(qp, false,
+                                 pvrdma_qp_npsn(qp, r->req.opcode,
+                                                r->req.local.len));
+        }
+    }
+    cr_respond(r, *st);
+    return true;
+}
+
+/*
  * Serve the requests waiting on one QP, in order; stop at the first that
  * still finds no receive.  Returns true when the queue is empty.
  */
 static bool cr_serve_waiting(CrTransport *t, GQueue *q)
 {
-    PvrdmaCore *c = t->t.core;
     CrInReq *r;
+    int st;
 
     while ((r = g_queue_peek_head(q))) {
-        int st = pvrdma_responder(c, &r->req);
-
-        if (st == PVRDMA_TRANSPORT_RNR) {
-            if (r->deadline < 0) {
-                r->deadline = cr_rnr_deadline(t, r);
-            }
-            if (!r->deadline || c->ops->now_ms(c->opaque) < r->deadline) {
-                trace_pvrdma_rnr_wait(r->req.dest_qpn);
-                if (r->deadline > 0) {
-                    pvrdma_core_timer_at(c, r->deadline);
-                }
-                return false;
-            }
-            st = PVRDMA_WC_RNR_RETRY_EXC_ERR;
+        if (!cr_serve_one(t, r, &st)) {
+            return false;
         }
         g_queue_pop_head(q);
-        if (st == PVRDMA_WC_SUCCESS && r->req.qp_type == PVRDMA_QPT_RC) {
-            PvrdmaQP *qp = pvrdma_qp_by_qpn(c, r->req.dest_qpn);
-
-            if (qp) {
-                pvrdma_qp_count_psns(qp, false,
-                                     pvrdma_qp_npsn(qp, r->req.opcode,
-                                                    r->req.local.len));
-            }
-        }
-        cr_respond(r, st);
         if (st == PVRDMA_WC_RNR_RETRY_EXC_ERR) {
             /* the requester QP is in error now: what it sent next fails */
             cr_queue_drop(q, r->peer, r->req.src_qpn,
@@ -210,6 +301,7 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
 {
     gpointer key = GUINT_TO_POINTER(r->req.dest_qpn);
     GQueue *q = g_hash_table_lookup(t->waiting, key);
+    int st;
 
     trace_pvrdma_cr_req(r->req.dest_qpn, r->req.opcode, r->req.cookie,
                         r->req.local.len);
@@ -220,13 +312,14 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         return;
     }
     if (!q) {
+        /* nothing waits for this QP: served now, queued only if it waits */
+        if (cr_serve_one(t, r, &st)) {
+            cr_inreq_free(r);
+            return;
+        }
         q = g_queue_new();
         g_queue_push_tail(q, r);
-        if (cr_serve_waiting(t, q)) {
-            g_queue_free(q);
-        } else {
-            g_hash_table_insert(t->waiting, key, q);
-        }
+        g_hash_table_insert(t->waiting, key, q);
         return;
     }
     if (r->peer->nreqs > CR_MAX_WAITING) {
@@ -358,7 +451,7 @@ static bool cr_rx_req(CrPeer *p, const CrReqMsg *m, size_t len)
         m->len > (1ull << 31) || p->partial || !cr_peer_ready(p)) {
         return false;
     }
-    r = g_new0(CrInReq, 1);
+    r = cr_inreq_new(p->t);
     r->peer = p;
     p->nreqs++;
     r->deadline = -1;
@@ -379,12 +472,16 @@ static bool cr_rx_req(CrPeer *p, const CrReqMsg *m, size_t len)
         .dest_qpn = m->dest_qpn & 0xffffff,
         .qkey = m->qkey,
         .sgid_type = m->sgid_type,
+        .local = { .iov = r->req.local.iov, .cap = r->req.local.cap },
     };
     memcpy(r->req.sgid, m->sgid, 16);
     memcpy(r->req.dgid, m->dgid, 16);
     memcpy(r->req.smac, m->smac, 6);
-    r->req.local.iov = g_new(PvrdmaIov, MAX(1, m->nsg_total));
-    r->req.local.cap = MAX(1, m->nsg_total);
+    if (r->req.local.cap < MAX(1, m->nsg_total)) {
+        g_free(r->req.local.iov);
+        r->req.local.iov = g_new(PvrdmaIov, MAX(1, m->nsg_total));
+        r->req.local.cap = MAX(1, m->nsg_total);
+    }
     if (!cr_add_sg(p, r, m->sg, m->nsg)) {
         cr_inreq_free(r);
         return false;
@@ -446,7 +543,7 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
     g_hash_table_steal(t->flights, &m->cookie);
     p->inflight--;
     cr_flight_done(t->t.core, f, m->status);
-    g_free(f);
+    cr_flight_free(t, f);
     return true;
 }
 
@@ -672,13 +769,20 @@ static int cr_execute_check(CrTransport *t, CrPeer *p, const PvrdmaReq *req)
 
 /*
  * req's buffer as (region, offset, length) of our RAM, without its empty
- * entries: *pnsg of them (g_free them); NULL if not all in shared RAM.
+ * entries: *pnsg of them, in t->sgs until the next request; NULL if not
+ * all in shared RAM.
  */
 static CrSge *cr_execute_sg(CrTransport *t, const PvrdmaReq *req,
                             uint32_t *pnsg)
 {
-    CrSge *sg = g_new(CrSge, MAX(1, req->local.n));
+    CrSge *sg;
     uint32_t nsg = 0;
+
+    if (t->sgs_cap < MAX(1, req->local.n)) {
+        t->sgs_cap = MAX(MAX(1, req->local.n), 2 * t->sgs_cap);
+        t->sgs = g_renew(CrSge, t->sgs, t->sgs_cap);
+    }
+    sg = t->sgs;
 
     for (uint32_t i = 0; i < req->local.n; i++) {
         if (!req->local.iov[i].len) {
@@ -687,7 +791,6 @@ static CrSge *cr_execute_sg(CrTransport *t, const PvrdmaReq *req,
         if (!cr_local_sge(t, &req->local.iov[i], &sg[nsg])) {
             PVRDMA_GUEST_ERR(t->t.core, "QP %u: buffer outside shared guest "
                              "RAM", req->src_qpn);
-            g_free(sg);
             return NULL;
         }
         nsg++;
@@ -704,7 +807,7 @@ static void cr_execute_send(CrPeer *p, const PvrdmaReq *req,
     CrReqMsg *m;
 
     first = MIN(nsg, CR_REQ_SG_MAX);
-    m = g_malloc0(sizeof(*m) + first * sizeof(CrSge));
+    m = (CrReqMsg *)p->t->txmsg;
     *m = (CrReqMsg) {
         .h = { CR_REQ, sizeof(*m) + first * sizeof(CrSge) },
         .cookie = req->cookie,
@@ -730,17 +833,17 @@ static void cr_execute_send(CrPeer *p, const PvrdmaReq *req,
     memcpy(m->smac, req->smac, 6);
     memcpy(m->sg, sg, first * sizeof(CrSge));
     cr_send(p, m, m->h.len, -1);
-    g_free(m);
     for (sent = first; sent < nsg;) {
         uint32_t k = MIN(nsg - sent, CR_MORE_SG_MAX);
-        CrMoreMsg *mm = g_malloc0(sizeof(*mm) + k * sizeof(CrSge));
+        CrMoreMsg *mm = (CrMoreMsg *)p->t->txmsg;
 
-        mm->h = (CrHdr) { CR_MORE, sizeof(*mm) + k * sizeof(CrSge) };
-        mm->cookie = req->cookie;
-        mm->nsg = k;
+        *mm = (CrMoreMsg) {
+            .h = { CR_MORE, sizeof(*mm) + k * sizeof(CrSge) },
+            .cookie = req->cookie,
+            .nsg = k,
+        };
         memcpy(mm->sg, sg + sent, k * sizeof(CrSge));
         cr_send(p, mm, mm->h.len, -1);
-        g_free(mm);
         sent += k;
     }
 }
@@ -764,7 +867,6 @@ int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
         return PVRDMA_WC_LOC_PROT_ERR;
     }
     cr_execute_send(p, req, sg, nsg);
-    g_free(sg);
     if (p->dead) {
         /*
          * The send failed.  No reaping here: the core is in the middle of
@@ -774,7 +876,7 @@ int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     }
 
     qp = rc ? pvrdma_qp_by_qpn(t->t.core, req->src_qpn) : NULL;
-    f = g_new(CrFlight, 1);
+    f = cr_flight_new(t);
     *f = (CrFlight) {
         .cookie = req->cookie, .peer = p, .qpn = req->src_qpn, .rc = rc,
         .npsn = qp ? pvrdma_qp_npsn(qp, req->opcode, req->local.len) : 0,

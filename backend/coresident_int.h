@@ -100,7 +100,17 @@ typedef struct CrPeer {
 } CrPeer;
 
 /* A peer's request at this responder. */
+/*
+ * Records kept for the next request: a list through their first member,
+ * at most CR_POOL_MAX of them.
+ */
+typedef struct CrPool {
+    void *head;
+    unsigned n;
+} CrPool;
+
 typedef struct CrInReq {
+    struct CrInReq *next_free;  /* first: in CrTransport.inreq_pool */
     CrPeer *peer;
     PvrdmaReq req;          /* req.local points into the peer's RAM */
     uint32_t nsg_total;
@@ -110,6 +120,7 @@ typedef struct CrInReq {
 
 /* One of our requests at a peer. */
 typedef struct CrFlight {
+    struct CrFlight *next_free; /* first: in CrTransport.flight_pool */
     uint64_t cookie;        /* key */
     CrPeer *peer;
     uint32_t qpn;
@@ -160,7 +171,19 @@ struct CrTransport {
     GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
     CrUpcalls up;           /* the data path, for the peers' layer */
     uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
+    /*
+     * The data path allocates nothing per request: records that ended wait
+     * here for the next (at most CR_POOL_MAX of each), a REQ or MORE is
+     * built in txmsg (CR_MAX_MSG) and a request's buffer in sgs.
+     */
+    CrPool inreq_pool;      /* CrInReq */
+    CrPool flight_pool;     /* CrFlight */
+    uint8_t *txmsg;
+    CrSge *sgs;
+    uint32_t sgs_cap;
 };
+
+#define CR_POOL_MAX     1024
 
 /* A GID of a peer that moved, waiting for its new owner until 'until'. */
 typedef struct CrMovedGid {
@@ -220,8 +243,10 @@ void cr_scan(CrTransport *t);
 
 /* coresident_data.c: the data path */
 
-/* Free a peer's request (done with, or dropped). */
+/* Free a peer's request (done with, or dropped): back to the pool. */
 void cr_inreq_free(CrInReq *r);
+/* Free the pools and buffers of the data path (cr_destroy()). */
+void cr_data_fini(CrTransport *t);
 /*
  * Drop peer p's requests (of its QP src_qpn, or CR_ANY_QP) waiting here,
  * answering each with status unless CR_NO_ANSWER.

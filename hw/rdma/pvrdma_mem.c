@@ -175,12 +175,57 @@ uint8_t *pvrdma_map_ptr(const PvrdmaMap *m, uint64_t off, uint64_t len)
     return m->chunk[i].host + (off - m->chunk[i].off);
 }
 
+/*
+ * Scatter lists come and go with every operation: the first array of each
+ * (SG_FIRST entries, enough for most) is kept for the next one, a few per
+ * thread (the vCPU threads run doorbells, the main loop the rest), so the
+ * data path does not allocate.
+ */
+#define SG_FIRST    8
+#define SG_SPARES   8
+
+typedef struct SgSpares {
+    PvrdmaIov *iov[SG_SPARES];
+    unsigned n;
+} SgSpares;
+
+/* a thread's spares go with it */
+static void sg_spares_free(gpointer p)
+{
+    SgSpares *sp = p;
+
+    while (sp->n) {
+        g_free(sp->iov[--sp->n]);
+    }
+    g_free(sp);
+}
+
+static GPrivate sg_spares_key = G_PRIVATE_INIT(sg_spares_free);
+
+static SgSpares *sg_spares(void)
+{
+    SgSpares *sp = g_private_get(&sg_spares_key);
+
+    if (!sp) {
+        sp = g_new0(SgSpares, 1);
+        g_private_set(&sg_spares_key, sp);
+    }
+    return sp;
+}
+
 static void sg_push(PvrdmaSg *sg, uint8_t *host, uint64_t len, bool mapped,
                     bool is_write)
 {
     if (sg->n == sg->cap) {
-        sg->cap = sg->cap ? sg->cap * 2 : 8;
-        sg->iov = g_renew(PvrdmaIov, sg->iov, sg->cap);
+        SgSpares *sp = sg->cap ? NULL : sg_spares();
+
+        if (sp && sp->n) {
+            sg->iov = sp->iov[--sp->n];
+            sg->cap = SG_FIRST;
+        } else {
+            sg->cap = sg->cap ? sg->cap * 2 : SG_FIRST;
+            sg->iov = g_renew(PvrdmaIov, sg->iov, sg->cap);
+        }
     }
     sg->iov[sg->n++] = (PvrdmaIov) { host, len, mapped, is_write };
     sg->len += len;
@@ -241,7 +286,13 @@ void pvrdma_sg_release(PvrdmaCore *c, PvrdmaSg *sg)
                           sg->iov[i].is_write);
         }
     }
-    g_free(sg->iov);
+    if (sg->cap == SG_FIRST && sg_spares()->n < SG_SPARES) {
+        SgSpares *sp = sg_spares();
+
+        sp->iov[sp->n++] = sg->iov;
+    } else {
+        g_free(sg->iov);
+    }
     memset(sg, 0, sizeof(*sg));
 }
 

@@ -117,14 +117,15 @@ struct PvrdmaRecvCtx {
 };
 
 /*
- * A receive failed: error CQE; RC QPs go to error.  Frees ctx.  Returns
- * the requester's status (UD: the receiver's, the caller's to hide).
+ * A receive failed: error CQE; RC QPs go to error.  Returns the
+ * requester's status (UD: the receiver's, the caller's to hide).  The
+ * helpers below never free ctx: the whole-message path keeps it on its
+ * stack, the piecewise API (pvrdma_recv_*) allocates and frees it.
  */
 static int recv_fail(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                      uint32_t st, uint32_t opcode, const PvrdmaReq *req)
 {
     pvrdma_recv_cqe(c, qp, &ctx->w, st, opcode, 0, req, 0, false);
-    g_free(ctx);
     if (qp->type != PVRDMA_QPT_RC) {
         return st;
     }
@@ -134,23 +135,22 @@ static int recv_fail(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
 }
 
 /*
- * Take qp's next receive WQE into a new *ctxp and resolve its SGEs into
- * *sink (released by the caller; on an error nothing is left to release).
+ * Take qp's next receive WQE into ctx and resolve its SGEs into *sink
+ * (released by the caller).  *taken: a WQE was taken (ctx holds it), even
+ * if it failed (its error CQE is written).
  */
-static int recv_take(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp,
-                     PvrdmaSg *sink)
+static int recv_take(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                     PvrdmaSg *sink, bool *taken)
 {
     bool ud = qp->type != PVRDMA_QPT_RC;
-    PvrdmaRecvCtx *ctx;
     uint32_t max_sge;
     PvrdmaRing *r;
     bool bad;
     int st;
 
-    *ctxp = NULL;
-    ctx = g_new0(PvrdmaRecvCtx, 1);
+    memset(ctx, 0, sizeof(*ctx));
+    *taken = false;
     if (!recv_peek(c, qp, &ctx->w, &r, &max_sge, &bad)) {
-        g_free(ctx);
         if (bad) {
             pvrdma_qp_fail(c, qp, PVRDMA_EVENT_QP_FATAL);
             return ud ? PVRDMA_WC_SUCCESS : PVRDMA_WC_REM_OP_ERR;
@@ -158,6 +158,7 @@ static int recv_take(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp,
         return ud ? PVRDMA_WC_SUCCESS : PVRDMA_TRANSPORT_RNR;
     }
     recv_consume(c, qp, r);
+    *taken = true;
     if (!ctx->w.sge_ok) {
         PVRDMA_GUEST_ERR(c, "recv WQE with %u sges (max %u)",
                          ctx->w.hdr.num_sge, max_sge);
@@ -167,16 +168,14 @@ static int recv_take(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp,
     st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
                              sink);
     if (st != PVRDMA_WC_SUCCESS) {
-        pvrdma_sg_release(c, sink);
         return recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
     }
-    *ctxp = ctx;
     return PVRDMA_WC_SUCCESS;
 }
 
 /*
  * Append len bytes of data to the message in ctx, whose receive buffer is
- * resolved in sink (an error frees ctx; the caller releases sink).
+ * resolved in sink.
  */
 static int recv_place(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                       PvrdmaSg *sink, const PvrdmaSg *data,
@@ -191,38 +190,8 @@ static int recv_place(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
     return PVRDMA_WC_SUCCESS;
 }
 
-int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
-{
-    PvrdmaSg sink = { 0 };
-    int st = recv_take(c, qp, ctxp, &sink);
-
-    if (*ctxp) {
-        pvrdma_sg_release(c, &sink);
-    }
-    return st;
-}
-
-int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
-                     const PvrdmaSg *data, uint64_t len)
-{
-    PvrdmaSg sink = { 0 };
-    int st;
-
-    if (!len) {
-        return PVRDMA_WC_SUCCESS;
-    }
-    st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
-                             &sink);
-    if (st != PVRDMA_WC_SUCCESS) {
-        pvrdma_sg_release(c, &sink);
-        return recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
-    }
-    st = recv_place(c, qp, ctx, &sink, data, len);
-    pvrdma_sg_release(c, &sink);
-    return st;
-}
-
-int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+/* The message is in: the receive CQE (see pvrdma_recv_end()). */
+static int recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                     const PvrdmaReq *req, uint32_t byte_len)
 {
     uint32_t flags = ctx->flags, opcode = PVRDMA_WC_RECV;
@@ -245,8 +214,52 @@ int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
     flags |= PVRDMA_WC_WITH_NETWORK_HDR_TYPE | PVRDMA_WC_WITH_SMAC;
     pvrdma_recv_cqe(c, qp, &ctx->w, PVRDMA_WC_SUCCESS, opcode, byte_len, req,
                     flags, req->send_flags & PVRDMA_SEND_SOLICITED);
-    g_free(ctx);
     return PVRDMA_WC_SUCCESS;
+}
+
+int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
+{
+    PvrdmaRecvCtx ctx;
+    PvrdmaSg sink = { 0 };
+    bool taken;
+    int st = recv_take(c, qp, &ctx, &sink, &taken);
+
+    pvrdma_sg_release(c, &sink);
+    *ctxp = st == PVRDMA_WC_SUCCESS && taken ? g_memdup2(&ctx, sizeof(ctx)) :
+                                               NULL;
+    return st;
+}
+
+int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                     const PvrdmaSg *data, uint64_t len)
+{
+    PvrdmaSg sink = { 0 };
+    int st;
+
+    if (!len) {
+        return PVRDMA_WC_SUCCESS;
+    }
+    st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
+                             &sink);
+    if (st != PVRDMA_WC_SUCCESS) {
+        st = recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
+    } else {
+        st = recv_place(c, qp, ctx, &sink, data, len);
+    }
+    pvrdma_sg_release(c, &sink);
+    if (st != PVRDMA_WC_SUCCESS) {
+        g_free(ctx);
+    }
+    return st;
+}
+
+int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
+                    const PvrdmaReq *req, uint32_t byte_len)
+{
+    int st = recv_end(c, qp, ctx, req, byte_len);
+
+    g_free(ctx);
+    return st;
 }
 
 void pvrdma_recv_abort(PvrdmaRecvCtx *ctx)
@@ -302,38 +315,36 @@ PvrdmaRecvCtx *pvrdma_recv_ctx_load(PvrdmaCore *c, PvrdmaQP *qp,
 
 /*
  * A whole message in one call (loopback, co-resident): the receive WQE's
- * SGEs are resolved once, for the GRH and the data.
+ * SGEs are resolved once, for the GRH and the data; the context lives on
+ * the stack.
  */
 static int responder_recv_msg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
                               bool with_data)
 {
     PvrdmaSg sink = { 0 };
-    PvrdmaRecvCtx *ctx;
+    PvrdmaRecvCtx ctx;
     uint32_t grh = 0;
-    int st = recv_take(c, dqp, &ctx, &sink);
+    bool taken;
+    int st = recv_take(c, dqp, &ctx, &sink, &taken);
 
-    if (!ctx) {
-        return st;
-    }
-    if (with_data && dqp->type != PVRDMA_QPT_RC) {
+    if (st == PVRDMA_WC_SUCCESS && taken && with_data &&
+        dqp->type != PVRDMA_QPT_RC) {
         uint8_t g[40];
         PvrdmaSg gs = { .iov = &(PvrdmaIov) { g, 40 }, .n = 1, .len = 40 };
 
         build_grh(req, req->local.len, g);
-        st = recv_place(c, dqp, ctx, &sink, &gs, 40);
+        st = recv_place(c, dqp, &ctx, &sink, &gs, 40);
         grh = 40;
-        if (st == PVRDMA_WC_SUCCESS) {
-            ctx->flags |= PVRDMA_WC_GRH;
-        }
+        ctx.flags |= PVRDMA_WC_GRH;
     }
-    if (with_data && st == PVRDMA_WC_SUCCESS) {
-        st = recv_place(c, dqp, ctx, &sink, &req->local, req->local.len);
+    if (st == PVRDMA_WC_SUCCESS && taken && with_data) {
+        st = recv_place(c, dqp, &ctx, &sink, &req->local, req->local.len);
     }
     pvrdma_sg_release(c, &sink);
-    if (st != PVRDMA_WC_SUCCESS) {
-        return st;      /* recv_place() freed ctx */
+    if (st != PVRDMA_WC_SUCCESS || !taken) {
+        return st;
     }
-    return pvrdma_recv_end(c, dqp, ctx, req, grh + req->local.len);
+    return recv_end(c, dqp, &ctx, req, grh + req->local.len);
 }
 
 /*

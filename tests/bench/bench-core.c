@@ -33,6 +33,11 @@
  *               process figures compare CLOCK_MONOTONIC across processes.
  *   memcpy      the host's single-thread memcpy rate for 64 B and 64 KiB
  *               copies, at the start and the end of the run.
+ *   allocs/op   heap allocations (malloc, calloc, realloc: this program
+ *               wraps them) of both devices, both fake drivers and the
+ *               loops per completed operation over the throughput
+ *               figure's measured window, after its warm-up; in the two-
+ *               process runs the responder publishes its count.
  *
  * Except in the two-process "sleep" run, every loop busy-polls: those
  * figures are the cost of the device, the transport and the fake driver,
@@ -127,6 +132,7 @@ typedef struct Ctl {
     uint32_t nlat;                  /* probes the responder saw */
     uint32_t lat_cqe[LAT_MAX];      /* doorbell -> peer CQE written, ns */
     uint32_t lat_poll[LAT_MAX];     /* doorbell -> peer CQE polled, ns */
+    uint64_t rsp_allocs;            /* the responder process's g_allocs */
 } Ctl;
 
 typedef struct Node {
@@ -152,9 +158,38 @@ typedef struct Bench {
 
 typedef struct Result {
     double mops;
+    double allocs;                  /* heap allocations per operation */
     double cqe50, cqe99, poll50, own50;
     unsigned nlat;                  /* latency samples taken */
 } Result;
+
+/*
+ * Heap allocations of this process: the program's malloc, calloc and
+ * realloc wrap glibc's (glib allocates through them), so the figure counts
+ * the core's, the transports' and glib's.
+ */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+static uint64_t g_allocs;
+
+void *malloc(size_t n)
+{
+    g_allocs++;
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    g_allocs++;
+    return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    g_allocs++;
+    return __libc_realloc(p, n);
+}
 
 static Ctl *g_ctl;
 static bool g_child;
@@ -527,11 +562,19 @@ static void req_drain(Bench *b, End *e, uint32_t opcode)
 }
 
 /* 64-byte operations per second, configuration k. */
-static double run_tput(Bench *b, unsigned k, uint32_t opcode, double secs)
+/* Heap allocations so far: this process's and the responder process's. */
+static uint64_t allocs_now(Bench *b)
+{
+    return g_allocs + __atomic_load_n(&b->ctl->rsp_allocs, __ATOMIC_RELAXED);
+}
+
+/* Ops/s; *allocs: heap allocations per operation over the same window. */
+static double run_tput(Bench *b, unsigned k, uint32_t opcode, double secs,
+                       double *allocs)
 {
     End *e = b->req[k];
     const Remote *peer = &b->ctl->rb[k];
-    uint64_t done = 0, done0 = 0, last = 0;
+    uint64_t done = 0, done0 = 0, last = 0, a0 = 0, a1 = 0;
     int64_t start = now_ns(), t_meas = start + 200000000ll;
     int64_t t_end = t_meas + (int64_t)(secs * 1e9), t0 = 0, t1, seen = start;
     uint32_t wc = wc_of(opcode);
@@ -560,8 +603,10 @@ static double run_tput(Bench *b, unsigned k, uint32_t opcode, double secs)
             if (!t0 && t >= t_meas) {
                 t0 = t;
                 done0 = done;
+                a0 = allocs_now(b);
             } else if (t0 && t >= t_end) {
                 t1 = t;
+                a1 = allocs_now(b);
                 break;
             }
             if (done != last) {
@@ -572,6 +617,7 @@ static double run_tput(Bench *b, unsigned k, uint32_t opcode, double secs)
         }
     }
     req_drain(b, e, opcode);
+    *allocs = done > done0 ? (double)(a1 - a0) / (done - done0) : 0;
     return (done - done0) / ((t1 - t0) / 1e9);
 }
 
@@ -818,7 +864,7 @@ static void run_all_figures(Bench *b, const Opts *o, Result res[2][2])
         for (unsigned k = 0; k < 2; k++) {
             Result *r = &res[op][k];
 
-            r->mops = run_tput(b, k, ops[op], o->secs) / 1e6;
+            r->mops = run_tput(b, k, ops[op], o->secs, &r->allocs) / 1e6;
             run_lat(b, k, op ? PVRDMA_WR_RDMA_WRITE_WITH_IMM : PVRDMA_WR_SEND,
                     o->warm, o->iters, o->lat_cap, r);
         }
@@ -923,6 +969,7 @@ static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
     for (unsigned it = 0; !__atomic_load_n(&ctl->done, __ATOMIC_ACQUIRE);
          it++) {
         progress(&b, true);
+        __atomic_store_n(&ctl->rsp_allocs, g_allocs, __ATOMIC_RELAXED);
         if (it % 4096 == 0 && getppid() == 1) {
             die("the requester process is gone");
         }
@@ -999,11 +1046,11 @@ static bool print_row(const char *transport, unsigned op, unsigned k,
         return false;
     }
     printf("%-22s %-5s %3u  %7.3f %5.2f %-4s  %8.2f %8.2f %5.2f %-4s  %8.2f "
-           "%8.2f %7u\n",
+           "%8.2f %7u %9.2f\n",
            transport, op ? "WRITE" : "SEND", cfg_nqp[k], r->mops, ro,
            ro >= 1 ? "met" : "MISS", r->cqe50 / 1000, r->cqe99 / 1000, rl,
            rl <= 1 ? "met" : "MISS", r->poll50 / 1000, r->own50 / 1000,
-           r->nlat);
+           r->nlat, r->allocs);
     return true;
 }
 
@@ -1013,11 +1060,14 @@ static bool print_table(const char *names[NT], Result res[NT][2][2],
 {
     bool all = true;
 
-    printf("\n%-22s %-5s %3s  %7s %5s %-4s  %8s %8s %5s %-4s  %8s %8s %7s\n",
+    printf("\n%-22s %-5s %3s  %7s %5s %-4s  %8s %8s %5s %-4s  %8s %8s %7s "
+           "%9s\n",
            "transport", "op", "QPs", "Mops/s", "/2M", "", "CQE p50",
-           "CQE p99", "/2us", "", "poll p50", "own p50", "samples");
-    printf("%-22s %-5s %3s  %7s %5s %-4s  %8s %8s %5s %-4s  %8s %8s %7s\n",
-           "", "", "", "", "", "", "us", "us", "", "", "us", "us", "");
+           "CQE p99", "/2us", "", "poll p50", "own p50", "samples",
+           "allocs/op");
+    printf("%-22s %-5s %3s  %7s %5s %-4s  %8s %8s %5s %-4s  %8s %8s %7s "
+           "%9s\n",
+           "", "", "", "", "", "", "us", "us", "", "", "us", "us", "", "");
     for (unsigned t = 0; t < NT; t++) {
         if (!ran[t]) {
             continue;

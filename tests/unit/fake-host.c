@@ -383,8 +383,13 @@ static bool fh_run_due(FakeHost *const *hosts, unsigned n)
  */
 static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
 {
-    g_autofree struct pollfd *pfd = NULL;
-    g_autofree unsigned *owner = NULL;
+    /* on the stack as a rule: QEMU's main loop allocates nothing per turn */
+    struct pollfd pfd_buf[64];
+    unsigned owner_buf[64];
+    g_autofree struct pollfd *pfd_heap = NULL;
+    g_autofree unsigned *owner_heap = NULL;
+    struct pollfd *pfd = pfd_buf;
+    unsigned *owner = owner_buf;
     unsigned k = 0, total = 0;
     int r;
 
@@ -394,8 +399,11 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
     if (!total) {
         return false;
     }
-    pfd = g_new0(struct pollfd, total);
-    owner = g_new0(unsigned, total);
+    if (total > G_N_ELEMENTS(pfd_buf)) {
+        pfd = pfd_heap = g_new0(struct pollfd, total);
+        owner = owner_heap = g_new0(unsigned, total);
+    }
+    memset(pfd, 0, total * sizeof(*pfd));
     for (unsigned i = 0; i < n; i++) {
         for (guint j = 0; j < hosts[i]->watches->len; j++) {
             FhWatch *w = &g_array_index(hosts[i]->watches, FhWatch, j);
