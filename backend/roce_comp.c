@@ -4,8 +4,8 @@
  * the data written into their buffers, the requests completed in order;
  * the local ACK timeout with its probe and the end of an RNR wait
  * (roce_req_timers()); the requester's failures (RoceWqe.local_err).  It
- * drives the requester (roce_req.c: go back, send on).  See roce.c for the transport as a whole, roce_int.h for what
- * its files share.
+ * drives the requester (roce_req.c: go back, send on).  See roce.c for the
+ * transport as a whole, roce_int.h for what its files share.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -72,6 +72,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "fake-driver.h"
+#include "libc-alloc.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_loopback.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
@@ -168,9 +169,6 @@ typedef struct Result {
  * realloc wrap glibc's (glib allocates through them), so the figure counts
  * the core's, the transports' and glib's.
  */
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t n);
 static uint64_t g_allocs;
 
 void *malloc(size_t n)
