@@ -187,8 +187,15 @@ run_one() {
         case "$a$b$m" in
             ''|*[!0-9]*) rc=1; reason="no RSS samples '$1'/'$2' in $f" ;;
             *) g=$((b - a)); l=$((g - m))
-               extra=", QEMU own RSS +${g} KiB from $1 to $2, +${l} without its largest step (+${m})"
-               if [ "$l" -gt "$3" ]; then rc=1; reason="QEMU's own RSS (less guest RAM and TCG buffer) grew ${g} KiB between '$1' (${a} KiB) and '$2' (${b} KiB), ${l} KiB without its largest step of ${m} KiB, limit $3 KiB"; fi ;;
+               extra=", QEMU own RSS +${g} KiB from $1 to $2"
+               extra+=", +${l} without its largest step (+${m})"
+               if [ "$l" -gt "$3" ]; then
+                   rc=1
+                   reason="QEMU's own RSS (less guest RAM and TCG buffer)"
+                   reason+=" grew ${g} KiB between '$1' (${a} KiB) and '$2'"
+                   reason+=" (${b} KiB), ${l} KiB without its largest step"
+                   reason+=" of ${m} KiB, limit $3 KiB"
+               fi ;;
         esac
     fi
 
