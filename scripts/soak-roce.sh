@@ -70,7 +70,8 @@ fi
 
 if [ "$guest" = 1 ]; then
     if [ -z "${QEMU:-}" ]; then
-        scripts/build.sh > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
+        scripts/build.sh > "$out/build.log" 2>&1 ||
+            { tail -20 "$out/build.log"; exit 1; }
     fi
     scripts/guest/build-image.sh --quiet
     pids=()
