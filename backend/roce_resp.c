@@ -302,12 +302,15 @@ static uint8_t nak_code(int st)
 }
 
 /*
- * Take the receive WQE that request p consumes; false if there is none
- * (RNR NAK sent) or it is bad (NAK sent, the QP in error).
+ * Take the receive WQE that request p consumes and place data (len bytes:
+ * SEND FIRST or ONLY; 0: WRITE with immediate); false if there is none
+ * (RNR NAK sent), it is bad or the data does not fit (NAK sent, the QP in
+ * error).
  */
-static bool resp_take_recv(RoceQp *q, const RocePkt *p, PvrdmaRecvCtx **ctx)
+static bool resp_take_recv(RoceQp *q, const RocePkt *p, PvrdmaRecvCtx **ctx,
+                           const PvrdmaSg *data, uint64_t len)
 {
-    int st = pvrdma_recv_begin(q->t->t.core, q->qp, ctx);
+    int st = pvrdma_recv_begin(q->t->t.core, q->qp, ctx, data, len);
 
     if (st == PVRDMA_TRANSPORT_RNR) {
         resp_rnr_nak(q, p);
@@ -333,17 +336,19 @@ static bool resp_send(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
     int st;
 
     if (first) {
-        if (!resp_take_recv(q, p, &q->rctx)) {
+        /* the receive WQE's SGEs resolved once for it and the data */
+        if (!resp_take_recv(q, p, &q->rctx, data, p->payload_len)) {
             return false;
         }
         q->rlen = 0;
         roce_set_in_msg(q, last ? ROCE_IN_NONE : ROCE_IN_SEND);
-    }
-    st = pvrdma_recv_data(c, q->qp, q->rctx, data, p->payload_len);
-    if (st != PVRDMA_WC_SUCCESS) {
-        q->rctx = NULL;     /* freed by the failure */
-        resp_nak(q, p, nak_code(st));
-        return false;
+    } else {
+        st = pvrdma_recv_data(c, q->qp, q->rctx, data, p->payload_len);
+        if (st != PVRDMA_WC_SUCCESS) {
+            q->rctx = NULL;     /* freed by the failure */
+            resp_nak(q, p, nak_code(st));
+            return false;
+        }
     }
     q->rlen += p->payload_len;
     if (last) {
@@ -393,7 +398,7 @@ static bool resp_write(RoceQp *q, const RocePkt *p, const PvrdmaSg *data,
         resp_nak(q, p, ROCE_NAK_INVALID_REQUEST);
         return false;
     }
-    if (imm && !resp_take_recv(q, p, &ctx)) {
+    if (imm && !resp_take_recv(q, p, &ctx, NULL, 0)) {
         return false;   /* the receive WQE first: none, no write */
     }
     if (p->payload_len) {

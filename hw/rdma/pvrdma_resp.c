@@ -105,10 +105,11 @@ static void build_grh(const PvrdmaReq *req, uint32_t paylen, uint8_t grh[40])
 
 /*
  * A receive in progress: the WQE it consumed and how much of the message
- * is in.  A message that comes in pieces (pvrdma_recv_data(), RoCEv2)
- * resolves the SGEs again for every piece, so nothing holds host pointers
- * between the packets of a message (nor across a migration's last pass);
- * a whole message (responder_recv_msg()) resolves them once.
+ * is in.  A message that comes in pieces (RoCEv2: pvrdma_recv_begin() with
+ * the first, pvrdma_recv_data() for each next) resolves the SGEs once per
+ * piece, so nothing holds host pointers between the packets of a message
+ * (nor across a migration's last pass); a whole message
+ * (responder_recv_msg()) resolves them once.
  */
 struct PvrdmaRecvCtx {
     PvrdmaRecvWqe w;
@@ -217,13 +218,17 @@ static int recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
     return PVRDMA_WC_SUCCESS;
 }
 
-int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp)
+int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp,
+                      const PvrdmaSg *data, uint64_t len)
 {
     PvrdmaRecvCtx ctx;
     PvrdmaSg sink = { 0 };
     bool taken;
     int st = recv_take(c, qp, &ctx, &sink, &taken);
 
+    if (st == PVRDMA_WC_SUCCESS && taken && len) {
+        st = recv_place(c, qp, &ctx, &sink, data, len);
+    }
     pvrdma_sg_release(c, &sink);
     *ctxp = st == PVRDMA_WC_SUCCESS && taken ? g_memdup2(&ctx, sizeof(ctx)) :
                                                NULL;

@@ -410,8 +410,13 @@ bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey);
  * never learn) or PVRDMA_TRANSPORT_RNR (RC, nothing posted).
  */
 typedef struct PvrdmaRecvCtx PvrdmaRecvCtx;
-/* Take qp's next receive WQE (RQ or SRQ); *ctx NULL unless SUCCESS. */
-int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctx);
+/*
+ * Take qp's next receive WQE (RQ or SRQ) and place the message's first len
+ * bytes of data (0: none yet) with the same resolution of its SGEs; *ctx
+ * NULL unless SUCCESS.
+ */
+int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctx,
+                      const PvrdmaSg *data, uint64_t len);
 /* Append len bytes of data to the message; an error frees ctx. */
 int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                      const PvrdmaSg *data, uint64_t len);
