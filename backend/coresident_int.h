@@ -99,7 +99,6 @@ typedef struct CrPeer {
     size_t txlen;
 } CrPeer;
 
-/* A peer's request at this responder. */
 /*
  * Records kept for the next request: a list through their first member,
  * at most CR_POOL_MAX of them.
@@ -109,6 +108,7 @@ typedef struct CrPool {
     unsigned n;
 } CrPool;
 
+/* A peer's request at this responder. */
 typedef struct CrInReq {
     struct CrInReq *next_free;  /* first: in CrTransport.inreq_pool */
     CrPeer *peer;

@@ -280,15 +280,16 @@ bool pvrdma_gpa_to_sg(PvrdmaCore *c, uint64_t gpa, uint64_t len,
 
 void pvrdma_sg_release(PvrdmaCore *c, PvrdmaSg *sg)
 {
+    SgSpares *sp;
+
     for (uint32_t i = 0; i < sg->n; i++) {
         if (sg->iov[i].mapped) {
             c->ops->unmap(c->opaque, sg->iov[i].host, sg->iov[i].len,
                           sg->iov[i].is_write);
         }
     }
-    if (sg->cap == SG_FIRST && sg_spares()->n < SG_SPARES) {
-        SgSpares *sp = sg_spares();
-
+    sp = sg->cap == SG_FIRST ? sg_spares() : NULL;
+    if (sp && sp->n < SG_SPARES) {
         sp->iov[sp->n++] = sg->iov;
     } else {
         g_free(sg->iov);
