@@ -156,6 +156,20 @@ void pvrdma_coresident_leave(PvrdmaTransport *pt)
     unlink(cr(pt)->sock_path);
 }
 
+void pvrdma_coresident_set_poll(PvrdmaTransport *pt, uint64_t poll_ns)
+{
+    cr(pt)->poll_ns = poll_ns;
+}
+
+bool pvrdma_coresident_set_rings(PvrdmaTransport *pt, uint32_t ring_size)
+{
+    if (ring_size && !cr_ring_size_ok(ring_size)) {
+        return false;
+    }
+    cr(pt)->ring_size = ring_size;
+    return true;
+}
+
 unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
@@ -415,9 +429,16 @@ static void cr_moved(PvrdmaTransport *pt)
     }
 }
 
+/* PvrdmaMessageOps.timer: what a ring still holds (cr_rings_later()) */
+static void cr_timer(PvrdmaTransport *pt)
+{
+    cr_rings_catch_up(cr(pt));
+}
+
 static const PvrdmaMessageOps cr_msg = {
     .execute = cr_execute,
     .wake = cr_wake,
+    .timer = cr_timer,
     .qp_gone = cr_qp_gone,
     .fence = cr_fence,
     .flush = cr_flush_hook,
@@ -579,7 +600,10 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t->moved_gids = g_array_new(false, false, sizeof(CrMovedGid));
     /* the data path, for what the peers' layer cannot handle itself */
     t->up = (CrUpcalls) { .rx = cr_data_rx, .peer_gone = cr_data_peer_gone };
+    /* the peers' layer, for the link */
+    t->link_up = (CrLinkUpcalls) { .rx = cr_peer_rx, .done = cr_done };
     t->rx = g_malloc(CR_MAX_MSG);
+    t->ring_size = CR_RING_SIZE;
     t->txmsg = g_malloc(CR_MAX_MSG);
     do {
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();

@@ -12,17 +12,26 @@
  *                      CANCEL, OFFER and ANSWER, a peer's PAUSE, PAUSED,
  *                      RESUME and MOVED
  *   coresident_peer.c  the peers: connections (to the sockets in the
- *                      rendezvous directory, accepted on ours), the send
- *                      queue, framing, the handshake (HELLO, AUTH), their
- *                      RAM (REGION) and GIDS, dead peers freed
+ *                      rendezvous directory, accepted on ours), messages
+ *                      checked and dispatched, the handshake (HELLO,
+ *                      AUTH), their RAM (REGION) and GIDS, dead peers
+ *                      freed
+ *   coresident_link.c  the link to one peer: its socket and its rings,
+ *                      messages collected and sent, received and framed,
+ *                      WAKE, polling, a failed link marks its peer dead
+ *   coresident_ring.c  the rings in shared memory, one per direction of
+ *                      a connection: records in and out, the indexes
+ *                      checked, the wakeup and room flags (a leaf)
  *   coresident_gid.c   who owns which GID: the peers' claims (first owner
  *                      wins), the GIDs of peers that moved, the peer a
  *                      GID leads to
- * Calls between them go one way: coresident.c calls the three others,
- * coresident_data.c calls coresident_peer.c and coresident_gid.c, and
- * coresident_peer.c calls coresident_gid.c.  Where the peers' layer needs
+ * Calls between them go one way: coresident.c calls the others,
+ * coresident_data.c calls coresident_peer.c, coresident_link.c and
+ * coresident_gid.c, coresident_peer.c calls coresident_gid.c and
+ * coresident_link.c, which calls coresident_ring.c.  Where the peers' layer needs
  * the data path (a message past the handshake, a peer freed), it goes
- * through t->up (CrUpcalls), which the constructor sets.
+ * through t->up (CrUpcalls), which the constructor sets; where the link
+ * needs the peers' layer, through t->link_up (CrLinkUpcalls).
  *
  * Owns the constants, the types, the small helpers (inline) and the
  * functions one of these files calls in another, grouped by the file that
@@ -58,6 +67,9 @@
 #define CR_NO_ANSWER    (-1)
 
 typedef struct CrTransport CrTransport;
+typedef struct CrRing CrRing;
+/* polling rounds of one event before the loop gets its turn again */
+#define CR_POLL_ROUNDS  64
 
 typedef struct CrOut {
     size_t len;
@@ -97,6 +109,15 @@ typedef struct CrPeer {
     bool acked;             /* ... and it answered PAUSED */
     uint8_t *tx;            /* messages collected for one datagram */
     size_t txlen;
+    /*
+     * The rings (CR_RING, coresident_ring.c): once ring_tx, what we send
+     * goes through the ring (what does not fit waits in ring_out, CrOut);
+     * once ring_rx (the peer's RING_ON), we read the peer's ring.
+     */
+    CrRing *ring;
+    bool ring_tx;
+    bool ring_rx;
+    GQueue ring_out;
 } CrPeer;
 
 /*
@@ -148,6 +169,17 @@ typedef struct CrUpcalls {
     void (*peer_gone)(CrPeer *p);
 } CrUpcalls;
 
+/*
+ * What the link (coresident_link.c) hands up to the peers' layer
+ * (coresident_peer.c), which is above it: set by the constructor.
+ */
+typedef struct CrLinkUpcalls {
+    /* One message of p (fd: a descriptor came with it): false if bad. */
+    bool (*rx)(CrPeer *p, const uint8_t *buf, size_t len, int fd);
+    /* End of an event: send what it produced, free dead peers. */
+    void (*done)(CrTransport *t);
+} CrLinkUpcalls;
+
 struct CrTransport {
     PvrdmaTransport t;
     char *dir;
@@ -170,6 +202,7 @@ struct CrTransport {
     uint32_t fence_qpn;     /* cr_fence(): the QP whose flights must end */
     GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
     CrUpcalls up;           /* the data path, for the peers' layer */
+    CrLinkUpcalls link_up;  /* the peers' layer, for the link */
     uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
     /*
      * The data path allocates nothing per request: records that ended wait
@@ -181,6 +214,15 @@ struct CrTransport {
     uint8_t *txmsg;
     CrSge *sgs;
     uint32_t sgs_cap;
+    /*
+     * Polling (pvrdma_coresident_set_poll()): after taking records from a
+     * peer's ring, wait up to poll_ns for more before sleeping.  While
+     * polling (the host's locks are dropped) no peer is freed.
+     */
+    uint64_t poll_ns;
+    bool polling;
+    bool ring_backlog;      /* a ring was left with records: timer hook */
+    uint32_t ring_size;     /* rings we offer (0: none), CR_RING_SIZE */
 };
 
 #define CR_POOL_MAX     1024
@@ -215,31 +257,71 @@ void cr_reclaim(CrTransport *t);
 
 /* coresident_peer.c: the peers' connections, handshake, RAM */
 
-/* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
-void cr_peer_fail(CrPeer *p, const char *why);
-/* Send one message to p (collected until cr_flush(), unless fd >= 0). */
-void cr_send(CrPeer *p, const void *buf, size_t len, int fd);
-/* Send what cr_send() collected, to every peer. */
-void cr_flush(CrTransport *t);
-/* The same, as the transport's flush hook (one datagram per peer). */
-void cr_flush_hook(PvrdmaTransport *pt);
+/* CrLinkUpcalls.rx: one message of p, checked and dispatched */
+bool cr_peer_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd);
 /* End of an event: cr_flush(), then free the dead peers. */
 void cr_done(CrTransport *t);
 /* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */
 void cr_send_ctl(CrPeer *p, uint32_t type);
 /* Our GID table, to p. */
 void cr_send_gids(CrTransport *t, CrPeer *p);
-/* Free the dead peers; true if there were any. */
+/* Free the dead peers (not while polling); true if there were any. */
 bool cr_reap(CrTransport *t);
-/* p's socket is writable / readable (fd handlers, cr_serve_until()). */
-void cr_peer_write(void *opaque);
-void cr_peer_read(void *opaque);
 /* The listening socket is readable: accept peers. */
 void cr_accept(void *opaque);
 /* A unix socket address for path; false if it does not fit. */
 bool cr_sockaddr(const char *path, struct sockaddr_un *sa);
 /* Connect to every listening peer in the directory. */
 void cr_scan(CrTransport *t);
+
+/* coresident_link.c: the link to one peer, its socket and rings */
+
+/* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
+void cr_peer_fail(CrPeer *p, const char *why);
+/* Watch p's socket (readable; writable while sends wait). */
+void cr_link_watch(CrPeer *p);
+/* p is being freed: no watch, no socket, nothing queued, no rings. */
+void cr_link_close(CrPeer *p);
+/* Send one message to p (collected until cr_flush(), unless fd >= 0). */
+void cr_send(CrPeer *p, const void *buf, size_t len, int fd);
+/* Send what cr_send() collected, to every peer. */
+void cr_flush(CrTransport *t);
+/* The same, as the transport's flush hook (one datagram per peer). */
+void cr_flush_hook(PvrdmaTransport *pt);
+/* The connecting side offers p the rings (RING). */
+void cr_link_ring_offer(CrPeer *p);
+/* RING and RING_ON of p: false if malformed. */
+bool cr_link_rx_ring(CrPeer *p, const CrRingMsg *m, size_t len, int fd);
+bool cr_link_rx_ring_on(CrPeer *p, size_t len);
+/* WAKE (records in p's ring) and ROOM (p took from ours) */
+bool cr_link_rx_wake(CrPeer *p, size_t len);
+bool cr_link_rx_room(CrPeer *p, size_t len);
+/* p's socket is writable / readable (cr_serve_until(), no polling). */
+void cr_peer_write(void *opaque);
+void cr_peer_read(void *opaque);
+/* p's socket as an fd handler: cr_peer_read(), then poll p's ring. */
+void cr_peer_event(void *opaque);
+/* Take what the peers left in their rings (the timer hook). */
+void cr_rings_catch_up(CrTransport *t);
+
+/* coresident_ring.c: the rings (their memory: CrRingShm in the wire header) */
+
+bool cr_ring_size_ok(uint32_t size);
+CrRing *cr_ring_create(uint32_t size, char **err);
+uint32_t cr_ring_size(const CrRing *r);
+CrRing *cr_ring_map(int fd, uint32_t ring_size, char **err);
+int cr_ring_fd(CrRing *r);
+void cr_ring_close_fd(CrRing *r);
+void cr_ring_free(CrRing *r);
+int cr_ring_put(CrRing *r, const void *buf, uint32_t len);
+bool cr_ring_needs_wake(CrRing *r);
+void cr_ring_took_wake(CrRing *r);
+bool cr_ring_wait_space(CrRing *r, uint32_t len);
+int cr_ring_get(CrRing *r, void *buf, uint32_t cap);
+bool cr_ring_ready(const CrRing *r);
+bool cr_ring_sleep(CrRing *r);
+void cr_ring_awake(CrRing *r);
+bool cr_ring_space_wanted(CrRing *r);
 
 /* coresident_data.c: the data path */
 

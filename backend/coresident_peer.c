@@ -1,9 +1,9 @@
 /*
  * pvrdma co-resident transport, the peers: the connections to the
- * sockets of the rendezvous directory and those accepted on ours, the
- * messages sent (collected per event, queued while a socket is full) and
- * received (framing, descriptors), the handshake (HELLO, AUTH), the
- * peers' RAM (REGION) and GID tables (GIDS), dead peers freed.  What is
+ * sockets of the rendezvous directory and those accepted on ours, each
+ * received message (from coresident_link.c, which carries them) checked
+ * and dispatched, the handshake (HELLO, AUTH), the peers' RAM (REGION)
+ * and GID tables (GIDS), the rings offered, dead peers freed.  What is
  * not its own it hands up to the data path through t->up (CrUpcalls).
  * See coresident.c for the transport as a whole, coresident_int.h for
  * what its files share.
@@ -22,138 +22,6 @@
 #include <sys/stat.h>
 #include "coresident_int.h"
 
-static void cr_watch(CrPeer *p)
-{
-    PvrdmaCore *c = p->t->t.core;
-
-    c->ops->set_fd_handler(c->opaque, p->fd, cr_peer_read,
-                           p->want_write ? cr_peer_write : NULL, p);
-}
-
-/* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
-void cr_peer_fail(CrPeer *p, const char *why)
-{
-    if (!p->dead) {
-        if (why) {
-            pvrdma_log_host("co-resident peer %s: %s, dropped", p->name,
-                            why);
-        }
-        trace_pvrdma_cr_peer_gone(p->node);
-        p->dead = true;
-        p->t->reap = true;
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* Sending                                                             */
-
-static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
-{
-    struct iovec iov = { (void *)buf, len };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-    ssize_t n;
-
-    if (fd >= 0) {
-        struct cmsghdr *cm;
-
-        memset(&u, 0, sizeof(u));
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof(u.buf);
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
-    do {
-        n = sendmsg(p->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        return false;
-    }
-    if (n < 0 && errno == EPIPE && p->paused) {
-        cr_peer_fail(p, NULL);  /* it hung up after its pause: it moved */
-    } else if (n != (ssize_t)len) {
-        cr_peer_fail(p, n < 0 ? strerror(errno) : "short send");
-    }
-    return true;
-}
-
-/* Queue or send one datagram now; fd (if >= 0) is duplicated. */
-static void cr_send_now(CrPeer *p, const void *buf, size_t len, int fd)
-{
-    CrOut *o;
-
-    if (p->dead) {
-        return;
-    }
-    if (g_queue_is_empty(&p->out) && cr_sendmsg(p, buf, len, fd)) {
-        return;
-    }
-    o = g_malloc(sizeof(*o) + len);
-    o->len = len;
-    o->fd = fd >= 0 ? dup(fd) : -1;
-    memcpy(o->data, buf, len);
-    g_queue_push_tail(&p->out, o);
-    if (!p->want_write) {
-        p->want_write = true;
-        cr_watch(p);
-    }
-}
-
-/* Send what cr_send() collected for p. */
-static void cr_flush_peer(CrPeer *p)
-{
-    if (p->txlen) {
-        cr_send_now(p, p->tx, p->txlen, -1);
-        p->txlen = 0;
-    }
-}
-
-/*
- * Send one message.  Messages without a descriptor are collected and go
- * out together, several in one datagram, at the end of the event that
- * produced them (cr_flush): a burst of requests or answers costs one
- * system call and one wakeup of the peer, not one per message.  Each
- * message starts 8-byte aligned in the datagram.
- */
-void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
-{
-    size_t padded = ROUND_UP(len, 8);
-
-    if (p->dead) {
-        return;
-    }
-    if (fd >= 0) {
-        cr_flush_peer(p);           /* keep the order */
-        cr_send_now(p, buf, len, fd);
-        return;
-    }
-    if (p->txlen + padded > CR_MAX_MSG) {
-        cr_flush_peer(p);
-    }
-    memcpy(p->tx + p->txlen, buf, len);
-    memset(p->tx + p->txlen + len, 0, padded - len);
-    p->txlen += padded;
-}
-
-void cr_flush(CrTransport *t)
-{
-    for (guint i = 0; i < t->peers->len; i++) {
-        cr_flush_peer(g_ptr_array_index(t->peers, i));
-    }
-}
-
-/* PvrdmaMessageOps.flush: the core finished a run; send what it produced */
-void cr_flush_hook(PvrdmaTransport *pt)
-{
-    cr_flush(cr(pt));
-}
-
 /*
  * End of an event: send what it produced, free peers that died (a QP that
  * waits for one's answer to its transport offer goes on:
@@ -165,32 +33,6 @@ void cr_done(CrTransport *t)
     if (cr_reap(t)) {
         pvrdma_transport_wake_senders(t->t.core);
     }
-}
-
-static void cr_out_free(CrOut *o)
-{
-    if (o->fd >= 0) {
-        close(o->fd);
-    }
-    g_free(o);
-}
-
-void cr_peer_write(void *opaque)
-{
-    CrPeer *p = opaque;
-    CrOut *o;
-
-    while (!p->dead && (o = g_queue_peek_head(&p->out))) {
-        if (!cr_sendmsg(p, o->data, o->len, o->fd)) {
-            return;     /* still full */
-        }
-        cr_out_free(g_queue_pop_head(&p->out));
-    }
-    if (!p->dead) {
-        p->want_write = false;
-        cr_watch(p);
-    }
-    cr_done(p->t);
 }
 
 /* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */
@@ -323,8 +165,9 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
     p->outgoing = outgoing;
     p->tx = g_malloc(CR_MAX_MSG);
     g_queue_init(&p->out);
+    g_queue_init(&p->ring_out);
     g_ptr_array_add(t->peers, p);
-    cr_watch(p);
+    cr_link_watch(p);
     if (t->secret && !cr_random(p->nonce, CR_NONCE_LEN)) {
         cr_peer_fail(p, "no random numbers for its challenge");
         return p;
@@ -356,19 +199,18 @@ static void cr_peer_accepted(CrPeer *p)
         cr_send_ctl(p, CR_PAUSE);
         p->pause_sent = true;
     }
+    if (p->outgoing) {
+        cr_link_ring_offer(p);
+    }
 }
 
 /* Free a dead peer: fail what it owes us, drop what it asked of us. */
 static void cr_peer_free(CrTransport *t, CrPeer *p)
 {
-    PvrdmaCore *c = t->t.core;
-
     /* what the data path holds of it: cr_data_peer_gone() */
     t->up.peer_gone(p);
 
-    c->ops->set_fd_handler(c->opaque, p->fd, NULL, NULL, NULL);
-    close(p->fd);
-    g_queue_clear_full(&p->out, (GDestroyNotify)cr_out_free);
+    cr_link_close(p);
     for (uint32_t i = 0; i < CR_MAX_REGIONS; i++) {
         if (p->region[i].host) {
             munmap(p->region[i].host, p->region[i].size);
@@ -377,7 +219,6 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
     g_free(p->gids);
     g_free(p->refused);
     g_free(p->name);
-    g_free(p->tx);
     g_free(p);
 }
 
@@ -387,6 +228,9 @@ bool cr_reap(CrTransport *t)
     PvrdmaCore *c = t->t.core;
     bool any = t->reap;
 
+    if (t->polling) {
+        return false;   /* a poll may read a peer's ring: after it ends */
+    }
     while (t->reap) {
         t->reap = false;
         for (guint i = 0; i < t->peers->len;) {
@@ -530,14 +374,14 @@ static bool cr_rx_auth(CrPeer *p, const CrAuthMsg *m, size_t len)
     return true;
 }
 
-static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
+bool cr_peer_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
 {
     const CrHdr *h = (const CrHdr *)buf;
 
     if (len < sizeof(*h) || h->len != len) {
         return false;
     }
-    if (fd >= 0 && h->type != CR_REGION) {
+    if (fd >= 0 && h->type != CR_REGION && h->type != CR_RING) {
         return false;
     }
     if (!p->hello && h->type != CR_HELLO) {
@@ -556,97 +400,18 @@ static bool cr_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
         return cr_rx_region(p, (const CrRegionMsg *)buf, len, fd);
     case CR_GIDS:
         return cr_rx_gids(p, (const CrGids *)buf, len);
+    case CR_RING:
+        return cr_link_rx_ring(p, (const CrRingMsg *)buf, len, fd);
+    case CR_RING_ON:
+        return cr_link_rx_ring_on(p, len);
+    case CR_WAKE:
+        return cr_link_rx_wake(p, len);
+    case CR_ROOM:
+        return cr_link_rx_room(p, len);
     default:
         /* the data path's messages: cr_data_rx() */
         return p->t->up.rx(p, buf, len);
     }
-}
-
-/*
- * A datagram holds one message, or several each starting 8-byte aligned;
- * a descriptor comes only with a datagram of exactly one REGION message.
- */
-static bool cr_rx_datagram(CrPeer *p, const uint8_t *buf, size_t n, int fd)
-{
-    size_t off = 0;
-
-    while (off < n && !p->dead) {
-        const CrHdr *h = (const CrHdr *)(buf + off);
-
-        if (n - off < sizeof(*h) || h->len < sizeof(*h) || h->len > n - off ||
-            (fd >= 0 && (off || h->len != n))) {
-            return false;
-        }
-        if (!cr_rx(p, buf + off, h->len, fd)) {
-            return false;
-        }
-        off += ROUND_UP(h->len, 8);
-    }
-    return true;
-}
-
-void cr_peer_read(void *opaque)
-{
-    CrPeer *p = opaque;
-    CrTransport *t = p->t;
-
-    for (int i = 0; i < CR_RX_BATCH && !p->dead; i++) {
-        union {
-            char buf[CMSG_SPACE(sizeof(int) * 4)];
-            struct cmsghdr align;
-        } u;
-        struct iovec iov = { t->rx, CR_MAX_MSG };
-        struct msghdr mh = {
-            .msg_iov = &iov, .msg_iovlen = 1,
-            .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-        };
-        struct cmsghdr *cm;
-        int fd = -1, extra = 0;
-        ssize_t n;
-
-        n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        }
-        if (n < 0 && errno == ECONNRESET && p->paused) {
-            cr_peer_fail(p, NULL);  /* it hung up after its pause: moved */
-            break;
-        }
-        if (n <= 0) {
-            cr_peer_fail(p, n < 0 ? strerror(errno) : p->authed ? NULL :
-                         "hung up before the handshake was over (it "
-                         "refused this device: see its log)");
-            break;
-        }
-        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                int nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-                for (int k = 0; k < nfd; k++) {
-                    int f;
-
-                    memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-                    if (fd < 0) {
-                        fd = f;
-                    } else {
-                        close(f);
-                        extra++;
-                    }
-                }
-            }
-        }
-        if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-            !cr_rx_datagram(p, t->rx, n, fd)) {
-            cr_peer_fail(p, "malformed message");
-        }
-        if (fd >= 0) {
-            close(fd);
-        }
-    }
-    cr_done(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -728,3 +493,4 @@ void cr_scan(CrTransport *t)
     }
     closedir(d);
 }
+

@@ -177,6 +177,7 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .link_up = pvrdma_link_up,
     .set_fd_handler = pvrdma_set_fd_handler,     /* pvrdma_dev_host.c */
     .frame_tx = pvrdma_roce_tx,                  /* pvrdma_dev_roce.c */
+    .poll_wait = pvrdma_poll_wait,               /* pvrdma_dev_host.c */
 };
 
 /*
@@ -504,6 +505,8 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
     DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
     DEFINE_PROP_STRING("rendezvous-secret", PvrdmaState, rendezvous_secret),
+    DEFINE_PROP_UINT32("poll-max-ns", PvrdmaState, poll_max_ns,
+                       PVRDMA_DEF_POLL_NS),
     DEFINE_PROP_STRING("ibdev", PvrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
     DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),

@@ -49,6 +49,7 @@ struct PvrdmaState {
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
     char *rendezvous_secret;    /* id of a secret object peers must share */
+    uint32_t poll_max_ns;   /* co-resident: poll a peer's ring this long */
     char *ibdev;            /* host HCA: device name or "auto" */
     uint8_t ibport;         /* host HCA port, 0: the first active one */
     int32_t gid_index;      /* host GID index to use, -1: the guest's GID */
@@ -86,6 +87,9 @@ bool pvrdma_open_hca(PvrdmaState *s, Error **errp);
 /* PvrdmaHostOps.set_fd_handler, opaque the device */
 void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg);
+/* PvrdmaHostOps.poll_wait, opaque the device */
+bool pvrdma_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
+                      uint64_t max_ns);
 
 /* pvrdma_dev_roce.c */
 void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic);

@@ -16,6 +16,8 @@
 #include "qemu/units.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
+#include "qemu/processor.h"
+#include "qemu/timer.h"
 #include "crypto/secret_common.h"
 #include "hw/boards.h"
 #include "exec/ramblock.h"
@@ -85,6 +87,32 @@ void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
     *w = (PvrdmaFdWatch) { s, read, write, arg };
     qemu_set_fd_handler(fd, read ? pvrdma_fd_read : NULL,
                         write ? pvrdma_fd_write : NULL, w);
+}
+
+/*
+ * The host's poll_wait (PvrdmaHostOps), from a co-resident fd handler:
+ * spin on ready() without the BQL, so that our vCPUs ring doorbells and
+ * the main loop's other users are not held up meanwhile; and without the
+ * re-entrancy guard pvrdma_fd_call() engaged, which would turn those
+ * doorbells away as re-entrant.
+ */
+bool pvrdma_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
+                      uint64_t max_ns)
+{
+    PvrdmaState *s = opaque;
+    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
+    bool engaged = g->engaged_in_io;
+    int64_t end = get_clock() + MIN(max_ns, INT64_MAX / 2);
+    bool ok;
+
+    g->engaged_in_io = false;
+    bql_unlock();
+    while (!(ok = ready(arg)) && get_clock() < end) {
+        cpu_relax();
+    }
+    bql_lock();
+    g->engaged_in_io = engaged;
+    return ok;
 }
 
 static int pvrdma_add_region(RAMBlock *rb, void *opaque)
@@ -177,6 +205,7 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
         error_setg(errp, "pvrdma: %s", err);
         return false;
     }
+    pvrdma_coresident_set_poll(t, s->poll_max_ns);
     pvrdma_core_add_transport(&s->core, t);
     s->coresident = t;
     s->exit_notifier.notify = pvrdma_exit_notify;

@@ -62,10 +62,13 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -134,6 +137,8 @@ typedef struct Ctl {
     uint32_t lat_cqe[LAT_MAX];      /* doorbell -> peer CQE written, ns */
     uint32_t lat_poll[LAT_MAX];     /* doorbell -> peer CQE polled, ns */
     uint64_t rsp_allocs;            /* the responder process's g_allocs */
+    int idle;                       /* QEMU-like: both sides idle now */
+    int64_t rsp_dev_cpu;            /* ... the responder's device thread's */
 } Ctl;
 
 typedef struct Node {
@@ -151,11 +156,21 @@ typedef struct Bench {
     Ctl *ctl;
     bool block;                     /* an idle loop sleeps in poll() */
     int armed_gen;                  /* responder: CQ armed for that run */
+    /*
+     * QEMU-like (mode q): the device runs in a thread of its own, its
+     * loop sleeping in poll() as QEMU's main loop does, under a big lock
+     * (fake-host's bql) the guest side takes for doorbells; the guest
+     * side (this thread) spins on its CQs as verbs applications do.
+     */
+    bool threaded;
+    GMutex bql;
+    pthread_t dev;
+    int stop;
 } Bench;
 
 /* transports: loopback, co-resident in one process, in two (spin, sleep) */
-#define NT      4
-#define MODES   "lcps"
+#define NT      5
+#define MODES   "lcpsq"
 
 typedef struct Result {
     double mops;
@@ -173,26 +188,29 @@ static uint64_t g_allocs;
 
 void *malloc(size_t n)
 {
-    g_allocs++;
+    __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED);
     return __libc_malloc(n);
 }
 
 void *calloc(size_t n, size_t size)
 {
-    g_allocs++;
+    __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED);
     return __libc_calloc(n, size);
 }
 
 void *realloc(void *p, size_t n)
 {
-    g_allocs++;
+    __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED);
     return __libc_realloc(p, n);
 }
 
 static Ctl *g_ctl;
 static bool g_child;
 static int64_t g_irq_ns;            /* last CQ interrupt of this process */
+static GMutex *g_bql;               /* the big lock of a threaded run */
 static PvrdmaHostOps bench_ops;
+static uint64_t g_poll_ns = PVRDMA_DEF_POLL_NS;  /* -P */
+static uint64_t g_node_poll;        /* what node_init_cr() sets: this mode's */
 
 static int64_t now_ns(void)
 {
@@ -234,9 +252,24 @@ static void stall_check(int64_t since, const char *what)
 static void bench_notify(void *opaque, unsigned vector)
 {
     if (vector == PVRDMA_INTR_VECTOR_CQ) {
-        g_irq_ns = now_ns();
+        __atomic_store_n(&g_irq_ns, now_ns(), __ATOMIC_RELEASE);
     }
     fh_ops.notify(opaque, vector);
+}
+
+/* A doorbell (a write to the device) from the guest side: the big lock. */
+static void dev_lock(void)
+{
+    if (g_bql) {
+        g_mutex_lock(g_bql);
+    }
+}
+
+static void dev_unlock(void)
+{
+    if (g_bql) {
+        g_mutex_unlock(g_bql);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -295,6 +328,7 @@ static void node_init_cr(Node *n, const char *dir, uint8_t id)
     if (!n->t) {
         die("co-resident transport: %s", err);
     }
+    pvrdma_coresident_set_poll(n->t, g_node_poll);
     if (!pvrdma_core_add_transport(&n->d.c, n->t)) {
         die("no room for the co-resident transport");
     }
@@ -402,14 +436,18 @@ static void rsp_repost(End *e)
 
             put_recv(e->d, q, off, &g, 1);
         }
+        dev_lock();
         ring_recv(e->d, q);
+        dev_unlock();
     }
 }
 
 static void arm_cq(End *e)
 {
+    dev_lock();
     pvrdma_core_uar_write(&e->d->c, PVRDMA_UAR_CQ_OFFSET,
                           PVRDMA_UAR_CQ_ARM | e->cq.handle);
+    dev_unlock();
 }
 
 /* Poll e's CQ; latency probes are timed; receives are posted again. */
@@ -444,15 +482,20 @@ static void rsp_poll(Bench *b, End *e, bool probes)
             if (k >= LAT_MAX || p->seq != k) {
                 die("responder: probe %" PRIu64 ", expected %u", p->seq, k);
             }
-            if (!g_irq_ns) {
-                die("responder: a probe's CQE raised no interrupt");
+            /* threaded: the interrupt follows the CQE from the other thread */
+            for (int64_t w = now_ns();
+                 !__atomic_load_n(&g_irq_ns, __ATOMIC_ACQUIRE);) {
+                if (!g_bql || now_ns() - w > 1000000000ll) {
+                    die("responder: a probe's CQE raised no interrupt");
+                }
             }
-            ctl->lat_cqe[k] = g_irq_ns - p->t0;
+            ctl->lat_cqe[k] = __atomic_load_n(&g_irq_ns, __ATOMIC_ACQUIRE) -
+                              p->t0;
             ctl->lat_poll[k] = t1 - p->t0;
             p->magic = 0;
             /* what the driver's interrupt handler does: consume, re-arm */
             cqn->rx.cons_head = cqn->rx.prod_tail;
-            g_irq_ns = 0;
+            __atomic_store_n(&g_irq_ns, 0, __ATOMIC_RELEASE);
             arm_cq(e);
             __atomic_store_n(&ctl->nlat, k + 1, __ATOMIC_RELEASE);
         }
@@ -467,7 +510,7 @@ static void rsp_service(Bench *b)
 
     /* a latency run starts: arm its CQ (it may stay armed after: harmless) */
     if (mode && b->armed_gen != b->ctl->lat_gen) {
-        g_irq_ns = 0;
+        __atomic_store_n(&g_irq_ns, 0, __ATOMIC_RELEASE);
         arm_cq(b->rsp[mode - 1]);
         b->armed_gen = b->ctl->lat_gen;
         __atomic_store_n(&b->ctl->lat_armed, 1, __ATOMIC_RELEASE);
@@ -484,7 +527,13 @@ static void rsp_service(Bench *b)
  */
 static void progress(Bench *b, bool may_block)
 {
-    if (b->block && may_block) {
+    if (b->threaded) {
+        /*
+         * the device thread turns the loop: the guest side only polls,
+         * and lets a device thread that waits for a core have it
+         */
+        sched_yield();
+    } else if (b->block && may_block) {
         fh_step_wait(b->hosts, b->nhosts, 1);
     } else {
         fh_step(b->hosts, b->nhosts);
@@ -590,7 +639,9 @@ static double run_tput(Bench *b, unsigned k, uint32_t opcode, double secs,
             for (unsigned j = 0; j < n; j++) {
                 req_put(e, peer, i, opcode);
             }
+            dev_lock();
             ring_send(e->d, &e->qp[i]);
+            dev_unlock();
             e->credits[i] -= n;
         }
         progress(b, true);
@@ -679,7 +730,9 @@ static void run_lat(Bench *b, unsigned k, uint32_t opcode, unsigned warm,
         pr->seq = p;
         t0 = now_ns();
         pr->t0 = t0;
+        dev_lock();
         ring_send(e->d, &e->qp[i]);
+        dev_unlock();
         e->credits[i]--;
         /* sleep (blocking runs) only while the answer is awaited */
         while (!t_own || __atomic_load_n(&ctl->nlat, __ATOMIC_ACQUIRE) <= p) {
@@ -925,6 +978,62 @@ static void run_cr_one(const Opts *o, Ctl *ctl, const char *dir,
     node_fini(&nb);
 }
 
+/* The device thread of a QEMU-like run: QEMU's main loop, as it were. */
+static void *dev_thread(void *opaque)
+{
+    Bench *b = opaque;
+
+    while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
+        g_mutex_lock(&b->bql);
+        fh_step_wait(b->hosts, b->nhosts, 100);
+        g_mutex_unlock(&b->bql);
+    }
+    return NULL;
+}
+
+static void threads_start(Bench *b)
+{
+    if (!b->threaded) {
+        return;
+    }
+    g_mutex_init(&b->bql);
+    b->hosts[0]->bql = &b->bql;
+    b->hosts[0]->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (b->hosts[0]->wake_fd < 0) {
+        die("eventfd: %s", strerror(errno));
+    }
+    g_bql = &b->bql;
+    if (pthread_create(&b->dev, NULL, dev_thread, b)) {
+        die("cannot start the device thread");
+    }
+}
+
+static void threads_stop(Bench *b)
+{
+    if (!b->threaded) {
+        return;
+    }
+    __atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(b->dev, NULL);
+    b->hosts[0]->bql = NULL;
+    close(b->hosts[0]->wake_fd);
+    b->hosts[0]->wake_fd = -1;
+    g_bql = NULL;
+    g_mutex_clear(&b->bql);
+}
+
+/* CPU time of the device thread so far, ns. */
+static int64_t dev_cpu_ns(Bench *b)
+{
+    struct timespec ts;
+    clockid_t cid;
+
+    if (pthread_getcpuclockid(b->dev, &cid) || clock_gettime(cid, &ts)) {
+        die("no CPU clock for the device thread");
+    }
+    return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
 static void wait_state(Bench *b, int *state, int want, const char *what)
 {
     int64_t t0 = now_ns();
@@ -937,12 +1046,15 @@ static void wait_state(Bench *b, int *state, int want, const char *what)
 
 /* The responder process of the two-process run. */
 static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
-                                             bool block)
+                                             bool block, bool threaded)
 {
     static Node nb;
     static End rsp[2];
-    Bench b = { .hosts = { &nb.d.h }, .nhosts = 1,
-                .rsp = { &rsp[0], &rsp[1] }, .ctl = ctl, .block = block };
+    static Bench b;
+
+    b = (Bench) { .hosts = { &nb.d.h }, .nhosts = 1,
+                  .rsp = { &rsp[0], &rsp[1] }, .ctl = ctl, .block = block,
+                  .threaded = threaded };
     uint8_t gid_a[16];
 
     g_child = true;
@@ -964,26 +1076,43 @@ static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
         rsp_repost(&rsp[k]);
     }
     __atomic_store_n(&ctl->b_state, 2, __ATOMIC_RELEASE);
+    threads_start(&b);
     for (unsigned it = 0; !__atomic_load_n(&ctl->done, __ATOMIC_ACQUIRE);
          it++) {
+        if (b.threaded && __atomic_load_n(&ctl->idle, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&ctl->rsp_dev_cpu, dev_cpu_ns(&b),
+                             __ATOMIC_RELEASE);
+            g_usleep(1000);     /* the guest sleeps too */
+            continue;
+        }
         progress(&b, true);
         __atomic_store_n(&ctl->rsp_allocs, g_allocs, __ATOMIC_RELAXED);
         if (it % 4096 == 0 && getppid() == 1) {
             die("the requester process is gone");
         }
     }
+    threads_stop(&b);
     node_fini(&nb);
     __atomic_store_n(&ctl->b_state, 3, __ATOMIC_RELEASE);
     _exit(0);
 }
 
+#define IDLE_SECS   2
+
+/*
+ * The two-process runs; threaded: QEMU-like, and *idle_pct is then the
+ * CPU both device threads used while both sides were idle, in % of a core.
+ */
 static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
-                       Result res[2][2])
+                       bool threaded, Result res[2][2], double *idle_pct)
 {
     static Node na;
     static End req[2];
-    Bench b = { .hosts = { &na.d.h }, .nhosts = 1,
-                .req = { &req[0], &req[1] }, .ctl = ctl, .block = block };
+    static Bench b;
+
+    b = (Bench) { .hosts = { &na.d.h }, .nhosts = 1,
+                  .req = { &req[0], &req[1] }, .ctl = ctl, .block = block,
+                  .threaded = threaded };
     uint8_t gid_b[16];
     int st;
     pid_t pid;
@@ -996,7 +1125,7 @@ static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
         return false;
     }
     if (pid == 0) {
-        cr_two_responder(dir, ctl, block);
+        cr_two_responder(dir, ctl, block, threaded);
     }
     make_gid(gid_b, 2);
     node_init_cr(&na, dir, 1);
@@ -1011,7 +1140,22 @@ static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
         end_connect(&req[k], &ctl->rb[k], gid_b);
     }
     wait_state(&b, &ctl->b_state, 2, "responder's QPs in RTS");
+    threads_start(&b);
     run_all_figures(&b, o, res);
+    if (threaded) {
+        int64_t c0, c1;
+
+        __atomic_store_n(&ctl->idle, 1, __ATOMIC_RELEASE);
+        g_usleep(200000);
+        c0 = dev_cpu_ns(&b) + __atomic_load_n(&ctl->rsp_dev_cpu,
+                                              __ATOMIC_ACQUIRE);
+        g_usleep(IDLE_SECS * 1000000);
+        c1 = dev_cpu_ns(&b) + __atomic_load_n(&ctl->rsp_dev_cpu,
+                                              __ATOMIC_ACQUIRE);
+        *idle_pct = (c1 - c0) / (IDLE_SECS * 1e9) * 100;
+        __atomic_store_n(&ctl->idle, 0, __ATOMIC_RELEASE);
+    }
+    threads_stop(&b);
     __atomic_store_n(&ctl->done, 1, __ATOMIC_RELEASE);
     wait_state(&b, &ctl->b_state, 3, "responder leaving");
     node_fini(&na);
@@ -1082,7 +1226,8 @@ static bool print_table(const char *names[NT], Result res[NT][2][2],
 static void usage(void)
 {
     fprintf(stderr, "usage: bench-core [-t SECS] [-n LAT_ITERS] "
-            "[-w LAT_WARMUP] [-L LAT_SECS] [-m " MODES "] [-c MEMCPY_SECS]\n");
+            "[-w LAT_WARMUP] [-L LAT_SECS] [-m " MODES "] [-c MEMCPY_SECS] "
+            "[-P POLL_NS]\n");
     exit(2);
 }
 
@@ -1090,7 +1235,7 @@ int main(int argc, char **argv)
 {
     static const char *names[NT] = {
         "loopback (1 device)", "co-resident, 1 proc", "co-res., 2 procs spin",
-        "co-res., 2 procs sleep",
+        "co-res., 2 procs sleep", "co-res., 2 QEMU-like",
     };
     Opts o = {
         .secs = 1.0, .warm = 2000, .iters = 20000, .lat_cap = 2.0,
@@ -1099,13 +1244,14 @@ int main(int argc, char **argv)
     const char *modes = MODES;
     static Result res[NT][2][2];
     bool ran[NT] = { false };
-    double m64[2] = { 0 }, m64k[2] = { 0 }, hop[3];
+    double m64[2] = { 0 }, m64k[2] = { 0 }, hop[3], idle_pct = -1;
     Ctl *ctl;
     bool figures;
     int c;
 
-    while ((c = getopt(argc, argv, "t:n:w:m:c:L:")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:w:m:c:L:P:")) != -1) {
         switch (c) {
+        case 'P': g_poll_ns = strtoull(optarg, NULL, 0); break;
         case 'L': o.lat_cap = atof(optarg); break;
         case 'c': o.memcpy_secs = atof(optarg); break;
         case 't': o.secs = atof(optarg); break;
@@ -1156,7 +1302,10 @@ int main(int argc, char **argv)
             run_cr_one(&o, ctl, dir, res[t]);
             ran[t] = true;
         } else {
-            ran[t] = run_cr_two(&o, ctl, dir, t == 3, res[t]);
+            /* one thread for device and guest: polling would stall both */
+            g_node_poll = t == 4 ? g_poll_ns : 0;
+            ran[t] = run_cr_two(&o, ctl, dir, t == 3, t == 4, res[t],
+                                &idle_pct);
         }
         if (dir) {
             char *lock = g_build_filename(dir, ".lock", NULL);
@@ -1186,6 +1335,11 @@ int main(int argc, char **argv)
                m64[1] * 64 / 1e6);
         printf("  64 KiB: %7.0f / %7.0f MB/s\n", m64k[0] * 65536 / 1e6,
                m64k[1] * 65536 / 1e6);
+    }
+    if (idle_pct >= 0) {
+        printf("idle QEMU-like pair (poll-max-ns %" PRIu64 "): its two "
+               "device threads used %.3f %% of a core over %d s\n",
+               g_poll_ns, idle_pct, IDLE_SECS);
     }
     printf("host floor of one co-resident hop (sendmsg -> poll -> recvmsg "
            "of a %zu-byte datagram), p50:\n"

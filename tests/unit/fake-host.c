@@ -6,6 +6,7 @@
 #define _GNU_SOURCE     /* memfd_create */
 #include <dirent.h>
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -128,6 +129,12 @@ static void fh_kick(void *opaque, unsigned delay_ms)
     h->last_kick_delay = delay_ms;
     if (!delay_ms) {
         h->run_pending = true;
+        if (h->wake_fd >= 0) {  /* the loop may sleep in another thread */
+            uint64_t one = 1;
+
+            g_assert_cmpint(write(h->wake_fd, &one, sizeof(one)), ==,
+                            sizeof(one));
+        }
     } else if (!h->timer_due || h->now + delay_ms < h->timer_due) {
         h->timer_due = h->now + delay_ms;
     }
@@ -164,6 +171,38 @@ static void fh_frame_tx(void *opaque, const uint8_t *frame, size_t len)
 static void fh_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                               void (*write)(void *), void *arg);
 
+/* Spin on ready() (a peer process writes what it reads). */
+static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
+                         uint64_t max_ns)
+{
+    FakeHost *h = opaque;
+    struct timespec ts;
+    uint64_t end;
+
+    bool ok;
+
+    h->poll_waits++;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    end = ts.tv_sec * 1000000000ull + ts.tv_nsec + max_ns;
+    if (h->bql) {
+        g_mutex_unlock(h->bql);
+    }
+    for (;;) {
+        ok = ready(arg);
+        if (ok) {
+            break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec * 1000000000ull + ts.tv_nsec >= end) {
+            break;
+        }
+    }
+    if (h->bql) {
+        g_mutex_lock(h->bql);
+    }
+    return ok;
+}
+
 const PvrdmaHostOps fh_ops = {
     .dma_read = fh_dma_read,
     .dma_write = fh_dma_write,
@@ -176,6 +215,7 @@ const PvrdmaHostOps fh_ops = {
     .now_ms = fh_now_ms,
     .set_fd_handler = fh_set_fd_handler,
     .frame_tx = fh_frame_tx,
+    .poll_wait = fh_poll_wait,
 };
 
 /* Everything but the guest RAM, which the caller has set up. */
@@ -190,6 +230,7 @@ static void fh_init_common(FakeHost *h)
     h->watches = g_array_new(FALSE, FALSE, sizeof(FhWatch));
     memcpy(h->mac, mac, 6);
     h->now = 1000;
+    h->wake_fd = -1;
 }
 
 void fh_init_size(FakeHost *h, uint64_t size)
@@ -399,6 +440,7 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
     if (!total) {
         return false;
     }
+    total += hosts[0]->wake_fd >= 0;
     if (total > G_N_ELEMENTS(pfd_buf)) {
         pfd = pfd_heap = g_new0(struct pollfd, total);
         owner = owner_heap = g_new0(unsigned, total);
@@ -413,9 +455,20 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
             owner[k++] = i;
         }
     }
+    if (hosts[0]->wake_fd >= 0) {
+        pfd[k].fd = hosts[0]->wake_fd;
+        pfd[k].events = POLLIN;
+        owner[k++] = UINT_MAX;
+    }
+    if (hosts[0]->bql && timeout_ms) {
+        g_mutex_unlock(hosts[0]->bql);
+    }
     do {
         r = poll(pfd, k, timeout_ms);
     } while (r < 0 && errno == EINTR);
+    if (hosts[0]->bql && timeout_ms) {
+        g_mutex_lock(hosts[0]->bql);
+    }
     g_assert_cmpint(r, >=, 0);
     if (!r) {
         return false;
@@ -426,11 +479,17 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
      * that finds nothing to do.
      */
     for (unsigned i = 0; i < k; i++) {
-        FakeHost *h = hosts[owner[i]];
+        FakeHost *h = owner[i] == UINT_MAX ? NULL : hosts[owner[i]];
         FhWatch *w;
 
         if (!pfd[i].revents) {
             continue;
+        }
+        if (owner[i] == UINT_MAX) {
+            uint64_t v;
+
+            g_assert_cmpint(read(pfd[i].fd, &v, sizeof(v)), ==, sizeof(v));
+            continue;   /* a kick: fh_run_due() runs the core next */
         }
         w = fh_watch_find(h, pfd[i].fd);
         if (w && w->read &&

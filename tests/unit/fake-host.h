@@ -70,6 +70,13 @@ typedef struct FakeHost {
     PvrdmaCore *core;       /* run by fh_pump when kicked; NULL: none */
     bool run_pending;       /* kick(0) not yet served */
     int64_t timer_due;      /* kick(delay): run when now >= this; 0: none */
+    uint64_t poll_waits;    /* calls of poll_wait */
+    /*
+     * A big lock, as QEMU's BQL (the benchmark's device thread holds it):
+     * poll() and poll_wait drop it while they wait.  NULL: none.
+     */
+    GMutex *bql;
+    int wake_fd;            /* with bql: an eventfd a kick(0) writes; -1 */
 } FakeHost;
 
 /*

@@ -60,6 +60,9 @@ static void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)
  * A device with memfd RAM that joined dir with a shared secret (NULL:
  * none), not activated: what a QEMU started with -incoming has.
  */
+/* the rings new devices offer (pvrdma_coresident_set_rings(); 0: none) */
+static uint32_t g_ring_size = CR_RING_SIZE;
+
 static void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
 {
     PvrdmaLimits l;
@@ -78,6 +81,7 @@ static void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
                                  secret ? strlen(secret) : 0, &r, 1, &err);
     g_assert_null(err);
     g_assert_nonnull(v->t);
+    g_assert_true(pvrdma_coresident_set_rings(v->t, g_ring_size));
     g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
     v->id = id;
     make_gid(v->gid, 10, id);
@@ -834,47 +838,74 @@ static void test_write(void)
     mr_read(&x.b.d, &sb->mr, S_IOVA + 10000, got, 100);
     g_assert_cmpmem(got, 100, data, 100);
 
-    /*
-     * A burst through a nearly full socket: the requester queues what the
-     * socket refuses and sends it when the peer has read; all complete,
-     * in order, every write landed.
-     */
-    {
-        FhWatch *w = peer_watch(&x.a);
-        int sz = 1;
-        const unsigned n = 15;
+    x_fini(&x);
+}
 
-        g_assert_nonnull(w);
+/*
+ * A burst through a nearly full socket (no rings): the requester queues
+ * what does not fit and sends it when the peer has read; all complete, in
+ * order, every write landed.  (A full ring: test_ring_backlog().)
+ */
+static void burst_run(uint32_t ring_size, unsigned n)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    uint8_t data[15 * 300], got[300];
+    FhWatch *w;
+    int sz = 1;
+
+    g_assert_cmpuint(n * 300, <=, sizeof(data));
+    g_ring_size = ring_size;
+    x_setup(&x, 7);
+    g_ring_size = CR_RING_SIZE;
+    fill_pattern(data, sizeof(data), 3);
+    mr_write(&x.a.d, &sa->mr, S_IOVA + 700, data, sizeof(data));
+    w = peer_watch(&x.a);
+    g_assert_nonnull(w);
+    if (!ring_size) {
         g_assert_cmpint(setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sz,
                                    sizeof(sz)), ==, 0);
-        for (unsigned i = 0; i < n; i++) {
-            struct pvrdma_sq_wqe_hdr h = { 0 };
-            struct pvrdma_sge s = mr_sge(sa, 700 + i * 300, 300);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct pvrdma_sq_wqe_hdr h = { 0 };
+        struct pvrdma_sge s = mr_sge(sa, 700 + i * 300, 300);
 
-            h.wr_id = 0x100 + i;
-            h.opcode = PVRDMA_WR_RDMA_WRITE;
-            h.send_flags = PVRDMA_SEND_SIGNALED;
-            h.wr.rdma.remote_addr = S_IOVA + 40000 - i * 300;
-            h.wr.rdma.rkey = sb->mr.rkey;
-            put_send(&x.a.d, &sa->qp, &h, &s, 1);
-            /* one run's requests share a datagram: one run each */
-            ring_send(&x.a.d, &sa->qp);
-            PUMP(&x.a);
-        }
+        h.wr_id = 0x100 + i;
+        h.opcode = PVRDMA_WR_RDMA_WRITE;
+        h.send_flags = PVRDMA_SEND_SIGNALED;
+        h.wr.rdma.remote_addr = S_IOVA + 40000 - i * 300;
+        h.wr.rdma.rkey = sb->mr.rkey;
+        put_send(&x.a.d, &sa->qp, &h, &s, 1);
+        /* one run's requests share a datagram or record: one run each */
+        ring_send(&x.a.d, &sa->qp);
+        PUMP(&x.a);
+    }
+    if (!ring_size) {
         w = peer_watch(&x.a);
         g_assert_nonnull(w);
         g_assert_nonnull(w->write);     /* waiting for room in the socket */
-        expect_cq_empty(&x.a.d, &sa->cq);
-        PUMP(&x.a, &x.b);
-        g_assert_null(peer_watch(&x.a)->write);
-        for (unsigned i = 0; i < n; i++) {
-            side_expect_cqe(sa, 0x100 + i, PVRDMA_WC_SUCCESS,
-                            PVRDMA_WC_RDMA_WRITE, 300);
-            mr_read(&x.b.d, &sb->mr, S_IOVA + 40000 - i * 300, got, 300);
-            g_assert_cmpmem(got, 300, data + i * 300, 300);
-        }
+    }
+    expect_cq_empty(&x.a.d, &sa->cq);
+    PUMP(&x.a, &x.b);
+    g_assert_null(peer_watch(&x.a)->write);
+    for (unsigned i = 0; i < n; i++) {
+        side_expect_cqe(sa, 0x100 + i, PVRDMA_WC_SUCCESS,
+                        PVRDMA_WC_RDMA_WRITE, 300);
+        mr_read(&x.b.d, &sb->mr, S_IOVA + 40000 - i * 300, got, 300);
+        g_assert_cmpmem(got, 300, data + i * 300, 300);
     }
     x_fini(&x);
+}
+
+static void test_burst_socket(void)
+{
+    burst_run(0, 15);
+}
+
+/* The same through the rings: nothing queues, the same order and data. */
+static void test_burst_ring(void)
+{
+    burst_run(CR_RING_SIZE, 15);
 }
 
 static void test_read(void)
@@ -1784,19 +1815,22 @@ static void test_peer_gone(void)
  * socket was full): every one of them completes, the first with
  * RETRY_EXC_ERR, the rest flushed; nothing leaks.
  */
-static void test_peer_gone_backlog(void)
+static void peer_gone_backlog_run(uint32_t ring_size, unsigned n)
 {
     X x;
     Side *sa = &x.sa, *sb = &x.sb;
     FhWatch *w;
     int sz = 1;
-    const unsigned n = 15;
 
+    g_ring_size = ring_size;
     x_setup(&x, 7);
+    g_ring_size = CR_RING_SIZE;
     w = peer_watch(&x.a);
     g_assert_nonnull(w);
-    g_assert_cmpint(setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)),
-                    ==, 0);
+    if (!ring_size) {
+        g_assert_cmpint(setsockopt(w->fd, SOL_SOCKET, SO_SNDBUF, &sz,
+                                   sizeof(sz)), ==, 0);
+    }
     for (unsigned i = 0; i < n; i++) {
         struct pvrdma_sge g = mr_sge(sa, i * 100, 100);
 
@@ -1805,7 +1839,9 @@ static void test_peer_gone_backlog(void)
         PUMP(&x.a);     /* one run's requests share a datagram: one each */
     }
     PUMP(&x.a);
-    g_assert_nonnull(peer_watch(&x.a)->write);
+    if (!ring_size) {
+        g_assert_nonnull(peer_watch(&x.a)->write);
+    }
     vm_fini(&x.b);
     pass_retry_window(sa);
     side_expect_cqe(sa, 0x100, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_RDMA_WRITE,
@@ -1819,6 +1855,17 @@ static void test_peer_gone_backlog(void)
     g_assert_cmpuint(fh_watch_count(&x.a.d.h), ==, 1);
     vm_fini(&x.a);
     env_fini(&x.e);
+}
+
+static void test_peer_gone_backlog(void)
+{
+    peer_gone_backlog_run(0, 15);
+}
+
+/* The same with the requests in the ring: the same completions. */
+static void test_peer_gone_backlog_ring(void)
+{
+    peer_gone_backlog_run(CR_RING_SIZE, 15);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1842,11 +1889,91 @@ typedef struct Fake {
     /* the device sends several messages per datagram: the rest of one */
     uint8_t pend[CR_MAX_MSG];
     size_t pend_len, pend_off;
+    /*
+     * The rings (fake_ring_on()): the fake connected, so it made them and
+     * produces into ring 0; ring_tx: its messages go there, ring_rx: the
+     * device's come from ring 1 (its socket then carries only WAKE).
+     */
+    uint8_t *ring;
+    uint64_t rprod, rcons;
+    uint32_t woken;         /* the device's WAKEs taken */
+    uint32_t wakes;         /* the fake's WAKEs sent */
+    bool ring_tx, ring_rx;
 } Fake;
+
+static CrRingIdx *fake_idx(Fake *f, unsigned i)
+{
+    return &((CrRingShm *)f->ring)[0].idx[i];
+}
+
+/* Copy n bytes at ring position pos of ring i (in or out: to_ring). */
+static void fake_ring_copy(Fake *f, unsigned i, uint64_t pos, void *buf,
+                           uint32_t n, bool to_ring)
+{
+    uint8_t *data = f->ring + CR_RING_DATA(i, CR_RING_SIZE);
+
+    for (uint32_t k = 0; k < n; k++) {
+        uint8_t *at = data + (pos + k) % CR_RING_SIZE;
+
+        if (to_ring) {
+            *at = ((uint8_t *)buf)[k];
+        } else {
+            ((uint8_t *)buf)[k] = *at;
+        }
+    }
+}
+
+/* A record into ring 0 as it is (the fake may publish garbage). */
+static void fake_ring_put(Fake *f, const void *buf, uint32_t len,
+                          uint32_t hdr_len)
+{
+    uint32_t hdr[2] = { hdr_len, 0 };
+    CrHdr w = { CR_WAKE, sizeof(w) };
+
+    /* the fake's own sends must fit (a hostile fake writes garbage) */
+    g_assert_cmpuint(f->rprod + 8 + ROUND_UP(len, 8) -
+                     __atomic_load_n(&fake_idx(f, 0)->cons, __ATOMIC_SEQ_CST),
+                     <=, CR_RING_SIZE);
+    fake_ring_copy(f, 0, f->rprod, hdr, 8, true);
+    fake_ring_copy(f, 0, f->rprod + 8, (void *)buf, len, true);
+    f->rprod += 8 + ROUND_UP(len, 8);
+    __atomic_store_n(&fake_idx(f, 0)->prod, f->rprod, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&fake_idx(f, 0)->polling, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&fake_idx(f, 0)->woken, __ATOMIC_SEQ_CST) ==
+        f->wakes) {
+        f->wakes++;
+        g_assert_cmpint(fh_sendmsg(f->fd, &w, sizeof(w), -1, MSG_NOSIGNAL),
+                        ==, sizeof(w));
+    }
+}
 
 static void fake_send(Fake *f, const void *buf, size_t len, int fd)
 {
+    if (f->ring_tx && fd < 0) {
+        fake_ring_put(f, buf, len, len);
+        return;
+    }
     g_assert_cmpint(fh_sendmsg(f->fd, buf, len, fd, MSG_NOSIGNAL), ==, len);
+}
+
+/* The device's next record from ring 1: its length, or 0 if none. */
+static size_t fake_ring_get(Fake *f, void *buf, size_t cap)
+{
+    uint64_t prod = __atomic_load_n(&fake_idx(f, 1)->prod, __ATOMIC_SEQ_CST);
+    uint32_t hdr[2];
+
+    if (prod == f->rcons) {
+        return 0;
+    }
+    g_assert_cmpuint(prod - f->rcons, <=, CR_RING_SIZE);
+    fake_ring_copy(f, 1, f->rcons, hdr, 8, false);
+    g_assert_cmpuint(hdr[0], >, 0);
+    g_assert_cmpuint(hdr[0], <=, cap);
+    g_assert_cmpuint(8 + ROUND_UP(hdr[0], 8), <=, prod - f->rcons);
+    fake_ring_copy(f, 1, f->rcons + 8, buf, hdr[0], false);
+    f->rcons += 8 + ROUND_UP(hdr[0], 8);
+    __atomic_store_n(&fake_idx(f, 1)->cons, f->rcons, __ATOMIC_SEQ_CST);
+    return hdr[0];
 }
 
 /* One message: its length, 0 at EOF, -1 if none; *fd gets an attached fd. */
@@ -1885,7 +2012,35 @@ static ssize_t fake_recv(Fake *f, void *buf, size_t cap, int *fd)
     return n;
 }
 
+static ssize_t fake_recv_socket(Fake *f, void *buf, size_t cap, int *fd);
+
+/* On the rings: the ring first, the socket's WAKEs are skipped. */
 static ssize_t fake_recv_datagram(Fake *f, void *buf, size_t cap, int *fd)
+{
+    for (;;) {
+        size_t n = f->ring_rx ? fake_ring_get(f, buf, cap) : 0;
+        ssize_t k;
+
+        *fd = -1;
+        if (n) {
+            return n;
+        }
+        k = fake_recv_socket(f, buf, cap, fd);
+        if (k == 0 && f->ring_rx) {
+            return fake_ring_get(f, buf, cap);  /* what it left, then EOF */
+        }
+        if (!f->ring_rx || k < 0) {
+            return k;
+        }
+        g_assert_cmpuint(k, ==, sizeof(CrHdr));
+        g_assert_cmpuint(((CrHdr *)buf)->type, ==, CR_WAKE);
+        /* taken: the device WAKEs again for the next record */
+        __atomic_store_n(&fake_idx(f, 1)->woken, ++f->woken,
+                         __ATOMIC_SEQ_CST);
+    }
+}
+
+static ssize_t fake_recv_socket(Fake *f, void *buf, size_t cap, int *fd)
 {
     union {
         char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -2128,11 +2283,50 @@ static void fake_ready(Fake *f, const uint8_t gid[16])
     fake_gids(f, gid);
 }
 
+/*
+ * The fake makes the rings (RING, its memory sealed or not), the device
+ * answers RING_ON; the fake's RING_ON then moves both onto the rings.
+ * With a memory the device refuses, both stay on the socket.
+ */
+static bool fake_ring_on(Fake *f, bool seal)
+{
+    CrRingMsg m = { .h = { CR_RING, sizeof(m) }, .ring_size = CR_RING_SIZE };
+    CrHdr on = { CR_RING_ON, sizeof(on) }, h;
+    int fd = memfd_create("fake-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int rfd;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, CR_RING_SHM_SIZE(CR_RING_SIZE)), ==, 0);
+    if (seal) {
+        g_assert_cmpint(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                        ==, 0);
+    }
+    f->ring = mmap(NULL, CR_RING_SHM_SIZE(CR_RING_SIZE), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fd, 0);
+    g_assert_true(f->ring != MAP_FAILED);
+    fake_send(f, &m, sizeof(m), fd);
+    close(fd);
+    PUMP(f->v);
+    if (fake_recv(f, &h, sizeof(h), &rfd) < 0) {
+        return false;   /* no RING_ON: it stays on the socket */
+    }
+    g_assert_cmpint(rfd, ==, -1);
+    g_assert_cmpuint(h.type, ==, CR_RING_ON);
+    g_assert_cmpuint(h.len, ==, sizeof(h));
+    f->ring_rx = true;
+    fake_send(f, &on, sizeof(on), -1);
+    f->ring_tx = true;
+    return true;
+}
+
 static void fake_close(Fake *f)
 {
     close(f->fd);
     close(f->memfd);
     munmap(f->ram, FAKE_RAM);
+    if (f->ring) {
+        munmap(f->ring, CR_RING_SHM_SIZE(CR_RING_SIZE));
+    }
     if (f->vm_ram) {
         munmap(f->vm_ram, f->vm_ram_size);
     }
@@ -2202,7 +2396,7 @@ static int32_t fake_resp(Fake *f, uint64_t cookie)
  * A well-behaved fake peer: its requests are served from and into its own
  * memory, the device's requests reach it with lists of the device's RAM.
  */
-static void test_fake_peer(void)
+static void fake_peer_run(bool ring)
 {
     Env e;
     Vm a;
@@ -2230,6 +2424,9 @@ static void test_fake_peer(void)
     PUMP(&a);
     g_assert_cmpuint(peers(&a), ==, 1);
     g_assert_true(reaches(&a, fgid));
+    if (ring) {
+        g_assert_true(fake_ring_on(&f, true));
+    }
 
     /* the fake writes 5000 bytes of its RAM (two pieces) into a's MR */
     fill_pattern(data, sizeof(data), 9);
@@ -2421,11 +2618,26 @@ static void test_fake_peer(void)
         side_expect_cqe(&sa, 0xa2, PVRDMA_WC_RETRY_EXC_ERR,
                         PVRDMA_WC_RDMA_READ, 0);
     }
+    if (ring) {     /* it all went through the rings */
+        g_assert_cmpuint(f.rprod, >, 0);
+        g_assert_cmpuint(f.rcons, >, 0);
+    }
     fake_close(&f);
     g_free(path);
     expect_cq_empty(&a.d, &sa.cq);
     vm_fini(&a);
     env_fini(&e);
+}
+
+static void test_fake_peer(void)
+{
+    fake_peer_run(false);
+}
+
+/* The same with the rings: every message after RING_ON goes through them. */
+static void test_fake_peer_ring(void)
+{
+    fake_peer_run(true);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3153,6 +3365,209 @@ static void bad_message(Vm *a, const char *path, int hs, const void *msg,
     g_assert_cmpuint(fh_watch_count(&a->d.h), ==, watches);
     g_assert_false(reaches(a, gid));
     fake_close(&f);
+}
+
+/*
+ * A consumer that does not take: the device's answers fill the fake's
+ * ring, the rest waits in the device (want_space); each time the fake
+ * has taken what is there it sends ROOM, and in the end every answer
+ * came, once, in order.
+ */
+static void test_ring_backlog(void)
+{
+    const unsigned n = 50000, batch = 5000;
+    Env e;
+    Vm a;
+    Fake f;
+    char *path;
+    uint8_t fgid[16];
+    unsigned next = 1, rooms = 0;
+    CrHdr room = { CR_ROOM, sizeof(room) };
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_up(&a);
+    make_gid(fgid, 10, 0xfa);
+    path = only_sock(e.dir);
+    fake_connect(&f, &a, path);
+    fake_ready(&f, fgid);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_true(fake_ring_on(&f, true));
+    /* requests for a QP a does not have: each gets an answer */
+    for (unsigned i = 1; i <= n; i++) {
+        CrReqMsg *m = req_msg(i, PVRDMA_WR_RDMA_WRITE, 0xabcd, NULL, 0, 0, 0);
+
+        fake_send(&f, m, m->h.len, -1);
+        g_free(m);
+        if (i % batch == 0) {
+            PUMP(&a);
+        }
+    }
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    /* far more than the ring holds: the device waits for room */
+    g_assert_cmpuint(n * sizeof(CrRespMsg), >, CR_RING_SIZE);
+    g_assert_true(__atomic_load_n(&fake_idx(&f, 1)->want_space,
+                                  __ATOMIC_SEQ_CST));
+    while (next <= n) {
+        CrRespMsg m;
+        int fd;
+        ssize_t k = fake_recv(&f, &m, sizeof(m), &fd);
+
+        if (k < 0) {
+            /* all taken: ROOM if it waits for room (it must, or it is over) */
+            g_assert_true(__atomic_exchange_n(&fake_idx(&f, 1)->want_space, 0,
+                                              __ATOMIC_SEQ_CST));
+            g_assert_cmpint(fh_sendmsg(f.fd, &room, sizeof(room), -1,
+                                       MSG_NOSIGNAL), ==, sizeof(room));
+            rooms++;
+            PUMP(&a);
+            continue;
+        }
+        g_assert_cmpint(k, ==, sizeof(m));
+        g_assert_cmpuint(m.h.type, ==, CR_RESP);
+        g_assert_cmpuint(m.cookie, ==, next);
+        g_assert_cmpint(m.status, ==, PVRDMA_TRANSPORT_NO_RESPONDER);
+        next++;
+    }
+    g_assert_cmpuint(rooms, >, 0);
+    g_assert_cmpint(fake_recv(&f, &room, sizeof(room), &(int) { 0 }), ==, -1);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    fake_close(&f);
+    g_free(path);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+/* What a hostile peer does with the rings (test_ring_malformed()). */
+enum {
+    RB_ON_FIRST,        /* RING_ON with no RING before it */
+    RB_RING_TWICE,      /* a second RING */
+    RB_ON_IN_RING,      /* RING_ON again, through the ring */
+    RB_PROD_PAST,       /* prod more than a ring ahead of cons */
+    RB_PROD_ODD,        /* prod not a multiple of 8 */
+    RB_REC_ZERO,        /* a record of length 0 */
+    RB_REC_LONG,        /* a record longer than what was published */
+    RB_REC_HUGE,        /* a record longer than a message may be */
+    RB_MSG_BAD,         /* a record whose message is malformed */
+    RB_CONS_PAST,       /* the device's ring: cons past its prod */
+    RB_N
+};
+
+static void ring_bad(Vm *a, const char *path, int kind)
+{
+    static const char *const what[RB_N] = {
+        "RING_ON first", "RING twice", "RING_ON in the ring", "prod past",
+        "prod odd", "record of 0", "record too long", "record too big",
+        "bad message", "cons past",
+    };
+    unsigned watches = fh_watch_count(&a->d.h);
+    CrHdr on = { CR_RING_ON, sizeof(on) }, w = { CR_WAKE, sizeof(w) };
+    CrRingMsg rm = { .h = { CR_RING, sizeof(rm) }, .ring_size = CR_RING_SIZE };
+    CrRespMsg resp = { { CR_RESP, sizeof(resp) }, 0x999 };
+    uint8_t gid[16], junk[64] = { 0 };
+    CrReqMsg *m;
+    Fake f;
+
+    make_gid(gid, 10, 0xfb);
+    fake_connect(&f, a, path);
+    fake_ready(&f, gid);
+    PUMP(a);
+    g_assert_cmpuint(peers(a), ==, 1);
+    if (kind == RB_ON_FIRST) {
+        fake_send(&f, &on, sizeof(on), -1);
+    } else {
+        g_assert_true(fake_ring_on(&f, true));
+        PUMP(a);
+        g_assert_false(fake_dropped(&f));
+    }
+    switch (kind) {
+    case RB_RING_TWICE:
+        fake_send(&f, &rm, sizeof(rm), f.memfd);    /* on the socket */
+        break;
+    case RB_ON_IN_RING:
+        fake_send(&f, &on, sizeof(on), -1);
+        break;
+    case RB_PROD_PAST:
+    case RB_PROD_ODD:
+        fake_idx(&f, 0)->prod = kind == RB_PROD_ODD ? 12 :
+                                CR_RING_SIZE + 8;
+        g_assert_cmpint(fh_sendmsg(f.fd, &w, sizeof(w), -1, MSG_NOSIGNAL),
+                        ==, sizeof(w));
+        break;
+    case RB_REC_ZERO:
+        fake_ring_put(&f, junk, 8, 0);
+        break;
+    case RB_REC_LONG:
+        fake_ring_put(&f, junk, 8, 1000);
+        break;
+    case RB_REC_HUGE:
+        fake_ring_put(&f, junk, 8, CR_MAX_MSG + 8);
+        break;
+    case RB_MSG_BAD:
+        resp.h.len = 9;     /* a RESP of 9 bytes */
+        fake_send(&f, &resp, sizeof(resp), -1);
+        break;
+    case RB_CONS_PAST:
+        /* the device answers a request: its put finds the index wrong */
+        fake_idx(&f, 1)->cons = 64;
+        m = req_msg(0x1, PVRDMA_WR_RDMA_WRITE, 0xabcd, NULL, 0, 0, 0);
+        fake_send(&f, m, m->h.len, -1);
+        g_free(m);
+        break;
+    }
+    PUMP(a);
+    if (!fake_dropped(&f)) {
+        g_test_message("%s: the peer was not dropped", what[kind]);
+        g_test_fail();
+    }
+    g_assert_cmpuint(peers(a), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&a->d.h), ==, watches);
+    g_assert_false(reaches(a, gid));
+    fake_close(&f);
+}
+
+/*
+ * A peer whose rings do not add up is dropped, as one whose messages do
+ * not; one whose ring memory is not sealed stays on the socket.
+ */
+static void test_ring_malformed(void)
+{
+    Env e;
+    Vm a;
+    Fake f;
+    char *path;
+    uint8_t gid[16];
+    CrReqMsg *m;
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_up(&a);
+    path = only_sock(e.dir);
+    for (int kind = 0; kind < RB_N; kind++) {
+        ring_bad(&a, path, kind);
+    }
+
+    /* unsealed: a peer could shrink it under us; RING refused, no harm */
+    make_gid(gid, 10, 0xfb);
+    fake_connect(&f, &a, path);
+    fake_ready(&f, gid);
+    PUMP(&a);
+    g_assert_false(fake_ring_on(&f, false));
+    m = req_msg(0x2, PVRDMA_WR_RDMA_WRITE, 0xabcd, NULL, 0, 0, 0);
+    fake_send(&f, m, m->h.len, -1);
+    g_free(m);
+    PUMP(&a);
+    g_assert_cmpint(fake_resp(&f, 0x2), ==, PVRDMA_TRANSPORT_NO_RESPONDER);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    fake_close(&f);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 0);
+
+    g_free(path);
+    vm_fini(&a);
+    env_fini(&e);
 }
 
 static CrHello hello_msg(void)
@@ -4298,6 +4713,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/three", test_three);
     g_test_add_func("/pvrdma/cr/send", test_send);
     g_test_add_func("/pvrdma/cr/write", test_write);
+    g_test_add_func("/pvrdma/cr/burst-socket", test_burst_socket);
+    g_test_add_func("/pvrdma/cr/burst-ring", test_burst_ring);
     g_test_add_func("/pvrdma/cr/with-owner", test_with_owner);
     g_test_add_func("/pvrdma/cr/read", test_read);
     g_test_add_func("/pvrdma/cr/atomics", test_atomics);
@@ -4323,7 +4740,12 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/moved-home", test_moved_home);
     g_test_add_func("/pvrdma/cr/offer-peer-gone", test_offer_peer_gone);
     g_test_add_func("/pvrdma/cr/peer-gone-backlog", test_peer_gone_backlog);
+    g_test_add_func("/pvrdma/cr/peer-gone-backlog-ring",
+                    test_peer_gone_backlog_ring);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
+    g_test_add_func("/pvrdma/cr/fake-peer-ring", test_fake_peer_ring);
+    g_test_add_func("/pvrdma/cr/ring-malformed", test_ring_malformed);
+    g_test_add_func("/pvrdma/cr/ring-backlog", test_ring_backlog);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);
     g_test_add_func("/pvrdma/cr/auth/same-secret", test_auth_same_secret);
     g_test_add_func("/pvrdma/cr/auth/wrong-secret", test_auth_wrong_secret);

@@ -61,6 +61,14 @@ typedef struct PvrdmaHostOps {
      * RoCEv2 transport needs it (pvrdma_roce_new() fails without it).
      */
     void (*frame_tx)(void *opaque, const uint8_t *frame, size_t len);
+    /*
+     * Busy-wait until ready(arg) or max_ns nanoseconds passed, with the
+     * host's locks released meanwhile (ready() reads only memory another
+     * process writes); true if ready.  Called from an fd handler only.
+     * Optional: without it the co-resident transport never polls.
+     */
+    bool (*poll_wait)(void *opaque, bool (*ready)(void *), void *arg,
+                      uint64_t max_ns);
 } PvrdmaHostOps;
 
 /* Limits: QOM properties, copied into the capabilities. */

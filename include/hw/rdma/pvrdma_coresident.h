@@ -27,6 +27,21 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        unsigned nregions, char **err);
 /* Process exit: remove our socket from the rendezvous directory. */
 void pvrdma_coresident_leave(PvrdmaTransport *t);
+/*
+ * Poll a peer's ring for up to poll_ns after taking from it, before
+ * sleeping until the peer wakes us (0: never poll; needs the host's
+ * poll_wait).  Peers in this same process are never polled.
+ */
+void pvrdma_coresident_set_poll(PvrdmaTransport *t, uint64_t poll_ns);
+/*
+ * The rings this transport offers the peers it connects to: ring_size
+ * bytes each way (a power of 2, 128 KiB to 1 MiB: 1 MiB unless set), or
+ * none (0: every message on the socket, as before the rings).  False for
+ * another size.  For peers that connect after it.
+ */
+bool pvrdma_coresident_set_rings(PvrdmaTransport *t, uint32_t ring_size);
+/* the device's poll-max-ns by default: as an iothread's poll-max-ns */
+#define PVRDMA_DEF_POLL_NS      32768
 /* Number of connected peers (tests, info). */
 unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 

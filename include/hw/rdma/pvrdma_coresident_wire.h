@@ -1,6 +1,7 @@
 /*
  * Wire format of the pvrdma co-resident transport (backend/coresident.c):
- * the messages two devices exchange over their SOCK_SEQPACKET connection.
+ * the messages two devices exchange over their SOCK_SEQPACKET connection
+ * and, once it is set up, the rings in memory both map.
  * Both ends run on one host, so fields are in host byte order.  A datagram
  * holds one message, or several each starting 8-byte aligned; a file
  * descriptor (SCM_RIGHTS) comes only with a datagram holding one REGION.
@@ -20,6 +21,28 @@
  * (its state went to another QEMU, which will announce the same GIDs: its
  * peers keep waiting for that one instead of failing) and hangs up.
  *
+ * Rings (once both sides authenticated each other): the side that
+ * connected creates the shared memory of two rings, one per direction
+ * (CrRingShm), and sends it in RING.  From then on each side, when it is
+ * ready, sends RING_ON on the socket and every later message through its
+ * ring; it reads the peer's ring only after the peer's RING_ON, so
+ * nothing overtakes what went before on the socket.  The side that got
+ * RING answers RING_ON at once (or nothing: it could not map the memory,
+ * and both stay on the socket); the side that sent RING sends its RING_ON
+ * when that comes.  A producer that publishes into the ring of a consumer
+ * that does not poll (polling 0, as in fresh memory) sends WAKE on the
+ * socket, unless a WAKE it sent is not taken yet (the consumer's woken
+ * counts the WAKEs it took, each before it reads prod: the take that
+ * WAKE starts sees the record).  A consumer that takes from a ring whose
+ * producer said it is full (want_space) sends ROOM.  WAKE and ROOM
+ * carry nothing: they only make the socket readable.  A ring holds
+ * records: a u32 length, a u32 zero, and that many bytes of messages
+ * exactly as one datagram would hold them, padded to 8 bytes; a record
+ * may wrap around the ring's end.  All of a
+ * ring is written by the peer whenever it likes: it is read once into
+ * private memory and checked there, and a peer whose indexes or records
+ * do not add up is dropped.
+ *
  * Offer (an RC QP connected over RoCEv2 to a QP of the peer, which is
  * co-resident now: the way back after a migration): OFFER names both QPs
  * and the sender's PSNs, sent while its QP is idle on the wire and holds
@@ -34,7 +57,8 @@
 #define HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 
 #define CR_MAGIC        0x70767264u     /* "pvrd" */
-#define CR_VERSION      6       /* 5: PAUSE, PAUSED, RESUME, MOVED; 6: OFFER */
+/* 5: PAUSE, PAUSED, RESUME, MOVED; 6: OFFER; 7: RING, RING_ON, WAKE, ROOM */
+#define CR_VERSION      7
 #define CR_MAX_MSG      (64 * 1024)
 #define CR_NONCE_LEN    32
 #define CR_MAC_LEN      32      /* HMAC-SHA256 */
@@ -56,6 +80,10 @@ enum {
     CR_MOVED,
     CR_OFFER,
     CR_ANSWER,
+    CR_RING,            /* CrRingMsg, with the ring memory's descriptor */
+    CR_RING_ON,         /* CrHdr only, as WAKE and ROOM */
+    CR_WAKE,
+    CR_ROOM,
 };
 
 /* CrHello.auth: how a side authenticates its peers; both must agree */
@@ -187,6 +215,51 @@ typedef struct CrAnswerMsg {
     uint32_t ok;            /* 1: src_qpn moved here */
     uint32_t pad;
 } CrAnswerMsg;
+
+/*
+ * RING: the ring memory, a memfd of CR_RING_SHM_SIZE(ring_size) bytes
+ * sealed against shrinking.
+ */
+typedef struct CrRingMsg {
+    CrHdr h;
+    uint32_t ring_size;     /* a power of 2, CR_RING_MIN to CR_RING_MAX */
+    uint32_t pad;
+} CrRingMsg;
+
+/* bytes of records, per direction; a ring holds a largest message */
+#define CR_RING_MIN     (1u << 17)
+#define CR_RING_MAX     (1u << 20)
+#define CR_RING_SIZE    CR_RING_MAX     /* what a device offers */
+
+/*
+ * One direction's indexes, each written by one side only: prod and
+ * want_space by the producer, cons, polling and woken by the consumer
+ * (but the consumer clears want_space when it answers it with ROOM).  prod
+ * and cons count bytes since the ring was made; cons <= prod <= cons +
+ * the ring's size, both multiples of 8.
+ */
+typedef struct CrRingIdx {
+    uint64_t prod;
+    uint32_t want_space;    /* full: ROOM me when you took some */
+    uint32_t pad0;
+    uint8_t pad1[48];       /* the consumer's half in its own cache line */
+    uint64_t cons;
+    uint32_t polling;       /* 0: asleep, WAKE me after you published */
+    uint32_t woken;         /* WAKEs taken (of those sent, mod 2^32) */
+    uint8_t pad3[48];
+} CrRingIdx;
+
+/*
+ * The memory: the connecting side produces into ring 0, the accepting
+ * side into ring 1; the records of ring i (of size bytes) start at
+ * CR_RING_DATA(i, size).
+ */
+typedef struct CrRingShm {
+    CrRingIdx idx[2];
+} CrRingShm;
+
+#define CR_RING_DATA(i, size)   (4096u + (i) * (size))
+#define CR_RING_SHM_SIZE(size)  CR_RING_DATA(2, size)
 
 #define CR_REQ_SG_MAX   ((CR_MAX_MSG - sizeof(CrReqMsg)) / sizeof(CrSge))
 #define CR_MORE_SG_MAX  ((CR_MAX_MSG - sizeof(CrMoreMsg)) / sizeof(CrSge))

@@ -55,6 +55,7 @@ extern GString *pvrdma_standalone_host_log;
 #define pvrdma_host_page_size()    ((uint64_t)getpagesize())
 #define pvrdma_atomic_load(p)      __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define pvrdma_atomic_store(p, v)  __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define pvrdma_smp_mb()            __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #else
 #include "qemu/osdep.h"
 #include "qemu/log.h"
@@ -68,6 +69,7 @@ extern GString *pvrdma_standalone_host_log;
 #define pvrdma_host_page_size()    ((uint64_t)qemu_real_host_page_size())
 #define pvrdma_atomic_load(p)      qatomic_load_acquire(p)
 #define pvrdma_atomic_store(p, v)  qatomic_store_release((p), (v))
+#define pvrdma_smp_mb()            smp_mb()
 #endif
 
 #endif
