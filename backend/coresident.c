@@ -209,7 +209,7 @@ static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
         g_autofree struct pollfd *pfd = g_new0(struct pollfd,
                                                MAX(1, t->peers->len));
         int64_t left = end - g_get_monotonic_time();
-        unsigned n = 0;
+        unsigned n = 0, rings = 0;
 
         if (left <= 0) {
             return false;
@@ -221,10 +221,24 @@ static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
                 pfd[n].fd = p->fd;
                 pfd[n].events = POLLIN | (p->want_write ? POLLOUT : 0);
                 n++;
+                rings += p->ring_rx;
             }
         }
-        if (poll(pfd, n, MAX(1, left / 1000)) < 0 && errno != EINTR) {
+        /*
+         * With rings, look at them every millisecond too: a peer does not
+         * WAKE a ring the main loop polls (cr_peer_event()), and that
+         * poll may be waiting for the lock this runs under.
+         */
+        if (poll(pfd, n, rings ? 1 : MAX(1, left / 1000)) < 0 &&
+            errno != EINTR) {
             return false;
+        }
+        for (guint i = 0; rings && i < t->peers->len; i++) {
+            CrPeer *p = g_ptr_array_index(t->peers, i);
+
+            if (!p->dead && p->ring_rx && cr_ring_ready(p->ring)) {
+                cr_peer_read(p);
+            }
         }
         for (unsigned i = 0; i < n; i++) {
             CrPeer *p = cr_peer_by_fd(t, pfd[i].fd);

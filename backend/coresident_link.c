@@ -130,7 +130,7 @@ static void cr_ring_push(CrPeer *p)
             if (cr_ring_wait_space(p->ring, o->len)) {
                 continue;       /* it took some meanwhile */
             }
-            break;              /* it WAKEs us when it took some */
+            break;              /* it sends ROOM when it took some */
         }
         g_free(g_queue_pop_head(&p->ring_out));
         pushed = true;
@@ -403,7 +403,8 @@ static void cr_ring_take(CrPeer *p, unsigned budget, bool stay_awake)
             if (stay_awake || cr_ring_sleep(p->ring)) {
                 break;
             }
-            continue;       /* one came in as we went to sleep */
+            cr_ring_awake(p->ring); /* one came in as we went to sleep */
+            continue;
         }
         took++;
         if (!cr_rx_datagram(p, t->rx, n, -1)) {
@@ -531,6 +532,12 @@ static bool cr_peer_polls(CrPeer *p)
            p->ring_rx && p->pid != getpid();
 }
 
+/* poll_wait's ready(): it reads only the ring's shared memory */
+static bool cr_ring_ready_cb(void *ring)
+{
+    return cr_ring_ready(ring);
+}
+
 /*
  * Poll p's ring for a while before sleeping (the host drops its locks
  * meanwhile: nothing else of ours is touched, and cr_reap() waits).  Not
@@ -547,8 +554,8 @@ static bool cr_peer_poll(CrPeer *p)
     }
     cr_flush(t);        /* what we answered goes before we wait */
     t->polling = true;
-    ready = c->ops->poll_wait(c->opaque, (bool (*)(void *))cr_ring_ready,
-                              p->ring, t->poll_ns);
+    ready = c->ops->poll_wait(c->opaque, cr_ring_ready_cb, p->ring,
+                              t->poll_ns);
     t->polling = false;
     return ready && !p->dead;
 }

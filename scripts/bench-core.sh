@@ -6,21 +6,30 @@
 #   - the loopback transport (one device),
 #   - the co-resident transport, two devices in one process,
 #   - the same in two processes (fork), their loops spinning, or sleeping in
-#     poll() when idle as QEMU's main loop does;
+#     poll() when idle as QEMU's main loop does, device and guest in one
+#     thread (no polling of the peer's ring: it would stall the guest);
+#   - two QEMU-like processes: the device loop in a thread of its own under
+#     a big lock, the guest side spinning on its CQs, the peer's ring
+#     polled for poll-max-ns (-P, default 32768) after each take; and the
+#     CPU its two device threads use while the pair is idle;
 # ops/s (batches posted, completions polled) and doorbell-to-peer-CQE latency
-# (one op at a time; p50, p99), with the ratios to the targets (2 M ops/s,
-# 2 us), and from the same run the host's memcpy rate (64 B, 64 KiB) and the
-# cost of one socket hop.  Prints figures; not a test (not in make check).
-# About 25 s per run on 2 cores.
+# (one op at a time; p50, p99), with the ratios to the targets (10 M ops/s
+# loopback, 5 M with 1 QP, 8 M with 64; 1 us), heap allocations per
+# operation, and from the same run the host's memcpy rate (64 B, 64 KiB)
+# and the cost of one socket hop.  Prints figures; not a test (not in make
+# check).  About 35 s per run on 2 cores.
 #
-#   scripts/bench-core.sh [-r RUNS] [BENCH-CORE OPTIONS]
+#   scripts/bench-core.sh [-r RUNS] [--loaded] [BENCH-CORE OPTIONS]
 #     -r RUNS   run it RUNS times (default 1), with the load average before
 #               and after each run
+#     --loaded  each run twice: quiet, then with a busy loop on every core
+#               (as other jobs would be), and the ops/s ratio loaded/quiet
 #   bench-core options: -t SECS (per throughput figure, default 1),
 #     -n LAT_SAMPLES (default 20000), -w LAT_WARMUP (default 2000),
 #     -L LAT_SECS (a latency figure stops early after that long, default 2),
-#     -m lcps (transports: loopback, co-resident 1 process, 2 processes
-#     spinning, 2 processes sleeping), -c MEMCPY_SECS (default 0.5)
+#     -m lcpsq (transports: loopback, co-resident 1 process, 2 processes
+#     spinning, 2 processes sleeping, 2 QEMU-like), -c MEMCPY_SECS
+#     (default 0.5), -P POLL_NS (the QEMU-like pair's poll-max-ns)
 #
 # Profiling (perf has no hardware counters in this VM; cpu-clock works):
 #   perf record -e cpu-clock --call-graph dwarf build/bench-core/bench-core -m c -c 0
@@ -28,13 +37,15 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=1
-if [ "${1:-}" = -r ]; then
-    runs=$2
-    shift 2
-fi
-case "${1:-}" in
-    -h|--help) sed -n '2,27s/^# \{0,1\}//p' "$0"; exit 0 ;;
-esac
+loaded=0
+while :; do
+    case "${1:-}" in
+        -r) runs=$2; shift 2 ;;
+        --loaded) loaded=1; shift ;;
+        -h|--help) sed -n '2,36s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) break ;;
+    esac
+done
 
 build=$top/build/bench-core
 mkdir -p "$build"
@@ -51,9 +62,31 @@ busiest() { # the 3 busiest other processes (CPU % over their life)
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), Linux $(uname -r)"
 echo "note: the machine may be shared; other jobs' load lowers these figures" \
      "(see the load averages: 1, 5, 15 min)"
+# the Mops/s of each row ("transport op QPs" -> figure) of a run's output
+rows() { awk 'length($0) > 40 && $0 ~ /(SEND|WRITE) +[0-9]+ +[0-9.]+ / {
+    name = substr($0, 1, 22); sub(/ +$/, "", name)
+    split(substr($0, 24), f, " ")
+    print name "|" f[1] "|" f[2] "|" f[3] }' "$1"; }
+# the same as "transport op QPs|Mops/s", sorted for join
+keyed() { rows "$1" | awk -F'|' '{ print $1 " " $2 " " $3 "|" $4 }' | sort; }
 for i in $(seq "$runs"); do
     echo
     echo "== run $i of $runs: load average before $(cut -d' ' -f1-3 /proc/loadavg); busiest other processes: $(busiest)"
-    timeout 600 "$build/bench-core" "$@"
+    timeout 600 "$build/bench-core" "$@" | tee "$build/quiet.txt"
     echo "== run $i of $runs: load average after $(cut -d' ' -f1-3 /proc/loadavg)"
+    [ "$loaded" = 1 ] || continue
+    hogs=()
+    for _ in $(seq "$(nproc)"); do
+        (while :; do :; done) & hogs+=($!)
+    done
+    echo
+    echo "== run $i of $runs, loaded: a busy loop on each of $(nproc) cores"
+    timeout 600 "$build/bench-core" "$@" | tee "$build/loaded.txt" || true
+    kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null || true
+    echo
+    echo "== run $i of $runs: ops/s loaded / quiet (target >= 0.3)"
+    join -t'|' <(keyed "$build/quiet.txt") <(keyed "$build/loaded.txt") |
+        awk -F'|' '{ r = $2 > 0 ? $3 / $2 : 0
+            printf "  %-34s %7.3f -> %7.3f Mops/s  %5.2f %s\n", $1, $2,
+                   $3, r, (r >= 0.3 ? "met" : "MISS") }'
 done

@@ -507,6 +507,8 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_STRING("rendezvous-secret", PvrdmaState, rendezvous_secret),
     DEFINE_PROP_UINT32("poll-max-ns", PvrdmaState, poll_max_ns,
                        PVRDMA_DEF_POLL_NS),
+    /* debugging aid: off, every co-resident message goes on the socket */
+    DEFINE_PROP_BOOL("x-coresident-rings", PvrdmaState, cr_rings, true),
     DEFINE_PROP_STRING("ibdev", PvrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
     DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),

@@ -50,6 +50,7 @@ struct PvrdmaState {
     char *rendezvous;       /* co-resident transport directory */
     char *rendezvous_secret;    /* id of a secret object peers must share */
     uint32_t poll_max_ns;   /* co-resident: poll a peer's ring this long */
+    bool cr_rings;          /* 'x-coresident-rings': offer peers rings */
     char *ibdev;            /* host HCA: device name or "auto" */
     uint8_t ibport;         /* host HCA port, 0: the first active one */
     int32_t gid_index;      /* host GID index to use, -1: the guest's GID */

@@ -23,6 +23,7 @@
 #include "exec/ramblock.h"
 #include "system/system.h"
 #include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_coresident_wire.h"
 #include "hw/rdma/pvrdma_hostcm.h"
 #include "hw/rdma/pvrdma_hostverbs.h"
 #include "pvrdma_dev.h"
@@ -206,6 +207,7 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
         return false;
     }
     pvrdma_coresident_set_poll(t, s->poll_max_ns);
+    pvrdma_coresident_set_rings(t, s->cr_rings ? CR_RING_SIZE : 0);
     pvrdma_core_add_transport(&s->core, t);
     s->coresident = t;
     s->exit_notifier.notify = pvrdma_exit_notify;

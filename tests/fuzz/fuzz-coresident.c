@@ -7,7 +7,13 @@
  * then the connection closes.  An input whose first datagram is a HELLO
  * brings its own handshake instead (HELLO, AUTH and what a peer may send
  * before it is accepted).  OFFER and ANSWER (the way back from RoCEv2)
- * find the device's QP co-resident already.  Whatever the datagrams say,
+ * find the device's QP co-resident already.  Two datagram types are the
+ * harness's own, for the rings: FZ_RING_PUT writes the bytes after its
+ * header into the peer's ring (raw: good records or garbage), publishes
+ * and sends WAKE; FZ_RING_IDX writes its payload over the ring's index
+ * block (any prod, cons, flags).  A RING datagram goes out with a sealed
+ * memfd of the size it names (a valid one, or the smallest).  Whatever
+ * the datagrams say,
  * the device must not crash (ASan/UBSan), and once the peer is gone
  * nothing of it may stay: no fd handler, no waiting request, the device's
  * QPs served.
@@ -17,6 +23,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -27,6 +34,8 @@
 #include "hw/rdma/pvrdma_coresident_wire.h"
 
 #define VM_RAM      (16ull << 20)
+#define FZ_RING_PUT 0x7a000001u
+#define FZ_RING_IDX 0x7a000002u
 #define PEER_RAM    (1ull << 20)
 #define IOVA        0x10000000ull
 
@@ -37,6 +46,10 @@ static int peer_memfd = -1;
 static TCq cq;
 static TQp rc, ud;
 static TMr mr;
+/* this input's ring memory (RING), mapped here too, and its prod */
+static uint8_t *ring;
+static uint32_t ring_size;
+static uint64_t ring_prod;
 static const uint8_t peer_gid[16] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 99
 };
@@ -146,6 +159,28 @@ static void seed(const char *out, const char *name, const void *msg,
     }
 }
 
+/* A seed of three datagrams. */
+static void seed3(const char *out, const char *name, const void *a,
+                  size_t la, const void *b, size_t lb, const void *c,
+                  size_t lc)
+{
+    g_autofree char *path = g_build_filename(out, name, NULL);
+    GByteArray *buf = g_byte_array_new();
+    const void *m[3] = { a, b, c };
+    size_t l[3] = { la, lb, lc };
+
+    for (int i = 0; i < 3; i++) {
+        uint8_t n[2] = { l[i], l[i] >> 8 };
+
+        g_byte_array_append(buf, n, 2);
+        g_byte_array_append(buf, m[i], l[i]);
+    }
+    if (!g_file_set_contents(path, (char *)buf->data, buf->len, NULL)) {
+        abort();
+    }
+    g_byte_array_free(buf, true);
+}
+
 static void write_seeds(const char *out)
 {
     uint8_t qbuf[sizeof(CrReqMsg) + 2 * sizeof(CrSge)];
@@ -214,6 +249,37 @@ static void write_seeds(const char *out)
 
         seed(out, "hello", &h, sizeof(h));  /* its own handshake */
     }
+    {
+        /* RING, RING_ON, then a WRITE through the ring: one record */
+        CrRingMsg rm = { .h = { CR_RING, sizeof(rm) },
+                         .ring_size = CR_RING_MIN };
+        CrHdr on = { CR_RING_ON, sizeof(on) };
+        uint8_t put[sizeof(CrHdr) + 8 + sizeof(qbuf)];
+        CrHdr *ph = (CrHdr *)put;
+        uint32_t rec[2];
+
+        memset(qbuf, 0, sizeof(qbuf));
+        m->h = (CrHdr) { CR_REQ, sizeof(*m) + sizeof(CrSge) };
+        m->cookie = 200;
+        m->opcode = PVRDMA_WR_RDMA_WRITE;
+        m->src_qpn = 7;
+        m->dest_qpn = rc.qpn;
+        m->rkey = mr.rkey;
+        m->qp_type = PVRDMA_QPT_RC;
+        m->remote_addr = IOVA + 64;
+        memcpy(m->sgid, peer_gid, 16);
+        memcpy(m->dgid, test_gid, 16);
+        m->len = 1000;
+        m->nsg_total = m->nsg = 1;
+        m->sg[0] = (CrSge) { .region = 0, .off = 4096, .len = 1000 };
+        rec[0] = m->h.len;
+        rec[1] = 0;
+        *ph = (CrHdr) { FZ_RING_PUT, sizeof(CrHdr) + 8 + m->h.len };
+        memcpy(put + sizeof(CrHdr), rec, 8);
+        memcpy(put + sizeof(CrHdr) + 8, qbuf, m->h.len);
+        seed3(out, "ring-write", &rm, sizeof(rm), &on, sizeof(on), put,
+              ph->len);
+    }
     seed(out, "resp", &resp, sizeof(resp));
     seed(out, "cancel", &cancel, sizeof(cancel));
     seed(out, "offer", &offer, sizeof(offer));
@@ -223,6 +289,74 @@ static void write_seeds(const char *out)
 static void peer_send(int fd, const void *buf, size_t len, int pass_fd)
 {
     (void)fh_sendmsg(fd, buf, len, pass_fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* RING: with ring memory of the size it names (if valid: else the least) */
+static void peer_ring(int fd, const uint8_t *buf, size_t len)
+{
+    uint32_t size = CR_RING_MIN;
+    int mfd;
+
+    if (len >= sizeof(CrRingMsg)) {
+        CrRingMsg m;
+
+        memcpy(&m, buf, sizeof(m));     /* the input is not aligned */
+        if (m.ring_size >= CR_RING_MIN && m.ring_size <= CR_RING_MAX &&
+            !(m.ring_size & (m.ring_size - 1))) {
+            size = m.ring_size;
+        }
+    }
+    if (ring) {
+        munmap(ring, CR_RING_SHM_SIZE(ring_size));
+    }
+    mfd = memfd_create("fuzz-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (mfd < 0 || ftruncate(mfd, CR_RING_SHM_SIZE(size)) ||
+        fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+        abort();
+    }
+    ring = mmap(NULL, CR_RING_SHM_SIZE(size), PROT_READ | PROT_WRITE,
+                MAP_SHARED, mfd, 0);
+    if (ring == MAP_FAILED) {
+        abort();
+    }
+    ring_size = size;
+    ring_prod = 0;
+    peer_send(fd, buf, len, mfd);
+    close(mfd);
+}
+
+/* The harness's ring datagrams (FZ_RING_PUT, FZ_RING_IDX); false: not one */
+static bool peer_ring_op(int fd, const uint8_t *buf, size_t len)
+{
+    CrHdr wake = { CR_WAKE, sizeof(wake) };
+    uint32_t type;
+
+    if (len < sizeof(CrHdr)) {
+        return false;
+    }
+    memcpy(&type, buf, sizeof(type));
+    if (type != FZ_RING_PUT && type != FZ_RING_IDX) {
+        return false;
+    }
+    if (!ring) {
+        return true;
+    }
+    buf += sizeof(CrHdr);
+    len -= sizeof(CrHdr);
+    if (type == FZ_RING_IDX) {
+        memcpy(ring, buf, MIN(len, sizeof(CrRingShm)));
+    } else {
+        uint8_t *data = ring + CR_RING_DATA(0, ring_size);
+
+        for (size_t i = 0; i < len; i++) {
+            data[(ring_prod + i) & (ring_size - 1)] = buf[i];
+        }
+        ring_prod += ROUND_UP(len, 8);
+        __atomic_store_n(&((CrRingShm *)ring)->idx[0].prod, ring_prod,
+                         __ATOMIC_SEQ_CST);
+    }
+    peer_send(fd, &wake, sizeof(wake), -1);
+    return true;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -275,7 +409,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += 2;
         size -= 2;
         len = MIN(len, size);
-        peer_send(fd, data, len, -1);
+        if (len >= 4 && (data[0] | data[1] << 8 | data[2] << 16 |
+                         (uint32_t)data[3] << 24) == CR_RING) {
+            peer_ring(fd, data, len);
+        } else if (!peer_ring_op(fd, data, len)) {
+            peer_send(fd, data, len, -1);
+        }
         data += len;
         size -= len;
         pump();
@@ -286,6 +425,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     close(fd);
     pump();
+    if (ring) {
+        munmap(ring, CR_RING_SHM_SIZE(ring_size));
+        ring = NULL;
+    }
     /* the peer is gone: its handler too; the device still works */
     if (fh_watch_count(&dev.h) != watches ||
         pvrdma_coresident_peers(tr) != 0) {

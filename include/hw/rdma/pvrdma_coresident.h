@@ -40,8 +40,13 @@ void pvrdma_coresident_set_poll(PvrdmaTransport *t, uint64_t poll_ns);
  * another size.  For peers that connect after it.
  */
 bool pvrdma_coresident_set_rings(PvrdmaTransport *t, uint32_t ring_size);
-/* the device's poll-max-ns by default: as an iothread's poll-max-ns */
-#define PVRDMA_DEF_POLL_NS      32768
+/*
+ * The device's poll-max-ns by default: none.  Polling runs in QEMU's main
+ * loop, which competes for the cores with the vCPUs (an iothread, which
+ * polls 32 us by default, does not): on a 2-core host with two TCG VMs
+ * it tripled ib_send_lat (docs/devel/pvrdma.rst, "Rings").
+ */
+#define PVRDMA_DEF_POLL_NS      0
 /* Number of connected peers (tests, info). */
 unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 

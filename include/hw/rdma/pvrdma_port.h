@@ -69,6 +69,7 @@ extern GString *pvrdma_standalone_host_log;
 #define pvrdma_host_page_size()    ((uint64_t)qemu_real_host_page_size())
 #define pvrdma_atomic_load(p)      qatomic_load_acquire(p)
 #define pvrdma_atomic_store(p, v)  qatomic_store_release((p), (v))
+/* a full barrier: each caller says which store it orders before which load */
 #define pvrdma_smp_mb()            smp_mb()
 #endif
 
