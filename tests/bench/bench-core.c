@@ -1097,7 +1097,7 @@ static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
     _exit(0);
 }
 
-#define IDLE_SECS   2
+#define IDLE_SECS   10
 
 /*
  * The two-process runs; threaded: QEMU-like, and *idle_pct is then the
