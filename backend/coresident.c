@@ -24,6 +24,14 @@
  * this guest's RAM.  A GID that this device or an earlier peer owns is
  * not taken from a peer's GIDS (first owner wins, ours always).
  *
+ * Rings.  Then the side that connected offers two rings in a sealed
+ * memfd (RING), one per direction; from each side's RING_ON on, its
+ * messages go through its ring, and the socket only wakes a peer that
+ * sleeps (WAKE, one per burst) or tells a producer there is room again
+ * (ROOM).  The fd handler may poll a peer's ring for a while after taking
+ * from it (poll-max-ns).  The peer writes the rings whenever it likes:
+ * indexes and records are checked as messages are.
+ *
  * Data path: the responder copies.  The requester turns its local buffer
  * into (region, offset, length) triples of its own RAM and sends REQ (plus
  * MORE messages for long lists); the responder's device resolves its own
@@ -48,11 +56,15 @@
  * Files: this one has the transport's hooks, the fence, the pause for
  * migration and snapshots, and the constructor (which joins the
  * rendezvous directory); coresident_peer.c the peers (connections,
- * sockets, handshake, their RAM), coresident_gid.c who owns which GID,
- * coresident_data.c the data path.  coresident_int.h says how they call
- * each other and what they share.
+ * handshake, their RAM), coresident_link.c the link to each (socket,
+ * rings, batching, wakeups, polling), coresident_ring.c the rings in
+ * shared memory, coresident_gid.c who owns which GID, coresident_data.c
+ * the data path, coresident_flight.c our requests in flight.  coresident_int.h says how they call each other and what
+ * they share.
  *
- * Everything runs in the caller's event loop (QEMU's main loop, BQL held).
+ * Everything runs in the caller's event loop (QEMU's main loop, BQL held),
+ * but for a poll of a peer's ring, which spins without the BQL (the host's
+ * poll_wait) and touches nothing but that ring's shared memory.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -131,7 +143,7 @@ static void cr_destroy(PvrdmaTransport *pt)
         g_queue_free_full(val, (GDestroyNotify)cr_inreq_free);
     }
     g_hash_table_destroy(t->waiting);
-    g_hash_table_destroy(t->flights);
+    cr_flights_fini(t);
     cr_data_fini(t);
     g_ptr_array_free(t->peers, true);
     g_array_free(t->moved_gids, true);
@@ -269,15 +281,14 @@ static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
 /* No flight of QP t->fence_qpn (CR_ANY_QP: of any QP) is left. */
 static bool cr_fenced(CrTransport *t)
 {
-    GHashTableIter it;
-    gpointer key, val;
+    uint32_t i = 0;
+    CrFlight *f;
 
     if (t->fence_qpn == CR_ANY_QP) {
-        return !g_hash_table_size(t->flights);
+        return !t->nflights;
     }
-    g_hash_table_iter_init(&it, t->flights);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        if (((CrFlight *)val)->qpn == t->fence_qpn) {
+    while ((f = cr_flight_next(t, &i))) {
+        if (f->qpn == t->fence_qpn) {
             return false;
         }
     }
@@ -610,7 +621,6 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t->nregions = nregions;
     t->peers = g_ptr_array_new();
     t->waiting = g_hash_table_new(NULL, NULL);
-    t->flights = g_hash_table_new(g_int64_hash, g_int64_equal);
     t->moved_gids = g_array_new(false, false, sizeof(CrMovedGid));
     /* the data path, for what the peers' layer cannot handle itself */
     t->up = (CrUpcalls) { .rx = cr_data_rx, .peer_gone = cr_data_peer_gone };

@@ -31,17 +31,16 @@
  * completion names the guest's QP handle, which is not the QP number with
  * a host HCA as object owner; a QP that is gone completes nothing.
  */
-static void cr_flight_done(PvrdmaCore *c, const CrFlight *f,
-                           uint32_t status)
+static void cr_flight_done(PvrdmaCore *c, CrFlight f, uint32_t status)
 {
-    PvrdmaQP *qp = pvrdma_qp_by_qpn(c, f->qpn);
+    PvrdmaQP *qp = pvrdma_qp_by_qpn(c, f.qpn);
     PvrdmaWc wc = {
-        .is_send = true, .cookie = f->cookie, .status = status,
+        .is_send = true, .cookie = f.cookie, .status = status,
     };
 
     if (qp) {
-        if (status == PVRDMA_WC_SUCCESS && f->rc) {
-            pvrdma_qp_count_psns(qp, true, f->npsn);
+        if (status == PVRDMA_WC_SUCCESS && f.rc) {
+            pvrdma_qp_count_psns(qp, true, f.npsn);
         }
         wc.qp = qp->handle;
         pvrdma_complete(c, &wc);
@@ -105,31 +104,13 @@ void cr_inreq_free(CrInReq *r)
     }
 }
 
-static CrFlight *cr_flight_new(CrTransport *t)
-{
-    CrFlight *f = cr_pool_get(&t->flight_pool);
-
-    return f ? f : g_new0(CrFlight, 1);
-}
-
-static void cr_flight_free(CrTransport *t, CrFlight *f)
-{
-    if (!cr_pool_put(&t->flight_pool, f)) {
-        g_free(f);
-    }
-}
-
 void cr_data_fini(CrTransport *t)
 {
     CrInReq *r;
-    CrFlight *f;
 
     while ((r = cr_pool_get(&t->inreq_pool))) {
         g_free(r->req.local.iov);
         g_free(r);
-    }
-    while ((f = cr_pool_get(&t->flight_pool))) {
-        g_free(f);
     }
     g_free(t->txmsg);
     g_free(t->sgs);
@@ -196,35 +177,30 @@ void cr_data_peer_gone(CrPeer *p)
 {
     CrTransport *t = p->t;
     PvrdmaCore *c = t->t.core;
-    GHashTableIter it;
-    gpointer key, val;
-    GSList *done = NULL;
+    GArray *done = g_array_new(false, false, sizeof(CrFlight));
+    uint32_t i = 0;
+    CrFlight *f;
 
     /* requests of this peer waiting for a receive here */
     cr_waiting_drop(t, p, CR_ANY_QP, CR_NO_ANSWER);
     if (p->partial) {
         cr_inreq_free(p->partial);
     }
-    /* our requests it will never answer */
-    g_hash_table_iter_init(&it, t->flights);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        CrFlight *f = val;
-
+    /* our requests it will never answer (copies: completing reuses slots) */
+    while ((f = cr_flight_next(t, &i))) {
         if (f->peer == p) {
-            g_hash_table_iter_steal(&it);
-            done = g_slist_prepend(done, f);
+            g_array_append_val(done, *f);
+            cr_flight_remove(t, f);
         }
     }
-    done = g_slist_reverse(done);
-    for (GSList *l = done; l; l = l->next) {
-        CrFlight *f = l->data;
+    for (i = 0; i < done->len; i++) {
+        CrFlight d = g_array_index(done, CrFlight, i);
 
         /* RC: nobody answers any more; UD: the datagram is lost */
-        cr_flight_done(c, f, f->rc ? PVRDMA_TRANSPORT_NO_RESPONDER :
-                                     PVRDMA_WC_SUCCESS);
-        cr_flight_free(t, f);
+        cr_flight_done(c, d, d.rc ? PVRDMA_TRANSPORT_NO_RESPONDER :
+                                    PVRDMA_WC_SUCCESS);
     }
-    g_slist_free(done);
+    g_array_free(done, true);
 }
 
 /* ------------------------------------------------------------------ */
@@ -369,15 +345,12 @@ static gboolean cr_flight_pq_equal(gconstpointer a, gconstpointer b)
  */
 void cr_cancel_flights(CrTransport *t, uint32_t qpn)
 {
-    GHashTableIter it;
-    gpointer key, val;
     GHashTable *told = g_hash_table_new(cr_flight_pq_hash,
                                         cr_flight_pq_equal);
+    uint32_t i = 0;
+    CrFlight *f;
 
-    g_hash_table_iter_init(&it, t->flights);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        CrFlight *f = val;
-
+    while ((f = cr_flight_next(t, &i))) {
         if ((qpn != CR_ANY_QP && f->qpn != qpn) || f->cancelled) {
             continue;
         }
@@ -530,7 +503,7 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
     if (len != sizeof(*m)) {
         return false;
     }
-    f = g_hash_table_lookup(t->flights, &m->cookie);
+    f = cr_flight_find(t, m->cookie);
     if (!f || f->peer != p) {
         return false;   /* never asked this peer */
     }
@@ -540,10 +513,9 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
          !(p->paused || t->paused))) {
         return false;   /* given back only across a pause */
     }
-    g_hash_table_steal(t->flights, &m->cookie);
+    cr_flight_remove(t, f);
     p->inflight--;
-    cr_flight_done(t->t.core, f, m->status);
-    cr_flight_free(t, f);
+    cr_flight_done(t->t.core, *f, m->status);  /* a copy: f may be reused */
     return true;
 }
 
@@ -799,8 +771,11 @@ static CrSge *cr_execute_sg(CrTransport *t, const PvrdmaReq *req,
     return sg;
 }
 
-/* REQ of req to p, with sg[nsg]; MORE messages for what does not fit. */
-static void cr_execute_send(CrPeer *p, const PvrdmaReq *req,
+/*
+ * REQ of req to p as wire cookie wire, with sg[nsg]; MORE messages for
+ * what does not fit.
+ */
+static void cr_execute_send(CrPeer *p, const PvrdmaReq *req, uint64_t wire,
                             const CrSge *sg, uint32_t nsg)
 {
     uint32_t first, sent;
@@ -810,7 +785,7 @@ static void cr_execute_send(CrPeer *p, const PvrdmaReq *req,
     m = (CrReqMsg *)p->t->txmsg;
     *m = (CrReqMsg) {
         .h = { CR_REQ, sizeof(*m) + first * sizeof(CrSge) },
-        .cookie = req->cookie,
+        .cookie = wire,
         .opcode = req->opcode,
         .send_flags = req->send_flags,
         .src_qpn = req->src_qpn,
@@ -839,7 +814,7 @@ static void cr_execute_send(CrPeer *p, const PvrdmaReq *req,
 
         *mm = (CrMoreMsg) {
             .h = { CR_MORE, sizeof(*mm) + k * sizeof(CrSge) },
-            .cookie = req->cookie,
+            .cookie = wire,
             .nsg = k,
         };
         memcpy(mm->sg, sg + sent, k * sizeof(CrSge));
@@ -866,22 +841,22 @@ int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     if (!sg) {
         return PVRDMA_WC_LOC_PROT_ERR;
     }
-    cr_execute_send(p, req, sg, nsg);
+    qp = rc ? pvrdma_qp_by_qpn(t->t.core, req->src_qpn) : NULL;
+    f = cr_flight_add(t);
+    f->cookie = req->cookie;
+    f->peer = p;
+    f->qpn = req->src_qpn;
+    f->rc = rc;
+    f->npsn = qp ? pvrdma_qp_npsn(qp, req->opcode, req->local.len) : 0;
+    cr_execute_send(p, req, f->wire, sg, nsg);
     if (p->dead) {
         /*
          * The send failed.  No reaping here: the core is in the middle of
          * this QP's send queue; the peer is freed at its next event.
          */
+        cr_flight_remove(t, f);
         return rc ? PVRDMA_TRANSPORT_NO_RESPONDER : PVRDMA_WC_SUCCESS;
     }
-
-    qp = rc ? pvrdma_qp_by_qpn(t->t.core, req->src_qpn) : NULL;
-    f = cr_flight_new(t);
-    *f = (CrFlight) {
-        .cookie = req->cookie, .peer = p, .qpn = req->src_qpn, .rc = rc,
-        .npsn = qp ? pvrdma_qp_npsn(qp, req->opcode, req->local.len) : 0,
-    };
-    g_hash_table_insert(t->flights, &f->cookie, f);
     p->inflight++;
     trace_pvrdma_cr_send(req->src_qpn, req->opcode, req->cookie,
                          req->local.len);

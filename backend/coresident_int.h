@@ -22,13 +22,15 @@
  *   coresident_ring.c  the rings in shared memory, one per direction of
  *                      a connection: records in and out, the indexes
  *                      checked, the wakeup and room flags (a leaf)
+ *   coresident_flight.c the flight table: our requests at peers, by
+ *                      the cookie on the wire (a leaf)
  *   coresident_gid.c   who owns which GID: the peers' claims (first owner
  *                      wins), the GIDs of peers that moved, the peer a
  *                      GID leads to
  * Calls between them go one way: coresident.c calls the others,
- * coresident_data.c calls coresident_peer.c, coresident_link.c and
- * coresident_gid.c, coresident_peer.c calls coresident_gid.c and
- * coresident_link.c, which calls coresident_ring.c.  Where the peers'
+ * coresident_data.c calls coresident_peer.c, coresident_link.c,
+ * coresident_flight.c and coresident_gid.c, coresident_peer.c calls
+ * coresident_gid.c and coresident_link.c, which calls coresident_ring.c.  Where the peers'
  * layer needs the data path (a message past the handshake, a peer
  * freed), it goes through t->up (CrUpcalls), which the constructor sets;
  * where the link needs the peers' layer, through t->link_up
@@ -140,10 +142,12 @@ typedef struct CrInReq {
     int64_t deadline;       /* RNR: ms, 0 = wait forever, -1 = not set */
 } CrInReq;
 
-/* One of our requests at a peer. */
+/* One of our requests at a peer (coresident_flight.c). */
 typedef struct CrFlight {
-    struct CrFlight *next_free; /* first: in CrTransport.flight_pool */
-    uint64_t cookie;        /* key */
+    uint64_t wire;          /* the cookie on the wire: sequence, slot */
+    uint32_t slot;
+    bool used;              /* a request in flight (else a free slot) */
+    uint64_t cookie;        /* the core's (PvrdmaReq.cookie) */
     CrPeer *peer;
     uint32_t qpn;
     uint32_t npsn;          /* RC: PSNs it would take on the wire */
@@ -194,7 +198,11 @@ struct CrTransport {
     unsigned nregions;
     GPtrArray *peers;       /* CrPeer */
     GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
-    GHashTable *flights;    /* cookie -> CrFlight */
+    /* our requests at peers (coresident_flight.c): slots, free slots */
+    CrFlight **flights;
+    uint32_t *flight_free;
+    uint32_t flight_cap, nflight_free, nflights;
+    uint32_t flight_seq;    /* the wire cookies' high half */
     bool reap;              /* some peer is dead: free it at a safe point */
     bool accept_paused;     /* out of descriptors: listener not watched */
     bool paused;            /* our VM stopped for a save: no new requests */
@@ -211,7 +219,6 @@ struct CrTransport {
      * built in txmsg (CR_MAX_MSG) and a request's buffer in sgs.
      */
     CrPool inreq_pool;      /* CrInReq */
-    CrPool flight_pool;     /* CrFlight */
     uint8_t *txmsg;
     CrSge *sgs;
     uint32_t sgs_cap;
@@ -323,6 +330,14 @@ bool cr_ring_ready(const CrRing *r);
 bool cr_ring_sleep(CrRing *r);
 void cr_ring_awake(CrRing *r);
 bool cr_ring_space_wanted(CrRing *r);
+
+/* coresident_flight.c: our requests at peers, by wire cookie */
+
+CrFlight *cr_flight_add(CrTransport *t);
+CrFlight *cr_flight_find(CrTransport *t, uint64_t wire);
+void cr_flight_remove(CrTransport *t, CrFlight *f);
+CrFlight *cr_flight_next(CrTransport *t, uint32_t *i);
+void cr_flights_fini(CrTransport *t);
 
 /* coresident_data.c: the data path */
 

@@ -230,7 +230,7 @@ void cr_ring_took_wake(CrRing *r)
 }
 
 /*
- * No room for len bytes: ask the consumer for a WAKE when it took some.
+ * No room for len bytes: ask the consumer for ROOM when it took some.
  * True if there is room after all (it took some meanwhile); -1 room
  * counts as room, for the next put to fail.
  */
