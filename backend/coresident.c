@@ -59,8 +59,8 @@
  * handshake, their RAM), coresident_link.c the link to each (socket,
  * rings, batching, wakeups, polling), coresident_ring.c the rings in
  * shared memory, coresident_gid.c who owns which GID, coresident_data.c
- * the data path, coresident_flight.c our requests in flight.  coresident_int.h says how they call each other and what
- * they share.
+ * the data path, coresident_flight.c our requests in flight.
+ * coresident_int.h says how they call each other and what they share.
  *
  * Everything runs in the caller's event loop (QEMU's main loop, BQL held),
  * but for a poll of a peer's ring, which spins without the BQL (the host's

@@ -30,11 +30,11 @@
  * Calls between them go one way: coresident.c calls the others,
  * coresident_data.c calls coresident_peer.c, coresident_link.c,
  * coresident_flight.c and coresident_gid.c, coresident_peer.c calls
- * coresident_gid.c and coresident_link.c, which calls coresident_ring.c.  Where the peers'
- * layer needs the data path (a message past the handshake, a peer
- * freed), it goes through t->up (CrUpcalls), which the constructor sets;
- * where the link needs the peers' layer, through t->link_up
- * (CrLinkUpcalls).
+ * coresident_gid.c and coresident_link.c, which calls coresident_ring.c.
+ * Where the peers' layer needs the data path (a message past the
+ * handshake, a peer freed), it goes through t->up (CrUpcalls), which the
+ * constructor sets; where the link needs the peers' layer, through
+ * t->link_up (CrLinkUpcalls).
  *
  * Owns the constants, the types, the small helpers (inline) and the
  * functions one of these files calls in another, grouped by the file that
