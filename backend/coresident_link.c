@@ -182,10 +182,10 @@ static void cr_flush_peer(CrPeer *p)
 
 /*
  * Send one message.  Messages without a descriptor are collected and go
- * out together, several in one datagram, at the end of the event that
- * produced them (cr_flush): a burst of requests or answers costs one
- * system call and one wakeup of the peer, not one per message.  Each
- * message starts 8-byte aligned in the datagram.
+ * out together, several in one datagram or ring record, at the end of the
+ * event that produced them (cr_flush): a burst of requests or answers
+ * costs one system call or record, and at most one wakeup of the peer,
+ * not one per message.  Each message starts 8-byte aligned.
  */
 void cr_send(CrPeer *p, const void *buf, size_t len, int fd)
 {
@@ -334,6 +334,7 @@ bool cr_link_rx_ring_on(CrPeer *p, size_t len)
         return false;   /* the accepting side answers RING before it */
     }
     p->ring_rx = true;
+    trace_pvrdma_cr_ring(p->node, cr_ring_size(p->ring));
     if (!p->ring_tx) {
         cr_ring_start_tx(p);
     }
