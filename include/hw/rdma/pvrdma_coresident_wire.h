@@ -38,10 +38,9 @@
  * carry nothing: they only make the socket readable.  A ring holds
  * records: a u32 length, a u32 zero, and that many bytes of messages
  * exactly as one datagram would hold them, padded to 8 bytes; a record
- * may wrap around the ring's end.  All of a
- * ring is written by the peer whenever it likes: it is read once into
- * private memory and checked there, and a peer whose indexes or records
- * do not add up is dropped.
+ * may wrap around the ring's end.  All of a ring is written by the peer
+ * whenever it likes: it is read once into private memory and checked
+ * there, and a peer whose indexes or records do not add up is dropped.
  *
  * Offer (an RC QP connected over RoCEv2 to a QP of the peer, which is
  * co-resident now: the way back after a migration): OFFER names both QPs
