@@ -314,7 +314,6 @@ void cr_rings_catch_up(CrTransport *t);
 
 /* coresident_ring.c: the rings (their memory: CrRingShm in the wire header) */
 
-bool cr_ring_size_ok(uint32_t size);
 CrRing *cr_ring_create(uint32_t size, char **err);
 uint32_t cr_ring_size(const CrRing *r);
 CrRing *cr_ring_map(int fd, uint32_t ring_size, char **err);

@@ -113,6 +113,28 @@ static void cr_send_hdr(CrPeer *p, uint32_t type)
     cr_send_now(p, &w, sizeof(w), -1);
 }
 
+/*
+ * One record into p's ring: false if there is no room (nothing written).
+ * An index of the peer's that cannot be fails p (true: nothing to wait for).
+ */
+static bool cr_ring_put_peer(CrPeer *p, const void *buf, size_t len)
+{
+    int rc = cr_ring_put(p->ring, buf, len);
+
+    if (rc < 0) {
+        cr_peer_fail(p, "its ring's indexes do not add up");
+    }
+    return rc != 0;
+}
+
+/* Records went into p's ring: WAKE it if it sleeps and has none coming. */
+static void cr_ring_wake_peer(CrPeer *p)
+{
+    if (!p->dead && cr_ring_needs_wake(p->ring)) {
+        cr_send_hdr(p, CR_WAKE);
+    }
+}
+
 /* Move what waits for room in p's ring into it, as far as it fits. */
 static void cr_ring_push(CrPeer *p)
 {
@@ -120,13 +142,7 @@ static void cr_ring_push(CrPeer *p)
     CrOut *o;
 
     while (!p->dead && (o = g_queue_peek_head(&p->ring_out))) {
-        int rc = cr_ring_put(p->ring, o->data, o->len);
-
-        if (rc < 0) {
-            cr_peer_fail(p, "its ring's indexes do not add up");
-            return;
-        }
-        if (!rc) {
+        if (!cr_ring_put_peer(p, o->data, o->len)) {
             if (cr_ring_wait_space(p->ring, o->len)) {
                 continue;       /* it took some meanwhile */
             }
@@ -135,8 +151,8 @@ static void cr_ring_push(CrPeer *p)
         g_free(g_queue_pop_head(&p->ring_out));
         pushed = true;
     }
-    if (pushed && cr_ring_needs_wake(p->ring)) {
-        cr_send_hdr(p, CR_WAKE);
+    if (pushed) {
+        cr_ring_wake_peer(p);
     }
 }
 
@@ -145,19 +161,9 @@ static void cr_ring_send(CrPeer *p, const void *buf, size_t len)
 {
     CrOut *o;
 
-    if (g_queue_is_empty(&p->ring_out)) {
-        int rc = cr_ring_put(p->ring, buf, len);
-
-        if (rc < 0) {
-            cr_peer_fail(p, "its ring's indexes do not add up");
-            return;
-        }
-        if (rc) {
-            if (cr_ring_needs_wake(p->ring)) {
-                cr_send_hdr(p, CR_WAKE);
-            }
-            return;
-        }
+    if (g_queue_is_empty(&p->ring_out) && cr_ring_put_peer(p, buf, len)) {
+        cr_ring_wake_peer(p);
+        return;
     }
     o = g_malloc(sizeof(*o) + len);     /* the ring is full: rare */
     o->len = len;
@@ -374,7 +380,7 @@ static void cr_rings_later(CrTransport *t)
 
 /*
  * Take what p's ring holds (at most budget records: then the timer hook
- * takes the rest), WAKE a producer that waits for room.  Unless
+ * takes the rest), send ROOM to a producer that waits for room.  Unless
  * stay_awake (we poll next), the producer WAKEs us for the next record.
  */
 static void cr_ring_take(CrPeer *p, unsigned budget, bool stay_awake)
@@ -512,7 +518,7 @@ static void cr_peer_read_in(CrPeer *p, bool stay_awake)
                      "this device: see its log)");
     }
     if (!p->dead && p->ring_tx && !g_queue_is_empty(&p->ring_out)) {
-        cr_ring_push(p);    /* a WAKE: the peer took some */
+        cr_ring_push(p);    /* a ROOM: the peer took some */
     }
 }
 

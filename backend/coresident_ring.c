@@ -54,12 +54,6 @@ static CrRing *cr_ring_at(uint8_t *shm, uint32_t size, int fd,
     return r;
 }
 
-/* A size RING may give: a power of 2 from CR_RING_MIN to CR_RING_MAX. */
-bool cr_ring_size_ok(uint32_t size)
-{
-    return size >= CR_RING_MIN && size <= CR_RING_MAX && !(size & (size - 1));
-}
-
 /*
  * The side that connected: new ring memory for two rings of size bytes
  * (cr_ring_size_ok()), sealed against resizing.

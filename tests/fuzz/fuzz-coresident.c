@@ -301,8 +301,7 @@ static void peer_ring(int fd, const uint8_t *buf, size_t len)
         CrRingMsg m;
 
         memcpy(&m, buf, sizeof(m));     /* the input is not aligned */
-        if (m.ring_size >= CR_RING_MIN && m.ring_size <= CR_RING_MAX &&
-            !(m.ring_size & (m.ring_size - 1))) {
+        if (cr_ring_size_ok(m.ring_size)) {
             size = m.ring_size;
         }
     }

@@ -230,6 +230,12 @@ typedef struct CrRingMsg {
 #define CR_RING_MAX     (1u << 20)
 #define CR_RING_SIZE    CR_RING_MAX     /* what a device offers */
 
+/* A size RING may name: a power of 2 from CR_RING_MIN to CR_RING_MAX. */
+static inline bool cr_ring_size_ok(uint32_t size)
+{
+    return size >= CR_RING_MIN && size <= CR_RING_MAX && !(size & (size - 1));
+}
+
 /*
  * One direction's indexes, each written by one side only: prod and
  * want_space by the producer, cons, polling and woken by the consumer
