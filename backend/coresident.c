@@ -59,7 +59,8 @@
  * handshake, their RAM), coresident_link.c the link to each (socket,
  * rings, batching, wakeups, polling), coresident_ring.c the rings in
  * shared memory, coresident_gid.c who owns which GID, coresident_data.c
- * the data path, coresident_flight.c our requests in flight.
+ * the data path, coresident_qp.c what it keeps per QP of ours (its
+ * requests in flight, the peers' requests waiting for a receive).
  * coresident_int.h says how they call each other and what they share.
  *
  * Everything runs in the caller's event loop (QEMU's main loop, BQL held),
@@ -131,18 +132,12 @@ static void cr_destroy(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
     PvrdmaCore *c = pt->core;
-    GHashTableIter it;
-    gpointer key, val;
 
     for (guint i = 0; i < t->peers->len; i++) {
         cr_peer_fail(g_ptr_array_index(t->peers, i), NULL);
     }
-    cr_reap(t);
-    g_hash_table_iter_init(&it, t->waiting);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        g_queue_free_full(val, (GDestroyNotify)cr_inreq_free);
-    }
-    g_hash_table_destroy(t->waiting);
+    cr_reap(t);     /* the peers' requests waiting here went with them */
+    cr_qps_fini(t);
     cr_flights_fini(t);
     cr_data_fini(t);
     g_ptr_array_free(t->peers, true);
@@ -191,6 +186,11 @@ unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
         n += cr_peer_ready(g_ptr_array_index(t->peers, i));
     }
     return n;
+}
+
+unsigned pvrdma_coresident_qps(PvrdmaTransport *pt)
+{
+    return g_hash_table_size(cr(pt)->qps);
 }
 
 /* ------------------------------------------------------------------ */
@@ -281,18 +281,13 @@ static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
 /* No flight of QP t->fence_qpn (CR_ANY_QP: of any QP) is left. */
 static bool cr_fenced(CrTransport *t)
 {
-    uint32_t i = 0;
-    CrFlight *f;
+    CrQp *q;
 
     if (t->fence_qpn == CR_ANY_QP) {
         return !t->nflights;
     }
-    while ((f = cr_flight_next(t, &i))) {
-        if (f->qpn == t->fence_qpn) {
-            return false;
-        }
-    }
-    return true;
+    q = cr_qp_find(t, t->fence_qpn);
+    return !q || !q->nflights;
 }
 
 static void cr_fence(PvrdmaTransport *pt, uint32_t qpn)
@@ -620,7 +615,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t->regions = g_memdup2(regions, nregions * sizeof(*regions));
     t->nregions = nregions;
     t->peers = g_ptr_array_new();
-    t->waiting = g_hash_table_new(NULL, NULL);
+    cr_qps_init(t);
     t->moved_gids = g_array_new(false, false, sizeof(CrMovedGid));
     /* the data path, for what the peers' layer cannot handle itself */
     t->up = (CrUpcalls) { .rx = cr_data_rx, .peer_gone = cr_data_peer_gone };

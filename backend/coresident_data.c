@@ -152,20 +152,16 @@ static void cr_queue_drop(GQueue *q, CrPeer *p, uint32_t src_qpn, int status)
     }
 }
 
-/* The same in every waiting queue; empty queues go. */
+/* The same for every QP of ours. */
 void cr_waiting_drop(CrTransport *t, CrPeer *p, uint32_t src_qpn,
                      int status)
 {
-    GHashTableIter it;
-    gpointer key, val;
+    CrQpIter it;
+    CrQp *q;
 
-    g_hash_table_iter_init(&it, t->waiting);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        cr_queue_drop(val, p, src_qpn, status);
-        if (g_queue_is_empty(val)) {
-            g_queue_free(val);
-            g_hash_table_iter_remove(&it);
-        }
+    cr_qp_iter_init(t, &it);
+    while ((q = cr_qp_next(&it))) {
+        cr_queue_drop(&q->waiting, p, src_qpn, status);
     }
 }
 
@@ -250,33 +246,31 @@ static bool cr_serve_one(CrTransport *t, CrInReq *r, int *st)
 }
 
 /*
- * Serve the requests waiting on one QP, in order; stop at the first that
- * still finds no receive.  Returns true when the queue is empty.
+ * Serve the requests waiting on QP q, in order; stop at the first that
+ * still finds no receive.
  */
-static bool cr_serve_waiting(CrTransport *t, GQueue *q)
+static void cr_serve_waiting(CrTransport *t, CrQp *q)
 {
     CrInReq *r;
     int st;
 
-    while ((r = g_queue_peek_head(q))) {
+    while ((r = g_queue_peek_head(&q->waiting))) {
         if (!cr_serve_one(t, r, &st)) {
-            return false;
+            return;
         }
-        g_queue_pop_head(q);
+        g_queue_pop_head(&q->waiting);
         if (st == PVRDMA_WC_RNR_RETRY_EXC_ERR) {
             /* the requester QP is in error now: what it sent next fails */
-            cr_queue_drop(q, r->peer, r->req.src_qpn,
+            cr_queue_drop(&q->waiting, r->peer, r->req.src_qpn,
                           PVRDMA_WC_RETRY_EXC_ERR);
         }
         cr_inreq_free(r);
     }
-    return true;
 }
 
 static void cr_execute_in(CrTransport *t, CrInReq *r)
 {
-    gpointer key = GUINT_TO_POINTER(r->req.dest_qpn);
-    GQueue *q = g_hash_table_lookup(t->waiting, key);
+    CrQp *q = cr_qp_find(t, r->req.dest_qpn);
     int st;
 
     trace_pvrdma_cr_req(r->req.dest_qpn, r->req.opcode, r->req.cookie,
@@ -287,15 +281,14 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         cr_inreq_free(r);
         return;
     }
-    if (!q) {
+    if (!q || g_queue_is_empty(&q->waiting)) {
         /* nothing waits for this QP: served now, queued only if it waits */
         if (cr_serve_one(t, r, &st)) {
             cr_inreq_free(r);
             return;
         }
-        q = g_queue_new();
-        g_queue_push_tail(q, r);
-        g_hash_table_insert(t->waiting, key, q);
+        q = cr_qp_get(t, r->req.dest_qpn);
+        g_queue_push_tail(&q->waiting, r);
         return;
     }
     if (r->peer->nreqs > CR_MAX_WAITING) {
@@ -304,86 +297,78 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         cr_inreq_free(r);
         return;
     }
-    g_queue_push_tail(q, r);    /* behind a request waiting for a receive */
+    g_queue_push_tail(&q->waiting, r);  /* behind one waiting for a receive */
 }
 
 void cr_wake(PvrdmaTransport *pt)
 {
     CrTransport *t = cr(pt);
-    GHashTableIter it;
-    gpointer key, val;
+    CrQpIter it;
+    CrQp *q;
 
-    g_hash_table_iter_init(&it, t->waiting);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-        if (cr_serve_waiting(t, val)) {
-            g_queue_free(val);
-            g_hash_table_iter_remove(&it);
-        }
+    cr_qp_iter_init(t, &it);
+    while ((q = cr_qp_next(&it))) {
+        cr_serve_waiting(t, q);
     }
     cr_done(t);
 }
 
-/* A flight's (peer, QP): one CANCEL each. */
-static guint cr_flight_pq_hash(gconstpointer k)
-{
-    const CrFlight *f = k;
-
-    return g_direct_hash(f->peer) ^ f->qpn;
-}
-
-static gboolean cr_flight_pq_equal(gconstpointer a, gconstpointer b)
-{
-    const CrFlight *x = a, *y = b;
-
-    return x->peer == y->peer && x->qpn == y->qpn;
-}
-
 /*
- * Our QP qpn (CR_ANY_QP: every QP) is gone: tell every peer that holds
- * requests of it to drop them.  The flights stay until the peer answers
- * them.
+ * QP q is gone: tell every peer that holds requests of it to drop them,
+ * once each.  The flights stay until the peer answers them.
  */
-void cr_cancel_flights(CrTransport *t, uint32_t qpn)
+static void cr_cancel_qp(CrQp *q)
 {
-    GHashTable *told = g_hash_table_new(cr_flight_pq_hash,
-                                        cr_flight_pq_equal);
-    uint32_t i = 0;
-    CrFlight *f;
+    GPtrArray *told = g_ptr_array_new();
+    CrCancelMsg m = {
+        .h = { CR_CANCEL, sizeof(m) },
+        .src_qpn = q->qpn,
+    };
 
-    while ((f = cr_flight_next(t, &i))) {
-        if ((qpn != CR_ANY_QP && f->qpn != qpn) || f->cancelled) {
-            continue;
-        }
-        f->cancelled = true;
-        if (g_hash_table_add(told, f)) {
-            CrCancelMsg m = {
-                .h = { CR_CANCEL, sizeof(m) },
-                .src_qpn = f->qpn,
-            };
-
+    for (CrFlight *f = q->first; f; f = f->qnext) {
+        if (!f->cancelled && !g_ptr_array_find(told, f->peer, NULL)) {
+            g_ptr_array_add(told, f->peer);
             cr_send(f->peer, &m, sizeof(m), -1);
         }
+        f->cancelled = true;
     }
-    g_hash_table_destroy(told);
+    g_ptr_array_free(told, true);
+}
+
+/* The same for our QP qpn, or every QP (CR_ANY_QP). */
+void cr_cancel_flights(CrTransport *t, uint32_t qpn)
+{
+    CrQpIter it;
+    CrQp *q;
+
+    if (qpn != CR_ANY_QP) {
+        q = cr_qp_find(t, qpn);
+        if (q) {
+            cr_cancel_qp(q);
+        }
+        return;
+    }
+    cr_qp_iter_init(t, &it);
+    while ((q = cr_qp_next(&it))) {
+        cr_cancel_qp(q);
+    }
 }
 
 void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
 {
     CrTransport *t = cr(pt);
-    GQueue *q = g_hash_table_lookup(t->waiting, GUINT_TO_POINTER(qpn));
+    CrQp *q = cr_qp_find(t, qpn);
     CrInReq *r;
 
-    cr_cancel_flights(t, qpn);
-    if (!q) {
-        cr_flush(t);
-        return;
+    if (q) {
+        cr_cancel_qp(q);
+        while ((r = g_queue_pop_head(&q->waiting))) {
+            cr_respond(r, PVRDMA_TRANSPORT_NO_RESPONDER);
+            cr_inreq_free(r);
+        }
+        q->gone = true;
+        cr_qp_put(t, q);
     }
-    g_hash_table_remove(t->waiting, GUINT_TO_POINTER(qpn));
-    while ((r = g_queue_pop_head(q))) {
-        cr_respond(r, PVRDMA_TRANSPORT_NO_RESPONDER);
-        cr_inreq_free(r);
-    }
-    g_queue_free(q);
     cr_flush(t);    /* no reaping: this may run inside the core's run loop */
 }
 
@@ -842,7 +827,7 @@ int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
         return PVRDMA_WC_LOC_PROT_ERR;
     }
     qp = rc ? pvrdma_qp_by_qpn(t->t.core, req->src_qpn) : NULL;
-    f = cr_flight_add(t);
+    f = cr_flight_add(t, cr_qp_get(t, req->src_qpn));
     f->cookie = req->cookie;
     f->peer = p;
     f->qpn = req->src_qpn;

@@ -22,14 +22,16 @@
  *   coresident_ring.c  the rings in shared memory, one per direction of
  *                      a connection: records in and out, the indexes
  *                      checked, the wakeup and room flags (a leaf)
- *   coresident_flight.c the flight table: our requests at peers, by
- *                      the cookie on the wire (a leaf)
+ *   coresident_qp.c    per QP of ours (CrQp): its requests in flight
+ *                      at peers, and the peers' requests waiting for a
+ *                      receive; the flight table, our requests by the
+ *                      cookie on the wire (a leaf)
  *   coresident_gid.c   who owns which GID: the peers' claims (first owner
  *                      wins), the GIDs of peers that moved, the peer a
  *                      GID leads to
  * Calls between them go one way: coresident.c calls the others,
  * coresident_data.c calls coresident_peer.c, coresident_link.c,
- * coresident_flight.c and coresident_gid.c, coresident_peer.c calls
+ * coresident_qp.c and coresident_gid.c, coresident_peer.c calls
  * coresident_gid.c and coresident_link.c, which calls coresident_ring.c.
  * Where the peers' layer needs the data path (a message past the
  * handshake, a peer freed), it goes through t->up (CrUpcalls), which the
@@ -142,11 +144,15 @@ typedef struct CrInReq {
     int64_t deadline;       /* RNR: ms, 0 = wait forever, -1 = not set */
 } CrInReq;
 
-/* One of our requests at a peer (coresident_flight.c). */
+typedef struct CrQp CrQp;
+
+/* One of our requests at a peer (coresident_qp.c). */
 typedef struct CrFlight {
     uint64_t wire;          /* the cookie on the wire: sequence, slot */
     uint32_t slot;
     bool used;              /* a request in flight (else a free slot) */
+    CrQp *q;                /* its QP's record: in its list of flights */
+    struct CrFlight *qprev, *qnext;
     uint64_t cookie;        /* the core's (PvrdmaReq.cookie) */
     CrPeer *peer;
     uint32_t qpn;
@@ -154,6 +160,29 @@ typedef struct CrFlight {
     bool rc;
     bool cancelled;         /* CANCEL sent for its QP */
 } CrFlight;
+
+/*
+ * What the transport keeps of one QP number of ours, as requester and as
+ * responder (coresident_qp.c says for how long): in t->qps.
+ */
+struct CrQp {
+    uint32_t qpn;
+    bool gone;              /* the QP went: freed once nothing is left */
+    CrFlight *first, *last; /* our requests in flight at peers, in order */
+    uint32_t nflights;
+    GQueue waiting;         /* peers' requests for it (CrInReq): RNR */
+};
+
+static inline bool cr_qp_idle(const CrQp *q)
+{
+    return !q->nflights && !q->waiting.length;
+}
+
+/* An iteration over t->qps (cr_qp_next()). */
+typedef struct CrQpIter {
+    GHashTableIter it;
+    CrQp *last;
+} CrQpIter;
 
 
 /*
@@ -197,8 +226,8 @@ struct CrTransport {
     PvrdmaShmRegion *regions;
     unsigned nregions;
     GPtrArray *peers;       /* CrPeer */
-    GHashTable *waiting;    /* dest qpn -> GQueue of CrInReq (RNR) */
-    /* our requests at peers (coresident_flight.c): slots, free slots */
+    GHashTable *qps;        /* our QP number -> CrQp (coresident_qp.c) */
+    /* our requests at peers (coresident_qp.c): slots, free slots */
     CrFlight **flights;
     uint32_t *flight_free;
     uint32_t flight_cap, nflight_free, nflights;
@@ -330,9 +359,16 @@ bool cr_ring_sleep(CrRing *r);
 void cr_ring_awake(CrRing *r);
 bool cr_ring_space_wanted(CrRing *r);
 
-/* coresident_flight.c: our requests at peers, by wire cookie */
+/* coresident_qp.c: per QP of ours; our requests at peers, by wire cookie */
 
-CrFlight *cr_flight_add(CrTransport *t);
+void cr_qps_init(CrTransport *t);
+CrQp *cr_qp_find(CrTransport *t, uint32_t qpn);
+CrQp *cr_qp_get(CrTransport *t, uint32_t qpn);
+void cr_qp_put(CrTransport *t, CrQp *q);
+void cr_qp_iter_init(CrTransport *t, CrQpIter *it);
+CrQp *cr_qp_next(CrQpIter *it);
+void cr_qps_fini(CrTransport *t);
+CrFlight *cr_flight_add(CrTransport *t, CrQp *q);
 CrFlight *cr_flight_find(CrTransport *t, uint64_t wire);
 void cr_flight_remove(CrTransport *t, CrFlight *f);
 CrFlight *cr_flight_next(CrTransport *t, uint32_t *i);

@@ -9,7 +9,7 @@
 # (PCI/QOM) and pvrdma_dev_*.c beside it (pvrdma_dev.h).
 # backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
 # Of the transports, loopback.c, the co-resident one (coresident.c and,
-# beside it, coresident_data.c, coresident_flight.c, coresident_peer.c,
+# beside it, coresident_data.c, coresident_qp.c, coresident_peer.c,
 # coresident_link.c, coresident_ring.c, coresident_gid.c) and
 # the RoCEv2 one (roce.c and, beside it, roce_req.c, roce_comp.c,
 # roce_resp.c, roce_net.c) need only glib;
@@ -25,7 +25,7 @@ CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
               $(PVRDMA_TOP)/backend/coresident_data.c \
-              $(PVRDMA_TOP)/backend/coresident_flight.c \
+              $(PVRDMA_TOP)/backend/coresident_qp.c \
               $(PVRDMA_TOP)/backend/coresident_gid.c \
               $(PVRDMA_TOP)/backend/coresident_link.c \
               $(PVRDMA_TOP)/backend/coresident_peer.c \

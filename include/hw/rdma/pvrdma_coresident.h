@@ -49,5 +49,11 @@ bool pvrdma_coresident_set_rings(PvrdmaTransport *t, uint32_t ring_size);
 #define PVRDMA_DEF_POLL_NS      0
 /* Number of connected peers (tests, info). */
 unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
+/*
+ * Number of QPs of ours the transport keeps a record of: those with
+ * requests at peers or peers' requests waiting, and live QPs that had
+ * either (tests).
+ */
+unsigned pvrdma_coresident_qps(PvrdmaTransport *t);
 
 #endif
