@@ -383,7 +383,7 @@ static void cr_rings_later(CrTransport *t)
  * takes the rest), send ROOM to a producer that waits for room.  Unless
  * stay_awake (we poll next), the producer WAKEs us for the next record.
  */
-static void cr_ring_take(CrPeer *p, unsigned budget, bool stay_awake)
+static void cr_ring_take_in(CrPeer *p, unsigned budget, bool stay_awake)
 {
     CrTransport *t = p->t;
     unsigned took = 0;
@@ -422,6 +422,19 @@ static void cr_ring_take(CrPeer *p, unsigned budget, bool stay_awake)
     if (took && !p->dead && cr_ring_space_wanted(p->ring)) {
         cr_send_hdr(p, CR_ROOM);
     }
+}
+
+/*
+ * The same as one batch of completions (pvrdma_batch_begin()): the CQEs
+ * of the records taken are published, and each armed CQ notified, once.
+ */
+static void cr_ring_take(CrPeer *p, unsigned budget, bool stay_awake)
+{
+    PvrdmaCore *c = p->t->t.core;
+
+    pvrdma_batch_begin(c);
+    cr_ring_take_in(p, budget, stay_awake);
+    pvrdma_batch_end(c);
 }
 
 /* Take what the peers left in their rings (the timer hook). */
@@ -498,8 +511,10 @@ static int cr_recv_one(CrPeer *p, int *err)
 /* Read p's socket and ring; what that sends or frees: the caller. */
 static void cr_peer_read_in(CrPeer *p, bool stay_awake)
 {
+    PvrdmaCore *c = p->t->t.core;
     int rc = 0, err = 0;
 
+    pvrdma_batch_begin(c);  /* one batch with what the ring holds */
     for (int i = 0; i < CR_RX_BATCH && !p->dead; i++) {
         rc = cr_recv_one(p, &err);
         if (rc <= 0) {
@@ -510,6 +525,7 @@ static void cr_peer_read_in(CrPeer *p, bool stay_awake)
     cr_ring_take(p, rc < 0 && p->ring ? cr_ring_size(p->ring) / 16 :
                  CR_RX_BATCH,
                  stay_awake && rc >= 0);
+    pvrdma_batch_end(c);
     if (rc < 0 && err == ECONNRESET && p->paused) {
         cr_peer_fail(p, NULL);  /* it hung up after its pause: moved */
     } else if (rc < 0) {

@@ -202,12 +202,14 @@ static void hv_comp_ready(void *opaque)
 
         ibv_ack_cq_events(cq, 1);
         ibv_req_notify_cq(cq, 0);
+        pvrdma_batch_begin(d->t.core);  /* one interrupt per CQ per poll */
         do {
             n = ibv_poll_cq(cq, HV_POLL_BATCH, wc);
             for (int i = 0; i < n; i++) {
                 deliver(d, q, &wc[i]);
             }
         } while (n == HV_POLL_BATCH);
+        pvrdma_batch_end(d->t.core);
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
         hv_gone(d);

@@ -35,7 +35,9 @@ void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
         return;
     }
     c->running = true;
+    pvrdma_batch_begin(c);
     pvrdma_serve_sq(c, qp, PVRDMA_INLINE_BUDGET);
+    pvrdma_batch_end(c);
     c->running = false;
     EACH_MSG_HOOK(c, flush);    /* what the transports batched goes */
 }
@@ -52,6 +54,7 @@ void pvrdma_core_run(PvrdmaCore *c)
     if (c->running) {
         return;
     }
+    pvrdma_batch_begin(c);  /* the pass's completions: published at its end */
     if (c->timer && c->ops->now_ms(c->opaque) >= c->timer_at) {
         /*
          * A deadline passed: waiting senders retry (and time out), held
@@ -100,6 +103,7 @@ void pvrdma_core_run(PvrdmaCore *c)
         }
     }
     c->running = false;
+    pvrdma_batch_end(c);
     EACH_MSG_HOOK(c, flush);
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);

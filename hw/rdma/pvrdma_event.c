@@ -72,7 +72,7 @@ void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
 {
     PvrdmaCQ *cq = pvrdma_table_get(&c->cq, cq_handle);
     struct pvrdma_cqe *slot;
-    bool bad;
+    bool bad, notify;
 
     if (!cq || cq->error) {
         return;
@@ -86,13 +86,53 @@ void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
         return;
     }
     memcpy(slot, e, sizeof(*e));
-    pvrdma_ring_prod_push(&cq->ring);
     trace_pvrdma_cqe(cq_handle, e->wr_id, e->opcode, e->status, e->byte_len);
-    if ((cq->armed & PVRDMA_CQ_FLAG_ARMED) ||
-        ((cq->armed & PVRDMA_CQ_FLAG_ARMED_SOL) &&
-         (solicited || e->status != PVRDMA_WC_SUCCESS))) {
+    notify = (cq->armed & PVRDMA_CQ_FLAG_ARMED) ||
+             ((cq->armed & PVRDMA_CQ_FLAG_ARMED_SOL) &&
+              (solicited || e->status != PVRDMA_WC_SUCCESS));
+    if (c->batch) {
+        pvrdma_ring_prod_advance(&cq->ring);    /* published at the end */
+        if (!cq->batched) {
+            cq->batched = true;
+            g_array_append_val(c->batched_cqs, cq_handle);
+        }
+        cq->notify_due |= notify;
+        return;
+    }
+    pvrdma_ring_prod_push(&cq->ring);
+    if (notify) {
         cq_notify(c, cq);
     }
+}
+
+void pvrdma_batch_begin(PvrdmaCore *c)
+{
+    c->batch++;
+}
+
+void pvrdma_batch_end(PvrdmaCore *c)
+{
+    GArray *a = c->batched_cqs;
+
+    if (!c->batch || --c->batch) {
+        return;
+    }
+    for (guint i = 0; i < a->len; i++) {
+        /* a CQ destroyed meanwhile, its handle used again: not batched */
+        PvrdmaCQ *cq = pvrdma_table_get(&c->cq, g_array_index(a, uint32_t,
+                                                              i));
+
+        if (!cq || !cq->batched) {
+            continue;
+        }
+        cq->batched = false;
+        pvrdma_ring_publish_prod(&cq->ring);
+        if (cq->notify_due) {
+            cq->notify_due = false;
+            cq_notify(c, cq);
+        }
+    }
+    g_array_set_size(a, 0);
 }
 
 void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val)

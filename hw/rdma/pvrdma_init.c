@@ -114,6 +114,7 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     c->owner_keys = g_hash_table_new(NULL, NULL);
     c->gid = g_new0(PvrdmaGid, lim->gid_tbl_len);
     g_queue_init(&c->run);
+    c->batched_cqs = g_array_new(false, false, sizeof(uint32_t));
 }
 
 static void core_reset(PvrdmaCore *c)
@@ -155,6 +156,8 @@ void pvrdma_core_fini(PvrdmaCore *c)
     g_hash_table_destroy(c->owner_keys);
     g_free(c->gid);
     c->gid = NULL;
+    g_array_free(c->batched_cqs, true);
+    c->batched_cqs = NULL;
 }
 
 void pvrdma_core_check_link(PvrdmaCore *c)

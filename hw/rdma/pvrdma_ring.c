@@ -158,9 +158,14 @@ void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index)
     return pvrdma_ring_elem(r, r->priv);
 }
 
-void pvrdma_ring_prod_push(PvrdmaRing *r)
+void pvrdma_ring_prod_advance(PvrdmaRing *r)
 {
     r->priv = (r->priv + 1) & (r->period - 1);
+}
+
+void pvrdma_ring_prod_push(PvrdmaRing *r)
+{
+    pvrdma_ring_prod_advance(r);
     pvrdma_ring_publish_prod(r);
 }
 

@@ -374,6 +374,35 @@ static void x_fini(X *x)
     env_fini(&x->e);
 }
 
+/* Arm s's CQ for the next completion. */
+static void arm_cq(Vm *v, TCq *cq)
+{
+    pvrdma_core_uar_write(&v->d.c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | cq->handle);
+}
+
+/* FakeHost.on_notify: a guest that arms side arg's CQ again at once. */
+static void rearm_send_cq(FakeHost *h, unsigned vector, void *arg)
+{
+    Side *s = arg;
+
+    if (vector == PVRDMA_INTR_VECTOR_CQ) {
+        arm_cq(s->v, &s->cq);
+    }
+}
+
+/* CQ interrupts v raised so far */
+static unsigned cq_irqs(Vm *v)
+{
+    unsigned n = 0;
+
+    for (guint i = 0; i < v->d.h.irqs->len; i++) {
+        n += g_array_index(v->d.h.irqs, unsigned, i) ==
+             PVRDMA_INTR_VECTOR_CQ;
+    }
+    return n;
+}
+
 static void send_wqe(Side *s, uint64_t wr_id, uint32_t opcode, uint32_t flags,
                      const struct pvrdma_sge *sge, uint32_t nsge)
 {
@@ -2490,6 +2519,43 @@ static void fake_peer_run(bool ring)
     g_assert_cmpint(fake_resp(&f, 0x1003), ==, PVRDMA_TRANSPORT_NO_RESPONDER);
     g_assert_cmpuint(peers(&a), ==, 1);
     g_assert_cmpuint(qp_state(&sa), ==, PVRDMA_QPS_RTS);
+
+    /*
+     * Four answers in one event are one batch of completions: one
+     * interrupt for a's send CQ, even with a guest that re-arms at once.
+     */
+    {
+        CrRespMsg r4 = { { CR_RESP, sizeof(r4) } };
+        struct pvrdma_sge g4 = mr_sge(&sa, 0, 8);
+        uint64_t c4[4];
+        unsigned irqs;
+
+        for (int i = 0; i < 4; i++) {
+            send_wqe(&sa, 0xe0 + i, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED,
+                     &g4, 1);
+        }
+        PUMP(&a);
+        for (int i = 0; i < 4; i++) {
+            fake_expect(&f, got, sizeof(got), CR_REQ);
+            c4[i] = ((CrReqMsg *)got)->cookie;
+        }
+        for (int i = 0; i < 4; i++) {
+            r4.cookie = c4[i];
+            fake_send(&f, &r4, sizeof(r4), -1);
+        }
+        arm_cq(&a, &sa.cq);
+        a.d.h.on_notify = rearm_send_cq;
+        a.d.h.on_notify_arg = &sa;
+        irqs = cq_irqs(&a);
+        PUMP(&a);
+        a.d.h.on_notify = NULL;
+        g_assert_cmpuint(cq_irqs(&a) - irqs, ==, 1);
+        for (int i = 0; i < 4; i++) {
+            side_expect_cqe(&sa, 0xe0 + i, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND,
+                            8);
+        }
+        expect_cq_empty(&a.d, &sa.cq);
+    }
 
     /*
      * The fake's sends wait for a receive; it cancels them (its QP is

@@ -331,6 +331,83 @@ static void test_sq_cons_before_cqe(void)
     pair_fini(&p);
 }
 
+/* A guest that re-arms its CQs as soon as it is notified. */
+typedef struct Rearm {
+    Pair *p;
+    unsigned irqs;
+    uint32_t prod[2][2];    /* per interrupt (first two): cqa's, cqb's */
+} Rearm;
+
+static void rearm_at_irq(FakeHost *h, unsigned vector, void *arg)
+{
+    Rearm *x = arg;
+    Dev *d = &x->p->d;
+
+    if (vector != PVRDMA_INTR_VECTOR_CQ) {
+        return;
+    }
+    if (x->irqs < 2) {
+        x->prod[x->irqs][0] = cq_state(d, &x->p->cqa)->rx.prod_tail;
+        x->prod[x->irqs][1] = cq_state(d, &x->p->cqb)->rx.prod_tail;
+    }
+    x->irqs++;
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | x->p->cqa.handle);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | x->p->cqb.handle);
+}
+
+/*
+ * Completions are written in batches: a burst of 8 SENDs in one run makes
+ * one interrupt per CQ, with all 8 CQEs of that CQ published before it,
+ * even for a guest that re-arms at once (it would take one per CQE).
+ */
+static void test_cq_batch(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 100, 0 }, sb = { MRB_IOVA, 100, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    Rearm x = { .p = &p };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    sb.lkey = p.mrb.lkey;
+    for (int i = 0; i < 8; i++) {
+        post_recv(d, &p.b, 0xb0 + i, &sb, 1);
+    }
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | p.cqa.handle);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | p.cqb.handle);
+    d->h.on_notify = rearm_at_irq;
+    d->h.on_notify_arg = &x;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    for (int i = 0; i < 8; i++) {
+        w.wr_id = 0xa0 + i;
+        put_send(d, &p.a, &w, &sa, 1);
+    }
+    ring_send(d, &p.a);
+    run_all(d);
+    d->h.on_notify = NULL;
+    g_assert_cmpuint(x.irqs, ==, 2);
+    /* the first CQ notified had its 8 published, the other none yet */
+    g_assert_cmpuint(x.prod[0][0] + x.prod[0][1], ==, 8);
+    g_assert_true(x.prod[0][0] == 8 || x.prod[0][1] == 8);
+    g_assert_cmpuint(x.prod[1][0], ==, 8);
+    g_assert_cmpuint(x.prod[1][1], ==, 8);
+    for (int i = 0; i < 8; i++) {
+        expect_cqe(d, &p.cqa, 0xa0 + i, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND,
+                   100, p.a.handle);
+        expect_cqe(d, &p.cqb, 0xb0 + i, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV,
+                   100, p.b.handle);
+    }
+    expect_cq_empty(d, &p.cqa);
+    expect_cq_empty(d, &p.cqb);
+    pair_fini(&p);
+}
+
 static void test_send_too_long(void)
 {
     Pair p;
@@ -1472,6 +1549,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/dev/activate-refused", test_activate_refused);
     g_test_add_func("/pvrdma/dev/send", test_send);
     g_test_add_func("/pvrdma/dev/sq-cons-before-cqe", test_sq_cons_before_cqe);
+    g_test_add_func("/pvrdma/dev/cq-batch", test_cq_batch);
     g_test_add_func("/pvrdma/dev/send-too-long", test_send_too_long);
     g_test_add_func("/pvrdma/dev/rdma-write", test_rdma_write);
     g_test_add_func("/pvrdma/dev/rdma-read", test_rdma_read);

@@ -246,7 +246,9 @@ void pvrdma_ring_publish_cons(PvrdmaRing *r);
 void pvrdma_ring_publish_prod(PvrdmaRing *r);
 /* Producer side: slot to fill, or NULL if full / guest index invalid. */
 void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index);
+/* The slot is filled: publish it (push), or only count it (advance). */
 void pvrdma_ring_prod_push(PvrdmaRing *r);
+void pvrdma_ring_prod_advance(PvrdmaRing *r);
 
 /* ------------------------------------------------------------------ */
 /* Guest memory                                                        */
@@ -343,6 +345,9 @@ typedef struct PvrdmaCQ {
     PvrdmaRing ring;
     uint8_t armed;          /* PVRDMA_CQ_FLAG_ARMED{,_SOL} */
     bool error;             /* overrun: CQ is unusable */
+    /* in the batch (pvrdma_batch_begin()): CQEs written, not published */
+    bool batched;
+    bool notify_due;        /* ... and the CQ is to be notified at its end */
     uint32_t refs;          /* QPs */
     void *hw;               /* the object owner's twin */
 } PvrdmaCQ;
@@ -491,6 +496,13 @@ struct PvrdmaCore {
     /* data path */
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
+    /*
+     * A batch of completions (pvrdma_batch_begin(), nested: depth): the
+     * CQs written to meanwhile (handles), published and notified at its
+     * end.
+     */
+    uint32_t batch;
+    GArray *batched_cqs;
     /* a delayed kick for timed waiters (RNR waits, held completions) */
     bool timer;
     int64_t timer_at;       /* ... for this time (ms): the earliest deadline */

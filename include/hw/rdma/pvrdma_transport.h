@@ -524,6 +524,17 @@ int64_t pvrdma_retry_window_ms(const PvrdmaQP *qp);
  */
 void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc);
 /*
+ * A batch of completions: from begin to end (nested pairs count once),
+ * CQEs are written into the guest's CQ rings but their producer indexes
+ * published, and armed CQs notified, only at the end: one index store
+ * and at most one interrupt per CQ per batch, where a guest that re-arms
+ * at once would take one per CQE.  For a transport's burst (the records
+ * of one event); end it before the host's locks are dropped (polling).
+ * The run loop and the send doorbell are batches of their own.
+ */
+void pvrdma_batch_begin(PvrdmaCore *c);
+void pvrdma_batch_end(PvrdmaCore *c);
+/*
  * An async event from a transport for a guest object (PVRDMA_EVENT_*,
  * handle); a QP error event moves the QP to the error state.
  */
