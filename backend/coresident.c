@@ -168,6 +168,11 @@ void pvrdma_coresident_set_poll(PvrdmaTransport *pt, uint64_t poll_ns)
     cr(pt)->poll_ns = poll_ns;
 }
 
+void pvrdma_coresident_poll_self(PvrdmaTransport *pt, bool on)
+{
+    cr(pt)->poll_self = on;
+}
+
 bool pvrdma_coresident_set_rings(PvrdmaTransport *pt, uint32_t ring_size)
 {
     if (ring_size && !cr_ring_size_ok(ring_size)) {

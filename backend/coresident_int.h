@@ -257,6 +257,7 @@ struct CrTransport {
      * polling (the host's locks are dropped) no peer is freed.
      */
     uint64_t poll_ns;
+    bool poll_self;         /* peers in this process too (tests) */
     bool polling;
     bool ring_backlog;      /* a ring was left with records: timer hook */
     uint32_t ring_size;     /* rings we offer (0: none), CR_RING_SIZE */

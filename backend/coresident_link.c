@@ -552,7 +552,7 @@ static bool cr_peer_polls(CrPeer *p)
     CrTransport *t = p->t;
 
     return t->poll_ns && t->t.core->ops->poll_wait && !t->polling &&
-           p->ring_rx && p->pid != getpid();
+           p->ring_rx && (p->pid != getpid() || t->poll_self);
 }
 
 /* poll_wait's ready(): it reads only the ring's shared memory */

@@ -187,6 +187,7 @@ static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
     if (h->bql) {
         g_mutex_unlock(h->bql);
     }
+    __atomic_store_n(&h->in_poll, 1, __ATOMIC_SEQ_CST);
     for (;;) {
         ok = ready(arg);
         if (ok) {
@@ -197,9 +198,11 @@ static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
             break;
         }
     }
+    __atomic_store_n(&h->in_poll, 0, __ATOMIC_SEQ_CST);
     if (h->bql) {
         g_mutex_lock(h->bql);
     }
+    h->poll_hits += ok;
     return ok;
 }
 

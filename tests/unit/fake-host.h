@@ -71,6 +71,8 @@ typedef struct FakeHost {
     bool run_pending;       /* kick(0) not yet served */
     int64_t timer_due;      /* kick(delay): run when now >= this; 0: none */
     uint64_t poll_waits;    /* calls of poll_wait */
+    uint64_t poll_hits;     /* ... that found what they waited for */
+    int in_poll;            /* in poll_wait now (atomic: other threads) */
     /*
      * A big lock, as QEMU's BQL (the benchmark's device thread holds it):
      * poll() and poll_wait drop it while they wait.  NULL: none.

@@ -2729,6 +2729,104 @@ static void test_fake_peer(void)
     fake_peer_run(false);
 }
 
+/* The fake answers while the device polls its ring: no WAKE. */
+typedef struct FakePoller {
+    Fake *f;
+    FakeHost *h;
+    uint64_t cookie;
+    uint32_t wakes;         /* the fake's WAKEs for its answer */
+    uint32_t polling;       /* the ring's flag as the fake wrote */
+    bool timed_out;         /* the device never polled */
+} FakePoller;
+
+static gpointer fake_poller_run(gpointer opaque)
+{
+    FakePoller *fp = opaque;
+    CrRespMsg r = { { CR_RESP, sizeof(r) }, fp->cookie };
+    int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint32_t wakes = fp->f->wakes;
+
+    while (!__atomic_load_n(&fp->h->in_poll, __ATOMIC_SEQ_CST)) {
+        if (g_get_monotonic_time() > end) {
+            fp->timed_out = true;
+            return NULL;
+        }
+    }
+    fp->polling = __atomic_load_n(&fake_idx(fp->f, 0)->polling,
+                                  __ATOMIC_SEQ_CST);
+    fake_send(fp->f, &r, sizeof(r), -1);
+    fp->wakes = fp->f->wakes - wakes;
+    return NULL;
+}
+
+/*
+ * Polling (poll-max-ns): after taking the fake's first answer the device
+ * polls its ring, the fake sees it (polling set) and writes its second
+ * answer without a WAKE; the poll finds it (the host's poll_wait says so)
+ * and completes it in the same event.
+ */
+static void test_fake_peer_poll(void)
+{
+    Env e;
+    Vm a;
+    Side sa;
+    Fake f;
+    FakePoller fp = { .f = &f, .h = &a.d.h };
+    CrRespMsg r = { { CR_RESP, sizeof(r) } };
+    uint8_t fgid[16], buf[CR_MAX_MSG];
+    struct pvrdma_sge g;
+    uint64_t hits;
+    char *path;
+    GThread *th;
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_up(&a);
+    side_init(&sa, &a, PVRDMA_QPT_RC);
+    make_gid(fgid, 10, 0xfa);
+    rc_to_rts_gid(&a.d, &sa.qp, 77, fgid, 7);
+    path = only_sock(e.dir);
+    fake_connect(&f, &a, path);
+    fake_hello(&f, 1);
+    fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
+    fake_gids(&f, fgid);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_true(fake_ring_on(&f, true));
+
+    g = mr_sge(&sa, 0, 8);
+    send_wqe(&sa, 0xf0, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    send_wqe(&sa, 0xf1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&a);
+    fake_expect(&f, buf, sizeof(buf), CR_REQ);
+    r.cookie = ((CrReqMsg *)buf)->cookie;
+    fake_expect(&f, buf, sizeof(buf), CR_REQ);
+    fp.cookie = ((CrReqMsg *)buf)->cookie;
+
+    /* a poll long enough for a loaded machine: this event's only */
+    pvrdma_coresident_set_poll(a.t, 1000 * 1000 * 1000);
+    pvrdma_coresident_poll_self(a.t, true);
+    th = g_thread_new("fake-poller", fake_poller_run, &fp);
+    fake_send(&f, &r, sizeof(r), -1);   /* the first, with a WAKE */
+    hits = a.d.h.poll_hits;
+    PUMP(&a);
+    g_thread_join(th);
+    g_assert_false(fp.timed_out);
+    g_assert_cmpuint(fp.polling, ==, 1);
+    g_assert_cmpuint(fp.wakes, ==, 0);
+    g_assert_cmpuint(a.d.h.poll_hits, >, hits);
+    pvrdma_coresident_set_poll(a.t, 0);
+    side_expect_cqe(&sa, 0xf0, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 8);
+    side_expect_cqe(&sa, 0xf1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 8);
+    expect_cq_empty(&a.d, &sa.cq);
+    g_assert_cmpuint(peers(&a), ==, 1);
+
+    fake_close(&f);
+    g_free(path);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
 /* The same with the rings: every message after RING_ON goes through them. */
 static void test_fake_peer_ring(void)
 {
@@ -4839,6 +4937,7 @@ int main(int argc, char **argv)
                     test_peer_gone_backlog_ring);
     g_test_add_func("/pvrdma/cr/fake-peer", test_fake_peer);
     g_test_add_func("/pvrdma/cr/fake-peer-ring", test_fake_peer_ring);
+    g_test_add_func("/pvrdma/cr/fake-peer-poll", test_fake_peer_poll);
     g_test_add_func("/pvrdma/cr/ring-malformed", test_ring_malformed);
     g_test_add_func("/pvrdma/cr/ring-backlog", test_ring_backlog);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);

@@ -34,6 +34,11 @@ void pvrdma_coresident_leave(PvrdmaTransport *t);
  */
 void pvrdma_coresident_set_poll(PvrdmaTransport *t, uint64_t poll_ns);
 /*
+ * Tests: poll peers in this process too (another thread of the test
+ * writes their ring while we wait).
+ */
+void pvrdma_coresident_poll_self(PvrdmaTransport *t, bool on);
+/*
  * The rings this transport offers the peers it connects to: ring_size
  * bytes each way (a power of 2, 128 KiB to 1 MiB: 1 MiB unless set), or
  * none (0: every message on the socket, as before the rings).  False for
