@@ -60,6 +60,14 @@
 #define CR_MAX_REQ_SG   ((1u << 19) + PVRDMA_HARD_MAX_SGE)
 #define CR_MAX_INFLIGHT (1u << 20)      /* our requests at one peer */
 #define CR_MAX_WAITING  (1u << 16)      /* one peer's requests waiting here */
+/*
+ * Bytes of messages for one peer that neither its socket nor its ring
+ * takes: past this, it does not read (a hostile or hung peer) and goes.
+ * The unit tests build with a smaller bound.
+ */
+#ifndef CR_MAX_QUEUED
+#define CR_MAX_QUEUED   (64u << 20)
+#endif
 #define CR_RX_BATCH     64              /* messages per read callback */
 #define CR_SOCK_NAME    22              /* "/<16 hex digits>.sock" */
 /* how long a moved peer's GIDs wait for the QEMU that took its place */
@@ -106,6 +114,7 @@ typedef struct CrPeer {
     CrGid *refused;         /* announced but owned by someone else */
     uint32_t nrefused;
     GQueue out;             /* CrOut waiting for the socket */
+    size_t queued;          /* bytes in out and ring_out: CR_MAX_QUEUED */
     struct CrInReq *partial;    /* REQ still collecting MORE messages */
     uint32_t inflight;      /* our requests it has not answered */
     uint32_t nreqs;         /* its requests held here (CrInReq alive) */

@@ -83,22 +83,52 @@ static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
     return true;
 }
 
-/* Queue or send one datagram now; fd (if >= 0) is duplicated. */
-static void cr_send_now(CrPeer *p, const void *buf, size_t len, int fd)
+/*
+ * A copy of len bytes of buf (and a duplicate of fd) at the end of q, one
+ * of p's queues; false if p has too much queued already: it fails.
+ */
+static CrOut *cr_out_queue(CrPeer *p, GQueue *q, const void *buf, size_t len,
+                           int fd)
 {
     CrOut *o;
 
+    if (p->queued + len > CR_MAX_QUEUED) {
+        cr_peer_fail(p, "does not take its messages");
+        return NULL;
+    }
+    o = g_malloc(sizeof(*o) + len);
+    o->len = len;
+    o->fd = fd >= 0 ? dup(fd) : -1;
+    memcpy(o->data, buf, len);
+    g_queue_push_tail(q, o);
+    p->queued += len;
+    return o;
+}
+
+/* The head of q, one of p's queues, went. */
+static void cr_out_done(CrPeer *p, GQueue *q)
+{
+    CrOut *o = g_queue_pop_head(q);
+
+    p->queued -= o->len;
+    if (o->fd >= 0) {
+        close(o->fd);
+    }
+    g_free(o);
+}
+
+/* Queue or send one datagram now; fd (if >= 0) is duplicated. */
+static void cr_send_now(CrPeer *p, const void *buf, size_t len, int fd)
+{
     if (p->dead) {
         return;
     }
     if (g_queue_is_empty(&p->out) && cr_sendmsg(p, buf, len, fd)) {
         return;
     }
-    o = g_malloc(sizeof(*o) + len);
-    o->len = len;
-    o->fd = fd >= 0 ? dup(fd) : -1;
-    memcpy(o->data, buf, len);
-    g_queue_push_tail(&p->out, o);
+    if (!cr_out_queue(p, &p->out, buf, len, fd)) {
+        return;
+    }
     if (!p->want_write) {
         p->want_write = true;
         cr_link_watch(p);
@@ -148,7 +178,7 @@ static void cr_ring_push(CrPeer *p)
             }
             break;              /* it sends ROOM when it took some */
         }
-        g_free(g_queue_pop_head(&p->ring_out));
+        cr_out_done(p, &p->ring_out);
         pushed = true;
     }
     if (pushed) {
@@ -159,18 +189,14 @@ static void cr_ring_push(CrPeer *p)
 /* One datagram's worth of messages through p's ring. */
 static void cr_ring_send(CrPeer *p, const void *buf, size_t len)
 {
-    CrOut *o;
-
     if (g_queue_is_empty(&p->ring_out) && cr_ring_put_peer(p, buf, len)) {
         cr_ring_wake_peer(p);
         return;
     }
-    o = g_malloc(sizeof(*o) + len);     /* the ring is full: rare */
-    o->len = len;
-    o->fd = -1;
-    memcpy(o->data, buf, len);
-    g_queue_push_tail(&p->ring_out, o);
-    cr_ring_push(p);
+    /* the ring is full: rare */
+    if (!p->dead && cr_out_queue(p, &p->ring_out, buf, len, -1)) {
+        cr_ring_push(p);
+    }
 }
 
 /* Send what cr_send() collected for p. */
@@ -226,14 +252,6 @@ void cr_flush_hook(PvrdmaTransport *pt)
     cr_flush(cr(pt));
 }
 
-static void cr_out_free(CrOut *o)
-{
-    if (o->fd >= 0) {
-        close(o->fd);
-    }
-    g_free(o);
-}
-
 /* p is being freed: no watch, no socket, nothing queued, no rings. */
 void cr_link_close(CrPeer *p)
 {
@@ -241,8 +259,12 @@ void cr_link_close(CrPeer *p)
 
     c->ops->set_fd_handler(c->opaque, p->fd, NULL, NULL, NULL);
     close(p->fd);
-    g_queue_clear_full(&p->out, (GDestroyNotify)cr_out_free);
-    g_queue_clear_full(&p->ring_out, g_free);
+    while (!g_queue_is_empty(&p->out)) {
+        cr_out_done(p, &p->out);
+    }
+    while (!g_queue_is_empty(&p->ring_out)) {
+        cr_out_done(p, &p->ring_out);
+    }
     cr_ring_free(p->ring);
     g_free(p->tx);
 }
@@ -256,7 +278,7 @@ void cr_peer_write(void *opaque)
         if (!cr_sendmsg(p, o->data, o->len, o->fd)) {
             return;     /* still full */
         }
-        cr_out_free(g_queue_pop_head(&p->out));
+        cr_out_done(p, &p->out);
     }
     if (!p->dead) {
         p->want_write = false;

@@ -190,7 +190,7 @@ static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
     __atomic_store_n(&h->in_poll, 1, __ATOMIC_SEQ_CST);
     for (;;) {
         ok = ready(arg);
-        if (ok) {
+        if (ok || __atomic_load_n(&h->poll_stop, __ATOMIC_SEQ_CST)) {
             break;
         }
         clock_gettime(CLOCK_MONOTONIC, &ts);

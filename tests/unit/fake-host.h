@@ -73,6 +73,7 @@ typedef struct FakeHost {
     uint64_t poll_waits;    /* calls of poll_wait */
     uint64_t poll_hits;     /* ... that found what they waited for */
     int in_poll;            /* in poll_wait now (atomic: other threads) */
+    int poll_stop;          /* set (atomic): poll_wait gives up at once */
     /*
      * A big lock, as QEMU's BQL (the benchmark's device thread holds it):
      * poll() and poll_wait drop it while they wait.  NULL: none.

@@ -2744,7 +2744,7 @@ static gpointer fake_poller_run(gpointer opaque)
     FakePoller *fp = opaque;
     CrRespMsg r = { { CR_RESP, sizeof(r) }, fp->cookie };
     int64_t end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-    uint32_t wakes = fp->f->wakes;
+    uint32_t wakes;
 
     while (!__atomic_load_n(&fp->h->in_poll, __ATOMIC_SEQ_CST)) {
         if (g_get_monotonic_time() > end) {
@@ -2752,10 +2752,17 @@ static gpointer fake_poller_run(gpointer opaque)
             return NULL;
         }
     }
+    wakes = fp->f->wakes;   /* after the main thread's first answer */
     fp->polling = __atomic_load_n(&fake_idx(fp->f, 0)->polling,
                                   __ATOMIC_SEQ_CST);
     fake_send(fp->f, &r, sizeof(r), -1);
     fp->wakes = fp->f->wakes - wakes;
+    /* taken: the device's next poll need not wait its time out */
+    while (__atomic_load_n(&fake_idx(fp->f, 0)->cons, __ATOMIC_SEQ_CST) !=
+           fp->f->rprod && g_get_monotonic_time() < end) {
+        continue;
+    }
+    __atomic_store_n(&fp->h->poll_stop, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -2803,8 +2810,11 @@ static void test_fake_peer_poll(void)
     fake_expect(&f, buf, sizeof(buf), CR_REQ);
     fp.cookie = ((CrReqMsg *)buf)->cookie;
 
-    /* a poll long enough for a loaded machine: this event's only */
-    pvrdma_coresident_set_poll(a.t, 1000 * 1000 * 1000);
+    /*
+     * A poll long enough for a loaded machine (the fake's thread may
+     * wait for a core), this event's only; the thread ends it.
+     */
+    pvrdma_coresident_set_poll(a.t, 30ull * 1000 * 1000 * 1000);
     pvrdma_coresident_poll_self(a.t, true);
     th = g_thread_new("fake-poller", fake_poller_run, &fp);
     fake_send(&f, &r, sizeof(r), -1);   /* the first, with a WAKE */
@@ -2816,6 +2826,7 @@ static void test_fake_peer_poll(void)
     g_assert_cmpuint(fp.wakes, ==, 0);
     g_assert_cmpuint(a.d.h.poll_hits, >, hits);
     pvrdma_coresident_set_poll(a.t, 0);
+    a.d.h.poll_stop = 0;
     side_expect_cqe(&sa, 0xf0, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 8);
     side_expect_cqe(&sa, 0xf1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 8);
     expect_cq_empty(&a.d, &sa.cq);
@@ -3627,6 +3638,68 @@ static void test_ring_backlog(void)
     g_assert_cmpuint(rooms, >, 0);
     g_assert_cmpint(fake_recv(&f, &room, sizeof(room), &(int) { 0 }), ==, -1);
     g_assert_cmpuint(peers(&a), ==, 1);
+    fake_close(&f);
+    g_free(path);
+    vm_fini(&a);
+    env_fini(&e);
+}
+
+/*
+ * A peer that sends requests and never takes the answers (its ring full,
+ * its socket full) is dropped once CR_MAX_QUEUED bytes wait for it (4 MiB
+ * in this build), not queued for without end.
+ */
+static void test_peer_not_reading(void)
+{
+    const unsigned batch = 5000, max = 1000000;
+    Env e;
+    Vm a;
+    Fake f;
+    char *path;
+    uint8_t fgid[16];
+    unsigned i;
+
+    env_init(&e);
+    vm_init(&a, e.dir, 1);
+    vm_up(&a);
+    make_gid(fgid, 10, 0xfa);
+    path = only_sock(e.dir);
+    fake_connect(&f, &a, path);
+    fake_ready(&f, fgid);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_true(fake_ring_on(&f, true));
+    g_assert_null(pvrdma_standalone_host_log);
+    pvrdma_standalone_host_log = g_string_new(NULL);
+    for (i = 1; i <= max && peers(&a); i++) {
+        CrReqMsg *m = req_msg(i, PVRDMA_WR_RDMA_WRITE, 0xabcd, NULL, 0, 0, 0);
+
+        /* its own ring full: the fake waits until a took some */
+        while (f.rprod + 8 + ROUND_UP(m->h.len, 8) -
+               __atomic_load_n(&fake_idx(&f, 0)->cons, __ATOMIC_SEQ_CST) >
+               CR_RING_SIZE) {
+            PUMP(&a);
+            if (!peers(&a)) {
+                break;
+            }
+        }
+        if (peers(&a)) {
+            fake_send(&f, m, m->h.len, -1);
+        }
+        g_free(m);
+        if (i % batch == 0) {
+            PUMP(&a);
+        }
+    }
+    /* dropped, after more answers than the ring and the bound hold */
+    g_assert_cmpuint(peers(&a), ==, 0);
+    g_assert_true(fake_dropped(&f));
+    g_assert_cmpuint((uint64_t)i * sizeof(CrRespMsg), >,
+                     CR_RING_SIZE + CR_MAX_QUEUED);
+    g_assert_nonnull(strstr(pvrdma_standalone_host_log->str,
+                            "does not take its messages"));
+    g_string_free(pvrdma_standalone_host_log, true);
+    pvrdma_standalone_host_log = NULL;
     fake_close(&f);
     g_free(path);
     vm_fini(&a);
@@ -4940,6 +5013,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/fake-peer-poll", test_fake_peer_poll);
     g_test_add_func("/pvrdma/cr/ring-malformed", test_ring_malformed);
     g_test_add_func("/pvrdma/cr/ring-backlog", test_ring_backlog);
+    g_test_add_func("/pvrdma/cr/peer-not-reading", test_peer_not_reading);
     g_test_add_func("/pvrdma/cr/malformed", test_malformed);
     g_test_add_func("/pvrdma/cr/auth/same-secret", test_auth_same_secret);
     g_test_add_func("/pvrdma/cr/auth/wrong-secret", test_auth_wrong_secret);
