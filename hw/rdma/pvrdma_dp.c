@@ -29,7 +29,7 @@
 void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
 {
     /* without a transport that may run here, nothing is sent from here */
-    if (!c->doorbell_ok || c->running || qp->queued ||
+    if (!c->doorbell_ok || c->running || c->paused || qp->queued ||
         qp->state != PVRDMA_QPS_RTS || qp->rnr_wait) {
         pvrdma_qp_schedule(c, qp);
         return;
@@ -51,8 +51,8 @@ void pvrdma_core_run(PvrdmaCore *c)
 {
     uint32_t n = c->run.length;
 
-    if (c->running) {
-        return;
+    if (c->running || c->paused) {
+        return;     /* paused: pvrdma_core_resume() kicks again */
     }
     pvrdma_batch_begin(c);  /* the pass's completions: published at its end */
     if (c->timer && c->ops->now_ms(c->opaque) >= c->timer_at) {

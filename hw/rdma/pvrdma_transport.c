@@ -559,13 +559,18 @@ bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
             ok = false;
         }
     }
+    c->paused = true;
     return ok;
 }
 
 void pvrdma_core_resume(PvrdmaCore *c)
 {
+    c->paused = false;
     EACH_HOOK(c, resume);
     pvrdma_wake_rnr(c);     /* QPs that waited on a paused transport */
+    if (c->run.length) {
+        c->ops->kick(c->opaque, 0);     /* what was posted meanwhile */
+    }
 }
 
 void pvrdma_core_moved(PvrdmaCore *c)

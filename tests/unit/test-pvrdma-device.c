@@ -408,6 +408,49 @@ static void test_cq_batch(void)
     pair_fini(&p);
 }
 
+/*
+ * Quiesced for a save, the device executes nothing, even what was posted
+ * before: a postcopy destination would take the pages changed after the
+ * save from the source, and execute the request again.  Resumed, it runs.
+ */
+static void test_paused_runs_nothing(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+    struct pvrdma_sge sa = { MRA_IOVA, 100, 0 }, sb = { MRB_IOVA, 100, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+    uint8_t data[100], got[100], zero[100] = { 0 };
+
+    pair_setup(&p, 7);
+    sa.lkey = p.mra.lkey;
+    sb.lkey = p.mrb.lkey;
+    fill_pattern(data, sizeof(data), 5);
+    mr_write(d, &p.mra, MRA_IOVA, data, sizeof(data));
+    mr_write(d, &p.mrb, MRB_IOVA, zero, sizeof(zero));
+    post_recv(d, &p.b, 0xb1, &sb, 1);
+    w.wr_id = 0xa1;
+    w.opcode = PVRDMA_WR_SEND;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    put_send(d, &p.a, &w, &sa, 1);
+    ring_send(d, &p.a);             /* queued for the run loop */
+    g_assert_true(pvrdma_core_quiesce(&d->c, 1000));
+    pvrdma_core_run(&d->c);
+    g_assert_cmpuint(d->c.run.length, ==, 1);  /* still queued */
+    expect_cq_empty(d, &p.cqa);
+    expect_cq_empty(d, &p.cqb);
+    mr_read(d, &p.mrb, MRB_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), zero, sizeof(zero));
+    pvrdma_core_resume(&d->c);
+    run_all(d);
+    expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 100,
+               p.a.handle);
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 100,
+               p.b.handle);
+    mr_read(d, &p.mrb, MRB_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    pair_fini(&p);
+}
+
 static void test_send_too_long(void)
 {
     Pair p;
@@ -1550,6 +1593,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/dev/send", test_send);
     g_test_add_func("/pvrdma/dev/sq-cons-before-cqe", test_sq_cons_before_cqe);
     g_test_add_func("/pvrdma/dev/cq-batch", test_cq_batch);
+    g_test_add_func("/pvrdma/dev/paused-runs-nothing",
+                    test_paused_runs_nothing);
     g_test_add_func("/pvrdma/dev/send-too-long", test_send_too_long);
     g_test_add_func("/pvrdma/dev/rdma-write", test_rdma_write);
     g_test_add_func("/pvrdma/dev/rdma-read", test_rdma_read);

@@ -497,6 +497,13 @@ struct PvrdmaCore {
     GQueue run;             /* PvrdmaQP handles waiting to be served */
     bool running;
     /*
+     * Quiesced for a save (pvrdma_core_quiesce() until resume): the run
+     * loop executes nothing, so that nothing changes guest RAM after the
+     * device's state was saved (a postcopy destination takes the pages it
+     * has not got yet from the source, changed or not).
+     */
+    bool paused;
+    /*
      * A batch of completions (pvrdma_batch_begin(), nested: depth): the
      * CQs written to meanwhile (handles), published and notified at its
      * end.
