@@ -436,27 +436,14 @@ static void roce_timer(PvrdmaTransport *pt)
     roce_arm(t, next);
 }
 
-static void stats_str(const PvrdmaRoceStats *s, GString *out)
+static bool roce_stats(PvrdmaTransport *pt, const PvrdmaQP *qp,
+                       PvrdmaPathStats *st)
 {
-    g_string_append_printf(out, " tx_pkts %" PRIu64 " tx_bytes %" PRIu64
-                           " rx_pkts %" PRIu64 " rx_bytes %" PRIu64
-                           " retransmits %" PRIu64 " timeouts %" PRIu64
-                           " rnr_naks %" PRIu64 " seq_naks %" PRIu64
-                           " dups %" PRIu64 " drops %" PRIu64,
-                           s->tx_pkts, s->tx_bytes, s->rx_pkts, s->rx_bytes,
-                           s->retransmits, s->timeouts, s->rnr_naks,
-                           s->seq_naks, s->dups, s->drops);
-}
-
-static void roce_describe(PvrdmaTransport *pt, PvrdmaQP *qp, GString *out)
-{
-    RoceTransport *t = roce(pt);
-    RoceQp *q = qp ? roce_qp(t, qp) : NULL;
-
-    if (qp && !q) {
-        return;
+    if (qp) {
+        return pvrdma_roce_qp_stats(pt, qp, st);
     }
-    stats_str(q ? &q->st : &t->st, out);
+    pvrdma_roce_stats(pt, st);
+    return true;
 }
 
 static void roce_destroy(PvrdmaTransport *pt)
@@ -723,7 +710,7 @@ static const PvrdmaTransportOps roce_ops = {
     .qp_detach = roce_detach,
     .qp_announce = roce_announce,
     .qp_idle = roce_qp_idle,
-    .describe = roce_describe,
+    .stats = roce_stats,
     .quiesce = roce_quiesce,
     .resume = roce_resume,
     .moved = roce_moved,
@@ -745,13 +732,13 @@ PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c)
     return &t->t;
 }
 
-void pvrdma_roce_stats(PvrdmaTransport *pt, PvrdmaRoceStats *s)
+void pvrdma_roce_stats(PvrdmaTransport *pt, PvrdmaPathStats *s)
 {
     *s = roce(pt)->st;
 }
 
 bool pvrdma_roce_qp_stats(PvrdmaTransport *pt, const PvrdmaQP *qp,
-                          PvrdmaRoceStats *s)
+                          PvrdmaPathStats *s)
 {
     RoceQp *q = roce_qp(roce(pt), (PvrdmaQP *)qp);
 

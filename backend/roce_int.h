@@ -127,7 +127,7 @@ typedef struct RoceQp {
     RoceTransport *t;
     PvrdmaQP *qp;
     uint32_t qpn;
-    PvrdmaRoceStats st;
+    PvrdmaPathStats st;
 
     /* requester */
     bool req_init;              /* sq_psn taken from the QP (at RTS) */
@@ -190,7 +190,7 @@ typedef struct RoceLinger {
 
 struct RoceTransport {
     PvrdmaTransport t;
-    PvrdmaRoceStats st;
+    PvrdmaPathStats st;
     GList *qps;                 /* RoceQp */
     RoceLinger linger[ROCE_LINGER_N];
     unsigned linger_next;

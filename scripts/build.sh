@@ -22,8 +22,10 @@ if [ -z "$src" ]; then
 fi
 src=${src%/}
 
-# --- 2. hook patch (3 files), re-applied only if the patch changed --------
-hooked="meson.build hw/Kconfig hw/meson.build tests/qtest/meson.build"
+# --- 2. hook patch, re-applied only if the patch changed --------------------
+hooked="meson.build hw/Kconfig hw/meson.build tests/qtest/meson.build \
+ qapi/meson.build qapi/qapi-schema.json hmp-commands-info.hx \
+ include/monitor/hmp.h"
 sum=$(sha256sum "$top/patches/qemu-hooks.patch" | cut -d' ' -f1)
 if [ "$(cat "$src/.pvrdma-hooks" 2>/dev/null)" != "$sum" ]; then
     for f in $hooked; do
@@ -49,6 +51,7 @@ overlay hw/rdma hw/rdma
 overlay backend hw/rdma/backend
 overlay include include
 overlay tests/qtest tests/qtest
+overlay qapi qapi
 
 # --- 4. configure a lean x86_64 system emulator ----------------------------
 opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \

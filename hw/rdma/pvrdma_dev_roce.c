@@ -406,16 +406,16 @@ static const struct {
     const char *name;
     size_t off;
 } pvrdma_roce_counters[] = {
-    { "x-roce-tx-pkts", offsetof(PvrdmaRoceStats, tx_pkts) },
-    { "x-roce-tx-bytes", offsetof(PvrdmaRoceStats, tx_bytes) },
-    { "x-roce-rx-pkts", offsetof(PvrdmaRoceStats, rx_pkts) },
-    { "x-roce-rx-bytes", offsetof(PvrdmaRoceStats, rx_bytes) },
-    { "x-roce-retransmits", offsetof(PvrdmaRoceStats, retransmits) },
-    { "x-roce-timeouts", offsetof(PvrdmaRoceStats, timeouts) },
-    { "x-roce-rnr-naks", offsetof(PvrdmaRoceStats, rnr_naks) },
-    { "x-roce-seq-naks", offsetof(PvrdmaRoceStats, seq_naks) },
-    { "x-roce-dups", offsetof(PvrdmaRoceStats, dups) },
-    { "x-roce-drops", offsetof(PvrdmaRoceStats, drops) },
+    { "x-roce-tx-pkts", offsetof(PvrdmaPathStats, tx_pkts) },
+    { "x-roce-tx-bytes", offsetof(PvrdmaPathStats, tx_bytes) },
+    { "x-roce-rx-pkts", offsetof(PvrdmaPathStats, rx_pkts) },
+    { "x-roce-rx-bytes", offsetof(PvrdmaPathStats, rx_bytes) },
+    { "x-roce-retransmits", offsetof(PvrdmaPathStats, retransmits) },
+    { "x-roce-timeouts", offsetof(PvrdmaPathStats, timeouts) },
+    { "x-roce-rnr-naks", offsetof(PvrdmaPathStats, rnr_naks) },
+    { "x-roce-seq-naks", offsetof(PvrdmaPathStats, seq_naks) },
+    { "x-roce-dups", offsetof(PvrdmaPathStats, dups) },
+    { "x-roce-drops", offsetof(PvrdmaPathStats, drops) },
 };
 
 static void pvrdma_get_roce_counter(Object *obj, Visitor *v,
@@ -423,7 +423,7 @@ static void pvrdma_get_roce_counter(Object *obj, Visitor *v,
                                     Error **errp)
 {
     PvrdmaState *s = PVRDMA(obj);
-    PvrdmaRoceStats st = { 0 };
+    PvrdmaPathStats st = { 0 };
     uint64_t val;
 
     if (s->roce) {

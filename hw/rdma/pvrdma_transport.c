@@ -578,58 +578,11 @@ void pvrdma_core_moved(PvrdmaCore *c)
     EACH_HOOK(c, moved);
 }
 
-char *pvrdma_describe_qps(PvrdmaCore *c)
+bool pvrdma_transport_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
+                            PvrdmaPathStats *st)
 {
-    static const char *const types[] = {
-        [PVRDMA_QPT_SMI] = "SMI", [PVRDMA_QPT_GSI] = "GSI",
-        [PVRDMA_QPT_RC] = "RC", [PVRDMA_QPT_UC] = "UC", [PVRDMA_QPT_UD] = "UD",
-    };
-    static const char *const states[] = {
-        [PVRDMA_QPS_RESET] = "RESET", [PVRDMA_QPS_INIT] = "INIT",
-        [PVRDMA_QPS_RTR] = "RTR", [PVRDMA_QPS_RTS] = "RTS",
-        [PVRDMA_QPS_SQD] = "SQD", [PVRDMA_QPS_SQE] = "SQE",
-        [PVRDMA_QPS_ERR] = "ERR",
-    };
-    GString *out = g_string_new(NULL);
-
-    for (uint32_t h = 0; h < c->qp.size; h++) {
-        PvrdmaQP *qp = c->qp.slot[h];
-        PvrdmaTransport *t;
-
-        if (!qp) {
-            continue;
-        }
-        t = qp->tp;
-        g_string_append_printf(out, "qp %u type %s state %s path %s", qp->qpn,
-                               qp->type < G_N_ELEMENTS(types) &&
-                               types[qp->type] ? types[qp->type] : "?",
-                               qp->state < G_N_ELEMENTS(states) ?
-                               states[qp->state] : "?",
-                               t ? t->ops->name :
-                               qp->type == PVRDMA_QPT_RC ? "none" :
-                               "per-request");
-        if (qp->type == PVRDMA_QPT_RC && qp->state >= PVRDMA_QPS_RTR) {
-            char g[48];
-
-            pvrdma_gid_str(qp->attr.ah_attr.grh.dgid.raw, g, sizeof(g));
-            g_string_append_printf(out, " peer %s qp %u", g,
-                                   qp->attr.dest_qp_num);
-        }
-        if (t && t->ops->describe) {
-            t->ops->describe(t, qp, out);
-        }
-        g_string_append_c(out, '\n');
-    }
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        PvrdmaTransport *t = c->transports[i];
-
-        g_string_append_printf(out, "transport %s", t->ops->name);
-        if (t->ops->describe) {
-            t->ops->describe(t, NULL, out);
-        }
-        g_string_append_c(out, '\n');
-    }
-    return g_string_free(out, false);
+    memset(st, 0, sizeof(*st));
+    return t->ops->stats && t->ops->stats(t, qp, st);
 }
 
 bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,

@@ -3,6 +3,7 @@
 
     qmp.py SOCKET pvrdma [QOM-PATH]      the pvrdma device's counters and QPs
     qmp.py SOCKET qom-get QOM-PATH PROP  one property (strings as they are)
+    qmp.py SOCKET hmp COMMAND-LINE       an HMP command's text ('info pvrdma')
     qmp.py SOCKET savevm FILE TAG        an internal snapshot TAG, in the qcow2
                                          image FILE (made and attached on the
                                          first call: node pvrdma-snap); prints
@@ -17,7 +18,7 @@
 
 "pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
 adds with id=rdma0) prints "peers N" and one "x-roce-NAME N" line per
-counter, then the lines of the read-only property "qps" ("qp N type ..."
+counter, then the lines of the read-only property "x-qps" ("qp N type ..."
 per QP, "transport ..." per transport).  Exit status 1 with a message on
 stderr if QEMU does not answer within --timeout seconds (default 5) or
 the command fails.  "migrate" waits up to --timeout seconds for the
@@ -134,7 +135,7 @@ def main(argv):
             for p in sorted(props):
                 if p.startswith("x-roce-"):
                     out.append("%s %s" % (p, q.cmd("qom-get", path=dev, property=p)))
-            qps = q.cmd("qom-get", path=dev, property="qps")
+            qps = q.cmd("qom-get", path=dev, property="x-qps")
             out.extend(l for l in qps.splitlines() if l.strip())
             print("\n".join(out))
         elif what == "migrate":
@@ -171,6 +172,9 @@ def main(argv):
         elif what in ("savevm", "loadvm"):
             sys.stderr.write("savevm needs FILE TAG, loadvm TAG\n")
             return 2
+        elif what == "hmp" and len(argv) == 4:
+            sys.stdout.write(q.cmd("human-monitor-command",
+                                   **{"command-line": argv[3]}))
         elif what == "qom-get":
             if len(argv) != 5:
                 sys.stderr.write("qom-get needs QOM-PATH PROP\n")

@@ -103,11 +103,13 @@
 # Host queries: a line "PVRDMA-QMP TAG" (TAG: letters, digits, . _ -) on any
 # VM's console makes this script ask every VM with the pvrdma device over
 # QMP for the device's counters and QPs (scripts/guest/qmp.py pvrdma: the
-# x-roce-* counters and the "qps" lines) into <out>/vmN/qmp-TAG.txt, once
-# per TAG, and snapshot the switch's counters into <out>/switch-TAG.stats;
-# <out>/vmN/qmp-TAG.err says why when QEMU did not answer.  The guest
-# helpers host_query and host_query_all (tests/guest/common.sh) print the
-# marker and wait for it; a test's NN-name.host checks the files.
+# x-roce-* counters and the "x-qps" lines) into <out>/vmN/qmp-TAG.txt and
+# query-pvrdma's answer into <out>/vmN/qmp-TAG.json (info pvrdma's text
+# into qmp-TAG.hmp), once per TAG, and snapshot the switch's counters
+# into <out>/switch-TAG.stats; <out>/vmN/qmp-TAG.err says why when QEMU
+# did not answer.  The guest helpers host_query and host_query_all
+# (tests/guest/common.sh) print the marker and wait for it; a test's
+# NN-name.host checks the files.
 #
 # Live migration: a line "PVRDMA-MIGRATE TAG" on VM N's console (once per
 # TAG) makes this script start a second QEMU for that VM with the same
@@ -524,13 +526,20 @@ snapshot_vm() {
     echo "run-vm: vm$i: snapshot '$tag': $(tr '\n' ' ' < "$d/snapshot-$tag.txt")" >&2
 }
 qmp_query() { # TAG: every pvrdma VM's counters and QPs, the switch's counters
-    local tag=$1 i f
+    local tag=$1 i f s
     for i in $(seq 0 $((vms - 1))); do
         [ "${vm_pvrdma[$i]}" = 1 ] || continue
         f=$out/vm$i/qmp-$tag
-        if python3 "$here/qmp.py" "${qmp_sock[$i]}" pvrdma "$pvrdma_qom" > "$f.txt.tmp" 2> "$f.err"; then
-            mv "$f.txt.tmp" "$f.txt"; rm -f "$f.err"
+        s=${qmp_sock[$i]}
+        if python3 "$here/qmp.py" "$s" pvrdma "$pvrdma_qom" \
+               > "$f.txt.tmp" 2> "$f.err" &&
+           python3 "$here/qmp.py" "$s" '{"execute":"query-pvrdma"}' \
+               > "$f.json.tmp" 2>> "$f.err" &&
+           python3 "$here/qmp.py" "$s" hmp 'info pvrdma' \
+               > "$f.hmp" 2>> "$f.err"; then
+            mv "$f.txt.tmp" "$f.txt"; mv "$f.json.tmp" "$f.json"; rm -f "$f.err"
         else
+            rm -f "$f.json.tmp"
             rm -f "$f.txt.tmp"
             echo "run-vm: vm$i: QMP query '$tag' failed: $(cat "$f.err")" >&2
         fi

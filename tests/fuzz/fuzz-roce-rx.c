@@ -605,7 +605,7 @@ static void drain_cqs(void)
  */
 static void check_stats(void)
 {
-    PvrdmaRoceStats st, qs;
+    PvrdmaPathStats st, qs;
 
     pvrdma_roce_stats(f.t, &st);
     if (st.tx_pkts != f.frames_tx || st.rx_pkts != f.taken) {

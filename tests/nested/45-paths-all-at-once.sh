@@ -24,7 +24,7 @@
 #     (host HCA, from 10.0.1.2 to 10.0.0.1, CM translated by A's device),
 #     A -> rxe1 in L1 (RoCEv2, 10.1.0.2 to 10.1.0.1); every side must end
 #     "verbs-check: ok" with at least 100 messages; L1 polls A's (and B's)
-#     'qps' over QMP and needs one snapshot of A with all three RC QPs in
+#     'x-qps' over QMP and needs one snapshot of A with all three RC QPs in
 #     RTS on path coresident / hostverbs / roce (logged), B's QP on path
 #     coresident, no QP to one of these peers on another path, and the
 #     counters: x-roce-* of A's device and rxe1's for the RoCEv2 one,
@@ -136,10 +136,10 @@ qmp_get() {
         _i=$((_i + 1))
     done
 }
-# qps PORT: the device's 'qps' property, a line each; 1 if no answer
+# qps PORT: the device's 'x-qps' property, a line each; 1 if no answer
 qps() {
     for _w in 1 3; do
-        qmp_raw "$1" $_w "$(qom qps)" | awk '
+        qmp_raw "$1" $_w "$(qom x-qps)" | awk '
             /^\{"return": "/ {
                 s = $0; sub(/^\{"return": "/, "", s); sub(/"\}$/, "", s)
                 gsub(/\\n/, "\n", s); printf "%s", s; found = 1

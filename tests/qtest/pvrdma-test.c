@@ -13,6 +13,7 @@
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
+#include <arpa/inet.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -2251,6 +2252,108 @@ static void test_cr_rc(void)
     rm_dir(dir);
 }
 
+/* query-pvrdma's entry for QP qpn of d's one device, or NULL. */
+static QDict *query_qp(QDict *dev, uint32_t qpn)
+{
+    QList *qps = qdict_get_qlist(dev, "qps");
+
+    for (const QListEntry *e = qlist_first(qps); e; e = qlist_next(e)) {
+        QDict *q = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (qdict_get_int(q, "qpn") == qpn) {
+            return q;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * query-pvrdma and info pvrdma on a co-resident pair: a's device, its
+ * transports (the co-resident one with its peer), its RC QP on the
+ * co-resident path towards b's GID and QP number, typed.
+ */
+static void test_cr_query(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    char gid[INET6_ADDRSTRLEN];
+    bool loopback = false, coresident = false;
+    QDict *rsp, *dev, *q;
+    QList *list, *tps;
+    Peer a, b;
+    char *txt;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    peers_send(&a, &b, 1, 0, 0, 100, 3);
+    rsp = qtest_qmp(a.d->qts, "{ 'execute': 'query-pvrdma' }");
+    list = qdict_get_qlist(rsp, "return");
+    g_assert_cmpuint(qlist_size(list), ==, 1);
+    dev = qobject_to(QDict, qlist_peek(list));
+    g_assert_cmpstr(qdict_get_str(dev, "id"), ==, "pvrdma0");
+    g_assert_cmpstr(qdict_get_str(dev, "qom-path"), ==,
+                    "/machine/peripheral/pvrdma0");
+    g_assert_true(qdict_get_bool(dev, "active"));
+    g_assert_true(qdict_get_bool(dev, "port-active"));
+    tps = qdict_get_qlist(dev, "transports");
+    for (const QListEntry *e = qlist_first(tps); e; e = qlist_next(e)) {
+        QDict *t = qobject_to(QDict, qlist_entry_obj(e));
+        const char *type = qdict_get_str(t, "type");
+
+        if (!strcmp(type, "coresident")) {
+            coresident = true;
+            g_assert_cmpint(qdict_get_int(t, "peers"), ==, 1);
+        } else if (!strcmp(type, "loopback")) {
+            loopback = true;
+            g_assert_false(qdict_haskey(t, "peers"));
+        }
+        g_assert_false(qdict_haskey(t, "stats"));   /* neither counts */
+    }
+    g_assert_true(loopback && coresident);
+    q = query_qp(dev, a.qp.qpn);
+    g_assert_nonnull(q);
+    g_assert_cmpstr(qdict_get_str(q, "type"), ==, "rc");
+    g_assert_cmpstr(qdict_get_str(q, "state"), ==, "rts");
+    g_assert_cmpstr(qdict_get_str(q, "path"), ==, "coresident");
+    g_assert_cmpint(qdict_get_int(q, "peer-qpn"), ==, b.qp.qpn);
+    /* an IPv4-mapped GID (RoCEv2's), as its IPv4 address */
+    inet_ntop(AF_INET, peer_gid[1] + 12, gid, sizeof(gid));
+    g_assert_cmpstr(qdict_get_str(q, "peer-gid"), ==, gid);
+    g_assert_false(qdict_haskey(q, "stats"));
+    qobject_unref(rsp);
+
+    /* the same for people */
+    txt = qtest_hmp(a.d->qts, "info pvrdma");
+    g_assert_nonnull(strstr(txt, "pvrdma0 (/machine/peripheral/pvrdma0): "
+                            "active, port up"));
+    g_assert_nonnull(strstr(txt, "transport coresident peers 1"));
+    {
+        g_autofree char *line = g_strdup_printf("qp %u rc rts path coresident "
+                                                "peer %s qp %u", a.qp.qpn, gid,
+                                                b.qp.qpn);
+
+        g_assert_nonnull(strstr(txt, line));
+    }
+    g_free(txt);
+
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
+/* A machine without the device: an empty list, and HMP says so. */
+static void test_query_none(void)
+{
+    QTestState *qts = qtest_init("-nodefaults");
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': 'query-pvrdma' }");
+    char *txt;
+
+    g_assert_cmpuint(qlist_size(qdict_get_qlist(rsp, "return")), ==, 0);
+    qobject_unref(rsp);
+    txt = qtest_hmp(qts, "info pvrdma");
+    g_assert_cmpstr(txt, ==, "no pvrdma device\r\n");
+    g_free(txt);
+    qtest_quit(qts);
+}
+
 static void test_cr_access(void)
 {
     g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
@@ -3381,6 +3484,8 @@ int main(int argc, char **argv)
         qtest_add_func("/pvrdma/bench/migration", bench_migration);
     }
     qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
+    qtest_add_func("/pvrdma/coresident/query", test_cr_query);
+    qtest_add_func("/pvrdma/query-none", test_query_none);
     qtest_add_func("/pvrdma/coresident/access", test_cr_access);
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
     qtest_add_func("/pvrdma/coresident/peer-gone", test_cr_peer_gone);

@@ -655,9 +655,9 @@ static void net_for(Net *n, int64_t ms)
     net_set_now(n, MAX(net_now(n), end));
 }
 
-static PvrdmaRoceStats stats(Node *nd)
+static PvrdmaPathStats stats(Node *nd)
 {
-    PvrdmaRoceStats s;
+    PvrdmaPathStats s;
 
     memset(&s, 0xa5, sizeof(s));
     pvrdma_roce_stats(nd->t, &s);
@@ -667,7 +667,7 @@ static PvrdmaRoceStats stats(Node *nd)
 static void log_stats(Net *n)
 {
     for (unsigned i = 0; i < 2; i++) {
-        PvrdmaRoceStats s = stats(&n->node[i]);
+        PvrdmaPathStats s = stats(&n->node[i]);
         WireDir *w = &n->dir[i];
 
         g_test_message("%c: tx %" PRIu64 " rx %" PRIu64 " retransmits %"
@@ -1126,7 +1126,7 @@ static void test_rc_send(void)
     Rc r;
     Net *n = &r.n;
     uint8_t *data[G_N_ELEMENTS(size)];
-    PvrdmaRoceStats sa, sb, qs;
+    PvrdmaPathStats sa, sb, qs;
     uint64_t src = 0, dst = 0, soff[G_N_ELEMENTS(size)];
     uint64_t doff[G_N_ELEMENTS(size)];
 
@@ -1573,7 +1573,7 @@ static void test_rc_migrate(void)
     g_autoptr(GArray) ra = g_array_new(false, false, sizeof(uint64_t));
     g_autoptr(GArray) sb = g_array_new(false, false, sizeof(uint64_t));
     g_autoptr(GArray) rb = g_array_new(false, false, sizeof(uint64_t));
-    PvrdmaRoceStats st;
+    PvrdmaPathStats st;
     uint64_t retx;
     struct pvrdma_sge s;
     uint64_t sum = 1000;
@@ -1725,7 +1725,7 @@ static void bulk_traffic(Rc *r)
 static void test_rc_loss(void)
 {
     Rc r;
-    PvrdmaRoceStats sa, sb;
+    PvrdmaPathStats sa, sb;
 
     rc_setup(&r, NULL, 4096 * KIB, 6);
     for (unsigned i = 0; i < 2; i++) {
@@ -1754,7 +1754,7 @@ static void test_rc_loss(void)
 static void test_rc_dup_corrupt(void)
 {
     Rc r;
-    PvrdmaRoceStats sa, sb;
+    PvrdmaPathStats sa, sb;
 
     rc_setup(&r, NULL, 4096 * KIB, 7);
     for (unsigned i = 0; i < 2; i++) {
@@ -1785,7 +1785,7 @@ static void test_rc_rnr(void)
     Net *n = &r.n;
     uint8_t *d = pattern(3000, 31);
     struct pvrdma_sge s;
-    PvrdmaRoceStats sa;
+    PvrdmaPathStats sa;
 
     /* rnr_retry 7: the requester retries until the receive is there */
     rc_setup(&r, NULL, 64 * KIB, 8);
@@ -2836,7 +2836,7 @@ static void test_hostile(void)
     RocePkt p;
     uint8_t pay[64], frame[ROCE_MAX_FRAME];
     uint64_t drops, naks;
-    PvrdmaRoceStats qs;
+    PvrdmaPathStats qs;
     size_t flen;
     const uint32_t epsn = rc_default.psn_a;
     struct pvrdma_sge s;
@@ -3309,7 +3309,7 @@ static SoakResult soak_cell(const SoakCell *cell, uint32_t seed)
     }
     res.fake_ms = net_now(n) - t0;
     for (unsigned i = 0; i < 2; i++) {
-        PvrdmaRoceStats st = stats(&n->node[i]);
+        PvrdmaPathStats st = stats(&n->node[i]);
 
         res.frames += n->dir[i].frames;
         res.dropped += n->dir[i].dropped;

@@ -450,6 +450,34 @@ static void test_with_owner(void)
     g_assert_nonnull(strstr(qps, "path fake-hca"));
     g_assert_nonnull(strstr(qps, "path probe"));
     g_assert_nonnull(strstr(qps, "path loopback"));
+    /* the same, typed (query-pvrdma): c on the owner, towards far_gid */
+    {
+        g_autoptr(GArray) qi = pvrdma_info_qps(&f.d.c);
+        g_autoptr(GArray) ti = pvrdma_info_transports(&f.d.c);
+        const PvrdmaQpInfo *ci = NULL;
+        bool probe = false;
+
+        for (guint i = 0; i < qi->len; i++) {
+            const PvrdmaQpInfo *x = &g_array_index(qi, PvrdmaQpInfo, i);
+
+            if (x->qpn == c.qpn) {
+                ci = x;
+            }
+        }
+        g_assert_nonnull(ci);
+        g_assert_cmpstr(ci->path, ==, "fake-hca");
+        g_assert_cmpstr(pvrdma_qp_type_name(ci->type), ==, "RC");
+        g_assert_cmpstr(pvrdma_qp_state_name(ci->state), ==, "RTS");
+        g_assert_true(ci->has_peer);
+        g_assert_cmphex(ci->peer_qpn, ==, 0x777);
+        g_assert_cmpmem(ci->peer_gid, 16, far_gid, 16);
+        g_assert_false(ci->has_stats);
+        for (guint i = 0; i < ti->len; i++) {
+            probe |= !strcmp(g_array_index(ti, PvrdmaTransportInfo,
+                                           i).name, "probe");
+        }
+        g_assert_true(probe);
+    }
 
     /* reset gives c back (the twin resets too); then the probe takes it */
     g_assert_cmpuint(modify_qp(&f.d, &c, PVRDMA_QP_STATE, &at), ==, 0);

@@ -27,20 +27,12 @@ PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c);
  */
 bool pvrdma_roce_rx(PvrdmaTransport *t, const uint8_t *frame, size_t len);
 
-/* Counters: the transport's, or one QP's (false: not a RoCEv2 QP). */
-typedef struct PvrdmaRoceStats {
-    uint64_t tx_pkts, tx_bytes;
-    uint64_t rx_pkts, rx_bytes;
-    uint64_t retransmits;       /* request packets sent again */
-    uint64_t timeouts;          /* local ACK timeouts */
-    uint64_t rnr_naks;          /* RNR NAKs received */
-    uint64_t seq_naks;          /* PSN sequence NAKs received */
-    uint64_t dups;              /* duplicate requests answered again */
-    uint64_t drops;             /* frames dropped: malformed, misdirected */
-} PvrdmaRoceStats;
-
-void pvrdma_roce_stats(PvrdmaTransport *t, PvrdmaRoceStats *s);
+/*
+ * Counters (PvrdmaPathStats): the transport's, or one QP's (false: not a
+ * RoCEv2 QP).
+ */
+void pvrdma_roce_stats(PvrdmaTransport *t, PvrdmaPathStats *s);
 bool pvrdma_roce_qp_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
-                          PvrdmaRoceStats *s);
+                          PvrdmaPathStats *s);
 
 #endif

@@ -266,6 +266,18 @@ typedef struct PvrdmaQueueOps {
                      uint32_t num_sge);
 } PvrdmaQueueOps;
 
+/* A path's counters (PvrdmaTransportOps.stats): what a wire counts. */
+typedef struct PvrdmaPathStats {
+    uint64_t tx_pkts, tx_bytes;
+    uint64_t rx_pkts, rx_bytes;
+    uint64_t retransmits;       /* request packets sent again */
+    uint64_t timeouts;          /* local ACK timeouts */
+    uint64_t rnr_naks;          /* RNR NAKs received */
+    uint64_t seq_naks;          /* PSN sequence NAKs received */
+    uint64_t dups;              /* duplicate requests answered again */
+    uint64_t drops;             /* frames dropped: malformed, misdirected */
+} PvrdmaPathStats;
+
 /*
  * What every transport implements (all optional but name), plus the
  * contract of its kind: exactly one of msg and queue.
@@ -324,11 +336,12 @@ typedef struct PvrdmaTransportOps {
     bool (*rq_psn)(PvrdmaTransport *t, uint32_t qpn, uint32_t dest_qpn,
                    const uint8_t dgid[16], uint32_t *psn);
     /*
-     * Append counters to out (" name=value" each): of QP qp on this
-     * transport, or with qp NULL of the whole transport.  For
-     * pvrdma_describe_qps().
+     * The counters of QP qp on this transport, or with qp NULL of the
+     * whole transport, into *st: false if it keeps none
+     * (pvrdma_info_qps(), query-pvrdma).
      */
-    void (*describe)(PvrdmaTransport *t, PvrdmaQP *qp, GString *out);
+    bool (*stats)(PvrdmaTransport *t, const PvrdmaQP *qp,
+                  PvrdmaPathStats *st);
     /*
      * Migration and snapshots, all optional.  quiesce: the VM stops for
      * its state to be saved: finish, or give back (NOT_EXECUTED), every
@@ -540,11 +553,49 @@ void pvrdma_batch_end(PvrdmaCore *c);
  */
 void pvrdma_transport_event(PvrdmaCore *c, uint32_t type, uint32_t handle);
 
+/* ------------------------------------------------------------------ */
+/* What the device does (pvrdma_info.c): query-pvrdma, info pvrdma     */
+
+/* One QP (pvrdma_info_qps()). */
+typedef struct PvrdmaQpInfo {
+    uint32_t qpn;
+    uint32_t type;              /* PVRDMA_QPT_* */
+    uint32_t state;             /* PVRDMA_QPS_* */
+    /*
+     * The transport that carries it; "per-request" for UD and GSI (each
+     * request goes where its destination is), "none" for RC before RTR.
+     */
+    const char *path;
+    bool has_peer;              /* RC in RTR or later: */
+    uint8_t peer_gid[16];
+    uint32_t peer_qpn;
+    bool has_stats;             /* its path keeps counters for it */
+    PvrdmaPathStats st;
+} PvrdmaQpInfo;
+
+/* One transport (pvrdma_info_transports()). */
+typedef struct PvrdmaTransportInfo {
+    const char *name;
+    bool has_stats;
+    PvrdmaPathStats st;
+} PvrdmaTransportInfo;
+
+/* t's counters of qp (NULL: of t), zero and false if it keeps none. */
+bool pvrdma_transport_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
+                            PvrdmaPathStats *st);
+/* The guest's driver activated the device; its port is up. */
+void pvrdma_info_device(PvrdmaCore *c, bool *active, bool *port_up);
+/* Every QP of the device, by handle: a GArray of PvrdmaQpInfo. */
+GArray *pvrdma_info_qps(PvrdmaCore *c);
+/* Every transport of the device, in the order it tries them. */
+GArray *pvrdma_info_transports(PvrdmaCore *c);
+/* "RC", "RTS", ...: a QP type's and state's names ("?" if none). */
+const char *pvrdma_qp_type_name(uint32_t type);
+const char *pvrdma_qp_state_name(uint32_t state);
 /*
- * What the device's QPs do, for people (the device's "qps" property): a
- * line per QP with its number, type, state, path (the transport that
- * carries it; "per-request" for UD and GSI, "none" before RTR), peer and
- * the transport's counters, then a line per transport with counters.
+ * What the device's QPs do, for people (the device's "x-qps" property,
+ * a debugging aid): a line per QP with its number, type, state, path,
+ * peer and the path's counters, then a line per transport with counters.
  * g_free() it.
  */
 char *pvrdma_describe_qps(PvrdmaCore *c);

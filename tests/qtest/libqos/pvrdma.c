@@ -835,7 +835,7 @@ char *qpvrdma_qps(QPvrdma *d)
 {
     QDict *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': '/machine/peripheral/pvrdma0', "
-                           "'property': 'qps'}}");
+                           "'property': 'x-qps'}}");
     char *v;
 
     g_assert(qdict_haskey(rsp, "return"));
