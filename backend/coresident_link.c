@@ -38,6 +38,11 @@ void cr_peer_fail(CrPeer *p, const char *why)
             pvrdma_log_host("co-resident peer %s: %s, dropped", p->name,
                             why);
         }
+        if (why && p->authed) {
+            pvrdma_report(p->t->t.core, &(PvrdmaReport) {
+                .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->name, .why = why,
+            });
+        }
         trace_pvrdma_cr_peer_gone(p->node);
         p->dead = true;
         p->t->reap = true;
@@ -551,6 +556,13 @@ static void cr_peer_read_in(CrPeer *p, bool stay_awake)
     if (rc < 0 && err == ECONNRESET && p->paused) {
         cr_peer_fail(p, NULL);  /* it hung up after its pause: moved */
     } else if (rc < 0) {
+        if (!err && p->authed && !p->paused && !p->dead) {
+            /* its QEMU quit or crashed: no warning, but the host hears */
+            pvrdma_report(p->t->t.core, &(PvrdmaReport) {
+                .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->name,
+                .why = "hung up",
+            });
+        }
         cr_peer_fail(p, err ? strerror(err) : p->authed ? NULL :
                      "hung up before the handshake was over (it refused "
                      "this device: see its log)");

@@ -37,7 +37,10 @@ static void cr_qp_free(gpointer p)
 {
     CrQp *q = p;
 
-    /* idle: the data path emptied it (cr_data_fini() when we go) */
+    /*
+     * Idle, or the transport goes: the peers went first, and their
+     * requests waiting here with them (cr_data_peer_gone()).
+     */
     g_queue_clear(&q->waiting);
     g_free(q);
 }

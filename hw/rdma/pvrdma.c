@@ -178,6 +178,7 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .set_fd_handler = pvrdma_set_fd_handler,     /* pvrdma_dev_host.c */
     .frame_tx = pvrdma_roce_tx,                  /* pvrdma_dev_roce.c */
     .poll_wait = pvrdma_poll_wait,               /* pvrdma_dev_host.c */
+    .report = pvrdma_report_event,               /* pvrdma_dev_qmp.c */
 };
 
 /*

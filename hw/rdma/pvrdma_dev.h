@@ -92,6 +92,9 @@ void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
 bool pvrdma_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
                       uint64_t max_ns);
 
+/* pvrdma_dev_qmp.c: PvrdmaHostOps.report, as a QMP event */
+void pvrdma_report_event(void *opaque, const PvrdmaReport *r);
+
 /* pvrdma_dev_roce.c */
 void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic);
 void pvrdma_del_roce(PvrdmaState *s);

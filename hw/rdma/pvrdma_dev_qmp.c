@@ -1,5 +1,6 @@
 /*
- * pvrdma device: query-pvrdma (qapi/pvrdma.json).  Every pvrdma device in
+ * pvrdma device: query-pvrdma and the device's QMP events
+ * (qapi/pvrdma.json).  Every pvrdma device in
  * the machine, its transports and the guest's QPs, from the core's
  * snapshot (pvrdma_info.c) into the schema's types.  info pvrdma prints
  * the same (pvrdma_dev_hmp.c); without the device,
@@ -10,8 +11,10 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-pvrdma.h"
+#include "qapi/qapi-events-pvrdma.h"
 #include "qom/object.h"
 #include "hw/rdma/pvrdma_coresident.h"
+#include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
 static PvrdmaCounters *counters(const PvrdmaPathStats *s)
@@ -108,6 +111,41 @@ static int add_device(Object *obj, void *opaque)
         QAPI_LIST_APPEND(*tail, device_info(s));
     }
     return 0;
+}
+
+/*
+ * PvrdmaHostOps.report: PVRDMA_PATH_CHANGED, PVRDMA_PORT_CHANGED,
+ * PVRDMA_PEER_LOST (rate-limited per device by the monitor).
+ */
+void pvrdma_report_event(void *opaque, const PvrdmaReport *r)
+{
+    PvrdmaState *s = opaque;
+    g_autofree char *path = object_get_canonical_path(OBJECT(s));
+    const char *id = DEVICE(s)->id;
+
+    switch (r->kind) {
+    case PVRDMA_REPORT_PATH:
+        if (trace_event_get_state_backends(TRACE_PVRDMA_QMP_EVENT)) {
+            g_autofree char *d = g_strdup_printf("qp %u %s -> %s", r->qpn,
+                                                 r->old_path, r->new_path);
+
+            trace_pvrdma_qmp_event("PVRDMA_PATH_CHANGED", d);
+        }
+        qapi_event_send_pvrdma_path_changed(
+            id, path, r->qpn,
+            MAX(from_name(&PvrdmaPath_lookup, r->old_path), 0),
+            MAX(from_name(&PvrdmaPath_lookup, r->new_path), 0));
+        break;
+    case PVRDMA_REPORT_PORT:
+        trace_pvrdma_qmp_event("PVRDMA_PORT_CHANGED",
+                               r->port_up ? "up" : "down");
+        qapi_event_send_pvrdma_port_changed(id, path, r->port_up);
+        break;
+    case PVRDMA_REPORT_PEER_LOST:
+        trace_pvrdma_qmp_event("PVRDMA_PEER_LOST", r->why);
+        qapi_event_send_pvrdma_peer_lost(id, path, r->peer, r->why);
+        break;
+    }
 }
 
 PvrdmaDeviceInfoList *qmp_query_pvrdma(Error **errp)

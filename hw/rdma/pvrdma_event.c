@@ -28,6 +28,13 @@ void pvrdma_raise(PvrdmaCore *c, unsigned vector)
     c->ops->notify(c->opaque, vector);
 }
 
+void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r)
+{
+    if (c->ops->report) {
+        c->ops->report(c->opaque, r);
+    }
+}
+
 void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info)
 {
     struct pvrdma_eqe *e;

@@ -171,4 +171,7 @@ void pvrdma_core_check_link(PvrdmaCore *c)
     trace_pvrdma_port_state(down ? "down" : "active");
     pvrdma_post_async(c, down ? PVRDMA_EVENT_PORT_ERR :
                       PVRDMA_EVENT_PORT_ACTIVE, 1);
+    pvrdma_report(c, &(PvrdmaReport) {
+        .kind = PVRDMA_REPORT_PORT, .port_up = !down,
+    });
 }

@@ -174,15 +174,22 @@ void pvrdma_transport_detach(PvrdmaCore *c, PvrdmaQP *qp)
 static bool transport_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
                            uint32_t sq_psn, uint32_t rq_psn)
 {
+    PvrdmaReport r = {
+        .kind = PVRDMA_REPORT_PATH, .qpn = qp->qpn,
+        .old_path = qp->tp ? qp->tp->ops->name : "none",
+        .new_path = n->ops->name,
+    };
+
     qp->attr.sq_psn = sq_psn & 0xffffff;
     qp->attr.rq_psn = rq_psn & 0xffffff;
-    trace_pvrdma_qp_repath(qp->qpn, qp->tp ? qp->tp->ops->name : "none",
-                           n->ops->name, qp->attr.sq_psn, qp->attr.rq_psn);
+    trace_pvrdma_qp_repath(qp->qpn, r.old_path, r.new_path, qp->attr.sq_psn,
+                           qp->attr.rq_psn);
     if (!pvrdma_transport_attach_to(c, qp, n)) {
         pvrdma_log_host("QP %u: the %s transport refused it", qp->qpn,
                         n->ops->name);
         return false;
     }
+    pvrdma_report(c, &r);
     pvrdma_transport_wake_senders(c);
     return true;
 }

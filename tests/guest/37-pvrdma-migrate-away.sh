@@ -32,7 +32,7 @@
 # timeout: 700
 # requires: pvrdma
 # vm-args: --switch
-# qemu-args: -trace pvrdma_qp_repath -trace pvrdma_qp_offer -trace pvrdma_cr_offer -trace pvrdma_state_saved -trace pvrdma_state_loaded -trace pvrdma_redo
+# qemu-args: -trace pvrdma_qp_repath -trace pvrdma_qmp_event -trace pvrdma_qp_offer -trace pvrdma_cr_offer -trace pvrdma_state_saved -trace pvrdma_state_loaded -trace pvrdma_redo
 . /usr/lib/pvrdma/tests-common.sh
 
 [ "$PVRDMA_DEVICE" = 1 ] || fail "VM $PVRDMA_VM has no pvrdma device"

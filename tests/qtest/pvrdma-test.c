@@ -246,6 +246,11 @@ static void test_port_link(void)
     qobject_unref(rsp);
     qtest_clock_step(d->qts, 1000 * 1000 * 1000);  /* the link poll */
     g_assert(async_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
+    rsp = qtest_qmp_eventwait_ref(d->qts, "PVRDMA_PORT_CHANGED");
+    g_assert_false(qdict_get_bool(qdict_get_qdict(rsp, "data"), "active"));
+    g_assert_cmpstr(qdict_get_str(qdict_get_qdict(rsp, "data"), "qom-path"),
+                    ==, "/machine/peripheral/pvrdma0");
+    qobject_unref(rsp);
     g_assert(!async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
     qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
     g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_DOWN);
@@ -257,6 +262,14 @@ static void test_port_link(void)
     qobject_unref(rsp);
     qtest_clock_step(d->qts, 1000 * 1000 * 1000);
     g_assert(async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
+    /*
+     * Within the rate limit's second (the virtual clock under qtest) it
+     * may be held until that second is over.
+     */
+    qtest_clock_step(d->qts, 1000 * 1000 * 1000);
+    rsp = qtest_qmp_eventwait_ref(d->qts, "PVRDMA_PORT_CHANGED");
+    g_assert_true(qdict_get_bool(qdict_get_qdict(rsp, "data"), "active"));
+    qobject_unref(rsp);
     qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
     g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
     qpvrdma_stop(d);
@@ -2442,6 +2455,18 @@ static void test_cr_peer_gone(void)
     qpvrdma_cq_empty(a.d, &a.cq);
     qpvrdma_stop(b.d);
     wait_peers(a.d, 0);
+    /* the management program hears it */
+    {
+        QDict *ev = qtest_qmp_eventwait_ref(a.d->qts, "PVRDMA_PEER_LOST");
+        QDict *data = qdict_get_qdict(ev, "data");
+
+        g_assert_cmpstr(qdict_get_str(data, "qom-path"), ==,
+                        "/machine/peripheral/pvrdma0");
+        g_assert_cmpstr(qdict_get_str(data, "id"), ==, "pvrdma0");
+        g_assert_nonnull(strstr(qdict_get_str(data, "peer"), dir));
+        g_assert_cmpstr(qdict_get_str(data, "reason"), !=, "");
+        qobject_unref(ev);
+    }
     /*
      * Nobody answers any more: as on a wire, RETRY_EXC_ERR once a's
      * retries have run out (timeout 14, retry_cnt 7: 8 x 67 ms of the

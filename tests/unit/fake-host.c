@@ -206,6 +206,43 @@ static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
     return ok;
 }
 
+static bool fh_link_up(void *opaque)
+{
+    return !((FakeHost *)opaque)->link_down;
+}
+
+/* A report as a line: "path QPN OLD NEW", "port up|down", "peer-lost WHY" */
+static void fh_report(void *opaque, const PvrdmaReport *r)
+{
+    FakeHost *h = opaque;
+    char *line;
+
+    switch (r->kind) {
+    case PVRDMA_REPORT_PATH:
+        line = g_strdup_printf("path %u %s %s", r->qpn, r->old_path,
+                               r->new_path);
+        break;
+    case PVRDMA_REPORT_PORT:
+        line = g_strdup_printf("port %s", r->port_up ? "up" : "down");
+        break;
+    default:
+        line = g_strdup_printf("peer-lost %s", r->why);
+        break;
+    }
+    g_ptr_array_add(h->reports, line);
+}
+
+/* How many reports line is (fh_report()'s form). */
+unsigned fh_reports(FakeHost *h, const char *line)
+{
+    unsigned n = 0;
+
+    for (guint i = 0; i < h->reports->len; i++) {
+        n += !strcmp(g_ptr_array_index(h->reports, i), line);
+    }
+    return n;
+}
+
 const PvrdmaHostOps fh_ops = {
     .dma_read = fh_dma_read,
     .dma_write = fh_dma_write,
@@ -219,6 +256,8 @@ const PvrdmaHostOps fh_ops = {
     .set_fd_handler = fh_set_fd_handler,
     .frame_tx = fh_frame_tx,
     .poll_wait = fh_poll_wait,
+    .link_up = fh_link_up,
+    .report = fh_report,
 };
 
 /* Everything but the guest RAM, which the caller has set up. */
@@ -230,6 +269,7 @@ static void fh_init_common(FakeHost *h)
     h->next_free = h->base;
     h->maps = g_array_new(FALSE, FALSE, sizeof(FhMapping));
     h->irqs = g_array_new(FALSE, FALSE, sizeof(unsigned));
+    h->reports = g_ptr_array_new_with_free_func(g_free);
     h->watches = g_array_new(FALSE, FALSE, sizeof(FhWatch));
     memcpy(h->mac, mac, 6);
     h->now = 1000;
@@ -287,6 +327,7 @@ void fh_fini(FakeHost *h)
     }
     g_array_free(h->maps, TRUE);
     g_array_free(h->irqs, TRUE);
+    g_ptr_array_free(h->reports, TRUE);
     g_array_free(h->watches, TRUE);
     memset(h, 0, sizeof(*h));
 }

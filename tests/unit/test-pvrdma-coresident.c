@@ -2709,6 +2709,8 @@ static void fake_peer_run(bool ring)
         PUMP(&a);
         g_assert_true(fake_dropped(&f));
         g_assert_cmpuint(peers(&a), ==, 0);
+        g_assert_cmpuint(fh_reports(&a.d.h, "peer-lost malformed message"),
+                         ==, 1);
         pass_retry_window(&sa);
         side_expect_cqe(&sa, 0xa2, PVRDMA_WC_RETRY_EXC_ERR,
                         PVRDMA_WC_RDMA_READ, 0);
@@ -2832,7 +2834,14 @@ static void test_fake_peer_poll(void)
     expect_cq_empty(&a.d, &sa.cq);
     g_assert_cmpuint(peers(&a), ==, 1);
 
+    /* the fake's QEMU quits: the host hears it */
     fake_close(&f);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    /* "hung up", or "Connection reset by peer" if it left data unread */
+    g_assert_cmpuint(a.d.h.reports->len, ==, 1);
+    g_assert_true(g_str_has_prefix(g_ptr_array_index(a.d.h.reports, 0),
+                                   "peer-lost "));
     g_free(path);
     vm_fini(&a);
     env_fini(&e);
@@ -3294,6 +3303,13 @@ static void test_moved_away(void)
     PUMP(&x.a, &x.b);
     vm_fini(&x.a);
     g_assert_cmpstr(side_transport(&x.sb), ==, "roce");
+    {
+        /* the management program hears it (PVRDMA_PATH_CHANGED) */
+        g_autofree char *r = g_strdup_printf("path %u coresident roce",
+                                             x.sb.qp.qpn);
+
+        g_assert_cmpuint(fh_reports(&x.b.d.h, r), ==, 1);
+    }
     /* a2's first tries went to a b still waiting: they go again */
     wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 20, 50);
     resumed_state(&x, &sa2, data);
@@ -3572,6 +3588,28 @@ static void bad_message(Vm *a, const char *path, int hs, const void *msg,
 }
 
 /*
+ * A VM a with the fake as its one peer on the rings (GID 10.x.0xfa); the
+ * rendezvous socket's path (g_free it).
+ */
+static char *ring_peer_up(Env *e, Vm *a, Fake *f)
+{
+    uint8_t fgid[16];
+    char *path;
+
+    env_init(e);
+    vm_init(a, e->dir, 1);
+    vm_up(a);
+    make_gid(fgid, 10, 0xfa);
+    path = only_sock(e->dir);
+    fake_connect(f, a, path);
+    fake_ready(f, fgid);
+    PUMP(a);
+    g_assert_cmpuint(peers(a), ==, 1);
+    g_assert_true(fake_ring_on(f, true));
+    return path;
+}
+
+/*
  * A consumer that does not take: the device's answers fill the fake's
  * ring, the rest waits in the device (want_space); each time the fake
  * has taken what is there it sends ROOM, and in the end every answer
@@ -3584,20 +3622,10 @@ static void test_ring_backlog(void)
     Vm a;
     Fake f;
     char *path;
-    uint8_t fgid[16];
     unsigned next = 1, rooms = 0;
     CrHdr room = { CR_ROOM, sizeof(room) };
 
-    env_init(&e);
-    vm_init(&a, e.dir, 1);
-    vm_up(&a);
-    make_gid(fgid, 10, 0xfa);
-    path = only_sock(e.dir);
-    fake_connect(&f, &a, path);
-    fake_ready(&f, fgid);
-    PUMP(&a);
-    g_assert_cmpuint(peers(&a), ==, 1);
-    g_assert_true(fake_ring_on(&f, true));
+    path = ring_peer_up(&e, &a, &f);
     /* requests for a QP a does not have: each gets an answer */
     for (unsigned i = 1; i <= n; i++) {
         CrReqMsg *m = req_msg(i, PVRDMA_WR_RDMA_WRITE, 0xabcd, NULL, 0, 0, 0);
@@ -3656,19 +3684,9 @@ static void test_peer_not_reading(void)
     Vm a;
     Fake f;
     char *path;
-    uint8_t fgid[16];
     unsigned i;
 
-    env_init(&e);
-    vm_init(&a, e.dir, 1);
-    vm_up(&a);
-    make_gid(fgid, 10, 0xfa);
-    path = only_sock(e.dir);
-    fake_connect(&f, &a, path);
-    fake_ready(&f, fgid);
-    PUMP(&a);
-    g_assert_cmpuint(peers(&a), ==, 1);
-    g_assert_true(fake_ring_on(&f, true));
+    path = ring_peer_up(&e, &a, &f);
     g_assert_null(pvrdma_standalone_host_log);
     pvrdma_standalone_host_log = g_string_new(NULL);
     for (i = 1; i <= max && peers(&a); i++) {

@@ -451,6 +451,29 @@ static void test_paused_runs_nothing(void)
     pair_fini(&p);
 }
 
+/*
+ * The port follows the paired NIC's link: PORT_ERR and PORT_ACTIVE for the
+ * guest, a report for the host (PVRDMA_PORT_CHANGED) on each change only.
+ */
+static void test_port_reports(void)
+{
+    Pair p;
+    Dev *d = &p.d;
+
+    pair_setup(&p, 7);
+    pvrdma_core_check_link(&d->c);
+    g_assert_cmpuint(d->h.reports->len, ==, 0);
+    d->h.link_down = true;
+    pvrdma_core_check_link(&d->c);
+    pvrdma_core_check_link(&d->c);
+    g_assert_cmpuint(fh_reports(&d->h, "port down"), ==, 1);
+    d->h.link_down = false;
+    pvrdma_core_check_link(&d->c);
+    g_assert_cmpuint(fh_reports(&d->h, "port up"), ==, 1);
+    g_assert_cmpuint(d->h.reports->len, ==, 2);
+    pair_fini(&p);
+}
+
 static void test_send_too_long(void)
 {
     Pair p;
@@ -1593,6 +1616,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/dev/send", test_send);
     g_test_add_func("/pvrdma/dev/sq-cons-before-cqe", test_sq_cons_before_cqe);
     g_test_add_func("/pvrdma/dev/cq-batch", test_cq_batch);
+    g_test_add_func("/pvrdma/dev/port-reports", test_port_reports);
     g_test_add_func("/pvrdma/dev/paused-runs-nothing",
                     test_paused_runs_nothing);
     g_test_add_func("/pvrdma/dev/send-too-long", test_send_too_long);

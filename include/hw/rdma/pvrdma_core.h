@@ -24,6 +24,24 @@
 typedef struct PvrdmaCore PvrdmaCore;
 typedef struct PvrdmaTransport PvrdmaTransport;
 
+/*
+ * What a management program would want to know (PvrdmaHostOps.report: the
+ * QEMU glue sends a QMP event).
+ */
+typedef enum PvrdmaReportKind {
+    PVRDMA_REPORT_PATH,         /* a connected QP moved to another path */
+    PVRDMA_REPORT_PORT,         /* the port went down or up */
+    PVRDMA_REPORT_PEER_LOST,    /* a co-resident peer failed, dropped */
+} PvrdmaReportKind;
+
+typedef struct PvrdmaReport {
+    PvrdmaReportKind kind;
+    uint32_t qpn;               /* PATH: the QP, its old and new path */
+    const char *old_path, *new_path;
+    bool port_up;               /* PORT */
+    const char *peer, *why;     /* PEER_LOST: which (its socket), why */
+} PvrdmaReport;
+
 /* What the core asks of its host (QEMU glue or a unit test). */
 typedef struct PvrdmaHostOps {
     /* Copy to/from guest physical memory; false if not backed by memory. */
@@ -69,6 +87,8 @@ typedef struct PvrdmaHostOps {
      */
     bool (*poll_wait)(void *opaque, bool (*ready)(void *), void *arg,
                       uint64_t max_ns);
+    /* Something a management program would want to know; optional. */
+    void (*report)(void *opaque, const PvrdmaReport *r);
 } PvrdmaHostOps;
 
 /* Limits: QOM properties, copied into the capabilities. */

@@ -547,6 +547,8 @@ void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc);
  */
 void pvrdma_batch_begin(PvrdmaCore *c);
 void pvrdma_batch_end(PvrdmaCore *c);
+/* Tell the host (PvrdmaHostOps.report, if it listens). */
+void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r);
 /*
  * An async event from a transport for a guest object (PVRDMA_EVENT_*,
  * handle); a QP error event moves the QP to the error state.
