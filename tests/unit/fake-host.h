@@ -142,8 +142,10 @@ void *fh_ptr(FakeHost *h, uint64_t gpa);
 unsigned fh_outstanding(const FakeHost *h);
 /* Number of times vector v was raised. */
 unsigned fh_irq_count(const FakeHost *h, unsigned v);
-/* How many reports (PvrdmaHostOps.report) were line: "path QPN OLD NEW",
- * "port up", "port down", "peer-lost WHY". */
+/*
+ * How many reports (PvrdmaHostOps.report) were line: "path QPN OLD NEW",
+ * "port up", "port down", "peer-lost WHY".
+ */
 unsigned fh_reports(FakeHost *h, const char *line);
 /* Write a page directory for pages[0..n); returns its gpa. */
 uint64_t fh_make_pdir(FakeHost *h, const uint64_t *pages, uint32_t n);
