@@ -2436,6 +2436,26 @@ static int32_t fake_resp(Fake *f, uint64_t cookie)
 }
 
 /*
+ * VM a with an RC QP (side sa) in RTS towards QP 77 at the fake's GID
+ * (fgid, 10.x.0xfa), and the fake connected to it, not yet introduced;
+ * the rendezvous socket's path (g_free it).
+ */
+static char *fake_side_up(Env *e, Vm *a, Side *sa, Fake *f, uint8_t fgid[16])
+{
+    char *path;
+
+    env_init(e);
+    vm_init(a, e->dir, 1);
+    vm_up(a);
+    side_init(sa, a, PVRDMA_QPT_RC);
+    make_gid(fgid, 10, 0xfa);
+    rc_to_rts_gid(&a->d, &sa->qp, 77, fgid, 7);
+    path = only_sock(e->dir);
+    fake_connect(f, a, path);
+    return path;
+}
+
+/*
  * A well-behaved fake peer: its requests are served from and into its own
  * memory, the device's requests reach it with lists of the device's RAM.
  */
@@ -2450,14 +2470,7 @@ static void fake_peer_run(bool ring)
     CrReqMsg *m;
     CrSge sg[2];
 
-    env_init(&e);
-    vm_init(&a, e.dir, 1);
-    vm_up(&a);
-    side_init(&sa, &a, PVRDMA_QPT_RC);
-    make_gid(fgid, 10, 0xfa);
-    rc_to_rts_gid(&a.d, &sa.qp, 77, fgid, 7);
-    path = only_sock(e.dir);
-    fake_connect(&f, &a, path);
+    path = fake_side_up(&e, &a, &sa, &f, fgid);
     g_assert_cmpuint(peers(&a), ==, 0);
     fake_hello(&f, 1);
     PUMP(&a);
@@ -2788,14 +2801,7 @@ static void test_fake_peer_poll(void)
     char *path;
     GThread *th;
 
-    env_init(&e);
-    vm_init(&a, e.dir, 1);
-    vm_up(&a);
-    side_init(&sa, &a, PVRDMA_QPT_RC);
-    make_gid(fgid, 10, 0xfa);
-    rc_to_rts_gid(&a.d, &sa.qp, 77, fgid, 7);
-    path = only_sock(e.dir);
-    fake_connect(&f, &a, path);
+    path = fake_side_up(&e, &a, &sa, &f, fgid);
     fake_hello(&f, 1);
     fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
     fake_gids(&f, fgid);
