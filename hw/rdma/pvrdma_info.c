@@ -3,8 +3,8 @@
  * QPs (number, type, state, the path that carries each, the peer, the
  * path's counters) and its transports with their counters.  The QOM glue
  * turns it into query-pvrdma's answer and info pvrdma's text
- * (pvrdma_dev_qmp.c), the x-qps property into lines
- * (pvrdma_describe_qps()).
+ * (pvrdma_dev_qmp.c, pvrdma_dev_hmp.c); pvrdma_describe_qps() turns it
+ * into the lines of the x-qps property.
  *
  * Not here: the counting (the transports, PvrdmaTransportOps.stats).
  *
