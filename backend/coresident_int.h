@@ -158,9 +158,7 @@ typedef struct CrQp CrQp;
 /* One of our requests at a peer (coresident_qp.c). */
 typedef struct CrFlight {
     uint64_t wire;          /* the cookie on the wire: sequence, slot */
-    uint32_t slot;
-    bool used;              /* a request in flight (else a free slot) */
-    CrQp *q;                /* its QP's record: in its list of flights */
+    CrQp *q;                /* its QP's record (in its list), NULL: free */
     struct CrFlight *qprev, *qnext;
     uint64_t cookie;        /* the core's (PvrdmaReq.cookie) */
     CrPeer *peer;

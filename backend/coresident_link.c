@@ -30,6 +30,16 @@ void cr_link_watch(CrPeer *p)
                            p->want_write ? cr_peer_write : NULL, p);
 }
 
+/* An accepted peer p is lost (PVRDMA_PEER_LOST), for why. */
+static void cr_peer_lost(CrPeer *p, const char *why)
+{
+    if (p->authed && !p->dead) {
+        pvrdma_report(p->t->t.core, &(PvrdmaReport) {
+            .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->name, .why = why,
+        });
+    }
+}
+
 /* Mark a peer dead; it is freed by cr_reap() outside any iteration. */
 void cr_peer_fail(CrPeer *p, const char *why)
 {
@@ -37,11 +47,7 @@ void cr_peer_fail(CrPeer *p, const char *why)
         if (why) {
             pvrdma_log_host("co-resident peer %s: %s, dropped", p->name,
                             why);
-        }
-        if (why && p->authed) {
-            pvrdma_report(p->t->t.core, &(PvrdmaReport) {
-                .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->name, .why = why,
-            });
+            cr_peer_lost(p, why);
         }
         trace_pvrdma_cr_peer_gone(p->node);
         p->dead = true;
@@ -556,12 +562,9 @@ static void cr_peer_read_in(CrPeer *p, bool stay_awake)
     if (rc < 0 && err == ECONNRESET && p->paused) {
         cr_peer_fail(p, NULL);  /* it hung up after its pause: moved */
     } else if (rc < 0) {
-        if (!err && p->authed && !p->paused && !p->dead) {
+        if (!err && !p->paused) {
             /* its QEMU quit or crashed: no warning, but the host hears */
-            pvrdma_report(p->t->t.core, &(PvrdmaReport) {
-                .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->name,
-                .why = "hung up",
-            });
+            cr_peer_lost(p, "hung up");
         }
         cr_peer_fail(p, err ? strerror(err) : p->authed ? NULL :
                      "hung up before the handshake was over (it refused "

@@ -113,7 +113,7 @@ void cr_qps_fini(CrTransport *t)
 /* Flights                                                             */
 
 /*
- * A new flight of q (its fields but wire, slot and q are the caller's),
+ * A new flight of q (its fields but wire and q are the caller's),
  * at the end of q's list.
  */
 CrFlight *cr_flight_add(CrTransport *t, CrQp *q)
@@ -137,8 +137,6 @@ CrFlight *cr_flight_add(CrTransport *t, CrQp *q)
     t->flight_seq++;
     *f = (CrFlight) {
         .wire = (uint64_t)t->flight_seq << 32 | i,
-        .slot = i,
-        .used = true,
         .q = q,
         .qprev = q->last,
     };
@@ -159,7 +157,7 @@ CrFlight *cr_flight_find(CrTransport *t, uint64_t wire)
     uint32_t i = wire;      /* the low half */
     CrFlight *f = i < t->flight_cap ? t->flights[i] : NULL;
 
-    return f && f->used && f->wire == wire ? f : NULL;
+    return f && f->q && f->wire == wire ? f : NULL;
 }
 
 /*
@@ -183,10 +181,9 @@ void cr_flight_remove(CrTransport *t, CrFlight *f)
         q->last = f->qprev;
     }
     q->nflights--;
-    f->used = false;
     f->q = NULL;
     f->qprev = f->qnext = NULL;
-    t->flight_free[t->nflight_free++] = f->slot;
+    t->flight_free[t->nflight_free++] = (uint32_t)f->wire;  /* its slot */
     t->nflights--;
     cr_qp_put(t, q);
 }
@@ -197,7 +194,7 @@ CrFlight *cr_flight_next(CrTransport *t, uint32_t *i)
     while (*i < t->flight_cap) {
         CrFlight *f = t->flights[(*i)++];
 
-        if (f->used) {
+        if (f->q) {
             return f;
         }
     }
