@@ -39,7 +39,11 @@ CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
 # their private headers, which their objects depend on too (pvrdma_int.h,
 # roce_int.h, coresident_int.h)
 CORE_HDRS  := $(wildcard $(PVRDMA_TOP)/hw/rdma/*_int.h \
-                         $(PVRDMA_TOP)/backend/*.h)
+                         $(PVRDMA_TOP)/backend/*.h \
+                         $(PVRDMA_TOP)/tests/standalone/*.h)
+
+# the core's environment outside QEMU (pvrdma_port.h includes it)
+STANDALONE_INC := -I$(PVRDMA_TOP)/tests/standalone
 
 PKG_CONFIG  ?= pkg-config
 GLIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags glib-2.0)

@@ -136,7 +136,7 @@ int pvrdma_cmd_replay(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 
     memset(rsp, 0, sizeof(*rsp));
     if (cmd >= PVRDMA_CMD_MAX || !cmd_table[cmd].fn) {
-        return EINVAL;
+        return CMD_ERR(c, EINVAL, "replay: no command %u", cmd);
     }
     return cmd_table[cmd].fn(c, req, rsp);
 }

@@ -77,7 +77,8 @@ static int replay(PvrdmaCore *c, union pvrdma_cmd_req *req,
     int err;
 
     if (!c->active) {
-        return EINVAL;      /* the guest's commands need an active device */
+        /* the guest's commands need an active device */
+        return CMD_ERR(c, EINVAL, "migration: objects for an inactive device");
     }
     c->restore_pages = pages;
     c->restore_npages = npages;

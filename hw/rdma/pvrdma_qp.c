@@ -206,35 +206,31 @@ static int modify_check(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
     uint32_t req;
 
     if (mask & ~PVRDMA_QP_ATTR_MASK_ALL) {
-        PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: unknown mask bits 0x%x", qp->qpn,
-                         mask);
-        return EINVAL;
+        return CMD_ERR(c, EINVAL, "MODIFY_QP %u: unknown mask bits 0x%x",
+                       qp->qpn, mask);
     }
     if ((mask & PVRDMA_QP_STATE) && a->qp_state > PVRDMA_QPS_ERR) {
-        PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: bad state %u", qp->qpn,
-                         a->qp_state);
-        return EINVAL;
+        return CMD_ERR(c, EINVAL, "MODIFY_QP %u: bad state %u", qp->qpn,
+                       a->qp_state);
     }
     if ((mask & PVRDMA_QP_CUR_STATE) && a->cur_qp_state != cur) {
-        PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: current state %u, not %u",
-                         qp->qpn, cur, a->cur_qp_state);
-        return EINVAL;
+        return CMD_ERR(c, EINVAL, "MODIFY_QP %u: current state %u, not %u",
+                       qp->qpn, cur, a->cur_qp_state);
     }
     if ((mask & PVRDMA_QP_STATE) && !transition_ok(cur, next)) {
-        PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: %u -> %u not allowed", qp->qpn,
-                         cur, next);
-        return EINVAL;
+        return CMD_ERR(c, EINVAL, "MODIFY_QP %u: %u -> %u not allowed",
+                       qp->qpn, cur, next);
     }
     req = required_attrs(qp->type, cur, next);
     if ((mask & req) != req) {
-        PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: %u -> %u misses attributes 0x%x",
-                         qp->qpn, cur, next, req & ~mask);
-        return EINVAL;
+        return CMD_ERR(c, EINVAL,
+                       "MODIFY_QP %u: %u -> %u misses attributes 0x%x",
+                       qp->qpn, cur, next, req & ~mask);
     }
     if (attr_out_of_range(c, qp, mask, a)) {
-        PVRDMA_GUEST_ERR(c, "MODIFY_QP %u: attribute out of range (mask 0x%x)",
-                         qp->qpn, mask);
-        return EINVAL;
+        return CMD_ERR(c, EINVAL,
+                       "MODIFY_QP %u: attribute out of range (mask 0x%x)",
+                       qp->qpn, mask);
     }
     return 0;
 }

@@ -27,7 +27,7 @@
 
 static int fast_reg(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
 {
-    const typeof(w->hdr.wr.fast_reg) *f = &w->hdr.wr.fast_reg;
+    const struct pvrdma_fast_reg *f = &w->hdr.wr.fast_reg;
     PvrdmaMR *mr = pvrdma_table_get(&c->mr, f->rkey >> 8);
     uint64_t psz, *pages = NULL;
 

@@ -574,7 +574,7 @@ struct pvrdma_sq_wqe_hdr {
                 struct pvrdma_ex_fetch_add fetch_add;
             } wr_data;
         } masked_atomics;
-        struct {
+        struct pvrdma_fast_reg {    /* named here, anonymous in the driver */
             uint64_t iova_start;
             uint64_t pl_pdir_dma;
             uint32_t page_shift;
