@@ -2,7 +2,8 @@
 #   make demo    build what is missing, boot a VM, show the device with rdma-core
 #   make check   build, then unit tests + fuzzers + qtests + command-line
 #                + guest tests + host HCA tests in a nested VM
-.PHONY: all build check unit fuzz qtest nested check-nested demo clean
+.PHONY: all build check unit fuzz qtest nested check-nested check-series \
+	series demo clean
 
 all: build
 
@@ -29,6 +30,16 @@ nested:
 # every nested test, including two L2 guests at once (about 20 minutes)
 check-nested:
 	PVRDMA_NESTED_TESTS=all scripts/test.sh nested
+
+# the patch series for QEMU (scripts/patch-series.py, build/series/patches):
+# git am on a pristine QEMU 10.0 tree, checkpatch, the last commit built and
+# its qtests run (series), or every commit built (check-series, bisectable:
+# about 25 minutes on 2 cores)
+series:
+	scripts/test.sh series
+
+check-series:
+	PVRDMA_SERIES_BISECT=1 scripts/test.sh series
 
 demo:
 	scripts/demo.sh

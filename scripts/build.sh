@@ -10,6 +10,10 @@ set -eu
 export PATH=/usr/lib/ccache:$PATH
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
+# paths relative to build/ in ccache's keys: scripts/series-check.sh builds
+# the patch series in build/series/{src,qemu}, where the tree is at the
+# same relative place, and shares the objects of the files we did not change
+export CCACHE_BASEDIR=$b CCACHE_NOHASHDIR=1
 "$top/scripts/deps.sh"
 
 # --- 1. Debian's QEMU 10.0.x source, fetched once -------------------------

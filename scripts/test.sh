@@ -3,7 +3,7 @@
 # runs unit tests, fuzz targets, qtests, command-line checks and real-guest
 # tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
-#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan]...
+#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan|series]...
 # Default: unit fuzz qtest cmdline guest nested; with PVRDMA_CHECK_ASAN=1
 # (CI) unit fuzz qtest cmdline guest asan nested, and nested adds test 43
 # (the host HCA qtests under ASan+UBSan in L1).  unit and fuzz need no QEMU build; fuzz builds
@@ -228,6 +228,18 @@ for s in $suites; do
                 bad asan "unsymbolized sanitizer report in $f: is $sym working?"
             fi
         done
+        ;;
+    series)
+        # the patch series for QEMU (scripts/patch-series.py) applied with
+        # git am to a pristine QEMU tree, each patch through checkpatch,
+        # the last commit built with QEMU's configure and its pvrdma qtests
+        # run by meson test; PVRDMA_SERIES_BISECT=1 builds every commit
+        # (make check-series)
+        a=--final-only
+        [ "${PVRDMA_SERIES_BISECT:-0}" = 1 ] && a=
+        scripts/series-check.sh $a > build/series.log 2>&1
+        st=$?
+        count_runner build/series.log series scripts/series-check.sh $st
         ;;
     cmdline)
         bash tests/cmdline.sh > build/cmdline.log 2>&1

@@ -1,0 +1,179 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The patch series for QEMU (scripts/patch-series.py), checked as a
+# maintainer would: applied with `git am` to a pristine QEMU tree, each
+# patch through QEMU's scripts/checkpatch.pl, and every commit built
+# (bisectable), the pvrdma qtests run from the commit that adds them on.
+#
+#   scripts/series-check.sh [--final-only] [--newest]
+#
+# The pristine tree (build/series/base, a git repository made once) is
+# Debian's orig tarball of the QEMU we build (upstream v10.0.x without the
+# firmware and edk2 blobs) plus Debian's one-line meson change that skips
+# unpacking the edk2 blobs the tarball lacks, as its own commit: nothing
+# of ours.  The series is applied to a clone of it (build/series/src/...),
+# configured with QEMU's own configure and built with meson/ninja in
+# build/series/qemu: the options are build.sh's lean x86_64 ones, and
+# nothing is overlaid.  ccache (base_dir build/) shares objects with
+# build/qemu, whose tree sits at the same relative place.
+#   --final-only  build and test only the last commit
+#   --newest      also apply the series to the newest QEMU source Debian
+#                 has (sid), build it and run the qtests there
+#                 (build/series/newest); says what differs
+# Prints "ok"/"FAIL" lines and ends with "N passed, N failed".
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+b=$top/build
+s=$b/series
+final_only=0 newest=0
+for a in "$@"; do
+    case $a in
+        --final-only) final_only=1 ;;
+        --newest) newest=1 ;;
+        -h|--help) sed -n '2,/^set/{/^#/p}' "$0"; exit 0 ;;
+        *) echo "series-check: unknown option $a" >&2; exit 2 ;;
+    esac
+done
+pass=0 fail=0
+ok() { echo "ok $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=$b CCACHE_NOHASHDIR=1
+git_q() { git -c user.name=series -c user.email=series@localhost "$@"; }
+
+# --- 1. the pristine tree, once -------------------------------------------------
+[ -d "$b/src" ] && ls "$b"/src/qemu_10.0.*.orig.tar.xz >/dev/null 2>&1 ||
+    "$top/scripts/build.sh" >/dev/null    # fetches Debian's source package
+orig=$(ls "$b"/src/qemu_10.0.*.orig.tar.xz | head -n1)
+debsrc=$(ls -d "$b"/src/qemu-10.0.*/ | head -n1)
+# base_tree DIR ORIG-TARBALL DEBIAN-SRC-DIR: DIR a git repository of the
+# tarball, plus Debian's skip-unpack-edk2-blobs.patch as a second commit
+base_tree() {
+    [ "$(cat "$1/.series-base" 2>/dev/null)" = "$(basename "$2")" ] && return 0
+    rm -rf "$1"; mkdir -p "$1"
+    tar -C "$1" --strip-components=1 -xJf "$2"
+    (cd "$1" && git init -q && git_q add -A -f . && git_q commit -q -m \
+        "QEMU $(basename "$2" .orig.tar.xz | sed 's/^qemu_//') (Debian's orig tarball)" &&
+        patch -s -p1 < "$3/debian/patches/skip-unpack-edk2-blobs.patch" &&
+        git_q commit -q -a -m "meson: skip unpacking the edk2 blobs (Debian's +ds tarball has none)")
+    basename "$2" > "$1/.series-base"
+}
+base_tree "$s/base" "$orig" "$debsrc"
+
+# --- 2. the series ------------------------------------------------------------------
+python3 "$top/scripts/patch-series.py" --base "$s/base" --work "$s/work" \
+    --out "$s/patches"
+mapfile -t patches < <(ls "$s"/patches/v*-00[0-9][0-9]-*.patch | grep -v 0000-cover)
+
+# --- 3. git am on a clone of the pristine tree -------------------------------------
+# build/series/src/<same name as build/src's tree>: see ccache above
+t=$s/src/$(basename "$debsrc")
+rm -rf "$s/src"; mkdir -p "$s/src"
+git clone -q "$s/base" "$t"
+if (cd "$t" && git_q am -q "${patches[@]}"); then
+    ok "git am: ${#patches[@]} patches apply to $(basename "$orig")"
+else
+    bad "git am: the series does not apply"; echo "${pass} passed, ${fail} failed"; exit 1
+fi
+
+# --- 4. checkpatch -----------------------------------------------------------------------
+for p in "${patches[@]}"; do
+    out=$(cd "$t" && perl scripts/checkpatch.pl "$p" 2>&1 || true)
+    tot=$(echo "$out" | grep -o 'total: [0-9]* errors, [0-9]* warnings' || echo "total: ? errors")
+    e=$(echo "$tot" | awk '{print $2}')
+    if [ "$e" = 0 ]; then
+        ok "checkpatch $(basename "$p"): $tot"
+        echo "$out" | grep '^WARNING' | sort | uniq -c | sed 's/^/    /' || true
+    else
+        bad "checkpatch $(basename "$p"): $tot"; echo "$out" | grep -A4 '^ERROR' | head -40
+    fi
+done
+
+# --- 5. build every commit; qtests once they exist ---------------------------------------
+opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
+ --python=/usr/bin/python3 --without-default-features --disable-docs \
+ --disable-werror --enable-fdt=system --enable-trace-backends=log \
+ --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu"
+q=$s/qemu
+# build_tree TREE BUILD-DIR NAME: configure (once per tree) and build,
+# then run the pvrdma qtests if the tree has them
+build_tree() {
+    local tr=$1 bd=$2 name=$3 log
+    log=$bd.log
+    if [ ! -f "$bd/build.ninja" ]; then
+        rm -rf "$bd"; mkdir -p "$bd"
+        # shellcheck disable=SC2086
+        (cd "$bd" && "$tr/configure" $opts) > "$log" 2>&1 ||
+            { bad "$name: configure (tail of $log)"; tail -20 "$log"; return 1; }
+    fi
+    if ! ninja -C "$bd" qemu-system-x86_64 > "$log" 2>&1; then
+        bad "$name: build (tail of $log)"; grep -m5 -A5 'error' "$log" || tail -20 "$log"
+        return 1
+    fi
+    # the +ds tarball has no firmware: Debian's seabios and ipxe, and the
+    # x86 option ROMs built from source, where the built binary looks (as
+    # scripts/build.sh does for build/qemu)
+    if [ -f "$bd/pc-bios/optionrom/config.mak" ]; then
+        make -s -C "$bd/pc-bios/optionrom" >/dev/null 2>&1 || true
+    fi
+    local fw=$bd/qemu-bundle/usr/local/share/qemu f
+    mkdir -p "$fw"
+    for f in /usr/share/seabios/* /usr/lib/ipxe/qemu/* "$bd"/pc-bios/optionrom/*.bin; do
+        [ -e "$f" ] && [ ! -e "$fw/$(basename "$f")" ] && ln -s "$f" "$fw/$(basename "$f")"
+    done
+    if [ ! -f "$tr/tests/qtest/pvrdma-test.c" ]; then
+        ok "$name: builds"; return 0
+    fi
+    if ! ninja -C "$bd" tests/qtest/pvrdma-test tests/qtest/pvrdma-hostile-test > "$log" 2>&1; then
+        bad "$name: qtests build (tail of $log)"; tail -20 "$log"; return 1
+    fi
+    # QEMU's own test runner: meson test, the qtest-x86_64 suite's two
+    # pvrdma tests
+    if (cd "$bd" && meson test --no-rebuild --print-errorlogs \
+            qtest-x86_64/pvrdma-test qtest-x86_64/pvrdma-hostile-test) > "$log" 2>&1; then
+        ok "$name: builds, qtests: $(grep -E '^(Ok|Fail|Skipped|Timeout):' "$log" | tr -s ' ' | tr '\n' ' ')"
+    else
+        bad "$name: qtests (tail of $log)"; grep -E 'not ok|FAIL|ERROR' "$log" | head -20; tail -15 "$log"
+        return 1
+    fi
+}
+mapfile -t commits < <(cd "$t" && git rev-list --reverse HEAD~${#patches[@]}..HEAD)
+[ "$final_only" = 0 ] || commits=("${commits[-1]}")
+n=0
+for c in "${commits[@]}"; do
+    n=$((n + 1))
+    (cd "$t" && git checkout -q "$c")
+    subj=$(cd "$t" && git log -1 --format=%s)
+    build_tree "$t" "$q" "commit $n/${#commits[@]} ($subj)" || true
+done
+(cd "$t" && git checkout -q "${commits[-1]}")
+
+# --- 6. the newest QEMU Debian has --------------------------------------------------------
+if [ "$newest" = 1 ]; then
+    m=http://deb.debian.org/debian
+    nd=$s/newest-src
+    mkdir -p "$nd"
+    if ! ls "$nd"/qemu_*.orig.tar.xz >/dev/null 2>&1; then
+        curl -fsS "$m/dists/sid/main/source/Sources.xz" | xz -d |
+            awk '$1 == "Package:" {p = $2} p == "qemu" && $1 == "Version:" {print $2}' |
+            sort -V | tail -n 1 > "$nd/version"
+        v=$(sed 's/^[0-9]*://' "$nd/version")
+        up=${v%-*}
+        (cd "$nd" && curl -fsSO "$m/pool/main/q/qemu/qemu_${up}.orig.tar.xz" &&
+            curl -fsSO "$m/pool/main/q/qemu/qemu_${v}.debian.tar.xz" &&
+            mkdir -p deb && tar -C deb -xJf "qemu_${v}.debian.tar.xz")
+    fi
+    norig=$(ls "$nd"/qemu_*.orig.tar.xz | head -n1)
+    echo "newest Debian QEMU: $(cat "$nd/version") ($(basename "$norig"))"
+    base_tree "$s/newest-base" "$norig" "$nd/deb"
+    nt=$s/newest/$(basename "$norig" .orig.tar.xz | tr _ -)
+    rm -rf "$s/newest"; mkdir -p "$s/newest"
+    git clone -q "$s/newest-base" "$nt"
+    if (cd "$nt" && git_q am -q -3 "${patches[@]}") > "$s/newest.am.log" 2>&1; then
+        ok "newest: the series applies to $(basename "$norig") with git am -3"
+        build_tree "$nt" "$s/newest-qemu" "newest $(basename "$norig")" || true
+    else
+        bad "newest: git am -3 fails on $(basename "$norig")"; head -30 "$s/newest.am.log"
+    fi
+fi
+echo "${pass} passed, ${fail} failed"
+[ "$fail" = 0 ]
