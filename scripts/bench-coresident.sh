@@ -8,13 +8,17 @@
 #   3. the host's single-thread memcpy bandwidth (64 KiB, cache-resident like
 #      perftest's buffers, and 256 MiB, DRAM).
 # In each pair: perftest ib_send_lat, sizes 2 B to 1 MiB (typical = median
-# and average latency, usec) and ib_write_bw at 64 KiB (average MB/s).
-# Prints the figures, the ratios against the targets and writes a plot.
+# and average latency, usec) and ib_write_bw at 512 B to 1 MiB (average
+# MB/s); the host's memcpy at the same sizes.  Prints the figures and the
+# ratios against the targets (bandwidth at 64 KiB) and writes a plot,
+# bench-coresident.png and .svg: latency and bandwidth against size, the
+# co-resident transport, soft-RoCE and memcpy (scripts/bench/plot.py).
 #
 #   scripts/bench-coresident.sh [-o DIR]      (default build/bench/<time>)
-# Environment (passed to the guests): BENCH_SIZES, BENCH_LAT_ITERS (default
-# 100), BENCH_LAT_OPTS (e.g. -e), BENCH_BW_SECS (default 5: ib_write_bw
-# runs that long); QEMU.
+# Environment (passed to the guests): BENCH_SIZES, BENCH_BW_SIZES (default
+# 512 4096 65536 1048576), BENCH_LAT_ITERS (default 100), BENCH_LAT_OPTS
+# (e.g. -e), BENCH_BW_SECS (default 5: each ib_write_bw runs that long);
+# QEMU.
 # Needs gnuplot for the plot (installed here if missing, from Debian's
 # mirror, as scripts/deps.sh does).
 set -euo pipefail
@@ -47,7 +51,8 @@ fi
     echo "busiest other processes: $(bench_busiest)"
 } > "$out/host.txt"
 
-envs=()
+BW_SIZES=${BENCH_BW_SIZES:-512 4096 65536 1048576}
+envs=(-e "BENCH_BW_SIZES=$BW_SIZES")
 for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_LAT_OPTS BENCH_BW_SECS; do
     [ -z "${!v:-}" ] || envs+=(-e "$v=${!v}")
 done
@@ -57,8 +62,10 @@ run rxe --nic virtio -e BENCH_DEV=rxe0
 
 mkdir -p build/bench
 gcc -O2 -o build/bench/memcpy-bw scripts/bench/memcpy-bw.c
-build/bench/memcpy-bw 65536 2 > "$out/memcpy.txt"
-build/bench/memcpy-bw $((256 << 20)) 2 >> "$out/memcpy.txt"
+: > "$out/memcpy.txt"
+for s in $(echo "$BW_SIZES 65536 $((256 << 20))" | tr ' ' '\n' | sort -nu); do
+    build/bench/memcpy-bw "$s" 2 >> "$out/memcpy.txt"
+done
 
 # --- report ---------------------------------------------------------------------
 python3 - "$out" <<'EOP' | tee "$out/report.txt"
@@ -68,9 +75,11 @@ def load(name):
     lat, bw = {}, None
     for l in open(f"{out}/{name}.txt"):
         f = l.split()
+        if len(f) < 3:
+            continue    # a run without a figure: reported below
         if f[0] == "lat":
             lat[int(f[1])] = (float(f[2]), float(f[3]))
-        elif f[0] == "bw":
+        elif f[0] == "bw" and int(f[1]) == 65536:
             bw = float(f[2])
     return lat, bw
 pl, pbw = load("pvrdma")
@@ -129,33 +138,10 @@ if nofig:
     sys.exit(1)
 EOP
 
-if command -v gnuplot >/dev/null; then
-    gnuplot <<EOG
-set terminal pngcairo size 1200,520 font ",10"
-set bmargin 5
-set output "$out/bench-coresident.png"
-set multiplot layout 1,2 title "pvrdma co-resident transport vs soft-RoCE, two VMs under TCG ($(date +%F))"
-set logscale xy
-set xlabel "message size (bytes)"
-set ylabel "ib\\\\_send\\\\_lat (usec)"
-set grid
-set key top left
-plot "$out/lat.dat" using 1:2 with linespoints title "pvrdma typical", \
-     "$out/lat.dat" using 1:3 with lines dt 2 title "pvrdma avg", \
-     "$out/lat.dat" using 1:4 with linespoints title "soft-RoCE typical", \
-     "$out/lat.dat" using 1:5 with lines dt 2 title "soft-RoCE avg"
-unset logscale x
-unset xlabel
-set logscale y
-set ylabel "MB/s (64 KiB)"
-set style fill solid 0.6
-set boxwidth 0.6
-set key off
-set xtics ("pvrdma\nib\\\\_write\\\\_bw" 0, "soft-RoCE\nib\\\\_write\\\\_bw" 1, "host memcpy\n64 KiB" 2, "host memcpy\n256 MiB" 3)
-set xrange [-0.6:3.6]
-plot "$out/lat.dat.bw" using 1:2 with boxes
-unset multiplot
-EOG
-    echo "plot: $out/bench-coresident.png"
-fi
+# the plot's memcpy line: the bandwidth sizes only
+grep -E "^memcpy ($(echo $BW_SIZES | tr ' ' '|')) " "$out/memcpy.txt" > "$out/memcpy-sizes.txt" || true
+python3 scripts/bench/plot.py "$out" bench-coresident \
+    "pvrdma co-resident vs soft-RoCE, two VMs under TCG ($(date +%F))" \
+    pvrdma="pvrdma co-resident" rxe="soft-RoCE (rxe on virtio-net)" \
+    --ref "$out/memcpy-sizes.txt=host memcpy (one thread)" || true
 echo "figures and logs: $out"
