@@ -1,9 +1,11 @@
 # pvrdma for QEMU 10.0 — top-level entry points.
 #   make demo    build what is missing, boot a VM, show the device with rdma-core
 #   make check   build, then unit tests + fuzzers + qtests + command-line
-#                + guest tests + host HCA tests in a nested VM
+#                + the patch series + guest tests + libvirt + host HCA
+#                tests in a nested VM
+#   make check-libvirt  two VMs under libvirt (virsh, migration)
 .PHONY: all build check unit fuzz qtest nested check-nested check-series \
-	series demo clean
+	series check-libvirt demo clean
 
 all: build
 
@@ -30,6 +32,12 @@ nested:
 # every nested test, including two L2 guests at once (about 20 minutes)
 check-nested:
 	PVRDMA_NESTED_TESTS=all scripts/test.sh nested
+
+# two VMs under Debian's libvirt (two private libvirtd "hosts"), verbs
+# check, query-pvrdma through virsh, virsh migrate while traffic runs
+# (tests/libvirt, about 2.5 minutes)
+check-libvirt:
+	scripts/test.sh libvirt
 
 # the patch series for QEMU (scripts/patch-series.py, build/series/patches):
 # git am on a pristine QEMU 10.0 tree, checkpatch, the last commit built and

@@ -36,6 +36,9 @@ export DEBIAN_FRONTEND=noninteractive
 echo 'wireshark-common wireshark-common/install-setuid boolean false' | $SUDO debconf-set-selections
 # llvm-14: llvm-symbolizer-14, which ASan needs to name functions in its
 # reports (scripts/lsan.supp suppresses by function name)
+# libvirt-daemon-driver-qemu, libvirt-clients: tests/libvirt (make
+# check-libvirt) runs private libvirtd instances in session mode; not
+# libvirt-daemon-system (the system instance and its services: unused)
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
     build-essential pkg-config ccache ninja-build git ca-certificates \
@@ -43,7 +46,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
     libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
     libibverbs-dev libibumad-dev librdmacm-dev \
     seabios ipxe-qemu cpio busybox-static kmod gcc-multilib \
-    clang-14 libclang-rt-14-dev llvm-14 valgrind tshark
+    clang-14 libclang-rt-14-dev llvm-14 valgrind tshark \
+    libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 touch "$stamp"

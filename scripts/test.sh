@@ -3,9 +3,10 @@
 # runs unit tests, fuzz targets, qtests, command-line checks and real-guest
 # tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
-#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan|series]...
-# Default: unit fuzz qtest cmdline guest nested; with PVRDMA_CHECK_ASAN=1
-# (CI) unit fuzz qtest cmdline guest asan nested, and nested adds test 43
+#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan|series|libvirt]...
+# Default: unit fuzz qtest cmdline series guest libvirt nested; with
+# PVRDMA_CHECK_ASAN=1 (CI) unit fuzz qtest cmdline series guest libvirt asan
+# nested, and nested adds test 43
 # (the host HCA qtests under ASan+UBSan in L1).  unit and fuzz need no QEMU build; fuzz builds
 # the libFuzzer targets (clang 14) and runs each for a fixed number of
 # executions (make -C tests/fuzz check, under a minute).  nested boots a VM
@@ -26,8 +27,8 @@ skp()  { skip=$((skip + 1)); echo "skip $1${2:+: $2}"; }
 
 # with the sanitizer build (CI), asan runs before nested, which then also
 # runs the host HCA qtests under the sanitizers in L1 (tests/nested/43)
-default_suites="unit fuzz qtest cmdline guest nested"
-[ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="unit fuzz qtest cmdline guest asan nested"
+default_suites="unit fuzz qtest cmdline series guest libvirt nested"
+[ "${PVRDMA_CHECK_ASAN:-0}" = 1 ] && default_suites="unit fuzz qtest cmdline series guest libvirt asan nested"
 suites=${*:-$default_suites}
 need_qemu=0
 for s in $suites; do
@@ -240,6 +241,18 @@ for s in $suites; do
         scripts/series-check.sh $a > build/series.log 2>&1
         st=$?
         count_runner build/series.log series scripts/series-check.sh $st
+        ;;
+    libvirt)
+        # two VMs started by Debian's libvirtd (two private daemons as two
+        # hosts), the verbs checker between them, query-pvrdma through
+        # virsh qemu-monitor-command, virsh migrate while it runs; the co-
+        # resident and the RoCEv2 setup, and the user doc's domain XML
+        # (make check-libvirt alone; about 2.5 minutes)
+        scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
+            bad guest-image "scripts/guest/build-image.sh failed"
+        tests/libvirt/run.sh --no-build > build/libvirt.log 2>&1
+        st=$?
+        count_runner build/libvirt.log libvirt tests/libvirt/run.sh $st
         ;;
     cmdline)
         bash tests/cmdline.sh > build/cmdline.log 2>&1
