@@ -31,8 +31,17 @@ t no-function0 1 'must be function 1 of a slot whose function 0 is a vmxnet3' \
 t function0-not-vmxnet3 1 "function 0 of this slot is 'e1000', not vmxnet3" \
     -device e1000,addr=4.0,multifunction=on,romfile= -device pvrdma,addr=4.1
 t pvrdma-at-function0 1 'must be function 1' -device pvrdma,addr=5.0
-t pvrdma-before-nic 1 'must be function 1 of a slot' \
-    -device pvrdma,addr=4.1 $nic
+# the device before its NIC: on the command line, and as libvirt does it
+# (QEMU creates key=value -device options before JSON ones, and libvirt
+# writes its NICs as JSON): the device pairs once the machine is built
+TMO=3 t pvrdma-before-nic-runs 124 '' -device pvrdma,addr=4.1 $nic
+TMO=3 t pvrdma-json-after-nic-runs 124 '' $nic \
+    -device '{"driver":"pvrdma","addr":"4.1"}'
+TMO=3 t nic-json-after-pvrdma-runs 124 '' -device pvrdma,addr=4.1 \
+    -device '{"driver":"vmxnet3","addr":"4.0","multifunction":true,"romfile":""}'
+t nic-json-not-vmxnet3 1 "function 0 of this slot is 'e1000', not vmxnet3" \
+    -device pvrdma,addr=4.1 \
+    -device '{"driver":"e1000","addr":"4.0","multifunction":true,"romfile":""}'
 t max-qp-too-small 1 'max-qp must be between 4 and 65536' \
     $nic -device pvrdma,addr=4.1,max-qp=3
 t max-qp-wr-not-pow2 1 'max-qp-wr must be a power of two' \

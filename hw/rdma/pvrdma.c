@@ -370,32 +370,71 @@ static bool pvrdma_add_transports(PvrdmaState *s, VMXNET3State *nic,
     return true;
 }
 
-static void pvrdma_realize(PCIDevice *pdev, Error **errp)
+/*
+ * Pair with the vmxnet3 at function 0 and add the transports that need it.
+ * Realize does this when function 0 is already there; otherwise at machine
+ * init done (pvrdma_pair_late), because -device options do not come in
+ * command-line order: QEMU creates every key=value -device before every
+ * JSON one, and libvirt writes its own NICs as JSON.
+ */
+static bool pvrdma_pair(PvrdmaState *s, Error **errp)
 {
-    PvrdmaState *s = PVRDMA(pdev);
-    PCIDevice *f0 = pci_get_function_0(pdev);
-    const char *bad = pvrdma_limits_check(&s->lim);
+    PCIDevice *f0 = pci_get_function_0(PCI_DEVICE(s));
     g_autofree char *mac = NULL;
-    VMXNET3State *nic;
+    VMXNET3State *nic = pvrdma_nic(s);
 
-    if (bad) {
-        error_setg(errp, "pvrdma: %s", bad);
-        return;
-    }
-    if (PCI_FUNC(pdev->devfn) == 0 || !f0) {
+    if (!f0) {
         error_setg(errp, "pvrdma: must be function 1 of a slot whose "
                    "function 0 is a vmxnet3 NIC");
         error_append_hint(errp, "Use e.g. -device vmxnet3,addr=4.0,"
                           "multifunction=on,netdev=... "
                           "-device pvrdma,addr=4.1\n");
-        return;
+        return false;
     }
-    nic = pvrdma_nic(s);
     if (!nic) {
         error_setg(errp, "pvrdma: function 0 of this slot is '%s', "
                    "not vmxnet3", object_get_typename(OBJECT(f0)));
         error_append_hint(errp, "The Linux vmw_pvrdma driver pairs with a "
                           "vmxnet3 NIC at function 0 of the same slot.\n");
+        return false;
+    }
+    if (!pvrdma_add_transports(s, nic, errp)) {
+        return false;
+    }
+    pvrdma_mig_watch(s);
+    mac = qemu_mac_strdup_printf(nic->conf.macaddr.a);
+    trace_pvrdma_realize(mac);
+    return true;
+}
+
+/* A configuration error found after realize ends QEMU as realize would. */
+static void pvrdma_pair_late(Notifier *n, void *data)
+{
+    PvrdmaState *s = container_of(n, PvrdmaState, pair_notifier);
+    Error *err = NULL;
+
+    s->pair_notifier.notify = NULL;
+    if (!pvrdma_pair(s, &err)) {
+        error_report_err(err);
+        exit(1);
+    }
+}
+
+static void pvrdma_realize(PCIDevice *pdev, Error **errp)
+{
+    PvrdmaState *s = PVRDMA(pdev);
+    const char *bad = pvrdma_limits_check(&s->lim);
+
+    if (bad) {
+        error_setg(errp, "pvrdma: %s", bad);
+        return;
+    }
+    if (PCI_FUNC(pdev->devfn) == 0) {
+        error_setg(errp, "pvrdma: must be function 1 of a slot whose "
+                   "function 0 is a vmxnet3 NIC");
+        error_append_hint(errp, "Use e.g. -device vmxnet3,addr=4.0,"
+                          "multifunction=on,netdev=... "
+                          "-device pvrdma,addr=4.1\n");
         return;
     }
     if (!pvrdma_init_pci(s, errp)) {
@@ -408,19 +447,25 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
-    if (!pvrdma_add_transports(s, nic, errp)) {
-        pvrdma_exit(pdev);
+    if (!pci_get_function_0(pdev) && !phase_check(PHASE_MACHINE_READY)) {
+        /* the vmxnet3 may come later on the command line */
+        s->pair_notifier.notify = pvrdma_pair_late;
+        qemu_add_machine_init_done_notifier(&s->pair_notifier);
         return;
     }
-    pvrdma_mig_watch(s);
-    mac = qemu_mac_strdup_printf(nic->conf.macaddr.a);
-    trace_pvrdma_realize(mac);
+    if (!pvrdma_pair(s, errp)) {
+        pvrdma_exit(pdev);
+    }
 }
 
 static void pvrdma_exit(PCIDevice *pdev)
 {
     PvrdmaState *s = PVRDMA(pdev);
 
+    if (s->pair_notifier.notify) {
+        qemu_remove_machine_init_done_notifier(&s->pair_notifier);
+        s->pair_notifier.notify = NULL;
+    }
     pvrdma_mig_unwatch(s);
     migrate_del_blocker(&s->migration_blocker);
     pvrdma_del_roce(s);         /* no more frames for the transport */

@@ -63,6 +63,7 @@ struct PvrdmaState {
     PvrdmaRoceTap *roce_tap;    /* its frame tap, a child of the device */
     GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
+    Notifier pair_notifier; /* pairing with function 0 at machine done */
     PvrdmaCore core;
     uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
     Error *migration_blocker;   /* ibdev: the host device's objects */
