@@ -380,7 +380,8 @@ FILE_RE = re.compile(r"'([\w./-]+\.c)'")
 def cut_meson(text, present):
     """hw/rdma/meson.build with only the files in present (tree paths
     relative to hw/rdma/): a one-file-per-line list loses the line of a
-    missing file; any other statement naming a missing file goes."""
+    missing file; any other statement naming a missing file goes, and so
+    does a dependency() that no statement left uses."""
     out = []
     for st in meson_statements(text):
         kept, drop = [], False
@@ -399,7 +400,14 @@ def cut_meson(text, present):
         if re.search(r'files\(\s*\)', body):
             continue
         out.append(body)
-    return ''.join(out)
+    # a dependency no kept statement uses waits for the step that does
+    unused = []
+    for i, body in enumerate(out):
+        m = re.search(r'^(\w+)\s*=\s*dependency\(', body, re.M)
+        if m and not any(re.search(r'\b%s\b' % m.group(1), o)
+                         for j, o in enumerate(out) if j != i):
+            unused.append(i)
+    return ''.join(o for i, o in enumerate(out) if i not in unused)
 
 
 def cut_trace(text, present):
@@ -458,9 +466,11 @@ def main():
     base = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=args.work,
                           check=True, capture_output=True,
                           text=True).stdout.strip()
-    who = subprocess.run(['git', 'var', 'GIT_AUTHOR_IDENT'], cwd=TOP,
-                         check=True, capture_output=True,
-                         text=True).stdout.rsplit('>', 1)[0] + '>'
+    # the series' author: the author of this tree's last commit (a CI clone
+    # has no git identity of its own)
+    who = subprocess.run(['git', 'log', '-1', '--format=%an <%ae>'],
+                         cwd=TOP, check=True, capture_output=True,
+                         text=True).stdout.strip()
     name, email = who.split(' <')
     env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_COMMITTER_NAME=name,
                GIT_AUTHOR_EMAIL=email[:-1], GIT_COMMITTER_EMAIL=email[:-1])
@@ -495,8 +505,10 @@ def main():
 
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
-    run(['git', 'format-patch', '-q', '--cover-letter', '-v', args.version,
-         '--subject-prefix=PATCH', '-o', args.out, base + '..HEAD'],
+    # "[PATCH 00/15]" for a first version, "[PATCH v2 00/15]" after
+    ver = ['-v', args.version] if args.version != '1' else []
+    run(['git', 'format-patch', '-q', '--cover-letter'] + ver +
+        ['--subject-prefix=PATCH', '-o', args.out, base + '..HEAD'],
         cwd=args.work, env=env)
     cover = [os.path.join(args.out, p) for p in sorted(os.listdir(args.out))
              if '0000-cover-letter' in p][0]

@@ -62,7 +62,7 @@ base_tree "$s/base" "$orig" "$debsrc"
 # --- 2. the series ------------------------------------------------------------------
 python3 "$top/scripts/patch-series.py" --base "$s/base" --work "$s/work" \
     --out "$s/patches"
-mapfile -t patches < <(ls "$s"/patches/v*-00[0-9][0-9]-*.patch | grep -v 0000-cover)
+mapfile -t patches < <(ls "$s"/patches/*.patch | grep -v 0000-cover-letter)
 
 # --- 3. git am on a clone of the pristine tree -------------------------------------
 # build/series/src/<same name as build/src's tree>: see ccache above
@@ -153,16 +153,29 @@ if [ "$newest" = 1 ]; then
     nd=$s/newest-src
     mkdir -p "$nd"
     if ! ls "$nd"/qemu_*.orig.tar.xz >/dev/null 2>&1; then
+        # sid's qemu versions, newest first; the first whose files the
+        # mirror has (its index has listed versions whose pool files 404)
         curl -fsS "$m/dists/sid/main/source/Sources.xz" | xz -d |
             awk '$1 == "Package:" {p = $2} p == "qemu" && $1 == "Version:" {print $2}' |
-            sort -V | tail -n 1 > "$nd/version"
-        v=$(sed 's/^[0-9]*://' "$nd/version")
-        up=${v%-*}
-        (cd "$nd" && curl -fsSO "$m/pool/main/q/qemu/qemu_${up}.orig.tar.xz" &&
-            curl -fsSO "$m/pool/main/q/qemu/qemu_${v}.debian.tar.xz" &&
-            mkdir -p deb && tar -C deb -xJf "qemu_${v}.debian.tar.xz")
+            sort -Vr > "$nd/versions"
+        while read -r v; do
+            v=${v#*:}
+            up=${v%-*}
+            if (cd "$nd" && curl -fsSO "$m/pool/main/q/qemu/qemu_${up}.orig.tar.xz" &&
+                curl -fsSO "$m/pool/main/q/qemu/qemu_${v}.debian.tar.xz"); then
+                echo "$v" > "$nd/version"
+                (cd "$nd" && mkdir -p deb && tar -C deb -xJf "qemu_${v}.debian.tar.xz")
+                break
+            fi
+            echo "newest: qemu $v is in sid's index but not on the mirror"
+            rm -f "$nd"/qemu_*
+        done < "$nd/versions"
     fi
-    norig=$(ls "$nd"/qemu_*.orig.tar.xz | head -n1)
+    norig=$(ls "$nd"/qemu_*.orig.tar.xz 2>/dev/null | head -n1 || true)
+fi
+if [ "$newest" = 1 ] && [ -z "$norig" ]; then
+    bad "newest: no QEMU source of sid could be fetched"
+elif [ "$newest" = 1 ]; then
     echo "newest Debian QEMU: $(cat "$nd/version") ($(basename "$norig"))"
     base_tree "$s/newest-base" "$norig" "$nd/deb"
     nt=$s/newest/$(basename "$norig" .orig.tar.xz | tr _ -)
