@@ -22,28 +22,24 @@ wait_dev "$D" 15 || fail "$D not ACTIVE"
 gidx=$(roce_v2_gid "$D")
 barrier bench-up 60
 bad=0
-for s in $SIZES; do
-    o="-d $D -x $gidx -F -n $LAT_ITERS -s $s ${BENCH_LAT_OPTS:-}"
-    vm_pair "lat-$s" 300 tcp:18515 "ib_send_lat $o" "ib_send_lat $o $PVRDMA_PEER_IP" || { bad=$((bad + 1)); continue; }
-    [ "$PVRDMA_VM" = 1 ] || continue
-    l=$(perf_result "/tmp/lat-$s.out")
-    if [ -z "$l" ]; then
-        PAIR_ERR=${PAIR_ERR:-"lat-$s: no result line"}
-        log "lat-$s: no result line:"; cat "/tmp/lat-$s.out"
-        bad=$((bad + 1)); continue
+# bench_one TAG TOOL OPTIONS FIELDS: TOOL between the two VMs (VM 0
+# serves); VM 1 prints "BENCH" and FIELDS (awk print arguments) of its
+# result line, or counts the run as bad if it printed none
+bench_one() {
+    vm_pair "$1" 300 tcp:18515 "$2 $3" "$2 $3 $PVRDMA_PEER_IP" || { bad=$((bad + 1)); return 0; }
+    [ "$PVRDMA_VM" = 1 ] || return 0
+    _l=$(perf_result "/tmp/$1.out")
+    if [ -z "$_l" ]; then
+        PAIR_ERR=${PAIR_ERR:-"$1: no result line"}
+        log "$1: no result line:"; cat "/tmp/$1.out"
+        bad=$((bad + 1)); return 0
     fi
-    echo "$l" | awk '{print "BENCH lat", $1, $5, $6}'
+    echo "$_l" | awk "{print \"BENCH\", $4}"
+}
+for s in $SIZES; do
+    bench_one "lat-$s" ib_send_lat "-d $D -x $gidx -F -n $LAT_ITERS -s $s ${BENCH_LAT_OPTS:-}" '"lat", $1, $5, $6'
 done
 for s in $BW_SIZES; do
-    o="-d $D -x $gidx -F -D $BW_SECS -s $s"
-    vm_pair "bw-$s" 300 tcp:18515 "ib_write_bw $o" "ib_write_bw $o $PVRDMA_PEER_IP" || { bad=$((bad + 1)); continue; }
-    [ "$PVRDMA_VM" = 1 ] || continue
-    l=$(perf_result "/tmp/bw-$s.out")
-    if [ -z "$l" ]; then
-        PAIR_ERR=${PAIR_ERR:-"bw-$s: no result line"}
-        log "bw-$s: no result line:"; cat "/tmp/bw-$s.out"
-        bad=$((bad + 1)); continue
-    fi
-    echo "$l" | awk '{print "BENCH bw", $1, $4}'
+    bench_one "bw-$s" ib_write_bw "-d $D -x $gidx -F -D $BW_SECS -s $s" '"bw", $1, $4'
 done
 [ $bad = 0 ] || fail "$bad benchmark runs on $D failed (first: $PAIR_ERR)"
