@@ -439,6 +439,8 @@ def main():
                                                   'build/series/patches'))
     ap.add_argument('--version', default='1', help='the series version')
     args = ap.parse_args()
+    args.base, args.work, args.out = (os.path.abspath(d) for d in
+                                      (args.base, args.work, args.out))
 
     named = [f for s in STEPS for f in s['files']]
     dup = {f for f in named if named.count(f) > 1}
