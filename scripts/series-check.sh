@@ -10,8 +10,8 @@
 # The pristine tree (build/series/base, a git repository made once) is
 # Debian's orig tarball of the QEMU we build (upstream v10.0.x without the
 # firmware and edk2 blobs) plus Debian's one-line meson change that skips
-# unpacking the edk2 blobs the tarball lacks, as its own commit: nothing
-# of ours.  The series is applied to a clone of it (build/series/src/...),
+# unpacking the edk2 blobs the tarball lacks (its skip-*.patch), as its own
+# commit: nothing of ours.  The series is applied to a clone of it (build/series/src/...),
 # configured with QEMU's own configure and built with meson/ninja in
 # build/series/qemu: the options are build.sh's lean x86_64 ones, and
 # nothing is overlaid.  ccache (base_dir build/) shares objects with
@@ -46,15 +46,19 @@ git_q() { git -c user.name=series -c user.email=series@localhost "$@"; }
 orig=$(ls "$b"/src/qemu_10.0.*.orig.tar.xz | head -n1)
 debsrc=$(ls -d "$b"/src/qemu-10.0.*/ | head -n1)
 # base_tree DIR ORIG-TARBALL DEBIAN-SRC-DIR: DIR a git repository of the
-# tarball, plus Debian's skip-unpack-edk2-blobs.patch as a second commit
+# tarball, plus each of Debian's skip-*.patch (what the +ds tarball's
+# missing blobs need: skip-unpack-edk2-blobs, from 10.2 skip-install-dtb)
+# as a commit of its own
 base_tree() {
     [ "$(cat "$1/.series-base" 2>/dev/null)" = "$(basename "$2")" ] && return 0
     rm -rf "$1"; mkdir -p "$1"
     tar -C "$1" --strip-components=1 -xJf "$2"
     (cd "$1" && git init -q && git_q add -A -f . && git_q commit -q -m \
         "QEMU $(basename "$2" .orig.tar.xz | sed 's/^qemu_//') (Debian's orig tarball)" &&
-        patch -s -p1 < "$3/debian/patches/skip-unpack-edk2-blobs.patch" &&
-        git_q commit -q -a -m "meson: skip unpacking the edk2 blobs (Debian's +ds tarball has none)")
+        for sp in $(grep '^skip-' "$3/debian/patches/series"); do
+            patch -s -p1 < "$3/debian/patches/$sp" &&
+                git_q commit -q -a -m "Debian's $sp (the +ds tarball has no blobs)" || return 1
+        done)
     basename "$2" > "$1/.series-base"
 }
 base_tree "$s/base" "$orig" "$debsrc"
