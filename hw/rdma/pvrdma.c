@@ -569,7 +569,7 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_BOOL("x-loopback", PvrdmaState, loopback_on, true),
 };
 
-static void pvrdma_class_init(ObjectClass *klass, void *data)
+static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);

@@ -28,6 +28,21 @@
 #include "qemu/notify.h"
 #include "system/runstate.h"
 #include "hw/rdma/pvrdma_core.h"
+
+/*
+ * QEMU 10.1 changed two interfaces of the glue: class_init's data became
+ * const, and ramblock.h moved from exec/ to system/.  The device is for
+ * 10.0; these let the same files build on later QEMUs too
+ * (scripts/series-check.sh --newest; docs/devel/pvrdma.rst).
+ */
+#if QEMU_VERSION_MAJOR > 10 || (QEMU_VERSION_MAJOR == 10 && \
+                                QEMU_VERSION_MINOR >= 1)
+#define PVRDMA_CLASS_DATA const void
+#define PVRDMA_RAMBLOCK_H "system/ramblock.h"
+#else
+#define PVRDMA_CLASS_DATA void
+#define PVRDMA_RAMBLOCK_H "exec/ramblock.h"
+#endif
 #include "hw/rdma/pvrdma_transport.h"
 
 

@@ -20,13 +20,13 @@
 #include "qemu/timer.h"
 #include "crypto/secret_common.h"
 #include "hw/boards.h"
-#include "exec/ramblock.h"
 #include "system/system.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
 #include "hw/rdma/pvrdma_hostcm.h"
 #include "hw/rdma/pvrdma_hostverbs.h"
 #include "pvrdma_dev.h"
+#include PVRDMA_RAMBLOCK_H
 
 /* ------------------------------------------------------------------ */
 /* Co-resident and host HCA transports                                 */

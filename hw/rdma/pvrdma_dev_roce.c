@@ -290,7 +290,8 @@ static void pvrdma_roce_tap_cleanup(NetFilterState *nf)
     tap->buf = NULL;
 }
 
-static void pvrdma_roce_tap_class_init(ObjectClass *oc, void *data)
+static void pvrdma_roce_tap_class_init(ObjectClass *oc,
+                                       PVRDMA_CLASS_DATA *data)
 {
     NetFilterClass *nfc = NETFILTER_CLASS(oc);
 

@@ -113,9 +113,12 @@ char *qpvrdma_mig_wait(QTestState *qts, char **desc)
         const char *st = qdict_haskey(r, "status") ?
                          qdict_get_str(r, "status") : "none";
 
-        if (strcmp(st, "setup") && strcmp(st, "active") &&
-            strcmp(st, "device") && strcmp(st, "none") &&
-            strcmp(st, "postcopy-active")) {
+        /*
+         * an end, or a postcopy that lost its peer; any other status is
+         * a migration under way (later QEMUs add some: postcopy-device)
+         */
+        if (!strcmp(st, "completed") || !strcmp(st, "failed") ||
+            !strcmp(st, "cancelled") || !strcmp(st, "postcopy-paused")) {
             char *ret = g_strdup(st);
 
             if (desc) {
