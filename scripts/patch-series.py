@@ -284,16 +284,19 @@ indexes, handles, sizes, addresses, ring pointers, malformed commands
 and migration streams; each must get an error status or an error
 completion, never a crash or a hang."""),
     dict(subject='docs: add pvrdma user and design documentation',
-         files=['docs/system/devices/pvrdma.rst', 'docs/devel/pvrdma.rst'],
+         files=['docs/system/devices/pvrdma.rst',
+                'docs/system/devices/pvrdma-bench-coresident.svg',
+                'docs/devel/pvrdma.rst'],
          hooks=['docs/system/device-emulation.rst',
                 'docs/devel/index-internals.rst'],
          body="""\
 docs/system/devices/pvrdma.rst: what the device is, its properties and
 transports, command lines for one VM, two VMs on one host, RoCEv2 to
 soft-RoCE or a RoCE NIC and a host HCA, migration, the monitor
-commands, and its limits.  docs/devel/pvrdma.rst: the design (layers,
-the life of a send on each transport, threading, how guest input is
-checked, migration)."""),
+commands, and its limits, with a plot of the co-resident transport's
+latency and bandwidth against soft-RoCE's.  docs/devel/pvrdma.rst: the
+design (layers, the life of a send on each transport, threading, how
+guest input is checked, migration)."""),
     dict(subject='MAINTAINERS: add pvrdma',
          files=[], hooks=['MAINTAINERS'],
          body="""\

@@ -10,7 +10,8 @@ OUT/BASE.png and OUT/BASE.svg with gnuplot: on the left ib_send_lat's
 typical (median) latency against size, on the right ib_write_bw's
 average bandwidth against size, one line per run, log-log.  --ref adds a
 dashed bandwidth line from FILE ("memcpy SIZE MBPS" lines, e.g. the
-host's memcpy).  The data gnuplot drew is kept in OUT/BASE-NAME.dat.
+host's memcpy).  The data gnuplot drew is kept in OUT/BASE-NAME-lat.dat
+and OUT/BASE-NAME-bw.dat.
 Exit status 1 if gnuplot is missing or fails (the figures are in the
 text report either way).
 """
@@ -57,26 +58,27 @@ def main(argv):
     lat_plots, bw_plots = [], []
     for name, label in runs:
         lat, bw = load(os.path.join(out, name + '.txt'))
-        dat = os.path.join(out, '%s-%s.dat' % (base, name))
-        with open(dat, 'w') as f:
-            print('# size lat_typical_usec bw_mbps', file=f)
-            for s in sorted(set(lat) | set(bw)):
-                print(s, lat.get(s, 'NaN'), bw.get(s, 'NaN'), file=f)
-        if lat:
-            lat_plots.append('"%s" using 1:2 with linespoints title "%s"'
-                             % (dat, esc(label)))
-        if bw:
-            bw_plots.append('"%s" using 1:3 with linespoints title "%s"'
-                            % (dat, esc(label)))
+        # one file per panel: a size missing from one (NaN) would break
+        # the other's line
+        for kind, fig, plots in (('lat', lat, lat_plots),
+                                 ('bw', bw, bw_plots)):
+            if not fig:
+                continue
+            dat = os.path.join(out, '%s-%s-%s.dat' % (base, name, kind))
+            with open(dat, 'w') as f:
+                for sz in sorted(fig):
+                    print(sz, fig[sz], file=f)
+            plots.append('"%s" using 1:2 with linespoints title "%s"'
+                         % (dat, esc(label)))
     for path, label in refs:
         _, bw = load(path)
         dat = os.path.join(out, '%s-ref-%s.dat' % (base,
                                                     os.path.basename(path)))
         with open(dat, 'w') as f:
-            for s in sorted(bw):
-                print(s, 'NaN', bw[s], file=f)
+            for sz in sorted(bw):
+                print(sz, bw[sz], file=f)
         if bw:
-            bw_plots.append('"%s" using 1:3 with linespoints dt 2 title "%s"'
+            bw_plots.append('"%s" using 1:2 with linespoints dt 2 title "%s"'
                             % (dat, esc(label)))
     if not lat_plots and not bw_plots:
         print('plot: no figures to plot', file=sys.stderr)
@@ -86,6 +88,7 @@ set bmargin 5
 set multiplot layout 1,2 title "%s"
 set logscale xy
 set format x "%%.0s%%cB"
+set format y "%%g"
 set xlabel "message size (bytes)"
 set grid
 set key top left
@@ -109,6 +112,13 @@ unset multiplot
             print('plot: gnuplot failed: %s' % r.stderr.strip(),
                   file=sys.stderr)
             return 1
+    # gnuplot indents its SVG with tabs and leaves trailing blanks: plain
+    # text a patch (or checkpatch) takes as it is
+    svg = os.path.join(out, base + '.svg')
+    with open(svg) as f:
+        lines = [ln.replace('\t', '  ').rstrip() for ln in f]
+    with open(svg, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
     print('plot: %s.png, %s.svg' % (os.path.join(out, base),
                                     os.path.join(out, base)))
     return 0
