@@ -413,6 +413,11 @@ static void pvrdma_pair_late(Notifier *n, void *data)
     PvrdmaState *s = container_of(n, PvrdmaState, pair_notifier);
     Error *err = NULL;
 
+    /*
+     * off the list (a notifier may remove itself): no dangling entry once
+     * the device is unplugged
+     */
+    qemu_remove_machine_init_done_notifier(n);
     s->pair_notifier.notify = NULL;
     if (!pvrdma_pair(s, &err)) {
         error_report_err(err);
