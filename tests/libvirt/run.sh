@@ -170,6 +170,23 @@ state=$(mktemp -d /tmp/pvrdma-lv.XXXXXX)
 chown "$lvuser:$lvgroup" "$state"
 say "libvirt $(libvirtd --version | awk '{print $NF}'), QEMU $QEMU, hosts in $state (user $lvuser), logs in $out"
 
+# The daemons' user must reach QEMU, the guest's kernel and firmware and
+# each run's files (initrds, consoles, the rendezvous).  A checkout in a
+# private directory (root's home, mode 0700) is out of its reach: then
+# those are staged in the private state directory, the runs happen there
+# and each run's directory is copied to $out when it ends.
+runroot=$out GX=$G
+if [ ${#as_user[@]} -gt 0 ] &&
+   ! "${as_user[@]}" sh -c 'test -x "$1" && test -r "$2" && test -x "$3"' _ \
+        "$QEMU" "$G/vmlinux" "$out"; then
+    mkdir -p "$state/stage/guest" "$state/run"
+    cp "$QEMU" "$state/stage/qemu-system-x86_64"
+    cp -rL "$G/vmlinux" "$G/firmware" "$state/stage/guest/"
+    chown -R "$lvuser:$lvgroup" "$state/stage" "$state/run"
+    QEMU=$state/stage/qemu-system-x86_64 GX=$state/stage/guest runroot=$state/run
+    say "$lvuser cannot reach this checkout: QEMU and the guest image staged in $state/stage, runs in $state/run (copied to $out)"
+fi
+
 # --- the two hosts ---------------------------------------------------------------
 declare -A daemon_pid uri
 host_env() { # HOST: the environment of that host's libvirtd
@@ -321,7 +338,7 @@ run_vms() { # MODE
     local mode=$1 i d ip rdv name reason='' rc0 ports vmports relports
     local -A mig_done qmp_done
     local -a rc vmstate
-    rd=$out/$mode
+    rd=$runroot/$mode
     rm -rf "$rd"; mkdir -p "$rd"
     t0=$(now)
     rdv=$state/rdv-$mode
@@ -362,10 +379,10 @@ run_vms() { # MODE
         name=pvrdma-lv-$mode-vm$i
         dom[$i]=$name where[$i]=A rc[$i]='' vmstate[$i]=running
         sed -e "s|@NAME@|$name|g" -e "s|@QEMU@|$QEMU|g" \
-            -e "s|@KERNEL@|$G/vmlinux|g" -e "s|@INITRD@|$d/initrd.img|g" \
+            -e "s|@KERNEL@|$GX/vmlinux|g" -e "s|@INITRD@|$d/initrd.img|g" \
             -e "s|@IP@|$ip|g" -e "s|@MAC@|52:54:00:12:34:$((56 + i))|g" \
             -e "s|@LOCAL_PORT@|${vmports[$i]}|g" -e "s|@REMOTE_PORT@|${relports[$i]}|g" \
-            -e "s|@CONSOLE@|$d/console.log|g" -e "s|@FIRMWARE@|$G/firmware|g" \
+            -e "s|@CONSOLE@|$d/console.log|g" -e "s|@FIRMWARE@|$GX/firmware|g" \
             -e "s|@RENDEZVOUS@|$rdv|g" \
             "$here/pvrdma-$mode.xml" > "$d/domain.xml"
         ! grep -n '@[A-Z_]*@' "$d/domain.xml" || die "$d/domain.xml: a placeholder is left"
@@ -474,6 +491,8 @@ run_vms() { # MODE
 
 for r in "${vm_runs[@]}"; do
     run_vms "$r"
+    # staged: the run's files where the logs are
+    [ "$runroot" = "$out" ] || cp -a "$runroot/$r" "$out/" 2>/dev/null || true
 done
 echo "$pass passed, $failn failed"
 [ "$failn" = 0 ]
