@@ -11,15 +11,16 @@
 # Debian's orig tarball of the QEMU we build (upstream v10.0.x without the
 # firmware and edk2 blobs) plus Debian's one-line meson change that skips
 # unpacking the edk2 blobs the tarball lacks (its skip-*.patch), as its own
-# commit: nothing of ours.  The series is applied to a clone of it (build/series/src/...),
-# configured with QEMU's own configure and built with meson/ninja in
-# build/series/qemu: the options are build.sh's lean x86_64 ones, and
-# nothing is overlaid.  ccache (base_dir build/) shares objects with
-# build/qemu, whose tree sits at the same relative place.
+# commit: nothing of ours.  The series is applied to a clone of it
+# (build/series/src/...), configured with QEMU's own configure and built
+# with meson/ninja in build/series/qemu: the options are build.sh's lean
+# x86_64 ones, and nothing is overlaid.  ccache (base_dir build/) shares
+# objects with build/qemu, whose tree sits at the same relative place.
 #   --final-only  build and test only the last commit
-#   --newest      also apply the series to the newest QEMU source Debian
-#                 has (sid), build it and run the qtests there
-#                 (build/series/newest); says what differs
+#   --newest      also the newest QEMU source Debian has (sid's newest
+#                 that the mirror serves): the 10.0 series tried as it
+#                 is, then the series made on that tree applied, built
+#                 and its qtests run (build/series/newest)
 # Prints "ok"/"FAIL" lines and ends with "N passed, N failed".
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
