@@ -68,7 +68,7 @@ accepted by the device added later in this series.
 QEMU's previous pvrdma (removed in 9.1) used the driver's headers,
 imported into include/standard-headers; these are new headers of the
 device's own, the sizes of the shared structures checked at build time
-(QEMU_BUILD_BUG_ON)."""),
+(_Static_assert)."""),
     dict(subject='hw/rdma: add the PVRDMA core: rings, tables, guest memory',
          files=['include/hw/rdma/pvrdma_core.h',
                 'include/hw/rdma/pvrdma_transport.h',
@@ -90,8 +90,9 @@ This first part is what everything else stands on:
 - pvrdma_mem.c: guest page directories and scatter/gather through the
   owner's DMA hooks, every address, length and page count checked;
 - pvrdma_gid.c: the port's GID table;
-- pvrdma_sched.c: the core's run queue (work is done in the main loop,
-  in bounded passes, never in a vCPU's MMIO write);
+- pvrdma_sched.c: the core's run list and timer (the data path runs in
+  the main loop in bounded passes; a doorbell queues work, or does a
+  bounded amount of it);
 - pvrdma_stream.c: the byte stream the migration state is written to;
 - pvrdma_event.c: completion and async event queues, interrupts,
   completions written in batches with one notification per batch.
@@ -134,7 +135,8 @@ The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
 - pvrdma_comp.c, the completer: writes work completions, with error
   statuses for what the guest got wrong;
 - pvrdma_dp.c and pvrdma_uar.c: the UAR doorbells (QP send/receive, CQ
-  arm and poll, SRQ), which only queue work for the main loop."""),
+  arm and poll, SRQ), which queue work for the run loop (a send doorbell
+  may start up to 16 co-resident sends itself: a message, no copy)."""),
     dict(subject='hw/rdma: PVRDMA command channel and device registers',
          files=['hw/rdma/pvrdma_cmd.c', 'hw/rdma/pvrdma_init.c',
                 'hw/rdma/pvrdma_regs.c'],
@@ -198,9 +200,10 @@ Standard RoCEv2 (InfiniBand transport over UDP port 4791) on the
 network of the vmxnet3 at function 0 of the device's slot, so that a
 pvrdma guest talks to Linux soft-RoCE (rdma_rxe) and RoCE NICs on other
 hosts.  Shaped as rxe: requester, responder and completer, PSN
-sequencing, ACK coalescing, retransmission on timeout and on sequence
-NAK, RNR NAK with its timer, duplicate requests answered from the
-responder's resources, ICRC on every packet.  Frames enter and leave
+sequencing, ACKs asked for every 32 packets and on a message's last,
+retransmission on timeout and on sequence NAK, RNR NAK with its timer,
+duplicate requests answered from the responder's resources, ICRC on
+every packet.  Frames enter and leave
 through the NIC's net client, so QEMU's network backends, filters and
 dumps see them."""),
     dict(subject='hw/rdma/backend: PVRDMA host HCA transport',
