@@ -370,6 +370,15 @@ static bool pvrdma_add_transports(PvrdmaState *s, VMXNET3State *nic,
     return true;
 }
 
+static void pvrdma_not_function1(Error **errp)
+{
+    error_setg(errp, "pvrdma: must be function 1 of a slot whose "
+               "function 0 is a vmxnet3 NIC");
+    error_append_hint(errp, "Use e.g. -device vmxnet3,addr=4.0,"
+                      "multifunction=on,netdev=... "
+                      "-device pvrdma,addr=4.1\n");
+}
+
 /*
  * Pair with the vmxnet3 at function 0 and add the transports that need it.
  * Realize does this when function 0 is already there; otherwise at machine
@@ -384,11 +393,7 @@ static bool pvrdma_pair(PvrdmaState *s, Error **errp)
     VMXNET3State *nic = pvrdma_nic(s);
 
     if (!f0) {
-        error_setg(errp, "pvrdma: must be function 1 of a slot whose "
-                   "function 0 is a vmxnet3 NIC");
-        error_append_hint(errp, "Use e.g. -device vmxnet3,addr=4.0,"
-                          "multifunction=on,netdev=... "
-                          "-device pvrdma,addr=4.1\n");
+        pvrdma_not_function1(errp);
         return false;
     }
     if (!nic) {
@@ -435,11 +440,7 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     if (PCI_FUNC(pdev->devfn) == 0) {
-        error_setg(errp, "pvrdma: must be function 1 of a slot whose "
-                   "function 0 is a vmxnet3 NIC");
-        error_append_hint(errp, "Use e.g. -device vmxnet3,addr=4.0,"
-                          "multifunction=on,netdev=... "
-                          "-device pvrdma,addr=4.1\n");
+        pvrdma_not_function1(errp);
         return;
     }
     if (!pvrdma_init_pci(s, errp)) {
