@@ -15,6 +15,8 @@ b=$top/build
 # same relative place, and shares the objects of the files we did not change
 export CCACHE_BASEDIR=$b CCACHE_NOHASHDIR=1
 "$top/scripts/deps.sh"
+# shellcheck source=scripts/qemu-lib.sh
+. "$top/scripts/qemu-lib.sh"
 
 # --- 1. Debian's QEMU 10.0.x source, fetched once -------------------------
 src=$(ls -d "$b"/src/qemu-10.0.*/ 2>/dev/null | head -n1 || true)
@@ -58,10 +60,7 @@ overlay tests/qtest tests/qtest
 overlay qapi qapi
 
 # --- 4. configure a lean x86_64 system emulator ----------------------------
-opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
- --python=/usr/bin/python3 --without-default-features --disable-docs \
- --disable-werror --enable-fdt=system --enable-trace-backends=log \
- --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu \
+opts="$QEMU_LEAN_OPTS \
  ${PVRDMA_CONFIGURE_EXTRA:-}"
 q=$b/qemu
 if [ "${PVRDMA_SANITIZE:-0}" = 1 ]; then
@@ -79,20 +78,11 @@ if [ ! -f "$q/build.ninja" ] || [ "$(cat "$q/.pvrdma-opts" 2>/dev/null)" != "$st
 fi
 
 # --- 5. build -----------------------------------------------------------------
-# x86 option ROMs (linuxboot_dma.bin, kvmvapic.bin, ...) are built by make
-if [ -f "$q/pc-bios/optionrom/config.mak" ]; then
-    make -s -C "$q/pc-bios/optionrom" >/dev/null
-fi
 if [ $# -eq 0 ]; then
     set -- qemu-system-x86_64 tests/qtest/pvrdma-test \
         tests/qtest/pvrdma-hostile-test
 fi
 ninja -C "$q" "$@"
 
-# --- 6. Debian firmware (seabios, ipxe) where the built binary looks -----------
-fw=$q/qemu-bundle/usr/local/share/qemu
-mkdir -p "$fw"
-for f in /usr/share/seabios/* /usr/lib/ipxe/qemu/* "$q"/pc-bios/optionrom/*.bin; do
-    [ -e "$f" ] || continue     # a pattern that matched nothing
-    [ -e "$fw/$(basename "$f")" ] || ln -s "$f" "$fw/$(basename "$f")"
-done
+# --- 6. the option ROMs, Debian firmware (seabios, ipxe) where the binary looks
+qemu_firmware "$q"

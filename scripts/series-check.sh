@@ -94,10 +94,9 @@ for p in "${patches[@]}"; do
 done
 
 # --- 5. build every commit; qtests once they exist ---------------------------------------
-opts="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
- --python=/usr/bin/python3 --without-default-features --disable-docs \
- --disable-werror --enable-fdt=system --enable-trace-backends=log \
- --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu"
+# shellcheck source=scripts/qemu-lib.sh
+. "$top/scripts/qemu-lib.sh"
+opts=$QEMU_LEAN_OPTS
 q=$s/qemu
 # build_tree TREE BUILD-DIR NAME: configure (once per tree) and build,
 # then run the pvrdma qtests if the tree has them
@@ -114,17 +113,8 @@ build_tree() {
         bad "$name: build (tail of $log)"; grep -m5 -A5 'error' "$log" || tail -20 "$log"
         return 1
     fi
-    # the +ds tarball has no firmware: Debian's seabios and ipxe, and the
-    # x86 option ROMs built from source, where the built binary looks (as
-    # scripts/build.sh does for build/qemu)
-    if [ -f "$bd/pc-bios/optionrom/config.mak" ]; then
-        make -s -C "$bd/pc-bios/optionrom" >/dev/null 2>&1 || true
-    fi
-    local fw=$bd/qemu-bundle/usr/local/share/qemu f
-    mkdir -p "$fw"
-    for f in /usr/share/seabios/* /usr/lib/ipxe/qemu/* "$bd"/pc-bios/optionrom/*.bin; do
-        [ -e "$f" ] && [ ! -e "$fw/$(basename "$f")" ] && ln -s "$f" "$fw/$(basename "$f")"
-    done
+    # the +ds tarball has no firmware (as scripts/build.sh for build/qemu)
+    qemu_firmware "$bd"
     if [ ! -f "$tr/tests/qtest/pvrdma-test.c" ]; then
         ok "$name: builds"; return 0
     fi
