@@ -10,6 +10,13 @@
  *   and addresses go to the host device unchanged.  The DMA MR (kernel
  *   ULPs use guest physical addresses) covers guest RAM from 1 MiB to the
  *   end of the RAM block there, with IOVA = guest physical address.
+ * - Fast registration (FRMRs, which kernel ULPs use for every I/O): the
+ *   guest's FRMR is a host type 2 memory window, whose rkey takes the key
+ *   byte the guest gives it; a FAST_REG_MR registers the guest's page
+ *   list, mapped contiguously, as a host MR at the guest's IOVA and binds
+ *   the window over it on the guest's QP, a LOCAL_INV invalidates the
+ *   window there (hostverbs_obj.c says how).  Host devices without type 2
+ *   windows give the guest no FRMRs (said at startup).
  * - GIDs: a guest GID is used through the host GID table entry with the
  *   same GID (the address must be on the host's netdev); 'gid-index'
  *   forces one host entry instead.
@@ -41,6 +48,7 @@
 #include <sys/socket.h>
 
 #define HV_POLL_BATCH   16
+#define HV_RXE_VENDOR_ID 0xffffff   /* Linux soft-RoCE's */
 
 /* ------------------------------------------------------------------ */
 /* Transport choice                                                    */
@@ -124,9 +132,30 @@ static uint32_t wc_opcode(enum ibv_wc_opcode op)
         return PVRDMA_WC_FETCH_ADD;
     case IBV_WC_RECV_RDMA_WITH_IMM:
         return PVRDMA_WC_RECV_RDMA_WITH_IMM;
+    case IBV_WC_BIND_MW:
+        return PVRDMA_WC_FAST_REG_MR;   /* the guest's FRMR is a window */
+    case IBV_WC_LOCAL_INV:
+        return PVRDMA_WC_LOCAL_INV;
     default:
         return op & IBV_WC_RECV ? PVRDMA_WC_RECV : PVRDMA_WC_SEND;
     }
+}
+
+/*
+ * A receive that invalidated a key at the peer's request (SEND with
+ * invalidate).  Linux rxe (6.1 and later) writes the kernel's
+ * IB_WC_WITH_INVALIDATE (1 << 2) into user space's completions, which
+ * libibverbs calls IBV_WC_IP_CSUM_OK; an RC receive has no checksum
+ * flag to give, so from rxe that bit is the invalidation.
+ */
+static bool wc_with_inv(HvDev *d, const PvrdmaQP *qp, const struct ibv_wc *wc)
+{
+    if (wc->status != IBV_WC_SUCCESS || wc->opcode != IBV_WC_RECV) {
+        return false;
+    }
+    return (wc->wc_flags & IBV_WC_WITH_INV) ||
+           (d->rxe && qp->type == PVRDMA_QPT_RC &&
+            (wc->wc_flags & IBV_WC_IP_CSUM_OK));
 }
 
 static void deliver(HvDev *d, HvCQ *q, const struct ibv_wc *wc)
@@ -153,8 +182,9 @@ static void deliver(HvDev *d, HvCQ *q, const struct ibv_wc *wc)
     if (wc->wc_flags & IBV_WC_WITH_IMM) {
         w.wc_flags |= PVRDMA_WC_WITH_IMM;
     }
-    if (wc->wc_flags & IBV_WC_WITH_INV) {
+    if (wc_with_inv(d, qp, wc)) {
         w.wc_flags |= PVRDMA_WC_WITH_INVALIDATE;
+        hv_frmr_remote_inv(d, wc->invalidated_rkey);
     }
     if (wc->status == IBV_WC_SUCCESS) {
         w.is_send = !(wc->opcode & IBV_WC_RECV);
@@ -305,6 +335,7 @@ static void hv_destroy(PvrdmaTransport *h)
     g_hash_table_destroy(d->qps);
     g_hash_table_destroy(d->warned);
     g_hash_table_destroy(d->gid_idx);
+    g_hash_table_destroy(d->frmrs);
     g_free(d->regions);
     g_free(d);
 }
@@ -458,6 +489,30 @@ static void offer_limits(PvrdmaLimits *lim, const struct ibv_device_attr *da)
     lim->max_mr_size = MIN(lim->max_mr_size, da->max_mr_size);
 }
 
+/*
+ * Type 2 memory windows, which the guest's FRMRs are: advertised and
+ * allocatable (a real HCA may advertise more than its firmware gives).
+ */
+static bool has_mw2(struct ibv_context *ctx, const struct ibv_device_attr *da)
+{
+    struct ibv_pd *pd;
+    struct ibv_mw *mw;
+
+    if (!(da->device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+                                  IBV_DEVICE_MEM_WINDOW_TYPE_2B))) {
+        return false;
+    }
+    pd = ibv_alloc_pd(ctx);
+    mw = pd ? ibv_alloc_mw(pd, IBV_MW_TYPE_2) : NULL;
+    if (mw) {
+        ibv_dealloc_mw(mw);
+    }
+    if (pd) {
+        ibv_dealloc_pd(pd);
+    }
+    return mw != NULL;
+}
+
 /* The host device owns the guest's objects: a queue transport. */
 static const PvrdmaQueueOps hv_queue = {
     .pd_create = hv_pd_create,
@@ -537,7 +592,19 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     d->gid_idx = g_hash_table_new_full(hv_gid_key_hash, hv_gid_key_equal,
                                        g_free, NULL);
 
+    d->frmrs = g_hash_table_new(NULL, NULL);
+    d->max_qp_wr = da.max_qp_wr;
+    d->rxe = da.vendor_id == HV_RXE_VENDOR_ID;
+
     offer_limits(lim, &da);
+    d->mw2 = has_mw2(ctx, &da);
+    if (!d->mw2) {
+        lim->no_fast_reg = true;
+        pvrdma_log_host("host RDMA device %s has no type 2 memory windows: "
+                        "the guest gets no fast-registration MRs, which "
+                        "kernel ULPs need (NVMe over RDMA, NFS over RDMA, "
+                        "iSER, SMB Direct, RDS)", d->name);
+    }
 
     d->t = (PvrdmaTransport) { .ops = &hv_ops, .core = c };
     c->ops->set_fd_handler(c->opaque, d->chan->fd, hv_comp_ready, NULL, d);

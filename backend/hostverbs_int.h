@@ -9,7 +9,8 @@
  *                    away
  *   hostverbs_obj.c  the host twins of the guest's objects: PDs and their
  *                    address handles, MRs over guest RAM (remapped when
- *                    in several runs), CQs, SRQs, QPs (create, modify,
+ *                    in several runs), fast-registration MRs (type 2
+ *                    memory windows), CQs, SRQs, QPs (create, modify,
  *                    destroy, post); the host GID index of a guest GID
  * Calls between them go one way: hostverbs.c calls hostverbs_obj.c (the
  * object hooks in its table, the GID cache's hash functions), never the
@@ -45,6 +46,11 @@ typedef struct HvDev {
     GHashTable *qps;            /* host qp_num -> PvrdmaQP */
     GHashTable *warned;         /* GIDs already reported as missing */
     GHashTable *gid_idx;        /* HvGidKey -> host GID index + 1 (found) */
+    /* FRMRs (PvrdmaMR) by their memory window's rkey >> 8 */
+    GHashTable *frmrs;
+    bool mw2;                   /* type 2 memory windows: FRMRs */
+    uint32_t max_qp_wr;         /* of the device */
+    bool rxe;                   /* it is Linux soft-RoCE (wc_with_inv()) */
     bool gone;                  /* its event files failed: not watched */
 } HvDev;
 
@@ -85,5 +91,7 @@ int hv_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *s);
 int hv_post_recv(PvrdmaTransport *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
                  uint64_t wr_id, const struct pvrdma_sge *s,
                  uint32_t num_sge);
+/* The peer invalidated rkey with a SEND (a receive completion said so). */
+void hv_frmr_remote_inv(HvDev *d, uint32_t rkey);
 
 #endif

@@ -3,8 +3,9 @@
  * guest PD, MR, CQ, SRQ and QP the host device owns has a libibverbs
  * object of the host device made, changed and destroyed with it (the
  * transport's object hooks); a guest MR over several runs of guest RAM is
- * mapped again contiguously first; UD sends get a host address handle,
- * cached per PD; guest GIDs are found in the host's GID table.  See
+ * mapped again contiguously first; a fast-registration MR is a type 2
+ * memory window (below); UD sends get a host address handle, cached per
+ * PD; guest GIDs are found in the host's GID table.  See
  * hostverbs.c for the transport as a whole, hostverbs_int.h for what its
  * files share.
  *
@@ -37,7 +38,17 @@ typedef struct HvAhKey {
 typedef struct HvPD {
     struct ibv_pd *pd;
     GHashTable *ah;             /* HvAhKey -> struct ibv_ah */
+    /* a window of the PD is bound over it to be invalidated (hv_local_inv) */
+    struct ibv_mr *spare;
+    uint8_t spare_buf[64];
 } HvPD;
+
+/* Host memory registered: an MR, over its own mapping if remapped */
+typedef struct HvReg {
+    struct ibv_mr *mr;
+    void *remap;                /* the reserved range, if remapped */
+    size_t remap_len;
+} HvReg;
 
 typedef struct HvMR {
     struct ibv_mr *mr;
@@ -45,6 +56,11 @@ typedef struct HvMR {
     size_t remap_len;
     void *dma_host;             /* DMA MR: the guest RAM mapping */
     uint64_t dma_len;
+    /* FRMR: a type 2 window, bound over the registration of its pages */
+    struct ibv_mw *mw;          /* mw->rkey: the key it was bound with last */
+    bool bound;                 /* on the host (not invalidated yet) */
+    HvReg cur;                  /* the pages the window was bound over last */
+    GArray *retired;            /* HvReg: earlier ones, not deregistered yet */
 } HvMR;
 
 /* ------------------------------------------------------------------ */
@@ -160,6 +176,9 @@ void hv_pd_destroy(PvrdmaTransport *h, PvrdmaPD *pd)
 {
     HvPD *p = pd->hw;
 
+    if (p->spare) {
+        ibv_dereg_mr(p->spare);
+    }
     g_hash_table_destroy(p->ah);
     ibv_dealloc_pd(p->pd);
     g_free(p);
@@ -272,6 +291,276 @@ static void *remap_runs(HvDev *d, const PvrdmaMap *m, size_t *len_out)
     return base;
 }
 
+/* ------------------------------------------------------------------ */
+/* Fast-registration MRs                                               */
+
+/*
+ * A guest FRMR is a host type 2 memory window of the PD: its rkey is the
+ * guest's lkey and rkey, and a bind gives it the key byte the guest asks
+ * for.  FAST_REG_MR: the guest's page list (mapped by the core, mr->map)
+ * is mapped contiguously like a user MR's runs, registered as a host MR
+ * at the guest's IOVA, and the window bound over all of it on the guest's
+ * QP, in order with its other work; the guest's peer then reads and
+ * writes those pages through the window's rkey and the guest's
+ * addresses, the host device checking both.  LOCAL_INV invalidates the
+ * window on the QP; a SEND with invalidate from the peer does the same
+ * on the host device (hv_frmr_remote_inv()).  An FRMR's lkey in the
+ * guest's own SGEs becomes the registration's (sge_lkey()).
+ *
+ * The host MR of a registration outlives the window's next bind: the
+ * device may still be executing the work before it.  It is deregistered
+ * at the next FAST_REG_MR of the FRMR, or when the FRMR goes, once the
+ * host lets go of it (Linux rxe refuses while a window is bound).
+ * A type 2B window is bound to the QP it was bound on: the guest's peer
+ * must use the key over that connection, as kernel ULPs do.
+ */
+
+static void reg_release(HvReg *g)
+{
+    if (g->remap) {
+        munmap(g->remap, g->remap_len);
+    }
+    *g = (HvReg) { 0 };
+}
+
+/* Deregister what the host no longer uses; true if all went. */
+static bool retired_sweep(HvMR *r)
+{
+    for (guint i = 0; i < r->retired->len;) {
+        HvReg *g = &g_array_index(r->retired, HvReg, i);
+
+        if (ibv_dereg_mr(g->mr)) {
+            i++;
+            continue;
+        }
+        reg_release(g);
+        g_array_remove_index_fast(r->retired, i);
+    }
+    return r->retired->len == 0;
+}
+
+static int frmr_create(HvDev *d, HvPD *p, PvrdmaMR *mr, uint32_t *lkey,
+                       uint32_t *rkey)
+{
+    HvMR *r;
+    struct ibv_mw *mw;
+
+    if (!d->mw2) {
+        return -EOPNOTSUPP;
+    }
+    mw = ibv_alloc_mw(p->pd, IBV_MW_TYPE_2);
+    if (!mw) {
+        return -(errno ? errno : ENOMEM);
+    }
+    r = g_new0(HvMR, 1);
+    r->mw = mw;
+    r->retired = g_array_new(false, false, sizeof(HvReg));
+    *lkey = *rkey = mw->rkey;
+    mr->hw = r;
+    g_hash_table_insert(d->frmrs, GUINT_TO_POINTER(mw->rkey >> 8), mr);
+    return 0;
+}
+
+static void frmr_destroy(HvDev *d, PvrdmaMR *mr)
+{
+    HvMR *r = mr->hw;
+
+    g_hash_table_remove(d->frmrs, GUINT_TO_POINTER(r->mw->rkey >> 8));
+    ibv_dealloc_mw(r->mw);      /* unbinds it */
+    if (r->cur.mr) {
+        g_array_append_val(r->retired, r->cur);
+    }
+    if (!retired_sweep(r)) {
+        pvrdma_log_host("host device %s kept %u registrations of FRMR %u",
+                        d->name, r->retired->len, mr->handle);
+    }
+    g_array_free(r->retired, true);
+    g_free(r);
+    mr->hw = NULL;
+}
+
+/* The guest's FRMR lkey, valid, in an SGE for the host: its registration's */
+static uint32_t sge_lkey(HvDev *d, uint32_t lkey)
+{
+    PvrdmaMR *mr;
+    HvMR *r;
+
+    if (!g_hash_table_size(d->frmrs)) {
+        return lkey;
+    }
+    mr = g_hash_table_lookup(d->frmrs, GUINT_TO_POINTER(lkey >> 8));
+    r = mr ? mr->hw : NULL;
+    if (!r || mr->key != lkey || !mr->valid || !r->cur.mr) {
+        return lkey;    /* the host device refuses what it must */
+    }
+    return r->cur.mr->lkey;
+}
+
+void hv_frmr_remote_inv(HvDev *d, uint32_t rkey)
+{
+    PvrdmaMR *mr = g_hash_table_lookup(d->frmrs, GUINT_TO_POINTER(rkey >> 8));
+    HvMR *r = mr ? mr->hw : NULL;
+
+    if (r && r->mw->rkey == rkey) {
+        r->bound = false;
+    }
+}
+
+/* Register the FRMR's pages at its IOVA, for a window to be bound over */
+static bool frmr_register(HvDev *d, HvPD *p, PvrdmaMR *mr, HvReg *g)
+{
+    uint8_t *host;
+
+    if (mr->map.nchunks == 1) {
+        host = mr->map.chunk[0].host + (mr->iova - mr->base);
+    } else {
+        g->remap = remap_runs(d, &mr->map, &g->remap_len);
+        if (!g->remap) {
+            return false;
+        }
+        host = (uint8_t *)g->remap + (mr->iova - mr->base);
+    }
+    g->mr = ibv_reg_mr_iova(p->pd, host, mr->length, mr->iova,
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    if (!g->mr) {
+        reg_release(g);
+        return false;
+    }
+    return true;
+}
+
+static const unsigned hv_remote_access = IBV_ACCESS_REMOTE_WRITE |
+                                         IBV_ACCESS_REMOTE_READ |
+                                         IBV_ACCESS_REMOTE_ATOMIC;
+
+/*
+ * FAST_REG_MR: bind the window over a new registration of the pages, with
+ * the guest's key; invalidate it first if a LOCAL_INV that another
+ * transport ran left it bound here.
+ */
+static int hv_fast_reg(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
+                       unsigned flags)
+{
+    PvrdmaMR *mr = s->mr;
+    HvMR *r = mr->hw;
+    HvPD *p = pd_of(&d->t, mr->pd);
+    struct ibv_send_wr inv = { 0 }, bind = { 0 }, *first = &bind, *bad;
+    int64_t t0 = g_get_monotonic_time(), t_map;
+    HvReg g = { 0 };
+    int err;
+
+    if (!p || !r || !r->mw) {
+        return -EINVAL;
+    }
+    if (!frmr_register(d, p, mr, &g)) {
+        err = errno ? errno : EFAULT;
+        pvrdma_log_host("host device %s: FRMR %u: registering %u page runs "
+                        "failed: %s", d->name, mr->handle, mr->map.nchunks,
+                        strerror(err));
+        return -err;
+    }
+    t_map = g_get_monotonic_time() - t0;
+    bind.wr_id = s->wr_id;
+    bind.opcode = IBV_WR_BIND_MW;
+    bind.send_flags = flags;
+    bind.bind_mw.mw = r->mw;
+    bind.bind_mw.rkey = mr->key;
+    bind.bind_mw.bind_info.mr = g.mr;
+    bind.bind_mw.bind_info.addr = mr->iova;
+    bind.bind_mw.bind_info.length = mr->length;
+    bind.bind_mw.bind_info.mw_access_flags = mr->access & hv_remote_access;
+    if (r->bound) {
+        inv.wr_id = s->wr_id;
+        inv.opcode = IBV_WR_LOCAL_INV;
+        inv.invalidate_rkey = r->mw->rkey;
+        inv.next = &bind;
+        first = &inv;
+    }
+    err = ibv_post_send(qp->hw, first, &bad);
+    if (err) {
+        if (first == &inv && bad == &bind) {
+            r->bound = false;
+        }
+        ibv_dereg_mr(g.mr);
+        reg_release(&g);
+        return -err;
+    }
+    r->mw->rkey = mr->key;      /* the window's key from this bind on */
+    r->bound = true;
+    if (r->cur.mr) {
+        g_array_append_val(r->retired, r->cur);
+    }
+    r->cur = g;
+    retired_sweep(r);
+    trace_pvrdma_hv_fast_reg(mr->handle, mr->key, mr->iova, mr->length,
+                             mr->map.nchunks, t_map,
+                             g_get_monotonic_time() - t0);
+    return 0;
+}
+
+/* The PD's spare MR (one small buffer) that a window can be bound over */
+static struct ibv_mr *pd_spare(HvPD *p)
+{
+    if (!p->spare) {
+        p->spare = ibv_reg_mr(p->pd, p->spare_buf, sizeof(p->spare_buf),
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    }
+    return p->spare;
+}
+
+/*
+ * LOCAL_INV: invalidate the window on the QP.  A window that is not bound
+ * here (invalidated already, or registered through another transport) is
+ * bound over the PD's spare MR first: a host device completes the
+ * guest's LOCAL_INV in order then, and never sees an invalidation of a
+ * free window (which Linux 6.1's rxe does not survive).
+ */
+static int hv_local_inv(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
+                        unsigned flags)
+{
+    PvrdmaMR *mr = s->mr;
+    HvMR *r = mr->hw;
+    HvPD *p = pd_of(&d->t, mr->pd);
+    struct ibv_send_wr bind = { 0 }, inv = { 0 }, *first = &inv, *bad;
+    bool was_bound;
+    int err;
+
+    if (!p || !r || !r->mw) {
+        return -EINVAL;
+    }
+    was_bound = r->bound;
+    if (!r->bound) {
+        struct ibv_mr *spare = pd_spare(p);
+
+        if (!spare) {
+            return -(errno ? errno : ENOMEM);
+        }
+        bind.wr_id = s->wr_id;
+        bind.opcode = IBV_WR_BIND_MW;
+        bind.bind_mw.mw = r->mw;
+        bind.bind_mw.rkey = r->mw->rkey;
+        bind.bind_mw.bind_info.mr = spare;
+        bind.bind_mw.bind_info.addr = (uintptr_t)p->spare_buf;
+        bind.bind_mw.bind_info.length = sizeof(p->spare_buf);
+        bind.next = &inv;
+        first = &bind;
+    }
+    inv.wr_id = s->wr_id;
+    inv.opcode = IBV_WR_LOCAL_INV;
+    inv.send_flags = flags;
+    inv.invalidate_rkey = r->mw->rkey;
+    err = ibv_post_send(qp->hw, first, &bad);
+    if (err) {
+        if (first == &bind && bad == &inv) {
+            r->bound = true;
+        }
+        return -err;
+    }
+    r->bound = false;
+    trace_pvrdma_hv_local_inv(mr->handle, s->imm, was_bound);
+    return 0;
+}
+
 int hv_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
                  uint32_t *rkey)
 {
@@ -282,14 +571,17 @@ int hv_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
                                IBV_ACCESS_REMOTE_READ |
                                IBV_ACCESS_REMOTE_ATOMIC);
     G_GNUC_UNUSED int64_t t0 = g_get_monotonic_time(), t_map = 0;
-    HvMR *r = g_new0(HvMR, 1);
+    HvMR *r;
     uint8_t *host;
     uint64_t iova, len;
 
     if (!p) {
-        g_free(r);
         return -EINVAL;
     }
+    if (mr->kind == PVRDMA_MR_FRMR) {
+        return frmr_create(d, p, mr, lkey, rkey);
+    }
+    r = g_new0(HvMR, 1);
     if (mr->kind == PVRDMA_MR_DMA) {
         const PvrdmaHostOps *ops = h->core->ops;
 
@@ -356,6 +648,10 @@ void hv_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
 {
     HvMR *r = mr->hw;
 
+    if (r->mw) {
+        frmr_destroy(hv(h), mr);
+        return;
+    }
     ibv_dereg_mr(r->mr);
     if (r->remap) {
         munmap(r->remap, r->remap_len);
@@ -459,12 +755,18 @@ int hv_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
     a.send_cq = ((HvCQ *)scq->hw)->cq;
     a.recv_cq = ((HvCQ *)rcq->hw)->cq;
     a.srq = srq ? srq->hw : NULL;
-    a.cap.max_send_wr = qp->max_send_wr;
+    /*
+     * A FAST_REG_MR or LOCAL_INV may take two host WQEs (hv_fast_reg(),
+     * hv_local_inv()): room for them, as far as the device goes.
+     */
+    a.cap.max_send_wr = d->mw2 ? MIN(2 * qp->max_send_wr, d->max_qp_wr) :
+                        qp->max_send_wr;
     a.cap.max_recv_wr = qp->max_recv_wr;
     a.cap.max_send_sge = qp->max_send_sge;
     a.cap.max_recv_sge = qp->max_recv_sge;
     a.qp_type = qp->type == PVRDMA_QPT_UD ? IBV_QPT_UD : IBV_QPT_RC;
-    a.sq_sig_all = qp->sq_sig_all;
+    /* the guest's sends are signaled in hv_post_send; not those added */
+    a.sq_sig_all = 0;
     q = ibv_create_qp(p->pd, &a);
     if (!q) {
         return -(errno ? errno : ENOMEM);
@@ -603,7 +905,7 @@ int hv_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *s)
     for (uint32_t i = 0; i < s->num_sge; i++) {
         sge[i].addr = s->sge[i].addr;
         sge[i].length = s->sge[i].length;
-        sge[i].lkey = s->sge[i].lkey;
+        sge[i].lkey = sge_lkey(d, s->sge[i].lkey);
     }
     wr.wr_id = s->wr_id;
     wr.sg_list = sge;
@@ -611,7 +913,14 @@ int hv_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *s)
     /* no IBV_SEND_INLINE: the addresses are the guest's, not ours */
     wr.send_flags = s->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
                                      IBV_SEND_SOLICITED);
+    if (qp->sq_sig_all) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+    }
     switch (s->opcode) {
+    case PVRDMA_WR_FAST_REG_MR:
+        return s->mr ? hv_fast_reg(d, qp, s, wr.send_flags) : -EINVAL;
+    case PVRDMA_WR_LOCAL_INV:
+        return s->mr ? hv_local_inv(d, qp, s, wr.send_flags) : -EINVAL;
     case PVRDMA_WR_SEND:
         wr.opcode = IBV_WR_SEND;
         break;
@@ -674,7 +983,7 @@ int hv_post_recv(PvrdmaTransport *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
     for (uint32_t i = 0; i < num_sge; i++) {
         sge[i].addr = s[i].addr;
         sge[i].length = s[i].length;
-        sge[i].lkey = s[i].lkey;
+        sge[i].lkey = sge_lkey(hv(h), s[i].lkey);
     }
     wr.wr_id = wr_id;
     wr.sg_list = sge;

@@ -290,6 +290,10 @@ static void queue_cqe(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     e.sl = wc->sl;
     e.port_num = 1;
     e.network_hdr_type = wc->network_hdr_type;
+    if (!wc->is_send && qp && wc->status == PVRDMA_WC_SUCCESS &&
+        (wc->wc_flags & PVRDMA_WC_WITH_INVALIDATE)) {
+        pvrdma_mr_remote_inv(c, qp->pd, wc->imm);
+    }
     /* the host does not say whether a receive was solicited: wake anyway */
     pvrdma_cq_post(c, cq->handle, &e, !wc->is_send);
     if (qp) {

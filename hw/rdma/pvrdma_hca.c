@@ -7,7 +7,10 @@
  * check (opcode, SGE count against the QP's limits) and handed to the
  * owner's queues; keys, addresses and lengths pass through unchanged and
  * the host device checks them against the host MRs, which cover only
- * guest RAM.  Its completions come back through pvrdma_complete()
+ * guest RAM.  FAST_REG_MR and LOCAL_INV are checked and applied to the
+ * device's MR (pvrdma_mr.c) before they go to the owner, which registers
+ * or invalidates its twin in order with the QP's other work; undone if
+ * the owner's queue was full.  Its completions come back through pvrdma_complete()
  * (pvrdma_comp.c), which calls pvrdma_hca_completed() here.
  *
  * The rings' private indices (sq.priv, rq.priv) are the next WQEs to hand
@@ -61,9 +64,12 @@ static bool rq_open(const PvrdmaQP *qp)
     return qp->state != PVRDMA_QPS_RESET;
 }
 
-/* Check one send WQE; fill wr.  Returns 0 or a PVRDMA_WC_* error status. */
+/*
+ * Check one send WQE; fill wr.  Returns 0 or a PVRDMA_WC_* error status.
+ * A FAST_REG_MR or LOCAL_INV is applied to wr->mr, as it was in *undo.
+ */
 static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
-                        PvrdmaSendWr *wr)
+                        PvrdmaSendWr *wr, PvrdmaMrUndo *undo)
 {
     const struct pvrdma_sq_wqe_hdr *h = &w->hdr;
 
@@ -101,6 +107,11 @@ static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     case PVRDMA_WR_SEND_WITH_IMM:
     case PVRDMA_WR_SEND_WITH_INV:
         return 0;
+    case PVRDMA_WR_FAST_REG_MR:
+        return pvrdma_mr_fast_reg(c, qp, &h->wr.fast_reg, &wr->mr, undo);
+    case PVRDMA_WR_LOCAL_INV:
+        wr->imm = h->ex.invalidate_rkey;
+        return pvrdma_mr_local_inv(c, qp, wr->imm, &wr->mr, undo);
     case PVRDMA_WR_RDMA_WRITE:
     case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
     case PVRDMA_WR_RDMA_READ:
@@ -118,7 +129,6 @@ static uint32_t send_wr(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
         break;
     }
 bad_opcode:
-    /* fast registration and local invalidation have no host verb here */
     PVRDMA_GUEST_ERR(c, "QP %u: opcode %u not supported with a host HCA",
                      qp->handle, h->opcode);
     return PVRDMA_WC_LOC_QP_OP_ERR;
@@ -142,14 +152,18 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
     for (n = 0; qp->sq.priv != prod && n < PVRDMA_RUN_BUDGET; n++) {
         PvrdmaSendWqe w;
         PvrdmaSendWr wr;
+        PvrdmaMrUndo undo;
         uint32_t st;
         int err;
 
         pvrdma_fetch_send_wqe(&qp->sq, qp->sq.priv, qp->max_send_sge, &w);
         pvrdma_inline_sges(c, qp, &w);
-        st = send_wr(c, qp, &w, &wr);
+        st = send_wr(c, qp, &w, &wr, &undo);
         if (!st) {
             err = qp->tp->ops->queue->post_send(qp->tp, qp, &wr);
+            if (err && wr.mr) {
+                pvrdma_mr_undo(c, wr.mr, &undo);
+            }
             if (err == -ENOMEM) {
                 qp->hca_sq_blocked = true;
                 break;

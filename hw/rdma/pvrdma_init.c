@@ -112,6 +112,7 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     pvrdma_table_init(&c->srq, MAX(lim->max_srq, 1), 1);
     c->owner_qpns = g_hash_table_new(NULL, NULL);
     c->owner_keys = g_hash_table_new(NULL, NULL);
+    c->owner_frmrs = g_hash_table_new(NULL, NULL);
     c->gid = g_new0(PvrdmaGid, lim->gid_tbl_len);
     g_queue_init(&c->run);
     c->batched_cqs = g_array_new(false, false, sizeof(uint32_t));
@@ -154,6 +155,7 @@ void pvrdma_core_fini(PvrdmaCore *c)
     pvrdma_table_destroy(&c->srq);
     g_hash_table_destroy(c->owner_qpns);
     g_hash_table_destroy(c->owner_keys);
+    g_hash_table_destroy(c->owner_frmrs);
     g_free(c->gid);
     c->gid = NULL;
     g_array_free(c->batched_cqs, true);

@@ -95,6 +95,8 @@ void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd);
 int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
                            uint32_t *rkey);
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr);
+/* An FRMR's key changes (its key byte): index the new one instead. */
+void pvrdma_owner_mr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key);
 int pvrdma_owner_cq_create(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t cqe);
 void pvrdma_owner_cq_destroy(PvrdmaCore *c, PvrdmaCQ *cq);
 int pvrdma_owner_srq_create(PvrdmaCore *c, PvrdmaSRQ *srq);
@@ -220,6 +222,26 @@ int pvrdma_cmd_create_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 int pvrdma_cmd_destroy_mr(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                           union pvrdma_cmd_resp *rsp);
 void pvrdma_mr_free(PvrdmaCore *c, PvrdmaMR *mr);
+/* A fast-registration MR's key and state before a work request changed it */
+typedef struct PvrdmaMrUndo {
+    uint32_t key;
+    bool valid;
+} PvrdmaMrUndo;
+/* The FRMR that key names, whatever its key byte, or NULL. */
+PvrdmaMR *pvrdma_frmr_by_key(PvrdmaCore *c, uint32_t key);
+/*
+ * FAST_REG_MR and LOCAL_INV on qp, checked and applied; a PVRDMA_WC_*
+ * status, the MR in *out and its state before in *undo (both optional).
+ */
+int pvrdma_mr_fast_reg(PvrdmaCore *c, PvrdmaQP *qp,
+                       const struct pvrdma_fast_reg *f, PvrdmaMR **out,
+                       PvrdmaMrUndo *undo);
+int pvrdma_mr_local_inv(PvrdmaCore *c, PvrdmaQP *qp, uint32_t key,
+                        PvrdmaMR **out, PvrdmaMrUndo *undo);
+/* The object owner refused the work request: mr as it was before. */
+void pvrdma_mr_undo(PvrdmaCore *c, PvrdmaMR *mr, const PvrdmaMrUndo *undo);
+/* A host HCA executed a SEND with invalidate of key on a QP of PD pd. */
+void pvrdma_mr_remote_inv(PvrdmaCore *c, uint32_t pd, uint32_t key);
 
 /* pvrdma_qp.c (also the state machine, below) */
 int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,

@@ -3,11 +3,14 @@
  * a range of a user, DMA or fast-registered MR into host memory, and a
  * WQE's SGEs through their lkeys (PD, access, range) into a scatter list;
  * for an inline send, finds the user MR that covers an SGE.  An MR's life:
- * CREATE_MR (user, DMA and fast-registration MRs) and DESTROY_MR.
+ * CREATE_MR (user, DMA and fast-registration MRs) and DESTROY_MR; a
+ * fast-registration MR's: the FAST_REG_MR and LOCAL_INV work requests
+ * (checked and applied here, for the requester and for the QPs a host HCA
+ * runs) and remote invalidation.
  *
- * Not here: the FAST_REG_MR and
- * LOCAL_INV work requests (pvrdma_req.c), rkey checks at the responder
- * (pvrdma_resp.c), mapping guest pages (pvrdma_mem.c).
+ * Not here: walking the send queue (pvrdma_req.c, pvrdma_hca.c), rkey
+ * checks at the responder (pvrdma_resp.c), mapping guest pages
+ * (pvrdma_mem.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -133,6 +136,129 @@ int pvrdma_resolve_sges(PvrdmaCore *c, uint32_t pd,
     return PVRDMA_WC_SUCCESS;
 }
 
+/*
+ * The fast-registration MR that key names, whatever its key byte: without
+ * an object owner its handle is key >> 8; with one, the owner's key
+ * (a host memory window's) is indexed when the MR is created.
+ */
+PvrdmaMR *pvrdma_frmr_by_key(PvrdmaCore *c, uint32_t key)
+{
+    PvrdmaMR *mr;
+
+    if (c->owner) {
+        mr = g_hash_table_lookup(c->owner_frmrs, GUINT_TO_POINTER(key >> 8));
+    } else {
+        mr = pvrdma_table_get(&c->mr, key >> 8);
+    }
+    return mr && mr->kind == PVRDMA_MR_FRMR ? mr : NULL;
+}
+
+/* The key of an FRMR changes (its key byte): its owner keys follow. */
+static void frmr_set_key(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
+{
+    if (c->owner && key != mr->key) {
+        pvrdma_owner_mr_rekey(c, mr, key);
+    }
+    mr->key = key;
+}
+
+/*
+ * FAST_REG_MR on qp: check the work request (the MR is qp's PD's, not
+ * registered, the page list within its size) and register the MR: its
+ * pages mapped, its region, access and key byte the WR's.  Returns a
+ * PVRDMA_WC_* status; the MR in *out and what it was in *undo, if asked
+ * (pvrdma_mr_undo()).
+ */
+int pvrdma_mr_fast_reg(PvrdmaCore *c, PvrdmaQP *qp,
+                       const struct pvrdma_fast_reg *f, PvrdmaMR **out,
+                       PvrdmaMrUndo *undo)
+{
+    PvrdmaMR *mr = pvrdma_frmr_by_key(c, f->rkey);
+    uint64_t psz, *pages = NULL;
+
+    if (!mr || mr->pd != qp->pd || mr->valid ||
+        f->page_list_len < 1 || f->page_list_len > mr->max_pages ||
+        f->page_shift < 12 || f->page_shift > 30 ||
+        (f->access_flags & ~PVRDMA_ACCESS_FLAGS_ALL)) {
+        PVRDMA_GUEST_ERR(c, "FAST_REG_MR: rkey 0x%x refused", f->rkey);
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    psz = 1ull << f->page_shift;
+    if (!f->length || (f->iova_start & (psz - 1)) + f->length >
+        (uint64_t)f->page_list_len * psz) {
+        PVRDMA_GUEST_ERR(c, "FAST_REG_MR: length %u exceeds %u pages",
+                         f->length, f->page_list_len);
+        return PVRDMA_WC_LOC_LEN_ERR;
+    }
+    if (!pvrdma_pdir_read(c, f->pl_pdir_dma, f->page_list_len, &pages)) {
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    for (uint32_t i = 0; i < f->page_list_len; i++) {
+        pages[i] &= ~(psz - 1);     /* the driver passes page addresses */
+    }
+    pvrdma_map_release(c, &mr->map);
+    if (!pvrdma_map_pages(c, &mr->map, pages, f->page_list_len, psz)) {
+        g_free(pages);
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    g_free(pages);
+    if (undo) {
+        *undo = (PvrdmaMrUndo) { .key = mr->key, .valid = mr->valid };
+    }
+    mr->iova = f->iova_start;
+    mr->base = f->iova_start & ~(psz - 1);
+    mr->length = f->length;
+    mr->access = f->access_flags;
+    frmr_set_key(c, mr, (mr->key & ~0xffu) | (f->rkey & 0xff));
+    mr->valid = true;
+    if (out) {
+        *out = mr;
+    }
+    trace_pvrdma_fast_reg(mr->handle, mr->key, mr->iova, mr->length);
+    return PVRDMA_WC_SUCCESS;
+}
+
+/* LOCAL_INV of key on qp; as pvrdma_mr_fast_reg(). */
+int pvrdma_mr_local_inv(PvrdmaCore *c, PvrdmaQP *qp, uint32_t key,
+                        PvrdmaMR **out, PvrdmaMrUndo *undo)
+{
+    PvrdmaMR *mr = pvrdma_mr_by_key(c, key);
+
+    if (!mr || mr->kind != PVRDMA_MR_FRMR || mr->pd != qp->pd) {
+        PVRDMA_GUEST_ERR(c, "LOCAL_INV: key 0x%x refused", key);
+        return PVRDMA_WC_LOC_PROT_ERR;
+    }
+    if (undo) {
+        *undo = (PvrdmaMrUndo) { .key = mr->key, .valid = mr->valid };
+    }
+    mr->valid = false;
+    if (out) {
+        *out = mr;
+    }
+    return PVRDMA_WC_SUCCESS;
+}
+
+/* The owner did not take the work request: the MR as it was before. */
+void pvrdma_mr_undo(PvrdmaCore *c, PvrdmaMR *mr, const PvrdmaMrUndo *undo)
+{
+    frmr_set_key(c, mr, undo->key);
+    mr->valid = undo->valid;
+}
+
+/*
+ * A host HCA received a SEND with invalidate for key on a QP of PD pd,
+ * and invalidated it: the FRMR is no longer registered here either.
+ */
+void pvrdma_mr_remote_inv(PvrdmaCore *c, uint32_t pd, uint32_t key)
+{
+    PvrdmaMR *mr = pvrdma_mr_by_key(c, key);
+
+    if (mr && mr->kind == PVRDMA_MR_FRMR && mr->pd == pd) {
+        mr->valid = false;
+        trace_pvrdma_remote_inv(mr->handle, key);
+    }
+}
+
 /* An MR's life: CREATE_MR, DESTROY_MR */
 
 /* CREATE_MR's checks of the PD, the access flags and the MR's flags */
@@ -162,10 +288,10 @@ static int create_mr_check(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
 static int create_mr_frmr(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
                           PvrdmaMR *mr)
 {
-    if (c->owner) {
+    if (c->lim.no_fast_reg) {
         g_free(mr);
-        return CMD_ERR(c, EOPNOTSUPP,
-                       "CREATE_MR: no fast registration with a host HCA");
+        return CMD_ERR(c, EOPNOTSUPP, "CREATE_MR: the host device has no "
+                       "fast registration (type 2 memory windows)");
     }
     if (m->nchunks < 1 || m->nchunks > PVRDMA_MAX_FAST_REG_PAGES) {
         g_free(mr);

@@ -45,8 +45,7 @@ static void dsr_publish_caps(PvrdmaCore *c)
     caps.max_qp = l->max_qp;
     caps.max_qp_wr = l->max_qp_wr;
     caps.device_cap_flags = PVRDMA_DEV_CAP_RC_RNR_NAK_GEN |
-                            PVRDMA_DEV_CAP_PORT_ACTIVE_EVENT |
-                            PVRDMA_DEV_CAP_MEM_MGT_EXT;
+                            PVRDMA_DEV_CAP_PORT_ACTIVE_EVENT;
     caps.max_sge = l->max_sge;
     caps.max_sge_rd = l->max_sge;
     caps.max_cq = l->max_cq;
@@ -67,13 +66,17 @@ static void dsr_publish_caps(PvrdmaCore *c)
     caps.phys_port_cnt = 1;
     caps.mode = PVRDMA_DEVICE_MODE_ROCE;
     caps.atomic_ops = PVRDMA_ATOMIC_OP_COMP_SWAP | PVRDMA_ATOMIC_OP_FETCH_ADD;
-    caps.bmme_flags = PVRDMA_BMME_FLAG_LOCAL_INV |
-                      PVRDMA_BMME_FLAG_REMOTE_INV |
-                      PVRDMA_BMME_FLAG_FAST_REG_WR;
     /* the Linux driver registers GIDs of exactly this one type */
     caps.gid_types = l->roce_version == 1 ? PVRDMA_GID_TYPE_FLAG_ROCE_V1 :
                                             PVRDMA_GID_TYPE_FLAG_ROCE_V2;
-    caps.max_fast_reg_page_list_len = PVRDMA_MAX_FAST_REG_PAGES;
+    if (!l->no_fast_reg) {
+        /* kernel ULPs (nvme-rdma, xprtrdma, iSER) look for these */
+        caps.device_cap_flags |= PVRDMA_DEV_CAP_MEM_MGT_EXT;
+        caps.bmme_flags = PVRDMA_BMME_FLAG_LOCAL_INV |
+                          PVRDMA_BMME_FLAG_REMOTE_INV |
+                          PVRDMA_BMME_FLAG_FAST_REG_WR;
+        caps.max_fast_reg_page_list_len = PVRDMA_MAX_FAST_REG_PAGES;
+    }
 
     if (!c->ops->dma_write(c->opaque, c->dsr_gpa +
                            offsetof(struct pvrdma_device_shared_region, caps),

@@ -2,8 +2,8 @@
  * pvrdma: the requester.  Walks a QP's send queue from its own cursor
  * (sq_head) to the guest's producer index, which it reads once per pass;
  * copies each WQE out of the ring before looking at it, validates the copy
- * (opcode, SGE count, lkeys), executes LOCAL_INV and FAST_REG_MR itself and
- * hands every other WQE, as a PvrdmaReq, to the QP's transport
+ * (opcode, SGE count, lkeys), executes LOCAL_INV and FAST_REG_MR itself
+ * (pvrdma_mr.c) and hands every other WQE, as a PvrdmaReq, to the QP's transport
  * (pvrdma_transport.c: RC chose it at RTR, UD and GSI choose per request).
  * A WQE is always consumed, good or bad, except while the responder has no
  * receive posted (RNR): then it stays at the head until a receive doorbell,
@@ -24,60 +24,6 @@
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
-
-static int fast_reg(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w)
-{
-    const struct pvrdma_fast_reg *f = &w->hdr.wr.fast_reg;
-    PvrdmaMR *mr = pvrdma_table_get(&c->mr, f->rkey >> 8);
-    uint64_t psz, *pages = NULL;
-
-    if (!mr || mr->kind != PVRDMA_MR_FRMR || mr->pd != qp->pd || mr->valid ||
-        f->page_list_len < 1 || f->page_list_len > mr->max_pages ||
-        f->page_shift < 12 || f->page_shift > 30 ||
-        (f->access_flags & ~PVRDMA_ACCESS_FLAGS_ALL)) {
-        PVRDMA_GUEST_ERR(c, "FAST_REG_MR: rkey 0x%x refused", f->rkey);
-        return PVRDMA_WC_LOC_PROT_ERR;
-    }
-    psz = 1ull << f->page_shift;
-    if (!f->length || (f->iova_start & (psz - 1)) + f->length >
-        (uint64_t)f->page_list_len * psz) {
-        PVRDMA_GUEST_ERR(c, "FAST_REG_MR: length %u exceeds %u pages",
-                         f->length, f->page_list_len);
-        return PVRDMA_WC_LOC_LEN_ERR;
-    }
-    if (!pvrdma_pdir_read(c, f->pl_pdir_dma, f->page_list_len, &pages)) {
-        return PVRDMA_WC_LOC_PROT_ERR;
-    }
-    for (uint32_t i = 0; i < f->page_list_len; i++) {
-        pages[i] &= ~(psz - 1);     /* the driver passes page addresses */
-    }
-    pvrdma_map_release(c, &mr->map);
-    if (!pvrdma_map_pages(c, &mr->map, pages, f->page_list_len, psz)) {
-        g_free(pages);
-        return PVRDMA_WC_LOC_PROT_ERR;
-    }
-    g_free(pages);
-    mr->iova = f->iova_start;
-    mr->base = f->iova_start & ~(psz - 1);
-    mr->length = f->length;
-    mr->access = f->access_flags;
-    mr->key = (mr->handle << 8) | (f->rkey & 0xff);
-    mr->valid = true;
-    trace_pvrdma_fast_reg(mr->handle, mr->key, mr->iova, mr->length);
-    return PVRDMA_WC_SUCCESS;
-}
-
-static int local_inv(PvrdmaCore *c, PvrdmaQP *qp, uint32_t key)
-{
-    PvrdmaMR *mr = pvrdma_mr_by_key(c, key);
-
-    if (!mr || mr->kind != PVRDMA_MR_FRMR || mr->pd != qp->pd) {
-        PVRDMA_GUEST_ERR(c, "LOCAL_INV: key 0x%x refused", key);
-        return PVRDMA_WC_LOC_PROT_ERR;
-    }
-    mr->valid = false;
-    return PVRDMA_WC_SUCCESS;
-}
 
 static bool opcode_ok(PvrdmaQP *qp, uint32_t op)
 {
@@ -207,10 +153,10 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
         return PVRDMA_WC_LOC_LEN_ERR;
     }
     if (op == PVRDMA_WR_LOCAL_INV) {
-        return local_inv(c, qp, h->ex.invalidate_rkey);
+        return pvrdma_mr_local_inv(c, qp, h->ex.invalidate_rkey, NULL, NULL);
     }
     if (op == PVRDMA_WR_FAST_REG_MR) {
-        return fast_reg(c, qp, w);
+        return pvrdma_mr_fast_reg(c, qp, &h->wr.fast_reg, NULL, NULL);
     }
     st = execute_local(c, qp, w, op, &req.local);
     if (st != PVRDMA_WC_SUCCESS) {

@@ -425,8 +425,20 @@ int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
         mr->owner_rkey = *rkey;
         owner_key_index(c, *lkey, mr, true);
         owner_key_index(c, *rkey, mr, true);
+        if (mr->kind == PVRDMA_MR_FRMR) {
+            g_hash_table_insert(c->owner_frmrs, GUINT_TO_POINTER(*rkey >> 8),
+                                mr);
+        }
     }
     return err;
+}
+
+void pvrdma_owner_mr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
+{
+    /* an FRMR's lkey is its rkey (a host memory window's) */
+    owner_key_index(c, mr->key, mr, false);
+    owner_key_index(c, key, mr, true);
+    mr->owner_rkey = key;
 }
 
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
@@ -434,6 +446,12 @@ void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
     if (mr->hw) {
         owner_key_index(c, mr->key, mr, false);
         owner_key_index(c, mr->owner_rkey, mr, false);
+        if (mr->kind == PVRDMA_MR_FRMR &&
+            g_hash_table_lookup(c->owner_frmrs,
+                                GUINT_TO_POINTER(mr->key >> 8)) == mr) {
+            g_hash_table_remove(c->owner_frmrs,
+                                GUINT_TO_POINTER(mr->key >> 8));
+        }
         owner_ops(c)->mr_destroy(c->owner, mr);
     }
 }

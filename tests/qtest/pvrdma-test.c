@@ -2717,7 +2717,10 @@ static void hca_rc(bool host)
     struct pvrdma_cqe e;
     bool sent;
 
-    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC, NULL, host)) {
+    /* scattered pages are mapped again side by side: shareable RAM */
+    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC,
+                     " -m 256M -object memory-backend-memfd,id=mem,"
+                     "size=256M,share=on -machine memory-backend=mem", host)) {
         return;
     }
     d = p.d;
@@ -2818,13 +2821,17 @@ static void hca_rc(bool host)
         qpvrdma_cmd_ok(d, &q, sizeof(q), &r);
         g_assert_cmpuint(r.query_qp_resp.attrs.qp_state, ==, PVRDMA_QPS_ERR);
     }
-    /* no fast registration through the host */
+    /* an FRMR's key is the host's too (its use: /pvrdma/hca/frmr) */
     {
         struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
                                           .pd_handle = p.pd, .nchunks = 4,
                                           .flags = PVRDMA_MR_FLAG_FRMR };
+        union pvrdma_cmd_resp r;
 
-        g_assert_cmpuint(qpvrdma_cmd_fails(d, &c, sizeof(c)), ==, EOPNOTSUPP);
+        qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+        g_assert_cmphex(r.create_mr_resp.lkey, ==, r.create_mr_resp.rkey);
+        g_assert_cmphex(r.create_mr_resp.rkey >> 8, !=,
+                        r.create_mr_resp.mr_handle);
     }
     g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.a.handle),
                      ==, 0);
@@ -2841,6 +2848,202 @@ static void test_hca_rc(void)
 static void test_hca_rc_loopback(void)
 {
     hca_rc(false);
+}
+
+/* FRMR_PAGES scattered guest pages, out of order, behind an FRMR */
+#define FRMR_PAGES 3
+#define FRMR_IOVA 0x7654321100ull     /* the guest's choice: not a GPA */
+#define FRMR_LEN (FRMR_PAGES * 4096 - 0x100)
+
+/* [off, off+len) of the FRMR's region equals guest memory at gpa */
+static void frmr_same(QPvrdma *d, const uint64_t *pages, uint64_t off,
+                      uint64_t gpa, uint64_t len)
+{
+    while (len) {
+        uint64_t o = (FRMR_IOVA & 4095) + off;
+        uint64_t n = MIN(len, 4096 - o % 4096);
+
+        same(d, pages[o / 4096] + o % 4096, gpa, n);
+        off += n;
+        gpa += n;
+        len -= n;
+    }
+}
+
+/* FAST_REG_MR of FRMR key on qp (signaled), key byte kb; returns the key */
+static uint32_t hca_fast_reg(QPvrdma *d, QPvrdmaQp *qp, QPvrdmaCq *cq,
+                             uint32_t key, uint8_t kb, const uint64_t *pages)
+{
+    struct pvrdma_sq_wqe_hdr h = { .wr_id = 0xf0 + kb,
+                                   .opcode = PVRDMA_WR_FAST_REG_MR,
+                                   .send_flags = PVRDMA_SEND_SIGNALED };
+
+    h.wr.fast_reg.iova_start = FRMR_IOVA;
+    h.wr.fast_reg.pl_pdir_dma = qpvrdma_pdir(d, pages, FRMR_PAGES);
+    h.wr.fast_reg.page_shift = 12;
+    h.wr.fast_reg.page_list_len = FRMR_PAGES;
+    h.wr.fast_reg.length = FRMR_LEN;
+    h.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                                 PVRDMA_ACCESS_REMOTE_WRITE |
+                                 PVRDMA_ACCESS_REMOTE_READ;
+    h.wr.fast_reg.rkey = (key & ~0xffu) | kb;
+    qpvrdma_post_send(d, qp, &h, NULL, true);
+    qpvrdma_expect_cqe_wait(d, cq, 0xf0 + kb, PVRDMA_WC_FAST_REG_MR,
+                            PVRDMA_WC_SUCCESS, 0, HCA_WAIT_MS);
+    return h.wr.fast_reg.rkey;
+}
+
+static void hca_local_inv(QPvrdma *d, QPvrdmaQp *qp, QPvrdmaCq *cq,
+                          uint32_t key, uint64_t wr_id)
+{
+    struct pvrdma_sq_wqe_hdr h = { .wr_id = wr_id,
+                                   .opcode = PVRDMA_WR_LOCAL_INV,
+                                   .send_flags = PVRDMA_SEND_SIGNALED,
+                                   .ex.invalidate_rkey = key };
+
+    qpvrdma_post_send(d, qp, &h, NULL, true);
+    qpvrdma_expect_cqe_wait(d, cq, wr_id, PVRDMA_WC_LOCAL_INV,
+                            PVRDMA_WC_SUCCESS, 0, HCA_WAIT_MS);
+}
+
+/*
+ * Fast registration through the host device (a type 2 memory window over
+ * the page list): an FRMR over scattered guest pages at an IOVA that is
+ * no guest address, registered on QP b; QP a writes and reads it through
+ * the guest's key, b sends from it by the same key as its lkey; then
+ * LOCAL_INV, a new key, the peer's SEND with invalidate, a new key again,
+ * LOCAL_INV twice, and the last key is refused.  Every byte compared.
+ */
+static void hca_frmr(bool host)
+{
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                      .flags = PVRDMA_MR_FLAG_FRMR,
+                                      .nchunks = 8 };
+    union pvrdma_cmd_resp r;
+    HostGid hg;
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst, frbuf, pages[FRMR_PAGES];
+    uint32_t lkey, dkey, frkey, key, unused;
+    struct pvrdma_sq_wqe_hdr h;
+    struct pvrdma_sge s;
+    struct pvrdma_cqe e;
+    bool got_send = false, got_recv = false;
+
+    /* scattered pages are mapped again side by side: shareable RAM */
+    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC,
+                     " -m 256M -object memory-backend-memfd,id=mem,"
+                     "size=256M,share=on -machine memory-backend=mem", host)) {
+        return;
+    }
+    d = p.d;
+    src = qpvrdma_alloc(d, 3 * 4096);
+    dst = qpvrdma_alloc(d, 3 * 4096);
+    lkey = qpvrdma_create_mr_keys(d, p.pd, src, 3 * 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    dkey = qpvrdma_create_mr_keys(d, p.pd, dst, 3 * 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    c.pd_handle = p.pd;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    frkey = r.create_mr_resp.rkey;
+    g_assert_cmphex(r.create_mr_resp.lkey, ==, frkey);
+    frbuf = qpvrdma_alloc(d, 6 * 4096);
+    pages[0] = frbuf + 4 * 4096;
+    pages[1] = frbuf;
+    pages[2] = frbuf + 2 * 4096;
+    fill(d, frbuf, 6 * 4096, 1);
+
+    /* the peer writes and reads the pages through the guest's key */
+    key = hca_fast_reg(d, &p.b, &p.cq, frkey, 0x5a, pages);
+    fill(d, src, 3 * 4096, 7);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa1, src, 9000, lkey,
+                    FRMR_IOVA + 100, key);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 0xa1, PVRDMA_WC_RDMA_WRITE,
+                            PVRDMA_WC_SUCCESS, 9000, HCA_WAIT_MS);
+    frmr_same(d, pages, 100, src, 9000);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 0xa2, dst, 6000, dkey,
+                    FRMR_IOVA + 3000, key);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 0xa2, PVRDMA_WC_RDMA_READ,
+                            PVRDMA_WC_SUCCESS, 6000, HCA_WAIT_MS);
+    frmr_same(d, pages, 3000, dst, 6000);
+
+    /* b sends 5000 bytes of the region: the FRMR's key as its lkey */
+    qpvrdma_post_recv(d, &p.a, 0xb1, dst, 3 * 4096, dkey);
+    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa3, .num_sge = 1,
+                                     .opcode = PVRDMA_WR_SEND,
+                                     .send_flags = PVRDMA_SEND_SIGNALED };
+    s = (struct pvrdma_sge) { FRMR_IOVA + 4000, 5000, key };
+    qpvrdma_post_send(d, &p.b, &h, &s, true);
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 5000);
+        got_send |= e.wr_id == 0xa3;
+        got_recv |= e.wr_id == 0xb1;
+    }
+    g_assert(got_send && got_recv);
+    frmr_same(d, pages, 4000, dst, 5000);
+
+    /* LOCAL_INV, then a new key over the same pages */
+    hca_local_inv(d, &p.b, &p.cq, key, 0xc1);
+    key = hca_fast_reg(d, &p.b, &p.cq, key, 0x5b, pages);
+    fill(d, src, 3 * 4096, 8);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa4, src, FRMR_LEN, lkey,
+                    FRMR_IOVA, key);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 0xa4, PVRDMA_WC_RDMA_WRITE,
+                            PVRDMA_WC_SUCCESS, FRMR_LEN, HCA_WAIT_MS);
+    frmr_same(d, pages, 0, src, FRMR_LEN);
+
+    /* the peer's SEND with invalidate: b's receive says so */
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 64, dkey);
+    h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 0xa5, .num_sge = 1,
+                                     .opcode = PVRDMA_WR_SEND_WITH_INV,
+                                     .send_flags = PVRDMA_SEND_SIGNALED,
+                                     .ex.invalidate_rkey = key };
+    s = (struct pvrdma_sge) { src, 32, lkey };
+    qpvrdma_post_send(d, &p.a, &h, &s, true);
+    got_send = got_recv = false;
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, HCA_WAIT_MS));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        if (e.wr_id == 0xb2) {
+            g_assert(e.wc_flags & PVRDMA_WC_WITH_INVALIDATE);
+            g_assert_cmphex(e.imm_data, ==, key);
+            got_recv = true;
+        } else {
+            g_assert_cmphex(e.wr_id, ==, 0xa5);
+            got_send = true;
+        }
+    }
+    g_assert(got_send && got_recv);
+
+    /* invalidated by the peer: registered once more, then twice LOCAL_INV */
+    key = hca_fast_reg(d, &p.b, &p.cq, key, 0x5c, pages);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 0xa6, dst, 4096, dkey,
+                    FRMR_IOVA + 200, key);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 0xa6, PVRDMA_WC_RDMA_READ,
+                            PVRDMA_WC_SUCCESS, 4096, HCA_WAIT_MS);
+    frmr_same(d, pages, 200, dst, 4096);
+    hca_local_inv(d, &p.b, &p.cq, key, 0xc2);
+    hca_local_inv(d, &p.b, &p.cq, key, 0xc3);
+
+    /* the invalidated key is refused by the host device */
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa7, src, 8, lkey,
+                    FRMR_IOVA, key);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0,
+                            HCA_WAIT_MS);
+    qpvrdma_stop(d);
+}
+
+static void test_hca_frmr(void)
+{
+    hca_frmr(true);
+}
+
+/* The same through the device's loopback transport, by the host's keys */
+static void test_hca_frmr_loopback(void)
+{
+    hca_frmr(false);
 }
 
 /* UD through the host device; migration is blocked, naming ibdev. */
@@ -3521,6 +3724,8 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/rc", test_hca_rc);
     qtest_add_func("/pvrdma/hca/rc-loopback", test_hca_rc_loopback);
     qtest_add_func("/pvrdma/hca/ud", test_hca_ud);
+    qtest_add_func("/pvrdma/hca/frmr", test_hca_frmr);
+    qtest_add_func("/pvrdma/hca/frmr-loopback", test_hca_frmr_loopback);
     qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
     qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);

@@ -55,7 +55,10 @@ static int f_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
 {
     int err = create_result(h);
 
-    if (!err) {
+    if (!err && mr->kind == PVRDMA_MR_FRMR) {
+        mr->hw = h;
+        *lkey = *rkey = (0x40 + mr->handle) << 8 | 0x07;
+    } else if (!err) {
         mr->hw = h;
         *lkey = 0x1000 + mr->handle;
         /* as Linux rxe: no rkey for an MR without remote access */
@@ -155,8 +158,15 @@ static int f_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *wr)
 {
     FakeHcaPosted p = { .qpn = qp->qpn, .wr_id = wr->wr_id,
                         .opcode = wr->opcode, .num_sge = wr->num_sge,
-                        .rkey = wr->rkey, .remote_addr = wr->remote_addr };
+                        .rkey = wr->rkey, .remote_addr = wr->remote_addr,
+                        .imm = wr->imm };
 
+    if (wr->mr) {
+        p.mr = wr->mr->handle;
+        p.mr_key = wr->mr->key;
+        p.mr_valid = wr->mr->valid;
+        p.mr_iova = wr->mr->iova;
+    }
     if (fk(h)->sq_room <= 0) {
         return -ENOMEM;
     }

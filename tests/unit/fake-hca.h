@@ -3,6 +3,7 @@
  * the unit tests (test-pvrdma-hca.c) and the fuzzers: objects get twins
  * (counted), QPs the host numbers 0x300 + handle, MRs the keys
  * 0x1000 / 0x2000 + handle (rkey 0 without remote access, as Linux rxe);
+ * FRMRs the key (0x40 + handle) << 8 | 0x07 (a host memory window's);
  * posted work requests are logged, and the
  * test decides when the host queues are full, when a call fails and when
  * work completes (pvrdma_complete).
@@ -22,6 +23,10 @@ typedef struct FakeHcaPosted {
     uint64_t wr_id;
     uint32_t opcode, num_sge, rkey;
     uint64_t remote_addr;
+    /* FAST_REG_MR and LOCAL_INV: the MR's handle, key and state then */
+    uint32_t mr, mr_key, imm;
+    bool mr_valid;
+    uint64_t mr_iova;
     struct pvrdma_sge sge[4];
     /*
      * Completed (by the test), or discarded by the host: its QP was reset

@@ -78,11 +78,14 @@ static void test_objects(void)
     g_assert_cmpuint(s.qp.qpn, ==, 0x300 + s.qp.handle);
     g_assert_cmpuint(s.mr.lkey, ==, 0x1000 + s.mr.handle);
     g_assert_cmpuint(s.mr.rkey, ==, 0x2000 + s.mr.handle);
-    /* no fast registration and no CQ resize through a host device */
+    /* no fast registration where the host device has no windows for it */
+    d.c.lim.no_fast_reg = true;
     req.create_mr.pd_handle = s.pd;
     req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
     req.create_mr.nchunks = 4;
     expect_err(&d, &req, PVRDMA_CMD_CREATE_MR, EOPNOTSUPP);
+    d.c.lim.no_fast_reg = false;
+    /* no CQ resize through a host device */
     memset(&req, 0, sizeof(req));
     req.resize_cq.cq_handle = s.cq.handle;
     req.resize_cq.cqe = 32;
@@ -147,6 +150,139 @@ static void test_send_passthrough(void)
     hca_fini(&d, &f);
 }
 
+/* A FAST_REG_MR of an FRMR over two scattered pages, key byte kb */
+static void frmr_wqe(Dev *d, struct pvrdma_sq_wqe_hdr *w, uint64_t wr_id,
+                     uint32_t key, uint8_t kb)
+{
+    uint64_t pl[2];
+
+    pl[0] = fh_alloc(&d->h, 1);
+    fh_skip(&d->h, 1);
+    pl[1] = fh_alloc(&d->h, 1);
+    memset(w, 0, sizeof(*w));
+    w->wr_id = wr_id;
+    w->opcode = PVRDMA_WR_FAST_REG_MR;
+    w->send_flags = PVRDMA_SEND_SIGNALED;
+    w->wr.fast_reg.iova_start = 0x5000000100ull;
+    w->wr.fast_reg.pl_pdir_dma = fh_make_pdir(&d->h, pl, 2);
+    w->wr.fast_reg.page_shift = 12;
+    w->wr.fast_reg.page_list_len = 2;
+    w->wr.fast_reg.length = 6000;
+    w->wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                                  PVRDMA_ACCESS_REMOTE_WRITE;
+    w->wr.fast_reg.rkey = (key & ~0xffu) | kb;
+}
+
+/*
+ * Fast registration through the host device: the FRMR's key is the
+ * host's, FAST_REG_MR and LOCAL_INV reach the host in order after the
+ * device applied them (key byte, region, valid), a full host queue undoes
+ * them until they are posted again, a SEND with invalidate that the host
+ * received invalidates the FRMR here too.
+ */
+static void test_fast_reg(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    union pvrdma_cmd_req req = { 0 };
+    union pvrdma_cmd_resp rsp;
+    struct pvrdma_sq_wqe_hdr w;
+    PvrdmaWc wc = { 0 };
+    uint32_t h, key;
+    PvrdmaMR *mr;
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
+    req.create_mr.pd_handle = s.pd;
+    req.create_mr.flags = PVRDMA_MR_FLAG_FRMR;
+    req.create_mr.nchunks = 4;
+    g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    h = rsp.create_mr_resp.mr_handle;
+    key = rsp.create_mr_resp.rkey;
+    g_assert_cmphex(key, ==, (0x40 + h) << 8 | 0x07);
+    g_assert_cmphex(rsp.create_mr_resp.lkey, ==, key);
+
+    /* the host's queue is full: nothing changes until it has room */
+    f.sq_room = 0;
+    frmr_wqe(&d, &w, 0xf1, key, 0x42);
+    post_send(&d, &s.qp, &w, NULL, 0);
+    run_all(&d);
+    mr = pvrdma_table_get(&d.c.mr, h);
+    g_assert_false(mr->valid);
+    g_assert_cmphex(mr->key, ==, key);
+    g_assert_true(pvrdma_mr_by_key(&d.c, key) == mr);
+    f.sq_room = 8;
+    host_wc(&d, &s.cq, &s.qp, true, 0x1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 0);
+    expect_cqe(&d, &s.cq, 0x1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 0,
+               s.qp.handle);
+    g_assert_cmpuint(f.posted->len, ==, 1);
+    g_assert_cmpuint(posted(&f, 0)->opcode, ==, PVRDMA_WR_FAST_REG_MR);
+    g_assert_cmpuint(posted(&f, 0)->mr, ==, h);
+    g_assert_cmphex(posted(&f, 0)->mr_key, ==, (key & ~0xffu) | 0x42);
+    g_assert_true(posted(&f, 0)->mr_valid);
+    g_assert_cmphex(posted(&f, 0)->mr_iova, ==, 0x5000000100ull);
+    /* the new key names it, the old one no more */
+    g_assert_true(pvrdma_mr_by_key(&d.c, (key & ~0xffu) | 0x42) == mr);
+    g_assert_null(pvrdma_mr_by_key(&d.c, key));
+    host_wc(&d, &s.cq, &s.qp, true, 0xf1, PVRDMA_WC_FAST_REG_MR,
+            PVRDMA_WC_SUCCESS, 0);
+    expect_cqe(&d, &s.cq, 0xf1, PVRDMA_WC_SUCCESS, PVRDMA_WC_FAST_REG_MR, 0,
+               s.qp.handle);
+    /* registered: a second FAST_REG_MR fails the QP, nothing posted */
+    key = (key & ~0xffu) | 0x42;
+    frmr_wqe(&d, &w, 0xf2, key, 0x43);
+    post_send(&d, &s.qp, &w, NULL, 0);
+    run_all(&d);
+    expect_cqe(&d, &s.cq, 0xf2, PVRDMA_WC_LOC_PROT_ERR, PVRDMA_WC_FAST_REG_MR,
+               0, s.qp.handle);
+    g_assert_cmpuint(f.posted->len, ==, 1);
+    hca_fini(&d, &f);
+
+    /* LOCAL_INV goes to the host; a remote invalidation counts too */
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
+    g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_CREATE_MR, &rsp), ==, 0);
+    h = rsp.create_mr_resp.mr_handle;
+    key = rsp.create_mr_resp.rkey;
+    mr = pvrdma_table_get(&d.c.mr, h);
+    frmr_wqe(&d, &w, 0xf1, key, 0x50);
+    post_send(&d, &s.qp, &w, NULL, 0);
+    key = (key & ~0xffu) | 0x50;
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xf2;
+    w.opcode = PVRDMA_WR_LOCAL_INV;
+    w.ex.invalidate_rkey = key;
+    post_send(&d, &s.qp, &w, NULL, 0);
+    run_all(&d);
+    g_assert_cmpuint(f.posted->len, ==, 2);
+    g_assert_cmpuint(posted(&f, 1)->opcode, ==, PVRDMA_WR_LOCAL_INV);
+    g_assert_cmphex(posted(&f, 1)->imm, ==, key);
+    g_assert_false(posted(&f, 1)->mr_valid);
+    g_assert_false(mr->valid);
+    /* registered again, then the peer's SEND with invalidate */
+    frmr_wqe(&d, &w, 0xf3, key, 0x51);
+    post_send(&d, &s.qp, &w, NULL, 0);
+    run_all(&d);
+    g_assert_true(mr->valid);
+    key = (key & ~0xffu) | 0x51;
+    wc = (PvrdmaWc) { .qp = s.qp.handle, .cq = s.cq.handle, .wr_id = 0xb1,
+                      .opcode = PVRDMA_WC_RECV, .status = PVRDMA_WC_SUCCESS,
+                      .byte_len = 32, .imm = key,
+                      .wc_flags = PVRDMA_WC_WITH_INVALIDATE };
+    pvrdma_complete(&d.c, &wc);
+    g_assert_false(mr->valid);
+    /* so the guest may register it once more */
+    frmr_wqe(&d, &w, 0xf4, key, 0x52);
+    post_send(&d, &s.qp, &w, NULL, 0);
+    run_all(&d);
+    g_assert_cmpuint(f.posted->len, ==, 4);
+    g_assert_cmphex(posted(&f, 3)->mr_key, ==, (key & ~0xffu) | 0x52);
+    hca_fini(&d, &f);
+}
+
 /* What the device refuses: an error CQE, and the QP (twin too) in error. */
 static void test_bad_wqe(void)
 {
@@ -161,7 +297,7 @@ static void test_bad_wqe(void)
     setup_qp(&d, &s);
     rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
     w.wr_id = 0xa1;
-    w.opcode = PVRDMA_WR_FAST_REG_MR;
+    w.opcode = PVRDMA_WR_BIND_MW;      /* no memory windows for the guest */
     w.send_flags = PVRDMA_SEND_SIGNALED;
     post_send(&d, &s.qp, &w, &sg, 1);
     run_all(&d);
@@ -282,6 +418,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/hca/objects", test_objects);
     g_test_add_func("/pvrdma/hca/send-passthrough", test_send_passthrough);
     g_test_add_func("/pvrdma/hca/bad-wqe", test_bad_wqe);
+    g_test_add_func("/pvrdma/hca/fast-reg", test_fast_reg);
     g_test_add_func("/pvrdma/hca/queue-full", test_queue_full);
     g_test_add_func("/pvrdma/hca/modify-refused", test_modify_refused);
     g_test_add_func("/pvrdma/hca/events", test_events);

@@ -113,6 +113,11 @@ typedef struct PvrdmaLimits {
      * one GID type and registers only GIDs of that type.
      */
     uint8_t roce_version;
+    /*
+     * The object owner (a host HCA) cannot fast-register (no type 2
+     * memory windows): FRMRs are refused and not advertised.
+     */
+    bool no_fast_reg;
 } PvrdmaLimits;
 
 /* Defaults and hard bounds (validated at realize). */
@@ -511,6 +516,8 @@ struct PvrdmaCore {
      */
     GHashTable *owner_qpns;
     GHashTable *owner_keys;
+    /* ... and its FRMRs by key >> 8 (the key byte is the guest's) */
+    GHashTable *owner_frmrs;
     PvrdmaGid *gid;
 
     /* data path */

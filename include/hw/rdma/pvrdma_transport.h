@@ -83,13 +83,16 @@ typedef struct PvrdmaReq {
 
 /*
  * One send work request for a queue transport, guest values (keys pass
- * through).
+ * through).  FAST_REG_MR and LOCAL_INV name their MR in mr, which the
+ * core has checked and changed already: registered (its pages mapped in
+ * mr->map, its iova, length, access and new key set) or invalidated.
  */
 typedef struct PvrdmaSendWr {
     uint64_t wr_id;
     uint32_t opcode;                /* PVRDMA_WR_* */
     uint32_t send_flags;            /* PVRDMA_SEND_* */
     uint32_t imm;                   /* immediate data or rkey to invalidate */
+    PvrdmaMR *mr;                   /* FAST_REG_MR, LOCAL_INV */
     const struct pvrdma_sge *sge;
     uint32_t num_sge;
     uint64_t remote_addr;
@@ -233,7 +236,11 @@ typedef struct PvrdmaQueueOps {
      */
     int (*pd_create)(PvrdmaTransport *t, PvrdmaPD *pd);
     void (*pd_destroy)(PvrdmaTransport *t, PvrdmaPD *pd);
-    /* user and DMA MRs; *lkey / *rkey are what the guest sees */
+    /*
+     * user, DMA and fast-registration MRs; *lkey / *rkey are what the
+     * guest sees.  An FRMR's key takes any key byte the guest gives it in
+     * a FAST_REG_MR (the owner's key for it is its remote key then).
+     */
     int (*mr_create)(PvrdmaTransport *t, PvrdmaMR *mr, uint32_t *lkey,
                      uint32_t *rkey);
     void (*mr_destroy)(PvrdmaTransport *t, PvrdmaMR *mr);
@@ -253,8 +260,12 @@ typedef struct PvrdmaQueueOps {
      * The QPs.  qp_modify: the QP's new attributes (0 or a negative errno);
      * qp_state: the transport's current state of the QP (it may have moved
      * to error); post_send: 0, -ENOMEM (queue full: the core posts again
-     * after a completion) or another negative errno; post_recv: the same,
-     * srq NULL for the QP's own receive queue.
+     * after a completion) or another negative errno, FAST_REG_MR and
+     * LOCAL_INV included (they complete as PVRDMA_WC_FAST_REG_MR and
+     * PVRDMA_WC_LOCAL_INV, in order with the QP's other sends); a receive
+     * completion with PVRDMA_WC_WITH_INVALIDATE says the owner invalidated
+     * that key (imm) at the peer's request; post_recv: as post_send, srq
+     * NULL for the QP's own receive queue.
      */
     int (*qp_modify)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t mask,
                      const struct pvrdma_qp_attr *a);
