@@ -216,6 +216,21 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
         int err = -EINVAL;
 
         pvrdma_fetch_recv_wqe(r, r->priv, max_sge, &w);
+        if (qp && qp->state == PVRDMA_QPS_ERR) {
+            /*
+             * A receive posted in the error state is flushed (IBA
+             * 10.8.3.3); by the device, not the host: Linux rxe flushes
+             * a user QP's receive queue only when the QP enters the error
+             * state, never a receive posted later (the guest's
+             * ib_drain_rq() would wait for it forever).
+             */
+            hca_err_cqe(c, qp, qp->rcq, w.hdr.wr_id, PVRDMA_WC_RECV,
+                        PVRDMA_WC_WR_FLUSH_ERR);
+            trace_pvrdma_hca_post_recv(handle, false, -EPIPE);
+            r->priv = pvrdma_idx_next(r->priv, r->nelems);
+            moved = true;
+            continue;
+        }
         if (w.sge_ok) {
             err = c->owner->ops->queue->post_recv(c->owner, qp, srq,
                                                   w.hdr.wr_id, w.sge,

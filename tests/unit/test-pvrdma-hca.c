@@ -320,6 +320,15 @@ static void test_bad_wqe(void)
     g_assert_cmpuint(f.posted->len, ==, 0);
     g_assert_cmpuint(qp_rings(&d, &s.qp)[0].cons_head, ==, 2);
     g_assert_cmpuint(d.c.guest_errors, >=, 2);
+    /*
+     * a receive posted in the error state: flushed by the device (a user
+     * QP of Linux rxe would never flush it: ib_drain_rq() hangs)
+     */
+    post_recv(&d, &s.qp, 0xb9, &sg, 1);
+    run_all(&d);
+    g_assert_cmpuint(f.posted->len, ==, 0);
+    expect_cqe(&d, &s.cq, 0xb9, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_RECV, 0,
+               s.qp.handle);
     hca_fini(&d, &f);
 }
 
