@@ -8,7 +8,8 @@
 #                             5-15 s decompressing itself at every boot)
 #   build/guest/initrd.img    (uncompressed newc cpio, for the same reason)
 #                             busybox + rdma-core + perftest + qperf +
-#                             iscsistart + iproute2 + kernel modules +
+#                             iscsistart + nfs-utils + rpcbind +
+#                             iproute2 + kernel modules +
 #                             vmw_pvrdma.ko built from Debian's
 #                             linux-source-6.1 (unmodified)
 #   build/guest/manifest.txt  exact package versions, kernel, vermagic
@@ -70,7 +71,10 @@ USER_PKGS="busybox-static libc6 libgcc-s1
  iproute2 libbpf1 libbsd0 libmd0 libcap2 libelf1 libmnl0 libselinux1
  libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2
  libkrb5support0 libkeyutils1
- open-iscsi libopeniscsiusr libssl3 libkmod2 libzstd1 liblzma5"
+ open-iscsi libopeniscsiusr libssl3 libkmod2 libzstd1 liblzma5
+ nfs-kernel-server nfs-common rpcbind libtirpc-common netbase libnfsidmap1
+ libevent-core-2.1-7 libsqlite3-0 libwrap0 libnsl2 libblkid1 libuuid1
+ libmount1 libsystemd0 libgcrypt20 libgpg-error0 liblz4-1"
 declare -A VER
 resolve() {
     KV=${PVRDMA_GUEST_KERNEL:-}
@@ -301,8 +305,10 @@ done
 ln -sf ../bin/busybox "$R/usr/sbin/modprobe"   # kernel's request_module path
 mkdir -p "$R"/{proc,sys,dev,tmp,run,root,mnt,var/tmp,etc}
 ln -sf /proc/self/mounts "$R/etc/mtab"
-echo "root:x:0:0:root:/root:/bin/sh" > "$R/etc/passwd"
-echo "root:x:0:" > "$R/etc/group"
+# _rpc: rpcbind drops to it (Debian's rpcbind.postinst adds it)
+printf '%s\n' "root:x:0:0:root:/root:/bin/sh" "_rpc:x:100:65534::/run/rpcbind:/usr/sbin/nologin" \
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin" > "$R/etc/passwd"
+printf '%s\n' "root:x:0:" "nogroup:x:65534:" > "$R/etc/group"
 printf '127.0.0.1 localhost\n::1 localhost\n' > "$R/etc/hosts"
 echo pvrdma-guest > "$R/etc/hostname"
 install -m 0755 "$here/init" "$R/init"
@@ -312,6 +318,17 @@ rm -f "$R"/usr/sbin/{tc,bridge,devlink,dcb,tipc,vdpa,rtacct,rtmon,arpd,genl} \
       "$R"/usr/bin/{lnstat,nstat,ctstat,rtstat,routel}
 # open-iscsi: only iscsistart (an iSCSI / iSER login without iscsid)
 rm -f "$R"/usr/sbin/{iscsiadm,iscsid,iscsi-iname,iscsi_discovery}
+# NFS (tests 5x: the kernel server and client over RDMA): rpcbind,
+# rpc.nfsd, rpc.mountd, exportfs, nfsdcld, mount.nfs stay; not the Python
+# tools, pNFS block layout (libdevmapper), the GSS daemons, nfsrahead.
+# What the packages' maintainer scripts would have created: /etc/exports,
+# the state directories under /var/lib/nfs, /var/run (the kernel's rpcbind
+# client tries /var/run/rpcbind.sock first).
+rm -f "$R"/usr/sbin/{mountstats,nfsiostat,nfsdclddb,nfsdclnts,rpcctl,blkmapd,rpc.gssd,rpc.svcgssd} \
+      "$R"/usr/libexec/nfsrahead
+mkdir -p "$R"/var/lib/nfs/{rpc_pipefs,nfsdcld,sm,sm.bak} "$R"/etc/exports.d
+: > "$R/etc/exports"
+[ -e "$R/var/run" ] || ln -s /run "$R/var/run"
 
 # shared libraries: keep what the programs (and the dlopen()ed verbs
 # providers, libgcc_s for pthread_cancel) need, drop the rest; fail if a
@@ -350,7 +367,7 @@ fi
 WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_cm
  ib_umad rdma_rxe ip6_udp_tunnel udp_tunnel configfs crc32_generic crc32_pclmul
  nvme_rdma nvmet_rdma brd rds_rdma ib_iser ib_isert iscsi_target_mod
- target_core_mod sd_mod crc32c_generic"
+ target_core_mod target_core_iblock sd_mod crc32c_generic nfsd nfs nfsv3 nfsv4 rpcrdma"
 # (rdma_rxe needs the "crc32" shash: CONFIG_CRYPTO_CRC32=m, loaded on demand
 # through modules.alias; it is not a symbol dependency; likewise the iSCSI
 # target's login needs "crc32c")
