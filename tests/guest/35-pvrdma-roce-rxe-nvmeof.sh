@@ -21,70 +21,10 @@
 # vm-args: --nic vmxnet3,virtio
 . /usr/lib/pvrdma/tests-common.sh
 
-[ "$PVRDMA_DEVICE" = "$([ "$PVRDMA_VM" = 0 ] && echo 1 || echo 0)" ] ||
-    fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE (run-vm.sh --nic vmxnet3,virtio)"
-roce_setup
-ping_peer
+roce_rxe_vms
 run modprobe nvme_rdma
 run modprobe nvmet_rdma
 barrier roce-up 120
-
-MIB=8
-# the rxe packets that 8 MiB need at a path MTU of 1024
-MIN_PKTS=$((MIB * 1024))
-
-# rxe_count NAME: rxe0's hw counter NAME (0 if absent)
-rxe_count() {
-    cat "/sys/class/infiniband/rxe0/ports/1/hw_counters/$1" 2>/dev/null || echo 0
-}
-
-# cm_ids_on DEV REGEX: this VM's rdma_cm IDs whose line matches REGEX
-# (e.g. "dst-addr 10.0.0.2:4420 "); fails unless there is one and all are
-# on DEV
-cm_ids_on() {
-    _ids=$(rdma resource show cm_id 2>/dev/null | grep -E "$2")
-    echo "$_ids" | sed 's/^/  /'
-    [ -n "$_ids" ] || fail "no rdma_cm ID matches '$2'"
-    _n=$(echo "$_ids" | grep -vc "^link $1/")
-    [ "$_n" = 0 ] || fail "$_n rdma_cm IDs matching '$2' are not on $1"
-    log "$(echo "$_ids" | wc -l) rdma_cm IDs ($2), all on $1"
-}
-
-# initiator NQN ADDR: connect to ADDR:4420 over ROCE_DEV, write MIB MiB
-# of random data with O_DIRECT, read them back with O_DIRECT, compare.
-# Leaves /tmp/pattern and the controller connected.
-initiator() {
-    log "connect: nqn=$1,transport=rdma,traddr=$2,trsvcid=4420"
-    # the write returns once the admin and I/O queues are connected
-    timeout 60 sh -c "echo 'nqn=$1,transport=rdma,traddr=$2,trsvcid=4420' > /dev/nvme-fabrics" ||
-        { _c=$?; dmesg | tail -20; fail "nvme connect over rdma to $2 failed (rc $_c; 124 = timeout)"; }
-    _i=0
-    while [ ! -b /dev/nvme0n1 ] && [ $_i -lt 100 ]; do sleep 0.2; _i=$((_i + 1)); done
-    [ -b /dev/nvme0n1 ] || { dmesg | tail -20; fail "no /dev/nvme0n1 after connect"; }
-    _t=$(cat /sys/class/nvme/nvme0/transport)
-    [ "$_t" = rdma ] || fail "nvme0's transport is '$_t', not rdma"
-    log "nvme0: transport $_t, $(cat /sys/class/nvme/nvme0/address), $(($(cat /sys/block/nvme0n1/size) / 2048)) MiB"
-    cm_ids_on "$ROCE_DEV" "dst-addr $2:4420( |\$)"
-    run dd if=/dev/urandom of=/tmp/pattern bs=64k count=$((MIB * 16)) 2>/dev/null
-    log "write $MIB MiB (O_DIRECT, 1 MiB I/Os)"
-    timeout 90 dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M oflag=direct 2>/tmp/dd.err ||
-        { cat /tmp/dd.err; dmesg | tail -20; fail "O_DIRECT write to nvme0n1 failed or timed out"; }
-    log "read back (O_DIRECT, 256 KiB I/Os)"
-    timeout 90 dd if=/dev/nvme0n1 of=/tmp/back bs=256k count=$((MIB * 4)) iflag=direct 2>/tmp/dd.err ||
-        { cat /tmp/dd.err; dmesg | tail -20; fail "O_DIRECT read from nvme0n1 failed or timed out"; }
-    cmp /tmp/pattern /tmp/back || fail "the $MIB MiB read back through nvme-rdma differ from those written"
-    log "nvme-rdma: $MIB MiB written to $2 and read back, identical"
-}
-
-# disconnect: delete nvme0 if there is one (bounded)
-disconnect() {
-    [ -e /sys/class/nvme/nvme0 ] || return 0
-    timeout 60 sh -c 'echo 1 > /sys/class/nvme/nvme0/delete_controller' || fail "disconnect"
-    _i=0
-    while [ -e /sys/class/nvme/nvme0 ] && [ $_i -lt 50 ]; do sleep 0.2; _i=$((_i + 1)); done
-    [ ! -e /sys/class/nvme/nvme0 ] || fail "nvme0 still there after delete_controller"
-    log "disconnected"
-}
 
 # nvme_step TARGET_VM NQN: one direction.  The target exports, the
 # initiator does its I/O; then the target sends its disk's md5 to VM 0
@@ -94,7 +34,7 @@ disconnect() {
 nvme_step() {
     _tvm=$1 _nqn=$2 _r=0
     [ "$PVRDMA_DEVICE" = 1 ] && _who=pvrdma || _who=rxe
-    _rx0=$(rxe_count rcvd_pkts) _tx0=$(rxe_count sent_pkts)
+    _pk=$(rxe_pkts)
     if [ "$PVRDMA_VM" = "$_tvm" ]; then
         ( nvmet_export "$_nqn" ) || _r=1
         barrier "$_nqn-up" 90
@@ -103,38 +43,21 @@ nvme_step() {
         # the initiator is still connected: its queues' IDs are here
         ( cm_ids_on "$ROCE_DEV" "src-addr $PVRDMA_IP:4420 dst-addr $PVRDMA_PEER_IP:" ) || _r=1
         barrier "$_nqn-checked" 60
-        _sum=$(head -c $((MIB * 1048576)) /dev/ram0 | md5sum | cut -d' ' -f1)
+        _sum=$(head -c $((NVME_MIB * 1048576)) /dev/ram0 | md5sum | cut -d' ' -f1)
         log "target disk: md5 $_sum"
     else
         barrier "$_nqn-up" 90
-        ( initiator "$_nqn" "$PVRDMA_PEER_IP" ) || _r=1
+        ( nvme_io "$_nqn" "$PVRDMA_PEER_IP" "$ROCE_DEV" ) || _r=1
         _sum=$(md5sum < /tmp/pattern 2>/dev/null | cut -d' ' -f1)
         _sum=${_sum:-none}
         barrier "$_nqn-io" 60
         barrier "$_nqn-checked" 60
-        ( disconnect ) || _r=1
+        ( nvme_disconnect ) || _r=1
     fi
-    if [ "$PVRDMA_VM" = 0 ]; then
-        _peer=$(barrier_recv "$_nqn-sum" 60)
-        if [ "$_peer" != "$_sum" ]; then
-            [ -s /tmp/step.err ] || echo "md5 of the written data / target disk: $_sum here, $_peer in VM 1" > /tmp/step.err
-            log "md5 here $_sum, VM 1 $_peer: DIFFERENT"
-            _r=1
-        else
-            log "the target's disk holds the $MIB MiB the initiator wrote (md5 $_sum)"
-        fi
-    else
-        barrier_send "$_nqn-sum" 60 "$_sum"
-    fi
-    if [ "$PVRDMA_DEVICE" = 0 ]; then
-        # soft-RoCE's view: the data went over the wire as RoCEv2 packets
-        _rx=$(( $(rxe_count rcvd_pkts) - _rx0 )) _tx=$(( $(rxe_count sent_pkts) - _tx0 ))
-        log "rxe0: $_rx RoCEv2 packets received, $_tx sent during this step"
-        if [ "$_rx" -lt $MIN_PKTS ] || [ "$_tx" -lt $MIN_PKTS ]; then
-            [ -s /tmp/step.err ] || echo "rxe0 received $_rx and sent $_tx packets, expected at least $MIN_PKTS each way" > /tmp/step.err
-            _r=1
-        fi
-    fi
+    md5_agree "$_nqn" "$_sum" "the written data / the target's disk" || _r=1
+    # soft-RoCE's view: the data went over the wire as RoCEv2 packets
+    _b=$((NVME_MIB * 1048576))
+    [ "$PVRDMA_DEVICE" = 1 ] || ( rxe_grew "$_pk" "$_b" "$_b" ) || _r=1
     return $_r
 }
 

@@ -333,6 +333,78 @@ nvme_connect() {
     log "connected: $(cat /sys/class/nvme/nvme0/address)"
 }
 
+# cm_ids_on DEV REGEX: this VM's rdma_cm IDs whose line matches REGEX
+# (e.g. "dst-addr 10.0.0.2:4420 "); fails unless there is one and all are
+# on DEV
+cm_ids_on() {
+    _ids=$(rdma resource show cm_id 2>/dev/null | grep -E "$2")
+    echo "$_ids" | sed 's/^/  /'
+    [ -n "$_ids" ] || { rdma resource show cm_id; fail "no rdma_cm ID matches '$2'"; }
+    _n=$(echo "$_ids" | grep -vc "^link $1/")
+    [ "$_n" = 0 ] || fail "$_n rdma_cm IDs matching '$2' are not on $1"
+    log "$(echo "$_ids" | wc -l) rdma_cm IDs ($2), all on $1"
+}
+
+# md5_agree NAME SUM WHAT: the two VMs' md5 of the same data (WHAT: what
+# each summed, for the log): VM 1 sends its SUM to VM 0 (barrier NAME-sum,
+# the only way barrier_send goes), which compares it with its own; returns
+# 1 in VM 0 if they differ or one is "none" (the step's reason says so).
+# MD5_WAIT: how long VM 0 waits (default 60 s).
+md5_agree() {
+    if [ "$PVRDMA_VM" != 0 ]; then
+        barrier_send "$1-sum" 60 "$2"
+        return 0
+    fi
+    _mp=$(barrier_recv "$1-sum" "${MD5_WAIT:-60}")
+    if [ "$_mp" != "$2" ] || [ "$2" = none ]; then
+        [ -s /tmp/step.err ] || echo "md5 of $3: $2 here, $_mp in VM 1" > /tmp/step.err
+        log "md5 of $3: $2 here, VM 1 $_mp: DIFFERENT"
+        return 1
+    fi
+    log "md5 of $3: the same in both VMs ($2)"
+}
+
+# nvme_io NQN ADDR DEV [HOST_ADDR]: connect to subsystem NQN at ADDR:4420
+# with nvme-rdma (from HOST_ADDR if given), its rdma_cm IDs on DEV; write
+# NVME_MIB MiB of random data with O_DIRECT (1 MiB I/Os), read them back
+# with O_DIRECT (256 KiB I/Os), compare.  Leaves /tmp/pattern and the
+# controller connected (nvme_disconnect).
+NVME_MIB=${NVME_MIB:-8}
+nvme_io() {
+    _c="nqn=$1,transport=rdma,traddr=$2,trsvcid=4420${4:+,host_traddr=$4}"
+    run modprobe nvme_rdma
+    log "connect: $_c"
+    # the write returns once the admin and I/O queues are connected
+    timeout 60 sh -c "echo '$_c' > /dev/nvme-fabrics" ||
+        { _r=$?; dmesg | tail -20; fail "nvme connect over rdma to $2 failed (rc $_r; 124 = timeout)"; }
+    _i=0
+    while [ ! -b /dev/nvme0n1 ] && [ $_i -lt 100 ]; do sleep 0.2; _i=$((_i + 1)); done
+    [ -b /dev/nvme0n1 ] || { dmesg | tail -20; fail "no /dev/nvme0n1 after connect"; }
+    _t=$(cat /sys/class/nvme/nvme0/transport)
+    [ "$_t" = rdma ] || fail "nvme0's transport is '$_t', not rdma"
+    log "nvme0: transport $_t, $(cat /sys/class/nvme/nvme0/address), $(($(cat /sys/block/nvme0n1/size) / 2048)) MiB"
+    cm_ids_on "$3" "dst-addr $2:4420( |\$)"
+    run dd if=/dev/urandom of=/tmp/pattern bs=64k count=$((NVME_MIB * 16)) 2>/dev/null
+    log "write $NVME_MIB MiB (O_DIRECT, 1 MiB I/Os)"
+    timeout 90 dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M oflag=direct 2>/tmp/dd.err ||
+        { cat /tmp/dd.err; dmesg | tail -20; fail "O_DIRECT write to nvme0n1 failed or timed out"; }
+    log "read back (O_DIRECT, 256 KiB I/Os)"
+    timeout 90 dd if=/dev/nvme0n1 of=/tmp/back bs=256k count=$((NVME_MIB * 4)) iflag=direct 2>/tmp/dd.err ||
+        { cat /tmp/dd.err; dmesg | tail -20; fail "O_DIRECT read from nvme0n1 failed or timed out"; }
+    cmp /tmp/pattern /tmp/back || fail "the $NVME_MIB MiB read back through nvme-rdma differ from those written"
+    log "nvme-rdma: $NVME_MIB MiB written to $2 and read back, identical"
+}
+
+# nvme_disconnect: delete nvme0 if there is one (bounded)
+nvme_disconnect() {
+    [ -e /sys/class/nvme/nvme0 ] || return 0
+    timeout 60 sh -c 'echo 1 > /sys/class/nvme/nvme0/delete_controller' || fail "disconnect"
+    _i=0
+    while [ -e /sys/class/nvme/nvme0 ] && [ $_i -lt 50 ]; do sleep 0.2; _i=$((_i + 1)); done
+    [ ! -e /sys/class/nvme/nvme0 ] || fail "nvme0 still there after delete_controller"
+    log "disconnected"
+}
+
 # kernel_clean: no oops, warning or pvrdma error in dmesg
 kernel_clean() {
     _bad=$(dmesg | grep -v "module verification failed" |
@@ -845,4 +917,437 @@ soak_run() {
         cat /tmp/soak.log /tmp/soak.out | sed 's/^/  | /' | tail -n 20
     fi
     return 0
+}
+
+# --- iSER and RDS ---
+# Kernel ULPs over RDMA (tests 27, 28, 53-55): the LIO iSCSI target with an
+# iSER portal (ib_isert, set up through configfs), open-iscsi's iscsistart
+# logging in over the iser transport (ib_iser), and RDS over its RDMA
+# transport (rds_rdma) with rds-xfer (tests/guest/tools/rds-xfer.c).  Each
+# is a kernel RDMA client with rdma_cm connections of its own.
+
+ISER_MIB=${ISER_MIB:-8}
+
+# iser_target IQN ADDR ram|brd: export a 16 MiB LUN 0 as LIO target IQN
+# (TPG 1: no authentication, any initiator, writable) with an iSER portal on
+# ADDR:3260; ib_isert must listen there.  The LUN is
+#   ram  LIO's own RAM disk (rd_mcp, in target_core_mod): nothing but the
+#        target can read it
+#   brd  /dev/ram0 (brd) through target_core_iblock: what the target wrote
+#        can be read back beside it (iser_backstore_md5)
+iser_target() {
+    _it=/sys/kernel/config/target
+    _ig=$_it/iscsi/$1/tpgt_1
+    run modprobe crc32c_generic
+    mount_configfs
+    run modprobe ib_isert
+    if [ "$3" = brd ]; then
+        iser_brd_ready
+        _ib=$_it/core/iblock_0/disk0
+        mkdir -p "$_ib" || fail "LIO: no iblock backstore"
+        echo udev_path=/dev/ram0 > "$_ib/control" || fail "LIO: iblock refuses /dev/ram0"
+    else
+        _ib=$_it/core/rd_mcp_0/disk0
+        mkdir -p "$_ib" || fail "LIO: no rd_mcp backstore"
+        echo rd_pages=4096 > "$_ib/control"
+    fi
+    echo 1 > "$_ib/enable" || fail "LIO: backstore $_ib not enabled"
+    mkdir -p "$_ig/lun/lun_0" || fail "LIO: no target $1"
+    ln -s "$_ib" "$_ig/lun/lun_0/disk0" || fail "LIO: no LUN"
+    mkdir "$_ig/np/$2:3260" || fail "LIO: no portal $2:3260"
+    echo 1 > "$_ig/np/$2:3260/iser" || fail "LIO: portal $2:3260 refuses iser"
+    echo 0 > "$_ig/attrib/authentication"
+    echo 1 > "$_ig/attrib/generate_node_acls"
+    echo 0 > "$_ig/attrib/demo_mode_write_protect"
+    echo 1 > "$_ig/enable" || fail "LIO: target portal group not enabled"
+    rdma resource show cm_id | grep -q "state LISTEN .*\[ib_isert\] src-addr $2:3260" ||
+        { rdma resource show cm_id; fail "ib_isert does not listen on $2:3260"; }
+    log "LIO: $1, LUN 0 $3 ($_ib), iSER portal $2:3260"
+}
+
+# iser_brd_ready: /dev/ram0 (16 MiB, brd) and LIO's iblock backend are
+# there for an iser_target brd LUN; a test calls it first in every VM, so
+# a guest image without target_core_iblock fails at once, with the reason
+iser_brd_ready() {
+    [ -b /dev/ram0 ] || run modprobe brd rd_nr=1 rd_size=16384
+    # LIO's first backstore mkdir only tries to load the backends
+    # (transport_subsystem_check_init: "Unable to load ..." and on); the
+    # mkdir of iblock_0 would then fail with a bare EINVAL
+    modprobe target_core_iblock ||
+        fail "no target_core_iblock in the guest image (scripts/guest/build-image.sh, WANT): the LUN cannot be backed by /dev/ram0, so its bytes cannot be checked beside the target"
+}
+
+# iser_login IQN ADDR: log in to target IQN at ADDR:3260 with iscsistart
+# over the iser transport (at most 60 s).  The session's SCSI host must be
+# iSER's (proc_name iscsi_iser); sets ISER_DISK to the session's disk (sdX,
+# waited for up to 10 s).
+iser_login() {
+    run modprobe ib_iser
+    run modprobe sd_mod
+    log "iscsistart: $1 at $2:3260 over iser"
+    timeout 60 iscsistart -i "iqn.2026-11.org.qemu.pvrdma:initiator$PVRDMA_VM" -t "$1" -g 1 \
+        -a "$2" -p 3260 -P iface.transport_name=iser > /tmp/login.out 2>&1
+    _ir=$?
+    cat /tmp/login.out
+    [ $_ir = 0 ] && grep -q 'is operational now' /tmp/login.out ||
+        fail "iSER login to $1 at $2 failed (rc $_ir; 124 = timeout)"
+    _is=
+    for _f in /sys/class/iscsi_session/session*/targetname; do
+        [ "$(cat "$_f" 2>/dev/null)" != "$1" ] || _is=${_f%/targetname}
+    done
+    [ -n "$_is" ] || fail "no iSCSI session to $1 in /sys/class/iscsi_session"
+    _ih=$(basename "$(readlink -f "$_is/device/..")")
+    _ip=$(cat "/sys/class/scsi_host/$_ih/proc_name" 2>/dev/null)
+    [ "$_ip" = iscsi_iser ] ||
+        fail "${_is##*/} runs on $_ih of '$_ip', not iscsi_iser: the session is not over iSER"
+    ISER_DISK=
+    _i=0
+    while [ $_i -lt 50 ]; do
+        for _f in "$_is"/device/target*/*/block/*; do
+            [ -b "/dev/${_f##*/}" ] && ISER_DISK=${_f##*/}
+        done
+        [ -z "$ISER_DISK" ] || break
+        sleep 0.2; _i=$((_i + 1))
+    done
+    [ -n "$ISER_DISK" ] || { dmesg | tail -20; fail "no disk in ${_is##*/} (target $1)"; }
+    log "${_is##*/}: $_ih (iscsi_iser), /dev/$ISER_DISK, $(($(cat "/sys/block/$ISER_DISK/size") / 2048)) MiB, $(cat "/sys/block/$ISER_DISK/device/vendor" | tr -d ' ')"
+}
+
+# iser_io DISK: write ISER_MIB MiB of random data to /dev/DISK with
+# O_DIRECT (1 MiB I/Os), read them back with O_DIRECT (256 KiB I/Os) and
+# compare, each bounded; the data stays in /tmp/iser-pattern
+iser_io() {
+    dd if=/dev/urandom of=/tmp/iser-pattern bs=1M count="$ISER_MIB" 2>/dev/null
+    log "write $ISER_MIB MiB to /dev/$1 (O_DIRECT)"
+    timeout 120 dd if=/tmp/iser-pattern of="/dev/$1" bs=1M oflag=direct 2>/tmp/dd.err ||
+        { cat /tmp/dd.err; dmesg | tail -20; fail "O_DIRECT write to /dev/$1 failed or timed out"; }
+    log "read back (O_DIRECT)"
+    timeout 120 dd if="/dev/$1" of=/tmp/iser-back bs=256k count=$((ISER_MIB * 4)) iflag=direct 2>/tmp/dd.err ||
+        { cat /tmp/dd.err; dmesg | tail -20; fail "O_DIRECT read from /dev/$1 failed or timed out"; }
+    cmp /tmp/iser-pattern /tmp/iser-back || fail "the data read back over iSER differs from what was written"
+    log "$ISER_MIB MiB written and read back over iSER with O_DIRECT: identical"
+}
+
+# iser_backstore_md5: the md5 of the first ISER_MIB MiB of an iser_target
+# brd LUN, read from /dev/ram0 itself (O_DIRECT: not through a page cache)
+iser_backstore_md5() {
+    dd if=/dev/ram0 bs=1M count="$ISER_MIB" iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1
+}
+
+# iser_target_clean: the target logged no isert error and no failed login
+iser_target_clean() {
+    ! dmesg | grep -E 'isert: .*(error|failed)|Login negotiation failed' ||
+        fail "the iSER target reported errors"
+}
+
+# ulp_cm_ids ULP DEV [REGEX]: the kernel client ULP (ib_iser, ib_isert,
+# rds_rdma) has connected rdma_cm IDs in this VM (state CONNECT; those
+# whose line also matches REGEX, e.g. "dst-addr 10.0.0.2:3260"), every one
+# on DEV (cm_ids_on)
+ulp_cm_ids() {
+    cm_ids_on "$2" "state CONNECT .*comm \[$1\] .*${3:-}"
+}
+
+# roce_rxe_vms: the start of a test between the device and soft-RoCE
+# (run-vm.sh --nic vmxnet3,virtio): VM 0 must have the pvrdma device and
+# VM 1 not; each sets up its RDMA device (roce_setup: ROCE_DEV, ROCE_GIDX)
+# and pings the other
+roce_rxe_vms() {
+    _want=$((PVRDMA_VM == 0))
+    [ "$PVRDMA_DEVICE" = "$_want" ] ||
+        fail "VM $PVRDMA_VM has PVRDMA_DEVICE=$PVRDMA_DEVICE, expected $_want (run-vm.sh --nic vmxnet3,virtio)"
+    roce_setup
+    ping_peer
+}
+
+# rxe_pkts: rxe0's RoCEv2 packet counters now, "RECEIVED SENT"
+# (hw_counters rcvd_pkts and sent_pkts)
+rxe_pkts() {
+    _rh=/sys/class/infiniband/rxe0/ports/1/hw_counters
+    echo "$(cat "$_rh/rcvd_pkts" 2>/dev/null || echo 0) $(cat "$_rh/sent_pkts" 2>/dev/null || echo 0)"
+}
+
+# rxe_grew "RECEIVED SENT" RX_BYTES TX_BYTES: since rxe_pkts printed the
+# first argument, rxe0 received and sent at least the packets that
+# RX_BYTES and TX_BYTES of payload need at its active MTU (the path MTU is
+# no larger)
+rxe_grew() {
+    _rm=$(ibv_devinfo -d rxe0 2>/dev/null | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/\1/p')
+    [ -n "$_rm" ] || fail "rxe0: no active MTU in ibv_devinfo"
+    _rwr=$(($2 / _rm)) _rws=$(($3 / _rm))
+    _rn=$(rxe_pkts)
+    _rr=$((${_rn% *} - ${1% *})) _rs=$((${_rn#* } - ${1#* }))
+    log "rxe0: $_rr RoCEv2 packets received, $_rs sent; $2 / $3 bytes at MTU $_rm need $_rwr / $_rws"
+    [ "$_rr" -ge "$_rwr" ] && [ "$_rs" -ge "$_rws" ] ||
+        fail "rxe0 received $_rr and sent $_rs packets, fewer than the $_rwr / $_rws that $2 / $3 bytes need at MTU $_rm"
+}
+
+# rds_up DEV: load rds_rdma; it must have taken DEV ("RDS/IB: DEV: added")
+rds_up() {
+    run modprobe rds_rdma
+    dmesg | grep -q "RDS/IB: $1: added" || fail "rds_rdma did not add $1"
+}
+
+# rds_xfers RECV_VM [TAG]: RDS messages from the other VM to VM RECV_VM
+# over rds_rdma: for each SIZE:COUNT of RDS_CASES (default 64:200
+# 8000:100 60000:40: one RC SEND up to many RDS fragments), the sender's
+# rds-xfer sends COUNT messages of SIZE bytes to port 4000, and VM
+# RECV_VM's rds-xfer checks that each arrives once, in order, byte for
+# byte.  All run; returns 1 if any failed (PAIR_ERR says which).
+# RDS_BYTES is the number of bytes the cases carry.
+rds_xfers() {
+    _rv=$1 _rt=${2:-} _rbad=0 _rn=0 RDS_BYTES=0
+    for _rcase in ${RDS_CASES:-64:200 8000:100 60000:40}; do
+        _s=${_rcase%%:*} _k=${_rcase#*:} _rn=$((_rn + 1))
+        _nm=rds-$_rt$_s RDS_BYTES=$((RDS_BYTES + _s * _k))
+        if [ "$PVRDMA_VM" = "$_rv" ]; then
+            rds-xfer recv "${ULP_IP:-$PVRDMA_IP}" 4000 "$_k" > "/tmp/$_nm.out" 2>&1 &
+            _p=$!
+            # bound (it says so) before the sender starts: RDS drops
+            # messages for a port nobody has bound
+            _i=0
+            until grep -qs '^rds-xfer: receiving' "/tmp/$_nm.out" || [ $_i -ge 100 ]; do
+                sleep 0.1; _i=$((_i + 1))
+            done
+            barrier "$_nm-recv" 60
+            wait "$_p"; _r=$?
+            cat "/tmp/$_nm.out"
+            if [ "$_r" != 0 ] || ! grep -q "received $_k messages, .* data ok" "/tmp/$_nm.out"; then
+                log "$_nm: FAILED (rc $_r)"; _rbad=$((_rbad + 1))
+                PAIR_ERR=${PAIR_ERR:-"$_nm: $(grep -m1 '^rds-xfer: .*:' "/tmp/$_nm.out" || echo "rc $_r")"}
+            else
+                log "$_nm: $_k messages of $_s bytes received intact"
+            fi
+        else
+            barrier "$_nm-recv" 60
+            timeout 90 rds-xfer send "${ULP_IP:-$PVRDMA_IP}" "${ULP_PEER_IP:-$PVRDMA_PEER_IP}" 4000 "$_k" "$_s" ||
+                { log "$_nm: send FAILED"; _rbad=$((_rbad + 1)); PAIR_ERR=${PAIR_ERR:-"$_nm: send failed"}; }
+        fi
+        barrier "$_nm-done" 120
+    done
+    [ $_rbad = 0 ] || { log "$_rbad of $_rn RDS transfers failed"; return 1; }
+}
+
+# --- NFS over RDMA ---
+# (tests 50-52) The kernel NFS server (nfsd, with svcrdma of module rpcrdma)
+# and client (nfs, with xprtrdma) on an RDMA device.  The server exports a
+# tmpfs, NFS_EXPORT, and starts as nfs-kernel-server would (rpcbind,
+# nfsdcld, exportfs, rpc.mountd, rpc.nfsd), then adds the RDMA listener:
+#     echo 'rdma 20049' > /proc/fs/nfsd/portlist
+# The client mounts (v3 without NLM locks: no rpc.statd in the guest)
+#     mount -t nfs -o proto=rdma,port=20049,vers=V,sec=sys[,nolock] SERVER:/srv/nfs /mnt/nfs
+# and NFS_MIB MiB of random data go through the mount and back with
+# O_DIRECT, the read after a fresh mount (nfs_io).  The guest's mount is
+# busybox's, which hands "-t nfs" to the kernel itself; the helpers call
+# nfs-utils' mount.nfs / umount.nfs, as util-linux's mount -t nfs does.
+# NFS_DEV is the RDMA device the connections must be on (default
+# vmw_pvrdma0).
+NFS_EXPORT=/srv/nfs NFS_MNT=/mnt/nfs NFS_PORT=20049
+NFS_MIB=${NFS_MIB:-8}
+NFS_DEV=${NFS_DEV:-vmw_pvrdma0}
+NFS_PIDS=
+
+# nfs_server_start: the NFS server of this VM, listening on TCP 2049 and on
+# RDMA (rdma_cm) port NFS_PORT; fails the test if any part does not come up
+nfs_server_start() {
+    run modprobe rpcrdma
+    run modprobe nfsd
+    grep -q " /proc/fs/nfsd " /proc/mounts || run mount -t nfsd nfsd /proc/fs/nfsd
+    grep -q " /var/lib/nfs/rpc_pipefs " /proc/mounts ||
+        run mount -t rpc_pipefs rpc_pipefs /var/lib/nfs/rpc_pipefs
+    mkdir -p "$NFS_EXPORT"
+    run mount -t tmpfs -o size=$((NFS_MIB * 4 + 16))m tmpfs "$NFS_EXPORT"
+    rpcbind -f -w > /tmp/rpcbind.log 2>&1 &
+    NFS_PIDS="$NFS_PIDS $!"
+    wait_port 111 10 || { cat /tmp/rpcbind.log; fail "rpcbind does not listen on port 111"; }
+    # nfsdcld (NFSv4 client tracking) must watch rpc_pipefs before nfsd
+    # starts: then nfsd skips its grace period (no clients to reclaim);
+    # without it nfsd falls back to nfsdcltrack and a 10 s grace period
+    nfsdcld -F -d > /tmp/nfsdcld.log 2>&1 &
+    NFS_PIDS="$NFS_PIDS $!"
+    _nfi=0
+    until grep -q "Starting event dispatch handler" /tmp/nfsdcld.log 2>/dev/null; do
+        _nfi=$((_nfi + 1)); [ $_nfi -lt 100 ] || { cat /tmp/nfsdcld.log; log "nfsdcld not ready after 10 s"; break; }
+        sleep 0.1
+    done
+    echo "$NFS_EXPORT *(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=1)" > /etc/exports
+    run timeout 30 exportfs -ra
+    rpc.mountd -F -p 20048 > /tmp/mountd.log 2>&1 &
+    NFS_PIDS="$NFS_PIDS $!"
+    wait_port 20048 10 || { cat /tmp/mountd.log; fail "rpc.mountd does not listen on port 20048"; }
+    run timeout 60 rpc.nfsd --grace-time 10 4
+    log "+ echo 'rdma $NFS_PORT' > /proc/fs/nfsd/portlist"
+    timeout 30 sh -c "echo 'rdma $NFS_PORT' > /proc/fs/nfsd/portlist" ||
+        { dmesg | tail -10; fail "nfsd refused the RDMA listener (rdma $NFS_PORT)"; }
+    grep -qx "rdma $NFS_PORT" /proc/fs/nfsd/portlist ||
+        fail "no 'rdma $NFS_PORT' in /proc/fs/nfsd/portlist: $(cat /proc/fs/nfsd/portlist)"
+    listening "cm:$NFS_PORT" || { rdma resource show cm_id; fail "no rdma_cm listener on port $NFS_PORT"; }
+    log "nfsd: ports $(tr '\n' ' ' < /proc/fs/nfsd/portlist)versions $(cat /proc/fs/nfsd/versions); $(dmesg | sed -n 's/.*NFSD: //p' | tail -n 2 | tr '\n' ' ')"
+}
+
+# nfs_server_stop: stop nfsd and the daemons; the RDMA listener and every
+# rdma_cm ID on NFS_PORT must be gone within 15 s
+nfs_server_stop() {
+    run timeout 60 rpc.nfsd 0
+    timeout 30 exportfs -ua || log "exportfs -ua: rc $?"
+    # (in a step's subshell they are not children: no wait; a bounded poll
+    # until each has exited, a zombie counting as exited)
+    for _nfp in $NFS_PIDS; do kill "$_nfp" 2>/dev/null; done
+    _nfi=0
+    for _nfp in $NFS_PIDS; do
+        while [ -e "/proc/$_nfp" ] && [ "$(cut -d' ' -f3 "/proc/$_nfp/stat" 2>/dev/null)" != Z ] &&
+              [ $_nfi -lt 50 ]; do
+            sleep 0.1; _nfi=$((_nfi + 1))
+        done
+    done
+    NFS_PIDS=
+    umount "$NFS_EXPORT" || log "umount $NFS_EXPORT: rc $?"
+    _nfi=0
+    while rdma resource show cm_id 2>/dev/null | grep -q ":$NFS_PORT "; do
+        _nfi=$((_nfi + 1))
+        [ $_nfi -lt 150 ] || { rdma resource show cm_id; fail "rdma_cm IDs on port $NFS_PORT left 15 s after rpc.nfsd 0"; }
+        sleep 0.1
+    done
+    log "nfsd stopped, no rdma_cm ID on port $NFS_PORT left"
+}
+
+# nfs_srv_counters: the server's svcrdma counters (RDMA READ and WRITE
+# contexts posted: the clients' WRITE data pulled, READ data pushed) and
+# nfsd's bytes read and written ("io" of /proc/net/rpc/nfsd)
+nfs_srv_counters() {
+    echo "$(cat /proc/sys/sunrpc/svc_rdma/rdma_stat_read) $(cat /proc/sys/sunrpc/svc_rdma/rdma_stat_write) $(awk '$1 == "io" {print $2, $3}' /proc/net/rpc/nfsd)"
+}
+
+# nfs_srv_check "BEFORE": since nfs_srv_counters printed BEFORE, nfsd read
+# and wrote at least NFS_MIB MiB and svcrdma moved them with RDMA READ and
+# WRITE (at least one of each per MiB: an RPC carries at most 1 MiB over
+# RDMA; data sent inline, at most a few KiB per RPC, would not count)
+nfs_srv_check() {
+    # shellcheck disable=SC2086,SC2046
+    set -- $1 $(nfs_srv_counters)
+    _nfrr=$(($5 - $1)) _nfrw=$(($6 - $2)) _nfbr=$(($7 - $3)) _nfbw=$(($8 - $4))
+    log "server: $_nfrr RDMA READs and $_nfrw RDMA WRITEs posted, nfsd read $_nfbr and wrote $_nfbw bytes"
+    [ $_nfbw -ge $((NFS_MIB * 1048576)) ] && [ $_nfbr -ge $((NFS_MIB * 1048576)) ] ||
+        fail "nfsd read $_nfbr and wrote $_nfbw bytes, expected at least $NFS_MIB MiB each"
+    [ $_nfrr -ge "$NFS_MIB" ] && [ $_nfrw -ge "$NFS_MIB" ] ||
+        fail "svcrdma posted $_nfrr RDMA READs and $_nfrw RDMA WRITEs, expected at least $NFS_MIB each"
+}
+
+# nfs_cm_check DEV REGEX: this VM's rdma_cm IDs whose line matches REGEX
+# (e.g. "dst-addr 10.0.0.1:20049 "); fails unless there is one and all are
+# on DEV port 1
+nfs_cm_check() {
+    _nfids=$(rdma resource show cm_id 2>/dev/null | grep -E "$2")
+    [ -n "$_nfids" ] || { rdma resource show cm_id; fail "no rdma_cm ID matches '$2'"; }
+    echo "$_nfids" | sed 's/^/  /'
+    _nfn=$(echo "$_nfids" | grep -vc "^link $1/1 ")
+    [ "$_nfn" = 0 ] || fail "$_nfn rdma_cm IDs matching '$2' are not on $1"
+}
+
+# nfs_mount SERVER VERS: mount SERVER:NFS_EXPORT on NFS_MNT over RDMA with
+# NFS version VERS (3, 4.1, 4.2); the mount must say proto=rdma and
+# vers=VERS, its transport in /proc/self/mountstats must be rdma, and its
+# rdma_cm IDs must be on NFS_DEV
+nfs_mount() {
+    _nfo="proto=rdma,port=$NFS_PORT,vers=$2,sec=sys"
+    [ "$2" != 3 ] || _nfo="$_nfo,nolock${NFS_V3_OPTS:+,$NFS_V3_OPTS}"
+    mkdir -p "$NFS_MNT"
+    run modprobe rpcrdma
+    log "+ mount.nfs $1:$NFS_EXPORT $NFS_MNT -o $_nfo"
+    timeout 60 mount.nfs "$1:$NFS_EXPORT" "$NFS_MNT" -o "$_nfo" > /tmp/nfs-mount.err 2>&1 ||
+        { _nfr=$?; cat /tmp/nfs-mount.err; dmesg | tail -n 20; fail "NFS v$2 mount of $1 over RDMA failed (rc $_nfr; 124 = timeout)"; }
+    _nfl=$(grep " $NFS_MNT nfs" /proc/mounts) || fail "no NFS mount on $NFS_MNT after mount"
+    case ",${_nfl#* * * }" in
+        *,proto=rdma,*) ;;
+        *) fail "not an RDMA mount: $_nfl" ;;
+    esac
+    case ",${_nfl#* * * }" in
+        *,vers=$2,*) ;;
+        *) fail "asked for vers=$2, mounted: $_nfl" ;;
+    esac
+    _nfx=$(awk -v m="$NFS_MNT" '$1 == "device" {f = ($5 == m)} f && $1 == "xprt:" {print $2; exit}' /proc/self/mountstats)
+    [ "$_nfx" = rdma ] || fail "the mount's transport in /proc/self/mountstats is '$_nfx', not rdma"
+    log "mounted: $_nfl"
+    nfs_cm_check "$NFS_DEV" "dst-addr $1:$NFS_PORT( |\$)"
+}
+
+# nfs_umount [SERVER]: unmount NFS_MNT (umount.nfs, bounded); with SERVER,
+# the rdma_cm IDs to SERVER:NFS_PORT must be gone within 15 s
+nfs_umount() {
+    grep -q " $NFS_MNT nfs" /proc/mounts || return 0
+    timeout 60 umount.nfs "$NFS_MNT" || fail "umount.nfs $NFS_MNT failed (rc $?; 124 = timeout)"
+    ! grep -q " $NFS_MNT nfs" /proc/mounts || fail "$NFS_MNT still mounted after umount"
+    [ -n "${1:-}" ] || return 0
+    _nfi=0
+    while rdma resource show cm_id 2>/dev/null | grep -q "dst-addr $1:$NFS_PORT "; do
+        _nfi=$((_nfi + 1))
+        [ $_nfi -lt 150 ] || { rdma resource show cm_id; fail "rdma_cm IDs to $1:$NFS_PORT left 15 s after umount"; }
+        sleep 0.1
+    done
+}
+
+# nfs_io SERVER VERS FILE: the client's data check: NFS_MIB MiB of random
+# data written to FILE on SERVER's export (O_DIRECT, 1 MiB writes), the
+# mount dropped and made again (no page cache can answer), FILE read back
+# (O_DIRECT, 256 KiB reads) and compared.  Leaves the mount up and the
+# data's md5 in /tmp/nfs-md5.
+nfs_io() {
+    rm -f /tmp/nfs-md5
+    nfs_umount   # what a failed step before may have left
+    run dd if=/dev/urandom of=/tmp/nfs-pattern bs=64k count=$((NFS_MIB * 16)) 2>/dev/null
+    nfs_mount "$1" "$2"
+    log "write $NFS_MIB MiB to $NFS_MNT/$3 (O_DIRECT, 1 MiB writes)"
+    timeout 120 dd if=/tmp/nfs-pattern of="$NFS_MNT/$3" bs=1M oflag=direct 2> /tmp/nfs-dd.err ||
+        { _nfr=$?; cat /tmp/nfs-dd.err; dmesg | tail -n 20; fail "O_DIRECT write of $NFS_MIB MiB over NFS v$2 failed (rc $_nfr; 124 = timeout)"; }
+    nfs_umount
+    nfs_mount "$1" "$2"
+    log "read back (O_DIRECT, 256 KiB reads)"
+    timeout 120 dd if="$NFS_MNT/$3" of=/tmp/nfs-back bs=256k iflag=direct 2> /tmp/nfs-dd.err ||
+        { _nfr=$?; cat /tmp/nfs-dd.err; dmesg | tail -n 20; fail "O_DIRECT read over NFS v$2 failed (rc $_nfr; 124 = timeout)"; }
+    cmp /tmp/nfs-pattern /tmp/nfs-back ||
+        fail "the $NFS_MIB MiB read back over NFS v$2 differ from those written"
+    md5sum < /tmp/nfs-pattern | cut -d' ' -f1 > /tmp/nfs-md5
+    log "NFS v$2: $NFS_MIB MiB written and read back, identical (md5 $(cat /tmp/nfs-md5))"
+}
+
+# nfs_file_md5 FILE: md5 of FILE on this VM's export, or "none"
+nfs_file_md5() {
+    _nfs=$(md5sum < "$NFS_EXPORT/$1" 2>/dev/null | cut -d' ' -f1)
+    echo "${_nfs:-none}"
+}
+
+# nfs_step SERVER_VM VERS FILE: one NFS version in one direction between
+# the two VMs: VM SERVER_VM serves (nfs_server_start done before), the
+# other VM runs nfs_io against it.  While the client is still mounted, the
+# server checks its side of the connection (its rdma_cm IDs from the
+# client on NFS_DEV) and its counters (nfs_srv_check); then it takes the
+# md5 of FILE on its export (and with NFS_HOST_QUERY set, asks the host
+# to record the QPs: host_query NFS_HOST_QUERY-VERS).  VM 1 sends its md5 (server's or client's) to
+# VM 0 (the only way barrier_send goes), which compares.  Every barrier is
+# passed even when a side failed, so the other does not wait for nothing.
+nfs_step() {
+    _nfsv=$1 _nfv=$2 _nff=$3 _nfrc=0
+    if [ "$PVRDMA_VM" = "$_nfsv" ]; then
+        _nfc0=$(nfs_srv_counters)
+        barrier "$_nff-up" 90
+        log "server: waiting for the client's I/O"
+        barrier "$_nff-io" 240
+        ( nfs_cm_check "$NFS_DEV" "src-addr $PVRDMA_IP:$NFS_PORT dst-addr $PVRDMA_PEER_IP:" ) || _nfrc=1
+        ( nfs_srv_check "$_nfc0" ) || _nfrc=1
+        # the host records the device's QPs (NFS_HOST_QUERY: its tag)
+        [ -z "${NFS_HOST_QUERY:-}" ] || host_query "$NFS_HOST_QUERY-$_nfv"
+        _nfsum=$(nfs_file_md5 "$_nff")
+        log "server: $NFS_EXPORT/$_nff: md5 $_nfsum"
+        barrier "$_nff-checked" 60
+    else
+        barrier "$_nff-up" 90
+        ( nfs_io "$PVRDMA_PEER_IP" "$_nfv" "$_nff" ) || _nfrc=1
+        _nfsum=$(cat /tmp/nfs-md5 2>/dev/null)
+        _nfsum=${_nfsum:-none}
+        barrier "$_nff-io" 60
+        barrier "$_nff-checked" 60
+        ( nfs_umount "$PVRDMA_PEER_IP" ) || _nfrc=1
+    fi
+    md5_agree "$_nff" "$_nfsum" "the data written / the server's $NFS_EXPORT/$_nff" || _nfrc=1
+    return $_nfrc
 }
