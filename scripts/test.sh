@@ -11,7 +11,7 @@
 # the libFuzzer targets (clang 14) and runs each for a fixed number of
 # executions (make -C tests/fuzz check, under a minute).  nested boots a VM
 # with soft-RoCE and runs the host HCA tests in it (tests/nested 40, 41, 44
-# and 45; PVRDMA_NESTED_TESTS overrides, "all" for every one; about 18
+# 45 and 46; PVRDMA_NESTED_TESTS overrides, "all" for every one; about 28
 # minutes on an idle 2-core machine).
 # asan builds QEMU with clang ASan+UBSan in build/qemu-asan (about 15-18
 # minutes cold on 2 cores) and runs the qtests against it, with
@@ -265,7 +265,8 @@ for s in $suites; do
         # device); 44: RoCEv2 from an L2 VM to soft-RoCE on the L1 "host"
         scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
             bad guest-image "scripts/guest/build-image.sh failed"
-        sel=${PVRDMA_NESTED_TESTS:-40 41 44 45}
+        # 46: the kernel ULPs on the host HCA
+        sel=${PVRDMA_NESTED_TESTS:-40 41 44 45 46}
         if [ -z "${PVRDMA_NESTED_TESTS:-}" ] && [ "${PVRDMA_CHECK_ASAN:-0}" = 1 ]; then
             if [ -x build/qemu-asan/qemu-system-x86_64 ]; then
                 sel="$sel 43"
@@ -281,15 +282,18 @@ for s in $suites; do
         ;;
     guest)
         if [ -x tests/guest/run.sh ]; then
-            # 0x rig self-tests, 1x one VM, 2x two co-resident VMs, 3x RoCEv2
+            # 0x rig self-tests, 1x one VM, 2x two co-resident VMs, 3x RoCEv2,
+            # 5x kernel storage and file protocols (NFS, iSER, RDS) on the
+            # loopback and co-resident transports (50, 51, 53) and over
+            # RoCEv2 against soft-RoCE (52, 54, 55)
             scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
                 bad guest-image "scripts/guest/build-image.sh failed"
-            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" > build/guest.log 2>&1
+            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" 50 51 53 > build/guest.log 2>&1
             st=$?
             count_runner build/guest.log guest tests/guest/run.sh $st
             # 3x RoCEv2 on the wire (soft-RoCE peers, loss, three VMs on a
             # switch): one at a time, their timers are real time
-            tests/guest/run.sh -j 1 --require-pvrdma "3*" > build/guest-roce.log 2>&1
+            tests/guest/run.sh -j 1 --require-pvrdma "3*" 52 54 55 > build/guest-roce.log 2>&1
             st=$?
             count_runner build/guest-roce.log guest tests/guest/run.sh $st
         else
