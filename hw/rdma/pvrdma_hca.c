@@ -10,8 +10,9 @@
  * guest RAM.  FAST_REG_MR and LOCAL_INV are checked and applied to the
  * device's MR (pvrdma_mr.c) before they go to the owner, which registers
  * or invalidates its twin in order with the QP's other work; undone if
- * the owner's queue was full.  Its completions come back through pvrdma_complete()
- * (pvrdma_comp.c), which calls pvrdma_hca_completed() here.
+ * the owner's queue was full.  Its completions come back through
+ * pvrdma_complete() (pvrdma_comp.c), which calls pvrdma_hca_completed()
+ * here.
  *
  * The rings' private indices (sq.priv, rq.priv) are the next WQEs to hand
  * to the owner.  When its queue is full the rest stays in the guest ring

@@ -3,8 +3,9 @@
  * (sq_head) to the guest's producer index, which it reads once per pass;
  * copies each WQE out of the ring before looking at it, validates the copy
  * (opcode, SGE count, lkeys), executes LOCAL_INV and FAST_REG_MR itself
- * (pvrdma_mr.c) and hands every other WQE, as a PvrdmaReq, to the QP's transport
- * (pvrdma_transport.c: RC chose it at RTR, UD and GSI choose per request).
+ * (pvrdma_mr.c) and hands every other WQE, as a PvrdmaReq, to the QP's
+ * transport (pvrdma_transport.c: RC chose it at RTR, UD and GSI choose per
+ * request).
  * A WQE is always consumed, good or bad, except while the responder has no
  * receive posted (RNR): then it stays at the head until a receive doorbell,
  * or the RNR deadline fails it.  The outcome goes into the WQE's send slot.

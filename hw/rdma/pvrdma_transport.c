@@ -412,6 +412,18 @@ static void owner_key_index(PvrdmaCore *c, uint32_t key, PvrdmaMR *mr,
     }
 }
 
+/* Index (add) or unindex an FRMR by its key >> 8 (any key byte) */
+static void owner_frmr_index(PvrdmaCore *c, PvrdmaMR *mr, bool add)
+{
+    gpointer k = GUINT_TO_POINTER(mr->key >> 8);
+
+    if (add) {
+        g_hash_table_insert(c->owner_frmrs, k, mr);
+    } else if (g_hash_table_lookup(c->owner_frmrs, k) == mr) {
+        g_hash_table_remove(c->owner_frmrs, k);
+    }
+}
+
 int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
                            uint32_t *rkey)
 {
@@ -426,8 +438,8 @@ int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
         owner_key_index(c, *lkey, mr, true);
         owner_key_index(c, *rkey, mr, true);
         if (mr->kind == PVRDMA_MR_FRMR) {
-            g_hash_table_insert(c->owner_frmrs, GUINT_TO_POINTER(*rkey >> 8),
-                                mr);
+            mr->key = *rkey;
+            owner_frmr_index(c, mr, true);
         }
     }
     return err;
@@ -441,16 +453,25 @@ void pvrdma_owner_mr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
     mr->owner_rkey = key;
 }
 
+void pvrdma_owner_frmr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
+{
+    owner_key_index(c, mr->key, mr, false);
+    owner_frmr_index(c, mr, false);
+    mr->valid = false;
+    mr->key = mr->owner_rkey = key;
+    if (key) {
+        owner_key_index(c, key, mr, true);
+        owner_frmr_index(c, mr, true);
+    }
+}
+
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
 {
     if (mr->hw) {
         owner_key_index(c, mr->key, mr, false);
         owner_key_index(c, mr->owner_rkey, mr, false);
-        if (mr->kind == PVRDMA_MR_FRMR &&
-            g_hash_table_lookup(c->owner_frmrs,
-                                GUINT_TO_POINTER(mr->key >> 8)) == mr) {
-            g_hash_table_remove(c->owner_frmrs,
-                                GUINT_TO_POINTER(mr->key >> 8));
+        if (mr->kind == PVRDMA_MR_FRMR) {
+            owner_frmr_index(c, mr, false);
         }
         owner_ops(c)->mr_destroy(c->owner, mr);
     }

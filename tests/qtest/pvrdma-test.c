@@ -3040,6 +3040,55 @@ static void test_hca_frmr(void)
     hca_frmr(true);
 }
 
+/*
+ * A QP destroyed while an FRMR is registered (its window bound) on it:
+ * the window is replaced, so the host device does not wait for it (Linux
+ * 6.1's rxe would, 50 s), and the FRMR can still be destroyed.
+ */
+static void test_hca_frmr_qp_gone(void)
+{
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                      .flags = PVRDMA_MR_FLAG_FRMR,
+                                      .nchunks = 8 };
+    union pvrdma_cmd_resp r;
+    HostGid hg;
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, frbuf, pages[FRMR_PAGES];
+    uint32_t lkey, key, unused;
+    int64_t t0;
+
+    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC,
+                     " -m 256M -object memory-backend-memfd,id=mem,"
+                     "size=256M,share=on -machine memory-backend=mem", true)) {
+        return;
+    }
+    d = p.d;
+    src = qpvrdma_alloc(d, 4096);
+    lkey = qpvrdma_create_mr_keys(d, p.pd, src, 4096,
+                                  PVRDMA_ACCESS_LOCAL_WRITE, &unused);
+    c.pd_handle = p.pd;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    frbuf = qpvrdma_alloc(d, 4 * 4096);
+    for (int i = 0; i < FRMR_PAGES; i++) {
+        pages[i] = frbuf + i * 4096;
+    }
+    key = hca_fast_reg(d, &p.b, &p.cq, r.create_mr_resp.rkey, 0x21, pages);
+    fill(d, src, 4096, 3);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa1, src, 4096, lkey,
+                    FRMR_IOVA, key);
+    qpvrdma_expect_cqe_wait(d, &p.cq, 0xa1, PVRDMA_WC_RDMA_WRITE,
+                            PVRDMA_WC_SUCCESS, 4096, HCA_WAIT_MS);
+    frmr_same(d, pages, 0, src, 4096);
+    t0 = g_get_monotonic_time();
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.b.handle),
+                     ==, 0);
+    g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                     r.create_mr_resp.mr_handle), ==, 0);
+    qpvrdma_stop(d);
+}
+
 /* The same through the device's loopback transport, by the host's keys */
 static void test_hca_frmr_loopback(void)
 {
@@ -3726,6 +3775,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/ud", test_hca_ud);
     qtest_add_func("/pvrdma/hca/frmr", test_hca_frmr);
     qtest_add_func("/pvrdma/hca/frmr-loopback", test_hca_frmr_loopback);
+    qtest_add_func("/pvrdma/hca/frmr-qp-gone", test_hca_frmr_qp_gone);
     qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
     qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);

@@ -558,6 +558,12 @@ void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc);
  */
 void pvrdma_batch_begin(PvrdmaCore *c);
 void pvrdma_batch_end(PvrdmaCore *c);
+/*
+ * The object owner replaced the host object behind FRMR mr (its key in
+ * the guest's work requests): mr is invalid, and its key is key (0: it
+ * has none, and the guest's work requests no longer find it).
+ */
+void pvrdma_owner_frmr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key);
 /* Tell the host (PvrdmaHostOps.report, if it listens). */
 void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r);
 /*
