@@ -109,6 +109,17 @@ iser_l1() {
     return $_r
 }
 
+# the L2 guest's output and its QEMU's messages, whatever happens
+l2_report() {
+    wait $l2; rc=$?
+    cat /tmp/l2.out
+    if [ "$rc" != 0 ] || [ "$STEPS_BAD" != 0 ]; then
+        echo "--- L2 QEMU stderr (last 40 lines but FRMR traces) ---"
+        grep -v 'pvrdma_hv_fast_reg\|pvrdma_hv_local_inv' "$L2LOG/qemu.stderr" 2>/dev/null | tail -n 40
+    fi
+}
+trap l2_report EXIT
+
 step nvme-target-l1 nvme_step l1
 step nvme-target-l2 nvme_step l2
 nfs_server_start
