@@ -2717,10 +2717,7 @@ static void hca_rc(bool host)
     struct pvrdma_cqe e;
     bool sent;
 
-    /* scattered pages are mapped again side by side: shareable RAM */
-    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC,
-                     " -m 256M -object memory-backend-memfd,id=mem,"
-                     "size=256M,share=on -machine memory-backend=mem", host)) {
+    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC, NULL, host)) {
         return;
     }
     d = p.d;
@@ -2850,6 +2847,17 @@ static void test_hca_rc_loopback(void)
     hca_rc(false);
 }
 
+/*
+ * An RC pair as hca_pair_to() with shareable guest RAM: an FRMR's scattered
+ * pages are mapped again side by side from its file
+ */
+static bool hca_pair_shared(Pair *p, HostGid *hg, bool host)
+{
+    return hca_pair_to(p, hg, PVRDMA_QPT_RC,
+                       " -m 256M -object memory-backend-memfd,id=mem,"
+                       "size=256M,share=on -machine memory-backend=mem", host);
+}
+
 /* FRMR_PAGES scattered guest pages, out of order, behind an FRMR */
 #define FRMR_PAGES 3
 #define FRMR_IOVA 0x7654321100ull     /* the guest's choice: not a GPA */
@@ -2930,10 +2938,7 @@ static void hca_frmr(bool host)
     struct pvrdma_cqe e;
     bool got_send = false, got_recv = false;
 
-    /* scattered pages are mapped again side by side: shareable RAM */
-    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC,
-                     " -m 256M -object memory-backend-memfd,id=mem,"
-                     "size=256M,share=on -machine memory-backend=mem", host)) {
+    if (!hca_pair_shared(&p, &hg, host)) {
         return;
     }
     d = p.d;
@@ -3058,9 +3063,7 @@ static void test_hca_frmr_qp_gone(void)
     uint32_t lkey, key, unused;
     int64_t t0;
 
-    if (!hca_pair_to(&p, &hg, PVRDMA_QPT_RC,
-                     " -m 256M -object memory-backend-memfd,id=mem,"
-                     "size=256M,share=on -machine memory-backend=mem", true)) {
+    if (!hca_pair_shared(&p, &hg, true)) {
         return;
     }
     d = p.d;
