@@ -465,8 +465,8 @@ void hv_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
 {
     HvMR *r = mr->hw;
 
-    if (r->mw) {
-        frmr_destroy(hv(h), mr);
+    if (mr->kind == PVRDMA_MR_FRMR) {
+        frmr_destroy(hv(h), mr);   /* its window may be gone (no r->mw) */
         return;
     }
     ibv_dereg_mr(r->mr);
