@@ -240,8 +240,8 @@ int pvrdma_mr_local_inv(PvrdmaCore *c, PvrdmaQP *qp, uint32_t key,
                         PvrdmaMR **out, PvrdmaMrUndo *undo);
 /* The object owner refused the work request: mr as it was before. */
 void pvrdma_mr_undo(PvrdmaCore *c, PvrdmaMR *mr, const PvrdmaMrUndo *undo);
-/* A host HCA executed a SEND with invalidate of key on a QP of PD pd. */
-void pvrdma_mr_remote_inv(PvrdmaCore *c, uint32_t pd, uint32_t key);
+/* A SEND with invalidate of key on a QP of PD pd: false if no FRMR of pd */
+bool pvrdma_mr_remote_inv(PvrdmaCore *c, uint32_t pd, uint32_t key);
 
 /* pvrdma_qp.c (also the state machine, below) */
 int pvrdma_cmd_create_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,

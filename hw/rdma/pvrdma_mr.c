@@ -246,17 +246,20 @@ void pvrdma_mr_undo(PvrdmaCore *c, PvrdmaMR *mr, const PvrdmaMrUndo *undo)
 }
 
 /*
- * A host HCA received a SEND with invalidate for key on a QP of PD pd,
- * and invalidated it: the FRMR is no longer registered here either.
+ * A SEND with invalidate of key arrived on a QP of PD pd (the software
+ * responder's, or one a host HCA executed): the FRMR is invalid.  false
+ * if key names no FRMR of pd.
  */
-void pvrdma_mr_remote_inv(PvrdmaCore *c, uint32_t pd, uint32_t key)
+bool pvrdma_mr_remote_inv(PvrdmaCore *c, uint32_t pd, uint32_t key)
 {
     PvrdmaMR *mr = pvrdma_mr_by_key(c, key);
 
-    if (mr && mr->kind == PVRDMA_MR_FRMR && mr->pd == pd) {
-        mr->valid = false;
-        trace_pvrdma_remote_inv(mr->handle, key);
+    if (!mr || mr->kind != PVRDMA_MR_FRMR || mr->pd != pd) {
+        return false;
     }
+    mr->valid = false;
+    trace_pvrdma_remote_inv(mr->handle, key);
+    return true;
 }
 
 /* An MR's life: CREATE_MR, DESTROY_MR */

@@ -203,13 +203,10 @@ static int recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
         flags |= PVRDMA_WC_WITH_IMM;
         opcode = PVRDMA_WC_RECV_RDMA_WITH_IMM;
     } else if (req->opcode == PVRDMA_WR_SEND_WITH_INV) {
-        PvrdmaMR *mr = pvrdma_mr_by_key(c, req->imm);
-
-        if (!mr || mr->pd != qp->pd || mr->kind != PVRDMA_MR_FRMR) {
+        if (!pvrdma_mr_remote_inv(c, qp->pd, req->imm)) {
             recv_fail(c, qp, ctx, PVRDMA_WC_REM_INV_REQ_ERR, opcode, req);
             return PVRDMA_WC_REM_INV_REQ_ERR;
         }
-        mr->valid = false;
         flags |= PVRDMA_WC_WITH_INVALIDATE;
     }
     flags |= PVRDMA_WC_WITH_NETWORK_HDR_TYPE | PVRDMA_WC_WITH_SMAC;

@@ -417,6 +417,9 @@ static void owner_frmr_index(PvrdmaCore *c, PvrdmaMR *mr, bool add)
 {
     gpointer k = GUINT_TO_POINTER(mr->key >> 8);
 
+    if (mr->kind != PVRDMA_MR_FRMR) {
+        return;
+    }
     if (add) {
         g_hash_table_insert(c->owner_frmrs, k, mr);
     } else if (g_hash_table_lookup(c->owner_frmrs, k) == mr) {
@@ -437,10 +440,8 @@ int pvrdma_owner_mr_create(PvrdmaCore *c, PvrdmaMR *mr, uint32_t *lkey,
         mr->owner_rkey = *rkey;
         owner_key_index(c, *lkey, mr, true);
         owner_key_index(c, *rkey, mr, true);
-        if (mr->kind == PVRDMA_MR_FRMR) {
-            mr->key = *rkey;
-            owner_frmr_index(c, mr, true);
-        }
+        mr->key = *lkey;
+        owner_frmr_index(c, mr, true);
     }
     return err;
 }
@@ -449,15 +450,7 @@ void pvrdma_owner_mr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
 {
     /* an FRMR's lkey is its rkey (a host memory window's) */
     owner_key_index(c, mr->key, mr, false);
-    owner_key_index(c, key, mr, true);
-    mr->owner_rkey = key;
-}
-
-void pvrdma_owner_frmr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
-{
-    owner_key_index(c, mr->key, mr, false);
     owner_frmr_index(c, mr, false);
-    mr->valid = false;
     mr->key = mr->owner_rkey = key;
     if (key) {
         owner_key_index(c, key, mr, true);
@@ -465,14 +458,18 @@ void pvrdma_owner_frmr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
     }
 }
 
+void pvrdma_owner_frmr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
+{
+    mr->valid = false;
+    pvrdma_owner_mr_rekey(c, mr, key);
+}
+
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
 {
     if (mr->hw) {
         owner_key_index(c, mr->key, mr, false);
         owner_key_index(c, mr->owner_rkey, mr, false);
-        if (mr->kind == PVRDMA_MR_FRMR) {
-            owner_frmr_index(c, mr, false);
-        }
+        owner_frmr_index(c, mr, false);
         owner_ops(c)->mr_destroy(c->owner, mr);
     }
 }
