@@ -27,13 +27,12 @@ static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
     struct pvrdma_cqe e = { 0 };
 
     e.wr_id = w->hdr.wr_id;
-    e.qp = qp->handle;
     e.opcode = pvrdma_wc_opcode(w->hdr.opcode);
     e.status = status;
     e.byte_len = byte_len;
     e.src_qp = qp->qpn;
     e.port_num = 1;
-    pvrdma_cq_post(c, qp->scq, &e, false);
+    pvrdma_cq_post(c, qp, qp->scq, &e, false);
 }
 
 void pvrdma_recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
@@ -43,7 +42,6 @@ void pvrdma_recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
     struct pvrdma_cqe e = { 0 };
 
     e.wr_id = w->hdr.wr_id;
-    e.qp = qp->handle;
     e.opcode = opcode;
     e.status = status;
     e.byte_len = byte_len;
@@ -59,7 +57,7 @@ void pvrdma_recv_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaRecvWqe *w,
                                            PVRDMA_NETWORK_IPV6);
     }
     e.wc_flags = flags;
-    pvrdma_cq_post(c, qp->rcq, &e, solicited);
+    pvrdma_cq_post(c, qp, qp->rcq, &e, solicited);
 }
 
 static void slot_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendSlot *s,
@@ -68,13 +66,12 @@ static void slot_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendSlot *s,
     struct pvrdma_cqe e = { 0 };
 
     e.wr_id = s->wr_id;
-    e.qp = qp->handle;
     e.opcode = pvrdma_wc_opcode(s->opcode);
     e.status = status;
     e.byte_len = s->byte_len;
     e.src_qp = qp->qpn;
     e.port_num = 1;
-    pvrdma_cq_post(c, qp->scq, &e, false);
+    pvrdma_cq_post(c, qp, qp->scq, &e, false);
 }
 
 /* Complete every posted WQE with WR_FLUSH_ERR (QP in error). */
@@ -275,13 +272,12 @@ static void queue_cqe(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     struct pvrdma_cqe e = { 0 };
 
     e.wr_id = wc->wr_id;
-    e.qp = qp ? qp->handle : 0;
     e.opcode = wc->opcode;
     e.status = wc->status;
     e.byte_len = wc->byte_len;
     e.imm_data = wc->imm;
     e.src_qp = wc->src_qp;
-    if (!wc->is_send && qp && qp->type == PVRDMA_QPT_RC) {
+    if (!wc->is_send && qp->type == PVRDMA_QPT_RC) {
         e.src_qp = qp->attr.dest_qp_num;    /* hosts leave it 0 for RC */
     }
     e.wc_flags = wc->wc_flags;
@@ -290,15 +286,13 @@ static void queue_cqe(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     e.sl = wc->sl;
     e.port_num = 1;
     e.network_hdr_type = wc->network_hdr_type;
-    if (!wc->is_send && qp && wc->status == PVRDMA_WC_SUCCESS &&
+    if (!wc->is_send && wc->status == PVRDMA_WC_SUCCESS &&
         (wc->wc_flags & PVRDMA_WC_WITH_INVALIDATE)) {
         pvrdma_mr_remote_inv(c, qp->pd, wc->imm);
     }
     /* the host does not say whether a receive was solicited: wake anyway */
-    pvrdma_cq_post(c, cq->handle, &e, !wc->is_send);
-    if (qp) {
-        pvrdma_hca_completed(c, qp, wc->is_send, wc->status);
-    }
+    pvrdma_cq_post(c, qp, cq->handle, &e, !wc->is_send);
+    pvrdma_hca_completed(c, qp, wc->is_send, wc->status);
 }
 
 void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc)
@@ -316,7 +310,13 @@ void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc)
         return;     /* the core completes a message transport's WQEs itself */
     }
     cq = pvrdma_table_get(&c->cq, wc->cq);
-    if (cq) {
-        queue_cqe(c, cq, qp, wc);
+    /*
+     * Only for a QP the guest still has, on one of its CQs: the driver
+     * would stop at a CQE of a QP it destroyed (pvrdma_cq_post()).
+     */
+    if (!qp || !cq || (wc->cq != qp->scq && wc->cq != qp->rcq)) {
+        trace_pvrdma_wc_dropped(wc->qp, wc->cq, wc->wr_id, wc->status);
+        return;
     }
+    queue_cqe(c, cq, qp, wc);
 }

@@ -61,6 +61,9 @@ static void cq_notify(PvrdmaCore *c, PvrdmaCQ *cq)
     struct pvrdma_cqne *n;
     bool bad;
 
+    /* a device bug, not guest input: a notification says "CQEs are new" */
+    assert(cq->news);
+    cq->news = false;
     cq->armed = 0;
     n = pvrdma_ring_prod_slot(&c->cqn_ring, &bad);
     if (!n) {
@@ -74,13 +77,17 @@ static void cq_notify(PvrdmaCore *c, PvrdmaCQ *cq)
     pvrdma_raise(c, PVRDMA_INTR_VECTOR_CQ);
 }
 
-void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
-                    const struct pvrdma_cqe *e, bool solicited)
+void pvrdma_cq_post(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq_handle,
+                    struct pvrdma_cqe *e, bool solicited)
 {
     PvrdmaCQ *cq = pvrdma_table_get(&c->cq, cq_handle);
     struct pvrdma_cqe *slot;
     bool bad, notify;
 
+    /* a device bug, not guest input: every caller holds a live QP */
+    assert(pvrdma_qp_get(c, qp->handle) == qp &&
+           (cq_handle == qp->scq || cq_handle == qp->rcq));
+    e->qp = qp->handle;
     if (!cq || cq->error) {
         return;
     }
@@ -93,7 +100,8 @@ void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
         return;
     }
     memcpy(slot, e, sizeof(*e));
-    trace_pvrdma_cqe(cq_handle, e->wr_id, e->opcode, e->status, e->byte_len);
+    cq->news = true;
+    trace_pvrdma_cqe(cq_handle, e->qp, e->wr_id, e->opcode, e->status, e->byte_len);
     notify = (cq->armed & PVRDMA_CQ_FLAG_ARMED) ||
              ((cq->armed & PVRDMA_CQ_FLAG_ARMED_SOL) &&
               (solicited || e->status != PVRDMA_WC_SUCCESS));

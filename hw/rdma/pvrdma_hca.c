@@ -33,12 +33,11 @@ static void hca_err_cqe(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq,
     struct pvrdma_cqe e = { 0 };
 
     e.wr_id = wr_id;
-    e.qp = qp->handle;
     e.opcode = opcode;
     e.status = status;
     e.src_qp = qp->qpn;
     e.port_num = 1;
-    pvrdma_cq_post(c, cq, &e, false);
+    pvrdma_cq_post(c, qp, cq, &e, false);
 }
 
 void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)

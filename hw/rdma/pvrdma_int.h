@@ -267,8 +267,15 @@ bool pvrdma_dsr_ring_map(PvrdmaCore *c, PvrdmaRing *r, const char *name,
 void pvrdma_raise(PvrdmaCore *c, unsigned vector);
 /* Post an async event (PVRDMA_EVENT_*, object handle) and raise its vector. */
 void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
-void pvrdma_cq_post(PvrdmaCore *c, uint32_t cq_handle,
-                    const struct pvrdma_cqe *e, bool solicited);
+/*
+ * Write CQE e of qp into CQ cq_handle (qp's send or receive CQ) and notify
+ * the CQ if it is armed.  qp must be in the QP table: after the response
+ * to DESTROY_QP the guest no longer knows the handle, and the Linux
+ * driver neither consumes nor drops a CQE it cannot attribute (its CQ
+ * poll stops at it for good).  e->qp is set here.
+ */
+void pvrdma_cq_post(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq_handle,
+                    struct pvrdma_cqe *e, bool solicited);
 void pvrdma_cq_doorbell(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t val);
 
 /* pvrdma_mr.c: memory keys */

@@ -11,6 +11,7 @@
 #define PVRDMA_STANDALONE_H
 
 #include <glib.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>

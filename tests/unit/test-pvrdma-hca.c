@@ -150,6 +150,46 @@ static void test_send_passthrough(void)
     hca_fini(&d, &f);
 }
 
+/*
+ * The host completes work of a QP the guest has destroyed (its host CQ
+ * still held them), or names a CQ that is not the QP's: nothing reaches
+ * the guest's CQ.  The Linux driver cannot consume a CQE of a QP it no
+ * longer knows, and its CQ poll stops there for good (issue 38).
+ */
+static void test_wc_after_destroy(void)
+{
+    Dev d;
+    FakeHca f;
+    Setup s;
+    TCq other;
+    TQp qp2;
+    union pvrdma_cmd_req req = { 0 };
+
+    hca_setup(&d, &f);
+    setup_qp(&d, &s);
+    create_cq(&d, &other, 64);
+    create_qp(&d, &qp2, s.pd, s.cq.handle, s.cq.handle, PVRDMA_QPT_RC);
+    rc_to_rts_gid(&d, &s.qp, 0x999, host_peer_gid, 7);
+    rc_to_rts_gid(&d, &qp2, 0x998, host_peer_gid, 7);
+    /* a live QP's completion on a CQ it does not use */
+    host_wc(&d, &other, &qp2, true, 0xc1, PVRDMA_WC_SEND,
+            PVRDMA_WC_SUCCESS, 1);
+    expect_cq_empty(&d, &other);
+    req.destroy_qp.qp_handle = s.qp.handle;
+    g_assert_cmpuint(dev_cmd(&d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==, 0);
+    host_wc(&d, &s.cq, &s.qp, true, 0xc2, PVRDMA_WC_SEND,
+            PVRDMA_WC_WR_FLUSH_ERR, 0);
+    host_wc(&d, &s.cq, &s.qp, false, 0xc3, PVRDMA_WC_RECV,
+            PVRDMA_WC_WR_FLUSH_ERR, 0);
+    expect_cq_empty(&d, &s.cq);
+    /* the live QP's completions still arrive */
+    host_wc(&d, &s.cq, &qp2, true, 0xc4, PVRDMA_WC_SEND,
+            PVRDMA_WC_SUCCESS, 2);
+    expect_cqe(&d, &s.cq, 0xc4, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 2,
+               qp2.handle);
+    hca_fini(&d, &f);
+}
+
 /* A FAST_REG_MR of an FRMR over two scattered pages, key byte kb */
 static void frmr_wqe(Dev *d, struct pvrdma_sq_wqe_hdr *w, uint64_t wr_id,
                      uint32_t key, uint8_t kb)
@@ -431,5 +471,6 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/hca/queue-full", test_queue_full);
     g_test_add_func("/pvrdma/hca/modify-refused", test_modify_refused);
     g_test_add_func("/pvrdma/hca/events", test_events);
+    g_test_add_func("/pvrdma/hca/wc-after-destroy", test_wc_after_destroy);
     return g_test_run();
 }

@@ -373,6 +373,7 @@ typedef struct PvrdmaCQ {
     /* in the batch (pvrdma_batch_begin()): CQEs written, not published */
     bool batched;
     bool notify_due;        /* ... and the CQ is to be notified at its end */
+    bool news;              /* CQEs written since the last notification */
     uint32_t refs;          /* QPs */
     void *hw;               /* the object owner's twin */
 } PvrdmaCQ;

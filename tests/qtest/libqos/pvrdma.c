@@ -42,6 +42,8 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
     g_autofree char *extra = NULL;
     va_list ap;
 
+    d->live_qps = g_hash_table_new(NULL, NULL);
+
     va_start(ap, extra_fmt);
     extra = g_strdup_vprintf(extra_fmt, ap);
     va_end(ap);
@@ -67,6 +69,7 @@ void qpvrdma_stop(QPvrdma *d)
     qpci_msix_disable(d->dev);
     g_free(d->dev);
     qtest_shutdown(d->qs);
+    g_hash_table_destroy(d->live_qps);
     g_free(d->args);
     g_free(d);
 }
@@ -223,6 +226,7 @@ void qpvrdma_restore(QPvrdma *d, const char *file)
 void qpvrdma_system_reset(QPvrdma *d)
 {
     qtest_system_reset(d->qts);
+    g_hash_table_remove_all(d->live_qps);
     d->dev->msix_enabled = false;
     qpci_device_enable(d->dev);
     d->regs = qpci_iomap(d->dev, PVRDMA_BAR_REGS, NULL);
@@ -307,6 +311,7 @@ void qpvrdma_setup_dsr(QPvrdma *d, uint32_t driver_version)
     d->cq_pdir = qpvrdma_pdir(d, d->cq_pages, 4);
 
     dsr.driver_version = driver_version;
+    d->version = driver_version;
     dsr.gos_info.bits_type_ver_misc = 2 | 1 << 2 | 1 << 6;
     dsr.cmd_slot_dma = d->cmd;
     dsr.resp_slot_dma = d->resp;
@@ -371,12 +376,33 @@ bool qpvrdma_wait_vector(QPvrdma *d, unsigned v)
     return false;
 }
 
+/* The QPs the driver knows after command r answered resp (live_qps) */
+static void track_qps(QPvrdma *d, const union pvrdma_cmd_req *r,
+                      const union pvrdma_cmd_resp *resp)
+{
+    uint32_t h;
+
+    if (r->hdr.cmd == PVRDMA_CMD_DESTROY_QP) {
+        g_hash_table_remove(d->live_qps,
+                            GUINT_TO_POINTER(r->destroy_qp.qp_handle));
+    } else if (r->hdr.cmd == PVRDMA_CMD_CREATE_QP &&
+               resp->hdr.ack == PVRDMA_CMD_RESP(PVRDMA_CMD_CREATE_QP)) {
+        h = d->version >= PVRDMA_QPHANDLE_VERSION ?
+            resp->create_qp_resp_v2.qp_handle : resp->create_qp_resp.qpn;
+        g_hash_table_add(d->live_qps, GUINT_TO_POINTER(h));
+    }
+}
+
 uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
                      union pvrdma_cmd_resp *resp)
 {
     union pvrdma_cmd_req r = { 0 };
+    union pvrdma_cmd_resp own;
     uint32_t err;
 
+    if (!resp) {
+        resp = &own;
+    }
     g_assert(len <= sizeof(r));
     memcpy(&r, req, len);
     qtest_memwrite(d->qts, d->cmd, &r, sizeof(r));
@@ -384,11 +410,10 @@ uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
     qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE);
     qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
     err = qpvrdma_reg_read(d, PVRDMA_REG_ERR);
-    if (resp) {
-        qtest_memread(d->qts, d->resp, resp, sizeof(*resp));
-    }
+    qtest_memread(d->qts, d->resp, resp, sizeof(*resp));
     if (!err) {
         g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_RESPONSE));
+        track_qps(d, &r, resp);
     }
     return err;
 }
@@ -767,6 +792,9 @@ bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
 
             qtest_memread(d->qts, cq->ring.pages[1 + off / PVRDMA_PAGE_SIZE] +
                           off % PVRDMA_PAGE_SIZE, e, sizeof(*e));
+            /* the Linux driver would stop at this CQE forever */
+            g_assert(g_hash_table_contains(d->live_qps,
+                                           GUINT_TO_POINTER(e->qp)));
             cq->cons = (cq->cons + 1) & (2 * cq->cqe - 1);
             qtest_writel(d->qts, cq->ring.pages[0] + 12, cq->cons);
             return true;
