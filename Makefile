@@ -29,7 +29,9 @@ qtest:
 nested:
 	scripts/test.sh nested
 
-# every nested test, including two L2 guests at once (about 20 minutes)
+# every nested test: also two L2 guests at once (42), RoCEv2 to bare-metal
+# soft-RoCE (44), every path at once (45), the kernel storage and file
+# protocols on the host HCA (46); about 50 minutes on 2 cores
 check-nested:
 	PVRDMA_NESTED_TESTS=all scripts/test.sh nested
 
@@ -41,10 +43,10 @@ check-libvirt:
 
 # the patch series for QEMU (scripts/patch-series.py, build/series/patches):
 # git am on a pristine QEMU 10.0 tree, checkpatch, the last commit built and
-# its qtests run (series), or every commit built (check-series, bisectable:
-# about 25 minutes on 2 cores)
+# its qtests run (series; make check only applies and checkpatches), or
+# every commit built (check-series, bisectable: about 25 minutes on 2 cores)
 series:
-	scripts/test.sh series
+	PVRDMA_SERIES_BUILD=1 scripts/test.sh series
 
 check-series:
 	PVRDMA_SERIES_BISECT=1 scripts/test.sh series
