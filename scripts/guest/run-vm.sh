@@ -356,7 +356,10 @@ for i in $(seq 0 $((vms - 1))); do
         qmp_sock[$i]=$sockdir/qmp$i.sock
         ln -sfn "${qmp_sock[$i]}" "$d/qmp.sock"
     fi
-    kapp="console=ttyS0 panic=-1 oops=panic loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24"
+    # a soft lockup panics: the run ends at once, and panic() prints the
+    # stack of what spun at any loglevel (the lockup report's own stack is
+    # at the default level, which loglevel 4 hides)
+    kapp="console=ttyS0 panic=-1 oops=panic softlockup_panic=1 loglevel=${PVRDMA_GUEST_LOGLEVEL:-4} mitigations=off pvrdma.ip=$ip/24"
     [ -n "$script" ] || kapp="$kapp pvrdma.shell"
     nicdev=vmxnet3
     if [ "${nics[$i]}" = virtio ]; then
