@@ -1013,6 +1013,20 @@ iser_login() {
     log "${_is##*/}: $_ih (iscsi_iser), /dev/$ISER_DISK, $(($(cat "/sys/block/$ISER_DISK/size") / 2048)) MiB, $(cat "/sys/block/$ISER_DISK/device/vendor" | tr -d ' ')"
 }
 
+# iser_login_refused IQN ADDR SECS: iscsistart to a target IQN that ADDR
+# does not have, over iser, for SECS seconds (it retries while it is
+# refused, then it is stopped): each attempt is an rdma_cm connection that
+# is set up, used for a login exchange and torn down, QPs destroyed, by
+# both ends in this VM while their CQs are busy.  It must never log in.
+iser_login_refused() {
+    run modprobe ib_iser
+    timeout "$3" iscsistart -i "iqn.2026-11.org.qemu.pvrdma:initiator$PVRDMA_VM" -t "$1" -g 1 \
+        -a "$2" -p 3260 -P iface.transport_name=iser > /tmp/login.out 2>&1
+    ! grep -q 'is operational now' /tmp/login.out ||
+        fail "iSER login to $1, which $2 does not have, succeeded"
+    log "iscsistart to $1 (no such target) for $3 s: $(grep -c 'login rejected' /tmp/login.out) logins refused"
+}
+
 # iser_io DISK: write ISER_MIB MiB of random data to /dev/DISK with
 # O_DIRECT (1 MiB I/Os), read them back with O_DIRECT (256 KiB I/Os) and
 # compare, each bounded; the data stays in /tmp/iser-pattern
