@@ -14,7 +14,8 @@
 # Writes DIR/demo.log, DIR/ci.log and DIR/times.txt (wall time of each
 # command and of each suite, from the test command's own '# ...: N s'
 # lines); the root stays in DIR/root with --keep (else it is removed).
-# Takes as long as CI: about an hour and a half on 2 cores.
+# Takes as long as CI: about an hour on 2 cores.  Exit status: that of the
+# first command that failed (make demo, then .ci/run), else 0.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out= demo=1 keep=0 prepare=0
@@ -74,13 +75,16 @@ git clone -q --no-local "$top" "$root/work/pvrdma"
 echo "root ready: $((SECONDS - t0)) s (HEAD $(git -C "$top" rev-parse --short HEAD))" | tee "$out/times.txt"
 [ "$prepare" = 0 ] || exit 0
 
-run() { # name command
+status=0
+run() { # name command: its exit status, the first failure's, is ours
     local t=$SECONDS rc=0
     chroot "$root" bash -c "cd /work/pvrdma && $2" > "$out/$1.log" 2>&1 || rc=$?
     echo "$1 ($2): rc $rc, $((SECONDS - t)) s" | tee -a "$out/times.txt"
+    [ "$status" != 0 ] || status=$rc
 }
 [ "$demo" = 0 ] || run demo "make demo"
 run ci ".ci/run"
 grep -E '^# [a-z -]+: [0-9]+ s' "$out/ci.log" | tee -a "$out/times.txt" || true
 tail -n 1 "$out/ci.log" | tee -a "$out/times.txt"
 grep -E '^(FAIL|# failed)' "$out/ci.log" | tee -a "$out/times.txt" || true
+exit "$status"
