@@ -584,6 +584,15 @@ bool pvrdma_transports_can_wake(PvrdmaCore *c)
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
 {
     EACH_MSG_HOOK(c, qp_gone, qpn);
+    /*
+     * Our own senders waiting on RNR may wait on it (loopback): they try
+     * again and find no responder, as a requester whose peer QP went away
+     * does (RETRY_EXC_ERR once its retries ran out), instead of waiting
+     * for a receive that will never be posted.
+     */
+    if (c->rnr_waiters) {
+        pvrdma_wake_rnr(c);
+    }
 }
 
 void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn)

@@ -1189,6 +1189,91 @@ static void test_rnr_wait(void)
     qpvrdma_stop(d);
 }
 
+/*
+ * QPs destroyed with work of theirs and for them in flight (issue 38).
+ * After DESTROY_QP's response the Linux driver flushes the QP's CQEs and
+ * forgets its handle: a CQE of it written later stops the driver's CQ poll
+ * for good, so none may come (qpvrdma_poll_cq() fails on one).  b takes
+ * two of a's six SENDs, a waits on RNR (rnr_retry 7) for the rest; b is
+ * destroyed: a's waiting SEND finds no responder, fails with RETRY_EXC_ERR
+ * once its retries ran out (as when a peer HCA's QP is gone) and the rest
+ * are flushed, nothing for b.  Then a is destroyed with WRITEs queued
+ * behind a SEND waiting on c: nothing more for a, and the CQ still works.
+ */
+static void test_destroy_under_traffic(void)
+{
+    Pair p;
+    QPvrdma *d;
+    QPvrdmaQp c;
+    uint64_t buf;
+    uint32_t key;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    buf = qpvrdma_alloc(d, 65536);
+    key = qpvrdma_create_mr(d, p.pd, buf, 65536, PVRDMA_ACCESS_LOCAL_WRITE |
+                            PVRDMA_ACCESS_REMOTE_WRITE);
+    qpvrdma_post_recv(d, &p.b, 0xb0, buf + 32768, 1024, key);
+    qpvrdma_post_recv(d, &p.b, 0xb1, buf + 33792, 1024, key);
+    for (int i = 0; i < 6; i++) {
+        qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa0 + i, buf + i * 1024,
+                        1024, key, 0, 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        qpvrdma_expect_cqe(d, &p.cq, 0xb0 + i, PVRDMA_WC_RECV,
+                           PVRDMA_WC_SUCCESS, 1024);
+        qpvrdma_expect_cqe(d, &p.cq, 0xa0 + i, PVRDMA_WC_SEND,
+                           PVRDMA_WC_SUCCESS, 1024);
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.b.handle),
+                     ==, 0);
+    /* timeout 14, retry_cnt 7: the retries run out within a second */
+    qpvrdma_cq_empty(d, &p.cq);
+    qtest_clock_step(d->qts, 2000ull * 1000 * 1000);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND,
+                       PVRDMA_WC_RETRY_EXC_ERR, 0);
+    for (int i = 3; i < 6; i++) {
+        qpvrdma_expect_cqe(d, &p.cq, 0xa0 + i, PVRDMA_WC_SEND,
+                           PVRDMA_WC_WR_FLUSH_ERR, 0);
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.a.handle),
+                     ==, 0);
+
+    /* a SEND waiting on c (no receive), WRITEs behind it; a destroyed */
+    qpvrdma_create_qp(d, &p.a, p.pd, p.cq.handle, p.cq.handle,
+                      PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_create_qp(d, &c, p.pd, p.cq.handle, p.cq.handle,
+                      PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_qp_to_rts(d, &p.a, PVRDMA_QPT_RC, c.qpn);
+    qpvrdma_qp_to_rts(d, &c, PVRDMA_QPT_RC, p.a.qpn);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xc0, buf, 64, key, 0, 0);
+    for (int i = 1; i < 9; i++) {
+        qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xc0 + i, buf,
+                        4096, key, buf + 40960, key);
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.a.handle),
+                     ==, 0);
+    qtest_clock_step(d->qts, 3000ull * 1000 * 1000);
+    qpvrdma_cq_empty(d, &p.cq);
+
+    /* the CQ goes on: c and a new QP exchange a message */
+    qpvrdma_create_qp(d, &p.b, p.pd, p.cq.handle, p.cq.handle,
+                      PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_qp_to_rts(d, &p.b, PVRDMA_QPT_RC, c.qpn);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, c.handle, PVRDMA_QP_STATE,
+                     &(struct pvrdma_qp_attr) { .qp_state = PVRDMA_QPS_RESET }),
+                     ==, 0);
+    qpvrdma_qp_to_rts(d, &c, PVRDMA_QPT_RC, p.b.qpn);
+    qpvrdma_post_recv(d, &c, 0xd0, buf + 32768, 64, key);
+    qpvrdma_send_wr(d, &p.b, PVRDMA_WR_SEND, 0xd1, buf, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xd0, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &p.cq, 0xd1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_stop(d);
+}
+
 /* Many messages through small rings: indices wrap several times. */
 static void test_ring_wrap(void)
 {
@@ -3745,6 +3830,8 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/data/ud", test_ud);
     qtest_add_func("/pvrdma/data/srq", test_srq_recv);
     qtest_add_func("/pvrdma/data/rnr-wait", test_rnr_wait);
+    qtest_add_func("/pvrdma/data/destroy-under-traffic",
+                   test_destroy_under_traffic);
     qtest_add_func("/pvrdma/data/ring-wrap", test_ring_wrap);
     qtest_add_func("/pvrdma/hostile/bad-ring-index", test_bad_ring_index);
     qtest_add_func("/pvrdma/irq/cq-notify", test_cq_notify);
