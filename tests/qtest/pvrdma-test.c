@@ -2606,6 +2606,80 @@ static void test_cr_rnr_timeout(void)
     rm_dir(dir);
 }
 
+/* a's next CQE, stepping a's clock (its retry timer) and b's, 10 ms a turn */
+static void peers_expect_cqe(Peer *a, Peer *b, uint64_t wr_id,
+                             uint32_t status)
+{
+    struct pvrdma_cqe e;
+
+    for (int i = 0;; i++) {
+        g_assert_cmpint(i, <, 500);
+        qtest_clock_step(a->d->qts, 10 * 1000 * 1000);
+        qtest_clock_step(b->d->qts, 10 * 1000 * 1000);
+        if (qpvrdma_poll_cq(a->d, &a->cq, &e)) {
+            break;
+        }
+        g_usleep(2 * 1000);
+    }
+    g_assert_cmphex(e.wr_id, ==, wr_id);
+    g_assert_cmpuint(e.status, ==, status);
+}
+
+/*
+ * /pvrdma/data/destroy-under-traffic across two QEMUs: b is destroyed
+ * while a's SENDs wait on it (RNR, rnr_retry 7): a's waiting SEND finds no
+ * responder and fails with RETRY_EXC_ERR, the rest are flushed, and b's
+ * device writes nothing for b after DESTROY_QP's response (the libqos
+ * driver fails on a CQE of a QP it destroyed).  Then a is destroyed with
+ * SENDs waiting on a new QP of b's device: nothing more for a, nothing for
+ * either on b's side.
+ */
+static void test_cr_destroy_under_traffic(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb0, b.buf, 64, b.key);
+    for (int i = 0; i < 4; i++) {
+        qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa0 + i, a.buf + i * 64,
+                        64, a.key, 0, 0);
+    }
+    expect_peer_cqe(&b, 0xb0, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    expect_peer_cqe(&a, 0xa0, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+    g_assert_cmpuint(qpvrdma_destroy(b.d, PVRDMA_CMD_DESTROY_QP,
+                                     b.qp.handle), ==, 0);
+    peers_expect_cqe(&a, &b, 0xa1, PVRDMA_WC_RETRY_EXC_ERR);
+    peers_expect_cqe(&a, &b, 0xa2, PVRDMA_WC_WR_FLUSH_ERR);
+    peers_expect_cqe(&a, &b, 0xa3, PVRDMA_WC_WR_FLUSH_ERR);
+    qpvrdma_cq_empty(b.d, &b.cq);
+
+    /* a new pair; a destroyed while its SENDs wait on b's new QP */
+    g_assert_cmpuint(qpvrdma_destroy(a.d, PVRDMA_CMD_DESTROY_QP,
+                                     a.qp.handle), ==, 0);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    for (int i = 0; i < 4; i++) {
+        qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xc0 + i, a.buf, 64,
+                        a.key, 0, 0);
+    }
+    g_usleep(50 * 1000);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    g_assert_cmpuint(qpvrdma_destroy(a.d, PVRDMA_CMD_DESTROY_QP,
+                                     a.qp.handle), ==, 0);
+    /* b's receive now: nothing of a's arrives, nothing completes for a */
+    qpvrdma_post_recv(b.d, &b.qp, 0xb1, b.buf, 64, b.key);
+    for (int i = 0; i < 50; i++) {
+        qtest_clock_step(a.d->qts, 10 * 1000 * 1000);
+        qtest_clock_step(b.d->qts, 10 * 1000 * 1000);
+        g_usleep(2 * 1000);
+    }
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qpvrdma_cq_empty(b.d, &b.cq);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
 /*
  * A peer's request is served from an fd handler, not the bottom half: with
  * b's MSI-X vectors aimed at b's own CTL register (data RESET), the
@@ -3857,6 +3931,8 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
     qtest_add_func("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
     qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
+    qtest_add_func("/pvrdma/coresident/destroy-under-traffic",
+                   test_cr_destroy_under_traffic);
     qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);

@@ -43,6 +43,8 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
     va_list ap;
 
     d->live_qps = g_hash_table_new(NULL, NULL);
+    d->cqs = g_array_new(false, false, sizeof(QPvrdmaCqSeen));
+    d->flushes = g_array_new(false, false, sizeof(QPvrdmaFlush));
 
     va_start(ap, extra_fmt);
     extra = g_strdup_vprintf(extra_fmt, ap);
@@ -70,6 +72,8 @@ void qpvrdma_stop(QPvrdma *d)
     g_free(d->dev);
     qtest_shutdown(d->qs);
     g_hash_table_destroy(d->live_qps);
+    g_array_free(d->cqs, true);
+    g_array_free(d->flushes, true);
     g_free(d->args);
     g_free(d);
 }
@@ -227,6 +231,8 @@ void qpvrdma_system_reset(QPvrdma *d)
 {
     qtest_system_reset(d->qts);
     g_hash_table_remove_all(d->live_qps);
+    g_array_set_size(d->cqs, 0);
+    g_array_set_size(d->flushes, 0);
     d->dev->msix_enabled = false;
     qpci_device_enable(d->dev);
     d->regs = qpci_iomap(d->dev, PVRDMA_BAR_REGS, NULL);
@@ -383,8 +389,29 @@ static void track_qps(QPvrdma *d, const union pvrdma_cmd_req *r,
     uint32_t h;
 
     if (r->hdr.cmd == PVRDMA_CMD_DESTROY_QP) {
-        g_hash_table_remove(d->live_qps,
-                            GUINT_TO_POINTER(r->destroy_qp.qp_handle));
+        h = r->destroy_qp.qp_handle;
+        g_hash_table_remove(d->live_qps, GUINT_TO_POINTER(h));
+        /* what every CQ holds now is flushed for it */
+        for (guint i = 0; i < d->cqs->len; i++) {
+            QPvrdmaCqSeen *c = &g_array_index(d->cqs, QPvrdmaCqSeen, i);
+            QPvrdmaFlush f = { h, c->handle,
+                               qtest_readl(d->qts, c->state + 8) };
+
+            g_array_append_val(d->flushes, f);
+        }
+    } else if (r->hdr.cmd == PVRDMA_CMD_DESTROY_CQ) {
+        for (guint i = d->cqs->len; i-- > 0;) {
+            if (g_array_index(d->cqs, QPvrdmaCqSeen, i).handle ==
+                r->destroy_cq.cq_handle) {
+                g_array_remove_index_fast(d->cqs, i);
+            }
+        }
+        for (guint i = d->flushes->len; i-- > 0;) {
+            if (g_array_index(d->flushes, QPvrdmaFlush, i).cq ==
+                r->destroy_cq.cq_handle) {
+                g_array_remove_index_fast(d->flushes, i);
+            }
+        }
     } else if (r->hdr.cmd == PVRDMA_CMD_CREATE_QP &&
                resp->hdr.ack == PVRDMA_CMD_RESP(PVRDMA_CMD_CREATE_QP)) {
         h = d->version >= PVRDMA_QPHANDLE_VERSION ?
@@ -492,6 +519,8 @@ void qpvrdma_create_cq(QPvrdma *d, QPvrdmaCq *cq, uint32_t cqe)
     g_assert_cmpuint(r.create_cq_resp.cqe, ==, cqe);
     cq->handle = r.create_cq_resp.cq_handle;
     cq->cqe = cqe;
+    g_array_append_val(d->cqs, ((QPvrdmaCqSeen) { cq->handle,
+                                                  cq->ring.pages[0] }));
 }
 
 void qpvrdma_create_qp(QPvrdma *d, QPvrdmaQp *qp, uint32_t pd, uint32_t scq,
@@ -781,6 +810,30 @@ void qpvrdma_atomic_wr(QPvrdma *d, QPvrdmaQp *qp, uint32_t op,
     qpvrdma_post_send(d, qp, &h, &s, true);
 }
 
+/*
+ * The CQE at cq's consumer index is of QP qp, which DESTROY_QP flushed
+ * from cq if it was there then; the flushes that cq's consumer index has
+ * gone past are forgotten.
+ */
+static bool cqe_flushed(QPvrdma *d, QPvrdmaCq *cq, uint32_t qp)
+{
+    bool flushed = false;
+
+    for (guint i = d->flushes->len; i-- > 0;) {
+        QPvrdmaFlush *f = &g_array_index(d->flushes, QPvrdmaFlush, i);
+
+        if (f->cq != cq->handle) {
+            continue;
+        }
+        if (f->upto == cq->cons) {
+            g_array_remove_index_fast(d->flushes, i);
+        } else if (f->qp == qp) {
+            flushed = true;     /* cons is before upto (both in [0, 2N)) */
+        }
+    }
+    return flushed;
+}
+
 bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
 {
     for (int i = 0; i < 1000; i++) {
@@ -789,15 +842,20 @@ bool qpvrdma_poll_cq(QPvrdma *d, QPvrdmaCq *cq, struct pvrdma_cqe *e)
         if (prod != cq->cons) {
             uint64_t off = (uint64_t)(cq->cons & (cq->cqe - 1)) *
                            sizeof(*e);
+            bool flushed;
 
             qtest_memread(d->qts, cq->ring.pages[1 + off / PVRDMA_PAGE_SIZE] +
                           off % PVRDMA_PAGE_SIZE, e, sizeof(*e));
-            /* the Linux driver would stop at this CQE forever */
-            g_assert(g_hash_table_contains(d->live_qps,
-                                           GUINT_TO_POINTER(e->qp)));
+            flushed = cqe_flushed(d, cq, e->qp);
+            /* else the Linux driver would stop at this CQE forever */
+            g_assert(flushed || g_hash_table_contains(d->live_qps,
+                                                      GUINT_TO_POINTER(e->qp)));
             cq->cons = (cq->cons + 1) & (2 * cq->cqe - 1);
             qtest_writel(d->qts, cq->ring.pages[0] + 12, cq->cons);
-            return true;
+            if (!flushed) {
+                return true;
+            }
+            continue;
         }
         qtest_clock_step(d->qts, 10);
     }
@@ -841,9 +899,23 @@ void qpvrdma_expect_cqe_wait(QPvrdma *d, QPvrdmaCq *cq, uint64_t wr_id,
 
 void qpvrdma_cq_empty(QPvrdma *d, QPvrdmaCq *cq)
 {
+    struct pvrdma_cqe e;
+
     qtest_clock_step(d->qts, 100);
-    g_assert_cmpuint(qtest_readl(d->qts, cq->ring.pages[0] + 8), ==,
-                     cq->cons);
+    /* nothing but what DESTROY_QP flushed */
+    while (qtest_readl(d->qts, cq->ring.pages[0] + 8) != cq->cons) {
+        uint64_t off = (uint64_t)(cq->cons & (cq->cqe - 1)) * sizeof(e);
+
+        qtest_memread(d->qts, cq->ring.pages[1 + off / PVRDMA_PAGE_SIZE] +
+                      off % PVRDMA_PAGE_SIZE, &e, sizeof(e));
+        if (!cqe_flushed(d, cq, e.qp)) {
+            g_error("CQ %u is not empty: a CQE of QP %u, wr_id 0x%" PRIx64
+                    ", status %u", cq->handle, e.qp, (uint64_t)e.wr_id,
+                    e.status);
+        }
+        cq->cons = (cq->cons + 1) & (2 * cq->cqe - 1);
+        qtest_writel(d->qts, cq->ring.pages[0] + 12, cq->cons);
+    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -14,6 +14,16 @@
 
 #define PVRDMA_TEST_SLOT    4
 
+/* A CQ of the guest's (QPvrdma.cqs) and a flush of DESTROY_QP's */
+typedef struct QPvrdmaCqSeen {
+    uint32_t handle;
+    uint64_t state;             /* its ring-state page */
+} QPvrdmaCqSeen;
+
+typedef struct QPvrdmaFlush {
+    uint32_t qp, cq, upto;      /* cq's producer index at the response */
+} QPvrdmaFlush;
+
 typedef struct QPvrdma {
     QOSState *qs;
     QTestState *qts;
@@ -29,8 +39,12 @@ typedef struct QPvrdma {
      * The QP handles the driver knows (CREATE_QP answered, DESTROY_QP not
      * yet): the Linux driver cannot consume a CQE of any other, and its
      * CQ poll stops there for good, so qpvrdma_poll_cq() fails on one.
+     * As the driver does after DESTROY_QP's response, the CQEs of the QP
+     * then in a CQ are flushed: cqs holds each CQ's handle and ring-state
+     * address, flushes which CQEs (QP, CQ, up to which producer index).
      */
     GHashTable *live_qps;
+    GArray *cqs, *flushes;
 } QPvrdma;
 
 /* A ring-backed object: pages, their page directory, host-side indices. */
