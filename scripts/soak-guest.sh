@@ -2,9 +2,9 @@
 # Guest soak (not in make check): run real-guest tests over and over, as
 # CI's guest suite runs them (tests/guest/run.sh, -smp 1 TCG guests, a
 # soft lockup panics the guest and prints the stack), until one fails.
-# Issue 38's iSER lockup passed hundreds of runs of test 53 before one
-# failed in CI; this is how to look for such a failure, and how to show
-# it is gone.
+# A failure that hundreds of runs pass (a guest that locked up once in
+# CI's test 53, iSER on the loopback transport) is looked for this way,
+# and shown gone.
 #
 #   scripts/soak-guest.sh [-n RUNS] [-j LOOPS] [--hog] [-o DIR] [TEST...]
 #

@@ -5,8 +5,9 @@
 # retries while it is refused: every attempt sets up an rdma_cm connection,
 # exchanges login PDUs and tears it down, QPs destroyed by both ends while
 # their CQs (the target's shared by every connection) are busy.  Then a
-# login that works, and 2 MiB written and read back.  Issue 38 (a guest
-# lockup in iSER login over loopback) is what this looks for.
+# login that works, and 2 MiB written and read back.  What it looks for: a
+# guest that locks up (soft lockup) or a login that hangs while
+# connections come and go.
 # vms: 1
 # timeout: 600
 # requires: pvrdma

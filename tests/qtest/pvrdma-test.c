@@ -1190,7 +1190,7 @@ static void test_rnr_wait(void)
 }
 
 /*
- * QPs destroyed with work of theirs and for them in flight (issue 38).
+ * QPs destroyed with work of theirs and for them in flight.
  * After DESTROY_QP's response the Linux driver flushes the QP's CQEs and
  * forgets its handle: a CQE of it written later stops the driver's CQ poll
  * for good, so none may come (qpvrdma_poll_cq() fails on one).  b takes

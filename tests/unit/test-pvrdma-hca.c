@@ -154,7 +154,7 @@ static void test_send_passthrough(void)
  * The host completes work of a QP the guest has destroyed (its host CQ
  * still held them), or names a CQ that is not the QP's: nothing reaches
  * the guest's CQ.  The Linux driver cannot consume a CQE of a QP it no
- * longer knows, and its CQ poll stops there for good (issue 38).
+ * longer knows, and its CQ poll stops there for good.
  */
 static void test_wc_after_destroy(void)
 {
