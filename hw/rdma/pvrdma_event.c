@@ -85,7 +85,7 @@ void pvrdma_cq_post(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq_handle,
     bool bad, notify;
 
     /* a device bug, not guest input: every caller holds a live QP */
-    assert(pvrdma_qp_get(c, qp->handle) == qp &&
+    assert(pvrdma_table_get(&c->qp, qp->handle) == qp &&
            (cq_handle == qp->scq || cq_handle == qp->rcq));
     e->qp = qp->handle;
     if (!cq || cq->error) {
