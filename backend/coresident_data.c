@@ -589,6 +589,7 @@ static void cr_peer_moved(CrTransport *t, CrPeer *p)
 static bool cr_rx_ctl(CrPeer *p, const CrHdr *h, size_t len)
 {
     CrTransport *t = p->t;
+    CrPeer *rival;
 
     if (len != sizeof(*h)) {
         return false;
@@ -616,6 +617,21 @@ static bool cr_rx_ctl(CrPeer *p, const CrHdr *h, size_t len)
         }
         p->paused = false;
         trace_pvrdma_cr_pause(p->node, "resumed");
+        rival = cr_gid_rival(t, p);
+        if (rival) {
+            /*
+             * Its migration failed after the destination loaded its
+             * state, or was cancelled after the destination started:
+             * QEMU runs the VM here again either way.  The first owner
+             * keeps its GIDs (the destination gets them once the source
+             * is gone); it is management's to stop one of the two.
+             */
+            pvrdma_log_host("co-resident peer %s runs again while peer %s "
+                            "announces its GIDs: two QEMUs may run one VM "
+                            "(a migration that failed or was cancelled "
+                            "at its end?); %s keeps them", p->name,
+                            rival->name, p->name);
+        }
         pvrdma_transport_wake_senders(t->t.core);
         return true;
     case CR_MOVED:

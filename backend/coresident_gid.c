@@ -161,3 +161,20 @@ void cr_reclaim(CrTransport *t)
         cr_claim_gids(q, all, n);
     }
 }
+
+CrPeer *cr_gid_rival(CrTransport *t, const CrPeer *p)
+{
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *q = g_ptr_array_index(t->peers, i);
+
+        if (q == p || q->dead) {
+            continue;
+        }
+        for (uint32_t j = 0; j < q->nrefused; j++) {
+            if (cr_gid_in(p->gids, p->ngids, q->refused[j].gid)) {
+                return q;
+            }
+        }
+    }
+    return NULL;
+}

@@ -299,6 +299,8 @@ bool cr_gid_moved(CrTransport *t, const uint8_t gid[16]);
 void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n);
 /* A peer went: the others claim again the GIDs they were refused. */
 void cr_reclaim(CrTransport *t);
+/* A live peer other than p that announced a GID p owns, or NULL. */
+CrPeer *cr_gid_rival(CrTransport *t, const CrPeer *p);
 
 /* coresident_peer.c: the peers' connections, handshake, RAM */
 

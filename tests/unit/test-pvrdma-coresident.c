@@ -3090,6 +3090,85 @@ static void test_moved_no_successor(void)
     env_fini(&x.e);
 }
 
+/*
+ * a's migration fails at its very end: a2 loaded a's state (announcing
+ * a's GIDs, which b refuses while a is paused), then a is cancelled and
+ * runs again (RESUME).  Two QEMUs may now run one VM: b says so in the
+ * host log, naming both, and keeps a as the owner (first owner wins: a
+ * request from b goes to a).  Once a is gone, a2 owns the GIDs.
+ */
+static void test_resumed_with_rival(void)
+{
+    X x;
+    Vm a2;
+    Side sa2;
+    GByteArray *st = g_byte_array_new();
+    uint8_t data[P_LEN], got[P_LEN];
+    struct pvrdma_sge g, r;
+    char *err = NULL;
+    const char *log;
+
+    x_setup(&x, 7);
+    pause_a(&x);
+    PUMP(&x.a, &x.b);
+    pvrdma_core_save(&x.a.d.c, st);
+    vm_create(&a2, x.e.dir, 1, NULL);
+    memcpy(a2.d.h.ram, x.a.d.h.ram, VM_RAM);
+    a2.d.h.next_free = x.a.d.h.next_free;
+    a2.d.dsr = x.a.d.dsr;
+    a2.d.cmd = x.a.d.cmd;
+    a2.d.resp = x.a.d.resp;
+    memcpy(a2.d.async_pages, x.a.d.async_pages, sizeof(a2.d.async_pages));
+    memcpy(a2.d.cqn_pages, x.a.d.cqn_pages, sizeof(a2.d.cqn_pages));
+    g_assert_true(pvrdma_core_load(&a2.d.c, st->data, st->len, &err));
+    PUMP(&a2, &x.a, &x.b);
+    g_assert_cmpuint(peers(&x.b), ==, 2);
+
+    g_assert_null(pvrdma_standalone_host_log);
+    pvrdma_standalone_host_log = g_string_new(NULL);
+    pvrdma_core_resume(&x.a.d.c);
+    PUMP(&a2, &x.a, &x.b);
+    log = pvrdma_standalone_host_log->str;
+    g_assert_nonnull(strstr(log, "two QEMUs may run one VM"));
+    /* "co-resident peer <a> runs again while peer <a2> announces..." */
+    g_assert_true(g_regex_match_simple("peer (\\S+\\.sock) \\(pid [0-9]+\\) "
+                                       "runs again while peer (?!\\1)\\S+"
+                                       "\\.sock \\(pid [0-9]+\\) announces",
+                                       log, 0, 0));
+    g_string_free(pvrdma_standalone_host_log, true);
+    pvrdma_standalone_host_log = NULL;
+
+    /* b's SEND goes to a, not to a2 */
+    sa2 = x.sa;
+    sa2.v = &a2;
+    fill_pattern(data, P_LEN, 5);
+    mr_write(&x.b.d, &x.sb.mr, S_IOVA, data, P_LEN);
+    r = mr_sge(&x.sa, 0, P_LEN);
+    post_recv(&x.a.d, &x.sa.qp, 0xa0, &r, 1);
+    post_recv(&a2.d, &sa2.qp, 0xa0, &r, 1);
+    g = mr_sge(&x.sb, 0, P_LEN);
+    send_wqe(&x.sb, 0xb1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&a2, &x.a, &x.b);
+    side_expect_cqe(&x.sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, P_LEN);
+    side_expect_cqe(&x.sa, 0xa0, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, P_LEN);
+    expect_cq_empty(&a2.d, &sa2.cq);
+
+    /* a goes: a2 owns the GIDs, and b's next SEND lands there */
+    vm_fini(&x.a);
+    PUMP(&a2, &x.b);
+    g_assert_cmpuint(peers(&x.b), ==, 1);
+    send_wqe(&x.sb, 0xb2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&a2, &x.b);
+    side_expect_cqe(&x.sb, 0xb2, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, P_LEN);
+    side_expect_cqe(&sa2, 0xa0, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, P_LEN);
+    mr_read(&a2.d, &sa2.mr, S_IOVA, got, P_LEN);
+    g_assert_cmpmem(got, P_LEN, data, P_LEN);
+    g_byte_array_free(st, true);
+    vm_fini(&a2);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
 /* ------------------------------------------------------------------ */
 /* A peer that moves to another host: RoCEv2 takes over                */
 
@@ -5023,6 +5102,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
     g_test_add_func("/pvrdma/cr/pause-resume", test_pause_resume);
     g_test_add_func("/pvrdma/cr/moved", test_moved);
+    g_test_add_func("/pvrdma/cr/resumed-with-rival",
+                    test_resumed_with_rival);
     g_test_add_func("/pvrdma/cr/moved-no-successor",
                     test_moved_no_successor);
     g_test_add_func("/pvrdma/cr/moved-away", test_moved_away);

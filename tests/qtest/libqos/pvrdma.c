@@ -99,9 +99,22 @@ void qpvrdma_migrate(QPvrdma *d)
                                             g_get_tmp_dir(), getpid());
     g_autofree char *uri = g_strdup_printf("unix:%s", sock);
     QOSState *to = qtest_pc_boot("%s -incoming %s", d->args, uri);
+    g_autofree char *st = NULL, *desc = NULL;
 
     migrate(d->qs, to, uri);
     unlink(sock);
+    /*
+     * migrate() returns when the destination runs, which it does as soon
+     * as it has read the whole stream, while the source may not have
+     * called the migration completed yet.  Quitting the source then
+     * cancels its migration, and QEMU starts its VM again for the moment
+     * before it exits: two QEMUs run the VM, and the source's device
+     * resumes its co-resident peers, which send to it what is the
+     * destination's.  Management waits for the source to complete
+     * before it lets it go (as QEMU's migration-test does); so do we.
+     */
+    st = qpvrdma_mig_wait(d->qts, &desc);
+    g_assert_cmpstr(st, ==, "completed");
     take_over(d, to);
 }
 
@@ -910,8 +923,8 @@ void qpvrdma_cq_empty(QPvrdma *d, QPvrdmaCq *cq)
                       off % PVRDMA_PAGE_SIZE, &e, sizeof(e));
         if (!cqe_flushed(d, cq, e.qp)) {
             g_error("CQ %u is not empty: a CQE of QP %u, wr_id 0x%" PRIx64
-                    ", status %u", cq->handle, e.qp, (uint64_t)e.wr_id,
-                    e.status);
+                    ", status %u", cq->handle, (unsigned)e.qp,
+                    (uint64_t)e.wr_id, e.status);
         }
         cq->cons = (cq->cons + 1) & (2 * cq->cqe - 1);
         qtest_writel(d->qts, cq->ring.pages[0] + 12, cq->cons);
