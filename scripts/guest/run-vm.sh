@@ -488,10 +488,18 @@ migrate_vm() {
             # both sides: the destination first (it needs userfaultfd)
             mode=(postcopy)
             r=$(python3 "$here/qmp.py" "$qs" '{"execute": "migrate-set-capabilities", "arguments": {"capabilities": [{"capability": "postcopy-ram", "state": true}]}}' 2>&1) ||
+                mode=(failed)
+            # only QEMU's own refusal (no userfaultfd) makes it untested:
+            # no QMP socket, no answer or another error is a failure
+            if [ "${mode[*]}" = failed ] &&
+                [[ $r == *"migrate-set-capabilities: "*[Pp]ostcopy* ]]; then
                 mode=(unsupported)
+            fi
         fi
         if [ "${mode[*]}" = unsupported ]; then
             r="status unsupported postcopy: ${r##*: }"
+        elif [ "${mode[*]}" = failed ]; then
+            r="status failed to set postcopy-ram on the destination: $r"
         else
             r=$(python3 "$here/qmp.py" --timeout 120 "${qmp_sock[$i]}" migrate "unix:$sock" "${mode[@]}" 2>&1) || true
         fi
