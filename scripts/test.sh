@@ -162,6 +162,13 @@ for s in $suites; do
             sed -n '1,/^FILES:/p' build/layers.log | head -n 40
             bad "unit: call cycle between source files" "scripts/layers.py"
         fi
+        # the README's counts and lists that the tree can count
+        if python3 scripts/check-words.py > build/words.log 2>&1; then
+            ok "unit: the README's counts match the tree (scripts/check-words.py)"
+        else
+            grep -v '^ok ' build/words.log
+            bad "unit: the README's counts do not match the tree" "scripts/check-words.py"
+        fi
         ;;
     fuzz)
         # every libFuzzer target built and run for a fixed number of
