@@ -188,17 +188,23 @@ static void comp_acked(RoceQp *q, uint32_t psn)
 }
 
 /*
- * Progress: the retry counters start again, the timer restarts at the
- * QP's timeout, and a probe is answered (what follows may go).
+ * An answer from the responder: a probe is answered (what follows may
+ * go), and the timer restarts at the QP's timeout.
  */
-static void comp_progress(RoceQp *q)
+static void comp_answered(RoceQp *q)
 {
-    q->retry_left = q->qp->attr.retry_cnt;
-    q->rnr_left = q->qp->attr.rnr_retry;
     roce_set_probe(q, ROCE_PROBE_GO);
     q->rto_shift = q->rto_floor;
     q->rto_deadline = 0;
     roce_req_arm_rto(q);
+}
+
+/* Progress: an answer, and the retry counters start again. */
+static void comp_progress(RoceQp *q)
+{
+    q->retry_left = q->qp->attr.retry_cnt;
+    q->rnr_left = q->qp->attr.rnr_retry;
+    comp_answered(q);
 }
 
 static void comp_retry(RoceQp *q, uint32_t psn, const char *why)
@@ -288,26 +294,43 @@ static void comp_rnr_nak(RoceQp *q, uint32_t psn, uint8_t syn)
  */
 static bool comp_nak(RoceQp *q, uint32_t psn, uint8_t syn)
 {
+    bool progress = psn_cmp(psn, q->ack_psn) > 0;
+
     comp_acked(q, psn);
     switch (roce_aeth_value(syn)) {
     case ROCE_NAK_PSN_SEQ_ERR:
         q->st.seq_naks++;
         q->t->st.seq_naks++;
-        if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) > 0 &&
+        if (q->seq_retry && psn_cmp(psn, q->seq_retry_psn) >= 0 &&
             psn_cmp(psn, q->psn) >= 0) {
             /*
-             * Going back already, from an older PSN, and not yet past
-             * this one: the retransmission on its way covers it.
+             * Going back already, from this PSN or an older one, and not
+             * yet past this one: the retransmission on its way covers it.
              */
             trace_pvrdma_roce_comp(q->qpn, "sequence NAK (retrying)",
                                    psn);
+            return false;
+        }
+        /*
+         * A NAK that acknowledges nothing new is a retry like an ACK
+         * timeout (IBA's retry count covers both; rxe counts it too): a
+         * responder that NAKs the same PSN for ever ends the request
+         * with RETRY_EXC_ERR, not a retransmission loop.
+         */
+        if (!progress && q->retry_left-- <= 0) {
+            trace_pvrdma_roce_req(q->qpn, "retries exhausted", psn);
+            roce_comp_head(q, PVRDMA_WC_RETRY_EXC_ERR);
             return false;
         }
         q->seq_retry = true;
         q->seq_retry_psn = psn;
         comp_cwnd_cut(q, false, "sequence NAK");
         comp_retry(q, psn, "sequence NAK");
-        comp_progress(q);
+        if (progress) {
+            comp_progress(q);
+        } else {
+            comp_answered(q);
+        }
         return true;
     case ROCE_NAK_INVALID_REQUEST:
     case ROCE_NAK_INVALID_RD_REQUEST:

@@ -2823,6 +2823,77 @@ static bool inject(Net *n, unsigned to, const RocePkt *p, int flip)
     return taken;
 }
 
+/*
+ * A responder that answers every request with a sequence NAK of the same
+ * PSN, for ever (it never takes the packet it asks for): the requester
+ * retries retry_cnt times and ends the request with RETRY_EXC_ERR, as
+ * after as many ACK timeouts (rxe counts such NAKs against retry_cnt
+ * too).  The filter drops A's packets and has "B" NAK each one.
+ */
+typedef struct NakForever {
+    uint32_t qpn;           /* A's QP */
+    uint32_t psn;           /* the PSN every NAK names */
+    unsigned requests;      /* A's packets the filter saw */
+} NakForever;
+
+static bool nak_forever_filter(Net *n, unsigned from, const RocePkt *p,
+                               void *arg)
+{
+    NakForever *nf = arg;
+    static uint8_t buf[ROCE_MAX_FRAME];
+    RocePkt q;
+    size_t len;
+
+    nf->requests++;
+    pkt_from_a(n, &q, ROCE_RC_ACKNOWLEDGE, 0, nf->psn);
+    memcpy(q.dmac, n->node[0].d.h.mac, 6);
+    memcpy(q.smac, n->node[1].d.h.mac, 6);
+    memcpy(q.sgid, n->node[1].gid, 16);
+    memcpy(q.dgid, n->node[0].gid, 16);
+    q.dqpn = nf->qpn;
+    q.ack_req = false;
+    q.aeth.syndrome = roce_aeth_nak(ROCE_NAK_PSN_SEQ_ERR);
+    q.aeth.msn = 0;
+    len = roce_build(&q, buf, sizeof(buf));
+    g_assert_cmpuint(len, >, 0);
+    wire_put(n, 0, buf, len, false, false);
+    return true;
+}
+
+static void test_rc_seq_nak_forever(void)
+{
+    for (uint8_t retry_cnt = 0; retry_cnt <= 7; retry_cnt += 7) {
+        RcOpts o = rc_default;
+        Rc r;
+        Net *n = &r.n;
+        struct pvrdma_sge s;
+        NakForever nf = { .psn = rc_default.psn_a };
+
+        o.retry_cnt = retry_cnt;
+        rc_setup(&r, &o, 64 * KIB, 50 + retry_cnt);
+        nf.qpn = r.a.qp.qpn;
+        n->dir[0].filter = nak_forever_filter;
+        n->dir[0].filter_arg = &nf;
+        s = ep_sge(&r.a, 0, 100);
+        wr_send(&r.a, 0xa1, PVRDMA_WR_SEND, 0, &s, 1);
+        wr_send(&r.a, 0xa2, PVRDMA_WR_SEND, 0, &s, 1);
+        WAIT_CQES(n, 60000, &r.a, 2, NULL, 0);
+        ep_expect(&r.a, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
+        ep_expect(&r.a, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+        g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_ERR);
+        g_test_message("retry_cnt %u: RETRY_EXC_ERR after %u packets, %"
+                       PRIu64 " sequence NAKs, %" PRIu64 " timeouts",
+                       retry_cnt, nf.requests, stats(&n->node[0]).seq_naks,
+                       stats(&n->node[0]).timeouts);
+        /* the first NAK is the first retry: retry_cnt + 1 NAKs end it */
+        g_assert_cmpuint(stats(&n->node[0]).seq_naks, ==, retry_cnt + 1);
+        g_assert_cmpuint(stats(&n->node[0]).timeouts, ==, 0);
+        n->dir[0].filter = NULL;
+        g_assert_true(net_settle(n));
+        rc_fini(&r);
+    }
+}
+
 static uint64_t drops_of(Net *n, unsigned i)
 {
     return stats(&n->node[i]).drops;
@@ -3457,6 +3528,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-dup-corrupt", test_rc_dup_corrupt);
     g_test_add_func("/pvrdma/roce/rc-rnr", test_rc_rnr);
     g_test_add_func("/pvrdma/roce/rc-timeout", test_rc_timeout);
+    g_test_add_func("/pvrdma/roce/rc-seq-nak-forever",
+                    test_rc_seq_nak_forever);
     g_test_add_func("/pvrdma/roce/rc-dup-acks", test_rc_dup_acks);
     g_test_add_func("/pvrdma/roce/rc-congested", test_rc_congested);
     g_test_add_func("/pvrdma/roce/rc-bottleneck", test_rc_bottleneck);
