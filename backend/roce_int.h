@@ -41,7 +41,12 @@
 #define ROCE_GSI_QKEY       0x80010000u
 #define ROCE_SMALL_COPY     4096    /* requests this small are copied */
 #define PSN_MASK            0xffffffu
-#define ROCE_LINGER_N       16      /* destroyed QPs remembered ... */
+/*
+ * Destroyed QPs remembered (linger_rx()) ...: a teardown destroys many at
+ * once (an NVMe over RDMA disconnect: an admin and one I/O queue per CPU,
+ * per controller), and each may need its last ACK again; 256 of 48 bytes.
+ */
+#define ROCE_LINGER_N       256
 #define ROCE_LINGER_MS      10000   /* ... for this long */
 
 typedef struct RoceTransport RoceTransport;

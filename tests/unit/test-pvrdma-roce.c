@@ -2239,6 +2239,63 @@ static void test_rc_congested(void)
 }
 
 /*
+ * As rc-last-ack-lost, for a teardown of many connections at once (an
+ * NVMe over RDMA disconnect of 1 admin and 32+ I/O queues, an NFS
+ * unmount): 40 QPs each got their last message, every ACK of B was lost,
+ * and B destroys all 40 QPs together.  Each of A's retransmissions still
+ * gets its ACK from the destroyed QP's record, and every SEND completes.
+ */
+#define TEARDOWN_QPS 40
+
+static void test_rc_teardown_acks_lost(void)
+{
+    Net n;
+    Ep *a = g_new(Ep, TEARDOWN_QPS), *b = g_new(Ep, TEARDOWN_QPS);
+    uint8_t *d = pattern(4096, 37);
+    struct pvrdma_sge s;
+
+    net_init(&n, 60);
+    for (unsigned i = 0; i < TEARDOWN_QPS; i++) {
+        ep_init(&a[i], &n.node[0], PVRDMA_QPT_RC, 16 * KIB);
+        ep_init(&b[i], &n.node[1], PVRDMA_QPT_RC, 16 * KIB);
+        rc_connect(&n, &a[i], &b[i], &rc_default);
+    }
+    net_settle(&n);
+    n.dir[1].drop_all = true;               /* B's ACKs are lost */
+    for (unsigned i = 0; i < TEARDOWN_QPS; i++) {
+        ep_put(&a[i], 0, d, 4096);
+        wr_recv(&b[i], 0xb000 + i, 8 * KIB, 4096);
+        s = ep_sge(&a[i], 0, 4096);
+        wr_send(&a[i], 0xa000 + i, PVRDMA_WR_SEND, 0, &s, 1);
+    }
+    net_run(&n, 30, NULL, NULL);            /* all there, before the RTO */
+    for (unsigned i = 0; i < TEARDOWN_QPS; i++) {
+        ep_expect_recv(&b[i], 0xb000 + i, PVRDMA_WC_RECV, 4096, a[i].qp.qpn);
+        ep_check(&b[i], 8 * KIB, d, 4096);
+        g_assert_cmpuint(ep_cq_avail(&a[i]), ==, 0);
+    }
+    for (unsigned i = 0; i < TEARDOWN_QPS; i++) {
+        destroy_qp(&b[i]);
+    }
+    n.dir[1].drop_all = false;
+    for (unsigned i = 0; i < TEARDOWN_QPS; i++) {
+        WAIT_CQES(&n, 10000, &a[i], 1, NULL, 0);
+        ep_expect(&a[i], 0xa000 + i, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 4096);
+        g_assert_cmpuint(ep_state(&a[i]), ==, PVRDMA_QPS_RTS);
+    }
+    g_assert_true(net_settle(&n));
+    for (unsigned i = 0; i < TEARDOWN_QPS; i++) {
+        expect_cq_empty(ep_dev(&a[i]), &a[i].cq);
+        ep_fini(&a[i]);
+        ep_fini(&b[i]);
+    }
+    net_fini(&n);
+    g_free(a);
+    g_free(b);
+    g_free(d);
+}
+
+/*
  * Both ends WRITE 4 MiB to each other at once through a bottleneck: each
  * direction carries 4 frames per ms behind a queue of 16 frames that
  * drops what does not fit, 2 % of the frames lost besides, a 1 ms wire.
@@ -3535,6 +3592,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/roce/rc-bottleneck", test_rc_bottleneck);
     g_test_add_func("/pvrdma/roce/rc-dup-ack-psn", test_rc_dup_ack_psn);
     g_test_add_func("/pvrdma/roce/rc-last-ack-lost", test_rc_last_ack_lost);
+    g_test_add_func("/pvrdma/roce/rc-teardown-acks-lost",
+                    test_rc_teardown_acks_lost);
     g_test_add_func("/pvrdma/roce/rc-dup-read", test_rc_dup_read);
     g_test_add_func("/pvrdma/roce/rc-read-resume", test_rc_read_resume);
     g_test_add_func("/pvrdma/roce/rc-dup-atomic", test_rc_dup_atomic);
