@@ -2,7 +2,8 @@
 # target and nvme-rdma host in one VM, over the device's loopback).  It
 # uses rdma_cm through the GSI QP, fast-registration MRs, SEND_WITH_INV and
 # RDMA READ/WRITE from the kernel.  Data written through the fabric is read
-# back and compared, and checked on the target's RAM disk directly.
+# back and compared, and checked on the target's RAM disk directly.  The
+# rdma_cm IDs of both ends must be on vmw_pvrdma0.
 # vms: 1
 # timeout: 400
 # requires: pvrdma
@@ -12,6 +13,9 @@ wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 nqn=nqn.2026-11.org.qemu:pvrdma-test
 nvmet_export "$nqn"
 nvme_connect "$nqn" "$PVRDMA_IP"
+# both ends of every queue's connection, in this VM, on the device
+cm_ids_on vmw_pvrdma0 "dst-addr $PVRDMA_IP:4420( |\$)"
+cm_ids_on vmw_pvrdma0 "src-addr $PVRDMA_IP:4420 dst-addr $PVRDMA_IP:"
 
 # 4 MiB of pseudo-random data through the fabric, in I/Os of up to 512 KiB
 run dd if=/dev/urandom of=/tmp/pattern bs=64k count=64 2>/dev/null

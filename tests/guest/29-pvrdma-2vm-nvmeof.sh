@@ -3,6 +3,10 @@
 # rdma_cm over the GSI QPs, fast-registration MRs, SEND_WITH_INV, RDMA
 # READ/WRITE between the two guests' memory).  VM 1 writes 8 MiB through the
 # fabric and reads it back; VM 0 checks its disk holds the same bytes.
+# While connected, each VM's rdma_cm IDs of the connection are on
+# vmw_pvrdma0, and the host records both devices' QPs over QMP:
+# 29-pvrdma-2vm-nvmeof.host wants the queues' RC QPs in RTS on the
+# co-resident path in each VM and no RC QP on another path.
 # vms: 2
 # timeout: 400
 # requires: pvrdma
@@ -15,6 +19,8 @@ wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 if [ "$PVRDMA_VM" = 0 ]; then
     nvmet_export "$nqn"
     barrier target-up 60
+    barrier connected 90
+    cm_ids_on vmw_pvrdma0 "src-addr $PVRDMA_IP:4420 dst-addr $PVRDMA_PEER_IP:"
     barrier io-done 180
     pattern > /tmp/pattern
     dd if=/dev/ram0 of=/tmp/disk bs=64k count=128 2>/dev/null
@@ -24,6 +30,9 @@ if [ "$PVRDMA_VM" = 0 ]; then
 else
     barrier target-up 60
     nvme_connect "$nqn" "$PVRDMA_PEER_IP"
+    cm_ids_on vmw_pvrdma0 "dst-addr $PVRDMA_PEER_IP:4420( |\$)"
+    host_query nvme
+    barrier connected 60
     pattern > /tmp/pattern
     run dd if=/tmp/pattern of=/dev/nvme0n1 bs=1M oflag=direct 2>/dev/null
     run dd if=/dev/nvme0n1 of=/tmp/back bs=256k count=32 iflag=direct 2>/dev/null

@@ -1106,8 +1106,8 @@ rds_up() {
 # over rds_rdma: for each SIZE:COUNT of RDS_CASES (default 64:200
 # 8000:100 60000:40: one RC SEND up to many RDS fragments), the sender's
 # rds-xfer sends COUNT messages of SIZE bytes to port 4000, and VM
-# RECV_VM's rds-xfer checks that each arrives once, in order, byte for
-# byte.  All run; returns 1 if any failed (PAIR_ERR says which).
+# RECV_VM's rds-xfer checks that each arrives once, in order, with its
+# length, byte for byte.  All run; returns 1 if any failed (PAIR_ERR says which).
 # RDS_BYTES is the number of bytes the cases carry.
 rds_xfers() {
     _rv=$1 _rt=${2:-} _rbad=0 _rn=0 RDS_BYTES=0
@@ -1115,7 +1115,7 @@ rds_xfers() {
         _s=${_rcase%%:*} _k=${_rcase#*:} _rn=$((_rn + 1))
         _nm=rds-$_rt$_s RDS_BYTES=$((RDS_BYTES + _s * _k))
         if [ "$PVRDMA_VM" = "$_rv" ]; then
-            rds-xfer recv "${ULP_IP:-$PVRDMA_IP}" 4000 "$_k" > "/tmp/$_nm.out" 2>&1 &
+            rds-xfer recv "${ULP_IP:-$PVRDMA_IP}" 4000 "$_k" "$_s" > "/tmp/$_nm.out" 2>&1 &
             _p=$!
             # bound (it says so) before the sender starts: RDS drops
             # messages for a port nobody has bound

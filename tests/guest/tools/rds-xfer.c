@@ -3,14 +3,15 @@
  * transport (rds_rdma), for the guest tests; the guest image has no RDS
  * tools.  Built statically into the guest image by build-image.sh.
  *
- *   rds-xfer recv ADDR PORT COUNT           receive COUNT messages on
- *                                           ADDR:PORT, check each one
+ *   rds-xfer recv ADDR PORT COUNT SIZE      receive COUNT messages of
+ *                                           SIZE bytes on ADDR:PORT,
+ *                                           check each one
  *   rds-xfer send ADDR PEER PORT COUNT SIZE send COUNT messages of SIZE
  *                                           bytes from ADDR:PORT+1
  *
  * Message i starts with i (4 bytes) and continues with a pattern of i and
  * the offset; the receiver checks the order (RDS delivers a connection's
- * messages in order, exactly once) and every byte.  Exit 0 only if all
+ * messages in order, exactly once), the length and every byte.  Exit 0 only if all
  * COUNT messages arrived intact; a receive that waits 30 s fails.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -71,7 +72,7 @@ static int rds_socket(const char *addr, int port)
     return s;
 }
 
-static int do_recv(const char *addr, int port, uint32_t count)
+static int do_recv(const char *addr, int port, uint32_t count, size_t size)
 {
     struct timeval tv = { .tv_sec = 30 };
     int s = rds_socket(addr, port);
@@ -90,6 +91,11 @@ static int do_recv(const char *addr, int port, uint32_t count)
             return 1;
         }
         memcpy(&seq, buf, 4);
+        if ((size_t)r != size) {
+            fprintf(stderr, "rds-xfer: message %u (number %u): %zd bytes, "
+                    "sent %zu\n", i, seq, r, size);
+            return 1;
+        }
         if (seq != i) {
             fprintf(stderr, "rds-xfer: message %u arrived as number %u\n",
                     i, seq);
@@ -142,14 +148,15 @@ static int do_send(const char *addr, const char *peer, int port,
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && !strcmp(argv[1], "recv")) {
-        return do_recv(argv[2], atoi(argv[3]), strtoul(argv[4], NULL, 0));
+    if (argc == 6 && !strcmp(argv[1], "recv")) {
+        return do_recv(argv[2], atoi(argv[3]), strtoul(argv[4], NULL, 0),
+                       strtoul(argv[5], NULL, 0));
     }
     if (argc == 7 && !strcmp(argv[1], "send")) {
         return do_send(argv[2], argv[3], atoi(argv[4]),
                        strtoul(argv[5], NULL, 0), strtoul(argv[6], NULL, 0));
     }
-    fprintf(stderr, "usage: rds-xfer recv ADDR PORT COUNT\n"
+    fprintf(stderr, "usage: rds-xfer recv ADDR PORT COUNT SIZE\n"
             "       rds-xfer send ADDR PEER PORT COUNT SIZE\n");
     return 2;
 }
