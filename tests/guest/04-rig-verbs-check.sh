@@ -1,8 +1,10 @@
 # Rig self-test of pvrdma-verbs-check (tests/verbs-check), the device-neutral
 # verbs data checker: server and client in this VM (rdma_cm to $PVRDMA_IP),
-# on soft-RoCE rxe0, the reference (vmw_pvrdma is unloaded first: it has
-# the same GIDs and rdma_cm would pick it), or with VC_DEV=pvrdma (run.sh
-# -e VC_DEV=pvrdma) on vmw_pvrdma0.
+# first on vmw_pvrdma0 (the device's loopback transport) when the VM has
+# the device, then on soft-RoCE rxe0, the reference (vmw_pvrdma is
+# unloaded first: it has the same GIDs and rdma_cm would pick it); only
+# one of them with VC_DEV=pvrdma or VC_DEV=rxe (run.sh -e VC_DEV=...).
+# Each device gets all of 1 to 3:
 #   1. every mode (rc, srq, ud) with every op the mode has, default sizes
 #      up to VC_S (65536), VC_N (200) messages per side, 4 SGEs, depth 8;
 #      rc also with 1 SGE / depth 1 and in time mode (-D 3).  Both sides
@@ -13,31 +15,41 @@
 #      it), read, cas, faa (this side must), a UD send, and a server-side
 #      send (the client must catch it): the checking side must exit 1 with
 #      a "verbs-check: MISMATCH" line, the corrupting side must not exit 0.
+#   3. a mutant per kind of check (--mutate: immediate of a send_imm and of
+#      a write_imm, byte_len, completion opcode, guard bytes before and
+#      after a write's data, the data itself): the server must catch each
+#      with that check's own message.  Atomic results are 2's (cas, faa:
+#      an unannounced fetch-and-add); completion order has no mutant (an
+#      application cannot make a device complete out of order).
 # vms: 1
 # timeout: 600
 . /usr/lib/pvrdma/tests-common.sh
 
-VC_DEV=${VC_DEV:-rxe}
+# pvrdma (this VM's device, the loopback transport) first, then soft-RoCE
+VC_DEVS=${VC_DEV:-$([ "$PVRDMA_DEVICE" = 1 ] && echo pvrdma) rxe}
 VC_N=${VC_N:-200}
 VC_S=${VC_S:-65536}
 command -v pvrdma-verbs-check >/dev/null ||
     fail "no pvrdma-verbs-check in the guest image"
 
-case $VC_DEV in
-    rxe)
-        if grep -q '^vmw_pvrdma ' /proc/modules; then
-            run rmmod vmw_pvrdma
-        fi
-        setup_rxe
-        wait_dev rxe0 10 || fail "rxe0 not ACTIVE"
-        dev=rxe0 ;;
-    pvrdma)
-        [ "$PVRDMA_DEVICE" = 1 ] || skip "no pvrdma device in this VM"
-        wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
-        dev=vmw_pvrdma0 ;;
-    *) fail "VC_DEV must be rxe or pvrdma" ;;
-esac
-log "checker on $dev: $(ls /sys/class/infiniband | tr '\n' ' ')"
+# use_dev rxe|pvrdma: the device the runs below use ($dev)
+use_dev() {
+    case $1 in
+        rxe)
+            if grep -q '^vmw_pvrdma ' /proc/modules; then
+                run rmmod vmw_pvrdma
+            fi
+            setup_rxe
+            wait_dev rxe0 10 || fail "rxe0 not ACTIVE"
+            dev=rxe0 ;;
+        pvrdma)
+            [ "$PVRDMA_DEVICE" = 1 ] || skip "no pvrdma device in this VM"
+            wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
+            dev=vmw_pvrdma0 ;;
+        *) fail "VC_DEV must be rxe or pvrdma" ;;
+    esac
+}
+
 
 bad=0 n=0 first=
 
@@ -118,16 +130,23 @@ pass() {
     log "$_n: ok: $(tail -n 1 "/tmp/$_n.cli")"
 }
 
-# catch NAME CHECKER SECS "OPTS" "SERVER OPTS" "CLIENT OPTS": a corrupted
-# run: CHECKER (srv or cli) must exit 1 with a MISMATCH line, the other
-# side must not exit 0
+# catch NAME CHECKER SECS "OPTS" "SERVER OPTS" "CLIENT OPTS" [WHAT]: a
+# corrupted run: CHECKER (srv or cli) must exit 1 with a MISMATCH line
+# (holding WHAT, the check that must catch it, if given), the other side
+# must not exit 0
 catch() {
-    _n=$1 _who=$2
+    _n=$1 _who=$2 _what=${7:-}
     vc "$_n" "$3" "$4" "$5" "$6"
     if [ "$_who" = srv ]; then _c=$SRC _o=$CRC; else _c=$CRC _o=$SRC; fi
     if [ "$_c" != 1 ] || ! grep -q "^verbs-check: MISMATCH " "/tmp/$_n.$_who"; then
         show "$_n"
         bad "$_n: the checking side ($_who) exited $_c without a MISMATCH line (a checker that cannot fail)"
+        return
+    fi
+    if [ -n "$_what" ] &&
+        ! grep -m1 "^verbs-check: MISMATCH " "/tmp/$_n.$_who" | grep -qF -- "$_what"; then
+        show "$_n"
+        bad "$_n: caught, but not by its check ('$_what'): $(grep -m1 '^verbs-check: MISMATCH' "/tmp/$_n.$_who")"
         return
     fi
     if [ "$_o" = 0 ]; then
@@ -142,6 +161,10 @@ ALL="send send_imm write write_imm read cas faa"
 RECV="send send_imm write write_imm"
 UD="send send_imm"
 O="-S $VC_S -n $VC_N -g 4 -q 8"
+
+for VC_DEV in $VC_DEVS; do
+use_dev "$VC_DEV"
+log "checker on $dev: $(ls /sys/class/infiniband | tr '\n' ' ')"
 
 # 1. every mode, every op
 pass rc rc "$VC_N" "$ALL" "$RECV" 120 "$O"
@@ -161,6 +184,20 @@ done
 catch corrupt-ud-send srv 60 "-T 5 -t ud -n 100" "" "--corrupt 20"
 catch corrupt-server cli 60 "$C" "--corrupt 30" ""
 
+# 3. every kind of check fires, each on its own: the client delivers its
+#    message 20 (or the next that can carry it) wrong as a faulty device
+#    could (--mutate), and the server must fail with that check's message
+M="--corrupt 20 --mutate"
+catch mutate-imm srv 60 "$C -o send_imm" "" "$M imm" "immediate"
+catch mutate-imm-write srv 60 "$C -o write_imm" "" "$M imm" "expected RECV_RDMA_WITH_IMM imm"
+catch mutate-len srv 60 "$C -o send" "" "$M len" "byte_len"
+catch mutate-opcode srv 60 "$C -o send" "" "$M opcode" "completion opcode"
+catch mutate-guard-before srv 60 "$C -o write" "" "$M guard-before" "at=guard before data"
+catch mutate-guard-after srv 60 "$C -o write" "" "$M guard-after" "at=guard after data"
+catch corrupt-data srv 60 "$C -o write" "" "--corrupt 20" "at=data"
+
+done
+
 kernel_clean
-[ $bad = 0 ] || fail "$bad of $n checker runs on $dev went wrong (first: $first)"
-log "$n checker runs on $dev: all as expected"
+[ $bad = 0 ] || fail "$bad of $n checker runs went wrong (first: $first)"
+log "$n checker runs on $(echo $VC_DEVS): all as expected"

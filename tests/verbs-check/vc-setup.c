@@ -54,6 +54,12 @@ static void usage(FILE *f)
 "                     can be): flip a payload byte (send, write), overwrite\n"
 "                     a byte of the peer's read source first (read), add\n"
 "                     an unannounced fetch-and-add (cas, faa)\n"
+"      --mutate KIND  what --corrupt does instead, for a check of the peer\n"
+"                     to catch: imm (send_imm, write_imm: the immediate),\n"
+"                     len (send, send_imm: one byte short), opcode (send:\n"
+"                     sent as a write with immediate), guard-before,\n"
+"                     guard-after (write: one byte more before or after\n"
+"                     the data); data is the default\n"
 "  -v, --verbose      setup details and progress on stderr\n"
 "  -h, --help\n"
 "Last stdout line on success:\n"
@@ -145,6 +151,7 @@ void parse_args(int argc, char **argv)
         { "seed", 1, NULL, 1 },
         { "timeout", 1, NULL, 'T' },
         { "corrupt", 1, NULL, 2 },
+        { "mutate", 1, NULL, 4 },
         { "ack-timeout", 1, NULL, 3 },
         { "verbose", 0, NULL, 'v' },
         { "help", 0, NULL, 'h' },
@@ -209,6 +216,22 @@ void parse_args(int argc, char **argv)
         case 2:
             cfg.corrupt = parse_num(optarg, "corrupt");
             break;
+        case 4: {
+            static const char *const kinds[] = {
+                "data", "imm", "len", "opcode", "guard-before", "guard-after",
+            };
+
+            cfg.mutate = -1;
+            for (i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++) {
+                if (!strcmp(optarg, kinds[i])) {
+                    cfg.mutate = i;
+                }
+            }
+            if (cfg.mutate < 0) {
+                die(EX_SETUP, "--mutate: unknown kind '%s'", optarg);
+            }
+            break;
+        }
         case 3:
             cfg.ack_timeout = parse_num(optarg, "ack timeout");
             if (cfg.ack_timeout < 1 || cfg.ack_timeout > 31) {

@@ -45,6 +45,19 @@
 #define RECV_TAG        (1ull << 63)
 
 enum { MODE_RC, MODE_UD, MODE_SRQ };
+/*
+ * --mutate: what this side does wrong at --corrupt's message, as a faulty
+ * device could, for the peer's check of that kind to catch it.
+ */
+enum {
+    MUT_DATA,           /* a payload byte (the default) */
+    MUT_IMM,            /* the immediate of a send_imm or write_imm */
+    MUT_LEN,            /* a send one byte short */
+    MUT_OPCODE,         /* a send that arrives as a write with immediate */
+    MUT_GUARD_BEFORE,   /* a write that starts one byte early */
+    MUT_GUARD_AFTER,    /* a write that ends one byte late */
+};
+
 enum { OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CAS,
        OP_FAA, NOPS };
 enum { CT_ACK = 1, CT_ANNOUNCE, CT_FIN };
@@ -175,6 +188,7 @@ struct vc_cfg {
     uint64_t seed;
     int verbose;
     int64_t corrupt;
+    int mutate;         /* MUT_*: how --corrupt misbehaves */
     int timeout;
 };
 

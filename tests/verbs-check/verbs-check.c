@@ -205,6 +205,66 @@ static void corrupt_byte(struct slot *s, uint32_t o)
     }
 }
 
+static const char *const mutant_names[] = {
+    "data", "imm", "len", "opcode", "guard-before", "guard-after",
+};
+
+/* Message m can carry the --mutate kind asked for. */
+static int mutable(const struct msg *m)
+{
+    switch (cfg.mutate) {
+    case MUT_IMM:
+        return m->op == OP_SEND_IMM || m->op == OP_WRITE_IMM;
+    case MUT_LEN:
+        return (m->op == OP_SEND || m->op == OP_SEND_IMM) && m->size > 0;
+    case MUT_OPCODE:
+        return m->op == OP_SEND;
+    case MUT_GUARD_BEFORE:
+    case MUT_GUARD_AFTER:
+        return m->op == OP_WRITE && m->size > 0;
+    default:
+        return m->size > 0 || m->op == OP_READ;
+    }
+}
+
+/*
+ * Message k (w, its data in slot s) goes out wrong as --mutate says, as a
+ * faulty device could deliver it; this side's own completion stays as
+ * expected.  The bytes a write takes in addition are not the guard value.
+ */
+static void mutate(struct ibv_send_wr *w, const struct msg *m, uint64_t k)
+{
+    struct ibv_sge *first = &w->sg_list[0];
+    struct ibv_sge *last = &w->sg_list[w->num_sge - 1];
+
+    switch (cfg.mutate) {
+    case MUT_IMM:
+        w->imm_data = htobe32(m->imm ^ 1);
+        break;
+    case MUT_LEN:
+        last->length--;
+        break;
+    case MUT_OPCODE:
+        w->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        w->imm_data = htobe32(m->imm);
+        w->wr.rdma.remote_addr = g.peer_raddr + (k % cfg.depth) * g.wstride +
+                                 m->woff;
+        w->wr.rdma.rkey = g.peer_rkey;
+        g.fifo[w->wr_id % (g.sq_depth + 1)].wc_op = IBV_WC_RDMA_WRITE;
+        break;
+    case MUT_GUARD_BEFORE:
+        first->addr--;
+        first->length++;
+        *(uint8_t *)(uintptr_t)first->addr = GUARD ^ 0xff;
+        w->wr.rdma.remote_addr--;
+        break;
+    case MUT_GUARD_AFTER:
+        *(uint8_t *)(uintptr_t)(last->addr + last->length) = GUARD ^ 0xff;
+        last->length++;
+        break;
+    }
+}
+
 static void post_msg(void)
 {
     uint64_t k = g.next_k;
@@ -236,11 +296,13 @@ static void post_msg(void)
         s->nparts++;
     }
     if (cfg.corrupt >= 0 && !g.corrupt_done && k >= (uint64_t)cfg.corrupt &&
-        (m.size > 0 || m.op == OP_READ)) {
+        mutable(&m)) {
         corrupt = 1;
         g.corrupt_done = 1;
         fprintf(stderr, "verbs-check: corrupting message %" PRIu64
-                " (%s, %u bytes)\n", k, op_names[m.op], m.size);
+                " (%s, %u bytes%s%s)\n", k, op_names[m.op], m.size,
+                cfg.mutate ? ", mutant " : "",
+                cfg.mutate ? mutant_names[cfg.mutate] : "");
     }
     memset(wr, 0, sizeof(wr));
     w = &wr[0];
@@ -252,7 +314,7 @@ static void post_msg(void)
         for (j = 0; j < s->nparts; j++) {
             pat_fill(s->part[j].p, s->part[j].len, m.key, s->part_off[j]);
         }
-        if (corrupt) {
+        if (corrupt && cfg.mutate == MUT_DATA) {
             corrupt_byte(s, m.size / 2);
         }
         break;
@@ -346,6 +408,9 @@ static void post_msg(void)
     w->sg_list = sge;
     w->num_sge = s->nparts;
     w->send_flags = IBV_SEND_SIGNALED;
+    if (corrupt && cfg.mutate != MUT_DATA) {
+        mutate(w, &m, k);
+    }
     if (m.op == OP_WRITE) {
         w->next = &wr[2];
         ctrl_wr(&wr[2], &xsge[1], CT_ANNOUNCE, k, k, K_ANN, 1);
