@@ -26,6 +26,12 @@ Impairment (on the frames that --match selects, before forwarding):
                   ibv_rc_pingpong's server exits as soon as it has
                   everything, and its client then never completes its
                   last SEND.
+  --keep-acks-from PORT
+                  the same for the ACKs that come in on port PORT only
+                  (repeatable): the ACKs of a peer that forgets a
+                  destroyed QP at once, as rxe and RoCE HCAs do, while
+                  those of a device that answers for a destroyed QP a
+                  while (pvrdma) may be lost
   --keep-cm       never drop the CM's MADs (UD SEND to QP 1): an rping
                   client sends one DREQ and destroys its cm_id at once
                   (the kernel's CM stops retrying it), so a lost DREQ
@@ -162,7 +168,7 @@ class Switch:
         self.rng = random.Random(args.seed)
         self.c = collections.OrderedDict((k, 0) for k in (
             "frames_in", "frames_out", "flooded", "unicast", "roce_in",
-            "selected", "dropped", "acks_kept", "cm_kept", "reordered", "reorder_timeouts",
+            "selected", "dropped", "acks_dropped", "acks_kept", "cm_kept", "reordered", "reorder_timeouts",
             "queued", "lost_no_peer", "lost_queue_full", "learned", "followed"))
         self.stop = False
         self.t0 = time.time()
@@ -255,8 +261,9 @@ class Switch:
             if self.args.drop > 0 or self.args.reorder > 0:
                 self.c["selected"] += 1
                 r = self.rng.random() * 100.0
-                if (r < self.args.drop and self.args.keep_acks and roce and
-                        len(f) > bth and f[bth] in ACK_OPCODES):
+                ack = roce and len(f) > bth and f[bth] in ACK_OPCODES
+                if (r < self.args.drop and ack and
+                        (self.args.keep_acks or src.idx in self.args.keep_acks_from)):
                     self.c["acks_kept"] += 1
                 elif (r < self.args.drop and self.args.keep_cm and roce and
                         is_cm_mad(f, bth)):
@@ -264,6 +271,8 @@ class Switch:
                     self.log("kept a CM MAD it would have dropped: %s" % describe(f))
                 elif r < self.args.drop:
                     self.c["dropped"] += 1
+                    if ack:
+                        self.c["acks_dropped"] += 1
                     if roce and is_cm_mad(f, bth):
                         self.log("dropped a CM MAD: %s" % describe(f))
                     if self.args.verbose:
@@ -386,6 +395,9 @@ def main():
     ap.add_argument("--match", choices=("roce", "all"), default="roce")
     ap.add_argument("--keep-acks", action="store_true",
                     help="never drop RoCEv2 RC ACK/NAK and atomic ACK frames (they may still be reordered)")
+    ap.add_argument("--keep-acks-from", type=int, action="append", default=[],
+                    metavar="PORT",
+                    help="never drop the ACK frames that come in on port PORT (repeatable)")
     ap.add_argument("--keep-cm", action="store_true",
                     help="never drop the CM's MADs (UD SEND to QP 1)")
     ap.add_argument("--seed", type=int, default=1)

@@ -54,6 +54,10 @@
 #   --lossy-keep-acks    never drop RoCEv2 ACK/NAK frames (reordered they may
 #                        be): a QP cannot recover a lost last ACK once its
 #                        peer destroyed its QP (see l2switch.py --keep-acks)
+#   --lossy-keep-acks-from N  the same for the ACK/NAK frames VM N sends
+#                        only (repeatable): a peer that forgets a destroyed
+#                        QP at once (rxe), while the pvrdma devices' ACKs
+#                        may be lost (they answer for a destroyed QP a while)
 #   --lossy-keep-cm      never drop the CM's MADs (UD to QP 1): rping's
 #                        client does not wait for its DREQ's answer (see
 #                        l2switch.py --keep-cm)
@@ -154,7 +158,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
-rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_cm=0 capture=0
+rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 capture=0
 files=() envs=() scripts=()
 
 # shellcheck source=scripts/guest/initrd-lib.sh
@@ -179,6 +183,7 @@ while [ $# -gt 0 ]; do
         --lossy) need_arg "$@"; lossy=$2; use_switch=1; shift 2 ;;
         --lossy-match) need_arg "$@"; lossy_match=$2; shift 2 ;;
         --lossy-keep-acks) lossy_keep_acks=1; shift ;;
+        --lossy-keep-acks-from) lossy_keep_acks_from+=("$2"); shift 2 ;;
         --lossy-keep-cm) lossy_keep_cm=1; shift ;;
         --lossy-seed) need_arg "$@"; lossy_seed=$2; shift 2 ;;
         --capture) capture=1; shift ;;
@@ -408,6 +413,7 @@ if [ "$use_switch" = 1 ]; then
         --drop "$lossy_drop" --reorder "$lossy_reorder" --match "$lossy_match" --seed "$lossy_seed")
     [ "$verbose" = 0 ] || [ -z "$lossy" ] || sw+=(-v)
     [ "$lossy_keep_acks" = 0 ] || sw+=(--keep-acks)
+    for k in "${lossy_keep_acks_from[@]}"; do sw+=(--keep-acks-from "$k"); done
     [ "$lossy_keep_cm" = 0 ] || sw+=(--keep-cm)
     for i in $(seq 0 $((vms - 1))); do sw+=(--port "$sockdir/sw$i.sock" "$sockdir/vm$i.sock"); done
     printf '%q ' "${sw[@]}" > "$out/switch.cmdline"; echo >> "$out/switch.cmdline"

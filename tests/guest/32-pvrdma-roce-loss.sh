@@ -1,17 +1,19 @@
 # RoCEv2 under loss: the VMs meet on scripts/guest/l2switch.py, which drops
 # 2% and reorders 2% (holds a frame back until the next one to the same
 # port has gone) of the RoCEv2 frames (UDP 4791; ARP, IP and the tests'
-# TCP control traffic pass untouched).  ACK/NAK frames are reordered but
-# never dropped (--lossy-keep-acks): RC cannot recover a lost last ACK
-# once the peer destroyed its QP, and ibv_rc_pingpong's server exits as
-# soon as it has everything (its client would then fail with "retry
-# exceeded", or with soft-RoCE, which takes retry_cnt 7 as "forever",
-# retransmit until the step's timeout).  Nor the CM's MADs
-# (--lossy-keep-cm): rping's client sends its DREQ once and destroys its
-# cm_id at once, which stops the kernel's CM from sending it again, so
-# a lost DREQ left the server waiting for DISCONNECTED until its timeout
-# (seen here, 1 run in 4).  Lost ACKs and the local ACK
-# timeout are covered by tests/unit/test-pvrdma-roce.  VM 0 and VM 1 have the pvrdma
+# TCP control traffic pass untouched).  ACK/NAK frames are dropped as the
+# others, both ways between the two pvrdma devices and those VM 0 sends to
+# VM 2; the last ACK of a message whose receiver destroyed its QP at once
+# (ibv_rc_pingpong exits as soon as it has everything) is then answered
+# again by the device's record of the destroyed QP (10 s, 256 QPs; unit
+# tests rc-last-ack-lost, rc-teardown-acks-lost).  Only VM 2's ACKs are
+# kept (--lossy-keep-acks-from 2): soft-RoCE, as a RoCE HCA, forgets a
+# destroyed QP at once, so a lost last ACK of its own leaves our device
+# retransmitting to nobody ("retry exceeded": RC has no closing
+# handshake).  Nor the CM's MADs (--lossy-keep-cm): rping's client sends
+# its DREQ once and destroys its cm_id at once, which stops the kernel's
+# CM from sending it again, so a lost DREQ left the server waiting for
+# DISCONNECTED until its timeout (seen here, 1 run in 4).  VM 0 and VM 1 have the pvrdma
 # device without the co-resident transport (run-vm.sh --no-rendezvous): as
 # on two hosts, every QP between them is RoCEv2 on the wire, and the
 # device's requester must recover the lost and overtaken packets
@@ -28,12 +30,12 @@
 #            rxe against rxe too: an atomic "returns" the guard bytes)
 # Then the host records both devices' counters over QMP, and
 # 32-pvrdma-roce-loss.host checks that each device retransmitted and that
-# the switch dropped and reordered frames.  Every client and server runs
+# the switch dropped ACKs and other frames and reordered some.  Every client and server runs
 # under a timeout.
 # vms: 3
 # timeout: 1500
 # requires: pvrdma
-# vm-args: --nic vmxnet3,vmxnet3,virtio --no-rendezvous --lossy 2,2 --lossy-keep-acks --lossy-keep-cm
+# vm-args: --nic vmxnet3,vmxnet3,virtio --no-rendezvous --lossy 2,2 --lossy-keep-acks-from 2 --lossy-keep-cm
 . /usr/lib/pvrdma/tests-common.sh
 
 [ "$PVRDMA_RENDEZVOUS" = 0 ] || fail "the co-resident transport is on (run-vm.sh --no-rendezvous)"
