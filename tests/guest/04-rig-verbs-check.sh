@@ -17,7 +17,8 @@
 #      a "verbs-check: MISMATCH" line, the corrupting side must not exit 0.
 #   3. a mutant per kind of check (--mutate: immediate of a send_imm and of
 #      a write_imm, byte_len, completion opcode, guard bytes before and
-#      after a write's data, the data itself): the server must catch each
+#      after a write's data and at the far end of its slot, the data
+#      itself): the server must catch each
 #      with that check's own message.  Atomic results are 2's (cas, faa:
 #      an unannounced fetch-and-add); completion order has no mutant (an
 #      application cannot make a device complete out of order).
@@ -194,6 +195,7 @@ catch mutate-len srv 60 "$C -o send" "" "$M len" "byte_len"
 catch mutate-opcode srv 60 "$C -o send" "" "$M opcode" "completion opcode"
 catch mutate-guard-before srv 60 "$C -o write" "" "$M guard-before" "at=guard before data"
 catch mutate-guard-after srv 60 "$C -o write" "" "$M guard-after" "at=guard after data"
+catch mutate-guard-far srv 60 "$C -o write" "" "$M guard-far" "at=guard after data offset=8191"
 catch corrupt-data srv 60 "$C -o write" "" "--corrupt 20" "at=data"
 
 done

@@ -59,7 +59,8 @@ static void usage(FILE *f)
 "                     len (send, send_imm: one byte short), opcode (send:\n"
 "                     sent as a write with immediate), guard-before,\n"
 "                     guard-after (write: one byte more before or after\n"
-"                     the data); data is the default\n"
+"                     the data), guard-far (write: a stray byte at the far\n"
+"                     end of the write slot); data is the default\n"
 "  -v, --verbose      setup details and progress on stderr\n"
 "  -h, --help\n"
 "Last stdout line on success:\n"
@@ -219,6 +220,7 @@ void parse_args(int argc, char **argv)
         case 4: {
             static const char *const kinds[] = {
                 "data", "imm", "len", "opcode", "guard-before", "guard-after",
+                "guard-far",
             };
 
             cfg.mutate = -1;

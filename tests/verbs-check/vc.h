@@ -32,7 +32,6 @@
 #define VC_VERSION      1
 #define DEFAULT_PORT    18520
 #define GUARD           0xa5
-#define GUARD_AFTER     4096          /* guard bytes checked after data */
 #define PAD             64            /* guard around every buffer */
 #define NCTR            8
 #define MAX_SGES        16
@@ -56,6 +55,7 @@ enum {
     MUT_OPCODE,         /* a send that arrives as a write with immediate */
     MUT_GUARD_BEFORE,   /* a write that starts one byte early */
     MUT_GUARD_AFTER,    /* a write that ends one byte late */
+    MUT_GUARD_FAR,      /* a stray byte at the far end of a write slot */
 };
 
 enum { OP_SEND, OP_SEND_IMM, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CAS,

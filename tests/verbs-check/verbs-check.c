@@ -54,8 +54,9 @@
  * direction, another run, or another offset does not match.  The read
  * source is the same function keyed on (seed, nonce, owner, "read") at
  * its absolute offset.  Immediates are hash(..., d, k) & 0x7fffffff.
- * Unwritten bytes (receive buffers past byte_len, write slot and read
- * buffer surroundings) hold the guard byte 0xa5 and are checked too.
+ * Unwritten bytes (all of a receive buffer past byte_len, all of a write
+ * slot around the range written, read buffer surroundings) hold the guard
+ * byte 0xa5 and are checked too, every time.
  *
  * Exit status: 0 all checks passed (last stdout line "verbs-check: ok
  * ..."), 1 a check failed (a "verbs-check: MISMATCH ..." line with a hex
@@ -207,6 +208,7 @@ static void corrupt_byte(struct slot *s, uint32_t o)
 
 static const char *const mutant_names[] = {
     "data", "imm", "len", "opcode", "guard-before", "guard-after",
+    "guard-far",
 };
 
 /* Message m can carry the --mutate kind asked for. */
@@ -222,6 +224,9 @@ static int mutable(const struct msg *m)
     case MUT_GUARD_BEFORE:
     case MUT_GUARD_AFTER:
         return m->op == OP_WRITE && m->size > 0;
+    case MUT_GUARD_FAR:
+        /* far from the data: past the 4 KiB checked before */
+        return m->op == OP_WRITE && m->size + 4096 < g.cap;
     default:
         return m->size > 0 || m->op == OP_READ;
     }
@@ -317,6 +322,19 @@ static void post_msg(void)
         if (corrupt && cfg.mutate == MUT_DATA) {
             corrupt_byte(s, m.size / 2);
         }
+        if (corrupt && cfg.mutate == MUT_GUARD_FAR) {
+            /* first, one byte at the last of the slot's data range */
+            uint8_t *p = ctrl_buf_wr(w, &xsge[0], 1, IBV_WR_RDMA_WRITE, k,
+                                     K_EXTRA, IBV_WC_RDMA_WRITE, 0);
+
+            *p = GUARD ^ 0xff;
+            w->wr.rdma.remote_addr = g.peer_raddr +
+                                     (k % cfg.depth) * g.wstride + m.woff +
+                                     g.cap - 1;
+            w->wr.rdma.rkey = g.peer_rkey;
+            w->next = &wr[1];
+            w = &wr[1];
+        }
         break;
     case OP_READ:
         for (j = 0; j < s->nparts; j++) {
@@ -408,7 +426,7 @@ static void post_msg(void)
     w->sg_list = sge;
     w->num_sge = s->nparts;
     w->send_flags = IBV_SEND_SIGNALED;
-    if (corrupt && cfg.mutate != MUT_DATA) {
+    if (corrupt && cfg.mutate != MUT_DATA && cfg.mutate != MUT_GUARD_FAR) {
         mutate(w, &m, k);
     }
     if (m.op == OP_WRITE) {
@@ -686,9 +704,8 @@ static void check_write_slot(uint64_t k, const struct msg *m)
         .size = m->size, .sg = &v, .nsg = 1, .d0 = m->woff,
         .d1 = m->woff + m->size, .key = m->key, .pbase = 0, .rel0 = 0,
     };
-    uint64_t to = c.d1 + GUARD_AFTER;
-
-    chk_run(&c, 0, to < v.len ? to : v.len);
+    /* the whole slot: the guard before, the data, all the rest after */
+    chk_run(&c, 0, v.len);
     memset(v.p + c.d0, GUARD, m->size);
 }
 
@@ -806,7 +823,7 @@ static void on_recv_wc(struct ibv_wc *wc)
     int has_imm = (wc->wc_flags & IBV_WC_WITH_IMM) != 0;
     struct msg m;
     struct chk c;
-    uint64_t cap = g.cap, to;
+    uint64_t cap = g.cap;
 
     if (wc->status != IBV_WC_SUCCESS) {
         if (g.peer_gone || (g.peer_fin && g.fin_done)) {
@@ -883,8 +900,8 @@ static void on_recv_wc(struct ibv_wc *wc)
             die(EX_CHECK, "op=%s msg=%" PRIu64 ": byte_len %u, expected "
                 "%u", op_names[m.op], g.e, wc->byte_len, hdr + m.size);
         }
-        to = m.size + GUARD_AFTER;
-        chk_run(&c, 0, to < cap ? to : cap);
+        /* the data and all of the buffer's unused rest */
+        chk_run(&c, 0, cap);
         check_recv_guard(r, first, &c);
         sg_guard(c.sg, c.nsg, 0, m.size);
         break;
@@ -904,7 +921,7 @@ static void on_recv_wc(struct ibv_wc *wc)
         /* nothing may land in the receive buffer */
         c.what = "receive buffer (must stay untouched)";
         c.d1 = 0;
-        chk_run(&c, 0, GUARD_AFTER < cap ? GUARD_AFTER : cap);
+        chk_run(&c, 0, cap);
         check_recv_guard(r, first, &c);
         check_write_slot(g.e, &m);
         break;
