@@ -81,8 +81,20 @@ for i in $(seq "$runs"); do
     done
     echo
     echo "== run $i of $runs, loaded: a busy loop on each of $(nproc) cores"
-    timeout 600 "$build/bench-core" "$@" | tee "$build/loaded.txt" || true
+    st=0
+    timeout 600 "$build/bench-core" "$@" | tee "$build/loaded.txt" || st=$?
     kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null || true
+    # a loaded run that failed, or that lacks a row of the quiet one, is a
+    # failure: its ratios would be missing without a word
+    if [ "$st" != 0 ]; then
+        echo "bench-core.sh: the loaded run $i failed (exit $st)" >&2
+        exit 1
+    fi
+    if [ "$(keyed "$build/quiet.txt" | cut -d'|' -f1)" != \
+         "$(keyed "$build/loaded.txt" | cut -d'|' -f1)" ]; then
+        echo "bench-core.sh: the loaded run $i does not have the quiet run's rows" >&2
+        exit 1
+    fi
     echo
     echo "== run $i of $runs: ops/s loaded / quiet (target >= 0.3)"
     join -t'|' <(keyed "$build/quiet.txt") <(keyed "$build/loaded.txt") |
