@@ -119,6 +119,22 @@ static void vm_fini(Vm *v)
     dev_exit(&v->d);
 }
 
+/*
+ * The guest's RAM and the driver's view of the device (DSR, command and
+ * response slots, async and CQ notification rings) come along to "to", a
+ * migration's destination, from "from".
+ */
+static void vm_take_guest(Vm *to, const Vm *from)
+{
+    memcpy(to->d.h.ram, from->d.h.ram, VM_RAM);
+    to->d.h.next_free = from->d.h.next_free;
+    to->d.dsr = from->d.dsr;
+    to->d.cmd = from->d.cmd;
+    to->d.resp = from->d.resp;
+    memcpy(to->d.async_pages, from->d.async_pages, sizeof(to->d.async_pages));
+    memcpy(to->d.cqn_pages, from->d.cqn_pages, sizeof(to->d.cqn_pages));
+}
+
 static unsigned peers(Vm *v)
 {
     return pvrdma_coresident_peers(v->t);
@@ -3021,13 +3037,7 @@ static void test_moved(void)
 
     /* the destination: the guest's RAM and the driver's view come along */
     vm_create(&a2, x.e.dir, 1, NULL);
-    memcpy(a2.d.h.ram, x.a.d.h.ram, VM_RAM);
-    a2.d.h.next_free = x.a.d.h.next_free;
-    a2.d.dsr = x.a.d.dsr;
-    a2.d.cmd = x.a.d.cmd;
-    a2.d.resp = x.a.d.resp;
-    memcpy(a2.d.async_pages, x.a.d.async_pages, sizeof(a2.d.async_pages));
-    memcpy(a2.d.cqn_pages, x.a.d.cqn_pages, sizeof(a2.d.cqn_pages));
+    vm_take_guest(&a2, &x.a);
     PUMP(&a2, &x.a, &x.b);
     g_assert_cmpuint(peers(&a2), ==, 2);
 
@@ -3113,13 +3123,7 @@ static void test_resumed_with_rival(void)
     PUMP(&x.a, &x.b);
     pvrdma_core_save(&x.a.d.c, st);
     vm_create(&a2, x.e.dir, 1, NULL);
-    memcpy(a2.d.h.ram, x.a.d.h.ram, VM_RAM);
-    a2.d.h.next_free = x.a.d.h.next_free;
-    a2.d.dsr = x.a.d.dsr;
-    a2.d.cmd = x.a.d.cmd;
-    a2.d.resp = x.a.d.resp;
-    memcpy(a2.d.async_pages, x.a.d.async_pages, sizeof(a2.d.async_pages));
-    memcpy(a2.d.cqn_pages, x.a.d.cqn_pages, sizeof(a2.d.cqn_pages));
+    vm_take_guest(&a2, &x.a);
     g_assert_true(pvrdma_core_load(&a2.d.c, st->data, st->len, &err));
     PUMP(&a2, &x.a, &x.b);
     g_assert_cmpuint(peers(&x.b), ==, 2);
@@ -3290,13 +3294,7 @@ static void away_dest(X *x, Vm *a2, Side *sa2, Env *e2, Wire *w,
     char *err = NULL;
 
     vm_create_roce(a2, e2->dir, 1, w);
-    memcpy(a2->d.h.ram, x->a.d.h.ram, VM_RAM);
-    a2->d.h.next_free = x->a.d.h.next_free;
-    a2->d.dsr = x->a.d.dsr;
-    a2->d.cmd = x->a.d.cmd;
-    a2->d.resp = x->a.d.resp;
-    memcpy(a2->d.async_pages, x->a.d.async_pages, sizeof(a2->d.async_pages));
-    memcpy(a2->d.cqn_pages, x->a.d.cqn_pages, sizeof(a2->d.cqn_pages));
+    vm_take_guest(a2, &x->a);
     g_assert_true(pvrdma_core_load(&a2->d.c, st->data, st->len, &err));
     g_assert_null(err);
     *sa2 = x->sa;
@@ -3523,13 +3521,7 @@ static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
     g_assert_true(pvrdma_core_quiesce(&x->a.d.c, 1000));
     pvrdma_core_save(&x->a.d.c, st);
     vm_create_roce(a2, x->e.dir, 1, w);
-    memcpy(a2->d.h.ram, x->a.d.h.ram, VM_RAM);
-    a2->d.h.next_free = x->a.d.h.next_free;
-    a2->d.dsr = x->a.d.dsr;
-    a2->d.cmd = x->a.d.cmd;
-    a2->d.resp = x->a.d.resp;
-    memcpy(a2->d.async_pages, x->a.d.async_pages, sizeof(a2->d.async_pages));
-    memcpy(a2->d.cqn_pages, x->a.d.cqn_pages, sizeof(a2->d.cqn_pages));
+    vm_take_guest(a2, &x->a);
     PUMP(a2, &x->b);
     g_assert_true(pvrdma_core_load(&a2->d.c, st->data, st->len, &err));
     g_assert_null(err);

@@ -1019,6 +1019,17 @@ static void ep_expect(Ep *e, uint64_t wr_id, uint32_t status,
                e->qp.handle);
 }
 
+/*
+ * e's SEND 0xa1 failed with status, its SEND 0xa2 behind it was flushed,
+ * and e's QP is in error.
+ */
+static void ep_expect_send_failed(Ep *e, uint32_t status)
+{
+    ep_expect(e, 0xa1, status, PVRDMA_WC_SEND, 0);
+    ep_expect(e, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
+    g_assert_cmpuint(ep_state(e), ==, PVRDMA_QPS_ERR);
+}
+
 /* A receive completion from QP src_qpn; returns it for more checks. */
 static struct pvrdma_cqe ep_expect_recv(Ep *e, uint64_t wr_id,
                                         uint32_t opcode, uint32_t byte_len,
@@ -1821,9 +1832,7 @@ static void test_rc_rnr(void)
     wr_send(&r.a, 0xa1, PVRDMA_WR_SEND, 0, &s, 1);
     wr_send(&r.a, 0xa2, PVRDMA_WR_SEND, 0, &s, 1);
     WAIT_CQES(n, 10000, &r.a, 2, NULL, 0);
-    ep_expect(&r.a, 0xa1, PVRDMA_WC_RNR_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
-    ep_expect(&r.a, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
-    g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_ERR);
+    ep_expect_send_failed(&r.a, PVRDMA_WC_RNR_RETRY_EXC_ERR);
     g_assert_true(net_settle(n));
     /* the first packet of the message went out once, never again */
     g_assert_cmpuint(psn_sent(n, 0, rc_default.psn_a), ==, 1);
@@ -1873,9 +1882,7 @@ static void timeout_case(uint8_t retry_cnt, uint32_t seed)
     t0 = net_now(n);
     WAIT_CQES(n, 60000, &r.a, 2, NULL, 0);
     took = net_now(n) - t0;
-    ep_expect(&r.a, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
-    ep_expect(&r.a, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
-    g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_ERR);
+    ep_expect_send_failed(&r.a, PVRDMA_WC_RETRY_EXC_ERR);
     g_test_message("retry_cnt %u: RETRY_EXC_ERR after %" PRId64 " ms",
                    retry_cnt, took);
     /* the first send and retry_cnt retries of it */
@@ -2935,9 +2942,7 @@ static void test_rc_seq_nak_forever(void)
         wr_send(&r.a, 0xa1, PVRDMA_WR_SEND, 0, &s, 1);
         wr_send(&r.a, 0xa2, PVRDMA_WR_SEND, 0, &s, 1);
         WAIT_CQES(n, 60000, &r.a, 2, NULL, 0);
-        ep_expect(&r.a, 0xa1, PVRDMA_WC_RETRY_EXC_ERR, PVRDMA_WC_SEND, 0);
-        ep_expect(&r.a, 0xa2, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND, 0);
-        g_assert_cmpuint(ep_state(&r.a), ==, PVRDMA_QPS_ERR);
+        ep_expect_send_failed(&r.a, PVRDMA_WC_RETRY_EXC_ERR);
         g_test_message("retry_cnt %u: RETRY_EXC_ERR after %u packets, %"
                        PRIu64 " sequence NAKs, %" PRIu64 " timeouts",
                        retry_cnt, nf.requests, stats(&n->node[0]).seq_naks,
