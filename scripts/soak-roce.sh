@@ -13,7 +13,9 @@
 #     both directions at once, local ACK timeout 14, retry_cnt 7), pvrdma
 #     as server and as client, against pvrdma and against rxe; for each
 #     loss in LOSS the switch drops that share of the RoCEv2 frames and
-#     reorders 1 %, ACKs and NAKs too (ACKS=keep: not), CM MADs kept (the
+#     reorders 1 %, ACKs and NAKs too (ACKS=keep: not), delays every
+#     RoCEv2 frame by 0 to JITTER ms (frames overtake each other), CM
+#     MADs kept (the
 #     checker's own end survives a lost last ACK: the peer that has our
 #     FIN disconnects); a busy loop on every host core (--no-hog: none).
 #     Results: ok, hang (no completion for 60 s), retry (RETRY_EXC_ERR),
@@ -21,12 +23,18 @@
 #     the same cells between two soft-RoCE VMs under the same loss and
 #     load (pairs rxe-server/rxe, rxe-client/rxe; --no-reference: not).
 #
+# Exit status: 0 when the unit soak passed and every cell of the device
+# (test 90) ran and ended ok; 1 on any hang, retry (RETRY_EXC_ERR), data
+# or other error, or a cell that did not run (each named on a "# FAILED"
+# line).  The reference's cells (test 91, rxe against rxe) are printed but
+# not counted: they measure rxe, not the device.
+#
 #   scripts/soak-roce.sh [--unit-only|--guest-only] [--no-hog]
 #                        [--no-reference|--reference-only] [-o DIR]
 # Environment: UNIT_ITERS (default 1000), CELLS (guest, "SIZE:COUNT ...",
-# messages per direction, default "1024:1000 65536:1000 1048576:100"), LOSS
-# (guest, percent, default "0 1 5"), SECS (guest limit per run, default
-# 900), ACKS (guest: "drop", the default, loses ACKs and NAKs like any
+# messages per direction, default "1024:1000 65536:1000 1048576:1000"),
+# LOSS (guest, percent, default "0 1 5"), JITTER (guest, ms, default 5),
+# SECS (guest limit per run, default 7200), ACKS (guest: "drop", the default, loses ACKs and NAKs like any
 # other frame; "keep" loses only requests and responses), PEERS (guest:
 # pvrdma's peers, "1" pvrdma, "2" rxe, default "1 2"), QEMU (guest: run
 # this binary and do not build; default build/qemu after scripts/build.sh).
@@ -49,8 +57,10 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || out=build/soak/roce-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
-UNIT_ITERS=${UNIT_ITERS:-1000} SECS=${SECS:-900}
-CELLS=${CELLS:-1024:1000 65536:1000 1048576:100} LOSS=${LOSS:-0 1 5} ACKS=${ACKS:-drop}
+UNIT_ITERS=${UNIT_ITERS:-1000} SECS=${SECS:-7200} JITTER=${JITTER:-5}
+CELLS=${CELLS:-1024:1000 65536:1000 1048576:1000} LOSS=${LOSS:-0 1 5} ACKS=${ACKS:-drop}
+failed=0
+failure() { echo "# FAILED: $*"; failed=$((failed + 1)); }
 
 if [ "$unit" = 1 ]; then
     make -s -C tests/unit "$top/build/unit/test-pvrdma-roce" > "$out/unit-build.log" 2>&1 ||
@@ -64,7 +74,7 @@ if [ "$unit" = 1 ]; then
         printf "%-8s %-6s %-9s %-10s %-6s %-6s %-6s %-6s %-8s %-8s %s\n",
             $1, $4, $8 "ms", $10, $12, $14, $16, $19, $26, $28, $33 }'
     grep -q '^ok 1 /pvrdma/roce/rc-soak' "$out/unit.log" ||
-        echo "# unit soak FAILED: $(grep -m1 'ERROR\|not ok' "$out/unit.log")"
+        failure "unit soak: $(grep -m1 'ERROR\|not ok' "$out/unit.log")"
     echo "# unit: $((SECONDS - t0)) s"
 fi
 
@@ -86,14 +96,17 @@ if [ "$guest" = 1 ]; then
     [ "$ref" = 0 ] || tests+=(91)
     [ ${#tests[@]} -gt 0 ] || { echo "soak-roce: nothing to run" >&2; exit 2; }
     for loss in $LOSS; do
-        echo "# guest: loss $loss % (ACKs: $ACKS), cells (size:messages) $CELLS$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
+        echo "# guest: loss $loss % (ACKs: $ACKS), jitter 0-$JITTER ms, cells (size:messages) $CELLS$([ "$hog" = 1 ] && echo ", a busy loop on each of $(nproc) cores")"
         t0=$SECONDS
         if [ "$loss" = 0 ]; then
-            va="--switch"
+            va="--switch --lossy-jitter $JITTER"
         else
-            va="--lossy $loss,1 --lossy-keep-cm"
+            va="--lossy $loss,1 --lossy-keep-cm --lossy-jitter $JITTER"
             [ "$ACKS" = drop ] || va+=" --lossy-keep-acks"
         fi
+        # the VMs' limit: every run of the cells at most SECS
+        nruns=$(( $(echo $CELLS | wc -w) * $(echo ${PEERS:-1 2} | wc -w) * 2 ))
+        va+=" -t $((nruns * SECS + 900))"
         PVRDMA_VM_ARGS="$va" tests/guest/run.sh -o "$out/guest-$loss" \
             -e SOAK_CELLS="$CELLS" -e SOAK_SECS="$SECS" \
             -e SOAK_PEERS="${PEERS:-1 2}" \
@@ -116,6 +129,24 @@ if [ "$guest" = 1 ]; then
         awk -v l="$loss" '{ printf "%-24s %-8s %-6s %-6s %-8s %s\n", $1, $2, $3, l, $4, $5 }' \
             "$out/guest-$loss.cells"
         [ -s "$out/guest-$loss.cells" ] || echo "# no cell ran: $(tail -n 1 "$out/guest-$loss.log")"
+        # the device's cells: every one there, every one ok
+        if [ "$dut" = 1 ]; then
+            for sc in $CELLS; do
+                for k in ${PEERS:-1 2}; do
+                    pe=$([ "$k" = 2 ] && echo rxe || echo pvrdma)
+                    for role in server client; do
+                        r=$(awk -v p="pvrdma-$role/$pe" -v s="${sc%%:*}" -v c="${sc#*:}" \
+                                '$1 == p && $2 == s && $3 == c { print $4; exit }' "$out/guest-$loss.cells")
+                        [ "$r" = ok ] || failure "loss $loss %: pvrdma-$role/$pe ${sc%%:*} x ${sc#*:}: ${r:-did not run}"
+                    done
+                done
+            done
+        fi
         echo "# guest, loss $loss %: $((SECONDS - t0)) s"
     done
 fi
+if [ "$failed" -gt 0 ]; then
+    echo "# soak-roce: $failed failed (see the # FAILED lines; raw results in $out)"
+    exit 1
+fi
+echo "# soak-roce: every cell of the device ok (raw results in $out)"

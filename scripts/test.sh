@@ -162,6 +162,13 @@ for s in $suites; do
             sed -n '1,/^FILES:/p' build/layers.log | head -n 40
             bad "unit: call cycle between source files" "scripts/layers.py"
         fi
+        # the rig switch's loss, reordering and jitter (the soak's wire)
+        if python3 scripts/guest/test-l2switch.py > build/l2switch.log 2>&1; then
+            ok "unit: the rig switch's impairments (scripts/guest/test-l2switch.py)"
+        else
+            grep -v '^ok ' build/l2switch.log
+            bad "unit: the rig switch's impairments" "scripts/guest/test-l2switch.py"
+        fi
         # the README's counts and lists that the tree can count
         if python3 scripts/check-words.py > build/words.log 2>&1; then
             ok "unit: the README's counts match the tree (scripts/check-words.py)"

@@ -18,6 +18,10 @@ Impairment (on the frames that --match selects, before forwarding):
   --reorder PCT   hold this share of them back and send each after the
                   next frame that goes to the same port (or after
                   --hold-ms without one: then it was only delayed)
+  --jitter-ms MS  delay each of them that is not dropped by a time drawn
+                  uniformly from [0, MS] ms (its own random sequence, so
+                  the drop decisions of a seed do not change): frames
+                  overtake each other as on a path with variable delay
   --match roce    only UDP to port 4791 (RoCEv2; default), or "all"
   --keep-acks     never drop RoCEv2 ACKs (RC ACKNOWLEDGE, which carries
                   ACKs and NAKs, and ATOMIC ACKNOWLEDGE); reordered they
@@ -48,6 +52,7 @@ is created once every port is bound.  -v logs each impaired frame.
 import argparse
 import collections
 import errno
+import heapq
 import os
 import random
 import select
@@ -166,10 +171,13 @@ class Switch:
         self.by_fd = {p.sock.fileno(): p for p in self.ports}
         self.macs = {}
         self.rng = random.Random(args.seed)
+        self.jrng = random.Random(args.seed + 1000003)
+        self.delayed = []                  # heap of (due, n, port, frame)
+        self.delayed_n = 0
         self.c = collections.OrderedDict((k, 0) for k in (
             "frames_in", "frames_out", "flooded", "unicast", "roce_in",
             "selected", "dropped", "acks_dropped", "acks_kept", "cm_kept", "reordered", "reorder_timeouts",
-            "queued", "lost_no_peer", "lost_queue_full", "learned", "followed"))
+            "jittered", "jitter_max_ms", "queued", "lost_no_peer", "lost_queue_full", "learned", "followed"))
         self.stop = False
         self.t0 = time.time()
 
@@ -257,7 +265,10 @@ class Switch:
         if roce:
             self.c["roce_in"] += 1
         hold = False
+        delay = 0.0
         if self.args.match == "all" or roce:
+            if self.args.jitter_ms > 0:
+                delay = self.jrng.random() * self.args.jitter_ms / 1000.0
             if self.args.drop > 0 or self.args.reorder > 0:
                 self.c["selected"] += 1
                 r = self.rng.random() * 100.0
@@ -290,6 +301,9 @@ class Switch:
         if out is src:
             return
         self.c["unicast"] += 1
+        if delay > 0:
+            self.delay(out, f, delay, hold)
+            return
         if hold:
             if out.held is None:
                 self.c["reordered"] += 1
@@ -297,6 +311,23 @@ class Switch:
                     self.log("hold #%d port %d->%d: %s" % (self.c["reordered"], src.idx, out.idx, describe(f)))
             # else: one is held already: this one goes first, it second
         self.send(out, f, hold)
+
+    def delay(self, p, f, secs, hold):
+        """Send f to p secs from now (jitter); held then if hold."""
+        self.c["jittered"] += 1
+        ms = int(secs * 1000)
+        if ms > self.c["jitter_max_ms"]:
+            self.c["jitter_max_ms"] = ms
+        self.delayed_n += 1
+        heapq.heappush(self.delayed, (time.monotonic() + secs, self.delayed_n, p.idx, f, hold))
+
+    def send_due(self, now, everything=False):
+        while self.delayed and (everything or self.delayed[0][0] <= now):
+            _, _, idx, f, hold = heapq.heappop(self.delayed)
+            p = self.ports[idx]
+            if hold and p.held is None:
+                self.c["reordered"] += 1
+            self.send(p, f, hold and not everything)
 
     def expire_held(self, now):
         for p in self.ports:
@@ -333,8 +364,8 @@ class Switch:
         signal.signal(signal.SIGINT, stop)
         if self.args.ready:
             open(self.args.ready, "w").close()
-        self.log("%d ports, drop %g%% reorder %g%% of %s frames%s, seed %d" % (
-            len(self.ports), self.args.drop, self.args.reorder,
+        self.log("%d ports, drop %g%% reorder %g%% jitter 0-%g ms of %s frames%s, seed %d" % (
+            len(self.ports), self.args.drop, self.args.reorder, self.args.jitter_ms,
             "RoCEv2 (UDP 4791)" if self.args.match == "roce" else "all",
             (" (ACKs never dropped)" if self.args.keep_acks else "") +
             (" (CM MADs never dropped)" if self.args.keep_cm else ""),
@@ -345,6 +376,8 @@ class Switch:
             for p in self.ports:
                 if p.held is not None:
                     timeout = min(timeout, max(0.0, p.held[1] - now))
+            if self.delayed:
+                timeout = min(timeout, max(0.0, self.delayed[0][0] - now))
             wr = [p.sock for p in self.ports if p.queue]
             try:
                 r, w, _ = select.select(list(self.by_fd), wr, [], timeout)
@@ -364,12 +397,14 @@ class Switch:
                     if p.follow(addr, self.log):
                         self.c["followed"] += 1
                     self.frame_in(p, f)
+            self.send_due(time.monotonic())
             self.expire_held(time.monotonic())
             if want_stats[0]:
                 want_stats[0] = False
                 self.write_stats()
-        # send what is held: a frame kept past the end would be a loss the
-        # counters do not show
+        # send what is held or delayed: a frame kept past the end would be
+        # a loss the counters do not show
+        self.send_due(0, everything=True)
         for p in self.ports:
             if p.held is not None:
                 f, p.held = p.held[0], None
@@ -378,7 +413,7 @@ class Switch:
         self.log("exit: " + " ".join(
             "%s=%d" % kv for kv in self.c.items() if kv[0] in (
                 "frames_in", "frames_out", "roce_in", "selected", "dropped", "acks_kept", "cm_kept",
-                "reordered", "reorder_timeouts", "lost_no_peer", "lost_queue_full")))
+                "reordered", "reorder_timeouts", "jittered", "lost_no_peer", "lost_queue_full")))
         for p in self.ports:
             try:
                 os.unlink(p.local)
@@ -392,6 +427,8 @@ def main():
                     required=True, help="a port: bind LOCAL, exchange frames with REMOTE")
     ap.add_argument("--drop", type=float, default=0.0, metavar="PCT")
     ap.add_argument("--reorder", type=float, default=0.0, metavar="PCT")
+    ap.add_argument("--jitter-ms", type=float, default=0.0, metavar="MS",
+                    help="delay each selected frame by a uniform random 0..MS ms")
     ap.add_argument("--match", choices=("roce", "all"), default="roce")
     ap.add_argument("--keep-acks", action="store_true",
                     help="never drop RoCEv2 RC ACK/NAK and atomic ACK frames (they may still be reordered)")
@@ -409,6 +446,8 @@ def main():
     args = ap.parse_args()
     if not (0 <= args.drop <= 100 and 0 <= args.reorder <= 100 and args.drop + args.reorder <= 100):
         ap.error("--drop and --reorder are percentages (their sum at most 100)")
+    if not 0 <= args.jitter_ms <= 10000:
+        ap.error("--jitter-ms is 0 to 10000 ms")
     if len(args.port) < 2:
         ap.error("at least two ports")
     Switch(args).run()

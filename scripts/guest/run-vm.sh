@@ -61,6 +61,9 @@
 #   --lossy-keep-cm      never drop the CM's MADs (UD to QP 1): rping's
 #                        client does not wait for its DREQ's answer (see
 #                        l2switch.py --keep-cm)
+#   --lossy-jitter MS    the switch delays each RoCEv2 frame it does not
+#                        drop by 0..MS ms (uniform): frames overtake each
+#                        other (l2switch.py --jitter-ms; implies --switch)
 #   --lossy-seed N       the switch's random seed (default 1, env
 #                        PVRDMA_LOSSY_SEED)
 #   --capture            record each VM's netdev with QEMU's filter-dump in
@@ -158,7 +161,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
-rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 capture=0
+rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 lossy_jitter=0 capture=0
 files=() envs=() scripts=()
 
 # shellcheck source=scripts/guest/initrd-lib.sh
@@ -186,6 +189,7 @@ while [ $# -gt 0 ]; do
         --lossy-keep-acks-from) lossy_keep_acks_from+=("$2"); shift 2 ;;
         --lossy-keep-cm) lossy_keep_cm=1; shift ;;
         --lossy-seed) need_arg "$@"; lossy_seed=$2; shift 2 ;;
+        --lossy-jitter) need_arg "$@"; lossy_jitter=$2; use_switch=1; shift 2 ;;
         --capture) capture=1; shift ;;
         -v|--verbose) verbose=1; shift ;;
         --shell) shell=1; shift ;;
@@ -215,6 +219,7 @@ esac
 for v in "$lossy_drop" "$lossy_reorder"; do
     [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lossy DROP[,REORDER]: percentages, e.g. 2,2 or 0.5"
 done
+[[ $lossy_jitter =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lossy-jitter MS: milliseconds, e.g. 5 or 0.5"
 case $lossy_match in roce|all) ;; *) die "--lossy-match must be roce or all" ;; esac
 case $lossy_seed in ''|*[!0-9]*) die "--lossy-seed must be a number" ;; esac
 case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
@@ -410,7 +415,7 @@ fi
 # --- switch ---------------------------------------------------------------------
 if [ "$use_switch" = 1 ]; then
     sw=(python3 "$here/l2switch.py" --stats "$out/switch.stats" --ready "$sockdir/switch.ready"
-        --drop "$lossy_drop" --reorder "$lossy_reorder" --match "$lossy_match" --seed "$lossy_seed")
+        --drop "$lossy_drop" --reorder "$lossy_reorder" --match "$lossy_match" --seed "$lossy_seed" --jitter-ms "$lossy_jitter")
     [ "$verbose" = 0 ] || [ -z "$lossy" ] || sw+=(-v)
     [ "$lossy_keep_acks" = 0 ] || sw+=(--keep-acks)
     for k in "${lossy_keep_acks_from[@]}"; do sw+=(--keep-acks-from "$k"); done
@@ -807,7 +812,7 @@ fi
         echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s nic=${nics[$i]} pvrdma=${vm_pvrdma[$i]}$([ "${vm_pvrdma[$i]}" = 0 ] || [ "$vms" = 1 ] || echo " rendezvous=$use_rdv") log=$out/vm$i/console.log"
     done
     if [ "$use_switch" = 1 ]; then
-        echo "switch: $(awk '{printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2}' "$out/switch.stats" 2>/dev/null | sed 's/ port0_rx.*//')$([ -z "$lossy" ] || echo " (--lossy $lossy, $lossy_match$([ "$lossy_keep_acks" = 0 ] || echo ", ACKs kept"), seed $lossy_seed)")"
+        echo "switch: $(awk '{printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2}' "$out/switch.stats" 2>/dev/null | sed 's/ port0_rx.*//')$([ -z "$lossy" ] || echo " (--lossy $lossy, $lossy_match$([ "$lossy_keep_acks" = 0 ] || echo ", ACKs kept"), seed $lossy_seed)")$([ "$lossy_jitter" = 0 ] || echo " (jitter 0-$lossy_jitter ms)")"
     fi
     echo "exit $final after $(secs_since "$t0")s"
 } | tee "$out/result" | sed 's/^/run-vm: /' >&2
