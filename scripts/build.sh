@@ -10,6 +10,11 @@ set -eu
 export PATH=/usr/lib/ccache:$PATH
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
+# one build of this tree at a time: scripts that build (soak, benches,
+# the guest tests) may start while another build overlays and compiles
+mkdir -p "$b"
+exec 9> "$b/.build.lock"
+flock 9
 # paths relative to build/ in ccache's keys: scripts/series-check.sh builds
 # the patch series in build/series/{src,qemu}, where the tree is at the
 # same relative place, and shares the objects of the files we did not change

@@ -3878,6 +3878,103 @@ static void test_hca_mr_1g(void)
     qpvrdma_stop(d);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * A benchmark, not a check (skipped unless PVRDMA_BENCH_FRMR=N): what one
+ * fast registration costs the guest on the host device, from the doorbell
+ * to its completion in the guest's CQ (the window's bind included, which
+ * the device's pvrdma_hv_fast_reg trace ends before), N times each for an
+ * FRMR of 1 page run and of 30 (scattered guest pages, as the kernel's
+ * storage protocols register), every completion a success; a LOCAL_INV
+ * (not timed) between two registrations, as the protocols do. The CQ is
+ * polled without sleeping: one qtest round trip (tens of microseconds) is
+ * the resolution.
+ */
+#define FRMR_COST_RUNS 30
+
+static void test_hca_frmr_cost(void)
+{
+    const char *env = g_getenv("PVRDMA_BENCH_FRMR");
+    int iters = env ? atoi(env) : 0;
+    struct pvrdma_cmd_create_mr c = { .hdr.cmd = PVRDMA_CMD_CREATE_MR,
+                                      .flags = PVRDMA_MR_FLAG_FRMR,
+                                      .nchunks = FRMR_COST_RUNS };
+    const int sizes[] = { 1, FRMR_COST_RUNS };
+    union pvrdma_cmd_resp r;
+    uint64_t buf, pages[FRMR_COST_RUNS];
+    int64_t *t;
+    HostGid hg;
+    Pair p;
+    QPvrdma *d;
+
+    if (iters <= 0) {
+        g_test_skip("a benchmark: PVRDMA_BENCH_FRMR=N runs it N times");
+        return;
+    }
+    if (!hca_pair_shared(&p, &hg, true)) {
+        return;
+    }
+    d = p.d;
+    c.pd_handle = p.pd;
+    qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
+    buf = qpvrdma_alloc(d, 2 * FRMR_COST_RUNS * 4096);
+    t = g_new(int64_t, iters);
+    for (int k = 0; k < (int)G_N_ELEMENTS(sizes); k++) {
+        int n = sizes[k];
+
+        /* every other page, last first: n runs of one page each */
+        for (int i = 0; i < n; i++) {
+            pages[i] = buf + (uint64_t)(2 * (n - 1 - i)) * 4096;
+        }
+        for (int i = 0; i < iters; i++) {
+            uint8_t kb = 1 + (k * iters + i) % 254;
+            struct pvrdma_sq_wqe_hdr h = {
+                .wr_id = 0xf000 + i, .opcode = PVRDMA_WR_FAST_REG_MR,
+                .send_flags = PVRDMA_SEND_SIGNALED };
+            struct pvrdma_cqe e;
+            int64_t t0, until;
+
+            h.wr.fast_reg.iova_start = FRMR_IOVA;
+            h.wr.fast_reg.pl_pdir_dma = qpvrdma_pdir(d, pages, n);
+            h.wr.fast_reg.page_shift = 12;
+            h.wr.fast_reg.page_list_len = n;
+            h.wr.fast_reg.length = (uint64_t)n * 4096 - (FRMR_IOVA & 4095);
+            h.wr.fast_reg.access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
+                                         PVRDMA_ACCESS_REMOTE_WRITE |
+                                         PVRDMA_ACCESS_REMOTE_READ;
+            h.wr.fast_reg.rkey = (r.create_mr_resp.rkey & ~0xffu) | kb;
+            t0 = g_get_monotonic_time();
+            until = t0 + HCA_WAIT_MS * 1000;
+            qpvrdma_post_send(d, &p.b, &h, NULL, true);
+            while (!qpvrdma_poll_cq(d, &p.cq, &e)) {
+                g_assert_cmpint(g_get_monotonic_time(), <, until);
+            }
+            t[i] = g_get_monotonic_time() - t0;
+            g_assert_cmphex(e.wr_id, ==, 0xf000 + i);
+            g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+            g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_FAST_REG_MR);
+            /* an FRMR is invalidated before it is registered again */
+            hca_local_inv(d, &p.b, &p.cq, h.wr.fast_reg.rkey, 0xe000 + i);
+        }
+        qsort(t, iters, sizeof(*t), cmp_i64);
+        g_test_message("FRMR cost, %d page run%s: doorbell to completion "
+                       "median %" PRId64 " us, 90th percentile %" PRId64
+                       " us, min %" PRId64 " us, max %" PRId64 " us (%d "
+                       "registrations)", n, n > 1 ? "s" : "", t[iters / 2],
+                       t[iters * 9 / 10], t[0], t[iters - 1], iters);
+    }
+    g_free(t);
+    g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_MR,
+                                     r.create_mr_resp.mr_handle), ==, 0);
+    qpvrdma_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -3945,6 +4042,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/hca/gid-missing", test_hca_gid_missing);
     qtest_add_func("/pvrdma/hca/hostile", test_hca_hostile);
     qtest_add_func("/pvrdma/hca/mr-1g", test_hca_mr_1g);
+    qtest_add_func("/pvrdma/hca/frmr-cost", test_hca_frmr_cost);
     qtest_add_func("/pvrdma/hca/host-port", test_hca_host_port);
     qtest_add_func("/pvrdma/hca/cm-hostile", test_hca_cm_hostile);
     qtest_add_func("/pvrdma/hca/memlock", test_hca_memlock);
