@@ -20,6 +20,9 @@ chmod +x /tmp/qb/qemu-system-x86_64
 export QTEST_QEMU_BINARY=/tmp/qb/qemu-system-x86_64
 # L1 is disposable: the qtest may take the RDMA netdev down and up
 export PVRDMA_HCA_DISRUPT=1
+# /pvrdma/hca/frmr-cost, a benchmark (scripts/bench-mr.sh), runs here as a
+# check: 3 fast registrations of each size, every completion a success
+export PVRDMA_BENCH_FRMR=3
 bad=0 n=0 what=''
 for t in $(/pvrdma-test -l | grep '^/.*/pvrdma/hca/'); do
     n=$((n + 1))

@@ -3886,7 +3886,8 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /*
- * A benchmark, not a check (skipped unless PVRDMA_BENCH_FRMR=N): what one
+ * A benchmark (skipped unless PVRDMA_BENCH_FRMR=N; nested test 40 runs it
+ * with N=3 as a check, scripts/bench-mr.sh with 200): what one
  * fast registration costs the guest on the host device, from the doorbell
  * to its completion in the guest's CQ (the window's bind included, which
  * the device's pvrdma_hv_fast_reg trace ends before), N times each for an
