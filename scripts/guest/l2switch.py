@@ -20,8 +20,13 @@ Impairment (on the frames that --match selects, before forwarding):
                   --hold-ms without one: then it was only delayed)
   --jitter-ms MS  delay each of them that is not dropped by a time drawn
                   uniformly from [0, MS] ms (its own random sequence, so
-                  the drop decisions of a seed do not change): frames
-                  overtake each other as on a path with variable delay
+                  the drop decisions of a seed do not change), but never
+                  past a frame sent before it to the same port: a path
+                  whose queueing delay varies, in order (reordering is
+                  --reorder's).  Frames that overtook each other at random
+                  (each frame its own delay) made go-back-N resend most
+                  windows, 8 times the frames, until the ports' queues
+                  overflowed
   --match roce    only UDP to port 4791 (RoCEv2; default), or "all"
   --keep-acks     never drop RoCEv2 ACKs (RC ACKNOWLEDGE, which carries
                   ACKs and NAKs, and ATOMIC ACKNOWLEDGE); reordered they
@@ -172,7 +177,8 @@ class Switch:
         self.macs = {}
         self.rng = random.Random(args.seed)
         self.jrng = random.Random(args.seed + 1000003)
-        self.delayed = []                  # heap of (due, n, port, frame)
+        self.delayed = []                  # heap of (due, n, port, frame, hold)
+        self.last_due = {}                 # port: due time of its last
         self.delayed_n = 0
         self.c = collections.OrderedDict((k, 0) for k in (
             "frames_in", "frames_out", "flooded", "unicast", "roce_in",
@@ -313,13 +319,16 @@ class Switch:
         self.send(out, f, hold)
 
     def delay(self, p, f, secs, hold):
-        """Send f to p secs from now (jitter); held then if hold."""
+        """Send f to p secs from now, not before p's frames delayed before
+        it (jitter in order); held then if hold."""
         self.c["jittered"] += 1
         ms = int(secs * 1000)
         if ms > self.c["jitter_max_ms"]:
             self.c["jitter_max_ms"] = ms
         self.delayed_n += 1
-        heapq.heappush(self.delayed, (time.monotonic() + secs, self.delayed_n, p.idx, f, hold))
+        due = max(time.monotonic() + secs, self.last_due.get(p.idx, 0.0))
+        self.last_due[p.idx] = due
+        heapq.heappush(self.delayed, (due, self.delayed_n, p.idx, f, hold))
 
     def send_due(self, now, everything=False):
         while self.delayed and (everything or self.delayed[0][0] <= now):
