@@ -3,7 +3,8 @@
 # page only) and several sizes; then the data check: the verbs checker
 # (pvrdma-verbs-check, every byte of SEND, SEND with immediate, WRITE,
 # WRITE with immediate, READ, CAS and FAA in both directions, every MTU
-# boundary) in rc, srq and ud mode over the device's loopback path.
+# boundary) in rc, srq and ud mode over the device's loopback path, and
+# rc with messages of 1 MiB.
 # vms: 1
 # timeout: 400
 # requires: pvrdma
@@ -17,4 +18,6 @@ bad=0
 for m in rc srq ud; do
     vc_loopback "vc-$m" 180 200 -t "$m" -n 200 -S 65536 || bad=$((bad + 1))
 done
-[ $bad = 0 ] || fail "$bad of 3 verbs checker runs failed (first: $PAIR_ERR)"
+# and messages of 1 MiB (every one: -s), 40 each way
+vc_loopback vc-rc-1m 240 40 -t rc -n 40 -s 1048576,1048575,524289 || bad=$((bad + 1))
+[ $bad = 0 ] || fail "$bad of 4 verbs checker runs failed (first: $PAIR_ERR)"

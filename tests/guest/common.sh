@@ -829,6 +829,31 @@ vc_2vm() {
     _vc_judge "$_vn" "$_vmin"
 }
 
+# vc_2vm_catch NAME SECS WHAT "OPTIONS" "CLIENT OPTIONS": a mutant between
+# the two VMs (VM 0 serves): VM 1's client delivers wrong, as a faulty
+# device could (--corrupt N, --mutate KIND in CLIENT OPTIONS), and VM 0's
+# server must exit 1 with a MISMATCH line that holds WHAT (the check that
+# must catch it); VM 1's client must not exit 0.  0 when so.
+vc_2vm_catch() {
+    _vn=$1 _vs=$2 _vw=$3
+    _vsrv="pvrdma-verbs-check -p $VC_PORT $4 server"
+    _vcli="pvrdma-verbs-check -p $VC_PORT $4 $5 client $PVRDMA_PEER_IP"
+    if vm_pair "$_vn" "$_vs" "cm:$VC_PORT" "$_vsrv" "$_vcli" > "/tmp/$_vn.pair" 2>&1; then
+        PAIR_ERR="$_vn: not caught, $([ "$PVRDMA_VM" = 0 ] && echo server || echo client) exited 0 (a checker that cannot fail)"
+        return 1
+    fi
+    PAIR_ERR=
+    [ "$PVRDMA_VM" = 0 ] || return 0
+    _vl=$(grep -m1 '^verbs-check: MISMATCH ' "/tmp/$_vn.out")
+    if [ "$_rc" = 1 ] && [ -n "$_vl" ] && [ -z "${_vl##*"$_vw"*}" ]; then
+        log "$_vn: caught: $_vl"
+        return 0
+    fi
+    tail -n 20 "/tmp/$_vn.out"
+    PAIR_ERR="$_vn: server rc $_rc, not caught by its check ('$_vw'): ${_vl:-no MISMATCH line}"
+    return 1
+}
+
 # vc_loopback NAME SECS MIN OPTIONS...: server and client in this VM (to
 # this VM's own address: the device's loopback path); both must pass
 vc_loopback() {
