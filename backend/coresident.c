@@ -574,6 +574,11 @@ static bool cr_listen(CrTransport *t, const struct sockaddr_un *sa,
     return true;
 }
 
+bool pvrdma_coresident_fd_ok(int fd)
+{
+    return cr_fd_sealed(fd);
+}
+
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
@@ -592,6 +597,14 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         *err = g_strdup_printf("%u shareable RAM regions (1 to %u supported)",
                                nregions, CR_MAX_REGIONS);
         return NULL;
+    }
+    for (unsigned i = 0; i < nregions; i++) {
+        if (!cr_fd_sealed(regions[i].fd)) {
+            *err = g_strdup_printf("RAM region %u can shrink (not a memfd "
+                                   "sealed with F_SEAL_SHRINK): peers would "
+                                   "refuse it", i);
+            return NULL;
+        }
     }
     if (secret && !secret_len) {
         *err = g_strdup("the rendezvous secret is empty");

@@ -265,8 +265,15 @@ static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
         p->region[m->index].host || fd < 0 || !m->size ||
         m->size > INT64_MAX || m->fd_offset > INT64_MAX - m->size ||
         (m->fd_offset & (pvrdma_host_page_size() - 1)) || fstat(fd, &st) ||
-        (S_ISREG(st.st_mode) &&
-         (uint64_t)st.st_size < m->fd_offset + m->size)) {
+        !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < m->fd_offset + m->size) {
+        return false;
+    }
+    if (!cr_fd_sealed(fd)) {
+        pvrdma_log_host("co-resident peer %016" PRIx64 ": its RAM can "
+                        "shrink (not a memfd sealed with F_SEAL_SHRINK: "
+                        "memory-backend-memfd with seal=on, the default): "
+                        "not mapped, the peer is dropped", p->node);
         return false;
     }
     host = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,

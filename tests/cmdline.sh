@@ -121,6 +121,14 @@ t rendezvous-memfd-not-shared 1 'rendezvous needs guest RAM that other' \
     -object memory-backend-memfd,id=mem,size=128M,share=off \
     -machine memory-backend=mem -m 128M \
     $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+t rendezvous-memfd-not-sealed 1 'cannot shrink under the peers.*memory-backend-memfd with seal=on' \
+    -object memory-backend-memfd,id=mem,size=128M,share=on,seal=off \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,rendezvous=$rdv
+t rendezvous-file-ram 1 'not memory-backend-file' \
+    -object memory-backend-file,id=mem,size=128M,share=on,mem-path=$rdv/ram \
+    -machine memory-backend=mem -m 128M \
+    $nic -device pvrdma,addr=4.1,rendezvous=$rdv
 t rendezvous-path-too-long 1 'too long for a unix socket' \
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \

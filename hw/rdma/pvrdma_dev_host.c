@@ -121,7 +121,9 @@ static int pvrdma_add_region(RAMBlock *rb, void *opaque)
     GArray *regions = opaque;
     PvrdmaShmRegion r;
 
-    if (qemu_ram_get_fd(rb) < 0 || !qemu_ram_is_shared(rb)) {
+    /* peers map only memory that cannot shrink under them */
+    if (qemu_ram_get_fd(rb) < 0 || !qemu_ram_is_shared(rb) ||
+        !pvrdma_coresident_fd_ok(qemu_ram_get_fd(rb))) {
         return 0;
     }
     r = (PvrdmaShmRegion) {
@@ -148,9 +150,10 @@ static void pvrdma_exit_notify(Notifier *n, void *data)
 #define PVRDMA_SECRET_MIN   16
 
 /*
- * Peers map our guest RAM: it must come from a shareable memory backend.
- * Offer every shared, fd-backed RAM block.  Peers must run as our uid and,
- * with 'rendezvous-secret', know the bytes of that secret object.
+ * Peers map our guest RAM: it must come from a shareable memory backend
+ * whose memfd is sealed against shrinking.  Offer every such RAM block.
+ * Peers must run as our uid and, with 'rendezvous-secret', know the bytes
+ * of that secret object.
  */
 bool pvrdma_join(PvrdmaState *s, Error **errp)
 {
@@ -170,6 +173,13 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
         error_setg(errp, "pvrdma: rendezvous needs guest RAM that other "
                    "QEMU processes can map: add -object memory-backend-memfd,"
                    "id=mem,size=%s,share=on -machine memory-backend=mem", sz);
+        return false;
+    }
+    if (!pvrdma_coresident_fd_ok(memory_region_get_fd(ms->ram))) {
+        error_setg(errp, "pvrdma: rendezvous needs guest RAM that cannot "
+                   "shrink under the peers that map it (a file could be "
+                   "truncated and crash them): use memory-backend-memfd "
+                   "with seal=on (its default), not memory-backend-file");
         return false;
     }
     if (s->rendezvous_secret) {

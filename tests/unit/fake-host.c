@@ -3,8 +3,9 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#define _GNU_SOURCE     /* memfd_create, F_ADD_SEALS */
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <time.h>
 #include <unistd.h>
@@ -306,9 +307,13 @@ void fh_init_memfd(FakeHost *h, uint64_t ram_size)
 
     memset(h, 0, sizeof(*h));
     h->size = ram_size;
-    h->memfd = memfd_create("fake-guest-ram", MFD_CLOEXEC);
+    h->memfd = memfd_create("fake-guest-ram",
+                            MFD_CLOEXEC | MFD_ALLOW_SEALING);
     g_assert_cmpint(h->memfd, >=, 0);
     g_assert_cmpint(ftruncate(h->memfd, ram_size), ==, 0);
+    /* as memory-backend-memfd's: peers map only RAM that cannot shrink */
+    g_assert_cmpint(fcntl(h->memfd, F_ADD_SEALS,
+                          F_SEAL_SHRINK | F_SEAL_GROW), ==, 0);
     ram = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_SHARED, h->memfd,
                0);
     g_assert_true(ram != MAP_FAILED);

@@ -571,6 +571,23 @@ static void test_join_errors(void)
     g_assert_nonnull(strstr(err, "shareable RAM regions"));
     g_clear_pointer(&err, g_free);
 
+    /* RAM that can shrink: peers would refuse it (and not crash on it) */
+    {
+        PvrdmaShmRegion loose = r;
+
+        loose.fd = memfd_create("loose-ram", MFD_CLOEXEC);
+        g_assert_cmpint(ftruncate(loose.fd, VM_RAM), ==, 0);
+        g_assert_false(pvrdma_coresident_fd_ok(loose.fd));
+        g_assert_true(pvrdma_coresident_fd_ok(r.fd));
+        g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &loose, 1,
+                                            &err));
+        g_assert_nonnull(err);
+        g_assert_nonnull(strstr(err, "can shrink"));
+        g_clear_pointer(&err, g_free);
+        close(loose.fd);
+        g_assert_cmpuint(count_socks(e.dir), ==, 0);
+    }
+
     /* a host that cannot watch fds */
     no_fd.set_fd_handler = NULL;
     a.d.c.ops = &no_fd;
@@ -2168,9 +2185,11 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
     strcpy(sa.sun_path, path);
     g_assert_cmpint(connect(f->fd, (struct sockaddr *)&sa, sizeof(sa)), ==,
                     0);
-    f->memfd = memfd_create("fake-peer", MFD_CLOEXEC);
+    f->memfd = memfd_create("fake-peer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     g_assert_cmpint(f->memfd, >=, 0);
     g_assert_cmpint(ftruncate(f->memfd, FAKE_RAM), ==, 0);
+    g_assert_cmpint(fcntl(f->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                    ==, 0);
     p = mmap(NULL, FAKE_RAM, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
     g_assert_true(p != MAP_FAILED);
     f->ram = p;
@@ -4029,9 +4048,21 @@ static void test_malformed(void)
     g_free(big);
 
     /* REGION */
-    memfd = memfd_create("bad-region", MFD_CLOEXEC);
+    memfd = memfd_create("bad-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     g_assert_cmpint(ftruncate(memfd, FAKE_RAM), ==, 0);
+    /* a memfd that cannot shrink: each case below fails for its reason */
+    g_assert_cmpint(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                    ==, 0);
     r = region_msg(0, FAKE_RAM, 0);
+    {
+        /* RAM that can shrink: truncated later, it would crash us */
+        int loose = memfd_create("loose-region", MFD_CLOEXEC);
+
+        g_assert_cmpint(ftruncate(loose, FAKE_RAM), ==, 0);
+        bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), loose,
+                    "REGION not sealed against shrinking");
+        close(loose);
+    }
     bad_message(&x.b, path, HS_NONE, &r, sizeof(r), memfd, "REGION first");
     bad_message(&x.b, path, HS_HELLO, &r, sizeof(r), -1, "REGION no fd");
     r = region_msg(1, FAKE_RAM, 0);

@@ -17,14 +17,21 @@
  * writable by group or others.  Peers must run as this uid; with a secret
  * (secret_len bytes, not empty; NULL: none) they must also prove they
  * have the same secret before they get the regions.  Its sockets are
- * watched through the host's set_fd_handler (PvrdmaHostOps).  Returns
- * NULL with a message in *err (g_free it) on failure, or if the host has
- * no set_fd_handler.
+ * watched through the host's set_fd_handler (PvrdmaHostOps).  Every
+ * region's fd must pass pvrdma_coresident_fd_ok().  Returns NULL with a
+ * message in *err (g_free it) on failure, or if the host has no
+ * set_fd_handler.
  */
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
                                        unsigned nregions, char **err);
+/*
+ * fd can be offered to peers: a file sealed against shrinking (a memfd
+ * with F_SEAL_SHRINK, as memory-backend-memfd's with seal=on).  Peers map
+ * nothing else (a peer that shrank it would crash them).
+ */
+bool pvrdma_coresident_fd_ok(int fd);
 /* Process exit: remove our socket from the rendezvous directory. */
 void pvrdma_coresident_leave(PvrdmaTransport *t);
 /*
