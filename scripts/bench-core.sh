@@ -15,7 +15,9 @@
 # ops/s (batches posted, completions polled) and doorbell-to-peer-CQE latency
 # (one op at a time; p50, p99), with the ratios to the targets (10 M ops/s
 # loopback, 5 M with 1 QP, 8 M with 64; 1 us), heap allocations per
-# operation, and from the same run the host's memcpy rate (64 B, 64 KiB)
+# operation (every malloc-family and aligned allocation, GSlice's included:
+# G_SLICE=always-malloc, which bench-core checks at start; its header
+# says how), and from the same run the host's memcpy rate (64 B, 64 KiB)
 # and the cost of one socket hop.  Prints figures; not a test (not in make
 # check).  About 35 s per run on 2 cores.
 #
@@ -32,8 +34,12 @@
 #     (default 0.5), -P POLL_NS (the QEMU-like pair's poll-max-ns)
 #
 # Profiling (perf has no hardware counters in this VM; cpu-clock works):
-#   perf record -e cpu-clock --call-graph dwarf build/bench-core/bench-core -m c -c 0
-#   valgrind --tool=callgrind build/bench-core/bench-core -m c -t 0.5 -n 2000 -c 0
+#   G_SLICE=always-malloc perf record -e cpu-clock --call-graph dwarf \
+#       build/bench-core/bench-core -m c -c 0
+#   G_SLICE=always-malloc valgrind --tool=callgrind \
+#       build/bench-core/bench-core -m c -t 0.5 -n 2000 -c 0
+# (without G_SLICE=always-malloc bench-core runs itself again, outside
+# valgrind)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 runs=1
@@ -42,12 +48,15 @@ while :; do
     case "${1:-}" in
         -r) runs=$2; shift 2 ;;
         --loaded) loaded=1; shift ;;
-        -h|--help) sed -n '2,36s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,42s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
 
 build=$top/build/bench-core
+# glib's slice allocator through malloc, so that allocs/op counts GSlice's
+# chunks (bench-core would run itself again with it otherwise)
+export G_SLICE=always-malloc
 mkdir -p "$build"
 if ! make -s -C "$top/tests/bench" BUILD="$build" > "$build/make.log" 2>&1; then
     cat "$build/make.log" >&2
