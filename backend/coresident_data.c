@@ -134,21 +134,27 @@ static void cr_respond(CrInReq *r, int status)
  * Drop the requests of peer p (of its QP src_qpn, or CR_ANY_QP) waiting in
  * q, answering each with status unless CR_NO_ANSWER.
  */
-static void cr_queue_drop(GQueue *q, CrPeer *p, uint32_t src_qpn, int status)
+static void cr_queue_drop(CrWaitList *q, CrPeer *p, uint32_t src_qpn,
+                          int status)
 {
-    for (GList *l = q->head; l;) {
-        GList *next = l->next;
-        CrInReq *r = l->data;
+    CrInReq **link = &q->head, *prev = NULL, *r;
 
-        if (r->peer == p &&
-            (src_qpn == CR_ANY_QP || r->req.src_qpn == src_qpn)) {
-            if (status != CR_NO_ANSWER) {
-                cr_respond(r, status);
-            }
-            cr_inreq_free(r);
-            g_queue_delete_link(q, l);
+    while ((r = *link)) {
+        if (r->peer != p ||
+            (src_qpn != CR_ANY_QP && r->req.src_qpn != src_qpn)) {
+            prev = r;
+            link = &r->wnext;
+            continue;
         }
-        l = next;
+        *link = r->wnext;       /* off the list, then answered and freed */
+        if (q->tail == r) {
+            q->tail = prev;
+        }
+        q->length--;
+        if (status != CR_NO_ANSWER) {
+            cr_respond(r, status);
+        }
+        cr_inreq_free(r);
     }
 }
 
@@ -254,11 +260,11 @@ static void cr_serve_waiting(CrTransport *t, CrQp *q)
     CrInReq *r;
     int st;
 
-    while ((r = g_queue_peek_head(&q->waiting))) {
+    while ((r = q->waiting.head)) {
         if (!cr_serve_one(t, r, &st)) {
             return;
         }
-        g_queue_pop_head(&q->waiting);
+        cr_wait_pop(&q->waiting);
         if (st == PVRDMA_WC_RNR_RETRY_EXC_ERR) {
             /* the requester QP is in error now: what it sent next fails */
             cr_queue_drop(&q->waiting, r->peer, r->req.src_qpn,
@@ -281,14 +287,14 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         cr_inreq_free(r);
         return;
     }
-    if (!q || g_queue_is_empty(&q->waiting)) {
+    if (!q || !q->waiting.head) {
         /* nothing waits for this QP: served now, queued only if it waits */
         if (cr_serve_one(t, r, &st)) {
             cr_inreq_free(r);
             return;
         }
         q = cr_qp_get(t, r->req.dest_qpn);
-        g_queue_push_tail(&q->waiting, r);
+        cr_wait_push(&q->waiting, r);
         return;
     }
     if (r->peer->nreqs > CR_MAX_WAITING) {
@@ -297,7 +303,7 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         cr_inreq_free(r);
         return;
     }
-    g_queue_push_tail(&q->waiting, r);  /* behind one waiting for a receive */
+    cr_wait_push(&q->waiting, r);   /* behind one waiting for a receive */
 }
 
 void cr_wake(PvrdmaTransport *pt)
@@ -362,7 +368,7 @@ void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn)
 
     if (q) {
         cr_cancel_qp(q);
-        while ((r = g_queue_pop_head(&q->waiting))) {
+        while ((r = cr_wait_pop(&q->waiting))) {
             cr_respond(r, PVRDMA_TRANSPORT_NO_RESPONDER);
             cr_inreq_free(r);
         }

@@ -146,12 +146,50 @@ typedef struct CrPool {
 /* A peer's request at this responder. */
 typedef struct CrInReq {
     struct CrInReq *next_free;  /* first: in CrTransport.inreq_pool */
+    struct CrInReq *wnext;      /* the next waiting for its QP (CrWaitList) */
     CrPeer *peer;
     PvrdmaReq req;          /* req.local points into the peer's RAM */
     uint32_t nsg_total;
     uint64_t len;
     int64_t deadline;       /* RNR: ms, 0 = wait forever, -1 = not set */
 } CrInReq;
+
+/*
+ * Peers' requests waiting for a QP's receives (RNR), oldest first, linked
+ * through their wnext: queueing one allocates nothing.
+ */
+typedef struct CrWaitList {
+    CrInReq *head, *tail;
+    unsigned length;
+} CrWaitList;
+
+static inline void cr_wait_push(CrWaitList *l, CrInReq *r)
+{
+    r->wnext = NULL;
+    if (l->tail) {
+        l->tail->wnext = r;
+    } else {
+        l->head = r;
+    }
+    l->tail = r;
+    l->length++;
+}
+
+/* The oldest, taken off the list; NULL if it is empty. */
+static inline CrInReq *cr_wait_pop(CrWaitList *l)
+{
+    CrInReq *r = l->head;
+
+    if (r) {
+        l->head = r->wnext;
+        if (!l->head) {
+            l->tail = NULL;
+        }
+        l->length--;
+        r->wnext = NULL;
+    }
+    return r;
+}
 
 typedef struct CrQp CrQp;
 
@@ -177,7 +215,7 @@ struct CrQp {
     bool gone;              /* the QP went: freed once nothing is left */
     CrFlight *first, *last; /* our requests in flight at peers, in order */
     uint32_t nflights;
-    GQueue waiting;         /* peers' requests for it (CrInReq): RNR */
+    CrWaitList waiting;     /* peers' requests for it: RNR */
 };
 
 static inline bool cr_qp_idle(const CrQp *q)

@@ -41,7 +41,6 @@ static void cr_qp_free(gpointer p)
      * Idle, or the transport goes: the peers went first, and their
      * requests waiting here with them (cr_data_peer_gone()).
      */
-    g_queue_clear(&q->waiting);
     g_free(q);
 }
 
@@ -64,7 +63,6 @@ CrQp *cr_qp_get(CrTransport *t, uint32_t qpn)
     if (!q) {
         q = g_new0(CrQp, 1);
         q->qpn = qpn;
-        g_queue_init(&q->waiting);
         g_hash_table_insert(t->qps, GUINT_TO_POINTER(qpn), q);
     }
     q->gone = false;

@@ -204,12 +204,11 @@ void pvrdma_destroy_all(PvrdmaCore *c)
 {
     uint32_t h;
 
-    g_queue_clear(&c->run);
+    pvrdma_run_clear(c);
     for (h = 0; h < c->qp.size; h++) {
         PvrdmaQP *qp = c->qp.slot[h];
 
         if (qp) {
-            qp->queued = false;
             pvrdma_qp_free(c, qp);
         }
     }

@@ -89,13 +89,8 @@ void pvrdma_core_run(PvrdmaCore *c)
     }
     /* serve the QPs queued now; those re-queued meanwhile wait a turn */
     while (n-- && c->run.length) {
-        uint32_t h = GPOINTER_TO_UINT(g_queue_pop_head(&c->run));
-        PvrdmaQP *qp = pvrdma_qp_get(c, h);
+        PvrdmaQP *qp = pvrdma_run_pop(c);
 
-        if (!qp) {
-            continue;
-        }
-        qp->queued = false;
         if (pvrdma_qp_on_queue_transport(qp)) {
             pvrdma_hca_serve_qp(c, qp);
         } else {

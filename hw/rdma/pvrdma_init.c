@@ -114,7 +114,6 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     c->owner_keys = g_hash_table_new(NULL, NULL);
     c->owner_frmrs = g_hash_table_new(NULL, NULL);
     c->gid = g_new0(PvrdmaGid, lim->gid_tbl_len);
-    g_queue_init(&c->run);
     c->batched_cqs = g_array_new(false, false, sizeof(uint32_t));
 }
 

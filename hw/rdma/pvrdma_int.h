@@ -315,6 +315,12 @@ bool pvrdma_mig_load_limits(PvrdmaMigReader *r, const PvrdmaLimits *l);
 /* pvrdma_sched.c: the run list, RNR waiters and held WQEs, the timer */
 
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp);
+/* the run list's oldest QP, taken off it (the list is not empty) */
+PvrdmaQP *pvrdma_run_pop(PvrdmaCore *c);
+/* qp off the run list, if it is on it */
+void pvrdma_run_remove(PvrdmaCore *c, PvrdmaQP *qp);
+/* the run list emptied, its QPs no longer queued */
+void pvrdma_run_clear(PvrdmaCore *c);
 void pvrdma_qp_set_rnr_wait(PvrdmaCore *c, PvrdmaQP *qp, bool wait);
 /* qp's held failed WQE completes at until (ms; 0: none; see PvrdmaQP) */
 void pvrdma_qp_hold(PvrdmaCore *c, PvrdmaQP *qp, int64_t until);

@@ -714,9 +714,7 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
         srq->refs--;
     }
     pvrdma_pd_ref(c, qp->pd, -1);
-    if (qp->queued) {
-        g_queue_remove(&c->run, GUINT_TO_POINTER(qp->handle));
-    }
+    pvrdma_run_remove(c, qp);
     pvrdma_table_remove(&c->qp, qp->handle);
     if (!pvrdma_qp_on_queue_transport(qp)) {
         pvrdma_qp_gone(c, qp->qpn);

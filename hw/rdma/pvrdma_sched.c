@@ -51,12 +51,64 @@ void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at)
     c->ops->kick(c->opaque, at > now ? MIN(at - now, INT32_MAX) : 1);
 }
 
+/* The run list links its QPs (run_next): a QP queued costs no allocation. */
 void pvrdma_qp_schedule(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (!qp->queued) {
         qp->queued = true;
-        g_queue_push_tail(&c->run, GUINT_TO_POINTER(qp->handle));
+        qp->run_next = NULL;
+        if (c->run.tail) {
+            c->run.tail->run_next = qp;
+        } else {
+            c->run.head = qp;
+        }
+        c->run.tail = qp;
+        c->run.length++;
         c->ops->kick(c->opaque, 0);
+    }
+}
+
+PvrdmaQP *pvrdma_run_pop(PvrdmaCore *c)
+{
+    PvrdmaQP *qp = c->run.head;
+
+    c->run.head = qp->run_next;
+    if (!c->run.head) {
+        c->run.tail = NULL;
+    }
+    c->run.length--;
+    qp->run_next = NULL;
+    qp->queued = false;
+    return qp;
+}
+
+void pvrdma_run_remove(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaQP **link = &c->run.head, *prev = NULL;
+
+    if (!qp->queued) {
+        return;
+    }
+    while (*link && *link != qp) {
+        prev = *link;
+        link = &prev->run_next;
+    }
+    if (!*link) {
+        return;     /* cannot be: queued says it is on the list */
+    }
+    *link = qp->run_next;
+    if (c->run.tail == qp) {
+        c->run.tail = prev;
+    }
+    c->run.length--;
+    qp->run_next = NULL;
+    qp->queued = false;
+}
+
+void pvrdma_run_clear(PvrdmaCore *c)
+{
+    while (c->run.head) {
+        pvrdma_run_pop(c);
     }
 }
 

@@ -427,7 +427,8 @@ typedef struct PvrdmaQP {
     uint32_t sq_head;
     bool sq_failed;         /* a WQE in [priv, head) failed: run no more */
     PvrdmaSendSlot *slot;
-    bool queued;            /* on the run list */
+    bool queued;            /* on the run list, ... */
+    struct PvrdmaQP *run_next;  /* ... this one next on it (NULL: last) */
     bool rnr_wait;          /* head send waits for a receive */
     bool paused;            /* ... or a paused transport (no deadline) */
     bool comm_est;          /* COMM_EST reported for this connection */
@@ -469,6 +470,15 @@ typedef struct PvrdmaQP {
     bool hca_sq_blocked;    /* owner's queue full: post on a completion */
     bool hca_rq_blocked;
 } PvrdmaQP;
+
+/*
+ * The QPs waiting to be served, oldest first, linked through their
+ * run_next: queueing one allocates nothing (pvrdma_sched.c).
+ */
+typedef struct PvrdmaRunList {
+    PvrdmaQP *head, *tail;
+    uint32_t length;
+} PvrdmaRunList;
 
 /* ------------------------------------------------------------------ */
 /* Device                                                              */
@@ -522,7 +532,7 @@ struct PvrdmaCore {
     PvrdmaGid *gid;
 
     /* data path */
-    GQueue run;             /* PvrdmaQP handles waiting to be served */
+    PvrdmaRunList run;      /* QPs waiting to be served */
     bool running;
     /*
      * Quiesced for a save (pvrdma_core_quiesce() until resume): the run
