@@ -114,7 +114,7 @@ def main():
           "delays %.3f to %.3f s" % (min(delays), max(delays)))
     check(st.get("jittered") == N, "jitter: every RoCE frame counted delayed",
           "jittered %s" % st.get("jittered"))
-    check(max(delays) < 0.030 + 0.1 and st.get("jitter_max_ms", 99) <= 30,
+    check(max(delays) < 0.030 + 0.5 and st.get("jitter_max_ms", 99) <= 30,
           "jitter: no frame later than the jitter allows",
           "max delay %.3f s, jitter_max_ms %s" % (max(delays), st.get("jitter_max_ms")))
 
