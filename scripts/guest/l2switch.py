@@ -326,7 +326,9 @@ class Switch:
         if ms > self.c["jitter_max_ms"]:
             self.c["jitter_max_ms"] = ms
         self.delayed_n += 1
-        due = max(time.monotonic() + secs, self.last_due.get(p.idx, 0.0))
+        due = time.monotonic() + secs
+        if not self.args.jitter_reorders:
+            due = max(due, self.last_due.get(p.idx, 0.0))
         self.last_due[p.idx] = due
         heapq.heappush(self.delayed, (due, self.delayed_n, p.idx, f, hold))
 
@@ -438,6 +440,8 @@ def main():
     ap.add_argument("--reorder", type=float, default=0.0, metavar="PCT")
     ap.add_argument("--jitter-ms", type=float, default=0.0, metavar="MS",
                     help="delay each selected frame by a uniform random 0..MS ms")
+    ap.add_argument("--jitter-reorders", action="store_true",
+                    help="each frame its own jitter: frames overtake each other")
     ap.add_argument("--match", choices=("roce", "all"), default="roce")
     ap.add_argument("--keep-acks", action="store_true",
                     help="never drop RoCEv2 RC ACK/NAK and atomic ACK frames (they may still be reordered)")

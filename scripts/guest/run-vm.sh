@@ -64,6 +64,8 @@
 #   --lossy-jitter MS    the switch delays each RoCEv2 frame it does not
 #                        drop by 0..MS ms (uniform): frames overtake each
 #                        other (l2switch.py --jitter-ms; implies --switch)
+#   --lossy-jitter-reorders  each frame its own jitter, so frames overtake
+#                        each other (l2switch.py --jitter-reorders)
 #   --lossy-seed N       the switch's random seed (default 1, env
 #                        PVRDMA_LOSSY_SEED)
 #   --capture            record each VM's netdev with QEMU's filter-dump in
@@ -161,7 +163,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
-rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 lossy_jitter=0 capture=0
+rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 lossy_jitter=0 lossy_jitter_reorders=0 capture=0
 files=() envs=() scripts=()
 
 # shellcheck source=scripts/guest/initrd-lib.sh
@@ -190,6 +192,7 @@ while [ $# -gt 0 ]; do
         --lossy-keep-cm) lossy_keep_cm=1; shift ;;
         --lossy-seed) need_arg "$@"; lossy_seed=$2; shift 2 ;;
         --lossy-jitter) need_arg "$@"; lossy_jitter=$2; use_switch=1; shift 2 ;;
+        --lossy-jitter-reorders) lossy_jitter_reorders=1; shift ;;
         --capture) capture=1; shift ;;
         -v|--verbose) verbose=1; shift ;;
         --shell) shell=1; shift ;;
@@ -420,6 +423,7 @@ if [ "$use_switch" = 1 ]; then
     [ "$lossy_keep_acks" = 0 ] || sw+=(--keep-acks)
     for k in "${lossy_keep_acks_from[@]}"; do sw+=(--keep-acks-from "$k"); done
     [ "$lossy_keep_cm" = 0 ] || sw+=(--keep-cm)
+    [ "$lossy_jitter_reorders" = 0 ] || sw+=(--jitter-reorders)
     for i in $(seq 0 $((vms - 1))); do sw+=(--port "$sockdir/sw$i.sock" "$sockdir/vm$i.sock"); done
     printf '%q ' "${sw[@]}" > "$out/switch.cmdline"; echo >> "$out/switch.cmdline"
     rm -f "$out/switch.stats"

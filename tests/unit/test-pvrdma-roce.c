@@ -3555,9 +3555,11 @@ static void test_rc_mr_gone(void)
  * every exchange completes with every byte, and no request ends with
  * RETRY_EXC_ERR: a sequence NAK is the responder's answer, not a lost
  * one, so reordering alone must never exhaust the retry count.  (On the
- * rig switch with such a path, 1 MiB each way, the eightfold frames
- * overflowed the switch's port queues and the requester's probes or their
- * ACKs were lost eight times in a row: RETRY_EXC_ERR from loss.)
+ * rig, with READs in the mix, such a path ends 1 MiB READs with
+ * RETRY_EXC_ERR: each READ response ahead of its turn makes the requester
+ * ask again and the responder replay the rest of the READ, and the
+ * replays delay the other direction's probes past 8 timeouts; see the
+ * devel doc's soak.)
  */
 static void test_rc_jitter_reorders(void)
 {
