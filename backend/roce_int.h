@@ -74,6 +74,11 @@ typedef struct RoceWqe {
     bool local_err;             /* its buffer could not be read: fails */
     bool reasked;               /* asked again for what is missing ... */
     uint32_t reask_psn;         /* ... from this PSN */
+    /*
+     * READ: response packets that came ahead of their turn, by index from
+     * the first (NULL until one does; their data is in place already)
+     */
+    unsigned long *resp_ahead;
 } RoceWqe;
 
 /*
@@ -294,6 +299,15 @@ void roce_qp_drop_requests(RoceQp *q);
 void roce_wqe_free(RoceWqe *w);
 /* The next PSN of w the responder has not answered (READ, atomic). */
 uint32_t roce_wqe_next_resp(RoceQp *q, RoceWqe *w);
+/* READ w misses packets before one that came ahead (roce_req.c) */
+bool roce_req_read_gap(const RoceWqe *w);
+/* READ w's response packet k came ahead of its turn and is kept */
+static inline bool roce_wqe_ahead(const RoceWqe *w, uint32_t k)
+{
+    const unsigned bits = 8 * sizeof(unsigned long);
+
+    return w->resp_ahead && (w->resp_ahead[k / bits] >> (k % bits)) & 1;
+}
 /* Go back to psn: the next packet sent is the one with that PSN. */
 void roce_req_rewind(RoceQp *q, uint32_t psn);
 /* A probe's answer says the timer was early: go on after what was sent. */

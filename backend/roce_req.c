@@ -119,6 +119,7 @@ static int wqe_read(RoceTransport *t, RoceWqe *w, uint64_t off,
 void roce_wqe_free(RoceWqe *w)
 {
     g_free(w->copy);
+    g_free(w->resp_ahead);
     g_free(w);
 }
 
@@ -218,8 +219,12 @@ void roce_req_arm_rto(RoceQp *q)
     roce_arm(q->t, q->rto_deadline);
 }
 
-/* Send packet k of w; false if its data could not be read (w failed). */
-static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
+/*
+ * Send packet k of w; false if its data could not be read (w failed).  A
+ * READ asks from packet k for read_len bytes (0: the rest of it).
+ */
+static bool req_send_pkt_len(RoceQp *q, RoceWqe *w, uint32_t k,
+                             uint64_t read_len)
 {
     RoceTransport *t = q->t;
     uint32_t mtu = w->mtu, n = wqe_npkts(w, mtu);
@@ -233,7 +238,7 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
         roce_rc_pkt(q, &p, ROCE_RC_RDMA_READ_REQUEST, psn);
         p.reth.va = w->remote_addr + off;
         p.reth.rkey = w->rkey;
-        p.reth.len = w->len - off;
+        p.reth.len = read_len ? MIN(read_len, w->len - off) : w->len - off;
         p.ack_req = true;
     } else if (pvrdma_wr_is_atomic(w->opcode)) {
         roce_rc_pkt(q, &p, w->opcode == PVRDMA_WR_ATOMIC_CMP_AND_SWP ?
@@ -293,9 +298,35 @@ static bool req_send_pkt(RoceQp *q, RoceWqe *w, uint32_t k)
  * that request only, not everything after it; once per missing PSN until
  * the timer decides otherwise.
  */
+/*
+ * What a READ asked again from packet k asks for: the packets missing up
+ * to the first that came ahead of its turn (kept: roce_comp_read_resp()),
+ * in bytes; 0, the rest of it, when none did.  The responder replays what
+ * it is asked for (IBA lets a READ be asked again for a part of it; rxe
+ * takes "the same or a subset"), not the whole rest each time.
+ */
+static uint64_t req_read_gap(const RoceWqe *w, uint32_t k)
+{
+    uint32_t n = wqe_npkts(w, w->mtu), end = k + 1;
+
+    if (w->opcode != PVRDMA_WR_RDMA_READ || !w->resp_ahead) {
+        return 0;
+    }
+    while (end < n && !roce_wqe_ahead(w, end)) {
+        end++;
+    }
+    return end < n ? (uint64_t)(end - k) * w->mtu : 0;
+}
+
+bool roce_req_read_gap(const RoceWqe *w)
+{
+    return req_read_gap(w, (uint32_t)(w->resp_off / w->mtu)) != 0;
+}
+
 void roce_req_reask(RoceQp *q, RoceWqe *w, const char *why)
 {
     uint32_t psn = roce_wqe_next_resp(q, w);
+    uint32_t k = psn_sub(psn, w->first_psn);
 
     if (w->reasked && w->reask_psn == psn) {
         return;
@@ -303,7 +334,7 @@ void roce_req_reask(RoceQp *q, RoceWqe *w, const char *why)
     trace_pvrdma_roce_req(q->qpn, why, psn);
     w->reasked = true;
     w->reask_psn = psn;
-    req_send_pkt(q, w, (psn - w->first_psn) & PSN_MASK);
+    req_send_pkt_len(q, w, k, req_read_gap(w, k));
     roce_req_arm_rto(q);
 }
 
@@ -361,13 +392,13 @@ void roce_req_push(RoceQp *q)
                     break;
                 }
                 w->sent = true;
-                req_send_pkt(q, w, k);
+                req_send_pkt_len(q, w, k, req_read_gap(w, k));
                 budget--;
                 sent = true;
             }
             q->psn = psn_add(w->first_psn, w->npsn);
         } else {
-            if (!req_send_pkt(q, w, q->cur_pkt)) {
+            if (!req_send_pkt_len(q, w, q->cur_pkt, 0)) {
                 /*
                  * The local buffer is gone: the completer fails it when it
                  * is the head (in order), now if it is (as rxe's requester
