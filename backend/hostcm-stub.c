@@ -13,7 +13,8 @@
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
                                    unsigned nports, char **err)
 {
-    *err = g_strdup("this QEMU was built without librdmacm (install "
-                    "librdmacm-dev and rebuild for rdma_cm in the guest)");
+    *err = g_strdup("this QEMU was built without RDMA support (install "
+                    "libibverbs-dev and librdmacm-dev, configure with "
+                    "--enable-rdma and rebuild)");
     return NULL;
 }

@@ -15,7 +15,8 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaShmRegion *regions,
                                       unsigned nregions, char **err)
 {
-    *err = g_strdup("this QEMU was built without libibverbs (install "
-                    "libibverbs-dev and rebuild for host HCA support)");
+    *err = g_strdup("this QEMU was built without RDMA support (install "
+                    "libibverbs-dev and librdmacm-dev, configure with "
+                    "--enable-rdma and rebuild for host HCA support)");
     return NULL;
 }

@@ -8,7 +8,7 @@
 # sanitizers; its stamp is this string, so a change reconfigures)
 QEMU_LEAN_OPTS="--target-list=x86_64-softmmu --disable-download --disable-install-blobs \
  --python=/usr/bin/python3 --without-default-features --disable-docs \
- --disable-werror --enable-fdt=system --enable-trace-backends=log \
+ --disable-werror --enable-fdt=system --enable-trace-backends=log --enable-rdma \
  --firmwarepath=/usr/share/qemu:/usr/share/seabios:/usr/lib/ipxe/qemu"
 
 # qemu_firmware BUILD-DIR: the x86 option ROMs (linuxboot_dma.bin,

@@ -29,6 +29,13 @@
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
+/*
+ * The device keeps the driver's little-endian structures (rings, WQEs,
+ * CQEs, the DSR) in host order, and so do the co-resident and RoCEv2 wire
+ * formats' users: a big-endian host would need every access swapped.
+ */
+QEMU_BUILD_BUG_MSG(HOST_BIG_ENDIAN, "pvrdma: little-endian hosts only");
+
 #define PVRDMA_REGS_BAR_SIZE    0x1000
 
 /* ------------------------------------------------------------------ */
