@@ -438,6 +438,25 @@ def cut_trace(text, present):
     return re.sub(r'\n{3,}', '\n\n', ''.join(out))
 
 
+def check_trace(events, present, subject):
+    """Every trace_X() a present .c file of hw/rdma calls is in this step's
+    trace-events: else the step does not build (a section's heading names
+    the files it is kept for).  Exits with the event, file and step."""
+    defined = set(re.findall(r'^(\w+)\(', events, re.M))
+    for f in sorted(present):
+        if not f.startswith('hw/rdma/') or not f.endswith('.c'):
+            continue
+        with open(os.path.join(TOP, repo_path(f))) as fh:
+            used = set(re.findall(r'\btrace_(pvrdma_\w+)\(', fh.read()))
+        missing = sorted(used - defined)
+        if missing:
+            sys.exit('patch-series: step "%s": %s calls %s, whose '
+                     'trace-events section names no file of this step '
+                     '(move it under a heading that names %s)'
+                     % (subject, f, ', '.join('trace_' + m for m in missing),
+                        os.path.basename(f)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--base', default=os.path.join(TOP, 'build/series/base'))
@@ -503,6 +522,8 @@ def main():
             cut = cut_meson if g.endswith('meson.build') else cut_trace
             with open(os.path.join(args.work, g), 'w') as f:
                 f.write(cut(text, rdma))
+            if g.endswith('trace-events'):
+                check_trace(cut(text, rdma), present, step['subject'])
         for h in step.get('hooks', []):
             run(['patch', '-s', '-p1', '--no-backup-if-mismatch'],
                 cwd=args.work, input=hooks[h], text=True)
