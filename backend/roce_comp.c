@@ -394,8 +394,6 @@ void roce_comp_ack(RoceQp *q, const RocePkt *p)
  */
 #define ROCE_READ_AHEAD_MAX 16384
 
-#define AHEAD_BITS (8 * sizeof(unsigned long))
-
 /* The failed READ w, after the requests before it (acknowledged). */
 static void comp_read_fail(RoceQp *q, RoceWqe *w, int st)
 {
@@ -462,9 +460,9 @@ void roce_comp_read_resp(RoceQp *q, const RocePkt *p)
     if (k > next) {
         if (!w->resp_ahead) {
             w->resp_ahead = g_new0(unsigned long,
-                                   (n + AHEAD_BITS - 1) / AHEAD_BITS);
+                                   (n + ROCE_AHEAD_BITS - 1) / ROCE_AHEAD_BITS);
         }
-        w->resp_ahead[k / AHEAD_BITS] |= 1ul << (k % AHEAD_BITS);
+        w->resp_ahead[k / ROCE_AHEAD_BITS] |= 1ul << (k % ROCE_AHEAD_BITS);
         roce_req_reask(q, w, "READ response missing");
         comp_answered(q);
         return;

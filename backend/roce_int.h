@@ -301,12 +301,14 @@ void roce_wqe_free(RoceWqe *w);
 uint32_t roce_wqe_next_resp(RoceQp *q, RoceWqe *w);
 /* READ w misses packets before one that came ahead (roce_req.c) */
 bool roce_req_read_gap(const RoceWqe *w);
+/* bits per word of RoceWqe.resp_ahead */
+#define ROCE_AHEAD_BITS (8 * sizeof(unsigned long))
+
 /* READ w's response packet k came ahead of its turn and is kept */
 static inline bool roce_wqe_ahead(const RoceWqe *w, uint32_t k)
 {
-    const unsigned bits = 8 * sizeof(unsigned long);
-
-    return w->resp_ahead && (w->resp_ahead[k / bits] >> (k % bits)) & 1;
+    return w->resp_ahead &&
+           (w->resp_ahead[k / ROCE_AHEAD_BITS] >> (k % ROCE_AHEAD_BITS)) & 1;
 }
 /* Go back to psn: the next packet sent is the one with that PSN. */
 void roce_req_rewind(RoceQp *q, uint32_t psn);
