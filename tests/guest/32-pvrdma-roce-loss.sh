@@ -24,7 +24,10 @@
 #   vm0-vm1: rc pingpong 64 KiB, ib_write_bw 64 KiB, ib_read_bw 64 KiB,
 #            rping -V 64 KiB (RDMA CM; its MADs cross the lossy switch too)
 #            and the data check, the verbs checker (every byte of SEND,
-#            WRITE, READ and atomics both ways at once, up to 64 KiB)
+#            WRITE, READ and atomics both ways at once, up to 64 KiB),
+#            then 40 checker connections at once that all end together
+#            (the teardown of 40 queues with their last ACKs lost, as an
+#            NVMe or NFS disconnect; unit test rc-teardown-acks-lost)
 #   vm0-vm2: rc pingpong 64 KiB, pvrdma against rxe, and the verbs checker
 #            (SEND, WRITE, READ: rxe 6.1's own atomics fail under loss,
 #            rxe against rxe too: an atomic "returns" the guard bytes)
@@ -48,6 +51,7 @@ step "ib_write_bw/$P" with_vm 1 perf_2vm ib_write_bw 65536 fwd "-x $ROCE_GIDX" 1
 step "ib_read_bw/$P" with_vm 1 perf_2vm ib_read_bw 65536 fwd "-x $ROCE_GIDX" 180
 step "rping-65535/$P" with_vm 1 rping_2vm 65535 5 fwd 180
 step "verbs-rc/$P" with_vm 1 vc_2vm vc-rc 300 200 fwd -t rc -n 200 -S 65536 -T 60
+step "verbs-rc-x40/$P" with_vm 1 vc_2vm_many vc-x40 300 40 20 -t rc -n 20 -S 4096 -T 60
 # VM 2 waits here for its turn (up to 900 s) while VM 0 works with VM 1
 with_vm 2 barrier turn-vm2 1200
 P=vm0-vm2

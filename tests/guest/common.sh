@@ -829,6 +829,62 @@ vc_2vm() {
     _vc_judge "$_vn" "$_vmin"
 }
 
+# vc_2vm_many NAME SECS N MIN OPTIONS...: N checker runs at once between the
+# two VMs (VM 0 serves, on ports VC_PORT+100 ...), so that N connections
+# end together: each side destroys its QP as soon as it has the peer's FIN,
+# the teardown of many queues at once that an NVMe or NFS disconnect is.
+# Every one of the 2N processes must exit 0 with "verbs-check: ok" and at
+# least MIN messages each way; VM 1 reports how many of its clients failed.
+vc_2vm_many() {
+    _vn=$1 _vs=$2 _vk=$3 _vmin=$4
+    shift 4
+    _vbad=0 _vpids=
+    if [ "$PVRDMA_VM" = 0 ]; then
+        _vi=0
+        while [ $_vi -lt "$_vk" ]; do
+            # shellcheck disable=SC2086
+            timeout "$_vs" pvrdma-verbs-check -p $((VC_PORT + 100 + _vi)) $* server \
+                > "/tmp/$_vn.$_vi.out" 2>&1 &
+            _vpids="$_vpids $!"
+            _vi=$((_vi + 1))
+        done
+        _vi=0
+        for _vp in $_vpids; do
+            _wait_listening "$_vn.$_vi" "cm:$((VC_PORT + 100 + _vi))" "$_vp" || _vbad=$((_vbad + 1))
+            _vi=$((_vi + 1))
+        done
+        barrier "$_vn-ready" 60
+        _vcb=$(barrier_recv "$_vn-done" $((_vs + 30)))
+    else
+        barrier "$_vn-ready" 60
+        log "$_vn: $_vk clients: pvrdma-verbs-check -p $((VC_PORT + 100))+i $* client $PVRDMA_PEER_IP"
+        _vi=0
+        while [ $_vi -lt "$_vk" ]; do
+            # shellcheck disable=SC2086
+            timeout "$_vs" pvrdma-verbs-check -p $((VC_PORT + 100 + _vi)) $* client \
+                "$PVRDMA_PEER_IP" > "/tmp/$_vn.$_vi.out" 2>&1 &
+            _vpids="$_vpids $!"
+            _vi=$((_vi + 1))
+        done
+    fi
+    _vi=0
+    for _vp in $_vpids; do
+        wait "$_vp"; _vr=$?
+        if [ $_vr != 0 ] || ! _vc_judge "$_vn.$_vi" "$_vmin" "/tmp/$_vn.$_vi.out" >/dev/null; then
+            echo "--- $_vn.$_vi (rc $_vr; 124 = timeout) ---"; tail -n 10 "/tmp/$_vn.$_vi.out"
+            _vbad=$((_vbad + 1))
+        fi
+        _vi=$((_vi + 1))
+    done
+    if [ "$PVRDMA_VM" = 0 ]; then
+        [ "$_vcb" = 0 ] || { PAIR_ERR="$_vn: ${_vcb:-no report from} client(s) failed"; return 1; }
+    else
+        barrier_send "$_vn-done" 60 "$_vbad"
+    fi
+    [ $_vbad = 0 ] || { PAIR_ERR="$_vn: $_vbad of $_vk runs failed"; return 1; }
+    log "$_vn: $_vk runs at once, each side ok"
+}
+
 # vc_2vm_catch NAME SECS WHAT "OPTIONS" "CLIENT OPTIONS": a mutant between
 # the two VMs (VM 0 serves): VM 1's client delivers wrong, as a faulty
 # device could (--corrupt N, --mutate KIND in CLIENT OPTIONS), and VM 0's

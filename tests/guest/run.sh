@@ -208,6 +208,9 @@ run_one() {
     fi > "$out/$n.result"
 }
 
+# a result left in a reused --out directory is not this run's
+for t in "${tests[@]}"; do rm -f "$out/$(basename "$t" .sh).result"; done
+
 # schedule: at most $jobs vCPUs busy (a two-VM test takes two); results are
 # printed in test order
 declare -A slot_of pid_of
