@@ -109,9 +109,9 @@ static void pvrdma_unmap(void *opaque, void *host, uint64_t len, bool is_write)
                      is_write ? len : 0);
 }
 
-static void pvrdma_notify(void *opaque, unsigned vector)
+/* Raise vector now (see pvrdma_notify()). */
+static void pvrdma_deliver(PvrdmaState *s, unsigned vector)
 {
-    PvrdmaState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
 
     if (msix_enabled(pdev)) {
@@ -128,6 +128,42 @@ static void pvrdma_notify(void *opaque, unsigned vector)
         s->core.icr |= PVRDMA_INTR_CAUSE_RESPONSE;
         pci_set_irq(pdev, 1);
     }
+}
+
+/* The interrupt bottom half: what was raised outside the guard. */
+static void pvrdma_irq_bh(void *opaque)
+{
+    PvrdmaState *s = opaque;
+    uint32_t pending = s->irq_pending;
+
+    s->irq_pending = 0;
+    for (unsigned v = 0; pending; v++, pending >>= 1) {
+        if (pending & 1) {
+            pvrdma_deliver(s, v);
+        }
+    }
+}
+
+/*
+ * The host's notify.  A guest may aim an MSI-X vector at the device's own
+ * registers (a write of RESET into CTL, say): raised while the device is
+ * in the middle of its work, that write would reset it under its own feet.
+ * The memory API refuses it while the device's re-entrancy guard is
+ * engaged, as it is in the device's MMIO handlers and guarded bottom
+ * halves.  Elsewhere (transports' fd handlers, the RoCEv2 frame tap, the
+ * link timer) the vector is raised from the guarded interrupt bottom
+ * half instead, once the code that raised it has returned.
+ */
+static void pvrdma_notify(void *opaque, unsigned vector)
+{
+    PvrdmaState *s = opaque;
+
+    if (DEVICE(s)->mem_reentrancy_guard.engaged_in_io) {
+        pvrdma_deliver(s, vector);
+        return;
+    }
+    s->irq_pending |= 1u << vector;
+    qemu_bh_schedule(s->irq_bh);
 }
 
 static void pvrdma_kick(void *opaque, unsigned delay_ms)
@@ -184,7 +220,6 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .link_up = pvrdma_link_up,
     .set_fd_handler = pvrdma_set_fd_handler,     /* pvrdma_dev_host.c */
     .frame_tx = pvrdma_roce_tx,                  /* pvrdma_dev_roce.c */
-    .poll_wait = pvrdma_poll_wait,               /* pvrdma_dev_host.c */
     .report = pvrdma_report_event,               /* pvrdma_dev_qmp.c */
 };
 
@@ -455,6 +490,8 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     }
     s->bh = qemu_bh_new_guarded(pvrdma_run, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
+    s->irq_bh = qemu_bh_new_guarded(pvrdma_irq_bh, s,
+                                    &DEVICE(pdev)->mem_reentrancy_guard);
     s->timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_timer, s);
     s->link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, pvrdma_link_poll, s);
     timer_mod(s->link_timer,
@@ -488,11 +525,8 @@ static void pvrdma_exit(PCIDevice *pdev)
     pvrdma_core_fini(&s->core);
     s->coresident = NULL;     /* freed with the core */
     s->roce = NULL;
-    if (s->fd_watches) {
-        g_hash_table_destroy(s->fd_watches);   /* every fd was unwatched */
-        s->fd_watches = NULL;
-    }
     qemu_bh_delete(s->bh);
+    qemu_bh_delete(s->irq_bh);
     timer_free(s->timer);
     timer_free(s->link_timer);
     msi_uninit(pdev);
@@ -505,6 +539,7 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
     PvrdmaState *s = PVRDMA(obj);
 
     pvrdma_core_reset(&s->core);
+    s->irq_pending = 0;     /* raised before the reset: gone with it */
     pci_set_irq(PCI_DEVICE(s), 0);
 }
 

@@ -59,12 +59,14 @@ struct PvrdmaState {
     MemoryRegion regs;
     MemoryRegion uar;
     QEMUBH *bh;
+    QEMUBH *irq_bh;         /* raises irq_pending, guarded */
+    uint32_t irq_pending;   /* vectors raised outside the guard */
     QEMUTimer *timer;
     QEMUTimer *link_timer;
     PvrdmaLimits lim;
     char *rendezvous;       /* co-resident transport directory */
     char *rendezvous_secret;    /* id of a secret object peers must share */
-    uint32_t poll_max_ns;   /* co-resident: poll a peer's ring this long */
+    uint32_t poll_max_ns;   /* deprecated, no effect (pvrdma_join()) */
     bool cr_rings;          /* 'x-coresident-rings': offer peers rings */
     char *ibdev;            /* host HCA: device name or "auto" */
     uint8_t ibport;         /* host HCA port, 0: the first active one */
@@ -76,7 +78,6 @@ struct PvrdmaState {
     PvrdmaTransport *roce;  /* NULL: no RoCEv2 transport */
     bool roce_busy;         /* in pvrdma_roce_rx() or pvrdma_roce_tx() */
     PvrdmaRoceTap *roce_tap;    /* its frame tap, a child of the device */
-    GHashTable *fd_watches;     /* fd -> PvrdmaFdWatch */
     Notifier exit_notifier;
     Notifier pair_notifier; /* pairing with function 0 at machine done */
     PvrdmaCore core;
@@ -104,9 +105,6 @@ bool pvrdma_open_hca(PvrdmaState *s, Error **errp);
 /* PvrdmaHostOps.set_fd_handler, opaque the device */
 void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg);
-/* PvrdmaHostOps.poll_wait, opaque the device */
-bool pvrdma_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
-                      uint64_t max_ns);
 
 /* pvrdma_dev_qmp.c: PvrdmaHostOps.report, as a QMP event */
 void pvrdma_report_event(void *opaque, const PvrdmaReport *r);

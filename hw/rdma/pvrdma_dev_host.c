@@ -5,8 +5,7 @@
  * 'rendezvous' (and 'rendezvous-secret'): the co-resident transport, which
  * offers this VM's shared RAM to peer QEMU processes on the same host;
  * 'ibdev' (and 'ibport', 'gid-index', 'cm-listen'): the host HCA
- * transport with rdma_cm for the guest.  Their fd handlers run device
- * code under the device's re-entrancy guard.
+ * transport with rdma_cm for the guest.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,8 +15,6 @@
 #include "qemu/units.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
-#include "qemu/processor.h"
-#include "qemu/timer.h"
 #include "crypto/secret_common.h"
 #include "hw/boards.h"
 #include "system/system.h"
@@ -32,88 +29,16 @@
 /* Co-resident and host HCA transports                                 */
 
 /*
- * Transport fd handlers run device code (a peer's request writes our CQs
- * and raises MSI-X) outside the guarded bottom half: engage the device's
- * re-entrancy guard around them too, so an MSI-X vector the guest aimed
- * at our own registers cannot reset the device under the responder.
+ * The host's set_fd_handler (PvrdmaHostOps); opaque is the device.  The
+ * handlers run device code outside the device's re-entrancy guard; what
+ * could reach the device's own BARs from there, an interrupt whose MSI-X
+ * address the guest aimed at them, is raised from the guarded interrupt
+ * bottom half (pvrdma_notify()), and its DMA only ever reaches RAM.
  */
-typedef struct PvrdmaFdWatch {
-    PvrdmaState *s;
-    void (*read)(void *);
-    void (*write)(void *);
-    void *arg;
-} PvrdmaFdWatch;
-
-static void pvrdma_fd_call(PvrdmaFdWatch *w, void (*cb)(void *))
-{
-    MemReentrancyGuard *g = &DEVICE(w->s)->mem_reentrancy_guard;
-    bool engaged = g->engaged_in_io;
-
-    g->engaged_in_io = true;
-    cb(w->arg);
-    g->engaged_in_io = engaged;
-}
-
-static void pvrdma_fd_read(void *opaque)
-{
-    PvrdmaFdWatch *w = opaque;
-
-    pvrdma_fd_call(w, w->read);
-}
-
-static void pvrdma_fd_write(void *opaque)
-{
-    PvrdmaFdWatch *w = opaque;
-
-    pvrdma_fd_call(w, w->write);
-}
-
-/* The host's set_fd_handler (PvrdmaHostOps); opaque is the device. */
 void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg)
 {
-    PvrdmaState *s = opaque;
-    PvrdmaFdWatch *w;
-
-    if (!read && !write) {
-        qemu_set_fd_handler(fd, NULL, NULL, NULL);
-        g_hash_table_remove(s->fd_watches, GINT_TO_POINTER(fd));
-        return;
-    }
-    w = g_hash_table_lookup(s->fd_watches, GINT_TO_POINTER(fd));
-    if (!w) {
-        w = g_new0(PvrdmaFdWatch, 1);
-        g_hash_table_insert(s->fd_watches, GINT_TO_POINTER(fd), w);
-    }
-    *w = (PvrdmaFdWatch) { s, read, write, arg };
-    qemu_set_fd_handler(fd, read ? pvrdma_fd_read : NULL,
-                        write ? pvrdma_fd_write : NULL, w);
-}
-
-/*
- * The host's poll_wait (PvrdmaHostOps), from a co-resident fd handler:
- * spin on ready() without the BQL, so that our vCPUs ring doorbells and
- * the main loop's other users are not held up meanwhile; and without the
- * re-entrancy guard pvrdma_fd_call() engaged, which would turn those
- * doorbells away as re-entrant.
- */
-bool pvrdma_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
-                      uint64_t max_ns)
-{
-    PvrdmaState *s = opaque;
-    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
-    bool engaged = g->engaged_in_io;
-    int64_t end = get_clock() + MIN(max_ns, INT64_MAX / 2);
-    bool ok;
-
-    g->engaged_in_io = false;
-    bql_unlock();
-    while (!(ok = ready(arg)) && get_clock() < end) {
-        cpu_relax();
-    }
-    bql_lock();
-    g->engaged_in_io = engaged;
-    return ok;
+    qemu_set_fd_handler(fd, read, write, arg);
 }
 
 static int pvrdma_add_region(RAMBlock *rb, void *opaque)
@@ -175,6 +100,11 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
                    "id=mem,size=%s,share=on -machine memory-backend=mem", sz);
         return false;
     }
+    if (s->poll_max_ns) {
+        warn_report("pvrdma: poll-max-ns is deprecated and has no effect: "
+                    "the main loop no longer spins on a peer's ring (it "
+                    "had to drop the big QEMU lock to do so)");
+    }
     if (!pvrdma_coresident_fd_ok(memory_region_get_fd(ms->ram))) {
         error_setg(errp, "pvrdma: rendezvous needs guest RAM that cannot "
                    "shrink under the peers that map it (a file could be "
@@ -204,7 +134,6 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
         }
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
-    s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     t = pvrdma_coresident_new(&s->core, s->rendezvous, secret, secret_len,
                               (PvrdmaShmRegion *)regions->data, regions->len,
                               &err);
@@ -216,7 +145,6 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
         error_setg(errp, "pvrdma: %s", err);
         return false;
     }
-    pvrdma_coresident_set_poll(t, s->poll_max_ns);
     pvrdma_coresident_set_rings(t, s->cr_rings ? CR_RING_SIZE : 0);
     pvrdma_core_add_transport(&s->core, t);
     s->coresident = t;
@@ -318,9 +246,6 @@ bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
         return false;
     }
     qemu_ram_foreach_block(pvrdma_add_region, regions);
-    if (!s->fd_watches) {       /* the co-resident transport's, if any */
-        s->fd_watches = g_hash_table_new_full(NULL, NULL, NULL, g_free);
-    }
     t = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
                              (PvrdmaShmRegion *)regions->data, regions->len,
                              &err);

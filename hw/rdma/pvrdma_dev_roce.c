@@ -144,8 +144,7 @@ static bool pvrdma_roce_tap_take(PvrdmaRoceTap *tap, unsigned flags,
                  qemu_get_vnet_hdr_len(nf->netdev);
     size_t len = iov_size(iov, iovcnt) - hdr;
     struct virtio_net_hdr vh = { 0 };
-    MemReentrancyGuard *g;
-    bool engaged, busy, taken;
+    bool busy, taken;
 
     if (!s->roce || len > ROCE_MAX_FRAME) {
         return false;
@@ -167,18 +166,14 @@ static bool pvrdma_roce_tap_take(PvrdmaRoceTap *tap, unsigned flags,
         }
     }
     /*
-     * The transport runs device code (the responder writes CQs, raises
-     * MSI-X): engage the device's re-entrancy guard as for its fd
-     * handlers, so an MSI-X vector aimed at our BARs cannot reset it.
+     * The transport runs device code (the responder writes CQs and raises
+     * interrupts): those it raises here come from the device's guarded
+     * interrupt bottom half (pvrdma_notify()).
      */
-    g = &DEVICE(s)->mem_reentrancy_guard;
-    engaged = g->engaged_in_io;
-    g->engaged_in_io = true;
     busy = s->roce_busy;
     s->roce_busy = true;
     taken = pvrdma_roce_rx(s->roce, tap->buf, len);
     s->roce_busy = busy;
-    g->engaged_in_io = engaged;
     return taken;
 }
 

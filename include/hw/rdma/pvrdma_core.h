@@ -83,7 +83,9 @@ typedef struct PvrdmaHostOps {
      * Busy-wait until ready(arg) or max_ns nanoseconds passed, with the
      * host's locks released meanwhile (ready() reads only memory another
      * process writes); true if ready.  Called from an fd handler only.
-     * Optional: without it the co-resident transport never polls.
+     * Optional: without it the co-resident transport never polls.  QEMU
+     * has none (its main loop would have to drop the big QEMU lock); the
+     * bench's model of a polling dataplane thread and unit tests do.
      */
     bool (*poll_wait)(void *opaque, bool (*ready)(void *), void *arg,
                       uint64_t max_ns);

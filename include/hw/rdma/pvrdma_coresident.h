@@ -53,10 +53,11 @@ void pvrdma_coresident_poll_self(PvrdmaTransport *t, bool on);
  */
 bool pvrdma_coresident_set_rings(PvrdmaTransport *t, uint32_t ring_size);
 /*
- * The device's poll-max-ns by default: none.  Polling runs in QEMU's main
- * loop, which competes for the cores with the vCPUs (an iothread, which
- * polls 32 us by default, does not): on a 2-core host with two TCG VMs
- * it tripled ib_send_lat (docs/devel/pvrdma.rst, "Rings").
+ * The device's poll-max-ns by default: none.  The property is deprecated
+ * and has no effect (QEMU's host has no poll_wait): polling in QEMU's main
+ * loop had to drop the big QEMU lock, competed for the cores with the
+ * vCPUs (on a 2-core host with two TCG VMs it tripled ib_send_lat,
+ * docs/devel/pvrdma.rst, "Rings"), and belongs in an IOThread.
  */
 #define PVRDMA_DEF_POLL_NS      0
 /* Number of connected peers (tests, info). */
