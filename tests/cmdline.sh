@@ -95,6 +95,12 @@ t gid-table-len-huge 1 'gid-table-len must be between 1 and 256' \
     $nic -device pvrdma,addr=4.1,gid-table-len=257
 t roce-version-0 1 'roce-version must be 1 or 2' \
     $nic -device pvrdma,addr=4.1,roce-version=0
+t version-16 1 'version must be between 17 and 20' \
+    $nic -device pvrdma,addr=4.1,version=16
+t version-21 1 'version must be between 17 and 20' \
+    $nic -device pvrdma,addr=4.1,version=21
+t version-17-rocev2 1 'version 17 has RoCE v1 GIDs only: add roce-version=1' \
+    $nic -device pvrdma,addr=4.1,version=17
 t roce-version-text 1 "Parameter 'roce-version' expects" \
     $nic -device pvrdma,addr=4.1,roce-version=v2
 # function 0: missing, another NIC, not multifunction, pvrdma itself

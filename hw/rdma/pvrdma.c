@@ -598,6 +598,7 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_UINT32("max-rd-atomic", PvrdmaState, lim.max_qp_rd_atom,
                        PVRDMA_DEF_MAX_RD_ATOM),
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
+    DEFINE_PROP_UINT8("version", PvrdmaState, lim.version, PVRDMA_VERSION),
     DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
     DEFINE_PROP_STRING("rendezvous-secret", PvrdmaState, rendezvous_secret),
     DEFINE_PROP_UINT32("poll-max-ns", PvrdmaState, poll_max_ns,

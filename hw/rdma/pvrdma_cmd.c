@@ -66,18 +66,21 @@ static int cmd_create_bind(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                            union pvrdma_cmd_resp *rsp)
 {
     const struct pvrdma_cmd_create_bind *m = &req->create_bind;
+    /* before version 18 the type byte was reserved: RoCE v1 GIDs only */
+    uint8_t type = c->version < PVRDMA_ROCEV2_VERSION ?
+                   PVRDMA_GID_TYPE_FLAG_ROCE_V1 : m->gid_type;
 
     if (m->index >= c->lim.gid_tbl_len) {
         return CMD_ERR(c, EINVAL, "CREATE_BIND: index %u >= %u", m->index,
                        c->lim.gid_tbl_len);
     }
-    if (m->gid_type != PVRDMA_GID_TYPE_FLAG_ROCE_V1 &&
-        m->gid_type != PVRDMA_GID_TYPE_FLAG_ROCE_V2) {
-        return CMD_ERR(c, EINVAL, "CREATE_BIND: gid type %u", m->gid_type);
+    if (type != PVRDMA_GID_TYPE_FLAG_ROCE_V1 &&
+        type != PVRDMA_GID_TYPE_FLAG_ROCE_V2) {
+        return CMD_ERR(c, EINVAL, "CREATE_BIND: gid type %u", type);
     }
     memcpy(c->gid[m->index].gid.raw, m->new_gid, 16);
-    c->gid[m->index].type = m->gid_type;
-    trace_pvrdma_create_bind(m->index, m->gid_type);
+    c->gid[m->index].type = type;
+    trace_pvrdma_create_bind(m->index, type);
     pvrdma_gids_changed(c);
     return 0;
 }

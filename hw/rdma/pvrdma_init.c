@@ -37,6 +37,7 @@ void pvrdma_limits_default(PvrdmaLimits *l)
         .max_qp_rd_atom = PVRDMA_DEF_MAX_RD_ATOM,
         .max_mr_size = PVRDMA_DEF_MAX_MR_SIZE,
         .roce_version = 2,
+        .version = PVRDMA_VERSION,
     };
 }
 
@@ -87,6 +88,12 @@ const char *pvrdma_limits_check(const PvrdmaLimits *l)
     }
     if (l->roce_version != 1 && l->roce_version != 2) {
         return "roce-version must be 1 or 2";
+    }
+    if (l->version < PVRDMA_ROCEV1_VERSION || l->version > PVRDMA_VERSION) {
+        return "version must be between 17 and 20";
+    }
+    if (l->version < PVRDMA_ROCEV2_VERSION && l->roce_version != 1) {
+        return "version 17 has RoCE v1 GIDs only: add roce-version=1";
     }
     if (l->max_qp_rd_atom < 1 || l->max_qp_rd_atom > 255) {
         return "max-rd-atomic must be between 1 and 255";

@@ -698,7 +698,7 @@ static bool load_regs(MigReader *r, PvrdmaCore *c)
         return false;
     }
     if (active && (!dsr_set || dev_version < PVRDMA_ROCEV1_VERSION ||
-                   dev_version > PVRDMA_VERSION)) {
+                   dev_version > c->lim.version)) {
         return mig_fail(r, "active device with DSR %u, version %u", dsr_set,
                         dev_version);
     }

@@ -150,7 +150,7 @@ static void activate(PvrdmaCore *c)
         PVRDMA_GUEST_ERR(c, "driver version %u too old", drv);
         return;
     }
-    c->version = MIN(drv, PVRDMA_VERSION);
+    c->version = MIN(drv, c->lim.version);
     c->cmd_gpa = le64_to_cpu(dsr.cmd_slot_dma);
     c->resp_gpa = le64_to_cpu(dsr.resp_slot_dma);
     c->uar_pfn = c->version >= PVRDMA_PPN64_VERSION ?
@@ -183,7 +183,7 @@ uint32_t pvrdma_core_reg_read(PvrdmaCore *c, uint32_t addr)
 
     switch (addr) {
     case PVRDMA_REG_VERSION:
-        val = PVRDMA_VERSION;
+        val = c->lim.version;
         break;
     case PVRDMA_REG_DSRLOW:
         val = (uint32_t)c->dsr_gpa;

@@ -1552,6 +1552,69 @@ static void test_old_driver(void)
 }
 
 /*
+ * The device's own version (version=, 17 to 20) with today's driver (20):
+ * REG_VERSION shows it, and the device behaves as that version: before 19
+ * the 32-bit UAR pfn, before 20 the CREATE_QP response without a QP
+ * handle, before 18 a GID bind's type byte is reserved (RoCE v1 GIDs; the
+ * version needs roce-version=1, whose caps the driver requires of a 17).
+ */
+static void test_device_version(void)
+{
+    for (uint32_t v = PVRDMA_ROCEV1_VERSION; v <= PVRDMA_VERSION; v++) {
+        union pvrdma_cmd_resp r;
+        struct pvrdma_cmd_create_uc u = { .hdr.cmd = PVRDMA_CMD_CREATE_UC };
+        struct pvrdma_cmd_create_bind b = { .hdr.cmd = PVRDMA_CMD_CREATE_BIND,
+                                            .index = 1 };
+        struct pvrdma_device_caps caps;
+        QPvrdma *d;
+        Pair p;
+        uint64_t uar, src, dst;
+        uint32_t key;
+
+        d = qpvrdma_start(",version=%u%s", v,
+                          v < PVRDMA_ROCEV2_VERSION ? ",roce-version=1" : "");
+        g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_VERSION), ==, v);
+        qpvrdma_setup_dsr(d, PVRDMA_VERSION);
+        g_assert_cmpuint(d->version, ==, v);
+        g_assert_cmpuint(qpvrdma_activate(d), ==, 0);
+        qpvrdma_read_caps(d, &caps);
+        g_assert_cmpuint(caps.gid_types, ==, v < PVRDMA_ROCEV2_VERSION ?
+                         PVRDMA_GID_TYPE_FLAG_ROCE_V1 :
+                         PVRDMA_GID_TYPE_FLAG_ROCE_V2);
+        /*
+         * CREATE_UC's pfn is a union of the 32-bit pfn and the 64-bit
+         * pfn64: bits above 31 count from version 19 on only
+         */
+        uar = qpci_config_readl(d->dev, PCI_BASE_ADDRESS_2) & ~0xfull;
+        uar |= (uint64_t)qpci_config_readl(d->dev, PCI_BASE_ADDRESS_3) << 32;
+        g_assert_cmpuint(uar >> 12, <, 1ull << 32);
+        u.pfn64 = (1ull << 32) | ((uar >> 12) + 3);
+        if (v >= PVRDMA_PPN64_VERSION) {
+            qpvrdma_cmd_err(d, &u, sizeof(u), EINVAL);
+            u.pfn64 = (uar >> 12) + 3;
+        }
+        qpvrdma_cmd_ok(d, &u, sizeof(u), &r);
+        g_assert_cmpuint(r.create_uc_resp.ctx_handle, ==, 3);
+        /* a bind with the type byte 0, as a version 17 driver leaves it */
+        memcpy(b.new_gid, qpvrdma_test_gid, 16);
+        if (v < PVRDMA_ROCEV2_VERSION) {
+            qpvrdma_cmd_ok(d, &b, sizeof(b), &r);
+        } else {
+            qpvrdma_cmd_err(d, &b, sizeof(b), EINVAL);
+        }
+        /* data moves at every version (libqos reads the right layout) */
+        pair_connect(&p, d, PVRDMA_QPT_RC, 4);
+        src = qpvrdma_alloc(d, 4096);
+        dst = qpvrdma_alloc(d, 4096);
+        key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+        qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+        pair_exchange(&p, src, dst, key, 1, (uint8_t)v);
+        same(d, src, dst, 4096);
+        qpvrdma_stop(d);
+    }
+}
+
+/*
  * RTS -> SQD: SQ_DRAINED only with en_sqd_async_notify; a send posted in
  * SQD waits until the QP is back in RTS.
  */
@@ -4196,6 +4259,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/cmd/bind", test_bind);
     qtest_add_func("/pvrdma/cmd/srq", test_srq);
     qtest_add_func("/pvrdma/cmd/old-driver", test_old_driver);
+    qtest_add_func("/pvrdma/cmd/device-version", test_device_version);
     qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
     qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
     qtest_add_func("/pvrdma/data/rdma-ops", test_rdma_ops);

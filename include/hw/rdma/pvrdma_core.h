@@ -116,6 +116,13 @@ typedef struct PvrdmaLimits {
      */
     uint8_t roce_version;
     /*
+     * The device version REG_VERSION shows (17 to 20, the versions the
+     * Linux driver knows); the device behaves as that version with a
+     * driver of that version or later (see "Device versions" in
+     * docs/devel/pvrdma.rst).
+     */
+    uint8_t version;
+    /*
      * The object owner (a host HCA) cannot fast-register (no type 2
      * memory windows): FRMRs are refused and not advertised.
      */

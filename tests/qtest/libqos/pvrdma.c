@@ -378,7 +378,8 @@ void qpvrdma_setup_dsr(QPvrdma *d, uint32_t driver_version)
     d->cq_pdir = qpvrdma_pdir(d, d->cq_pages, 4);
 
     dsr.driver_version = driver_version;
-    d->version = driver_version;
+    /* as the device: the older of its version and the driver's */
+    d->version = MIN(driver_version, qpvrdma_reg_read(d, PVRDMA_REG_VERSION));
     dsr.gos_info.bits_type_ver_misc = 2 | 1 << 2 | 1 << 6;
     dsr.cmd_slot_dma = d->cmd;
     dsr.resp_slot_dma = d->resp;
@@ -386,7 +387,7 @@ void qpvrdma_setup_dsr(QPvrdma *d, uint32_t driver_version)
     dsr.async_ring_pages.pdir_dma = d->async_pdir;
     dsr.cq_ring_pages.num_pages = 4;
     dsr.cq_ring_pages.pdir_dma = d->cq_pdir;
-    if (driver_version >= PVRDMA_PPN64_VERSION) {
+    if (d->version >= PVRDMA_PPN64_VERSION) {
         dsr.uar_pfn64 = uar >> 12;
     } else {
         dsr.uar_pfn = uar >> 12;
@@ -617,9 +618,15 @@ void qpvrdma_create_qp(QPvrdma *d, QPvrdmaQp *qp, uint32_t pd, uint32_t scq,
     c.qp_type = type;
     c.access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
     qpvrdma_cmd_ok(d, &c, sizeof(c), &r);
-    qp->handle = r.create_qp_resp_v2.qp_handle;
-    qp->qpn = r.create_qp_resp_v2.qpn;
-    g_assert_cmpuint(r.create_qp_resp_v2.max_send_wr, ==, n);
+    if (d->version >= PVRDMA_QPHANDLE_VERSION) {
+        qp->handle = r.create_qp_resp_v2.qp_handle;
+        qp->qpn = r.create_qp_resp_v2.qpn;
+        g_assert_cmpuint(r.create_qp_resp_v2.max_send_wr, ==, n);
+    } else {
+        /* before version 20 the QP number is the handle */
+        qp->handle = qp->qpn = r.create_qp_resp.qpn;
+        g_assert_cmpuint(r.create_qp_resp.max_send_wr, ==, n);
+    }
 }
 
 uint32_t qpvrdma_modify_qp(QPvrdma *d, uint32_t h, uint32_t mask,

@@ -34,7 +34,7 @@ typedef struct QPvrdma {
     uint64_t async_pages[4], cq_pages[4];
     uint64_t msix_addr;         /* vector v writes its number here + 4*v */
     char *args;                 /* QEMU's command line (for a migration) */
-    uint32_t version;           /* the driver version the DSR gave */
+    uint32_t version;           /* min(the DSR driver version, REG_VERSION) */
     /*
      * The QP handles the driver knows (CREATE_QP answered, DESTROY_QP not
      * yet): the Linux driver cannot consume a CQE of any other, and its
