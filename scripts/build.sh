@@ -87,7 +87,18 @@ if [ $# -eq 0 ]; then
     set -- qemu-system-x86_64 tests/qtest/pvrdma-test \
         tests/qtest/pvrdma-hostile-test
 fi
-ninja -C "$q" "$@"
+# QEMU is configured --disable-werror (its own code warns with Debian's
+# compilers), but the device's may not warn: a QEMU maintainer builds with
+# -Werror, and an implicit declaration once crashed the monitor here.
+{ rc=0; ninja -C "$q" "$@" 2>&1 || rc=$?; echo "$rc" > "$q/.pvrdma-ninja.rc"; } |
+    tee "$q/.pvrdma-ninja.log"
+rc=$(cat "$q/.pvrdma-ninja.rc")
+[ "$rc" = 0 ] || exit "$rc"
+if grep -E "(hw/rdma/|tests/qtest/(libqos/)?pvrdma)[^ :]*:[0-9]+:[0-9]+: warning:" \
+        "$q/.pvrdma-ninja.log"; then
+    echo "build.sh: the device's code compiled with warnings (above)" >&2
+    exit 1
+fi
 
 # --- 6. the option ROMs, Debian firmware (seabios, ipxe) where the binary looks
 qemu_firmware "$q"

@@ -122,7 +122,7 @@ monitor commands added later in the series."""),
     dict(subject='hw/rdma: PVRDMA data path: requester, responder, completer',
          files=['hw/rdma/pvrdma_comp.c', 'hw/rdma/pvrdma_req.c',
                 'hw/rdma/pvrdma_resp.c', 'hw/rdma/pvrdma_dp.c',
-                'hw/rdma/pvrdma_uar.c'],
+                'hw/rdma/pvrdma_uar.c', 'hw/rdma/pvrdma_inject.c'],
          body="""\
 The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
 - pvrdma_req.c, the requester: takes the send queue's work requests
@@ -136,7 +136,11 @@ The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
   statuses for what the guest got wrong;
 - pvrdma_dp.c and pvrdma_uar.c: the UAR doorbells (QP send/receive, CQ
   arm and poll, SRQ), which queue work for the run loop (a send doorbell
-  may start up to 16 co-resident sends itself: a message, no copy)."""),
+  may start up to 16 co-resident sends itself: a message, no copy);
+- pvrdma_inject.c: faults and events injected on purpose (the port,
+  async events, command errors, late or missing responses, error
+  completions), for testing guest drivers; the monitor command that
+  asks for them comes with the other monitor commands."""),
     dict(subject='hw/rdma: PVRDMA command channel and device registers',
          files=['hw/rdma/pvrdma_cmd.c', 'hw/rdma/pvrdma_init.c',
                 'hw/rdma/pvrdma_regs.c'],
@@ -226,13 +230,13 @@ registered in place (zero copy), and host completions are translated
 back.  The guest's RDMA CM (connection management MADs on QP1) is
 translated onto the host's librdmacm.  Without libibverbs or librdmacm
 the stubs say so when 'ibdev' is set."""),
-    dict(subject='qapi: add query-pvrdma, info pvrdma and PVRDMA events',
+    dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
          files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev.h',
                 'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c',
                 'hw/rdma/pvrdma_dev_hmp.c'],
          hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
-                'hmp-commands-info.hx', 'include/monitor/hmp.h',
-                'monitor/monitor.c'],
+                'hmp-commands-info.hx', 'hmp-commands.hx',
+                'include/monitor/hmp.h', 'monitor/monitor.c'],
          body="""\
 query-pvrdma returns, for each pvrdma device, its QOM path, its
 transports with their counters, and every queue pair with its type,
@@ -247,9 +251,15 @@ vmxnet3's link) and PVRDMA_PEER_LOST (a co-resident peer failed).  They
 are rate limited to one a second per device, keyed by qom-path as
 BLOCK_IO_ERROR is.
 
-The command finds devices by QOM type; the device itself is added by
-the next patch.  Without CONFIG_PVRDMA the command answers an empty
-list."""),
+x-pvrdma-inject (unstable, with 'x_pvrdma_inject' in HMP) makes a
+device fail on purpose for people testing guest drivers: the port goes
+down, an async event about a chosen QP, CQ or SRQ, the next commands of
+an opcode fail or are answered late or never, the next completions of a
+QP carry an error; query-pvrdma lists what is pending and what fired.
+
+The commands find devices by QOM type; the device itself is added by
+the next patch.  Without CONFIG_PVRDMA query-pvrdma answers an empty
+list and x-pvrdma-inject an error."""),
     dict(subject='hw/rdma: add the pvrdma PCI device',
          files=['hw/rdma/pvrdma.c', 'hw/rdma/pvrdma_dev_host.c',
                 'hw/rdma/pvrdma_dev_mig.c', 'hw/rdma/pvrdma_dev_roce.c'],

@@ -147,12 +147,17 @@ int pvrdma_cmd_replay(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 /*
  * REQUEST: copy the command out of guest memory once, run it, write the
  * response, set ERR and raise the response vector.  Commands execute
- * synchronously, so there is never a second one in flight.
+ * synchronously, so there is never a second one in flight.  An injected
+ * fault (pvrdma_inject.c) may fail the command instead of running it,
+ * lose it (not run, never answered), or hold its response back; a
+ * response still held back when the next command comes is dropped, as a
+ * response that came too late.
  */
 void pvrdma_exec_command(PvrdmaCore *c)
 {
     union pvrdma_cmd_req req;
     union pvrdma_cmd_resp rsp;
+    const PvrdmaInject *in = NULL;
     uint32_t cmd;
     int err;
 
@@ -171,9 +176,22 @@ void pvrdma_exec_command(PvrdmaCore *c)
     memset(&rsp, 0, sizeof(rsp));
     cmd = req.hdr.cmd;
     rsp.hdr.response = req.hdr.response;
+    if (c->resp_held) {
+        c->resp_held = false;
+        trace_pvrdma_inject_fired("command-delay: response dropped",
+                                  c->held_resp.hdr.ack, 0);
+    }
+    if (c->inject_cmds) {
+        in = pvrdma_inject_cmd(c, cmd);
+    }
     if (cmd >= PVRDMA_CMD_MAX || !cmd_table[cmd].fn) {
         PVRDMA_GUEST_ERR(c, "unknown command %u", cmd);
         err = EINVAL;
+    } else if (in && in->kind != PVRDMA_INJECT_CMD_DELAY) {
+        /* failed or lost on its way: not run */
+        rsp.hdr.ack = PVRDMA_CMD_RESP(cmd);
+        err = in->kind == PVRDMA_INJECT_CMD_ERROR ? in->status : 0;
+        trace_pvrdma_cmd(cmd_table[cmd].name, err);
     } else {
         rsp.hdr.ack = PVRDMA_CMD_RESP(cmd);
         err = cmd_table[cmd].fn(c, &req, &rsp);
@@ -190,6 +208,16 @@ void pvrdma_exec_command(PvrdmaCore *c)
         rsp.hdr.err = err;
     }
     c->err = err;
+    if (in && in->kind == PVRDMA_INJECT_CMD_DROP) {
+        return;                 /* no response, no interrupt */
+    }
+    if (in && in->kind == PVRDMA_INJECT_CMD_DELAY) {
+        c->held_resp = rsp;
+        c->resp_held = true;
+        c->resp_due = c->ops->now_ms(c->opaque) + in->delay_ms;
+        pvrdma_core_timer_at(c, c->resp_due);
+        return;
+    }
     if (!c->ops->dma_write(c->opaque, c->resp_gpa, &rsp, sizeof(rsp))) {
         PVRDMA_GUEST_ERR(c, "response slot 0x%" PRIx64 " unwritable",
                          c->resp_gpa);

@@ -206,6 +206,11 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st)
 {
+    if (st == PVRDMA_WC_SUCCESS && c->inject_wcs) {
+        uint32_t inj = pvrdma_inject_wc(c, qp);
+
+        st = inj ? (int)inj : st;   /* then flushed as any error */
+    }
     if (qp->type != PVRDMA_QPT_RC && (st == PVRDMA_TRANSPORT_NOT_EXECUTED ||
                                       st == PVRDMA_TRANSPORT_NO_RESPONDER)) {
         st = PVRDMA_WC_SUCCESS;     /* UD: the datagram is lost */

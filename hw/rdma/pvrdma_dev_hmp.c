@@ -1,6 +1,7 @@
 /*
- * info pvrdma: query-pvrdma (pvrdma_dev_qmp.c) for people.  Built with or
- * without the device (the command table names it either way).
+ * info pvrdma: query-pvrdma (pvrdma_dev_qmp.c) for people, and
+ * x_pvrdma_inject: x-pvrdma-inject.  Built with or without the device
+ * (the command tables name them either way).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -9,6 +10,10 @@
 #include "monitor/monitor.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-pvrdma.h"
+#include "qapi/qapi-visit-pvrdma.h"
+#include "qobject/qdict.h"
+#include "qapi/qobject-input-visitor.h"
+#include "qemu/keyval.h"
 
 static void print_counters(Monitor *mon, const PvrdmaCounters *c)
 {
@@ -55,6 +60,24 @@ static void print_device(Monitor *mon, const PvrdmaDeviceInfo *d)
             print_counters(mon, q->stats);
         }
     }
+    for (PvrdmaInjectionList *l = d->injections; l; l = l->next) {
+        const PvrdmaInjection *in = l->value;
+
+        monitor_printf(mon, "  injected %s", PvrdmaInjectionKind_str(in->kind));
+        if (in->has_opcode) {
+            monitor_printf(mon, " %s", PvrdmaCommand_str(in->opcode));
+        }
+        if (in->has_handle) {
+            monitor_printf(mon, " qp %u", in->handle);
+        }
+        if (in->has_status) {
+            monitor_printf(mon, " status %u", in->status);
+        }
+        if (in->has_delay_ms) {
+            monitor_printf(mon, " delay %u ms", in->delay_ms);
+        }
+        monitor_printf(mon, ": fired %u, %u left\n", in->fired, in->left);
+    }
 }
 
 void hmp_info_pvrdma(Monitor *mon, const QDict *qdict)
@@ -71,4 +94,35 @@ void hmp_info_pvrdma(Monitor *mon, const QDict *qdict)
     for (PvrdmaDeviceInfoList *l = list; l; l = l->next) {
         print_device(mon, l->value);
     }
+}
+
+/* x_pvrdma_inject KIND[,KEY=VALUE...]: x-pvrdma-inject's arguments. */
+void hmp_x_pvrdma_inject(Monitor *mon, const QDict *qdict)
+{
+    q_obj_x_pvrdma_inject_arg a = { 0 };
+    Error *err = NULL;
+    QDict *args = keyval_parse(qdict_get_str(qdict, "args"), "kind", NULL,
+                               &err);
+    Visitor *v;
+
+    if (hmp_handle_error(mon, err)) {
+        return;
+    }
+    v = qobject_input_visitor_new_keyval(QOBJECT(args));
+    if (visit_start_struct(v, NULL, NULL, 0, &err)) {
+        if (visit_type_q_obj_x_pvrdma_inject_arg_members(v, &a, &err)) {
+            visit_check_struct(v, &err);
+        }
+        visit_end_struct(v, NULL);
+    }
+    visit_free(v);
+    qobject_unref(args);
+    if (!err) {
+        qmp_x_pvrdma_inject(a.id, a.kind, a.has_event, a.event, a.has_handle,
+                            a.handle, a.has_opcode, a.opcode, a.has_count,
+                            a.count, a.has_status, a.status, a.has_delay_ms,
+                            a.delay_ms, &err);
+    }
+    g_free(a.id);
+    hmp_handle_error(mon, err);
 }

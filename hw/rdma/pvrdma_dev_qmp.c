@@ -80,6 +80,29 @@ static PvrdmaTransportStatus *transport_info(PvrdmaState *s,
     return q;
 }
 
+static PvrdmaInjection *injection_info(const PvrdmaInject *in)
+{
+    PvrdmaInjection *q = g_new0(PvrdmaInjection, 1);
+
+    q->kind = MAX(from_name(&PvrdmaInjectionKind_lookup,
+                            pvrdma_inject_kind_name(in->kind)), 0);
+    if (in->kind == PVRDMA_INJECT_WC_ERROR) {
+        q->has_handle = true;
+        q->handle = in->handle;
+    } else {
+        q->has_opcode = true;
+        q->opcode = in->opcode;         /* PvrdmaCommand: the ABI's order */
+    }
+    q->has_status = in->kind != PVRDMA_INJECT_CMD_DELAY &&
+                    in->kind != PVRDMA_INJECT_CMD_DROP;
+    q->status = in->status;
+    q->has_delay_ms = in->kind == PVRDMA_INJECT_CMD_DELAY;
+    q->delay_ms = in->delay_ms;
+    q->left = in->count;
+    q->fired = in->fired;
+    return q;
+}
+
 static PvrdmaDeviceInfo *device_info(PvrdmaState *s)
 {
     PvrdmaDeviceInfo *d = g_new0(PvrdmaDeviceInfo, 1);
@@ -98,6 +121,10 @@ static PvrdmaDeviceInfo *device_info(PvrdmaState *s)
     for (guint n = qps->len; n-- > 0;) {
         QAPI_LIST_PREPEND(d->qps,
                           qp_info(&g_array_index(qps, PvrdmaQpInfo, n)));
+    }
+    for (unsigned n = s->core.ninject; n-- > 0;) {
+        QAPI_LIST_PREPEND(d->injections,
+                          injection_info(&s->core.inject[n]));
     }
     return d;
 }
@@ -155,3 +182,99 @@ PvrdmaDeviceInfoList *qmp_query_pvrdma(Error **errp)
     object_child_foreach_recursive(object_get_root(), add_device, &tail);
     return list;
 }
+
+/* The device named id (its ID or QOM path), or the only one if NULL. */
+typedef struct FindDevice {
+    const char *id;
+    PvrdmaState *found;
+    unsigned n;
+} FindDevice;
+
+static int find_device(Object *obj, void *opaque)
+{
+    FindDevice *f = opaque;
+    PvrdmaState *s = (PvrdmaState *)object_dynamic_cast(obj, TYPE_PVRDMA);
+    g_autofree char *path = NULL;
+
+    if (!s) {
+        return 0;
+    }
+    path = object_get_canonical_path(obj);
+    if (!f->id || !g_strcmp0(DEVICE(s)->id, f->id) ||
+        !strcmp(path, f->id)) {
+        f->found = s;
+        f->n++;
+    }
+    return 0;
+}
+
+/*
+ * The async events x-pvrdma-inject posts, in PvrdmaAsyncEvent's order.
+ */
+static const uint32_t async_events[PVRDMA_ASYNC_EVENT__MAX] = {
+    [PVRDMA_ASYNC_EVENT_QP_FATAL] = PVRDMA_EVENT_QP_FATAL,
+    [PVRDMA_ASYNC_EVENT_QP_REQ_ERR] = PVRDMA_EVENT_QP_REQ_ERR,
+    [PVRDMA_ASYNC_EVENT_QP_ACCESS_ERR] = PVRDMA_EVENT_QP_ACCESS_ERR,
+    [PVRDMA_ASYNC_EVENT_CQ_ERR] = PVRDMA_EVENT_CQ_ERR,
+    [PVRDMA_ASYNC_EVENT_SRQ_ERR] = PVRDMA_EVENT_SRQ_ERR,
+    [PVRDMA_ASYNC_EVENT_SRQ_LIMIT_REACHED] = PVRDMA_EVENT_SRQ_LIMIT_REACHED,
+    [PVRDMA_ASYNC_EVENT_DEVICE_FATAL] = PVRDMA_EVENT_DEVICE_FATAL,
+    [PVRDMA_ASYNC_EVENT_GID_CHANGE] = PVRDMA_EVENT_GID_CHANGE,
+};
+
+QEMU_BUILD_BUG_ON((int)PVRDMA_COMMAND__MAX != (int)PVRDMA_CMD_MAX);
+QEMU_BUILD_BUG_ON((int)PVRDMA_INJECTION_KIND__MAX != (int)PVRDMA_INJECT__MAX);
+
+void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
+                         bool has_event, PvrdmaAsyncEvent event,
+                         bool has_handle, uint32_t handle,
+                         bool has_opcode, PvrdmaCommand opcode,
+                         bool has_count, uint32_t count,
+                         bool has_status, uint32_t status,
+                         bool has_delay_ms, uint32_t delay_ms, Error **errp)
+{
+    FindDevice f = { .id = id };
+    g_autofree char *err = NULL;
+    PvrdmaInject in = {
+        /* PvrdmaInjectionKind is in the order of PvrdmaInjectKind */
+        .kind = (PvrdmaInjectKind)kind,
+        .handle = handle, .count = count, .status = status,
+        .delay_ms = delay_ms,
+    };
+
+    object_child_foreach_recursive(object_get_root(), find_device, &f);
+    if (f.n != 1) {
+        error_setg(errp, f.n ? "there are several pvrdma devices: name one "
+                   "with 'id'" : id ? "no pvrdma device '%s'" :
+                   "no pvrdma device", id);
+        return;
+    }
+    if (kind == PVRDMA_INJECTION_KIND_ASYNC_EVENT && !has_event) {
+        error_setg(errp, "async-event needs 'event'");
+        return;
+    }
+    if ((kind == PVRDMA_INJECTION_KIND_COMPLETION_ERROR ||
+         (kind == PVRDMA_INJECTION_KIND_ASYNC_EVENT &&
+          event != PVRDMA_ASYNC_EVENT_DEVICE_FATAL &&
+          event != PVRDMA_ASYNC_EVENT_GID_CHANGE)) && !has_handle) {
+        error_setg(errp, "%s needs 'handle'", PvrdmaInjectionKind_str(kind));
+        return;
+    }
+    if ((kind == PVRDMA_INJECTION_KIND_COMMAND_ERROR ||
+         kind == PVRDMA_INJECTION_KIND_COMMAND_DELAY ||
+         kind == PVRDMA_INJECTION_KIND_COMMAND_DROP) && !has_opcode) {
+        error_setg(errp, "%s needs 'opcode'", PvrdmaInjectionKind_str(kind));
+        return;
+    }
+    if ((kind == PVRDMA_INJECTION_KIND_COMMAND_ERROR ||
+         kind == PVRDMA_INJECTION_KIND_COMPLETION_ERROR) && !has_status) {
+        error_setg(errp, "%s needs 'status'", PvrdmaInjectionKind_str(kind));
+        return;
+    }
+    in.event = has_event ? async_events[event] : 0;
+    in.opcode = opcode;         /* PvrdmaCommand: the ABI's order */
+    if (!pvrdma_inject(&f.found->core, &in, &err)) {
+        error_setg(errp, "%s", err);
+    }
+}
+

@@ -1,12 +1,25 @@
 /*
- * query-pvrdma without the pvrdma device built in: no devices.
+ * query-pvrdma and x-pvrdma-inject without the pvrdma device built in:
+ * no devices.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "qapi/qapi-commands-pvrdma.h"
 
 PvrdmaDeviceInfoList *qmp_query_pvrdma(Error **errp)
 {
     return NULL;
+}
+
+void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
+                         bool has_event, PvrdmaAsyncEvent event,
+                         bool has_handle, uint32_t handle,
+                         bool has_opcode, PvrdmaCommand opcode,
+                         bool has_count, uint32_t count,
+                         bool has_status, uint32_t status,
+                         bool has_delay_ms, uint32_t delay_ms, Error **errp)
+{
+    error_setg(errp, "no pvrdma device");
 }

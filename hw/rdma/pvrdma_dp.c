@@ -63,6 +63,7 @@ void pvrdma_core_run(PvrdmaCore *c)
          * and the run loop would spin.
          */
         c->timer = false;
+        pvrdma_inject_resp_due(c);
         pvrdma_wake_rnr(c);
         for (uint32_t h = 0; c->holders && h < c->qp.size; h++) {
             PvrdmaQP *qp = c->qp.slot[h];

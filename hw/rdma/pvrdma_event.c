@@ -35,6 +35,22 @@ void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r)
     }
 }
 
+void pvrdma_core_check_link(PvrdmaCore *c)
+{
+    bool down = !pvrdma_port_up(c);
+
+    if (!c->active || down == c->port_down) {
+        return;
+    }
+    c->port_down = down;
+    trace_pvrdma_port_state(down ? "down" : "active");
+    pvrdma_post_async(c, down ? PVRDMA_EVENT_PORT_ERR :
+                      PVRDMA_EVENT_PORT_ACTIVE, 1);
+    pvrdma_report(c, &(PvrdmaReport) {
+        .kind = PVRDMA_REPORT_PORT, .port_up = !down,
+    });
+}
+
 void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info)
 {
     struct pvrdma_eqe *e;

@@ -140,6 +140,7 @@ static void core_reset(PvrdmaCore *c)
     c->active = false;
     c->version = 0;
     c->cmd_gpa = c->resp_gpa = c->uar_pfn = 0;
+    c->resp_held = false;   /* injections themselves stay */
 }
 
 /* The guest's device reset: its memory is free once this returns. */
@@ -168,18 +169,3 @@ void pvrdma_core_fini(PvrdmaCore *c)
     c->batched_cqs = NULL;
 }
 
-void pvrdma_core_check_link(PvrdmaCore *c)
-{
-    bool down = !pvrdma_port_up(c);
-
-    if (!c->active || down == c->port_down) {
-        return;
-    }
-    c->port_down = down;
-    trace_pvrdma_port_state(down ? "down" : "active");
-    pvrdma_post_async(c, down ? PVRDMA_EVENT_PORT_ERR :
-                      PVRDMA_EVENT_PORT_ACTIVE, 1);
-    pvrdma_report(c, &(PvrdmaReport) {
-        .kind = PVRDMA_REPORT_PORT, .port_up = !down,
-    });
-}

@@ -48,8 +48,18 @@ void pvrdma_fetch_recv_wqe(const PvrdmaRing *r, uint32_t idx,
 /* Is the port up (the paired NIC's link; up when the host cannot tell)? */
 static inline bool pvrdma_port_up(PvrdmaCore *c)
 {
-    return !c->ops->link_up || c->ops->link_up(c->opaque);
+    return !c->inject_port_down &&
+           (!c->ops->link_up || c->ops->link_up(c->opaque));
 }
+
+/* pvrdma_inject.c: the injections' hooks */
+
+/* The injection that fires for command cmd now (counted), or NULL. */
+const PvrdmaInject *pvrdma_inject_cmd(PvrdmaCore *c, uint32_t cmd);
+/* The status injected into qp's next send completion, or 0. */
+uint32_t pvrdma_inject_wc(PvrdmaCore *c, PvrdmaQP *qp);
+/* The run loop: a held response that is due goes to the guest. */
+void pvrdma_inject_resp_due(PvrdmaCore *c);
 
 /* pvrdma_transport.c: transport list, QPs' transports, owner, hooks */
 

@@ -120,6 +120,12 @@
 # (tests/guest/common.sh) print the marker and wait for it; a test's
 # NN-name.host checks the files.
 #
+# Injection: a line "PVRDMA-INJECT TAG ARGS" on VM N's console (once per
+# TAG) has this script ask VM N's QEMU for "x_pvrdma_inject ARGS" (HMP:
+# KIND[,KEY=VALUE...]); what the monitor answered (nothing when it was
+# taken) goes to <out>/vmN/inject-TAG.txt.  The guest helper host_inject
+# (tests/guest/common.sh) prints the marker and waits for it.
+#
 # Live migration: a line "PVRDMA-MIGRATE TAG" on VM N's console (once per
 # TAG) makes this script start a second QEMU for that VM with the same
 # command line and -incoming, migrate the VM to it over a unix socket
@@ -437,7 +443,7 @@ if [ "$use_switch" = 1 ]; then
 fi
 
 # --- host queries (PVRDMA-QMP TAG) ---------------------------------------------
-declare -A qmp_done mig_done snap_done
+declare -A qmp_done mig_done snap_done inject_done
 migrations=0
 # migrate_vm N TAG [away|file|postcopy]: VM N to a new QEMU (see "Live migration"
 # above)
@@ -692,7 +698,7 @@ while :; do
         # the guest asks to be migrated to a new QEMU (before the queries:
         # a query asked for after a migration goes to the new QEMU; both
         # read from one look at the log, which the guest writes meanwhile)
-        markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\|SNAPSHOT\) ' "$log" | tr -d '\r' || true)
+        markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\|SNAPSHOT\|INJECT\) ' "$log" | tr -d '\r' || true)
         if [[ $markers == *PVRDMA-SNAPSHOT* ]]; then
             for tag in $(grep -a '^PVRDMA-SNAPSHOT ' <<< "$markers" | awk '{print $2}'); do
                 [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
@@ -713,6 +719,17 @@ while :; do
                 active=$((active + 1))
                 continue    # this VM's QEMU (pid) may have changed
             fi
+        fi
+        # the guest asks for a fault in its own device (x_pvrdma_inject)
+        if [[ $markers == *PVRDMA-INJECT* ]]; then
+            while read -r tag args; do
+                [[ $tag =~ ^[A-Za-z0-9._-]+$ && $args =~ ^[A-Za-z0-9=,._-]+$ ]] || continue
+                [ -z "${inject_done[$i.$tag]:-}" ] || continue
+                inject_done[$i.$tag]=1
+                python3 "$here/qmp.py" "${qmp_sock[$i]}" hmp "x_pvrdma_inject $args" \
+                    > "$d/inject-$tag.txt" 2>&1 < /dev/null || true
+                echo "run-vm: vm$i: inject '$tag' ($args) at $(secs_since "$t0")s: $(head -c 200 "$d/inject-$tag.txt")" >&2
+            done < <(grep -a '^PVRDMA-INJECT ' <<< "$markers" | awk '{print $2, $3}')
         fi
         # host queries over QMP
         if [[ $markers == *PVRDMA-QMP* ]]; then

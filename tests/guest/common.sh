@@ -626,6 +626,16 @@ in_pair() {
     [ "$PVRDMA_VM" = 0 ] || [ "$PVRDMA_VM" = "$1" ]
 }
 
+# host_inject TAG ARGS [SECS]: have the host inject a fault into this VM's
+# device (run-vm.sh sees "PVRDMA-INJECT TAG ARGS" on the console and runs
+# HMP "x_pvrdma_inject ARGS", answer in <out>/vmN/inject-TAG.txt), then
+# wait SECS (default 1) for it: run-vm.sh polls the console every 0.1 s.
+host_inject() {
+    log "inject $1: $2"
+    echo "PVRDMA-INJECT $1 $2"
+    sleep "${3:-1}"
+}
+
 # host_query TAG [SECS]: have the host record every pvrdma VM's counters
 # and QPs now (run-vm.sh sees "PVRDMA-QMP TAG" on the console and writes
 # <out>/vmN/qmp-TAG.txt through QMP, and the switch's counters to

@@ -13,6 +13,8 @@
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
+#include "qobject/qjson.h"
+#include "qapi/error.h"
 #include <arpa/inet.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -4242,6 +4244,208 @@ static void test_hca_frmr_cost(void)
     qpvrdma_stop(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* Fault and event injection (x-pvrdma-inject)                         */
+
+/* x-pvrdma-inject with ARGS (a JSON object's members); its error or NULL */
+static char *inject(QPvrdma *d, const char *args)
+{
+    g_autofree char *json = g_strdup_printf("{ %s }", args);
+    QObject *a = qobject_from_json(json, &error_abort);
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'x-pvrdma-inject', "
+                         "'arguments': %p }", a);
+    char *err = NULL;
+
+    if (qdict_haskey(r, "error")) {
+        err = g_strdup(qdict_get_str(qdict_get_qdict(r, "error"), "desc"));
+    } else {
+        g_assert(qdict_haskey(r, "return"));
+    }
+    qobject_unref(r);
+    return err;
+}
+
+static void inject_ok(QPvrdma *d, const char *args)
+{
+    g_autofree char *err = inject(d, args);
+
+    g_assert_null(err);
+}
+
+static void inject_refused(QPvrdma *d, const char *args, const char *want)
+{
+    g_autofree char *err = inject(d, args);
+
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(err, want));
+}
+
+/* The device's injections in query-pvrdma: "kind:left:fired ..." */
+static char *injections(QPvrdma *d)
+{
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'query-pvrdma' }");
+    QList *devs = qdict_get_qlist(r, "return");
+    QDict *dev = qobject_to(QDict, qlist_peek(devs));
+    GString *out = g_string_new("");
+    QListEntry *e;
+
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(dev, "injections"), e) {
+        QDict *i = qobject_to(QDict, qlist_entry_obj(e));
+
+        g_string_append_printf(out, "%s%s:%" PRId64 ":%" PRId64,
+                               out->len ? " " : "",
+                               qdict_get_str(i, "kind"),
+                               qdict_get_int(i, "left"),
+                               qdict_get_int(i, "fired"));
+    }
+    qobject_unref(r);
+    return g_string_free(out, false);
+}
+
+/*
+ * Every kind over QMP, as the guest sees it: a command failing with the
+ * errno, a response that comes late (virtual time) or never, an error
+ * completion that fails the QP, async events, the port going down and
+ * up; what query-pvrdma lists; what is refused.
+ */
+static void test_inject(void)
+{
+    Pair p;
+    QPvrdma *d;
+    struct pvrdma_cmd_create_pd cp = { .hdr.cmd = PVRDMA_CMD_CREATE_PD };
+    struct pvrdma_cmd_query_port qp = { .hdr.cmd = PVRDMA_CMD_QUERY_PORT,
+                                        .port_num = 1 };
+    union pvrdma_cmd_resp r;
+    g_autofree char *list = NULL, *args = NULL;
+    uint64_t src, dst;
+    uint32_t key;
+    QDict *ev;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 8);
+    d = p.d;
+    list = injections(d);
+    g_assert_cmpstr(list, ==, "");
+    g_free(list);
+
+    /* command-error: twice, with the errno in ERR; then it runs again */
+    inject_ok(d, "'kind': 'command-error', 'opcode': 'create-pd', "
+              "'status': 12, 'count': 2");
+    g_assert_cmpuint(qpvrdma_cmd(d, &cp, sizeof(cp), &r), ==, 12);
+    g_assert_cmpuint(qpvrdma_cmd(d, &cp, sizeof(cp), &r), ==, 12);
+    qpvrdma_cmd_ok(d, &cp, sizeof(cp), &r);
+    list = injections(d);
+    g_assert_cmpstr(list, ==, "command-error:0:2");
+    g_free(list);
+
+    /* command-delay: the response comes 500 ms of virtual time later */
+    inject_ok(d, "'kind': 'command-delay', 'opcode': 'query-port', "
+              "'delay-ms': 500");
+    qtest_memwrite(d->qts, d->cmd, &qp, sizeof(qp));
+    qtest_memset(d->qts, d->resp, 0xee, sizeof(r));
+    qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE);
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, 0);
+    qtest_clock_step(d->qts, 400 * 1000 * 1000);
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE));
+    g_assert_cmphex(qtest_readl(d->qts, d->resp + 4), ==, 0xeeeeeeee);
+    qtest_clock_step(d->qts, 200 * 1000 * 1000);
+    g_assert(qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE));
+    qtest_memread(d->qts, d->resp, &r, sizeof(r));
+    g_assert_cmphex(r.hdr.ack, ==, PVRDMA_CMD_RESP(PVRDMA_CMD_QUERY_PORT));
+    g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
+
+    /* command-drop: no response and no interrupt, ever */
+    inject_ok(d, "'kind': 'command-drop', 'opcode': 'query-port'");
+    qtest_memset(d->qts, d->resp, 0xee, sizeof(r));
+    qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(qpvrdma_reg_read(d, PVRDMA_REG_ERR), ==, 0);
+    qtest_clock_step(d->qts, 20ll * 1000 * 1000 * 1000);
+    g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE));
+    g_assert_cmphex(qtest_readl(d->qts, d->resp + 4), ==, 0xeeeeeeee);
+
+    /* completion-error: a's next send fails, what follows is flushed */
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(&p, src, dst, key, 1, 3);
+    args = g_strdup_printf("'kind': 'completion-error', 'handle': %u, "
+                           "'status': %u", p.a.handle,
+                           PVRDMA_WC_RETRY_EXC_ERR);
+    inject_ok(d, args);
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND,
+                       PVRDMA_WC_RETRY_EXC_ERR, 0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 64, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_WR_FLUSH_ERR,
+                       0);
+    g_assert_cmpuint(qp_state(d, p.a.handle), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qp_state(d, p.b.handle), ==, PVRDMA_QPS_RTS);
+
+    /* async-event: QP_FATAL fails b too; CQ_ERR is only told */
+    g_free(args);
+    args = g_strdup_printf("'kind': 'async-event', 'event': 'qp-fatal', "
+                           "'handle': %u", p.b.handle);
+    inject_ok(d, args);
+    g_assert(async_seen(d, PVRDMA_EVENT_QP_FATAL, p.b.handle));
+    g_assert_cmpuint(qp_state(d, p.b.handle), ==, PVRDMA_QPS_ERR);
+    g_free(args);
+    args = g_strdup_printf("'kind': 'async-event', 'event': 'cq-err', "
+                           "'handle': %u", p.cq.handle);
+    inject_ok(d, args);
+    g_assert(async_seen(d, PVRDMA_EVENT_CQ_ERR, p.cq.handle));
+
+    /* port-down / port-up: QUERY_PORT, the events, query-pvrdma */
+    inject_ok(d, "'kind': 'port-down'");
+    g_assert(async_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
+    ev = qtest_qmp_eventwait_ref(d->qts, "PVRDMA_PORT_CHANGED");
+    g_assert_false(qdict_get_bool(qdict_get_qdict(ev, "data"), "active"));
+    qobject_unref(ev);
+    qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
+    g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_DOWN);
+    inject_ok(d, "'kind': 'port-up'");
+    g_assert(async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
+    qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
+    g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
+
+    list = injections(d);
+    g_assert_cmpstr(list, ==, "command-error:0:2 command-delay:0:1 "
+                    "command-drop:0:1 completion-error:0:1");
+    g_free(list);
+
+    /* refused: no such objects, missing or bad arguments, no device */
+    inject_refused(d, "'kind': 'async-event', 'event': 'qp-fatal', "
+                   "'handle': 999", "no QP with handle 999");
+    inject_refused(d, "'kind': 'async-event', 'handle': 1", "needs 'event'");
+    inject_refused(d, "'kind': 'completion-error', 'handle': 999, "
+                   "'status': 12", "no QP");
+    inject_refused(d, "'kind': 'command-error', 'opcode': 'create-pd'",
+                   "needs 'status'");
+    inject_refused(d, "'kind': 'command-drop'", "needs 'opcode'");
+    inject_refused(d, "'id': 'nosuch', 'kind': 'port-down'",
+                   "no pvrdma device 'nosuch'");
+    /* HMP: x_pvrdma_inject, and info pvrdma lists what fired */
+    list = qtest_hmp(d->qts, "x_pvrdma_inject command-error,"
+                     "opcode=create-pd,status=5");
+    g_assert_cmpstr(list, ==, "");
+    g_assert_cmpuint(qpvrdma_cmd(d, &cp, sizeof(cp), &r), ==, 5);
+    g_free(list);
+    list = qtest_hmp(d->qts, "info pvrdma");
+    g_assert_nonnull(strstr(list, "injected command-error create-pd status 5: "
+                            "fired 1, 0 left"));
+    g_free(list);
+    list = qtest_hmp(d->qts, "x_pvrdma_inject completion-error,handle=999,"
+                     "status=12");
+    g_assert_nonnull(strstr(list, "no QP with handle 999"));
+    g_free(list);
+    inject_ok(d, "'id': 'pvrdma0', 'kind': 'clear'");
+    list = injections(d);
+    g_assert_cmpstr(list, ==, "");
+    qpvrdma_stop(d);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -4260,6 +4464,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/cmd/srq", test_srq);
     qtest_add_func("/pvrdma/cmd/old-driver", test_old_driver);
     qtest_add_func("/pvrdma/cmd/device-version", test_device_version);
+    qtest_add_func("/pvrdma/inject", test_inject);
     qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
     qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
     qtest_add_func("/pvrdma/data/rdma-ops", test_rdma_ops);

@@ -497,6 +497,35 @@ typedef struct PvrdmaGid {
     uint8_t type;           /* PVRDMA_GID_TYPE_FLAG_ROCE_V1/V2, 0: empty */
 } PvrdmaGid;
 
+/* ------------------------------------------------------------------ */
+/* Fault and event injection (pvrdma_inject.c; x-pvrdma-inject)        */
+
+typedef enum PvrdmaInjectKind {
+    PVRDMA_INJECT_PORT_DOWN,    /* the port is down until PORT_UP */
+    PVRDMA_INJECT_PORT_UP,
+    PVRDMA_INJECT_EVENT,        /* async event 'event' about 'handle' */
+    PVRDMA_INJECT_CMD_ERROR,    /* 'count' commands 'opcode' fail: 'status' */
+    PVRDMA_INJECT_CMD_DELAY,    /* ... run, answered 'delay_ms' late */
+    PVRDMA_INJECT_CMD_DROP,     /* ... are lost: not run, not answered */
+    PVRDMA_INJECT_WC_ERROR,     /* 'count' send completions of QP 'handle' */
+                                /* carry 'status' (a PVRDMA_WC_* error) */
+    PVRDMA_INJECT_CLEAR,        /* what is pending goes, the port comes up */
+    PVRDMA_INJECT__MAX,
+} PvrdmaInjectKind;
+
+typedef struct PvrdmaInject {
+    PvrdmaInjectKind kind;
+    uint32_t event;             /* PVRDMA_EVENT_* */
+    uint32_t handle;            /* a QP, CQ or SRQ handle, as the guest's */
+    uint32_t opcode;            /* PVRDMA_CMD_* */
+    uint32_t count;             /* left to fire (0 given: 1) */
+    uint32_t status;            /* an errno, or a PVRDMA_WC_* status */
+    uint32_t delay_ms;
+    uint32_t fired;             /* how many times it fired */
+} PvrdmaInject;
+
+#define PVRDMA_INJECT_MAX       16  /* pending and fired ones shown */
+
 struct PvrdmaCore {
     const PvrdmaHostOps *ops;
     void *opaque;
@@ -575,6 +604,20 @@ struct PvrdmaCore {
     const uint64_t *restore_pages;
     uint32_t restore_npages;
 
+    /*
+     * Injections (pvrdma_inject.c): a command or completion kind fires
+     * until its count is 0 and stays listed until its slot is needed.
+     */
+    PvrdmaInject inject[PVRDMA_INJECT_MAX];
+    unsigned ninject;
+    uint32_t inject_cmds;       /* of them, command kinds with count left */
+    uint32_t inject_wcs;        /* ... completion kinds with count left */
+    bool inject_port_down;
+    /* a response held back by CMD_DELAY until resp_due (ms) */
+    bool resp_held;
+    int64_t resp_due;
+    union pvrdma_cmd_resp held_resp;
+
     /* counters (tests and info) */
     uint64_t guest_errors;
     uint64_t commands;
@@ -589,6 +632,13 @@ struct PvrdmaCore {
 void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
                       const PvrdmaLimits *lim);
 void pvrdma_core_fini(PvrdmaCore *c);
+/*
+ * Inject a fault or an event (x-pvrdma-inject).  False, with *err set (a
+ * message to g_free), if refused: an object that does not exist, a status
+ * out of range, too many pending.
+ */
+bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, char **err);
+const char *pvrdma_inject_kind_name(PvrdmaInjectKind kind);
 /* Device reset (PCI reset, CTL_RESET): every resource is freed. */
 void pvrdma_core_reset(PvrdmaCore *c);
 

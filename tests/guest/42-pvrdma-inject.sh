@@ -1,0 +1,179 @@
+# The unmodified driver and rdma-core against faults injected on purpose
+# (x-pvrdma-inject, through run-vm.sh's PVRDMA-INJECT marker), each seen as
+# the guest sees it:
+#   port-down/up       ibv_devinfo's port state, IBV_EVENT_PORT_ERR and
+#                      IBV_EVENT_PORT_ACTIVE (ibv_asyncwatch), traffic after
+#   command-error      CREATE_CQ fails: ibv_rc_pingpong "Couldn't create CQ"
+#   command-delay      QUERY_PORT answered 2 s late: ibv_devinfo waits and
+#                      succeeds; 15 s late: the driver's 10 s timeout
+#                      ("completion timeout"), then the next query works
+#   command-drop       CREATE_PD never answered: "Couldn't allocate PD"
+#   completion-error   a running ibv_rc_pingpong's QP gets "transport retry
+#                      counter exceeded (12)"
+#   async-event        qp-fatal on a running pingpong's QP: its work is
+#                      flushed (status 5); device-fatal reaches
+#                      ibv_asyncwatch
+# After each, a loopback pingpong works again; at the end no oops, WARN or
+# BUG in the kernel log, and the kernel's RDMA resources are back to what
+# they were before (rdma resource show).  42-pvrdma-inject.host checks that
+# QEMU took every injection.
+# vms: 1
+# timeout: 300
+# requires: pvrdma
+. /usr/lib/pvrdma/tests-common.sh
+
+D=vmw_pvrdma0
+wait_dev $D 15 || fail "$D not registered/ACTIVE"
+G=$(roce_v2_gid $D)
+O="-d $D -g $G"
+res0=$(rdma resource show | grep "$D")
+log "resources before: $res0"
+ibv_asyncwatch -d $D > /tmp/asyncwatch.out 2>&1 &
+AW=$!
+sleep 1
+
+port_state() { ibv_devinfo -d $D | awk '/state:/ { print $2; exit }'; }
+
+# until CMD's output matches RE (at most SECS)
+wait_for() {
+    _i=0
+    until eval "$1" 2>/dev/null | grep -q "$2"; do
+        _i=$((_i + 1)); [ $_i -lt $(($3 * 10)) ] || return 1
+        sleep 0.1
+    done
+}
+
+pp_works() {
+    pair "pp-$1" 60 "ibv_rc_pingpong $O -n 20 -s 4096 -c" \
+        "ibv_rc_pingpong $O -n 20 -s 4096 -c 127.0.0.1"
+}
+
+# the number of the RTS QP of process PID (rdma resource show qp), or
+# nothing
+qpn_of() {
+    [ -n "$1" ] || return 0
+    rdma resource show qp 2>/dev/null | awk -v p="$1" '
+        { q = ""; s = ""; pid = ""
+          for (i = 1; i < NF; i++) {
+              if ($i == "lqpn") q = $(i + 1)
+              if ($i == "state") s = $(i + 1)
+              if ($i == "pid") pid = $(i + 1)
+          }
+          if (pid == p && s == "RTS") { print q; exit } }'
+}
+
+# a long loopback pingpong in the background (SRV, CLI: its pids; the
+# step ends it, pp_long_end, or it ends with the test's timeout); the
+# server's and the client's QP numbers in SQPN and CQPN (its own output is
+# buffered until it exits: the kernel's QP table says)
+pp_long() {
+    ibv_rc_pingpong $O -n 100000000 -s 64 > /tmp/long.srv 2>&1 &
+    SRV=$!
+    wait_port 18515 10 || { pp_long_end; cat /tmp/long.srv; return 1; }
+    ibv_rc_pingpong $O -n 100000000 -s 64 127.0.0.1 > /tmp/long.cli 2>&1 &
+    CLI=$!
+    _i=0
+    SQPN= CQPN=
+    while [ -z "$SQPN" ] || [ -z "$CQPN" ]; do
+        _i=$((_i + 1))
+        [ $_i -lt 200 ] || { rdma resource show qp; pp_long_end; return 1; }
+        sleep 0.1
+        SQPN=$(qpn_of "$SRV")
+        CQPN=$(qpn_of "$CLI")
+    done
+    log "long pingpong: server QP $SQPN, client QP $CQPN"
+}
+
+pp_long_end() {
+    kill "$SRV" "$CLI" 2>/dev/null
+    wait "$SRV" "$CLI" 2>/dev/null
+    true
+}
+
+port_flap() {
+    host_inject port-down port-down
+    wait_for port_state PORT_DOWN 10 || fail "port not DOWN: $(port_state)"
+    wait_for "cat /tmp/asyncwatch.out" IBV_EVENT_PORT_ERR 10 ||
+        fail "no IBV_EVENT_PORT_ERR: $(cat /tmp/asyncwatch.out)"
+    host_inject port-up port-up
+    wait_for port_state PORT_ACTIVE 10 || fail "port not ACTIVE: $(port_state)"
+    wait_for "cat /tmp/asyncwatch.out" IBV_EVENT_PORT_ACTIVE 10 ||
+        fail "no IBV_EVENT_PORT_ACTIVE: $(cat /tmp/asyncwatch.out)"
+    pp_works port
+}
+
+command_error() {
+    host_inject cq-err command-error,opcode=create-cq,status=12
+    timeout 20 ibv_rc_pingpong $O > /tmp/cmderr.out 2>&1 && fail "the server ran"
+    grep -q "Couldn't create CQ" /tmp/cmderr.out || fail "not the CQ: $(cat /tmp/cmderr.out)"
+    log "command-error: $(head -n 1 /tmp/cmderr.out)"
+    pp_works cmd-error
+}
+
+command_delay() {
+    host_inject late command-delay,opcode=query-port,delay-ms=2000
+    _t0=$(cut -d' ' -f1 /proc/uptime)
+    [ "$(port_state)" = PORT_ACTIVE ] || fail "ibv_devinfo after a late answer"
+    _dt=$(awk -v a="$_t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { print b - a }')
+    log "command-delay 2000 ms: ibv_devinfo took $_dt s"
+    awk -v d="$_dt" 'BEGIN { exit !(d >= 1.8) }' || fail "ibv_devinfo took $_dt s, not 2"
+    host_inject too-late command-delay,opcode=query-port,delay-ms=15000
+    ibv_devinfo -d $D > /tmp/late.out 2>&1
+    dmesg | grep -q "completion timeout or interrupted" ||
+        fail "no driver timeout in dmesg ($(cat /tmp/late.out))"
+    log "command-delay 15000 ms: $(dmesg | grep -m1 'completion timeout'); ibv_devinfo: $(grep -m1 -i 'fail\|state' /tmp/late.out)"
+    [ "$(port_state)" = PORT_ACTIVE ] || fail "the next query failed"
+}
+
+command_drop() {
+    host_inject drop command-drop,opcode=create-pd
+    timeout 30 ibv_rc_pingpong $O > /tmp/drop.out 2>&1 && fail "the server ran"
+    grep -q "Couldn't allocate PD" /tmp/drop.out || fail "not the PD: $(cat /tmp/drop.out)"
+    pp_works cmd-drop
+}
+
+completion_error() {
+    pp_long || fail "the long pingpong did not start"
+    host_inject wc "completion-error,handle=$CQPN,status=12" 2
+    _w=0
+    while kill -0 "$CLI" 2>/dev/null && [ $_w -lt 100 ]; do sleep 0.1; _w=$((_w + 1)); done
+    grep -q "transport retry counter exceeded (12)" /tmp/long.cli ||
+        fail "client: $(tail -n 3 /tmp/long.cli)"
+    log "completion-error: $(grep -m1 'Failed status' /tmp/long.cli)"
+    pp_long_end
+    pp_works wc-error
+}
+
+qp_fatal() {
+    pp_long || fail "the long pingpong did not start"
+    host_inject qp-fatal "async-event,event=qp-fatal,handle=$SQPN" 2
+    _w=0
+    while kill -0 "$SRV" 2>/dev/null && [ $_w -lt 100 ]; do sleep 0.1; _w=$((_w + 1)); done
+    grep -q "Failed status .* (5)" /tmp/long.srv || fail "server: $(tail -n 3 /tmp/long.srv)"
+    log "qp-fatal: $(grep -m1 'Failed status' /tmp/long.srv)"
+    pp_long_end
+    pp_works qp-fatal
+}
+
+device_fatal() {
+    host_inject dev-fatal async-event,event=device-fatal
+    wait_for "cat /tmp/asyncwatch.out" IBV_EVENT_DEVICE_FATAL 10 ||
+        fail "no IBV_EVENT_DEVICE_FATAL: $(cat /tmp/asyncwatch.out)"
+    # the driver only passes the event on: the device still works
+    pp_works dev-fatal
+}
+
+step port-flap port_flap
+step command-error command_error
+step command-delay command_delay
+step command-drop command_drop
+step completion-error completion_error
+step qp-fatal qp_fatal
+step device-fatal device_fatal
+kill $AW 2>/dev/null
+log "asyncwatch: $(tr '\n' ';' < /tmp/asyncwatch.out)"
+step kernel-log sh -c '! dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|general protection"'
+res1=$(rdma resource show | grep "$D")
+log "resources after: $res1"
+step resources test "$res0" = "$res1"
+steps_done
