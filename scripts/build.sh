@@ -35,7 +35,7 @@ src=${src%/}
 
 # --- 2. hook patch, re-applied only if the patch changed --------------------
 hooked="meson.build hw/Kconfig hw/meson.build tests/qtest/meson.build \
- qapi/meson.build qapi/qapi-schema.json hmp-commands-info.hx \
+ qapi/meson.build qapi/qapi-schema.json hmp-commands-info.hx hmp-commands.hx \
  include/monitor/hmp.h monitor/monitor.c"
 sum=$(sha256sum "$top/patches/qemu-hooks.patch" | cut -d' ' -f1)
 if [ "$(cat "$src/.pvrdma-hooks" 2>/dev/null)" != "$sum" ]; then

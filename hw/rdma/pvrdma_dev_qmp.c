@@ -122,6 +122,7 @@ static PvrdmaDeviceInfo *device_info(PvrdmaState *s)
         QAPI_LIST_PREPEND(d->qps,
                           qp_info(&g_array_index(qps, PvrdmaQpInfo, n)));
     }
+    d->guest_errors = s->core.guest_errors;
     for (unsigned n = s->core.ninject; n-- > 0;) {
         QAPI_LIST_PREPEND(d->injections,
                           injection_info(&s->core.inject[n]));
@@ -142,7 +143,8 @@ static int add_device(Object *obj, void *opaque)
 
 /*
  * PvrdmaHostOps.report: PVRDMA_PATH_CHANGED, PVRDMA_PORT_CHANGED,
- * PVRDMA_PEER_LOST (rate-limited per device by the monitor).
+ * PVRDMA_PEER_LOST, PVRDMA_GUEST_ERROR (rate-limited per device by the
+ * monitor).
  */
 void pvrdma_report_event(void *opaque, const PvrdmaReport *r)
 {
@@ -171,6 +173,10 @@ void pvrdma_report_event(void *opaque, const PvrdmaReport *r)
     case PVRDMA_REPORT_PEER_LOST:
         trace_pvrdma_qmp_event("PVRDMA_PEER_LOST", r->why);
         qapi_event_send_pvrdma_peer_lost(id, path, r->peer, r->why);
+        break;
+    case PVRDMA_REPORT_GUEST_ERROR:
+        trace_pvrdma_qmp_event("PVRDMA_GUEST_ERROR", r->why);
+        qapi_event_send_pvrdma_guest_error(id, path, r->why, r->count);
         break;
     }
 }

@@ -35,6 +35,22 @@ void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r)
     }
 }
 
+void pvrdma_guest_error(PvrdmaCore *c, const char *fmt, ...)
+{
+    char why[200];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    c->guest_errors++;
+    pvrdma_log_guest_error("%s", why);
+    pvrdma_report(c, &(PvrdmaReport) {
+        .kind = PVRDMA_REPORT_GUEST_ERROR, .why = why,
+        .count = c->guest_errors,
+    });
+}
+
 void pvrdma_core_check_link(PvrdmaCore *c)
 {
     bool down = !pvrdma_port_up(c);

@@ -419,6 +419,7 @@ done
 make -s -C "$top/tests/verbs-check" O="$G/verbs-check" > "$G/verbs-check.log" 2>&1 ||
     die "building tests/verbs-check failed ($G/verbs-check.log; libibverbs-dev and librdmacm-dev: scripts/deps.sh)"
 install -m 0755 "$G/verbs-check/pvrdma-verbs-check" "$R/usr/bin/pvrdma-verbs-check"
+install -m 0755 "$G/verbs-check/pvrdma-uar-poke" "$R/usr/bin/pvrdma-uar-poke"
 
 # ---------------------------------------------------------------------------
 # 8. Manifest, cpio, kernel

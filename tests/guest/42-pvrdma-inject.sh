@@ -16,7 +16,10 @@
 # After each, a loopback pingpong works again; at the end no oops, WARN or
 # BUG in the kernel log, and the kernel's RDMA resources are back to what
 # they were before (rdma resource show).  42-pvrdma-inject.host checks that
-# QEMU took every injection.
+# QEMU took every injection, and query-pvrdma's guest-errors: 0 after a
+# clean run and after the faults (the driver did nothing illegal in
+# reaction), then 1 for a send doorbell of a QP the process does not own
+# (pvrdma-uar-poke, tests/verbs-check/uar-poke.c).
 # vms: 1
 # timeout: 300
 # requires: pvrdma
@@ -163,6 +166,9 @@ device_fatal() {
     pp_works dev-fatal
 }
 
+# a clean run first: traffic, no guest error (the host checks)
+pp_works clean || fail "loopback pingpong before any fault"
+host_query clean 2
 step port-flap port_flap
 step command-error command_error
 step command-delay command_delay
@@ -176,4 +182,12 @@ step kernel-log sh -c '! dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|general 
 res1=$(rdma resource show | grep "$D")
 log "resources after: $res1"
 step resources test "$res0" = "$res1"
+host_query faults 2
+# and one deliberate guest error: a send doorbell for a QP this process
+# does not own, from its own UAR page (tests/verbs-check/uar-poke.c)
+bad_doorbell() {
+    pvrdma-uar-poke $D
+}
+step bad-doorbell bad_doorbell
+host_query bad 2
 steps_done

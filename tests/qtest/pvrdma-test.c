@@ -4244,6 +4244,62 @@ static void test_hca_frmr_cost(void)
     qpvrdma_stop(d);
 }
 
+/* query-pvrdma's guest-errors of the (only) device */
+static int64_t guest_errors(QPvrdma *d)
+{
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'query-pvrdma' }");
+    QDict *dev = qobject_to(QDict, qlist_peek(qdict_get_qlist(r, "return")));
+    int64_t n = qdict_get_int(dev, "guest-errors");
+
+    qobject_unref(r);
+    return n;
+}
+
+/*
+ * PVRDMA_GUEST_ERROR: none for a clean run (activation, a QP pair, data
+ * both ways, teardown), one naming what was wrong for a bad command and
+ * for a doorbell of no QP, and query-pvrdma's guest-errors counts them.
+ */
+static void test_guest_error_event(void)
+{
+    Pair p;
+    QPvrdma *d;
+    union pvrdma_cmd_req bad = { .hdr.cmd = 99 };
+    uint64_t src, dst;
+    uint32_t key;
+    QDict *ev;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 8);
+    d = p.d;
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(&p, src, dst, key, 1, 9);
+    same(d, src, dst, 4096);
+    g_assert_cmpint(guest_errors(d), ==, 0);
+    g_assert_null(qtest_qmp_event_ref(d->qts, "PVRDMA_GUEST_ERROR"));
+
+    g_assert_cmpuint(qpvrdma_cmd(d, &bad, sizeof(bad), NULL), ==, EINVAL);
+    ev = qtest_qmp_eventwait_ref(d->qts, "PVRDMA_GUEST_ERROR");
+    g_assert_cmpstr(qdict_get_str(qdict_get_qdict(ev, "data"), "message"),
+                    ==, "unknown command 99");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "count"), ==,
+                    1);
+    g_assert_cmpstr(qdict_get_str(qdict_get_qdict(ev, "data"), "qom-path"),
+                    ==, "/machine/peripheral/pvrdma0");
+    qobject_unref(ev);
+    /* a send doorbell for a QP that does not exist: within the second */
+    qpvrdma_uar_write(d, 0, PVRDMA_UAR_QP_OFFSET, PVRDMA_UAR_QP_SEND | 0xfff);
+    g_assert_cmpint(guest_errors(d), ==, 2);
+    qtest_clock_step(d->qts, 1100ll * 1000 * 1000);     /* the rate limit */
+    ev = qtest_qmp_eventwait_ref(d->qts, "PVRDMA_GUEST_ERROR");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "count"), ==,
+                    2);
+    qobject_unref(ev);
+    qpvrdma_stop(d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Fault and event injection (x-pvrdma-inject)                         */
 
@@ -4465,6 +4521,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/cmd/old-driver", test_old_driver);
     qtest_add_func("/pvrdma/cmd/device-version", test_device_version);
     qtest_add_func("/pvrdma/inject", test_inject);
+    qtest_add_func("/pvrdma/guest-error-event", test_guest_error_event);
     qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
     qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
     qtest_add_func("/pvrdma/data/rdma-ops", test_rdma_ops);

@@ -226,6 +226,12 @@ static void fh_report(void *opaque, const PvrdmaReport *r)
     case PVRDMA_REPORT_PORT:
         line = g_strdup_printf("port %s", r->port_up ? "up" : "down");
         break;
+    case PVRDMA_REPORT_GUEST_ERROR:
+        /* counted apart: tests count the other reports */
+        h->guest_error_reports++;
+        g_free(h->last_guest_error);
+        h->last_guest_error = g_strdup(r->why);
+        return;
     default:
         line = g_strdup_printf("peer-lost %s", r->why);
         break;
@@ -333,6 +339,7 @@ void fh_fini(FakeHost *h)
     g_array_free(h->maps, TRUE);
     g_array_free(h->irqs, TRUE);
     g_ptr_array_free(h->reports, TRUE);
+    g_clear_pointer(&h->last_guest_error, g_free);
     g_array_free(h->watches, TRUE);
     memset(h, 0, sizeof(*h));
 }

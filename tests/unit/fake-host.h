@@ -51,6 +51,8 @@ typedef struct FakeHost {
 
     GArray *irqs;           /* unsigned vectors, in order */
     GPtrArray *reports;     /* PvrdmaHostOps.report, as lines (fh_reports) */
+    uint64_t guest_error_reports;   /* ... but GUEST_ERROR, counted here */
+    char *last_guest_error;
     bool link_down;         /* the paired NIC's link (PvrdmaHostOps.link_up) */
     /* optional: called on each interrupt, after it is recorded */
     void (*on_notify)(struct FakeHost *h, unsigned vector, void *arg);

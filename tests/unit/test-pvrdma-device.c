@@ -1332,6 +1332,24 @@ static void test_destroy_queued(void)
     pair_fini(&p);
 }
 
+/* Each guest error is reported (a QMP event in QEMU) with why and a count. */
+static void test_guest_error_report(void)
+{
+    Dev d;
+    union pvrdma_cmd_req req = { 0 };
+
+    dev_setup(&d, NULL);
+    create_pd(&d, 0);
+    g_assert_cmpuint(d.h.guest_error_reports, ==, 0);
+    expect_err(&d, &req, 99, EINVAL);
+    g_assert_cmpuint(d.h.guest_error_reports, ==, 1);
+    g_assert_cmpstr(d.h.last_guest_error, ==, "unknown command 99");
+    pvrdma_core_uar_write(&d.c, 0, PVRDMA_UAR_QP_SEND | 0xffff);
+    g_assert_cmpuint(d.h.guest_error_reports, ==, 2);
+    g_assert_cmpuint(d.c.guest_errors, ==, 2);
+    dev_fini(&d);
+}
+
 /* CQ overrun: completion lost, CQ_ERR async event on vector 1. */
 static void test_cq_overrun(void)
 {
@@ -1638,5 +1656,6 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/dev/dma-mr", test_dma_mr);
     g_test_add_func("/pvrdma/dev/post-before-rts", test_post_before_rts);
     g_test_add_func("/pvrdma/dev/budget", test_budget);
+    g_test_add_func("/pvrdma/dev/guest-error-report", test_guest_error_report);
     return g_test_run();
 }

@@ -32,6 +32,7 @@ typedef enum PvrdmaReportKind {
     PVRDMA_REPORT_PATH,         /* a connected QP moved to another path */
     PVRDMA_REPORT_PORT,         /* the port went down or up */
     PVRDMA_REPORT_PEER_LOST,    /* a co-resident peer failed, dropped */
+    PVRDMA_REPORT_GUEST_ERROR,  /* the guest did something illegal */
 } PvrdmaReportKind;
 
 typedef struct PvrdmaReport {
@@ -40,6 +41,8 @@ typedef struct PvrdmaReport {
     const char *old_path, *new_path;
     bool port_up;               /* PORT */
     const char *peer, *why;     /* PEER_LOST: which (its socket), why */
+                                /* GUEST_ERROR: why, the count so far */
+    uint64_t count;
 } PvrdmaReport;
 
 /* What the core asks of its host (QEMU glue or a unit test). */
@@ -624,10 +627,14 @@ struct PvrdmaCore {
     uint64_t doorbells;
 };
 
-#define PVRDMA_GUEST_ERR(c, fmt, ...) do { \
-        (c)->guest_errors++; \
-        pvrdma_log_guest_error(fmt, ##__VA_ARGS__); \
-    } while (0)
+/*
+ * The guest did something the ABI does not allow: counted, logged
+ * (LOG_GUEST_ERROR) and reported (a QMP event, rate-limited).
+ */
+void pvrdma_guest_error(PvrdmaCore *c, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+#define PVRDMA_GUEST_ERR(c, fmt, ...) \
+    pvrdma_guest_error((c), fmt, ##__VA_ARGS__)
 
 void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
                       const PvrdmaLimits *lim);
