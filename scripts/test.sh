@@ -305,12 +305,13 @@ for s in $suites; do
     guest)
         if [ -x tests/guest/run.sh ]; then
             # 0x rig self-tests, 1x one VM, 2x two co-resident VMs, 3x RoCEv2,
-            # 5x kernel storage and file protocols (NFS, iSER, RDS) on the
-            # loopback and co-resident transports (50, 51, 53) and over
-            # RoCEv2 against soft-RoCE (52, 54, 55)
+            # 4x for driver developers (40 injected faults, 41-43 device
+            # versions 17-19), 5x kernel storage and file protocols (NFS,
+            # iSER, RDS) on the loopback and co-resident transports (50, 51,
+            # 53) and over RoCEv2 against soft-RoCE (52, 54, 55)
             scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
                 bad guest-image "scripts/guest/build-image.sh failed"
-            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" 50 51 53 > build/guest.log 2>&1
+            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" "4*" 50 51 53 > build/guest.log 2>&1
             st=$?
             count_runner build/guest.log guest tests/guest/run.sh $st
             # 3x RoCEv2 on the wire (soft-RoCE peers, loss, three VMs on a

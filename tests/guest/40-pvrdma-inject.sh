@@ -15,7 +15,7 @@
 #                      ibv_asyncwatch
 # After each, a loopback pingpong works again; at the end no oops, WARN or
 # BUG in the kernel log, and the kernel's RDMA resources are back to what
-# they were before (rdma resource show).  42-pvrdma-inject.host checks that
+# they were before (rdma resource show).  40-pvrdma-inject.host checks that
 # QEMU took every injection, and query-pvrdma's guest-errors: 0 after a
 # clean run and after the faults (the driver did nothing illegal in
 # reaction), then 1 for a send doorbell of a QP the process does not own
