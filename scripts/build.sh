@@ -36,7 +36,7 @@ src=${src%/}
 # --- 2. hook patch, re-applied only if the patch changed --------------------
 hooked="meson.build hw/Kconfig hw/meson.build tests/qtest/meson.build \
  qapi/meson.build qapi/qapi-schema.json hmp-commands-info.hx hmp-commands.hx \
- include/monitor/hmp.h monitor/monitor.c"
+ include/monitor/hmp.h monitor/monitor.c tests/qtest/libqos/meson.build"
 sum=$(sha256sum "$top/patches/qemu-hooks.patch" | cut -d' ' -f1)
 if [ "$(cat "$src/.pvrdma-hooks" 2>/dev/null)" != "$sum" ]; then
     for f in $hooked; do
@@ -86,6 +86,9 @@ fi
 if [ $# -eq 0 ]; then
     set -- qemu-system-x86_64 tests/qtest/pvrdma-test \
         tests/qtest/pvrdma-hostile-test
+    # QEMU's qos-test, for the qos graph's pvrdma node (not sanitized:
+    # its other eighty test files would double the sanitizer build)
+    [ "${PVRDMA_SANITIZE:-0}" = 1 ] || set -- "$@" tests/qtest/qos-test
 fi
 # QEMU is configured --disable-werror (its own code warns with Debian's
 # compilers), but the device's may not warn: a QEMU maintainer builds with

@@ -284,8 +284,9 @@ migration back (a migration blocker with the reason)."""),
     dict(subject='tests/qtest: add pvrdma tests',
          files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h',
                 'tests/qtest/pvrdma-test.c',
-                'tests/qtest/pvrdma-hostile-test.c'],
-         hooks=['tests/qtest/meson.build'],
+                'tests/qtest/pvrdma-hostile-test.c',
+                'tests/qtest/pvrdma-qos-test.c'],
+         hooks=['tests/qtest/meson.build', 'tests/qtest/libqos/meson.build'],
          body="""\
 pvrdma-test drives the device as the driver does, from libqos/pvrdma.c:
 DSR activation, every command, rings, doorbells and completions with

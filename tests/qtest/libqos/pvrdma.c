@@ -4,8 +4,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
-#include "libqtest.h"
-#include "libqos/pvrdma.h"
+#include "../libqtest.h"
+#include "pvrdma.h"
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
 
@@ -36,15 +36,32 @@ static void qpvrdma_msix_setup(QPvrdma *d)
     }
 }
 
-QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
+static QPvrdma *qpvrdma_new(void)
 {
     QPvrdma *d = g_new0(QPvrdma, 1);
-    g_autofree char *extra = NULL;
-    va_list ap;
 
     d->live_qps = g_hash_table_new(NULL, NULL);
     d->cqs = g_array_new(false, false, sizeof(QPvrdmaCqSeen));
     d->flushes = g_array_new(false, false, sizeof(QPvrdmaFlush));
+    return d;
+}
+
+/* The device found, enabled, its BARs mapped and MSI-X set up. */
+static void qpvrdma_attach(QPvrdma *d, QPCIBus *bus)
+{
+    d->dev = qpci_device_find(bus, QPCI_DEVFN(PVRDMA_TEST_SLOT, 1));
+    g_assert(d->dev);
+    qpci_device_enable(d->dev);
+    d->regs = qpci_iomap(d->dev, PVRDMA_BAR_REGS, NULL);
+    d->uar = qpci_iomap(d->dev, PVRDMA_BAR_UAR, NULL);
+    qpvrdma_msix_setup(d);
+}
+
+QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
+{
+    QPvrdma *d = qpvrdma_new();
+    g_autofree char *extra = NULL;
+    va_list ap;
 
     va_start(ap, extra_fmt);
     extra = g_strdup_vprintf(extra_fmt, ap);
@@ -56,13 +73,8 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
                               PVRDMA_TEST_SLOT, PVRDMA_TEST_SLOT, extra);
     d->qs = qtest_pc_boot("%s", d->args);
     d->qts = d->qs->qts;
-    d->dev = qpci_device_find(d->qs->pcibus,
-                              QPCI_DEVFN(PVRDMA_TEST_SLOT, 1));
-    g_assert(d->dev);
-    qpci_device_enable(d->dev);
-    d->regs = qpci_iomap(d->dev, PVRDMA_BAR_REGS, NULL);
-    d->uar = qpci_iomap(d->dev, PVRDMA_BAR_UAR, NULL);
-    qpvrdma_msix_setup(d);
+    d->alloc = &d->qs->alloc;
+    qpvrdma_attach(d, d->qs->pcibus);
     return d;
 }
 
@@ -70,7 +82,9 @@ void qpvrdma_stop(QPvrdma *d)
 {
     qpci_msix_disable(d->dev);
     g_free(d->dev);
-    qtest_shutdown(d->qs);
+    if (d->qs) {
+        qtest_shutdown(d->qs);      /* qos-test stops its own QEMU */
+    }
     g_hash_table_destroy(d->live_qps);
     g_array_free(d->cqs, true);
     g_array_free(d->flushes, true);
@@ -90,6 +104,7 @@ static void take_over(QPvrdma *d, QOSState *to)
     qtest_shutdown(d->qs);
     d->qs = to;
     d->qts = to->qts;
+    d->alloc = &to->alloc;
     d->dev = dev;
 }
 
@@ -318,7 +333,7 @@ void qpvrdma_uar_write(QPvrdma *d, uint32_t page, uint32_t off, uint32_t val)
 
 uint64_t qpvrdma_alloc(QPvrdma *d, size_t len)
 {
-    uint64_t a = guest_alloc(&d->qs->alloc, ROUND_UP(len, PVRDMA_PAGE_SIZE));
+    uint64_t a = guest_alloc(d->alloc, ROUND_UP(len, PVRDMA_PAGE_SIZE));
 
     g_assert(a && !(a & (PVRDMA_PAGE_SIZE - 1)));
     qtest_memset(d->qts, a, 0, ROUND_UP(len, PVRDMA_PAGE_SIZE));
@@ -1039,3 +1054,77 @@ void qpvrdma_assert_counts(QPvrdma *d, const QPvrdmaCounts *before)
     g_assert_cmpuint(now.srq, ==, before->srq);
     g_assert_cmpuint(now.mapped, ==, before->mapped);
 }
+
+/* ------------------------------------------------------------------ */
+/* The qos graph's node "pvrdma" (tests written against qos-test)      */
+
+static void *pvrdma_node_get_driver(void *obj, const char *interface)
+{
+    QPvrdmaNode *n = obj;
+
+    if (!g_strcmp0(interface, "pvrdma")) {
+        return n->d;
+    }
+    fprintf(stderr, "%s not present in pvrdma\n", interface);
+    g_assert_not_reached();
+}
+
+/* Before each test: the device as the Linux driver finds it at probe. */
+static void pvrdma_node_start_hw(QOSGraphObject *obj)
+{
+    QPvrdmaNode *n = (QPvrdmaNode *)obj;
+
+    n->d = qpvrdma_new();
+    n->d->qts = n->bus->qts;
+    n->d->alloc = n->alloc;
+    qpvrdma_attach(n->d, n->bus);
+}
+
+static void pvrdma_node_destructor(QOSGraphObject *obj)
+{
+    QPvrdmaNode *n = (QPvrdmaNode *)obj;
+
+    if (n->d) {
+        qpvrdma_stop(n->d);
+    }
+}
+
+static void *pvrdma_node_create(void *pci_bus, QGuestAllocator *alloc,
+                                void *addr)
+{
+    QPvrdmaNode *n = g_new0(QPvrdmaNode, 1);
+
+    n->bus = pci_bus;
+    n->alloc = alloc;
+    n->obj.get_driver = pvrdma_node_get_driver;
+    n->obj.start_hw = pvrdma_node_start_hw;
+    n->obj.destructor = pvrdma_node_destructor;
+    return &n->obj;
+}
+
+/*
+ * "pvrdma" consumes a PCI bus, at function 1 of slot PVRDMA_TEST_SLOT
+ * behind the vmxnet3 the device pairs with: a test asks for it with
+ * qos_add_test(NAME, "pvrdma", fn, opts) and gets the QPvrdma, the
+ * device not yet activated (qpvrdma_setup_dsr(), qpvrdma_activate()).
+ */
+static void pvrdma_register_nodes(void)
+{
+    QPCIAddress addr = {
+        .devfn = QPCI_DEVFN(PVRDMA_TEST_SLOT, 1),
+        .vendor_id = 0x15ad,
+        .device_id = 0x0820,
+    };
+    QOSGraphEdgeOptions opts = {
+        .before_cmd_line = "-device vmxnet3,addr=04.0,multifunction=on,"
+                           "romfile=,mac=52:54:00:12:34:56",
+        .extra_device_opts = "id=pvrdma0,addr=04.1",
+    };
+
+    QEMU_BUILD_BUG_ON(PVRDMA_TEST_SLOT != 4);
+    add_qpci_address(&opts, &addr);
+    qos_node_create_driver("pvrdma", pvrdma_node_create);
+    qos_node_consumes("pvrdma", "pci-bus", &opts);
+}
+
+libqos_init(pvrdma_register_nodes);

@@ -8,8 +8,9 @@
 #ifndef QOS_PVRDMA_H
 #define QOS_PVRDMA_H
 
-#include "libqos/libqos-pc.h"
-#include "libqos/pci.h"
+#include "libqos-pc.h"
+#include "pci.h"
+#include "qgraph.h"
 #include "hw/rdma/pvrdma_abi.h"
 
 #define PVRDMA_TEST_SLOT    4
@@ -25,8 +26,9 @@ typedef struct QPvrdmaFlush {
 } QPvrdmaFlush;
 
 typedef struct QPvrdma {
-    QOSState *qs;
+    QOSState *qs;               /* NULL for the qos graph's node */
     QTestState *qts;
+    QGuestAllocator *alloc;
     QPCIDevice *dev;
     QPCIBar regs, uar;
     uint64_t dsr, cmd, resp;
@@ -226,5 +228,17 @@ char *qpvrdma_qps(QPvrdma *d);
 void qpvrdma_counts(QPvrdma *d, QPvrdmaCounts *c);
 /* Assert that every counter is back where it was. */
 void qpvrdma_assert_counts(QPvrdma *d, const QPvrdmaCounts *before);
+
+/*
+ * The qos graph's node "pvrdma" (libqos_init in pvrdma.c): a test added
+ * with qos_add_test(NAME, "pvrdma", fn, opts) gets this as its obj; its
+ * d is the device as the driver finds it at probe (not yet activated).
+ */
+typedef struct QPvrdmaNode {
+    QOSGraphObject obj;
+    QPCIBus *bus;
+    QGuestAllocator *alloc;
+    QPvrdma *d;
+} QPvrdmaNode;
 
 #endif
