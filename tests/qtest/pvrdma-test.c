@@ -4358,40 +4358,52 @@ static char *injections(QPvrdma *d)
     return g_string_free(out, false);
 }
 
-/*
- * Every kind over QMP, as the guest sees it: a command failing with the
- * errno, a response that comes late (virtual time) or never, an error
- * completion that fails the QP, async events, the port going down and
- * up; what query-pvrdma lists; what is refused.
- */
-static void test_inject(void)
+/* The async event NAME about handle h: posted as type, with h as info */
+static void inject_event(QPvrdma *d, const char *name, uint32_t h,
+                         uint32_t type)
 {
-    Pair p;
-    QPvrdma *d;
+    g_autofree char *args = g_strdup_printf(
+        "'kind': 'async-event', 'event': '%s', 'handle': %u", name, h);
+
+    inject_ok(d, args);
+    g_assert(async_seen(d, type, h));
+}
+
+/* A pair with two MRs (src, dst) and one SEND done: p->d is the device */
+static void inject_pair(Pair *p, uint64_t *src, uint64_t *dst, uint32_t *key)
+{
+    g_autofree char *list = NULL;
+
+    pair_setup(p, PVRDMA_QPT_RC, 8);
+    *src = qpvrdma_alloc(p->d, 4096);
+    *dst = qpvrdma_alloc(p->d, 4096);
+    *key = qpvrdma_create_mr(p->d, p->pd, *src, 4096,
+                             PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(p->d, p->pd, *dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(p, *src, *dst, *key, 1, 3);
+    list = injections(p->d);
+    g_assert_cmpstr(list, ==, "");
+}
+
+/*
+ * Command faults over QMP, as the guest sees them: a command failing with
+ * the errno (and running again after), a response that comes late
+ * (virtual time), one that never comes; what query-pvrdma lists.
+ */
+static void test_inject_commands(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
     struct pvrdma_cmd_create_pd cp = { .hdr.cmd = PVRDMA_CMD_CREATE_PD };
     struct pvrdma_cmd_query_port qp = { .hdr.cmd = PVRDMA_CMD_QUERY_PORT,
                                         .port_num = 1 };
     union pvrdma_cmd_resp r;
-    g_autofree char *list = NULL, *args = NULL;
-    uint64_t src, dst;
-    uint32_t key;
-    QDict *ev;
+    g_autofree char *list = NULL;
 
-    pair_setup(&p, PVRDMA_QPT_RC, 8);
-    d = p.d;
-    list = injections(d);
-    g_assert_cmpstr(list, ==, "");
-    g_free(list);
-
-    /* command-error: twice, with the errno in ERR; then it runs again */
     inject_ok(d, "'kind': 'command-error', 'opcode': 'create-pd', "
               "'status': 12, 'count': 2");
     g_assert_cmpuint(qpvrdma_cmd(d, &cp, sizeof(cp), &r), ==, 12);
     g_assert_cmpuint(qpvrdma_cmd(d, &cp, sizeof(cp), &r), ==, 12);
     qpvrdma_cmd_ok(d, &cp, sizeof(cp), &r);
-    list = injections(d);
-    g_assert_cmpstr(list, ==, "command-error:0:2");
-    g_free(list);
 
     /* command-delay: the response comes 500 ms of virtual time later */
     inject_ok(d, "'kind': 'command-delay', 'opcode': 'query-port', "
@@ -4419,41 +4431,107 @@ static void test_inject(void)
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE));
     g_assert_cmphex(qtest_readl(d->qts, d->resp + 4), ==, 0xeeeeeeee);
 
-    /* completion-error: a's next send fails, what follows is flushed */
-    src = qpvrdma_alloc(d, 4096);
-    dst = qpvrdma_alloc(d, 4096);
-    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
-    pair_exchange(&p, src, dst, key, 1, 3);
+    list = injections(d);
+    g_assert_cmpstr(list, ==, "command-error:0:2 command-delay:0:1 "
+                    "command-drop:0:1");
+    inject_refused(d, "'kind': 'command-error', 'opcode': 'create-pd'",
+                   "needs 'status'");
+    inject_refused(d, "'kind': 'command-drop'", "needs 'opcode'");
+    qpvrdma_stop(d);
+}
+
+/* completion-error: a's next send fails, what follows is flushed */
+static void test_inject_completion(void)
+{
+    Pair p;
+    uint64_t src, dst;
+    uint32_t key;
+    g_autofree char *args = NULL, *list = NULL;
+
+    inject_pair(&p, &src, &dst, &key);
     args = g_strdup_printf("'kind': 'completion-error', 'handle': %u, "
                            "'status': %u", p.a.handle,
                            PVRDMA_WC_RETRY_EXC_ERR);
-    inject_ok(d, args);
-    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 64, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND,
+    inject_ok(p.d, args);
+    qpvrdma_post_recv(p.d, &p.b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(p.d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 64, key, 0, 0);
+    qpvrdma_expect_cqe(p.d, &p.cq, 0xb2, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
+                       64);
+    qpvrdma_expect_cqe(p.d, &p.cq, 0xa2, PVRDMA_WC_SEND,
                        PVRDMA_WC_RETRY_EXC_ERR, 0);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 64, key, 0, 0);
-    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_SEND, PVRDMA_WC_WR_FLUSH_ERR,
-                       0);
-    g_assert_cmpuint(qp_state(d, p.a.handle), ==, PVRDMA_QPS_ERR);
-    g_assert_cmpuint(qp_state(d, p.b.handle), ==, PVRDMA_QPS_RTS);
+    qpvrdma_send_wr(p.d, &p.a, PVRDMA_WR_SEND, 0xa3, src, 64, key, 0, 0);
+    qpvrdma_expect_cqe(p.d, &p.cq, 0xa3, PVRDMA_WC_SEND,
+                       PVRDMA_WC_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qp_state(p.d, p.a.handle), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qp_state(p.d, p.b.handle), ==, PVRDMA_QPS_RTS);
+    list = injections(p.d);
+    g_assert_cmpstr(list, ==, "completion-error:0:1");
+    inject_refused(p.d, "'kind': 'completion-error', 'handle': 999, "
+                   "'status': 12", "no QP");
+    qpvrdma_stop(p.d);
+}
 
-    /* async-event: QP_FATAL fails b too; CQ_ERR is only told */
-    g_free(args);
-    args = g_strdup_printf("'kind': 'async-event', 'event': 'qp-fatal', "
-                           "'handle': %u", p.b.handle);
-    inject_ok(d, args);
-    g_assert(async_seen(d, PVRDMA_EVENT_QP_FATAL, p.b.handle));
-    g_assert_cmpuint(qp_state(d, p.b.handle), ==, PVRDMA_QPS_ERR);
-    g_free(args);
-    args = g_strdup_printf("'kind': 'async-event', 'event': 'cq-err', "
-                           "'handle': %u", p.cq.handle);
-    inject_ok(d, args);
-    g_assert(async_seen(d, PVRDMA_EVENT_CQ_ERR, p.cq.handle));
+/*
+ * async-event: every kind; the QP events fail the QP (as the device's
+ * own faults do), the others are only told.
+ */
+static void test_inject_events(void)
+{
+    static const struct { const char *name; uint32_t type; } qpev[] = {
+        { "qp-fatal", PVRDMA_EVENT_QP_FATAL },
+        { "qp-req-err", PVRDMA_EVENT_QP_REQ_ERR },
+        { "qp-access-err", PVRDMA_EVENT_QP_ACCESS_ERR },
+    };
+    Pair p;
+    struct pvrdma_cmd_create_srq c = { .hdr.cmd = PVRDMA_CMD_CREATE_SRQ,
+                                       .nchunks = 2 };
+    union pvrdma_cmd_resp r;
+    QPvrdmaRing ring;
+    QPvrdmaQp q;
+    uint32_t srq;
 
-    /* port-down / port-up: QUERY_PORT, the events, query-pvrdma */
+    pair_setup(&p, PVRDMA_QPT_RC, 8);
+    for (unsigned i = 0; i < ARRAY_SIZE(qpev); i++) {
+        qpvrdma_create_qp(p.d, &q, p.pd, p.cq.handle, p.cq.handle,
+                          PVRDMA_QPT_RC, 4, 0);
+        qpvrdma_qp_to_rts(p.d, &q, PVRDMA_QPT_RC, p.a.qpn);
+        inject_event(p.d, qpev[i].name, q.handle, qpev[i].type);
+        g_assert_cmpuint(qp_state(p.d, q.handle), ==, PVRDMA_QPS_ERR);
+    }
+    g_assert_cmpuint(qp_state(p.d, p.a.handle), ==, PVRDMA_QPS_RTS);
+    inject_event(p.d, "cq-err", p.cq.handle, PVRDMA_EVENT_CQ_ERR);
+    qpvrdma_ring_alloc(p.d, &ring, 2);
+    c.pdir_dma = ring.pdir;
+    c.pd_handle = p.pd;
+    c.attrs.max_wr = 16;
+    c.attrs.max_sge = 1;
+    qpvrdma_cmd_ok(p.d, &c, sizeof(c), &r);
+    srq = r.create_srq_resp.srqn;
+    inject_event(p.d, "srq-err", srq, PVRDMA_EVENT_SRQ_ERR);
+    inject_event(p.d, "srq-limit-reached", srq,
+                 PVRDMA_EVENT_SRQ_LIMIT_REACHED);
+    inject_ok(p.d, "'kind': 'async-event', 'event': 'gid-change'");
+    g_assert(async_seen(p.d, PVRDMA_EVENT_GID_CHANGE, 1));
+    inject_ok(p.d, "'kind': 'async-event', 'event': 'device-fatal'");
+    g_assert(async_seen(p.d, PVRDMA_EVENT_DEVICE_FATAL, 1));
+    inject_refused(p.d, "'kind': 'async-event', 'event': 'qp-fatal', "
+                   "'handle': 999", "no QP with handle 999");
+    inject_refused(p.d, "'kind': 'async-event', 'event': 'srq-err', "
+                   "'handle': 999", "no SRQ with handle 999");
+    inject_refused(p.d, "'kind': 'async-event', 'handle': 1",
+                   "needs 'event'");
+    qpvrdma_stop(p.d);
+}
+
+/* port-down / port-up: QUERY_PORT, the async and QMP events */
+static void test_inject_port(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_cmd_query_port qp = { .hdr.cmd = PVRDMA_CMD_QUERY_PORT,
+                                        .port_num = 1 };
+    union pvrdma_cmd_resp r;
+    QDict *ev;
+
     inject_ok(d, "'kind': 'port-down'");
     g_assert(async_seen(d, PVRDMA_EVENT_PORT_ERR, 1));
     ev = qtest_qmp_eventwait_ref(d->qts, "PVRDMA_PORT_CHANGED");
@@ -4465,40 +4543,36 @@ static void test_inject(void)
     g_assert(async_seen(d, PVRDMA_EVENT_PORT_ACTIVE, 1));
     qpvrdma_cmd_ok(d, &qp, sizeof(qp), &r);
     g_assert_cmpuint(r.query_port_resp.attrs.state, ==, PVRDMA_PORT_ACTIVE);
-
-    list = injections(d);
-    g_assert_cmpstr(list, ==, "command-error:0:2 command-delay:0:1 "
-                    "command-drop:0:1 completion-error:0:1");
-    g_free(list);
-
-    /* refused: no such objects, missing or bad arguments, no device */
-    inject_refused(d, "'kind': 'async-event', 'event': 'qp-fatal', "
-                   "'handle': 999", "no QP with handle 999");
-    inject_refused(d, "'kind': 'async-event', 'handle': 1", "needs 'event'");
-    inject_refused(d, "'kind': 'completion-error', 'handle': 999, "
-                   "'status': 12", "no QP");
-    inject_refused(d, "'kind': 'command-error', 'opcode': 'create-pd'",
-                   "needs 'status'");
-    inject_refused(d, "'kind': 'command-drop'", "needs 'opcode'");
     inject_refused(d, "'id': 'nosuch', 'kind': 'port-down'",
                    "no pvrdma device 'nosuch'");
-    /* HMP: x_pvrdma_inject, and info pvrdma lists what fired */
-    list = qtest_hmp(d->qts, "x_pvrdma_inject command-error,"
-                     "opcode=create-pd,status=5");
-    g_assert_cmpstr(list, ==, "");
+    qpvrdma_stop(d);
+}
+
+/* HMP: x_pvrdma_inject, info pvrdma lists what fired; clear by id */
+static void test_inject_hmp(void)
+{
+    QPvrdma *d = qpvrdma_start_active(NULL);
+    struct pvrdma_cmd_create_pd cp = { .hdr.cmd = PVRDMA_CMD_CREATE_PD };
+    union pvrdma_cmd_resp r;
+    char *out;
+
+    out = qtest_hmp(d->qts, "x_pvrdma_inject command-error,"
+                    "opcode=create-pd,status=5");
+    g_assert_cmpstr(out, ==, "");
+    g_free(out);
     g_assert_cmpuint(qpvrdma_cmd(d, &cp, sizeof(cp), &r), ==, 5);
-    g_free(list);
-    list = qtest_hmp(d->qts, "info pvrdma");
-    g_assert_nonnull(strstr(list, "injected command-error create-pd status 5: "
+    out = qtest_hmp(d->qts, "info pvrdma");
+    g_assert_nonnull(strstr(out, "injected command-error create-pd status 5: "
                             "fired 1, 0 left"));
-    g_free(list);
-    list = qtest_hmp(d->qts, "x_pvrdma_inject completion-error,handle=999,"
-                     "status=12");
-    g_assert_nonnull(strstr(list, "no QP with handle 999"));
-    g_free(list);
+    g_free(out);
+    out = qtest_hmp(d->qts, "x_pvrdma_inject completion-error,handle=999,"
+                    "status=12");
+    g_assert_nonnull(strstr(out, "no QP with handle 999"));
+    g_free(out);
     inject_ok(d, "'id': 'pvrdma0', 'kind': 'clear'");
-    list = injections(d);
-    g_assert_cmpstr(list, ==, "");
+    out = injections(d);
+    g_assert_cmpstr(out, ==, "");
+    g_free(out);
     qpvrdma_stop(d);
 }
 
@@ -4520,7 +4594,11 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/cmd/srq", test_srq);
     qtest_add_func("/pvrdma/cmd/old-driver", test_old_driver);
     qtest_add_func("/pvrdma/cmd/device-version", test_device_version);
-    qtest_add_func("/pvrdma/inject", test_inject);
+    qtest_add_func("/pvrdma/inject/commands", test_inject_commands);
+    qtest_add_func("/pvrdma/inject/completion", test_inject_completion);
+    qtest_add_func("/pvrdma/inject/events", test_inject_events);
+    qtest_add_func("/pvrdma/inject/port", test_inject_port);
+    qtest_add_func("/pvrdma/inject/hmp", test_inject_hmp);
     qtest_add_func("/pvrdma/guest-error-event", test_guest_error_event);
     qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
     qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
