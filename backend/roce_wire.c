@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #endif
 #include <string.h>
+#include <zlib.h>
 #include "hw/rdma/roce_wire.h"
 
 #define ETHERTYPE_IPV4  0x0800
@@ -135,53 +136,16 @@ const char *roce_drop_reason_str(int reason)
 }
 
 /*
- * CRC-32, reflected 0xedb88320, eight bytes at a time ("slicing by 8":
- * table k gives the CRC of a byte followed by k zero bytes), the tables
- * made at the first call.  Every packet is checked on receipt and
- * computed on transmission, so this is on the data path.
+ * CRC-32 (reflected 0xedb88320) as the ICRC needs it: the register itself,
+ * neither inverted on entry nor on exit (roce_icrc() seeds and inverts).
+ * zlib's crc32_z() (QEMU links zlib; on 4 KiB here 0.77 GB/s against
+ * 0.49 for the slicing-by-8 table this replaced) keeps the register
+ * inverted: undo that around it.  Every packet is checked on receipt and
+ * computed on transmission.
  */
-static uint32_t crc_tab[8][256];
-static bool crc_tab_ready;
-
-static void crc_tab_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-
-        for (int b = 0; b < 8; b++) {
-            c = (c >> 1) ^ (c & 1 ? 0xedb88320u : 0);
-        }
-        crc_tab[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++) {
-        for (int k = 1; k < 8; k++) {
-            crc_tab[k][i] = (crc_tab[k - 1][i] >> 8) ^
-                            crc_tab[0][crc_tab[k - 1][i] & 0xff];
-        }
-    }
-    crc_tab_ready = true;
-}
-
 uint32_t roce_crc32(uint32_t crc, const void *data, size_t len)
 {
-    const uint8_t *b = data;
-
-    if (!crc_tab_ready) {
-        crc_tab_init();
-    }
-    for (; len >= 8; len -= 8, b += 8) {
-        uint32_t lo = crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 |
-                             (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
-
-        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
-              crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
-              crc_tab[3][b[4]] ^ crc_tab[2][b[5]] ^ crc_tab[1][b[6]] ^
-              crc_tab[0][b[7]];
-    }
-    while (len--) {
-        crc = (crc >> 8) ^ crc_tab[0][(crc ^ *b++) & 0xff];
-    }
-    return crc;
+    return ~(uint32_t)crc32_z(~crc, data, len);
 }
 
 /* Big-endian and little-endian field access */

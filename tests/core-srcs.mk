@@ -7,7 +7,7 @@
 #
 # Every hw/rdma/pvrdma_*.c is core but the device's QEMU glue: pvrdma.c
 # (PCI/QOM) and pvrdma_dev_*.c beside it (pvrdma_dev.h).
-# backend/roce_wire.c (the RoCEv2 wire codec) needs only glib.
+# backend/roce_wire.c (the RoCEv2 wire codec) needs only glib and zlib.
 # Of the transports, loopback.c, the co-resident one (coresident.c and,
 # beside it, coresident_data.c, coresident_qp.c, coresident_peer.c,
 # coresident_link.c, coresident_ring.c, coresident_gid.c) and
@@ -47,7 +47,8 @@ STANDALONE_INC := -I$(PVRDMA_TOP)/tests/standalone
 
 PKG_CONFIG  ?= pkg-config
 GLIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags glib-2.0)
-GLIB_LIBS   := $(shell $(PKG_CONFIG) --libs glib-2.0)
+# and zlib (roce_wire.c's CRC-32), as QEMU links it
+GLIB_LIBS   := $(shell $(PKG_CONFIG) --libs glib-2.0 zlib)
 
 # every trace event a no-op: QEMU's build generates the real header
 TRACE_H := $(BUILD)/trace/trace-hw_rdma.h

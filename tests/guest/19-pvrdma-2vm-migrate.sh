@@ -2,7 +2,9 @@
 # them (the co-resident transport): the host migrates the VM that asks
 # ("PVRDMA-MIGRATE TAG" on its console, run-vm.sh) to a new QEMU on the
 # same host while the run goes on.
-#  - ib_write_bw (64 KiB RDMA WRITEs, 20 s): VM 1, the client, moves;
+#  - ib_write_bw (64 KiB RDMA WRITEs, 30 s: the host asks for the QPs
+#    once the migration completed, which took 16.5 s on a loaded host,
+#    and the run must still be on): VM 1, the client, moves;
 #  - rping -V (RDMA CM; SEND, RDMA READ and WRITE per ping, every ping's
 #    data checked by the client): VM 0, the server, moves;
 #  - ibv_rc_pingpong -c (4 KiB): VM 1 moves.
@@ -28,7 +30,7 @@ gidx=$(roce_v2_gid $D)
 barrier pvrdma-up 60
 
 po="-d $D -x $gidx -F -s 65536"
-across_migration write_bw 120 tcp:18515 0 1 "ib_write_bw $po -D 20" "ib_write_bw $po -D 20 $PVRDMA_PEER_IP"
+across_migration write_bw 120 tcp:18515 0 1 "ib_write_bw $po -D 30" "ib_write_bw $po -D 30 $PVRDMA_PEER_IP"
 [ "$PVRDMA_VM" = 0 ] || perf_check write_bw 4 || fail "ib_write_bw: no result ($PAIR_ERR)"
 
 n=${MIG_RPING:-8000}
