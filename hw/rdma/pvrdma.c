@@ -145,6 +145,21 @@ static void pvrdma_irq_bh(void *opaque)
 }
 
 /*
+ * The VM stops (pvrdma_vm_state_change()): what is still waiting for the
+ * interrupt bottom half is raised now.  Its state is saved before the
+ * main loop runs again, and a vector raised after that would be lost to
+ * a migration's destination (a CQ notification the driver never sees).
+ * Nothing of the device's work is under way here.
+ */
+void pvrdma_irq_flush(PvrdmaState *s)
+{
+    if (s->irq_pending) {
+        qemu_bh_cancel(s->irq_bh);
+        pvrdma_irq_bh(s);
+    }
+}
+
+/*
  * The host's notify.  A guest may aim an MSI-X vector at the device's own
  * registers (a write of RESET into CTL, say): raised while the device is
  * in the middle of its work, that write would reset it under its own feet.

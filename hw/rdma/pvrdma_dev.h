@@ -99,6 +99,9 @@ static inline VMXNET3State *pvrdma_nic(PvrdmaState *s)
               : NULL;
 }
 
+/* pvrdma.c: raise now what waits for the interrupt bottom half */
+void pvrdma_irq_flush(PvrdmaState *s);
+
 /* pvrdma_dev_host.c */
 bool pvrdma_join(PvrdmaState *s, Error **errp);
 bool pvrdma_open_hca(PvrdmaState *s, Error **errp);

@@ -157,6 +157,8 @@ static void pvrdma_vm_state_change(void *opaque, bool running,
         (state == RUN_STATE_PAUSED && s->bg_snapshot)) {
         pvrdma_quiesce(s);
     }
+    /* before the state is saved: the interrupts of what was done */
+    pvrdma_irq_flush(s);
     pvrdma_core_mapped_pages(&s->core, pvrdma_set_dirty, s);
 }
 
