@@ -262,6 +262,7 @@ the next patch.  Without CONFIG_PVRDMA query-pvrdma answers an empty
 list and x-pvrdma-inject an error."""),
     dict(subject='hw/rdma: add the pvrdma PCI device',
          files=['hw/rdma/pvrdma.c', 'hw/rdma/pvrdma_dev_host.c',
+                'hw/rdma/pvrdma_dev_irq.c',
                 'hw/rdma/pvrdma_dev_mig.c', 'hw/rdma/pvrdma_dev_roce.c'],
          body="""\
 -device pvrdma: the PCI function (15ad:0820) that the unmodified Linux

@@ -3,7 +3,7 @@
  * glue files share.
  *
  * The glue is pvrdma.c (PCI/QOM: BARs, host services for the core,
- * realize, reset, properties) and three files beside it, each for one
+ * realize, reset, properties) and four files beside it, each for one
  * thing the device does with the rest of QEMU:
  *   pvrdma_dev_host.c  the transports that reach outside the process:
  *                      co-resident (rendezvous directory, guest RAM for
@@ -14,6 +14,8 @@
  *                      the x-roce-* counters
  *   pvrdma_dev_mig.c   migration: the vmstate, the VM state and migration
  *                      notifiers that pause and resume the transports
+ *   pvrdma_dev_irq.c   interrupts: at once inside the re-entrancy guard,
+ *                      else from a guarded bottom half
  * The device logic is the QEMU-free core (pvrdma_core.h; every other
  * hw/rdma/pvrdma_*.c), which never includes this header.
  *
@@ -99,7 +101,12 @@ static inline VMXNET3State *pvrdma_nic(PvrdmaState *s)
               : NULL;
 }
 
-/* pvrdma.c: raise now what waits for the interrupt bottom half */
+/* pvrdma_dev_irq.c */
+/* PvrdmaHostOps.notify, opaque the device */
+void pvrdma_notify(void *opaque, unsigned vector);
+/* the interrupt bottom half (irq_bh), opaque the device */
+void pvrdma_irq_bh(void *opaque);
+/* raise now what waits for the interrupt bottom half (the VM stops) */
 void pvrdma_irq_flush(PvrdmaState *s);
 
 /* pvrdma_dev_host.c */
