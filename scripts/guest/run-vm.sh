@@ -120,7 +120,7 @@
 # (tests/guest/common.sh) print the marker and wait for it; a test's
 # NN-name.host checks the files.
 #
-# Injection: a line "PVRDMA-INJECT TAG ARGS" on VM N's console (once per
+# Injection: a line "PVRDMA-INJECT TAG ARGS ." on VM N's console (once per
 # TAG) has this script ask VM N's QEMU for "x_pvrdma_inject ARGS" (HMP:
 # KIND[,KEY=VALUE...]); what the monitor answered (nothing when it was
 # taken) goes to <out>/vmN/inject-TAG.txt.  The guest helper host_inject
@@ -722,14 +722,16 @@ while :; do
         fi
         # the guest asks for a fault in its own device (x_pvrdma_inject)
         if [[ $markers == *PVRDMA-INJECT* ]]; then
-            while read -r tag args; do
+            while read -r tag args end; do
+                # the line's last word is "." (the console may hold half a line)
+                [ "$end" = . ] || continue
                 [[ $tag =~ ^[A-Za-z0-9._-]+$ && $args =~ ^[A-Za-z0-9=,._-]+$ ]] || continue
                 [ -z "${inject_done[$i.$tag]:-}" ] || continue
                 inject_done[$i.$tag]=1
                 python3 "$here/qmp.py" "${qmp_sock[$i]}" hmp "x_pvrdma_inject $args" \
                     > "$d/inject-$tag.txt" 2>&1 < /dev/null || true
                 echo "run-vm: vm$i: inject '$tag' ($args) at $(secs_since "$t0")s: $(head -c 200 "$d/inject-$tag.txt")" >&2
-            done < <(grep -a '^PVRDMA-INJECT ' <<< "$markers" | awk '{print $2, $3}')
+            done < <(grep -a '^PVRDMA-INJECT ' <<< "$markers" | awk '{print $2, $3, $4}')
         fi
         # host queries over QMP
         if [[ $markers == *PVRDMA-QMP* ]]; then

@@ -627,12 +627,12 @@ in_pair() {
 }
 
 # host_inject TAG ARGS [SECS]: have the host inject a fault into this VM's
-# device (run-vm.sh sees "PVRDMA-INJECT TAG ARGS" on the console and runs
+# device (run-vm.sh sees "PVRDMA-INJECT TAG ARGS ." on the console and runs
 # HMP "x_pvrdma_inject ARGS", answer in <out>/vmN/inject-TAG.txt), then
 # wait SECS (default 1) for it: run-vm.sh polls the console every 0.1 s.
 host_inject() {
     log "inject $1: $2"
-    echo "PVRDMA-INJECT $1 $2"
+    echo "PVRDMA-INJECT $1 $2 ."
     sleep "${3:-1}"
 }
 
