@@ -698,7 +698,12 @@ while :; do
         # the guest asks to be migrated to a new QEMU (before the queries:
         # a query asked for after a migration goes to the new QEMU; both
         # read from one look at the log, which the guest writes meanwhile)
-        markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\|SNAPSHOT\|INJECT\) ' "$log" | tr -d '\r' || true)
+        # complete lines only: the guest may be writing the last one
+        if [ -n "$(tail -c 1 "$log")" ]; then
+            markers=$(head -n -1 "$log" | grep -a '^PVRDMA-\(MIGRATE\|QMP\|SNAPSHOT\|INJECT\) ' | tr -d '\r' || true)
+        else
+            markers=$(grep -a '^PVRDMA-\(MIGRATE\|QMP\|SNAPSHOT\|INJECT\) ' "$log" | tr -d '\r' || true)
+        fi
         if [[ $markers == *PVRDMA-SNAPSHOT* ]]; then
             for tag in $(grep -a '^PVRDMA-SNAPSHOT ' <<< "$markers" | awk '{print $2}'); do
                 [[ $tag =~ ^[A-Za-z0-9._-]+$ ]] || continue
