@@ -218,13 +218,9 @@ void pvrdma_exec_command(PvrdmaCore *c)
         pvrdma_core_timer_at(c, c->resp_due);
         return;
     }
-    if (!c->ops->dma_write(c->opaque, c->resp_gpa, &rsp, sizeof(rsp))) {
-        PVRDMA_GUEST_ERR(c, "response slot 0x%" PRIx64 " unwritable",
-                         c->resp_gpa);
+    if (!pvrdma_respond(c, &rsp)) {
         c->err = EFAULT;
-        return;
     }
-    pvrdma_raise(c, PVRDMA_INTR_VECTOR_RESPONSE);
 }
 
 /*

@@ -35,6 +35,17 @@ void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r)
     }
 }
 
+bool pvrdma_respond(PvrdmaCore *c, const union pvrdma_cmd_resp *rsp)
+{
+    if (!c->ops->dma_write(c->opaque, c->resp_gpa, rsp, sizeof(*rsp))) {
+        PVRDMA_GUEST_ERR(c, "response slot 0x%" PRIx64 " unwritable",
+                         c->resp_gpa);
+        return false;
+    }
+    pvrdma_raise(c, PVRDMA_INTR_VECTOR_RESPONSE);
+    return true;
+}
+
 void pvrdma_guest_error(PvrdmaCore *c, const char *fmt, ...)
 {
     char why[200];

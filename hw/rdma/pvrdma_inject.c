@@ -261,11 +261,5 @@ void pvrdma_inject_resp_due(PvrdmaCore *c)
     c->resp_held = false;
     trace_pvrdma_inject_fired("command-delay: response", c->held_resp.hdr.ack,
                               0);
-    if (!c->ops->dma_write(c->opaque, c->resp_gpa, &c->held_resp,
-                           sizeof(c->held_resp))) {
-        PVRDMA_GUEST_ERR(c, "response slot 0x%" PRIx64 " unwritable",
-                         c->resp_gpa);
-        return;
-    }
-    pvrdma_raise(c, PVRDMA_INTR_VECTOR_RESPONSE);
+    pvrdma_respond(c, &c->held_resp);
 }

@@ -276,6 +276,11 @@ bool pvrdma_dsr_ring_map(PvrdmaCore *c, PvrdmaRing *r, const char *name,
 /* Raise interrupt vector unless IMR masks it. */
 void pvrdma_raise(PvrdmaCore *c, unsigned vector);
 /* Post an async event (PVRDMA_EVENT_*, object handle) and raise its vector. */
+/*
+ * A command's response into the driver's response slot, then its
+ * interrupt; false (a guest error) if the slot is not writable RAM.
+ */
+bool pvrdma_respond(PvrdmaCore *c, const union pvrdma_cmd_resp *rsp);
 void pvrdma_post_async(PvrdmaCore *c, uint32_t type, uint32_t info);
 /*
  * Write CQE e of qp into CQ cq_handle (qp's send or receive CQ) and notify
