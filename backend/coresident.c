@@ -160,7 +160,9 @@ static void cr_destroy(PvrdmaTransport *pt)
 
 void pvrdma_coresident_leave(PvrdmaTransport *pt)
 {
-    unlink(cr(pt)->sock_path);
+    if (cr(pt)->sock_path) {
+        unlink(cr(pt)->sock_path);
+    }
 }
 
 void pvrdma_coresident_set_poll(PvrdmaTransport *pt, uint64_t poll_ns)
@@ -180,6 +182,26 @@ bool pvrdma_coresident_set_rings(PvrdmaTransport *pt, uint32_t ring_size)
     }
     cr(pt)->ring_size = ring_size;
     return true;
+}
+
+bool pvrdma_coresident_add_peer(PvrdmaTransport *pt, int fd,
+                                const char *name, char **err)
+{
+    return cr_peer_add(cr(pt), fd, name, err);
+}
+
+uint64_t pvrdma_coresident_peer_features(PvrdmaTransport *pt, unsigned n)
+{
+    CrTransport *t = cr(pt);
+
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (cr_peer_ready(p) && !n--) {
+            return p->features;
+        }
+    }
+    return 0;
 }
 
 unsigned pvrdma_coresident_peers(PvrdmaTransport *pt)
@@ -582,7 +604,8 @@ bool pvrdma_coresident_fd_ok(int fd)
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
-                                       unsigned nregions, char **err)
+                                       unsigned nregions, uint64_t features,
+                                       char **err)
 {
     CrTransport *t;
     struct sockaddr_un sa;
@@ -611,13 +634,13 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         return NULL;
     }
     /* before anything is created: the socket path must fit in sun_path */
-    if (strlen(dir) + CR_SOCK_NAME >= sizeof(sa.sun_path)) {
+    if (dir && strlen(dir) + CR_SOCK_NAME >= sizeof(sa.sun_path)) {
         *err = g_strdup_printf("rendezvous path %s is too long for a unix "
                                "socket (at most %zu characters)", dir,
                                sizeof(sa.sun_path) - 1 - CR_SOCK_NAME);
         return NULL;
     }
-    *err = cr_check_dir(dir, geteuid());
+    *err = dir ? cr_check_dir(dir, geteuid()) : NULL;
     if (*err) {
         return NULL;
     }
@@ -641,10 +664,14 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t->link_up = (CrLinkUpcalls) { .rx = cr_peer_rx, .done = cr_done };
     t->rx = g_malloc(CR_MAX_MSG);
     t->ring_size = CR_RING_SIZE;
+    t->features = features & CR_F_ALL;
     t->txmsg = g_malloc(CR_MAX_MSG);
     do {
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();
     } while (!t->node);
+    if (!dir) {
+        return &t->t;   /* its peers come from pvrdma_coresident_add_peer() */
+    }
     t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", dir, t->node);
     cr_sockaddr(t->sock_path, &sa);     /* fits: checked above */
 

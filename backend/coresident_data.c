@@ -701,6 +701,9 @@ int cr_qp_offer(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t sq_psn,
     if (!p || p->paused || t->paused || t->moved) {
         return -EAGAIN;
     }
+    if (!(p->features & CR_F_OFFER)) {
+        return -EOPNOTSUPP;     /* its build cannot take the QP */
+    }
     cr_send(p, &m, sizeof(m), -1);
     return p->dead ? -EPIPE : 0;
 }

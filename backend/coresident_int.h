@@ -96,11 +96,14 @@ typedef struct CrPeer {
     char *name;             /* for messages: its socket, its pid */
     int pid;                /* SO_PEERCRED */
     bool outgoing;          /* we connected (else it connected to us) */
+    /* management gave the connection: outgoing is the lower node id's */
+    bool given;
     bool dead;
     bool hello;
     bool authed;            /* accepted: it gets our RAM, we take its */
     bool want_write;
     uint64_t node;
+    uint64_t features;      /* CR_F_* this connection uses: both offered */
     uint8_t nonce[CR_NONCE_LEN];        /* ours, for its AUTH */
     uint8_t peer_nonce[CR_NONCE_LEN];   /* its, for our AUTH */
     uint32_t nregions;      /* announced in HELLO */
@@ -306,6 +309,7 @@ struct CrTransport {
     bool polling;
     bool ring_backlog;      /* a ring was left with records: timer hook */
     uint32_t ring_size;     /* rings we offer (0: none), CR_RING_SIZE */
+    uint64_t features;      /* CR_F_* our HELLO offers: CR_F_ALL */
 };
 
 #define CR_POOL_MAX     1024
@@ -358,6 +362,7 @@ void cr_accept(void *opaque);
 bool cr_sockaddr(const char *path, struct sockaddr_un *sa);
 /* Connect to every listening peer in the directory. */
 void cr_scan(CrTransport *t);
+bool cr_peer_add(CrTransport *t, int fd, const char *name, char **err);
 
 /* coresident_link.c: the link to one peer, its socket and rings */
 

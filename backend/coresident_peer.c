@@ -15,6 +15,7 @@
 #else
 #define _GNU_SOURCE     /* accept4, MSG_CMSG_CLOEXEC */
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 #endif
 #include <sys/mman.h>
@@ -118,14 +119,22 @@ static bool cr_mac_equal(const uint8_t *a, const uint8_t *b)
     return !d;
 }
 
+/* How a connection came */
+typedef enum CrHow {
+    CR_CONNECTED,   /* we connected to a socket in the directory */
+    CR_ACCEPTED,    /* we accepted one on ours */
+    CR_GIVEN,       /* management gave it (pvrdma_coresident_add_peer()) */
+} CrHow;
+
 /*
  * A connection is up (we connected to path, or accepted one on our
- * socket): unless its other end runs as another user, it becomes a peer
- * and gets our HELLO.  Our RAM and GIDs follow once it is accepted
+ * socket, or management gave it, named path): unless its other end runs
+ * as another user (management vouches for what it gives), it becomes a
+ * peer and gets our HELLO.  Our RAM and GIDs follow once it is accepted
  * (cr_peer_accepted).
  */
 static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
-                           bool outgoing)
+                           CrHow how)
 {
     struct ucred cred;
     socklen_t cl = sizeof(cred);
@@ -137,6 +146,7 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
         .node = t->node,
         .nregions = t->nregions,
         .auth = t->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE,
+        .features = t->features,
     };
 
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
@@ -147,10 +157,10 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
         return NULL;
     }
     p = g_new0(CrPeer, 1);
-    p->name = outgoing ?
-              g_strdup_printf("%s (pid %d)", path, (int)cred.pid) :
-              g_strdup_printf("pid %d on %s", (int)cred.pid, path);
-    if (cred.uid != t->uid) {
+    p->name = how == CR_ACCEPTED ?
+              g_strdup_printf("pid %d on %s", (int)cred.pid, path) :
+              g_strdup_printf("%s (pid %d)", path, (int)cred.pid);
+    if (how != CR_GIVEN && cred.uid != t->uid) {
         pvrdma_log_host("co-resident peer %s runs as uid %u, not as this "
                         "QEMU's uid %u: refused", p->name,
                         (unsigned)cred.uid, (unsigned)t->uid);
@@ -162,7 +172,8 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
     p->t = t;
     p->fd = fd;
     p->pid = cred.pid;
-    p->outgoing = outgoing;
+    p->outgoing = how == CR_CONNECTED;
+    p->given = how == CR_GIVEN;
     p->tx = g_malloc(CR_MAX_MSG);
     g_queue_init(&p->out);
     g_queue_init(&p->ring_out);
@@ -199,7 +210,7 @@ static void cr_peer_accepted(CrPeer *p)
         cr_send_ctl(p, CR_PAUSE);
         p->pause_sent = true;
     }
-    if (p->outgoing) {
+    if (p->outgoing && (p->features & CR_F_RINGS)) {
         cr_link_ring_offer(p);
     }
 }
@@ -316,7 +327,8 @@ static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
         cr_peer_fail(p, why);
         return false;
     }
-    if (len != sizeof(*m) || m->magic != CR_MAGIC ||
+    /* a newer build's HELLO may be longer: what follows is not ours */
+    if (len < sizeof(*m) || m->magic != CR_MAGIC ||
         m->nregions > CR_MAX_REGIONS) {
         return false;
     }
@@ -324,7 +336,10 @@ static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
         cr_peer_fail(p, "claims this device's node id");
         return false;
     }
-    if (!p->outgoing) {
+    if (p->given) {
+        /* nobody connected: the lower node id plays the connecting side */
+        p->outgoing = t->node < m->node;
+    } else if (!p->outgoing) {
         /* name it by the socket it says it listens on; the pid is sure */
         char *name = g_strdup_printf("%s/%016" PRIx64 ".sock (pid %d)",
                                      t->dir, m->node, p->pid);
@@ -347,8 +362,10 @@ static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
     p->hello = true;
     p->node = m->node;
     p->nregions = m->nregions;
+    /* what both offer; the bits we do not know are a newer build's */
+    p->features = m->features & t->features;
     memcpy(p->peer_nonce, m->nonce, CR_NONCE_LEN);
-    trace_pvrdma_cr_peer(p->node, p->nregions);
+    trace_pvrdma_cr_peer(p->node, p->nregions, p->features, m->features);
     if (auth) {
         CrAuthMsg a = { .h = { CR_AUTH, sizeof(a) } };
 
@@ -381,6 +398,23 @@ static bool cr_rx_auth(CrPeer *p, const CrAuthMsg *m, size_t len)
     return true;
 }
 
+/* The feature a message type belongs to (0: the base protocol). */
+static uint64_t cr_msg_feature(uint32_t type)
+{
+    switch (type) {
+    case CR_RING:
+    case CR_RING_ON:
+    case CR_WAKE:
+    case CR_ROOM:
+        return CR_F_RINGS;
+    case CR_OFFER:
+    case CR_ANSWER:
+        return CR_F_OFFER;
+    default:
+        return 0;
+    }
+}
+
 bool cr_peer_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
 {
     const CrHdr *h = (const CrHdr *)buf;
@@ -396,6 +430,10 @@ bool cr_peer_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
     }
     /* nothing but the handshake before the peer is accepted */
     if (!p->authed && h->type != CR_HELLO && h->type != CR_AUTH) {
+        return false;
+    }
+    /* nothing of a feature this connection does not use */
+    if (cr_msg_feature(h->type) & ~p->features) {
         return false;
     }
     switch (h->type) {
@@ -445,7 +483,7 @@ void cr_accept(void *opaque)
             }
             break;
         }
-        cr_peer_new(t, fd, t->sock_path, false);
+        cr_peer_new(t, fd, t->sock_path, CR_ACCEPTED);
     }
     cr_done(t);
 }
@@ -487,7 +525,7 @@ void cr_scan(CrTransport *t)
         /* non-blocking: a peer with a full backlog is skipped, not waited */
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-            cr_peer_new(t, fd, path, true);
+            cr_peer_new(t, fd, path, CR_CONNECTED);
         } else {
             if (fd >= 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
                 unlink(path);   /* its owner is gone */
@@ -501,3 +539,42 @@ void cr_scan(CrTransport *t)
     closedir(d);
 }
 
+/*
+ * A connection management made (pvrdma_coresident_add_peer()): a
+ * connected AF_UNIX SOCK_SEQPACKET socket, ours from now on.
+ */
+bool cr_peer_add(CrTransport *t, int fd, const char *name, char **err)
+{
+    int type = 0, domain = 0, fl;
+    socklen_t l1 = sizeof(type), l2 = sizeof(domain);
+    struct sockaddr_un sa;
+    socklen_t sl = sizeof(sa);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) ||
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l2) ||
+        domain != AF_UNIX || type != SOCK_SEQPACKET) {
+        *err = g_strdup_printf("peer %s: not a unix SOCK_SEQPACKET socket "
+                               "(give one end of socketpair(AF_UNIX, "
+                               "SOCK_SEQPACKET))", name);
+        close(fd);
+        return false;
+    }
+    if (getpeername(fd, (struct sockaddr *)&sa, &sl)) {
+        *err = g_strdup_printf("peer %s: the socket is not connected", name);
+        close(fd);
+        return false;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC)) {
+        *err = g_strdup_printf("peer %s: %s", name, strerror(errno));
+        close(fd);
+        return false;
+    }
+    if (!cr_peer_new(t, fd, name, CR_GIVEN)) {
+        *err = g_strdup_printf("peer %s: refused (see the log)", name);
+        return false;
+    }
+    cr_done(t);
+    return true;
+}

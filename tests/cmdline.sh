@@ -123,7 +123,7 @@ t no-pci-bus 1 "No 'PCI' bus found for device 'pvrdma'" -machine none \
 rdv=$(mktemp -d /tmp/pvrdma-cmdline.XXXXXX)
 t rendezvous-private-ram 1 'memory-backend-memfd,id=mem,size=.*,share=on' \
     $nic -device pvrdma,addr=4.1,rendezvous=$rdv
-t rendezvous-memfd-not-shared 1 'rendezvous needs guest RAM that other' \
+t rendezvous-memfd-not-shared 1 'co-resident peers need guest RAM that other' \
     -object memory-backend-memfd,id=mem,size=128M,share=off \
     -machine memory-backend=mem -m 128M \
     $nic -device pvrdma,addr=4.1,rendezvous=$rdv
@@ -169,10 +169,14 @@ t rendezvous-secret-unknown 1 "rendezvous-secret=nosuch: No secret with id 'nosu
     $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv,rendezvous-secret=nosuch
 t rendezvous-secret-empty 1 "rendezvous-secret=s0: the secret is empty" \
     -object secret,id=s0,data= $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv,rendezvous-secret=s0
-t rendezvous-secret-without-rendezvous 1 "'rendezvous-secret' applies to the co-resident transport: it needs 'rendezvous'" \
+t rendezvous-secret-without-rendezvous 1 "'rendezvous-secret' applies to the co-resident transport: it needs 'coresident=on' or 'rendezvous'" \
     -object secret,id=s0,data=pass $nic -device pvrdma,addr=4.1,rendezvous-secret=s0
 TMO=3 t rendezvous-secret-good-config-runs 124 '' -object secret,id=s0,data=pass \
     $mem $nic -device pvrdma,addr=4.1,rendezvous=$rdv,rendezvous-secret=s0
+# peers from management (x-pvrdma-peer-add): the same RAM, no directory
+t coresident-private-ram 1 'memory-backend-memfd,id=mem,size=.*,share=on' \
+    $nic -device pvrdma,addr=4.1,coresident=on
+TMO=3 t coresident-good-config-runs 124 '' $mem $nic -device pvrdma,addr=4.1,coresident=on
 if [ "$(stat -c %a "$rdv")" = 700 ] && [ ! -e "$rdv/ww/.lock" ]; then
     n=$((n + 1)); echo "ok $n rendezvous-refused-dirs-left-alone"
 else

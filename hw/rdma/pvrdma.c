@@ -332,12 +332,13 @@ static bool pvrdma_add_transports(PvrdmaState *s, VMXNET3State *nic,
                    "apply to a host RDMA device: they need 'ibdev'");
         return false;
     }
-    if (s->rendezvous_secret && !s->rendezvous) {
+    if (s->rendezvous_secret && !s->rendezvous && !s->coresident_on) {
         error_setg(errp, "pvrdma: 'rendezvous-secret' applies to the "
-                   "co-resident transport: it needs 'rendezvous'");
+                   "co-resident transport: it needs 'coresident=on' or "
+                   "'rendezvous'");
         return false;
     }
-    if (s->rendezvous && !pvrdma_join(s, errp)) {
+    if ((s->rendezvous || s->coresident_on) && !pvrdma_join(s, errp)) {
         return false;
     }
     if (s->ibdev && !pvrdma_open_hca(s, errp)) {
@@ -542,6 +543,7 @@ static const Property pvrdma_props[] = {
                        PVRDMA_DEF_MAX_RD_ATOM),
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
     DEFINE_PROP_UINT8("version", PvrdmaState, lim.version, PVRDMA_VERSION),
+    DEFINE_PROP_BOOL("coresident", PvrdmaState, coresident_on, false),
     DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
     DEFINE_PROP_STRING("rendezvous-secret", PvrdmaState, rendezvous_secret),
     DEFINE_PROP_UINT32("poll-max-ns", PvrdmaState, poll_max_ns,
@@ -581,7 +583,11 @@ static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
     object_class_property_add(klass, "peers", "uint32", pvrdma_get_peers,
                               NULL, NULL, NULL);
     object_class_property_set_description(klass, "peers",
-        "co-resident peers connected through the rendezvous directory");
+        "co-resident peers connected (through the rendezvous directory "
+        "or given by x-pvrdma-peer-add)");
+    object_class_property_set_description(klass, "coresident",
+        "the co-resident transport without a rendezvous directory: "
+        "management gives it its peers (x-pvrdma-peer-add)");
     object_class_property_add_str(klass, "x-qps", pvrdma_get_qps, NULL);
     object_class_property_set_description(klass, "x-qps",
         "debugging aid (query-pvrdma is the interface): each QP's type, "

@@ -66,6 +66,7 @@ struct PvrdmaState {
     QEMUTimer *timer;
     QEMUTimer *link_timer;
     PvrdmaLimits lim;
+    bool coresident_on;     /* 'coresident': peers from x-pvrdma-peer-add */
     char *rendezvous;       /* co-resident transport directory */
     char *rendezvous_secret;    /* id of a secret object peers must share */
     uint32_t poll_max_ns;   /* deprecated, no effect (pvrdma_join()) */

@@ -95,8 +95,8 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
         g_autofree char *sz = g_strdup_printf("%" PRIu64 "M",
                                               ms->ram_size / MiB);
 
-        error_setg(errp, "pvrdma: rendezvous needs guest RAM that other "
-                   "QEMU processes can map: add -object memory-backend-memfd,"
+        error_setg(errp, "pvrdma: co-resident peers need guest RAM that "
+                   "other QEMU processes can map: add -object memory-backend-memfd,"
                    "id=mem,size=%s,share=on -machine memory-backend=mem", sz);
         return false;
     }
@@ -106,8 +106,8 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
                     "had to drop the big QEMU lock to do so)");
     }
     if (!pvrdma_coresident_fd_ok(memory_region_get_fd(ms->ram))) {
-        error_setg(errp, "pvrdma: rendezvous needs guest RAM that cannot "
-                   "shrink under the peers that map it (a file could be "
+        error_setg(errp, "pvrdma: co-resident peers need guest RAM that "
+                   "cannot shrink under the peers that map it (a file could be "
                    "truncated and crash them): use memory-backend-memfd "
                    "with seal=on (its default), not memory-backend-file");
         return false;
@@ -136,7 +136,7 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
     qemu_ram_foreach_block(pvrdma_add_region, regions);
     t = pvrdma_coresident_new(&s->core, s->rendezvous, secret, secret_len,
                               (PvrdmaShmRegion *)regions->data, regions->len,
-                              &err);
+                              CR_F_ALL, &err);
     if (secret) {
         explicit_bzero(secret, secret_len);     /* the transport has a copy */
         g_free(secret);

@@ -187,14 +187,18 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
          * be write-protected, and the snapshot would hold RAM newer than
          * the devices' state.
          */
-        if (s->rendezvous &&
+        if (s->coresident &&
             (migrate_postcopy_ram() || migrate_background_snapshot())) {
-            error_setg(errp, "pvrdma: %s is not supported with "
-                       "rendezvous=%s: co-resident peers access this VM's "
-                       "RAM directly, where userfaultfd does not see them; "
-                       "migrate without it",
+            g_autofree char *how = s->rendezvous ?
+                g_strdup_printf("rendezvous=%s", s->rendezvous) :
+                g_strdup("coresident=on");
+
+            error_setg(errp, "pvrdma: %s is not supported with %s: "
+                       "co-resident peers access this VM's RAM directly, "
+                       "where userfaultfd does not see them; migrate "
+                       "without it",
                        migrate_postcopy_ram() ? "postcopy-ram" :
-                       "background-snapshot", s->rendezvous);
+                       "background-snapshot", how);
             return -ENOTSUP;
         }
         why = pvrdma_core_migration_blocker(&s->core, false);

@@ -13,6 +13,7 @@
 #include "qapi/qapi-commands-pvrdma.h"
 #include "qapi/qapi-events-pvrdma.h"
 #include "qom/object.h"
+#include "monitor/monitor.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
@@ -284,3 +285,43 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
     }
 }
 
+/* The one pvrdma device id names (or the only one); NULL with errp set. */
+static PvrdmaState *pvrdma_find(const char *id, Error **errp)
+{
+    FindDevice f = { .id = id };
+
+    object_child_foreach_recursive(object_get_root(), find_device, &f);
+    if (f.n != 1) {
+        error_setg(errp, f.n ? "there are several pvrdma devices: name one "
+                   "with 'id'" : id ? "no pvrdma device '%s'" :
+                   "no pvrdma device", id);
+        return NULL;
+    }
+    return f.found;
+}
+
+void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
+                           const char *name, Error **errp)
+{
+    PvrdmaState *s = pvrdma_find(id, errp);
+    g_autofree char *err = NULL;
+    int fd;
+
+    if (!s) {
+        return;
+    }
+    if (!s->coresident) {
+        error_setg(errp, "pvrdma device %s has no co-resident transport "
+                   "(add coresident=on)", id ? id : "");
+        return;
+    }
+    fd = monitor_fd_param(monitor_cur(), fdname, errp);
+    if (fd < 0) {
+        return;
+    }
+    trace_pvrdma_peer_add(name ? name : fdname, fd);
+    if (!pvrdma_coresident_add_peer(s->coresident, fd, name ? name : fdname,
+                                    &err)) {
+        error_setg(errp, "pvrdma: %s", err);
+    }
+}

@@ -1,5 +1,6 @@
 /*
- * query-pvrdma and x-pvrdma-inject without the pvrdma device built in:
+ * query-pvrdma, x-pvrdma-inject and x-pvrdma-peer-add without the pvrdma
+ * device built in:
  * no devices.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -20,6 +21,12 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
                          bool has_count, uint32_t count,
                          bool has_status, uint32_t status,
                          bool has_delay_ms, uint32_t delay_ms, Error **errp)
+{
+    error_setg(errp, "no pvrdma device");
+}
+
+void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
+                           const char *name, Error **errp)
 {
     error_setg(errp, "no pvrdma device");
 }

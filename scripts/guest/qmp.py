@@ -14,6 +14,11 @@
                                          postcopy: with postcopy-ram (the
                                          destination must have it set), the
                                          switch to postcopy asked at once
+    qmp.py SOCKET connect-peer SOCKET2   be management for two co-resident
+                                         devices (coresident=on): a
+                                         socketpair, one end to each QEMU
+                                         (getfd, x-pvrdma-peer-add); waits
+                                         for both QMP sockets to appear
     qmp.py SOCKET JSON                   any command, e.g. '{"execute":"query-status"}'
 
 "pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
@@ -72,11 +77,19 @@ def hmp(q, line):
 
 
 class QMP:
-    def __init__(self, path, timeout):
+    def __init__(self, path, timeout, wait=False):
         self.deadline = time.monotonic() + timeout
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                # wait: a QEMU that is starting has no socket yet
+                if not wait or time.monotonic() > self.deadline:
+                    raise
+                time.sleep(0.05)
         self.buf = b""
         self._read()                                   # greeting
         self.cmd("qmp_capabilities")
@@ -104,8 +117,12 @@ class QMP:
             msg["arguments"] = args
         return self.raw(msg)
 
-    def raw(self, msg):
-        self.sock.sendall(json.dumps(msg).encode() + b"\n")
+    def raw(self, msg, fd=None):
+        data = json.dumps(msg).encode() + b"\n"
+        if fd is None:
+            self.sock.sendall(data)
+        else:
+            socket.send_fds(self.sock, [data], [fd])    # SCM_RIGHTS, getfd
         while True:
             r = self._read()
             if "return" in r:
@@ -125,7 +142,7 @@ def main(argv):
         return 2
     path, what = argv[1], argv[2]
     try:
-        q = QMP(path, timeout)
+        q = QMP(path, timeout, wait=(what == "connect-peer"))
         if what == "pvrdma":
             dev = argv[3] if len(argv) > 3 else "/machine/peripheral/rdma0"
             props = [p["name"] for p in q.cmd("qom-list", path=dev)]
@@ -164,6 +181,18 @@ def main(argv):
                 " error %s" % r["error-desc"] if "error-desc" in r else ""))
             if st != "completed":
                 return 1
+        elif what == "connect-peer" and len(argv) == 4:
+            qs = [q, QMP(argv[3], timeout, wait=True)]
+            ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            for k in (0, 1):
+                other = argv[3] if k == 0 else path     # for its messages
+                qs[k].raw({"execute": "getfd",
+                           "arguments": {"fdname": "pvrdma-peer"}},
+                          fd=ends[k].fileno())
+                qs[k].raw({"execute": "x-pvrdma-peer-add",
+                           "arguments": {"fd": "pvrdma-peer", "name": other}})
+                ends[k].close()
+            print("connected")
         elif what == "savevm" and len(argv) == 5:
             snapshot_disk(q, argv[3])
             print("savevm-ms %.0f" % hmp(q, "savevm " + argv[4]))

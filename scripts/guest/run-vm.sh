@@ -43,6 +43,11 @@
 #   --no-rendezvous      pvrdma VMs without the co-resident transport
 #                        (no rendezvous=, private guest RAM): as on separate
 #                        hosts, they reach each other only over the network
+#   --peers-from-management  the co-resident transport without a rendezvous
+#                        directory (coresident=on): the rig, as management,
+#                        connects each pair of pvrdma VMs as they start (a
+#                        socketpair, one end to each QEMU over QMP: qmp.py
+#                        connect-peer; its output in <out>/peers.log)
 #   --switch             connect the VMs through scripts/guest/l2switch.py
 #                        even when there are only two (implied by --vms 3+
 #                        and --lossy); counters in <out>/switch.stats, its
@@ -169,7 +174,7 @@ QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
 mem=${PVRDMA_GUEST_MEM:-1G} machine=${PVRDMA_MACHINE:-q35} nic=vmxnet3
 append=${PVRDMA_GUEST_APPEND:-} verbose=0 shell=0 build=1 reboot=0 restart_peer=0
-rendezvous=1 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 lossy_jitter=0 lossy_jitter_reorders=0 capture=0
+rendezvous=1 mgmt_peers=0 device_args='' use_switch=0 lossy='' lossy_match=roce lossy_seed=${PVRDMA_LOSSY_SEED:-1} lossy_keep_acks=0 lossy_keep_acks_from=() lossy_keep_cm=0 lossy_jitter=0 lossy_jitter_reorders=0 capture=0
 files=() envs=() scripts=()
 
 # shellcheck source=scripts/guest/initrd-lib.sh
@@ -189,6 +194,7 @@ while [ $# -gt 0 ]; do
         --nic) need_arg "$@"; nic=$2; shift 2 ;;
         --append) need_arg "$@"; append="$append $2"; shift 2 ;;
         --no-rendezvous) rendezvous=0; shift ;;
+        --peers-from-management) mgmt_peers=1; shift ;;
         --device-args) need_arg "$@"; device_args="$device_args,$2"; shift 2 ;;
         --switch) use_switch=1; shift ;;
         --lossy) need_arg "$@"; lossy=$2; use_switch=1; shift 2 ;;
@@ -396,8 +402,12 @@ for i in $(seq 0 $((vms - 1))); do
         # co-resident transport: peers map each other's guest RAM (memfd,
         # share=on) and meet in a rendezvous directory
         cmd+=(-object "memory-backend-memfd,id=mem,size=$mem,share=on"
-              -machine memory-backend=mem
-              -device "$PVRDMA_DEVICE_ARGS,rendezvous=$sockdir/rdma")
+              -machine memory-backend=mem)
+        if [ "$mgmt_peers" = 1 ]; then
+            cmd+=(-device "$PVRDMA_DEVICE_ARGS,coresident=on")
+        else
+            cmd+=(-device "$PVRDMA_DEVICE_ARGS,rendezvous=$sockdir/rdma")
+        fi
     elif [ "${vm_pvrdma[$i]}" = 1 ]; then
         cmd+=(-device "$PVRDMA_DEVICE_ARGS")
     fi
@@ -625,6 +635,19 @@ sample() { # tag pid secs -> a samples.txt line: TAG VmRSS VmHWM SECS OWN
 for i in $(seq 0 $((vms - 1))); do
     sample start "${pids[$i]}" 0.0 >> "$out/vm$i/samples.txt"
 done
+# management gives each pair of co-resident devices its connection
+if [ "$use_rdv" = 1 ] && [ "$mgmt_peers" = 1 ]; then
+    for i in $(seq 0 $((vms - 1))); do
+        for j in $(seq $((i + 1)) $((vms - 1))); do
+            [ "${vm_pvrdma[$i]}" = 1 ] && [ "${vm_pvrdma[$j]}" = 1 ] || continue
+            if ! r=$(python3 "$here/qmp.py" --timeout 30 "${qmp_sock[$i]}" \
+                     connect-peer "${qmp_sock[$j]}" 2>&1); then
+                echo "run-vm: connecting vm$i and vm$j failed: $r" >&2
+            fi
+            echo "vm$i vm$j: $r" >> "$out/peers.log"
+        done
+    done
+fi
 
 tail_console() { # vm-index lines
     { tr -d '\r' < "$out/vm$1/console.log" | grep -av '^\s*$' || true; } | tail -n "$2" | sed 's/^/    /'

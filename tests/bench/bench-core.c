@@ -508,7 +508,8 @@ static void node_init_cr(Node *n, const char *dir, uint8_t id)
     pvrdma_core_add_transport(&n->d.c, pvrdma_loopback_new(&n->d.c));
     n->d.h.core = &n->d.c;
     fh_shm_region(&n->d.h, &r);
-    n->t = pvrdma_coresident_new(&n->d.c, dir, NULL, 0, &r, 1, &err);
+    n->t = pvrdma_coresident_new(&n->d.c, dir, NULL, 0, &r, 1, CR_F_ALL,
+                                 &err);
     if (!n->t) {
         die("co-resident transport: %s", err);
     }

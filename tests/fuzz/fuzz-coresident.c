@@ -97,7 +97,7 @@ static void setup(void)
     dev.h.core = &dev.c;
     dir = g_dir_make_tmp("pvrdma-fuzz-XXXXXX", NULL);
     fh_shm_region(&dev.h, &r);
-    tr = pvrdma_coresident_new(&dev.c, dir, NULL, 0, &r, 1, &err);
+    tr = pvrdma_coresident_new(&dev.c, dir, NULL, 0, &r, 1, CR_F_ALL, &err);
     if (!tr) {
         fprintf(stderr, "fuzz-coresident: %s\n", err);
         abort();
@@ -244,7 +244,7 @@ static void write_seeds(const char *out)
         CrHello h = {
             .h = { CR_HELLO, sizeof(h) },
             .magic = CR_MAGIC, .version = CR_VERSION, .node = 0xf023,
-            .nregions = 1,
+            .nregions = 1, .features = CR_F_ALL,
         };
 
         seed(out, "hello", &h, sizeof(h));  /* its own handshake */
@@ -376,6 +376,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CrHello h = {
         .h = { CR_HELLO, sizeof(h) },
         .magic = CR_MAGIC, .version = CR_VERSION, .node = 0xf022, .nregions = 1,
+        /* every feature: the fuzzer's rings and offers reach their code */
+        .features = CR_F_ALL,
     };
     CrRegionMsg r = {
         .h = { CR_REGION, sizeof(r) }, .index = 0, .size = PEER_RAM,

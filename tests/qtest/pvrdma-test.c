@@ -1733,16 +1733,12 @@ static void wait_peers(QPvrdma *d, uint32_t n)
     g_assert_cmpuint(peer_count(d), ==, n);
 }
 
-/* A peer with a rendezvous secret (NULL: none). */
-static void peer_start_secret(Peer *p, const char *dir, unsigned i,
-                              const char *secret)
+/* A peer whose device has these properties (',coresident=on', ...). */
+static void peer_start_props(Peer *p, unsigned i, const char *props)
 {
-    g_autofree char *sec = secret ?
-        g_strdup_printf(",rendezvous-secret=rs -object secret,id=rs,"
-                        "data=%s", secret) : g_strdup("");
     g_autofree char *extra = g_strdup_printf(
-        ",rendezvous=%s%s -m 128M -machine memory-backend=mem "
-        "-object memory-backend-memfd,id=mem,size=128M,share=on", dir, sec);
+        "%s -m 128M -machine memory-backend=mem "
+        "-object memory-backend-memfd,id=mem,size=128M,share=on", props);
 
     memset(p, 0, sizeof(*p));
     p->d = qpvrdma_start_active(extra);
@@ -1753,6 +1749,18 @@ static void peer_start_secret(Peer *p, const char *dir, unsigned i,
     p->key = qpvrdma_create_mr(p->d, p->pd, p->buf, 4 * 4096,
                        PVRDMA_ACCESS_LOCAL_WRITE | PVRDMA_ACCESS_REMOTE_WRITE |
                        PVRDMA_ACCESS_REMOTE_READ | PVRDMA_ACCESS_REMOTE_ATOMIC);
+}
+
+/* A peer with a rendezvous secret (NULL: none). */
+static void peer_start_secret(Peer *p, const char *dir, unsigned i,
+                              const char *secret)
+{
+    g_autofree char *sec = secret ?
+        g_strdup_printf(",rendezvous-secret=rs -object secret,id=rs,"
+                        "data=%s", secret) : g_strdup("");
+    g_autofree char *props = g_strdup_printf(",rendezvous=%s%s", dir, sec);
+
+    peer_start_props(p, i, props);
 }
 
 static void peer_start(Peer *p, const char *dir, unsigned i)
@@ -2616,6 +2624,104 @@ static void test_cr_rc(void)
     qpvrdma_stop(b.d);
     qpvrdma_stop(a.d);
     rm_dir(dir);
+}
+
+/*
+ * Management gives d's device the connection fd (x-pvrdma-peer-add after
+ * getfd, as libvirt passes descriptors): the QMP reply, which the caller
+ * unrefs.
+ */
+static QDict *give_peer(QPvrdma *d, int fd, const char *name)
+{
+    QDict *r = qtest_qmp_fds(d->qts, &fd, 1, "{ 'execute': 'getfd', "
+                             "'arguments': { 'fdname': %s } }", name);
+
+    g_assert(qdict_haskey(r, "return"));
+    qobject_unref(r);
+    return qtest_qmp(d->qts, "{ 'execute': 'x-pvrdma-peer-add', "
+                     "'arguments': { 'fd': %s } }", name);
+}
+
+/* The error class and text of QMP reply r contain want. */
+static void qmp_error_has(QDict *r, const char *want)
+{
+    QDict *e = qdict_get_qdict(r, "error");
+
+    g_assert(e);
+    if (!strstr(qdict_get_str(e, "desc"), want)) {
+        g_test_message("'%s' not in '%s'", want, qdict_get_str(e, "desc"));
+        g_test_fail();
+    }
+    qobject_unref(r);
+}
+
+/*
+ * Peers from management: two QEMUs with coresident=on and no rendezvous
+ * directory meet only when the test, as management, makes a socketpair
+ * and gives each QEMU one end; then RC data moves both ways, through
+ * the connection and nothing else (no directory, nothing to scan).  The
+ * command refuses a device without the transport, a descriptor that is
+ * not a SOCK_SEQPACKET socket and a name getfd never gave.  Postcopy is
+ * refused as with a rendezvous directory (the peer writes our RAM where
+ * userfaultfd cannot see).
+ */
+static void test_cr_peer_add(void)
+{
+    Peer a, b;
+    QPvrdma *n;
+    char *err = NULL;
+    int sv[2];
+
+    peer_start_props(&a, 0, ",coresident=on");
+    peer_start_props(&b, 1, ",coresident=on");
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(peer_count(a.d), ==, 0);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    qobject_unref(give_peer(a.d, sv[0], "vm1"));
+    qobject_unref(give_peer(b.d, sv[1], "vm0"));
+    close(sv[0]);
+    close(sv[1]);
+    wait_peers(a.d, 1);
+    wait_peers(b.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_send(&a, &b, 1, 3, 1, 9000, 5);
+    qpvrdma_send_wr(b.d, &b.qp, PVRDMA_WR_RDMA_WRITE, 0xb2, b.buf + 100,
+                    5000, b.key, a.buf + 8000, a.key);
+    expect_peer_cqe(&b, 0xb2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
+    peers_same(&b, 100, &a, 8000, 5000);
+
+    /* no postcopy: the peer writes our RAM where userfaultfd cannot see */
+    if (qpvrdma_migrate_postcopy(a.d, &err)) {
+        g_assert_nonnull(err);
+        g_assert(strstr(err, "postcopy-ram is not supported with "
+                        "coresident=on"));
+    }
+    g_clear_pointer(&err, g_free);
+
+    /* a stream socket, an unknown name */
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    qmp_error_has(give_peer(a.d, sv[0], "stream"),
+                  "not a unix SOCK_SEQPACKET socket");
+    close(sv[0]);
+    close(sv[1]);
+    qmp_error_has(qtest_qmp(a.d->qts, "{ 'execute': 'x-pvrdma-peer-add', "
+                            "'arguments': { 'fd': 'nosuch' } }"), "nosuch");
+    g_assert_cmpuint(peer_count(a.d), ==, 1);
+
+    /* a device without the co-resident transport */
+    n = qpvrdma_start_active("");
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    qmp_error_has(give_peer(n, sv[0], "p"), "has no co-resident transport");
+    close(sv[0]);
+    close(sv[1]);
+    qpvrdma_stop(n);
+
+    qpvrdma_stop(b.d);
+    wait_peers(a.d, 0);
+    qpvrdma_stop(a.d);
 }
 
 /* query-pvrdma's entry for QP qpn of d's one device, or NULL. */
@@ -4642,6 +4748,7 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/destroy-under-traffic",
                    test_cr_destroy_under_traffic);
     qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
+    qtest_add_func("/pvrdma/coresident/peer-add", test_cr_peer_add);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
     qtest_add_func("/pvrdma/hca/rc", test_hca_rc);

@@ -62,6 +62,11 @@ static void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)
  */
 /* the rings new devices offer (pvrdma_coresident_set_rings(); 0: none) */
 static uint32_t g_ring_size = CR_RING_SIZE;
+/*
+ * The features new devices offer (pvrdma_coresident_set_features()): fewer
+ * than CR_F_ALL make a device of a build that lacks the others.
+ */
+static uint64_t g_features = CR_F_ALL;
 
 static void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
 {
@@ -78,7 +83,8 @@ static void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
     v->d.h.core = &v->d.c;
     fh_shm_region(&v->d.h, &r);
     v->t = pvrdma_coresident_new(&v->d.c, dir, secret,
-                                 secret ? strlen(secret) : 0, &r, 1, &err);
+                                 secret ? strlen(secret) : 0, &r, 1,
+                                 g_features, &err);
     g_assert_null(err);
     g_assert_nonnull(v->t);
     g_assert_true(pvrdma_coresident_set_rings(v->t, g_ring_size));
@@ -363,11 +369,15 @@ typedef struct X {
     Side sa, sb;
 } X;
 
-static void x_setup(X *x, uint8_t rnr_retry)
+/* The same with devices of builds that offer features fa and fb. */
+static void x_setup_features(X *x, uint8_t rnr_retry, uint64_t fa, uint64_t fb)
 {
     env_init(&x->e);
+    g_features = fa;
     vm_init(&x->a, x->e.dir, 1);
+    g_features = fb;
     vm_init(&x->b, x->e.dir, 2);
+    g_features = CR_F_ALL;
     vm_up(&x->a);
     vm_up(&x->b);
     PUMP(&x->a, &x->b);
@@ -379,6 +389,11 @@ static void x_setup(X *x, uint8_t rnr_retry)
     side_init(&x->sb, &x->b, PVRDMA_QPT_RC);
     rc_connect(&x->sa, &x->sb, rnr_retry);
     PUMP(&x->a, &x->b);
+}
+
+static void x_setup(X *x, uint8_t rnr_retry)
+{
+    x_setup_features(x, rnr_retry, CR_F_ALL, CR_F_ALL);
 }
 
 static void x_fini(X *x)
@@ -566,7 +581,7 @@ static void test_join_errors(void)
 
     /* no region to offer */
     g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 0,
-                                        &err));
+                                        CR_F_ALL, &err));
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "shareable RAM regions"));
     g_clear_pointer(&err, g_free);
@@ -580,7 +595,7 @@ static void test_join_errors(void)
         g_assert_false(pvrdma_coresident_fd_ok(loose.fd));
         g_assert_true(pvrdma_coresident_fd_ok(r.fd));
         g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &loose, 1,
-                                            &err));
+                                            CR_F_ALL, &err));
         g_assert_nonnull(err);
         g_assert_nonnull(strstr(err, "can shrink"));
         g_clear_pointer(&err, g_free);
@@ -591,7 +606,8 @@ static void test_join_errors(void)
     /* a host that cannot watch fds */
     no_fd.set_fd_handler = NULL;
     a.d.c.ops = &no_fd;
-    g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 1, &err));
+    g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 1,
+                                        CR_F_ALL, &err));
     a.d.c.ops = &fh_ops;
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "set_fd_handler"));
@@ -600,7 +616,8 @@ static void test_join_errors(void)
 
     /* the parent of the directory does not exist */
     dir = g_build_filename(e.dir, "no", "such", NULL);
-    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, NULL, 0, &r, 1, &err));
+    g_assert_null(pvrdma_coresident_new(&a.d.c, dir, NULL, 0, &r, 1,
+                                        CR_F_ALL, &err));
     g_assert_nonnull(err);
     g_assert_nonnull(strstr(err, "cannot create rendezvous directory"));
     g_clear_pointer(&err, g_free);
@@ -614,7 +631,8 @@ static void test_join_errors(void)
         g_string_append_c(s, 'd');
     }
     g_assert_cmpuint(s->len, ==, max);
-    a.t = pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1, &err);
+    a.t = pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1, CR_F_ALL,
+                                &err);
     g_assert_null(err);
     g_assert_nonnull(a.t);
     g_assert_true(pvrdma_core_add_transport(&a.d.c, a.t));
@@ -623,7 +641,7 @@ static void test_join_errors(void)
     /* ... one more character is refused with a message that says so */
     g_string_append_c(s, 'd');
     g_assert_null(pvrdma_coresident_new(&a.d.c, s->str, NULL, 0, &r, 1,
-                                        &err));
+                                        CR_F_ALL, &err));
     g_assert_nonnull(err);
     want = g_strdup_printf("at most %zu characters", max);
     if (!err || !strstr(err, "too long") || !strstr(err, want)) {
@@ -914,7 +932,8 @@ static void test_write(void)
  * what does not fit and sends it when the peer has read; all complete, in
  * order, every write landed.  (A full ring: test_ring_backlog().)
  */
-static void burst_run(uint32_t ring_size, unsigned n)
+static void burst_run_features(uint32_t ring_size, unsigned n, uint64_t fa,
+                               uint64_t fb)
 {
     X x;
     Side *sa = &x.sa, *sb = &x.sb;
@@ -924,8 +943,14 @@ static void burst_run(uint32_t ring_size, unsigned n)
 
     g_assert_cmpuint(n * 300, <=, sizeof(data));
     g_ring_size = ring_size;
-    x_setup(&x, 7);
+    x_setup_features(&x, 7, fa, fb);
     g_ring_size = CR_RING_SIZE;
+    g_assert_cmphex(pvrdma_coresident_peer_features(x.a.t, 0), ==, fa & fb);
+    g_assert_cmphex(pvrdma_coresident_peer_features(x.b.t, 0), ==, fa & fb);
+    /* without the feature on either side, no rings: as ring_size 0 */
+    if (!(fa & fb & CR_F_RINGS)) {
+        ring_size = 0;
+    }
     fill_pattern(data, sizeof(data), 3);
     mr_write(&x.a.d, &sa->mr, S_IOVA + 700, data, sizeof(data));
     w = peer_watch(&x.a);
@@ -965,6 +990,11 @@ static void burst_run(uint32_t ring_size, unsigned n)
     x_fini(&x);
 }
 
+static void burst_run(uint32_t ring_size, unsigned n)
+{
+    burst_run_features(ring_size, n, CR_F_ALL, CR_F_ALL);
+}
+
 static void test_burst_socket(void)
 {
     burst_run(0, 15);
@@ -974,6 +1004,21 @@ static void test_burst_socket(void)
 static void test_burst_ring(void)
 {
     burst_run(CR_RING_SIZE, 15);
+}
+
+/*
+ * Two builds, one without the rings (CR_F_RINGS): the connection stays on
+ * the socket whichever side lacks them (b connected: it would make the
+ * rings), with both offering ring memory; the same order and data.  The
+ * other feature is used as both offer it.
+ */
+static void test_features_no_rings(void)
+{
+    burst_run_features(CR_RING_SIZE, 15, CR_F_OFFER, CR_F_ALL);
+    burst_run_features(CR_RING_SIZE, 15, CR_F_ALL, CR_F_OFFER);
+    burst_run_features(CR_RING_SIZE, 15, 0, 0);
+    /* what both have: the rings */
+    burst_run_features(CR_RING_SIZE, 15, CR_F_RINGS, CR_F_ALL);
 }
 
 static void test_read(void)
@@ -1951,6 +1996,8 @@ typedef struct Fake {
     uint64_t vm_ram_size;
     uint64_t vm_node;       /* from the device's HELLO */
     uint32_t vm_auth;
+    uint64_t vm_features;   /* what the device's HELLO offers */
+    uint64_t features;      /* what the fake's offers: CR_F_ALL unless set */
     uint8_t vm_nonce[CR_NONCE_LEN];
     uint8_t nonce[CR_NONCE_LEN];        /* the fake's, in its HELLO */
     const char *secret;     /* what the fake believes the secret is */
@@ -2180,6 +2227,7 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
 
     memset(f, 0, sizeof(*f));
     f->v = v;
+    f->features = CR_F_ALL;
     f->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     g_assert_cmpint(f->fd, >=, 0);
     strcpy(sa.sun_path, path);
@@ -2207,6 +2255,7 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
     g_assert_cmphex(h->node, !=, 0);
     f->vm_node = h->node;
     f->vm_auth = h->auth;
+    f->vm_features = h->features;
     memcpy(f->vm_nonce, h->nonce, CR_NONCE_LEN);
     /* nothing else until the device accepted the fake */
     g_assert_cmpint(fake_recv(f, buf, CR_MAX_MSG, &fd), ==, -1);
@@ -2274,6 +2323,7 @@ static CrHello fake_hello_msg(Fake *f, uint32_t nregions)
         .node = FAKE_NODE,
         .nregions = nregions,
         .auth = f->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE,
+        .features = f->features,
     };
 
     memcpy(h.nonce, f->nonce, CR_NONCE_LEN);
@@ -3498,7 +3548,8 @@ static void test_moved_away_silent(void)
  * SEND of 3 packets done), migrates to a2 (*sa2) next to b: a2's QP stays
  * on RoCEv2 (its transport record).
  */
-static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
+static void home_setup_features(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2,
+                                uint64_t fb, uint64_t fa2)
 {
     uint8_t big[3000];
     GByteArray *st = g_byte_array_new();
@@ -3508,7 +3559,9 @@ static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
     env_init(&x->e);
     env_init(e2);
     vm_create_roce(&x->a, e2->dir, 1, w);
+    g_features = fb;
     vm_create_roce(&x->b, x->e.dir, 2, w);
+    g_features = CR_F_ALL;
     for (unsigned i = 0; i < 2; i++) {
         Dev *d = i ? &x->b.d : &x->a.d;
 
@@ -3539,7 +3592,9 @@ static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
     /* a comes to b's host */
     g_assert_true(pvrdma_core_quiesce(&x->a.d.c, 1000));
     pvrdma_core_save(&x->a.d.c, st);
+    g_features = fa2;
     vm_create_roce(a2, x->e.dir, 1, w);
+    g_features = CR_F_ALL;
     vm_take_guest(a2, &x->a);
     PUMP(a2, &x->b);
     g_assert_true(pvrdma_core_load(&a2->d.c, st->data, st->len, &err));
@@ -3554,6 +3609,11 @@ static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
     g_assert_cmpstr(side_transport(sa2), ==, "roce");
 
     g_byte_array_free(st, true);
+}
+
+static void home_setup(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2)
+{
+    home_setup_features(x, w, e2, a2, sa2, CR_F_ALL, CR_F_ALL);
 }
 
 static void test_moved_home(void)
@@ -3607,6 +3667,52 @@ static void test_moved_home(void)
     vm_fini(&a2);
     vm_fini(&x.b);
     away_fini(&w, &e2, &x.e);
+}
+
+/*
+ * The way back needs OFFER on both sides (CR_F_OFFER): where b's or a2's
+ * build lacks it, a's RC QP, now on b's host, stays on RoCEv2 and works
+ * there; nothing waits for an answer that cannot come.
+ */
+static void offer_missing_run(uint64_t fb, uint64_t fa2)
+{
+    Wire w = { G_QUEUE_INIT };
+    Env e2;
+    X x;
+    Vm a2;
+    Side sa2;
+    uint8_t big[3000], got[3000];
+    struct pvrdma_sge g;
+    uint64_t sent;
+
+    home_setup_features(&x, &w, &e2, &a2, &sa2, fb, fa2);
+    g_assert_cmphex(pvrdma_coresident_peer_features(a2.t, 0), ==, fb & fa2);
+    g_assert_cmphex(pvrdma_coresident_peer_features(x.b.t, 0), ==, fb & fa2);
+    fill_pattern(big, sizeof(big), 11);     /* what a2's MR holds */
+    sent = w.sent;
+    g = mr_sge(&x.sb, 32768, 3000);
+    post_recv(&x.b.d, &x.sb.qp, 0xb20, &g, 1);
+    g = mr_sge(&sa2, 16384, 3000);
+    send_wqe(&sa2, 0xa20, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g_assert_null(side_qp(&sa2)->offer_to);
+    wire_run(&w, (Vm *const[]) { &a2, &x.b }, 2, 0, 0);
+    g_assert_cmpuint(w.sent, >, sent);
+    g_assert_cmpstr(side_transport(&sa2), ==, "roce");
+    g_assert_cmpstr(side_transport(&x.sb), ==, "roce");
+    side_expect_cqe(&sa2, 0xa20, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000);
+    side_expect_cqe(&x.sb, 0xb20, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000);
+    mr_read(&x.b.d, &x.sb.mr, S_IOVA + 32768, got, 3000);
+    g_assert_cmpmem(got, 3000, big, 3000);
+
+    vm_fini(&a2);
+    vm_fini(&x.b);
+    away_fini(&w, &e2, &x.e);
+}
+
+static void test_features_no_offer(void)
+{
+    offer_missing_run(CR_F_RINGS, CR_F_ALL);
+    offer_missing_run(CR_F_ALL, CR_F_RINGS);
 }
 
 /*
@@ -3958,6 +4064,7 @@ static CrHello hello_msg(void)
         .version = CR_VERSION,
         .node = FAKE_NODE,
         .nregions = 1,
+        .features = CR_F_ALL,
     };
 }
 
@@ -4550,6 +4657,287 @@ static void fake_dropped_empty(Fake *f, const char *what)
     }
 }
 
+/*
+ * A complete fake peer offering 'features' sends one message of a feature
+ * the connection does not use: the device drops it, and only it.
+ */
+static void feature_msg_dropped(Vm *a, const char *path, uint64_t features,
+                                const void *msg, size_t len, int fd,
+                                const char *what)
+{
+    unsigned base = peers(a);
+    Fake f;
+    uint8_t fgid[16];
+
+    make_gid(fgid, 10, 0xfb);
+    fake_connect(&f, a, path);
+    f.features = features;
+    fake_ready(&f, fgid);
+    PUMP(a);
+    g_assert_cmpuint(peers(a), ==, base + 1);
+    fake_send(&f, msg, len, fd);
+    PUMP(a);
+    if (!fake_dropped(&f)) {
+        g_test_message("%s: the peer was not dropped", what);
+        g_test_fail();
+    }
+    PUMP(a);
+    g_assert_cmpuint(peers(a), ==, base);
+    fake_close(&f);
+}
+
+/*
+ * A device of a build with only 'features': its HELLO says so, and a
+ * fake peer offering everything that sends msg (of a feature it lacks)
+ * is dropped.
+ */
+static void device_lacking(uint64_t features, const void *msg, size_t len,
+                           int fd, const char *what)
+{
+    Env e;
+    Vm n;
+    Fake g;
+    g_autofree char *path = NULL;
+
+    env_init(&e);
+    g_features = features;
+    vm_init(&n, e.dir, 3);
+    g_features = CR_F_ALL;
+    vm_up(&n);
+    path = only_sock(e.dir);
+    fake_connect(&g, &n, path);
+    g_assert_cmphex(g.vm_features, ==, features & CR_F_ALL);
+    fake_close(&g);
+    PUMP(&n);
+    feature_msg_dropped(&n, path, CR_F_ALL, msg, len, fd, what);
+    vm_fini(&n);
+    env_fini(&e);
+}
+
+/*
+ * Features against fake peers: the device's HELLO offers what it has
+ * (less when set); a newer build's HELLO (longer, with feature bits this
+ * build does not know) is taken with what both have, and the rings work;
+ * a message of a feature the connection does not use drops the peer,
+ * whichever side lacks it; a build before features (protocol 7) is
+ * refused by name.
+ */
+static void test_features_fake(void)
+{
+    Env e;
+    Vm a;
+    Side sa;
+    Fake f, g;
+    uint8_t fgid[16], data[3000], got[3000];
+    char *path;
+    struct {
+        CrHello h;
+        uint8_t later[24];      /* a newer build's fields */
+    } nh;
+    CrOfferMsg o = { .h = { CR_OFFER, sizeof(o) }, .src_qpn = 77 };
+    CrHdr wake = { CR_WAKE, sizeof(wake) };
+    CrRingMsg rm = { .h = { CR_RING, sizeof(rm) }, .ring_size = CR_RING_SIZE };
+    CrSge sg = { .region = 0, .off = 8192, .len = sizeof(data) };
+    CrReqMsg *m;
+    CrHello h;
+    int rfd;
+
+    log_start();
+    path = fake_side_up(&e, &a, &sa, &f, fgid);
+    g_assert_cmphex(f.vm_features, ==, CR_F_ALL);
+
+    /* a newer build */
+    nh.h = fake_hello_msg(&f, 1);
+    nh.h.h.len = sizeof(nh);
+    nh.h.features = CR_F_ALL | (1ull << 5) | (1ull << 63);
+    memset(nh.later, 0xa5, sizeof(nh.later));
+    fake_send(&f, &nh, sizeof(nh), -1);
+    PUMP(&a);
+    fake_take_ram(&f);
+    fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
+    fake_gids(&f, fgid);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_cmphex(pvrdma_coresident_peer_features(a.t, 0), ==, CR_F_ALL);
+    g_assert_true(fake_ring_on(&f, true));
+    fill_pattern(data, sizeof(data), 12);
+    memcpy(f.ram + 8192, data, sizeof(data));
+    m = req_msg(0x2001, PVRDMA_WR_RDMA_WRITE, sa.qp.qpn, &sg, 1, 1,
+                sizeof(data));
+    m->remote_addr = S_IOVA + 64;
+    m->rkey = sa.mr.rkey;
+    fake_send(&f, m, m->h.len, -1);
+    g_free(m);
+    PUMP(&a);
+    g_assert_cmpint(fake_resp(&f, 0x2001), ==, PVRDMA_WC_SUCCESS);
+    mr_read(&a.d, &sa.mr, S_IOVA + 64, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+
+    /* a build without the rings, one without OFFER */
+    feature_msg_dropped(&a, path, CR_F_OFFER, &wake, sizeof(wake), -1,
+                        "WAKE without CR_F_RINGS");
+    rfd = memfd_create("fake-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    g_assert_cmpint(ftruncate(rfd, CR_RING_SHM_SIZE(CR_RING_SIZE)), ==, 0);
+    g_assert_cmpint(fcntl(rfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), ==,
+                    0);
+    feature_msg_dropped(&a, path, CR_F_OFFER, &rm, sizeof(rm), rfd,
+                        "RING without CR_F_RINGS");
+    feature_msg_dropped(&a, path, CR_F_RINGS, &o, sizeof(o), -1,
+                        "OFFER without CR_F_OFFER");
+    /* devices of builds without OFFER, without the rings */
+    device_lacking(CR_F_RINGS | (1ull << 40), &o, sizeof(o), -1,
+                   "OFFER to a device without CR_F_OFFER");
+    device_lacking(CR_F_OFFER, &rm, sizeof(rm), rfd,
+                   "RING to a device without CR_F_RINGS");
+    close(rfd);
+    g_assert_cmpuint(peers(&a), ==, 1);
+
+    /* a build before features: protocol 7 */
+    fake_connect(&g, &a, path);
+    h = fake_hello_msg(&g, 1);
+    h.version = 7;
+    h.h.len = offsetof(CrHello, features);      /* its HELLO: 64 bytes */
+    fake_send(&g, &h, h.h.len, -1);
+    PUMP(&a);
+    fake_dropped_empty(&g, "HELLO version 7");
+    log_expect("speaks protocol version 7, this device 8", path);
+    fake_close(&g);
+
+    /* the newer build's peer is still served */
+    g_assert_cmpuint(peers(&a), ==, 1);
+    fake_close(&f);
+    PUMP(&a);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    log_stop();
+    vm_fini(&a);
+    env_fini(&e);
+    g_free(path);
+}
+
+/* Mappings of co-resident rings in this process (both sides map each). */
+static unsigned ring_maps(void)
+{
+    g_autofree char *maps = NULL;
+    unsigned n = 0;
+
+    g_assert_true(g_file_get_contents("/proc/self/maps", &maps, NULL, NULL));
+    for (char *p = maps; (p = strstr(p, "memfd:pvrdma-coresident-ring"));
+         p++) {
+        n++;
+    }
+    return n;
+}
+
+/*
+ * Two devices without a rendezvous directory, with secrets sa and sb,
+ * get the two ends of a socketpair from "management"; true if they
+ * became peers.  Either way nothing lands in any directory.
+ */
+static bool given_pair(Vm *a, Vm *b, const char *sa, const char *sb)
+{
+    int sv[2];
+    char *err = NULL;
+
+    vm_init_secret(a, NULL, 1, sa);
+    vm_init_secret(b, NULL, 2, sb);
+    vm_up(a);
+    vm_up(b);
+    g_assert_cmpuint(fh_watch_count(&a->d.h), ==, 0);   /* no listener */
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+                               sv), ==, 0);
+    g_assert_true(pvrdma_coresident_add_peer(a->t, sv[0], "to-b", &err));
+    g_assert_null(err);
+    g_assert_true(pvrdma_coresident_add_peer(b->t, sv[1], "to-a", &err));
+    g_assert_null(err);
+    PUMP(a, b);
+    g_assert_cmpuint(peers(a), ==, peers(b));
+    return peers(a) == 1 && reaches(a, b->gid) && reaches(b, a->gid);
+}
+
+/*
+ * Peers from management (pvrdma_coresident_add_peer()): nobody scans or
+ * listens; the roles a connection has (who makes the rings, the AUTH
+ * role) follow the node ids, so the rings come up and the secrets are
+ * checked; data moves both ways.  What is not a connected SOCK_SEQPACKET
+ * unix socket is refused and closed.
+ */
+static void test_given_peers(void)
+{
+    Env e;
+    Vm a, b;
+    Side sa, sb;
+    uint8_t data[3000], got[3000];
+    struct pvrdma_sge g;
+    char *err = NULL;
+    int sv[2], pfd[2], fd;
+
+    env_init(&e);
+    g_assert_true(given_pair(&a, &b, NULL, NULL));
+    g_assert_cmphex(pvrdma_coresident_peer_features(a.t, 0), ==, CR_F_ALL);
+    g_assert_cmpuint(ring_maps(), ==, 2);   /* one side made them */
+    side_init(&sa, &a, PVRDMA_QPT_RC);
+    side_init(&sb, &b, PVRDMA_QPT_RC);
+    rc_connect(&sa, &sb, 7);
+    fill_pattern(data, sizeof(data), 13);
+    mr_write(&a.d, &sa.mr, S_IOVA + 100, data, sizeof(data));
+    g = mr_sge(&sb, 5000, sizeof(data));
+    post_recv(&b.d, &sb.qp, 0xb1, &g, 1);
+    g = mr_sge(&sa, 100, sizeof(data));
+    send_wqe(&sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&a, &b);
+    side_expect_cqe(&sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000);
+    side_expect_cqe(&sb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000);
+    mr_read(&b.d, &sb.mr, S_IOVA + 5000, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    /* and back, an RDMA WRITE into a's MR */
+    g = mr_sge(&sb, 5000, sizeof(data));
+    rdma_wqe(&sb, 0xb2, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 20000,
+             sa.mr.rkey, 0);
+    PUMP(&a, &b);
+    side_expect_cqe(&sb, 0xb2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 3000);
+    mr_read(&a.d, &sa.mr, S_IOVA + 20000, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    expect_cq_empty(&a.d, &sa.cq);
+    expect_cq_empty(&b.d, &sb.cq);
+    vm_fini(&a);
+    vm_fini(&b);
+    g_assert_cmpuint(ring_maps(), ==, 0);
+
+    /* the same secret: both AUTHs check out; different ones: refused */
+    g_assert_true(given_pair(&a, &b, "s3cret-s3cret-s3cret",
+                             "s3cret-s3cret-s3cret"));
+    vm_fini(&a);
+    vm_fini(&b);
+    log_start();
+    g_assert_false(given_pair(&a, &b, "s3cret-s3cret-s3cret",
+                              "other-other-other-other"));
+    log_expect("failed authentication", NULL);
+    log_stop();
+
+    /* what management must not give */
+    g_assert_cmpint(pipe(pfd), ==, 0);
+    g_assert_false(pvrdma_coresident_add_peer(a.t, pfd[0], "a pipe", &err));
+    g_assert_nonnull(strstr(err, "not a unix SOCK_SEQPACKET socket"));
+    g_clear_pointer(&err, g_free);
+    close(pfd[1]);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    g_assert_false(pvrdma_coresident_add_peer(a.t, sv[0], "a stream",
+                                              &err));
+    g_assert_nonnull(strstr(err, "not a unix SOCK_SEQPACKET socket"));
+    g_clear_pointer(&err, g_free);
+    close(sv[1]);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_false(pvrdma_coresident_add_peer(a.t, fd, "unconnected", &err));
+    g_assert_nonnull(strstr(err, "not connected"));
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpuint(peers(&a), ==, 0);
+    vm_fini(&a);
+    vm_fini(&b);
+    env_fini(&e);      /* every descriptor closed */
+}
+
 /* A fake peer against a device with a secret: each way of cheating. */
 static void test_auth_fake(void)
 {
@@ -4835,7 +5223,8 @@ static char *try_join(Vm *v, const char *dir)
     pvrdma_core_add_transport(&v->d.c, pvrdma_loopback_new(&v->d.c));
     v->d.h.core = &v->d.c;
     fh_shm_region(&v->d.h, &r);
-    v->t = pvrdma_coresident_new(&v->d.c, dir, NULL, 0, &r, 1, &err);
+    v->t = pvrdma_coresident_new(&v->d.c, dir, NULL, 0, &r, 1, CR_F_ALL,
+                                 &err);
     g_assert_true(!v->t == !!err);
     if (v->t) {
         g_assert_true(pvrdma_core_add_transport(&v->d.c, v->t));
@@ -5107,6 +5496,10 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/write", test_write);
     g_test_add_func("/pvrdma/cr/burst-socket", test_burst_socket);
     g_test_add_func("/pvrdma/cr/burst-ring", test_burst_ring);
+    g_test_add_func("/pvrdma/cr/features/no-rings", test_features_no_rings);
+    g_test_add_func("/pvrdma/cr/features/no-offer", test_features_no_offer);
+    g_test_add_func("/pvrdma/cr/features/fake", test_features_fake);
+    g_test_add_func("/pvrdma/cr/given-peers", test_given_peers);
     g_test_add_func("/pvrdma/cr/with-owner", test_with_owner);
     g_test_add_func("/pvrdma/cr/read", test_read);
     g_test_add_func("/pvrdma/cr/atomics", test_atomics);

@@ -9,23 +9,41 @@
 #define HW_RDMA_PVRDMA_CORESIDENT_H
 
 #include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_coresident_wire.h"     /* CR_F_* */
 
 /*
  * Join the rendezvous directory dir: listen on a socket in it, connect to
- * every peer already there, offer the regions to peers.  dir is created
+ * every peer already there, offer the regions to peers (dir NULL: no
+ * directory; peers come from pvrdma_coresident_add_peer()).  dir is created
  * 0700 if missing; an existing one must belong to this uid and not be
  * writable by group or others.  Peers must run as this uid; with a secret
  * (secret_len bytes, not empty; NULL: none) they must also prove they
- * have the same secret before they get the regions.  Its sockets are
- * watched through the host's set_fd_handler (PvrdmaHostOps).  Every
- * region's fd must pass pvrdma_coresident_fd_ok().  Returns NULL with a
- * message in *err (g_free it) on failure, or if the host has no
+ * have the same secret before they get the regions.  features: the
+ * optional parts of the protocol offered to peers (CR_F_* in
+ * pvrdma_coresident_wire.h; CR_F_ALL, what this build has; tests offer
+ * fewer to be a build that lacks some; unknown bits are dropped).  Its
+ * sockets are watched through the host's set_fd_handler (PvrdmaHostOps).
+ * Every region's fd must pass pvrdma_coresident_fd_ok().  Returns NULL
+ * with a message in *err (g_free it) on failure, or if the host has no
  * set_fd_handler.
  */
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
-                                       unsigned nregions, char **err);
+                                       unsigned nregions, uint64_t features,
+                                       char **err);
+/*
+ * A connection to a peer that management made and gave us: fd is a
+ * connected AF_UNIX SOCK_SEQPACKET socket (one end of a socketpair()
+ * whose other end went to the peer's QEMU), ours from now on (closed on
+ * failure).  Nothing checks the other end's uid: management decided who
+ * talks; a secret, if set, must still match.  name is for messages.
+ * Works with or without a rendezvous directory (dir NULL in
+ * pvrdma_coresident_new(): no directory, peers only from here).  False
+ * with a message in *err (g_free it) if fd is not such a socket.
+ */
+bool pvrdma_coresident_add_peer(PvrdmaTransport *t, int fd, const char *name,
+                                char **err);
 /*
  * fd can be offered to peers: a file sealed against shrinking (a memfd
  * with F_SEAL_SHRINK, as memory-backend-memfd's with seal=on).  Peers map
@@ -60,6 +78,11 @@ bool pvrdma_coresident_set_rings(PvrdmaTransport *t, uint32_t ring_size);
  * docs/devel/pvrdma.rst, "Rings"), and belongs in an IOThread.
  */
 #define PVRDMA_DEF_POLL_NS      0
+/*
+ * The features the connection to the n-th connected peer uses (those both
+ * sides offered); 0 if there are fewer peers (tests).
+ */
+uint64_t pvrdma_coresident_peer_features(PvrdmaTransport *t, unsigned n);
 /* Number of connected peers (tests, info). */
 unsigned pvrdma_coresident_peers(PvrdmaTransport *t);
 /*

@@ -11,6 +11,16 @@
  * nonce); only a side that has authenticated its peer sends it REGION
  * (its RAM) and GIDS.  Everything after that needs an authenticated peer.
  *
+ * Versions and features (the full rules: docs/interop/pvrdma-coresident.rst):
+ * CR_VERSION names the base protocol, the messages every side knows; both
+ * sides must speak the same one.  What is optional is a feature (CR_F_*):
+ * each HELLO lists the features its sender offers, and a connection uses
+ * those both offered.  A side never sends a message of a feature the
+ * connection does not use, and drops a peer that does.  Feature bits a
+ * side does not know are a newer build's: ignored, as are bytes a newer
+ * build appends to HELLO (never shorter than CrHello).  So two builds
+ * with different features talk with what they share.
+ *
  * Pause (a side's VM stops for its state to be saved): it sends PAUSE.
  * The other side answers each of its requests still waiting for a receive
  * with status NOT_EXECUTED (PVRDMA_TRANSPORT_NOT_EXECUTED: run it again
@@ -21,33 +31,33 @@
  * (its state went to another QEMU, which will announce the same GIDs: its
  * peers keep waiting for that one instead of failing) and hangs up.
  *
- * Rings (once both sides authenticated each other): the side that
- * connected creates the shared memory of two rings, one per direction
+ * Rings (CR_F_RINGS; once both sides authenticated each other): the side
+ * that connected creates the shared memory of two rings, one per direction
  * (CrRingShm), and sends it in RING.  From then on each side, when it is
  * ready, sends RING_ON on the socket and every later message through its
- * ring; it reads the peer's ring only after the peer's RING_ON, so
- * nothing overtakes what went before on the socket.  The side that got
- * RING answers RING_ON at once (or nothing: it could not map the memory,
- * and both stay on the socket); the side that sent RING sends its RING_ON
- * when that comes.  A producer that publishes into the ring of a consumer
- * that does not poll (polling 0, as in fresh memory) sends WAKE on the
- * socket, unless a WAKE it sent is not taken yet (the consumer's woken
- * counts the WAKEs it took, each before it reads prod: the take that
- * WAKE starts sees the record).  A consumer that takes from a ring whose
- * producer said it is full (want_space) sends ROOM.  WAKE and ROOM
- * carry nothing: they only make the socket readable.  A ring holds
- * records: a u32 length, a u32 zero, and that many bytes of messages
- * exactly as one datagram would hold them, padded to 8 bytes; a record
- * may wrap around the ring's end.  All of a ring is written by the peer
- * whenever it likes: it is read once into private memory and checked
- * there, and a peer whose indexes or records do not add up is dropped.
+ * ring; it reads the peer's ring only after the peer's RING_ON, so nothing
+ * overtakes what went before on the socket.  The side that got RING answers
+ * RING_ON at once (or nothing: it could not map the memory, and both stay on
+ * the socket); the side that sent RING sends its RING_ON when that comes.  A
+ * producer that publishes into the ring of a consumer that does not poll
+ * (polling 0, as in fresh memory) sends WAKE on the socket, unless a WAKE it
+ * sent is not taken yet (the consumer's woken counts the WAKEs it took, each
+ * before it reads prod: the take that WAKE starts sees the record).  A
+ * consumer that takes from a ring whose producer said it is full
+ * (want_space) sends ROOM.  WAKE and ROOM carry nothing: they only make the
+ * socket readable.  A ring holds records: a u32 length, a u32 zero, and that
+ * many bytes of messages exactly as one datagram would hold them, padded to
+ * 8 bytes; a record may wrap around the ring's end.  All of a ring is
+ * written by the peer whenever it likes: it is read once into private memory
+ * and checked there, and a peer whose indexes or records do not add up is
+ * dropped.
  *
- * Offer (an RC QP connected over RoCEv2 to a QP of the peer, which is
- * co-resident now: the way back after a migration): OFFER names both QPs
- * and the sender's PSNs, sent while its QP is idle on the wire and holds
- * its requests.  The peer answers ANSWER; ok means its QP was idle too,
- * with the same PSNs the other way round, and is on this connection now.
- * Offers that cross are both answered: the first one taken moves both
+ * Offer (CR_F_OFFER; an RC QP connected over RoCEv2 to a QP of the peer,
+ * which is co-resident now: the way back after a migration): OFFER names
+ * both QPs and the sender's PSNs, sent while its QP is idle on the wire and
+ * holds its requests.  The peer answers ANSWER; ok means its QP was idle
+ * too, with the same PSNs the other way round, and is on this connection
+ * now.  Offers that cross are both answered: the first one taken moves both
  * QPs, and the answer to the other then finds them moved.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -56,8 +66,11 @@
 #define HW_RDMA_PVRDMA_CORESIDENT_WIRE_H
 
 #define CR_MAGIC        0x70767264u     /* "pvrd" */
-/* 5: PAUSE, PAUSED, RESUME, MOVED; 6: OFFER; 7: RING, RING_ON, WAKE, ROOM */
-#define CR_VERSION      7
+/*
+ * 5: PAUSE, PAUSED, RESUME, MOVED; 6: OFFER; 7: RING, RING_ON, WAKE, ROOM;
+ * 8: features in HELLO, OFFER and the rings optional (CR_F_*)
+ */
+#define CR_VERSION      8
 #define CR_MAX_MSG      (64 * 1024)
 #define CR_NONCE_LEN    32
 #define CR_MAC_LEN      32      /* HMAC-SHA256 */
@@ -85,6 +98,11 @@ enum {
     CR_ROOM,
 };
 
+/* CrHello.features: the optional parts of the protocol */
+#define CR_F_RINGS      (1ull << 0)     /* RING, RING_ON, WAKE, ROOM */
+#define CR_F_OFFER      (1ull << 1)     /* OFFER, ANSWER */
+#define CR_F_ALL        (CR_F_RINGS | CR_F_OFFER)   /* what this build has */
+
 /* CrHello.auth: how a side authenticates its peers; both must agree */
 enum {
     CR_AUTH_NONE = 0,           /* same uid (SO_PEERCRED) only */
@@ -104,6 +122,7 @@ typedef struct CrHello {
     uint32_t nregions;
     uint32_t auth;                  /* CR_AUTH_* */
     uint8_t nonce[CR_NONCE_LEN];    /* random; the peer's AUTH covers it */
+    uint64_t features;              /* CR_F_* the sender offers */
 } CrHello;
 
 /*
