@@ -267,8 +267,9 @@ for s in $suites; do
         # two VMs started by Debian's libvirtd (two private daemons as two
         # hosts), the verbs checker between them, query-pvrdma through
         # virsh qemu-monitor-command, virsh migrate while it runs; the co-
-        # resident and the RoCEv2 setup, and the user doc's domain XML
-        # (make check-libvirt alone; about 2.5 minutes)
+        # resident and the RoCEv2 setup, peers connected by management as
+        # two users (mgmt), and the user doc's domain XML (make
+        # check-libvirt alone; about 3 minutes)
         scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
             bad guest-image "scripts/guest/build-image.sh failed"
         tests/libvirt/run.sh --no-build > build/libvirt.log 2>&1

@@ -2,7 +2,8 @@
 """Host checks of tests/libvirt/run.sh (python3 stdlib only).
 
     check.py run RUNDIR MODE MOVER    the logs of one run (MODE coresident
-                                      or roce; VM MOVER was migrated)
+                                      or roce; VM MOVER was migrated; MODE
+                                      mgmt with MOVER -1: no migration)
     check.py doc DOC TEMPLATE...      DOC shows each TEMPLATE verbatim
 
 run: prints what it found, one line each, and exits 1 with the failures
@@ -200,6 +201,65 @@ def check_run(rd, mode, mover):
             err("vm%d at the end: the co-resident transport has no peer (%s)" % (vm, describe(dev)))
 
 
+def check_mgmt(rd):
+    """The mgmt run: the checker ran over the connection management gave
+    (RoCEv2 off, no rendezvous), each device had its peer at the end, the
+    QEMUs ran as two users and neither could open the other's memory."""
+    for vm in (0, 1):
+        cons = read(os.path.join(rd, "vm%d" % vm, "console.log")) or ""
+        m = re.search(r"\] verbs-count: (verbs-check: ok [^\r\n]*)", cons)
+        if m:
+            print("vm%d verbs-count: %s" % (vm, m.group(1)))
+        else:
+            err("vm%d: no 'verbs-count: verbs-check: ok' line on the console" % vm)
+    conn = read(os.path.join(rd, "connect.log")) or ""
+    if not conn.rstrip().endswith("connected"):
+        err("connect.log does not end with 'connected': %s" % conn.strip()[-200:])
+    else:
+        print("management connected the two QEMUs (getfd with --pass-fds, "
+              "x-pvrdma-peer-add on each)")
+    for vm in (0, 1):
+        host, dev = query(rd, vm, "end")
+        if dev is None:
+            continue
+        print("vm%d end (host %s): %s" % (vm, host, describe(dev)))
+        want = "A" if vm == 0 else "C"
+        if host != want:
+            err("vm%d: the 'end' query went to host %s, not %s" % (vm, host, want))
+        types = [t.get("type") for t in dev.get("transports", [])]
+        cr = [t for t in dev.get("transports", []) if t.get("type") == "coresident"]
+        if not cr or cr[0].get("peers") != 1:
+            err("vm%d at the end: the co-resident transport does not have "
+                "its one peer (%s)" % (vm, describe(dev)))
+        if "roce" in types:
+            err("vm%d: a RoCEv2 transport (roce=off was asked): %s" % (vm, types))
+    c = kv(os.path.join(rd, "confine.txt"))
+    if not c:
+        err("no confine.txt")
+        return
+    uids = {}
+    for line in (read(os.path.join(rd, "confine.txt")) or "").splitlines():
+        f = line.split()
+        if len(f) == 3 and f[0] == "uid":
+            uids[f[1]] = f[2]
+    if uids.get("vm0") in (None, "none") or uids.get("vm1") in (None, "none"):
+        err("the QEMUs' uids are unknown (%s)" % uids)
+        return
+    for vm in ("vm0", "vm1"):
+        if c.get(vm + "-own") != "opened":
+            err("%s's user cannot open its own QEMU's /proc/PID/mem (%s): "
+                "the check cannot tell" % (vm, c.get(vm + "-own")))
+    if uids["vm0"] == uids["vm1"]:
+        print("both QEMUs run as uid %s (not root: one user for both hosts); "
+              "the other-QEMU checks do not apply" % uids["vm0"])
+        return
+    print("the QEMUs run as uids %s and %s" % (uids["vm0"], uids["vm1"]))
+    for vm in ("vm0", "vm1"):
+        if not c.get(vm + "-other", "").startswith("refused"):
+            err("%s's user opened the other QEMU's /proc/PID/mem (%s)"
+                % (vm, c.get(vm + "-other")))
+
+
 def check_doc(doc, templates):
     text = read(doc)
     if text is None:
@@ -230,7 +290,9 @@ def check_doc(doc, templates):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "run":
+    if len(sys.argv) == 5 and sys.argv[1] == "run" and sys.argv[3] == "mgmt":
+        check_mgmt(sys.argv[2])
+    elif len(sys.argv) == 5 and sys.argv[1] == "run":
         check_run(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif len(sys.argv) >= 4 and sys.argv[1] == "doc":
         check_doc(sys.argv[2], sys.argv[3:])

@@ -12,6 +12,18 @@
 #               guest RAM, one rendezvous directory: pvrdma-coresident.xml)
 #   roce        the two VMs on RoCEv2 over their vmxnet3 network, as on two
 #               hosts (private RAM, no rendezvous: pvrdma-roce.xml)
+#   mgmt        the co-resident transport with peers from management:
+#               pvrdma-coresident.xml with coresident=on,roce=off instead of
+#               the rendezvous, VM 0 on host A, VM 1 on host C, a libvirtd
+#               (and QEMU) running as another user (as root: the user
+#               PVRDMA_LIBVIRT_USER2, default pvrdma-libvirt2; libvirt's
+#               per-VM DAC separation); once both run, the runner makes a
+#               socketpair and gives each QEMU one end through its libvirtd
+#               (virsh qemu-monitor-command --pass-fds: getfd, then
+#               x-pvrdma-peer-add).  Only the fixed-count checker run (no
+#               migration); the host check also wants each QEMU unable to
+#               open the other's /proc/PID/mem (confine.txt) while it opens
+#               its own
 #   doc         the user doc (docs/system/devices/pvrdma.rst) shows both
 #               domain XML templates exactly as the test uses them
 # Prints "ok RUN (SECSs)" or "FAIL RUN: reason", then "N passed, N failed".
@@ -98,11 +110,11 @@ while [ $# -gt 0 ]; do
         --no-build) build=0; shift ;;
         -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
-        coresident|roce|doc) runs+=("$1"); shift ;;
-        *) die "unknown run '$1' (coresident, roce, doc)" ;;
+        coresident|roce|mgmt|doc) runs+=("$1"); shift ;;
+        *) die "unknown run '$1' (coresident, roce, mgmt, doc)" ;;
     esac
 done
-[ ${#runs[@]} -gt 0 ] || runs=(doc coresident roce)
+[ ${#runs[@]} -gt 0 ] || runs=(doc coresident roce mgmt)
 case $timeout in ''|*[!0-9]*) die "--timeout must be a number of seconds" ;; esac
 
 # --- the doc check needs nothing else -----------------------------------------
@@ -156,11 +168,20 @@ if [ "$(id -u)" = 0 ]; then
         say "created the system user $lvuser (libvirtd and QEMU run as it)"
     fi
     as_user=(setpriv --reuid="$(id -u "$lvuser")" --regid="$(id -g "$lvuser")" --init-groups)
+    # host C's user (the mgmt run): another user, as libvirt gives each VM
+    lvuser2=${PVRDMA_LIBVIRT_USER2:-pvrdma-libvirt2}
+    if ! id "$lvuser2" >/dev/null 2>&1; then
+        useradd --system --user-group --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin "$lvuser2" || die "cannot create user $lvuser2"
+        say "created the system user $lvuser2 (host C's libvirtd and QEMU run as it)"
+    fi
+    as_user2=(setpriv --reuid="$(id -u "$lvuser2")" --regid="$(id -g "$lvuser2")" --init-groups)
 else
-    lvuser=$(id -un)
-    as_user=()
+    lvuser=$(id -un) lvuser2=$(id -un)
+    as_user=() as_user2=()
 fi
 lvgroup=$(id -gn "$lvuser")
+lvgroup2=$(id -gn "$lvuser2")
 
 [ -n "$out" ] || out=$top/build/libvirt/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
@@ -168,6 +189,7 @@ out=$(cd "$out" && pwd)
 # the hosts' state: short paths (unix sockets), the user's own directory
 state=$(mktemp -d /tmp/pvrdma-lv.XXXXXX)
 chown "$lvuser:$lvgroup" "$state"
+chmod 0711 "$state"     # host C's user reaches its own directory in it
 say "libvirt $(libvirtd --version | awk '{print $NF}'), QEMU $QEMU, hosts in $state (user $lvuser), logs in $out"
 
 # The daemons' user must reach QEMU, the guest's kernel and firmware and
@@ -183,12 +205,15 @@ if [ ${#as_user[@]} -gt 0 ] &&
     cp "$QEMU" "$state/stage/qemu-system-x86_64"
     cp -rL "$G/vmlinux" "$G/firmware" "$state/stage/guest/"
     chown -R "$lvuser:$lvgroup" "$state/stage" "$state/run"
+    chmod -R a+rX "$state/stage"
+    chmod 0755 "$state/run"
     QEMU=$state/stage/qemu-system-x86_64 GX=$state/stage/guest runroot=$state/run
     say "$lvuser cannot reach this checkout: QEMU and the guest image staged in $state/stage, runs in $state/run (copied to $out)"
 fi
 
 # --- the two hosts ---------------------------------------------------------------
 declare -A daemon_pid uri
+host_user() { [ "$1" = C ] && echo "$lvuser2:$lvgroup2" || echo "$lvuser:$lvgroup"; }
 host_env() { # HOST: the environment of that host's libvirtd
     local h=$state/$1
     echo "HOME=$h/home XDG_CONFIG_HOME=$h/config XDG_RUNTIME_DIR=$h/runtime XDG_CACHE_HOME=$h/cache XDG_DATA_HOME=$h/data"
@@ -204,9 +229,11 @@ start_host() { # HOST
     } > "$h/config/libvirt/libvirtd.conf"
     # QEMU's stderr straight into the domain log, no virtlogd to start
     echo 'stdio_handler = "file"' > "$h/config/libvirt/qemu.conf"
-    chown -R "$lvuser:$lvgroup" "$h"
+    chown -R "$(host_user "$1")" "$h"
+    local run_as=("${as_user[@]}")
+    [ "$1" != C ] || run_as=("${as_user2[@]}")
     # shellcheck disable=SC2046
-    "${as_user[@]}" env $(host_env "$1") libvirtd < /dev/null > "$h/libvirtd.out" 2>&1 &
+    "${run_as[@]}" env $(host_env "$1") libvirtd < /dev/null > "$h/libvirtd.out" 2>&1 &
     daemon_pid[$1]=$!
     uri[$1]="qemu+unix:///session?socket=$h/runtime/libvirt/libvirt-sock"
     for _ in $(seq 1 300); do
@@ -235,7 +262,7 @@ cleanup() {
     local h n p f
     for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
     stop_relay
-    for h in A B; do
+    for h in A B C; do
         [ -n "${daemon_pid[$h]:-}" ] || continue
         # the domains first: libvirtd leaves its QEMUs running when it exits
         for n in $(vsh "$h" list --name 2>/dev/null); do
@@ -334,6 +361,60 @@ query_all() {
     echo "query '$tag' done at $(secs_since "$t0")s" >> "$rd/harness.log"
 }
 
+# mgmt: the runner as management: a socketpair, one end to each QEMU
+# through the libvirtd it runs under (qemu-monitor-command --pass-fds:
+# getfd, then x-pvrdma-peer-add), into connect.log
+mgmt_connect() {
+    python3 - "${uri[A]}" "${dom[0]}" "${uri[C]}" "${dom[1]}" > "$rd/connect.log" 2>&1 <<'EOPY'
+import socket
+import subprocess
+import sys
+
+ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+for k in (0, 1):
+    uri, dom, peer = sys.argv[1 + 2 * k], sys.argv[2 + 2 * k], sys.argv[4 - 2 * k]
+    fd = ends[k].fileno()
+    for cmd, extra in (
+            ('{"execute":"getfd","arguments":{"fdname":"pvrdma-peer"}}',
+             ["--pass-fds", str(fd)]),
+            ('{"execute":"x-pvrdma-peer-add","arguments":{"fd":"pvrdma-peer",'
+             '"name":"%s"}}' % peer, [])):
+        r = subprocess.run(["virsh", "-q", "-c", uri, "qemu-monitor-command",
+                            dom] + extra + [cmd], pass_fds=[fd],
+                           capture_output=True, text=True)
+        print("%s: %s -> %s %s" % (dom, cmd, r.stdout.strip(), r.stderr.strip()))
+        if r.returncode or '"error"' in r.stdout:
+            sys.exit(1)
+    ends[k].close()
+print("connected")
+EOPY
+}
+# mgmt: the QEMUs' uids, and whether each QEMU's user can open its own
+# QEMU's /proc/PID/mem (the method works) and the other's (it must not:
+# the only way into the other VM's memory is what the connection gives)
+try_mem() { # USER-ARRAY-NAME PID
+    local -n who=$1
+    "${who[@]}" /usr/bin/python3 -c 'import sys
+try:
+    open("/proc/%s/mem" % sys.argv[1], "rb").close()
+    print("opened")
+except OSError as e:
+    print("refused errno %d" % e.errno)' "$2"
+}
+confine_check() {
+    local p0 p1
+    p0=$(cat "$state/A/runtime/libvirt/qemu/run/${dom[0]}.pid" 2>/dev/null) || p0=0
+    p1=$(cat "$state/C/runtime/libvirt/qemu/run/${dom[1]}.pid" 2>/dev/null) || p1=0
+    {
+        echo "uid vm0 $(stat -c %u "/proc/$p0" 2>/dev/null || echo none)"
+        echo "uid vm1 $(stat -c %u "/proc/$p1" 2>/dev/null || echo none)"
+        echo "vm0-own $(try_mem as_user "$p0")"
+        echo "vm0-other $(try_mem as_user "$p1")"
+        echo "vm1-own $(try_mem as_user2 "$p1")"
+        echo "vm1-other $(try_mem as_user2 "$p0")"
+    } > "$rd/confine.txt" 2>&1
+}
+
 run_vms() { # MODE
     local mode=$1 i d ip rdv name reason='' rc0 ports vmports relports
     local -A mig_done qmp_done
@@ -367,7 +448,7 @@ run_vms() { # MODE
             echo "PVRDMA_PEER_NIC=vmxnet3"
             echo "PVRDMA_VM_DEVICES='1 1'"
             echo "PVRDMA_VM_NICS='vmxnet3 vmxnet3'"
-            echo "PVRDMA_RENDEZVOUS=$([ "$mode" = coresident ] && echo 1 || echo 0)"
+            echo "PVRDMA_RENDEZVOUS=$([ "$mode" = roce ] && echo 0 || echo 1)"
             echo "PVRDMA_SWITCH=0"
             echo "PVRDMA_TEST=libvirt-$mode"
             echo "PVRDMA_RESTART=0"
@@ -378,23 +459,31 @@ run_vms() { # MODE
         : > "$d/console.log"
         name=pvrdma-lv-$mode-vm$i
         dom[$i]=$name where[$i]=A rc[$i]='' vmstate[$i]=running
-        sed -e "s|@NAME@|$name|g" -e "s|@QEMU@|$QEMU|g" \
+        # mgmt: VM 1 on host C, as another user
+        [ "$mode$i" != mgmt1 ] || where[$i]=C
+        sed -e "s|,rendezvous=@RENDEZVOUS@|$([ "$mode" = mgmt ] && echo ,coresident=on,roce=off || echo '&')|" \
+            -e "s|@NAME@|$name|g" -e "s|@QEMU@|$QEMU|g" \
             -e "s|@KERNEL@|$GX/vmlinux|g" -e "s|@INITRD@|$d/initrd.img|g" \
             -e "s|@IP@|$ip|g" -e "s|@MAC@|52:54:00:12:34:$((56 + i))|g" \
             -e "s|@LOCAL_PORT@|${vmports[$i]}|g" -e "s|@REMOTE_PORT@|${relports[$i]}|g" \
             -e "s|@CONSOLE@|$d/console.log|g" -e "s|@FIRMWARE@|$GX/firmware|g" \
             -e "s|@RENDEZVOUS@|$rdv|g" \
-            "$here/pvrdma-$mode.xml" > "$d/domain.xml"
+            "$here/pvrdma-$([ "$mode" = mgmt ] && echo coresident || echo "$mode").xml" > "$d/domain.xml"
         ! grep -n '@[A-Z_]*@' "$d/domain.xml" || die "$d/domain.xml: a placeholder is left"
     done
     chown -R "$lvuser:$lvgroup" "$rd"
+    chmod 0755 "$rd"
+    if [ "$mode" = mgmt ]; then
+        [ -n "${daemon_pid[C]:-}" ] || start_host C
+        chown -R "$(host_user C)" "$rd/vm1"
+    fi
     python3 "$here/udp-relay.py" --ready "$rd/relay.ready" --log "$rd/relay.log" \
         "${relports[0]}:${vmports[0]}" "${relports[1]}:${vmports[1]}" < /dev/null 2>> "$rd/relay.log" &
     relay_pid=$!
     for _ in $(seq 1 100); do [ ! -e "$rd/relay.ready" ] && kill -0 "$relay_pid" 2>/dev/null || break; sleep 0.05; done
     [ -e "$rd/relay.ready" ] || { cat "$rd/relay.log" >&2; die "udp-relay.py did not start"; }
     for i in 0 1; do
-        if ! vsh A create "$rd/vm$i/domain.xml" >> "$rd/harness.log" 2>&1; then
+        if ! vsh "${where[$i]}" create "$rd/vm$i/domain.xml" >> "$rd/harness.log" 2>&1; then
             reason="virsh create ${dom[$i]} failed: $(grep -m1 error "$rd/harness.log")"
             break
         fi
@@ -403,6 +492,13 @@ run_vms() { # MODE
             tails+=($!)
         fi
     done
+    if [ -z "$reason" ] && [ "$mode" = mgmt ]; then
+        if mgmt_connect; then
+            confine_check
+        else
+            reason="management could not connect the VMs: $(tail -n 1 "$rd/connect.log")"
+        fi
+    fi
 
     # watch the consoles, answer the markers, until both guests reported
     local log markers tag active polls=0 failed_at=''
@@ -480,7 +576,7 @@ run_vms() { # MODE
         result "$mode" 1 "$reason" "$(secs_since "$t0")" "$rd"
         return
     fi
-    if python3 "$here/check.py" run "$rd" "$mode" 1 > "$rd/check.log" 2>&1; then
+    if python3 "$here/check.py" run "$rd" "$mode" "$([ "$mode" = mgmt ] && echo -1 || echo 1)" > "$rd/check.log" 2>&1; then
         sed 's/^/  /' "$rd/check.log" >&2
         result "$mode" 0 '' "$(secs_since "$t0")"
     else
