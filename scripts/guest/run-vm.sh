@@ -860,7 +860,7 @@ if [ "$final" = 0 ]; then
 fi
 {
     for i in $(seq 0 $((vms - 1))); do
-        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s nic=${nics[$i]} pvrdma=${vm_pvrdma[$i]}$([ "${vm_pvrdma[$i]}" = 0 ] || [ "$vms" = 1 ] || echo " rendezvous=$use_rdv") log=$out/vm$i/console.log"
+        echo "vm$i: ${state[$i]} rc=${rc[$i]} boot=${boot[$i]:-?}s total=${endt[$i]:-?}s nic=${nics[$i]} pvrdma=${vm_pvrdma[$i]}$([ "${vm_pvrdma[$i]}" = 0 ] || [ "$vms" = 1 ] || { [ "$mgmt_peers$use_rdv" = 11 ] && echo " peers=management" || echo " rendezvous=$use_rdv"; }) log=$out/vm$i/console.log"
     done
     if [ "$use_switch" = 1 ]; then
         echo "switch: $(awk '{printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2}' "$out/switch.stats" 2>/dev/null | sed 's/ port0_rx.*//')$([ -z "$lossy" ] || echo " (--lossy $lossy, $lossy_match$([ "$lossy_keep_acks" = 0 ] || echo ", ACKs kept"), seed $lossy_seed)")$([ "$lossy_jitter" = 0 ] || echo " (jitter 0-$lossy_jitter ms)")"
