@@ -34,7 +34,7 @@ fi
 src=${src%/}
 
 # --- 2. hook patch, re-applied only if the patch changed --------------------
-hooked="meson.build hw/Kconfig hw/meson.build tests/qtest/meson.build \
+hooked="meson.build Kconfig.host hw/Kconfig hw/meson.build tests/qtest/meson.build \
  qapi/meson.build qapi/qapi-schema.json hmp-commands-info.hx hmp-commands.hx \
  include/monitor/hmp.h monitor/monitor.c tests/qtest/libqos/meson.build"
 sum=$(sha256sum "$top/patches/qemu-hooks.patch" | cut -d' ' -f1)

@@ -79,7 +79,7 @@ device's own, the sizes of the shared structures checked at build time
                 'hw/rdma/pvrdma_mem.c', 'hw/rdma/pvrdma_gid.c',
                 'hw/rdma/pvrdma_sched.c', 'hw/rdma/pvrdma_stream.c',
                 'hw/rdma/pvrdma_event.c'],
-         hooks=['hw/Kconfig', 'hw/meson.build', 'meson.build'],
+         hooks=['hw/Kconfig', 'hw/meson.build', 'meson.build', 'Kconfig.host'],
          body=CORE_WHY + """
 This first part is what everything else stands on:
 - pvrdma_ring.c: the driver's rings (producer/consumer indexes with a
@@ -99,7 +99,10 @@ This first part is what everything else stands on:
 
 CONFIG_PVRDMA (default on where PCI devices are) builds the core from
 here on, so that each step of the series compiles; the device that uses
-it comes later in the series."""),
+it comes later in the series.  It depends on LINUX (memfd seals,
+SO_PEERCRED, accept4, getrandom) and on HOST_LITTLE_ENDIAN, a new proxy
+symbol in Kconfig.host set by meson.build: the guest's structures and
+the co-resident peers' messages are read in host byte order."""),
     dict(subject='hw/rdma: PVRDMA verbs objects: PD, MR, CQ, SRQ, QP',
          files=['hw/rdma/pvrdma_pd.c', 'hw/rdma/pvrdma_mr.c',
                 'hw/rdma/pvrdma_cq.c', 'hw/rdma/pvrdma_srq.c',

@@ -10,9 +10,11 @@
 #   command-drop       CREATE_PD never answered: "Couldn't allocate PD"
 #   completion-error   a running ibv_rc_pingpong's QP gets "transport retry
 #                      counter exceeded (12)"
-#   async-event        qp-fatal on a running pingpong's QP: its work is
-#                      flushed (status 5); device-fatal reaches
-#                      ibv_asyncwatch
+#   async-event        qp-fatal on a running pingpong's QP, qp-req-err on
+#                      the server's, qp-access-err on the client's: its
+#                      work is flushed (status 5); device-fatal reaches
+#                      ibv_asyncwatch; gid-change leaves the GID table
+#                      as it was (the core forwards only changed entries)
 # After each, a loopback pingpong works again; at the end no oops, WARN or
 # BUG in the kernel log, and the kernel's RDMA resources are back to what
 # they were before (rdma resource show).  40-pvrdma-inject.host checks that
@@ -158,6 +160,37 @@ qp_fatal() {
     pp_works qp-fatal
 }
 
+# qp-req-err on the server's QP, qp-access-err on the client's: as
+# qp-fatal, the QP goes to the error state and its work is flushed
+qp_err() { # EVENT server|client
+    pp_long || fail "the long pingpong did not start"
+    if [ "$2" = server ]; then _q=$SQPN _p=$SRV _o=/tmp/long.srv; else _q=$CQPN _p=$CLI _o=/tmp/long.cli; fi
+    host_inject "$1" "async-event,event=$1,handle=$_q" 2
+    _w=0
+    while kill -0 "$_p" 2>/dev/null && [ $_w -lt 100 ]; do sleep 0.1; _w=$((_w + 1)); done
+    grep -q "Failed status .* (5)" $_o || fail "$2: $(tail -n 3 $_o)"
+    log "$1 on the $2's QP: $(grep -m1 'Failed status' $_o)"
+    pp_long_end
+    pp_works "$1"
+}
+
+# GID_CHANGE: the driver passes it to the core, whose cache task re-reads
+# the port's GIDs and tells its clients only of entries that changed
+# (ib_cache_event_task, 6.1): here none did, so ibv_asyncwatch gets
+# nothing; the GID table stays as it was and traffic goes on
+gid_change() {
+    _g0=$(ibv_devinfo -v -d $D | grep 'GID\[')
+    host_inject gid-change async-event,event=gid-change 2
+    _g1=$(ibv_devinfo -v -d $D | grep 'GID\[')
+    [ -n "$_g0" ] && [ "$_g0" = "$_g1" ] || fail "GID table changed: $_g0 -> $_g1"
+    if grep -q IBV_EVENT_GID_CHANGE /tmp/asyncwatch.out; then
+        log "gid-change: forwarded to ibv_asyncwatch"
+    else
+        log "gid-change: not forwarded (no GID entry changed), GID table as before"
+    fi
+    pp_works gid-change
+}
+
 device_fatal() {
     host_inject dev-fatal async-event,event=device-fatal
     wait_for "cat /tmp/asyncwatch.out" IBV_EVENT_DEVICE_FATAL 10 ||
@@ -175,6 +208,9 @@ step command-delay command_delay
 step command-drop command_drop
 step completion-error completion_error
 step qp-fatal qp_fatal
+step qp-req-err qp_err qp-req-err server
+step qp-access-err qp_err qp-access-err client
+step gid-change gid_change
 step device-fatal device_fatal
 kill $AW 2>/dev/null
 log "asyncwatch: $(tr '\n' ';' < /tmp/asyncwatch.out)"
