@@ -94,6 +94,7 @@ typedef struct CrPeer {
     CrTransport *t;
     int fd;
     char *name;             /* for messages: its socket, its pid */
+    char *label;            /* its socket, or management's name for it */
     int pid;                /* SO_PEERCRED */
     bool outgoing;          /* we connected (else it connected to us) */
     /* management gave the connection: outgoing is the lower node id's */

@@ -35,7 +35,8 @@ static void cr_peer_lost(CrPeer *p, const char *why)
 {
     if (p->authed && !p->dead) {
         pvrdma_report(p->t->t.core, &(PvrdmaReport) {
-            .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->name, .why = why,
+            .kind = PVRDMA_REPORT_PEER_LOST, .peer = p->label, .pid = p->pid,
+            .why = why,
         });
     }
 }

@@ -160,12 +160,14 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
     p->name = how == CR_ACCEPTED ?
               g_strdup_printf("pid %d on %s", (int)cred.pid, path) :
               g_strdup_printf("%s (pid %d)", path, (int)cred.pid);
+    p->label = g_strdup(path);
     if (how != CR_GIVEN && cred.uid != t->uid) {
         pvrdma_log_host("co-resident peer %s runs as uid %u, not as this "
                         "QEMU's uid %u: refused", p->name,
                         (unsigned)cred.uid, (unsigned)t->uid);
         close(fd);
         g_free(p->name);
+        g_free(p->label);
         g_free(p);
         return NULL;
     }
@@ -230,6 +232,7 @@ static void cr_peer_free(CrTransport *t, CrPeer *p)
     g_free(p->gids);
     g_free(p->refused);
     g_free(p->name);
+    g_free(p->label);
     g_free(p);
 }
 
@@ -341,11 +344,13 @@ static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
         p->outgoing = t->node < m->node;
     } else if (!p->outgoing) {
         /* name it by the socket it says it listens on; the pid is sure */
-        char *name = g_strdup_printf("%s/%016" PRIx64 ".sock (pid %d)",
-                                     t->dir, m->node, p->pid);
+        char *label = g_strdup_printf("%s/%016" PRIx64 ".sock", t->dir,
+                                      m->node);
 
         g_free(p->name);
-        p->name = name;
+        p->name = g_strdup_printf("%s (pid %d)", label, p->pid);
+        g_free(p->label);
+        p->label = label;
     }
     if (m->auth != auth) {
         cr_peer_fail(p, m->auth == CR_AUTH_HMAC_SHA256 ?

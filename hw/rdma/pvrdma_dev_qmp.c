@@ -173,7 +173,7 @@ void pvrdma_report_event(void *opaque, const PvrdmaReport *r)
         break;
     case PVRDMA_REPORT_PEER_LOST:
         trace_pvrdma_qmp_event("PVRDMA_PEER_LOST", r->why);
-        qapi_event_send_pvrdma_peer_lost(id, path, r->peer, r->why);
+        qapi_event_send_pvrdma_peer_lost(id, path, r->peer, r->pid, r->why);
         break;
     case PVRDMA_REPORT_GUEST_ERROR:
         trace_pvrdma_qmp_event("PVRDMA_GUEST_ERROR", r->why);

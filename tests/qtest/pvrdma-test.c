@@ -2923,6 +2923,8 @@ static void test_cr_peer_gone(void)
                         "/machine/peripheral/pvrdma0");
         g_assert_cmpstr(qdict_get_str(data, "id"), ==, "pvrdma0");
         g_assert_nonnull(strstr(qdict_get_str(data, "peer"), dir));
+        g_assert_true(g_str_has_suffix(qdict_get_str(data, "peer"), ".sock"));
+        g_assert_cmpint(qdict_get_int(data, "pid"), >, 0);
         g_assert_cmpstr(qdict_get_str(data, "reason"), !=, "");
         qobject_unref(ev);
     }

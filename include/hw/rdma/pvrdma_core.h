@@ -40,7 +40,8 @@ typedef struct PvrdmaReport {
     uint32_t qpn;               /* PATH: the QP, its old and new path */
     const char *old_path, *new_path;
     bool port_up;               /* PORT */
-    const char *peer, *why;     /* PEER_LOST: which (its socket), why */
+    const char *peer, *why;     /* PEER_LOST: which (its socket or the */
+    int pid;                    /* name management gave), its pid, why */
                                 /* GUEST_ERROR: why, the count so far */
     uint64_t count;
 } PvrdmaReport;
