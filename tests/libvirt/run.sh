@@ -159,22 +159,20 @@ for f in vmlinux initrd.img firmware/pvh.bin; do
     [ -f "$G/$f" ] || die "no $G/$f: run scripts/guest/build-image.sh"
 done
 
-# the user the daemons and QEMUs run as
+# the users the daemons and QEMUs run as
+sys_user() { # NAME WHO: create the system user NAME if missing
+    id "$1" >/dev/null 2>&1 && return 0
+    useradd --system --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin "$1" || die "cannot create user $1"
+    say "created the system user $1 ($2 run as it)"
+}
 if [ "$(id -u)" = 0 ]; then
     lvuser=${PVRDMA_LIBVIRT_USER:-pvrdma-libvirt}
-    if ! id "$lvuser" >/dev/null 2>&1; then
-        useradd --system --user-group --no-create-home --home-dir /nonexistent \
-            --shell /usr/sbin/nologin "$lvuser" || die "cannot create user $lvuser"
-        say "created the system user $lvuser (libvirtd and QEMU run as it)"
-    fi
+    sys_user "$lvuser" "libvirtd and QEMU"
     as_user=(setpriv --reuid="$(id -u "$lvuser")" --regid="$(id -g "$lvuser")" --init-groups)
     # host C's user (the mgmt run): another user, as libvirt gives each VM
     lvuser2=${PVRDMA_LIBVIRT_USER2:-pvrdma-libvirt2}
-    if ! id "$lvuser2" >/dev/null 2>&1; then
-        useradd --system --user-group --no-create-home --home-dir /nonexistent \
-            --shell /usr/sbin/nologin "$lvuser2" || die "cannot create user $lvuser2"
-        say "created the system user $lvuser2 (host C's libvirtd and QEMU run as it)"
-    fi
+    sys_user "$lvuser2" "host C's libvirtd and QEMU"
     as_user2=(setpriv --reuid="$(id -u "$lvuser2")" --regid="$(id -g "$lvuser2")" --init-groups)
 else
     lvuser=$(id -un) lvuser2=$(id -un)

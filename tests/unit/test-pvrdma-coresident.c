@@ -2525,6 +2525,28 @@ static int32_t fake_resp(Fake *f, uint64_t cookie)
  * (fgid, 10.x.0xfa), and the fake connected to it, not yet introduced;
  * the rendezvous socket's path (g_free it).
  */
+/*
+ * The fake writes len bytes of its RAM (the nsg pieces of sg) into sa's MR
+ * at S_IOVA + off with an RDMA WRITE: answered success, the bytes there.
+ */
+static void fake_write_checked(Fake *f, Side *sa, uint64_t cookie,
+                               const CrSge *sg, uint32_t nsg, uint64_t off,
+                               const uint8_t *data, uint32_t len)
+{
+    g_autofree uint8_t *got = g_malloc(len);
+    CrReqMsg *m = req_msg(cookie, PVRDMA_WR_RDMA_WRITE, sa->qp.qpn, sg, nsg,
+                          nsg, len);
+
+    m->remote_addr = S_IOVA + off;
+    m->rkey = sa->mr.rkey;
+    fake_send(f, m, m->h.len, -1);
+    g_free(m);
+    PUMP(f->v);
+    g_assert_cmpint(fake_resp(f, cookie), ==, PVRDMA_WC_SUCCESS);
+    mr_read(&f->v->d, &sa->mr, S_IOVA + off, got, len);
+    g_assert_cmpmem(got, len, data, len);
+}
+
 static char *fake_side_up(Env *e, Vm *a, Side *sa, Fake *f, uint8_t fgid[16])
 {
     char *path;
@@ -2575,15 +2597,7 @@ static void fake_peer_run(bool ring)
     memcpy(f.ram + 50000, data + 3000, 2000);
     sg[0] = (CrSge) { .region = 0, .off = 10000, .len = 3000 };
     sg[1] = (CrSge) { .region = 0, .off = 50000, .len = 2000 };
-    m = req_msg(0x1001, PVRDMA_WR_RDMA_WRITE, sa.qp.qpn, sg, 2, 2, 5000);
-    m->remote_addr = S_IOVA + 123;
-    m->rkey = sa.mr.rkey;
-    fake_send(&f, m, m->h.len, -1);
-    g_free(m);
-    PUMP(&a);
-    g_assert_cmpint(fake_resp(&f, 0x1001), ==, PVRDMA_WC_SUCCESS);
-    mr_read(&a.d, &sa.mr, S_IOVA + 123, got, sizeof(got));
-    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    fake_write_checked(&f, &sa, 0x1001, sg, 2, 123, data, sizeof(data));
 
     /* ... reads it back into another place, the list split over a MORE */
     m = req_msg(0x1002, PVRDMA_WR_RDMA_READ, sa.qp.qpn, sg, 1, 2, 5000);
@@ -4728,7 +4742,7 @@ static void test_features_fake(void)
     Vm a;
     Side sa;
     Fake f, g;
-    uint8_t fgid[16], data[3000], got[3000];
+    uint8_t fgid[16], data[3000];
     char *path;
     struct {
         CrHello h;
@@ -4738,7 +4752,6 @@ static void test_features_fake(void)
     CrHdr wake = { CR_WAKE, sizeof(wake) };
     CrRingMsg rm = { .h = { CR_RING, sizeof(rm) }, .ring_size = CR_RING_SIZE };
     CrSge sg = { .region = 0, .off = 8192, .len = sizeof(data) };
-    CrReqMsg *m;
     CrHello h;
     int rfd;
 
@@ -4762,16 +4775,7 @@ static void test_features_fake(void)
     g_assert_true(fake_ring_on(&f, true));
     fill_pattern(data, sizeof(data), 12);
     memcpy(f.ram + 8192, data, sizeof(data));
-    m = req_msg(0x2001, PVRDMA_WR_RDMA_WRITE, sa.qp.qpn, &sg, 1, 1,
-                sizeof(data));
-    m->remote_addr = S_IOVA + 64;
-    m->rkey = sa.mr.rkey;
-    fake_send(&f, m, m->h.len, -1);
-    g_free(m);
-    PUMP(&a);
-    g_assert_cmpint(fake_resp(&f, 0x2001), ==, PVRDMA_WC_SUCCESS);
-    mr_read(&a.d, &sa.mr, S_IOVA + 64, got, sizeof(got));
-    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    fake_write_checked(&f, &sa, 0x2001, &sg, 1, 64, data, sizeof(data));
 
     /* a build without the rings, one without OFFER */
     feature_msg_dropped(&a, path, CR_F_OFFER, &wake, sizeof(wake), -1,
