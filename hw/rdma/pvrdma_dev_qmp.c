@@ -310,13 +310,15 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     if (!s) {
         return;
     }
+    /* taken from the monitor whatever follows: a refused one is closed */
+    fd = monitor_fd_param(monitor_cur(), fdname, errp);
+    if (fd < 0) {
+        return;
+    }
     if (!s->coresident) {
         error_setg(errp, "pvrdma device %s has no co-resident transport "
                    "(add coresident=on)", id ? id : "");
-        return;
-    }
-    fd = monitor_fd_param(monitor_cur(), fdname, errp);
-    if (fd < 0) {
+        close(fd);
         return;
     }
     trace_pvrdma_peer_add(name ? name : fdname, fd);
