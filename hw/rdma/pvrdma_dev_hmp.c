@@ -119,7 +119,8 @@ void hmp_x_pvrdma_inject(Monitor *mon, const QDict *qdict)
     qobject_unref(args);
     if (!err) {
         qmp_x_pvrdma_inject(a.id, a.kind, a.has_event, a.event, a.has_handle,
-                            a.handle, a.has_opcode, a.opcode, a.has_count,
+                            a.handle, a.has_of_qp, a.of_qp, a.has_opcode,
+                            a.opcode, a.has_count,
                             a.count, a.has_status, a.status, a.has_delay_ms,
                             a.delay_ms, &err);
     }

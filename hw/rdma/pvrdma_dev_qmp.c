@@ -235,6 +235,7 @@ QEMU_BUILD_BUG_ON((int)PVRDMA_INJECTION_KIND__MAX != (int)PVRDMA_INJECT__MAX);
 void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
                          bool has_event, PvrdmaAsyncEvent event,
                          bool has_handle, uint32_t handle,
+                         bool has_of_qp, bool of_qp,
                          bool has_opcode, PvrdmaCommand opcode,
                          bool has_count, uint32_t count,
                          bool has_status, uint32_t status,
@@ -245,7 +246,7 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
     PvrdmaInject in = {
         /* PvrdmaInjectionKind is in the order of PvrdmaInjectKind */
         .kind = (PvrdmaInjectKind)kind,
-        .handle = handle, .count = count, .status = status,
+        .handle = handle, .of_qp = of_qp, .count = count, .status = status,
         .delay_ms = delay_ms,
     };
 

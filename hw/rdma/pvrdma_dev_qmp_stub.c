@@ -17,6 +17,7 @@ PvrdmaDeviceInfoList *qmp_query_pvrdma(Error **errp)
 void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
                          bool has_event, PvrdmaAsyncEvent event,
                          bool has_handle, uint32_t handle,
+                         bool has_of_qp, bool of_qp,
                          bool has_opcode, PvrdmaCommand opcode,
                          bool has_count, uint32_t count,
                          bool has_status, uint32_t status,

@@ -43,11 +43,43 @@ static bool is_cmd_kind(PvrdmaInjectKind k)
            k == PVRDMA_INJECT_CMD_DROP;
 }
 
+/*
+ * in->of_qp: the handle of the CQ or SRQ event's object is that of QP
+ * in->handle's send CQ or SRQ (an application knows its QP number, not
+ * the device's handle of its CQ or SRQ).  False with *err if there is none.
+ */
+static bool inject_of_qp(PvrdmaCore *c, const PvrdmaInject *in, uint32_t *h,
+                         char **err)
+{
+    PvrdmaQP *qp;
+
+    if (!in->of_qp) {
+        return true;
+    }
+    qp = pvrdma_qp_get(c, in->handle);
+    if (in->event != PVRDMA_EVENT_CQ_ERR &&
+        in->event != PVRDMA_EVENT_SRQ_ERR &&
+        in->event != PVRDMA_EVENT_SRQ_LIMIT_REACHED) {
+        *err = g_strdup("of-qp applies to the CQ and SRQ events");
+    } else if (!qp) {
+        *err = g_strdup_printf("no QP with handle %u", in->handle);
+    } else if (in->event != PVRDMA_EVENT_CQ_ERR && !qp->is_srq) {
+        *err = g_strdup_printf("QP %u has no SRQ", in->handle);
+    } else {
+        *h = in->event == PVRDMA_EVENT_CQ_ERR ? qp->scq : qp->srq;
+        return true;
+    }
+    return false;
+}
+
 /* An async event about an object that exists, as the device posts it. */
 static bool inject_event(PvrdmaCore *c, const PvrdmaInject *in, char **err)
 {
     uint32_t h = in->handle;
 
+    if (!inject_of_qp(c, in, &h, err)) {
+        return false;
+    }
     switch (in->event) {
     case PVRDMA_EVENT_QP_FATAL:
     case PVRDMA_EVENT_QP_REQ_ERR:

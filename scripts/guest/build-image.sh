@@ -420,6 +420,7 @@ make -s -C "$top/tests/verbs-check" O="$G/verbs-check" > "$G/verbs-check.log" 2>
     die "building tests/verbs-check failed ($G/verbs-check.log; libibverbs-dev and librdmacm-dev: scripts/deps.sh)"
 install -m 0755 "$G/verbs-check/pvrdma-verbs-check" "$R/usr/bin/pvrdma-verbs-check"
 install -m 0755 "$G/verbs-check/pvrdma-uar-poke" "$R/usr/bin/pvrdma-uar-poke"
+install -m 0755 "$G/verbs-check/pvrdma-async-objects" "$R/usr/bin/pvrdma-async-objects"
 
 # ---------------------------------------------------------------------------
 # 8. Manifest, cpio, kernel

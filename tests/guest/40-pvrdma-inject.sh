@@ -14,7 +14,10 @@
 #                      the server's, qp-access-err on the client's: its
 #                      work is flushed (status 5); device-fatal reaches
 #                      ibv_asyncwatch; gid-change leaves the GID table
-#                      as it was (the core forwards only changed entries)
+#                      as it was (the core forwards only changed entries);
+#                      cq-err, srq-err and srq-limit-reached on the CQ and
+#                      SRQ of an application (pvrdma-async-objects), named
+#                      by its QP (of-qp), reach that application
 # After each, a loopback pingpong works again; at the end no oops, WARN or
 # BUG in the kernel log, and the kernel's RDMA resources are back to what
 # they were before (rdma resource show).  40-pvrdma-inject.host checks that
@@ -191,6 +194,27 @@ gid_change() {
     pp_works gid-change
 }
 
+# cq-err, srq-err, srq-limit-reached: an application does not see the
+# device's handles of its CQ and SRQ, so the host names them by its QP
+# (of-qp: the QP's send CQ, its SRQ); the driver hands each event to the
+# application that owns the object
+obj_events() {
+    pvrdma-async-objects $D 30 > /tmp/objs.out 2>&1 &
+    _ao=$!
+    wait_for "cat /tmp/objs.out" '^qpn ' 10 || fail "pvrdma-async-objects: $(cat /tmp/objs.out)"
+    _q=$(awk '/^qpn/ { print $2; exit }' /tmp/objs.out)
+    host_inject obj-cq-err "async-event,event=cq-err,handle=$_q,of-qp=on"
+    host_inject obj-srq-err "async-event,event=srq-err,handle=$_q,of-qp=on"
+    host_inject obj-srq-limit "async-event,event=srq-limit-reached,handle=$_q,of-qp=on"
+    for _e in "CQ error on cq" "SRQ catastrophic error on srq" "SRQ limit reached on srq"; do
+        wait_for "cat /tmp/objs.out" "^event $_e\$" 10 || fail "no 'event $_e': $(cat /tmp/objs.out)"
+    done
+    kill $_ao 2>/dev/null
+    wait $_ao 2>/dev/null
+    log "objects' events: $(grep '^event' /tmp/objs.out | tr '\n' ';')"
+    pp_works objs
+}
+
 device_fatal() {
     host_inject dev-fatal async-event,event=device-fatal
     wait_for "cat /tmp/asyncwatch.out" IBV_EVENT_DEVICE_FATAL 10 ||
@@ -211,6 +235,7 @@ step qp-fatal qp_fatal
 step qp-req-err qp_err qp-req-err server
 step qp-access-err qp_err qp-access-err client
 step gid-change gid_change
+step object-events obj_events
 step device-fatal device_fatal
 kill $AW 2>/dev/null
 log "asyncwatch: $(tr '\n' ';' < /tmp/asyncwatch.out)"

@@ -26,10 +26,11 @@
 /* ------------------------------------------------------------------ */
 /* Guest-side helpers, written the way the Linux driver lays things out */
 
-/* Is there an async event (type, info) among the first ones posted? */
-static bool async_seen(QPvrdma *d, uint32_t type, uint32_t info)
+/* How many async events (type, info) are among the first ones posted */
+static unsigned async_count(QPvrdma *d, uint32_t type, uint32_t info)
 {
     uint32_t prod;
+    unsigned n = 0;
 
     for (int i = 0; i < 100; i++) {
         qtest_clock_step(d->qts, 10);
@@ -41,11 +42,14 @@ static bool async_seen(QPvrdma *d, uint32_t type, uint32_t info)
 
         qtest_memread(d->qts, d->async_pages[1 + off / 4096] + off % 4096,
                       &e, sizeof(e));
-        if (e.type == type && e.info == info) {
-            return true;
-        }
+        n += e.type == type && e.info == info;
     }
-    return false;
+    return n;
+}
+
+static bool async_seen(QPvrdma *d, uint32_t type, uint32_t info)
+{
+    return async_count(d, type, info) > 0;
 }
 
 static void fill(QPvrdma *d, uint64_t gpa, size_t len, uint8_t seed)
@@ -4608,6 +4612,20 @@ static void test_inject_events(void)
     }
     g_assert_cmpuint(qp_state(p.d, p.a.handle), ==, PVRDMA_QPS_RTS);
     inject_event(p.d, "cq-err", p.cq.handle, PVRDMA_EVENT_CQ_ERR);
+    /* by a QP's number: its send CQ (what an application knows) */
+    {
+        g_autofree char *args = g_strdup_printf(
+            "'kind': 'async-event', 'event': 'cq-err', 'handle': %u, "
+            "'of-qp': true", p.a.qpn);
+
+        unsigned n = async_count(p.d, PVRDMA_EVENT_CQ_ERR, p.cq.handle);
+
+        inject_ok(p.d, args);
+        g_assert_cmpuint(async_count(p.d, PVRDMA_EVENT_CQ_ERR, p.cq.handle),
+                         ==, n + 1);
+    }
+    inject_refused(p.d, "'kind': 'async-event', 'event': 'qp-fatal', "
+                   "'handle': 1, 'of-qp': true", "of-qp applies");
     qpvrdma_ring_alloc(p.d, &ring, 2);
     c.pdir_dma = ring.pdir;
     c.pd_handle = p.pd;

@@ -267,6 +267,24 @@ static void test_async_event(void)
     inject(&r, (PvrdmaInject) { .kind = PVRDMA_INJECT_EVENT,
                                 .event = PVRDMA_EVENT_COMM_EST,
                                 .handle = r.a.handle }, "cannot be injected");
+    /* of_qp: the QP's send CQ; not its SRQ (it has none); not a QP event */
+    inject(&r, (PvrdmaInject) { .kind = PVRDMA_INJECT_EVENT,
+                                .event = PVRDMA_EVENT_SRQ_ERR, .of_qp = true,
+                                .handle = r.a.handle }, "has no SRQ");
+    inject(&r, (PvrdmaInject) { .kind = PVRDMA_INJECT_EVENT,
+                                .event = PVRDMA_EVENT_QP_FATAL, .of_qp = true,
+                                .handle = r.a.handle }, "of-qp applies");
+    inject(&r, (PvrdmaInject) { .kind = PVRDMA_INJECT_EVENT,
+                                .event = PVRDMA_EVENT_CQ_ERR, .of_qp = true,
+                                .handle = 999 }, "no QP");
+    g_assert_cmpuint(fh_irq_count(&r.d.h, PVRDMA_INTR_VECTOR_ASYNC), ==,
+                     irqs + 3);
+    inject(&r, (PvrdmaInject) { .kind = PVRDMA_INJECT_EVENT,
+                                .event = PVRDMA_EVENT_CQ_ERR, .of_qp = true,
+                                .handle = r.a.handle }, NULL);
+    g_assert_cmpuint(eqe(&r, 3)->type, ==, PVRDMA_EVENT_CQ_ERR);
+    g_assert_cmpuint(eqe(&r, 3)->info, ==, r.cq.handle);
+    irqs++;
     g_assert_cmpuint(fh_irq_count(&r.d.h, PVRDMA_INTR_VECTOR_ASYNC), ==,
                      irqs + 3);
     dev_fini(&r.d);

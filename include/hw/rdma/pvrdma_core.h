@@ -521,6 +521,7 @@ typedef struct PvrdmaInject {
     PvrdmaInjectKind kind;
     uint32_t event;             /* PVRDMA_EVENT_* */
     uint32_t handle;            /* a QP, CQ or SRQ handle, as the guest's */
+    bool of_qp;                 /* CQ/SRQ event of QP handle's CQ/SRQ */
     uint32_t opcode;            /* PVRDMA_CMD_* */
     uint32_t count;             /* left to fire (0 given: 1) */
     uint32_t status;            /* an errno, or a PVRDMA_WC_* status */
