@@ -2667,7 +2667,8 @@ static void qmp_error_has(QDict *r, const char *want)
  * command refuses a device without the transport, a descriptor that is
  * not a SOCK_SEQPACKET socket and a name getfd never gave.  Postcopy is
  * refused as with a rendezvous directory (the peer writes our RAM where
- * userfaultfd cannot see).
+ * userfaultfd cannot see).  When b's QEMU goes, PVRDMA_PEER_LOST names it
+ * by the name management gave, with its pid.
  */
 static void test_cr_peer_add(void)
 {
@@ -2723,8 +2724,17 @@ static void test_cr_peer_add(void)
     close(sv[1]);
     qpvrdma_stop(n);
 
+    /* b's QEMU goes: a names it as management did, with its pid */
     qpvrdma_stop(b.d);
     wait_peers(a.d, 0);
+    {
+        QDict *ev = qtest_qmp_eventwait_ref(a.d->qts, "PVRDMA_PEER_LOST");
+        QDict *data = qdict_get_qdict(ev, "data");
+
+        g_assert_cmpstr(qdict_get_str(data, "peer"), ==, "vm1");
+        g_assert_cmpint(qdict_get_int(data, "pid"), >, 0);
+        qobject_unref(ev);
+    }
     qpvrdma_stop(a.d);
 }
 
