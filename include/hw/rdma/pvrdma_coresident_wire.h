@@ -6,6 +6,9 @@
  * holds one message, or several each starting 8-byte aligned; a file
  * descriptor (SCM_RIGHTS) comes only with a datagram holding one REGION.
  *
+ * "The side that connected" below: on a connection management made (a
+ * socketpair), the side with the lower node id.
+ *
  * Order on a connection: each side sends HELLO; with a shared secret each
  * then proves it knows the secret (AUTH, an HMAC over the other side's
  * nonce); only a side that has authenticated its peer sends it REGION
