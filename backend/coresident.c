@@ -601,6 +601,33 @@ bool pvrdma_coresident_fd_ok(int fd)
     return cr_fd_sealed(fd);
 }
 
+/*
+ * Join t->dir: under its lock, listen on our socket there and connect to
+ * every peer already listening; then accept the ones that come.
+ */
+static bool cr_join_dir(CrTransport *t, char **err)
+{
+    PvrdmaCore *c = t->t.core;
+    struct sockaddr_un sa;
+    int lockfd;
+
+    t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", t->dir, t->node);
+    cr_sockaddr(t->sock_path, &sa);     /* fits: checked by the caller */
+    lockfd = cr_lock_dir(t, err);
+    if (lockfd < 0) {
+        return false;
+    }
+    if (!cr_listen(t, &sa, err)) {
+        close(lockfd);
+        return false;
+    }
+    cr_scan(t);
+    close(lockfd);      /* releases the lock */
+    c->ops->set_fd_handler(c->opaque, t->lfd, cr_accept, NULL, t);
+    cr_done(t);
+    return true;
+}
+
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
@@ -609,7 +636,6 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
 {
     CrTransport *t;
     struct sockaddr_un sa;
-    int lockfd;
 
     if (!c->ops->set_fd_handler) {
         *err = g_strdup("the host has no set_fd_handler to watch the "
@@ -669,25 +695,10 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     do {
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();
     } while (!t->node);
-    if (!dir) {
-        return &t->t;   /* its peers come from pvrdma_coresident_add_peer() */
-    }
-    t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", dir, t->node);
-    cr_sockaddr(t->sock_path, &sa);     /* fits: checked above */
-
-    lockfd = cr_lock_dir(t, err);
-    if (lockfd < 0) {
+    /* without a directory its peers come from pvrdma_coresident_add_peer() */
+    if (dir && !cr_join_dir(t, err)) {
         cr_destroy(&t->t);
         return NULL;
     }
-    if (!cr_listen(t, &sa, err)) {
-        close(lockfd);
-        cr_destroy(&t->t);
-        return NULL;
-    }
-    cr_scan(t);
-    close(lockfd);      /* releases the lock */
-    c->ops->set_fd_handler(c->opaque, t->lfd, cr_accept, NULL, t);
-    cr_done(t);
     return &t->t;
 }

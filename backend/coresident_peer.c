@@ -339,6 +339,15 @@ static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
         cr_peer_fail(p, "claims this device's node id");
         return false;
     }
+    /* one connection per pair: a second one (management gave two) goes */
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *o = g_ptr_array_index(t->peers, i);
+
+        if (o != p && o->hello && !o->dead && o->node == m->node) {
+            cr_peer_fail(p, "is already connected to this device");
+            return false;
+        }
+    }
     if (p->given) {
         /* nobody connected: the lower node id plays the connecting side */
         p->outgoing = t->node < m->node;

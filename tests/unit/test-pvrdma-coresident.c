@@ -1998,6 +1998,7 @@ typedef struct Fake {
     uint32_t vm_auth;
     uint64_t vm_features;   /* what the device's HELLO offers */
     uint64_t features;      /* what the fake's offers: CR_F_ALL unless set */
+    uint64_t node;          /* its node id: FAKE_NODE unless set */
     uint8_t vm_nonce[CR_NONCE_LEN];
     uint8_t nonce[CR_NONCE_LEN];        /* the fake's, in its HELLO */
     const char *secret;     /* what the fake believes the secret is */
@@ -2228,6 +2229,7 @@ static void fake_connect(Fake *f, Vm *v, const char *path)
     memset(f, 0, sizeof(*f));
     f->v = v;
     f->features = CR_F_ALL;
+    f->node = FAKE_NODE;
     f->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     g_assert_cmpint(f->fd, >=, 0);
     strcpy(sa.sun_path, path);
@@ -2320,7 +2322,7 @@ static CrHello fake_hello_msg(Fake *f, uint32_t nregions)
         .h = { CR_HELLO, sizeof(h) },
         .magic = CR_MAGIC,
         .version = CR_VERSION,
-        .node = FAKE_NODE,
+        .node = f->node,
         .nregions = nregions,
         .auth = f->secret ? CR_AUTH_HMAC_SHA256 : CR_AUTH_NONE,
         .features = f->features,
@@ -2341,10 +2343,10 @@ static void fake_auth(Fake *f)
 
     g_assert_cmpint(fake_expect(f, &a, sizeof(a), CR_AUTH), ==, sizeof(a));
     fake_mac(f->secret, false, f->nonce, f->vm_nonce, f->vm_node,
-             FAKE_NODE, want);
+             f->node, want);
     g_assert_cmpmem(a.mac, CR_MAC_LEN, want, CR_MAC_LEN);
     g_assert_cmpint(fake_recv(f, &a, sizeof(a), &(int) { 0 }), ==, -1);
-    fake_mac(f->secret, true, f->vm_nonce, f->nonce, FAKE_NODE, f->vm_node,
+    fake_mac(f->secret, true, f->vm_nonce, f->nonce, f->node, f->vm_node,
              a.mac);
     a.h = (CrHdr) { CR_AUTH, sizeof(a) };
     fake_send(f, &a, sizeof(a), -1);
@@ -4686,6 +4688,7 @@ static void feature_msg_dropped(Vm *a, const char *path, uint64_t features,
     make_gid(fgid, 10, 0xfb);
     fake_connect(&f, a, path);
     f.features = features;
+    f.node = FAKE_NODE + 1;     /* another peer than the one connected */
     fake_ready(&f, fgid);
     PUMP(a);
     g_assert_cmpuint(peers(a), ==, base + 1);
@@ -4879,6 +4882,18 @@ static void test_given_peers(void)
     g_assert_true(given_pair(&a, &b, NULL, NULL));
     g_assert_cmphex(pvrdma_coresident_peer_features(a.t, 0), ==, CR_F_ALL);
     g_assert_cmpuint(ring_maps(), ==, 2);   /* one side made them */
+    /* a second connection between the same two: refused, the first stays */
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+                               sv), ==, 0);
+    log_start();
+    g_assert_true(pvrdma_coresident_add_peer(a.t, sv[0], "b again", &err));
+    g_assert_true(pvrdma_coresident_add_peer(b.t, sv[1], "a again", &err));
+    PUMP(&a, &b);
+    log_expect("is already connected to this device", NULL);
+    log_stop();
+    g_assert_cmpuint(peers(&a), ==, 1);
+    g_assert_cmpuint(peers(&b), ==, 1);
+    g_assert_cmpuint(ring_maps(), ==, 2);
     side_init(&sa, &a, PVRDMA_QPT_RC);
     side_init(&sb, &b, PVRDMA_QPT_RC);
     rc_connect(&sa, &sb, 7);
