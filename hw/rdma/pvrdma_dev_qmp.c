@@ -215,6 +215,21 @@ static int find_device(Object *obj, void *opaque)
     return 0;
 }
 
+/* The one pvrdma device id names (or the only one); NULL with errp set. */
+static PvrdmaState *pvrdma_find(const char *id, Error **errp)
+{
+    FindDevice f = { .id = id };
+
+    object_child_foreach_recursive(object_get_root(), find_device, &f);
+    if (f.n != 1) {
+        error_setg(errp, f.n ? "there are several pvrdma devices: name one "
+                   "with 'id'" : id ? "no pvrdma device '%s'" :
+                   "no pvrdma device", id);
+        return NULL;
+    }
+    return f.found;
+}
+
 /*
  * The async events x-pvrdma-inject posts, in PvrdmaAsyncEvent's order.
  */
@@ -241,7 +256,7 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
                          bool has_status, uint32_t status,
                          bool has_delay_ms, uint32_t delay_ms, Error **errp)
 {
-    FindDevice f = { .id = id };
+    PvrdmaState *s = pvrdma_find(id, errp);
     g_autofree char *err = NULL;
     PvrdmaInject in = {
         /* PvrdmaInjectionKind is in the order of PvrdmaInjectKind */
@@ -250,11 +265,7 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
         .delay_ms = delay_ms,
     };
 
-    object_child_foreach_recursive(object_get_root(), find_device, &f);
-    if (f.n != 1) {
-        error_setg(errp, f.n ? "there are several pvrdma devices: name one "
-                   "with 'id'" : id ? "no pvrdma device '%s'" :
-                   "no pvrdma device", id);
+    if (!s) {
         return;
     }
     if (kind == PVRDMA_INJECTION_KIND_ASYNC_EVENT && !has_event) {
@@ -281,24 +292,9 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
     }
     in.event = has_event ? async_events[event] : 0;
     in.opcode = opcode;         /* PvrdmaCommand: the ABI's order */
-    if (!pvrdma_inject(&f.found->core, &in, &err)) {
+    if (!pvrdma_inject(&s->core, &in, &err)) {
         error_setg(errp, "%s", err);
     }
-}
-
-/* The one pvrdma device id names (or the only one); NULL with errp set. */
-static PvrdmaState *pvrdma_find(const char *id, Error **errp)
-{
-    FindDevice f = { .id = id };
-
-    object_child_foreach_recursive(object_get_root(), find_device, &f);
-    if (f.n != 1) {
-        error_setg(errp, f.n ? "there are several pvrdma devices: name one "
-                   "with 'id'" : id ? "no pvrdma device '%s'" :
-                   "no pvrdma device", id);
-        return NULL;
-    }
-    return f.found;
 }
 
 void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
