@@ -305,19 +305,7 @@ static bool cr_serve_until(CrTransport *t, bool (*done)(CrTransport *t),
  * matters for a peer that hangs.
  */
 
-/* No flight of QP t->fence_qpn (CR_ANY_QP: of any QP) is left. */
-static bool cr_fenced(CrTransport *t)
-{
-    CrQp *q;
-
-    if (t->fence_qpn == CR_ANY_QP) {
-        return !t->nflights;
-    }
-    q = cr_qp_find(t, t->fence_qpn);
-    return !q || !q->nflights;
-}
-
-static void cr_fence(PvrdmaTransport *pt, uint32_t qpn)
+static bool cr_fence(PvrdmaTransport *pt, uint32_t qpn, unsigned wait_ms)
 {
     CrTransport *t = cr(pt);
     int64_t t0 = g_get_monotonic_time();
@@ -325,19 +313,24 @@ static void cr_fence(PvrdmaTransport *pt, uint32_t qpn)
 
     t->fence_qpn = qpn;
     if (cr_fenced(t)) {
-        return;
+        return true;
     }
     cr_cancel_flights(t, qpn);
     cr_flush(t);
-    ok = cr_serve_until(t, cr_fenced, t0 + CR_FENCE_MS * 1000ll);
+    if (!wait_ms) {
+        t->fencing = true;      /* cr_done() tells the core when it is */
+        return false;
+    }
+    ok = cr_serve_until(t, cr_fenced, t0 + wait_ms * 1000ll);
     cr_reap(t);
     trace_pvrdma_cr_fence(qpn, ok, g_get_monotonic_time() - t0);
     if (!ok) {
         pvrdma_log_host("co-resident: the peers did not answer the requests "
                         "of QP %d in %u ms; they may still access its "
                         "buffers", qpn == CR_ANY_QP ? -1 : (int)qpn,
-                        CR_FENCE_MS);
+                        wait_ms);
     }
+    return ok;
 }
 
 /* Every peer we paused answered (or is gone). */

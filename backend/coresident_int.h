@@ -73,7 +73,6 @@
 /* how long a moved peer's GIDs wait for the QEMU that took its place */
 #define CR_MOVE_GRACE_MS 10000
 /* how long a fence waits for the peers to answer a QP's requests */
-#define CR_FENCE_MS     5000
 /* every QP (cr_waiting_drop(), cr_cancel_flights(), cr_fence()) */
 #define CR_ANY_QP       UINT32_MAX
 /* cr_waiting_drop(): drop without an answer */
@@ -287,6 +286,7 @@ struct CrTransport {
     bool quiesced;          /* ... and every peer answered our PAUSE */
     bool moved;             /* our state went to another QEMU */
     uint32_t fence_qpn;     /* cr_fence(): the QP whose flights must end */
+    bool fencing;           /* ... and the core waits to hear it (cr_done) */
     GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
     CrUpcalls up;           /* the data path, for the peers' layer */
     CrLinkUpcalls link_up;  /* the peers' layer, for the link */
@@ -427,6 +427,8 @@ void cr_qps_fini(CrTransport *t);
 CrFlight *cr_flight_add(CrTransport *t, CrQp *q);
 CrFlight *cr_flight_find(CrTransport *t, uint64_t wire);
 void cr_flight_remove(CrTransport *t, CrFlight *f);
+/* No flight of QP t->fence_qpn (CR_ANY_QP: of any QP) is left. */
+bool cr_fenced(CrTransport *t);
 CrFlight *cr_flight_next(CrTransport *t, uint32_t *i);
 void cr_flights_fini(CrTransport *t);
 

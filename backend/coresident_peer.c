@@ -34,6 +34,10 @@ void cr_done(CrTransport *t)
     if (cr_reap(t)) {
         pvrdma_transport_wake_senders(t->t.core);
     }
+    if (t->fencing && cr_fenced(t)) {
+        t->fencing = false;
+        pvrdma_transport_fenced(&t->t);
+    }
 }
 
 /* A message of only a header: PAUSE, PAUSED, RESUME, MOVED. */

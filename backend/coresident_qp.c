@@ -186,6 +186,17 @@ void cr_flight_remove(CrTransport *t, CrFlight *f)
     cr_qp_put(t, q);
 }
 
+bool cr_fenced(CrTransport *t)
+{
+    CrQp *q;
+
+    if (t->fence_qpn == CR_ANY_QP) {
+        return !t->nflights;
+    }
+    q = cr_qp_find(t, t->fence_qpn);
+    return !q || !q->nflights;
+}
+
 /* The flight in slot *i or after it (*i moves past it), or NULL. */
 CrFlight *cr_flight_next(CrTransport *t, uint32_t *i)
 {

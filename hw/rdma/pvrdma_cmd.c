@@ -145,45 +145,21 @@ int pvrdma_cmd_replay(PvrdmaCore *c, const union pvrdma_cmd_req *req,
 }
 
 /*
- * REQUEST: copy the command out of guest memory once, run it, write the
- * response, set ERR and raise the response vector.  Commands execute
- * synchronously, so there is never a second one in flight.  An injected
- * fault (pvrdma_inject.c) may fail the command instead of running it,
- * lose it (not run, never answered), or hold its response back; a
- * response still held back when the next command comes is dropped, as a
- * response that came too late.
+ * Run command req (from the guest's slot, or again after waiting for its
+ * fence), write the response, set ERR and raise the response vector.  An
+ * injected fault (pvrdma_inject.c) may fail the command instead of
+ * running it, lose it (not run, never answered), or hold its response
+ * back.
  */
-void pvrdma_exec_command(PvrdmaCore *c)
+static void cmd_run(PvrdmaCore *c, const union pvrdma_cmd_req *req,
+                    const PvrdmaInject *in)
 {
-    union pvrdma_cmd_req req;
     union pvrdma_cmd_resp rsp;
-    const PvrdmaInject *in = NULL;
-    uint32_t cmd;
+    uint32_t cmd = req->hdr.cmd;
     int err;
 
-    c->commands++;
-    if (!c->active) {
-        PVRDMA_GUEST_ERR(c, "command before activation");
-        c->err = EINVAL;
-        return;
-    }
-    if (!c->ops->dma_read(c->opaque, c->cmd_gpa, &req, sizeof(req))) {
-        PVRDMA_GUEST_ERR(c, "command slot 0x%" PRIx64 " unreadable",
-                         c->cmd_gpa);
-        c->err = EFAULT;
-        return;
-    }
     memset(&rsp, 0, sizeof(rsp));
-    cmd = req.hdr.cmd;
-    rsp.hdr.response = req.hdr.response;
-    if (c->resp_held) {
-        c->resp_held = false;
-        trace_pvrdma_inject_fired("command-delay: response dropped",
-                                  c->held_resp.hdr.ack, 0);
-    }
-    if (c->inject_cmds) {
-        in = pvrdma_inject_cmd(c, cmd);
-    }
+    rsp.hdr.response = req->hdr.response;
     if (cmd >= PVRDMA_CMD_MAX || !cmd_table[cmd].fn) {
         PVRDMA_GUEST_ERR(c, "unknown command %u", cmd);
         err = EINVAL;
@@ -194,7 +170,21 @@ void pvrdma_exec_command(PvrdmaCore *c)
         trace_pvrdma_cmd(cmd_table[cmd].name, err);
     } else {
         rsp.hdr.ack = PVRDMA_CMD_RESP(cmd);
-        err = cmd_table[cmd].fn(c, &req, &rsp);
+        err = cmd_table[cmd].fn(c, req, &rsp);
+        if (err == PVRDMA_CMD_WAIT) {
+            /* its response comes when the fence is done */
+            c->cmd_waits = true;
+            c->wait_req = *req;
+            c->wait_injected = in != NULL;
+            if (in) {
+                c->wait_inject = *in;
+            }
+            c->wait_due = c->ops->now_ms(c->opaque) + PVRDMA_FENCE_MS;
+            pvrdma_core_timer_at(c, c->wait_due);
+            trace_pvrdma_cmd_wait(cmd_table[cmd].name, c->wait_qpn);
+            c->err = 0;
+            return;
+        }
         trace_pvrdma_cmd(cmd_table[cmd].name, err);
     }
     if (err) {
@@ -221,6 +211,66 @@ void pvrdma_exec_command(PvrdmaCore *c)
     if (!pvrdma_respond(c, &rsp)) {
         c->err = EFAULT;
     }
+}
+
+/*
+ * REQUEST: copy the command out of guest memory once and run it.  The
+ * driver posts one command at a time, so while one waits for its fence
+ * another is refused (EBUSY, no response).  A response still held back
+ * (command-delay) when the next command comes is dropped, as a response
+ * that came too late.
+ */
+void pvrdma_exec_command(PvrdmaCore *c)
+{
+    union pvrdma_cmd_req req;
+    const PvrdmaInject *in = NULL;
+
+    c->commands++;
+    if (!c->active) {
+        PVRDMA_GUEST_ERR(c, "command before activation");
+        c->err = EINVAL;
+        return;
+    }
+    if (c->cmd_waits) {
+        PVRDMA_GUEST_ERR(c, "command while %s waits for its response",
+                         cmd_table[c->wait_req.hdr.cmd].name);
+        c->err = EBUSY;
+        return;
+    }
+    if (!c->ops->dma_read(c->opaque, c->cmd_gpa, &req, sizeof(req))) {
+        PVRDMA_GUEST_ERR(c, "command slot 0x%" PRIx64 " unreadable",
+                         c->cmd_gpa);
+        c->err = EFAULT;
+        return;
+    }
+    if (c->resp_held) {
+        c->resp_held = false;
+        trace_pvrdma_inject_fired("command-delay: response dropped",
+                                  c->held_resp.hdr.ack, 0);
+    }
+    if (c->inject_cmds) {
+        in = pvrdma_inject_cmd(c, req.hdr.cmd);
+    }
+    cmd_run(c, &req, in);
+}
+
+void pvrdma_cmd_wait_check(PvrdmaCore *c, bool now)
+{
+    int64_t t = c->ops->now_ms(c->opaque);
+
+    if (!c->cmd_waits) {
+        return;
+    }
+    if (!now && t < c->wait_due && !pvrdma_qp_fence(c, c->wait_qpn, 0)) {
+        pvrdma_core_timer_at(c, c->wait_due);
+        return;
+    }
+    c->cmd_waits = false;
+    c->wait_over = true;
+    trace_pvrdma_cmd_waited(cmd_table[c->wait_req.hdr.cmd].name, c->wait_qpn,
+                            t - (c->wait_due - PVRDMA_FENCE_MS));
+    cmd_run(c, &c->wait_req, c->wait_injected ? &c->wait_inject : NULL);
+    c->wait_over = false;
 }
 
 /*

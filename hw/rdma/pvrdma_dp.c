@@ -54,6 +54,7 @@ void pvrdma_core_run(PvrdmaCore *c)
     if (c->running || c->paused) {
         return;     /* paused: pvrdma_core_resume() kicks again */
     }
+    pvrdma_cmd_wait_check(c, false);    /* kicked: its fence may be done */
     pvrdma_batch_begin(c);  /* the pass's completions: published at its end */
     if (c->timer && c->ops->now_ms(c->opaque) >= c->timer_at) {
         /*
@@ -63,6 +64,9 @@ void pvrdma_core_run(PvrdmaCore *c)
          * and the run loop would spin.
          */
         c->timer = false;
+        if (c->cmd_waits) {
+            pvrdma_core_timer_at(c, c->wait_due);   /* not due yet */
+        }
         pvrdma_inject_resp_due(c);
         pvrdma_wake_rnr(c);
         for (uint32_t h = 0; c->holders && h < c->qp.size; h++) {

@@ -141,13 +141,23 @@ static void core_reset(PvrdmaCore *c)
     c->version = 0;
     c->cmd_gpa = c->resp_gpa = c->uar_pfn = 0;
     c->resp_held = false;   /* injections themselves stay */
+    c->cmd_waits = false;   /* the guest gets no response any more */
 }
 
 /* The guest's device reset: its memory is free once this returns. */
 void pvrdma_core_reset(PvrdmaCore *c)
 {
-    pvrdma_qp_fence(c, PVRDMA_FENCE_ALL);
+    pvrdma_qp_fence(c, PVRDMA_FENCE_ALL, PVRDMA_FENCE_MS);
     core_reset(c);
+}
+
+bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
+{
+    bool ok = pvrdma_transports_quiesce(c, timeout_ms);
+
+    pvrdma_cmd_wait_check(c, true);     /* its response before the save */
+    c->paused = true;
+    return ok;
 }
 
 void pvrdma_core_fini(PvrdmaCore *c)

@@ -152,9 +152,30 @@ bool pvrdma_transports_can_wake(PvrdmaCore *c);
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 /*
  * QP qpn (PVRDMA_FENCE_ALL: every QP) is about to be destroyed or reset:
- * when this returns no peer touches the memory its requests named.
+ * true once no peer touches the memory its requests named any more,
+ * serving the peers for up to wait_ms (PvrdmaMessageOps.fence).
  */
-void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn);
+bool pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn, unsigned wait_ms);
+/*
+ * In a command's handler: true when QP qpn is fenced, or when the command
+ * waited for it PVRDMA_FENCE_MS already (then the host log says so); else
+ * the handler returns PVRDMA_CMD_WAIT and runs again, with the same
+ * request, when the fence is done (pvrdma_cmd_wait_check()).  Nothing of
+ * the command may have changed before.
+ */
+bool pvrdma_cmd_fence(PvrdmaCore *c, uint32_t qpn);
+/* A handler's result: the response comes later (pvrdma_cmd_fence()) */
+#define PVRDMA_CMD_WAIT (-1)
+/*
+ * The command that waits for a fence runs again if its QP is fenced, its
+ * bound passed, or now (migration: the transports are quiesced, nothing
+ * is in flight).  From the run loop and pvrdma_core_quiesce().
+ */
+void pvrdma_cmd_wait_check(PvrdmaCore *c, bool now);
+/* The transports' quiesce hooks (pvrdma_core_quiesce()): false if one failed */
+bool pvrdma_transports_quiesce(PvrdmaCore *c, unsigned timeout_ms);
+/* A doorbell of qp is not served while a command waits for its fence. */
+bool pvrdma_qp_fencing(PvrdmaCore *c, const PvrdmaQP *qp);
 /* A receive PSN a transport imposes on qpn (the GSI agent's connections). */
 bool pvrdma_transports_rq_psn(PvrdmaCore *c, uint32_t qpn, uint32_t dest_qpn,
                               const uint8_t dgid[16], uint32_t *psn);

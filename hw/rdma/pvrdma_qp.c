@@ -329,7 +329,8 @@ static void queue_transport_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t next)
 static void qp_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t cur, uint8_t next)
 {
     if (next == PVRDMA_QPS_RESET && cur != PVRDMA_QPS_RESET) {
-        pvrdma_qp_fence(c, qp->qpn);    /* the guest may reuse its buffers */
+        /* the command waited for it (pvrdma_cmd_modify_qp()) */
+        pvrdma_qp_fence(c, qp->qpn, 0);
     }
     if (next == PVRDMA_QPS_ERR && cur != PVRDMA_QPS_ERR) {
         qp_entered_error(c, qp);
@@ -738,6 +739,23 @@ int pvrdma_cmd_modify_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (!qp) {
         return CMD_ERR(c, EINVAL, "MODIFY_QP: bad handle %u", m->qp_handle);
     }
+    /*
+     * To RESET: the guest may reuse the WQEs' memory once it has the
+     * response, which waits for the fence (the vCPU does not).
+     */
+    if ((m->attr_mask & PVRDMA_QP_STATE) &&
+        m->attrs.qp_state == PVRDMA_QPS_RESET &&
+        qp->state != PVRDMA_QPS_RESET && !pvrdma_qp_on_queue_transport(qp)) {
+        int err = modify_check(c, qp, m->attr_mask, &m->attrs, qp->state,
+                               PVRDMA_QPS_RESET);
+
+        if (err) {
+            return err;
+        }
+        if (!pvrdma_cmd_fence(c, qp->qpn)) {
+            return PVRDMA_CMD_WAIT;
+        }
+    }
     return pvrdma_qp_modify(c, qp, m->attr_mask, &m->attrs);
 }
 
@@ -772,7 +790,8 @@ int pvrdma_cmd_destroy_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (!qp) {
         return CMD_ERR(c, EINVAL, "DESTROY_QP: bad handle %u", h);
     }
-    pvrdma_qp_fence(c, qp->qpn);
+    /* the driver frees the memory once ERR is read: no later response */
+    pvrdma_qp_fence(c, qp->qpn, PVRDMA_FENCE_MS);
     rsp->destroy_qp_resp.events_reported = qp->events;
     pvrdma_qp_free(c, qp);
     trace_pvrdma_destroy_qp(h);

@@ -226,6 +226,9 @@ static bool sq_runs(PvrdmaCore *c, PvrdmaQP *qp, uint32_t *prod)
     if (qp->state != PVRDMA_QPS_RTS) {
         return false;   /* WQEs wait in the ring until the QP is ready */
     }
+    if (pvrdma_qp_fencing(c, qp)) {
+        return false;   /* going to RESET: nothing new to fence */
+    }
     if (qp->sq_failed) {
         /*
          * A WQE failed behind ones still in flight: nothing after it may

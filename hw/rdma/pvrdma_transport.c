@@ -595,12 +595,51 @@ void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn)
     }
 }
 
-void pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn)
+bool pvrdma_qp_fence(PvrdmaCore *c, uint32_t qpn, unsigned wait_ms)
 {
-    EACH_MSG_HOOK(c, fence, qpn);
+    bool done = true;
+
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        PvrdmaTransport *t = c->transports[i];
+        const PvrdmaMessageOps *m = t->ops->msg;
+
+        if (m && m->fence && !m->fence(t, qpn, wait_ms)) {
+            done = false;
+        }
+    }
+    return done;
 }
 
-bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
+bool pvrdma_cmd_fence(PvrdmaCore *c, uint32_t qpn)
+{
+    if (c->restoring || pvrdma_qp_fence(c, qpn, 0)) {
+        return true;
+    }
+    if (c->wait_over) {
+        pvrdma_log_host("co-resident: the peers did not answer the requests "
+                        "of QP %u in %u ms; they may still access its "
+                        "buffers", qpn, PVRDMA_FENCE_MS);
+        return true;
+    }
+    c->wait_qpn = qpn;
+    return false;
+}
+
+bool pvrdma_qp_fencing(PvrdmaCore *c, const PvrdmaQP *qp)
+{
+    return c->cmd_waits && c->wait_qpn == qp->qpn;
+}
+
+void pvrdma_transport_fenced(PvrdmaTransport *t)
+{
+    PvrdmaCore *c = t->core;
+
+    if (c->cmd_waits) {
+        c->ops->kick(c->opaque, 0);     /* pvrdma_cmd_wait_check() */
+    }
+}
+
+bool pvrdma_transports_quiesce(PvrdmaCore *c, unsigned timeout_ms)
 {
     bool ok = true;
 
@@ -611,7 +650,6 @@ bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
             ok = false;
         }
     }
-    c->paused = true;
     return ok;
 }
 

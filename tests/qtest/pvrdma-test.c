@@ -3070,6 +3070,84 @@ static void test_cr_destroy_under_traffic(void)
     rm_dir(dir);
 }
 
+/* Post MODIFY_QP of a's QP to RESET: ERR, without waiting for the answer */
+static uint32_t post_modify_reset(Peer *a)
+{
+    struct pvrdma_cmd_modify_qp m = {
+        .hdr.cmd = PVRDMA_CMD_MODIFY_QP,
+        .qp_handle = a->qp.handle,
+        .attr_mask = PVRDMA_QP_STATE,
+        .attrs.qp_state = PVRDMA_QPS_RESET,
+    };
+
+    return qpvrdma_cmd_post(a->d, &m, sizeof(m));
+}
+
+static void expect_modify_answer(Peer *a)
+{
+    union pvrdma_cmd_resp r;
+
+    qpvrdma_cmd_wait(a->d, &r);
+    g_assert_cmphex(r.hdr.ack, ==, PVRDMA_CMD_RESP(PVRDMA_CMD_MODIFY_QP));
+    g_assert_cmpuint(r.hdr.err, ==, 0);
+    g_assert_cmpuint(qp_state(a->d, a->qp.handle), ==, PVRDMA_QPS_RESET);
+}
+
+/*
+ * MODIFY_QP to RESET while a's SEND waits at b and b's QEMU does not run
+ * (SIGSTOP): the command returns at once (ERR 0), its response waits for
+ * b's answer to the fence (the guest may reuse the WQEs' memory after it)
+ * and any other command meanwhile is refused (EBUSY).  b runs again: the
+ * response comes.  Again with b stopped for good: the response comes at
+ * the fence's bound (5 s of a's virtual clock), not before.
+ */
+static void test_cr_modify_reset_waits(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    struct pvrdma_cmd_query_qp q = { .hdr.cmd = PVRDMA_CMD_QUERY_QP };
+    Peer a, b;
+    pid_t pb;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    pb = qtest_pid(b.d->qts);
+    for (int round = 0; round < 2; round++) {
+        qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key,
+                        0, 0);
+        g_usleep(50 * 1000);            /* at b, waiting for a receive */
+        qpvrdma_cq_empty(a.d, &a.cq);
+        g_assert_cmpint(kill(pb, SIGSTOP), ==, 0);
+        g_assert_cmpuint(post_modify_reset(&a), ==, 0);
+        g_usleep(100 * 1000);
+        g_assert_false(qpvrdma_cmd_answered(a.d));
+        q.qp_handle = a.qp.handle;
+        g_assert_cmpuint(qpvrdma_cmd_post(a.d, &q, sizeof(q)), ==, EBUSY);
+        g_assert_false(qpvrdma_cmd_answered(a.d));
+        if (round == 0) {
+            g_assert_cmpint(kill(pb, SIGCONT), ==, 0);
+        } else {
+            qtest_clock_step(a.d->qts, 4990ll * 1000 * 1000);
+            g_usleep(100 * 1000);
+            g_assert_false(qpvrdma_cmd_answered(a.d));
+            qtest_clock_step(a.d->qts, 10ll * 1000 * 1000);
+        }
+        expect_modify_answer(&a);
+        qpvrdma_cq_empty(a.d, &a.cq);   /* RESET: no completion */
+        if (round == 1) {
+            g_assert_cmpint(kill(pb, SIGCONT), ==, 0);
+        }
+        g_assert_cmpuint(qpvrdma_destroy(a.d, PVRDMA_CMD_DESTROY_QP,
+                                         a.qp.handle), ==, 0);
+        g_assert_cmpuint(qpvrdma_destroy(b.d, PVRDMA_CMD_DESTROY_QP,
+                                         b.qp.handle), ==, 0);
+        peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    }
+    /* traffic works on the new pair */
+    peers_send(&a, &b, 1, 0, 0, 1024, 5);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
 /*
  * A peer's request is served from an fd handler, not the bottom half: with
  * b's MSI-X vectors aimed at b's own CTL register (data RESET), the
@@ -4777,6 +4855,8 @@ int main(int argc, char **argv)
     qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
     qtest_add_func("/pvrdma/coresident/destroy-under-traffic",
                    test_cr_destroy_under_traffic);
+    qtest_add_func("/pvrdma/coresident/modify-reset-waits",
+                   test_cr_modify_reset_waits);
     qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
     qtest_add_func("/pvrdma/coresident/peer-add", test_cr_peer_add);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",

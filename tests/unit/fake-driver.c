@@ -87,6 +87,29 @@ void dev_exit(Dev *d)
 }
 
 /* Post a command, ring REQUEST, return REG_ERR (and the response). */
+bool dev_cmd_answered(Dev *d)
+{
+    const union pvrdma_cmd_resp *r = fh_ptr(&d->h, d->resp);
+
+    return r->hdr.ack != 0xeeeeeeee;
+}
+
+/*
+ * As the driver waits for the response vector (PVRDMA_CMD_TIMEOUT, 10 s):
+ * a command that waits for its fence answers later, from this device's
+ * event loop (its peers are served by their own, or by the test).
+ */
+void dev_cmd_wait(Dev *d)
+{
+    int64_t end = g_get_monotonic_time() + 10 * G_TIME_SPAN_SECOND;
+    FakeHost *h = &d->h;
+
+    while (!dev_cmd_answered(d)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        fh_step_wait(&h, 1, 5);
+    }
+}
+
 uint32_t dev_cmd(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
                  union pvrdma_cmd_resp *rsp)
 {
@@ -102,6 +125,9 @@ uint32_t dev_cmd(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
     memset(fh_ptr(&d->h, d->resp), 0xee, sizeof(*rsp));
     pvrdma_core_reg_write(&d->c, PVRDMA_REG_REQUEST, 0);
     err = pvrdma_core_reg_read(&d->c, PVRDMA_REG_ERR);
+    if (!err) {
+        dev_cmd_wait(d);
+    }
     memcpy(rsp, fh_ptr(&d->h, d->resp), sizeof(*rsp));
     if (cmd < PVRDMA_CMD_MAX) {
         g_assert_cmphex(rsp->hdr.ack, ==, PVRDMA_CMD_RESP(cmd));

@@ -57,6 +57,10 @@ void dev_setup(Dev *d, const PvrdmaLimits *lim);
 void dev_fini(Dev *d);
 /* The QEMU exits: no guest reset first. */
 void dev_exit(Dev *d);
+/* The response slot was written since dev_cmd() cleared it. */
+bool dev_cmd_answered(Dev *d);
+/* Serve d until its command's response is there (at most 10 s). */
+void dev_cmd_wait(Dev *d);
 uint32_t dev_cmd(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,
                  union pvrdma_cmd_resp *rsp);
 void expect_err(Dev *d, union pvrdma_cmd_req *req, uint32_t cmd,

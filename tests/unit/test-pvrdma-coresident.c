@@ -1824,6 +1824,151 @@ static void side_reconnect(Side *s, Vm *v, Side *dest, uint8_t rnr)
 }
 
 /*
+ * MODIFY_QP to RESET with a peer that does not answer (its QEMU hangs):
+ * the command returns at once with ERR 0 and its response waits for the
+ * fence; another command meanwhile is refused (EBUSY, no response) and a
+ * doorbell of the QP sends nothing.  The response comes at the fence's
+ * bound, the QP in RESET; b, running again, drops what it held.  Then the
+ * same wait ended by the peer's answer, and by a device reset (no
+ * response at all).
+ */
+static void post_modify_reset(Vm *v, TQp *qp)
+{
+    union pvrdma_cmd_req req = { 0 };
+
+    req.modify_qp.hdr.cmd = PVRDMA_CMD_MODIFY_QP;
+    req.modify_qp.hdr.response = 0x5a5a0000ull + PVRDMA_CMD_MODIFY_QP;
+    req.modify_qp.qp_handle = qp->handle;
+    req.modify_qp.attr_mask = PVRDMA_QP_STATE;
+    req.modify_qp.attrs.qp_state = PVRDMA_QPS_RESET;
+    memcpy(fh_ptr(&v->d.h, v->d.cmd), &req, sizeof(req));
+    memset(fh_ptr(&v->d.h, v->d.resp), 0xee, sizeof(union pvrdma_cmd_resp));
+    pvrdma_core_reg_write(&v->d.c, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(pvrdma_core_reg_read(&v->d.c, PVRDMA_REG_ERR), ==, 0);
+}
+
+static void expect_modify_answered(Vm *v)
+{
+    const union pvrdma_cmd_resp *r = fh_ptr(&v->d.h, v->d.resp);
+
+    g_assert_true(dev_cmd_answered(&v->d));
+    g_assert_cmphex(r->hdr.ack, ==, PVRDMA_CMD_RESP(PVRDMA_CMD_MODIFY_QP));
+    g_assert_cmphex(r->hdr.response, ==,
+                    0x5a5a0000ull + PVRDMA_CMD_MODIFY_QP);
+    g_assert_cmpuint(r->hdr.err, ==, 0);
+}
+
+static void test_fence_silent_peer(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    FakeHost *ha = &x.a.d.h;
+    union pvrdma_cmd_req q = { 0 };
+    uint64_t errs;
+    struct pvrdma_sge g, r;
+    Pumper pb;
+
+    x_setup(&x, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a);                 /* at b, which does not run */
+
+    post_modify_reset(&x.a, &sa->qp);
+    g_assert_true(x.a.d.c.cmd_waits);
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    errs = x.a.d.c.guest_errors;
+    q.query_qp.hdr.cmd = PVRDMA_CMD_QUERY_QP;
+    q.query_qp.qp_handle = sa->qp.handle;
+    memcpy(fh_ptr(ha, x.a.d.cmd), &q, sizeof(q));
+    pvrdma_core_reg_write(&x.a.d.c, PVRDMA_REG_REQUEST, 0);
+    g_assert_cmpuint(pvrdma_core_reg_read(&x.a.d.c, PVRDMA_REG_ERR), ==,
+                     EBUSY);
+    g_assert_cmpuint(x.a.d.c.guest_errors, ==, errs + 1);
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    send_wqe(sa, 0xa2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    g_assert_true(fh_pump(&ha, 1, 20000));
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    g_assert_cmpint(ha->timer_due, ==, ha->now + PVRDMA_FENCE_MS);
+
+    ha->now += PVRDMA_FENCE_MS - 1;
+    g_assert_true(fh_pump(&ha, 1, 20000));
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    ha->now += 1;
+    g_assert_true(fh_pump(&ha, 1, 20000));
+    expect_modify_answered(&x.a);
+    g_assert_false(x.a.d.c.cmd_waits);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_RESET);
+
+    /* b runs again: it drops the SEND (0xa2 never went) */
+    PUMP(&x.a, &x.b);
+    r = mr_sge(sb, 0, 64);
+    post_recv(&x.b.d, &sb->qp, 0xb1, &r, 1);
+    PUMP(&x.a, &x.b);
+    expect_cq_empty(&x.b.d, &sb->cq);
+    expect_cq_empty(&x.a.d, &sa->cq);
+
+    /* the same wait, ended by b's answer */
+    side_reconnect(sa, &x.a, sb, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa3, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a);
+    post_modify_reset(&x.a, &sa->qp);
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    /* sent meanwhile, it would hold the fence until its bound */
+    send_wqe(sa, 0xa5, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    pumper_start(&pb, &x.b);
+    dev_cmd_wait(&x.a.d);
+    pumper_stop(&pb);
+    expect_modify_answered(&x.a);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_RESET);
+
+    /* and by a device reset: no response, nothing left waiting */
+    side_reconnect(sa, &x.a, sb, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa4, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a);
+    post_modify_reset(&x.a, &sa->qp);
+    pumper_start_late(&pb, &x.b, 50);
+    pvrdma_core_reg_write(&x.a.d.c, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
+    pumper_stop(&pb);
+    g_assert_false(x.a.d.c.cmd_waits);
+    ha->now += PVRDMA_FENCE_MS;
+    PUMP(&x.a, &x.b);
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    vm_fini(&x.a);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
+/*
+ * The VM stops for a save while MODIFY_QP to RESET waits for a silent
+ * peer: the pause drops the peer (it does not answer PAUSE either) and
+ * the command is answered then, before the state would be saved.
+ */
+static void test_fence_wait_quiesce(void)
+{
+    X x;
+    Side *sa = &x.sa;
+    struct pvrdma_sge g;
+
+    x_setup(&x, 7);
+    g = mr_sge(sa, 0, 64);
+    send_wqe(sa, 0xa1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
+    PUMP(&x.a);
+    post_modify_reset(&x.a, &sa->qp);
+    g_assert_false(dev_cmd_answered(&x.a.d));
+    g_assert_false(pvrdma_core_quiesce(&x.a.d.c, 50));
+    expect_modify_answered(&x.a);
+    g_assert_false(x.a.d.c.cmd_waits);
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    pvrdma_core_resume(&x.a.d.c);
+    g_assert_cmpuint(qp_state(sa), ==, PVRDMA_QPS_RESET);
+    vm_fini(&x.a);
+    vm_fini(&x.b);
+    env_fini(&x.e);
+}
+
+/*
  * A peer goes away with requests in flight (not read yet) and waiting
  * (RNR): they fail with RETRY_EXC_ERR, the QP goes to error and flushes.
  * Its own requests waiting here are dropped.  A new peer joins and
@@ -5534,6 +5679,8 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/cr/fence/destroy", test_fence_destroy);
     g_test_add_func("/pvrdma/cr/fence/reset-qp", test_fence_reset_qp);
     g_test_add_func("/pvrdma/cr/fence/reset-device", test_fence_reset_device);
+    g_test_add_func("/pvrdma/cr/fence/silent-peer", test_fence_silent_peer);
+    g_test_add_func("/pvrdma/cr/fence/wait-quiesce", test_fence_wait_quiesce);
     g_test_add_func("/pvrdma/cr/peer-gone", test_peer_gone);
     g_test_add_func("/pvrdma/cr/pause-resume", test_pause_resume);
     g_test_add_func("/pvrdma/cr/moved", test_moved);

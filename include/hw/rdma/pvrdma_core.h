@@ -622,6 +622,18 @@ struct PvrdmaCore {
     bool resp_held;
     int64_t resp_due;
     union pvrdma_cmd_resp held_resp;
+    /*
+     * A command waiting for its QP's fence (pvrdma_cmd_fence()): it runs
+     * again from wait_req once the transports are done or at wait_due
+     * (ms); meanwhile the device takes no other command (EBUSY).
+     */
+    bool cmd_waits;
+    bool wait_over;         /* it runs again now, fenced or not */
+    uint32_t wait_qpn;
+    int64_t wait_due;
+    union pvrdma_cmd_req wait_req;
+    bool wait_injected;     /* an injection hit it: wait_inject */
+    PvrdmaInject wait_inject;
 
     /* counters (tests and info) */
     uint64_t guest_errors;

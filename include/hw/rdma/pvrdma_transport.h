@@ -168,6 +168,14 @@ typedef struct PvrdmaWc {
 
 /* PvrdmaMessageOps.fence: every QP of the device */
 #define PVRDMA_FENCE_ALL            UINT32_MAX
+/*
+ * How long a fence waits for the peers (ms).  The device reset and
+ * DESTROY_QP wait for it on the vCPU: the driver does not wait for their
+ * responses (it reads ERR and frees the memory at once).  MODIFY_QP to
+ * RESET, whose response the driver waits for, posts it when the fence is
+ * done or this bound passed, and the vCPU goes on at once.
+ */
+#define PVRDMA_FENCE_MS             5000
 
 /* PvrdmaTransportOps.flags */
 /*
@@ -213,13 +221,17 @@ typedef struct PvrdmaMessageOps {
     /*
      * QP qpn of this device (PVRDMA_FENCE_ALL: every QP) is about to be
      * destroyed or reset, by a command or a device reset, after which the
-     * guest may free or reuse the memory its WQEs named.  When fence
-     * returns, nothing the QP asked of another party may read or write
-     * that memory any more: a transport whose peers access it when they
-     * execute a request (co-resident) waits, within a bound, until they
-     * have executed or dropped them.  Called outside the core's run loop.
+     * guest may free or reuse the memory its WQEs named.  Nothing the QP
+     * asked of another party may read or write that memory afterwards: a
+     * transport whose peers access it when they execute a request
+     * (co-resident) asks them to execute or drop what they hold and
+     * returns true once they all answered.  It serves their answers for
+     * up to wait_ms here; with 0 it returns at once and calls
+     * pvrdma_transport_fenced() when they have answered (the core asks
+     * again then).  Asking again for the same QP sends nothing twice.
+     * Called outside the core's run loop.
      */
-    void (*fence)(PvrdmaTransport *t, uint32_t qpn);
+    bool (*fence)(PvrdmaTransport *t, uint32_t qpn, unsigned wait_ms);
     void (*flush)(PvrdmaTransport *t);          /* end of a core run */
 } PvrdmaMessageOps;
 
@@ -495,6 +507,8 @@ void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
 void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at);
 /* A transport takes requests again: QPs waiting on it (PAUSED, RNR) retry. */
 void pvrdma_transport_wake_senders(PvrdmaCore *c);
+/* A fence asked with wait_ms 0 (PvrdmaMessageOps.fence) may be done now. */
+void pvrdma_transport_fenced(PvrdmaTransport *t);
 
 /* qp's path MTU in bytes (1024 if the attribute is not one) */
 uint32_t pvrdma_qp_mtu(const PvrdmaQP *qp);

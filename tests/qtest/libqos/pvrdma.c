@@ -459,7 +459,22 @@ bool qpvrdma_wait_vector(QPvrdma *d, unsigned v)
     return false;
 }
 
-/* The QPs the driver knows after command r answered resp (live_qps) */
+/* What every CQ holds now is flushed for QP h (_pvrdma_flush_cqe()) */
+static void flush_cqes(QPvrdma *d, uint32_t h)
+{
+    for (guint i = 0; i < d->cqs->len; i++) {
+        QPvrdmaCqSeen *c = &g_array_index(d->cqs, QPvrdmaCqSeen, i);
+        QPvrdmaFlush f = { h, c->handle, qtest_readl(d->qts, c->state + 8) };
+
+        g_array_append_val(d->flushes, f);
+    }
+}
+
+/*
+ * The QPs the driver knows after command r answered resp (live_qps), and
+ * the CQEs it drops: at DESTROY_QP, and at MODIFY_QP to RESET once
+ * answered (pvrdma_reset_qp()).
+ */
 static void track_qps(QPvrdma *d, const union pvrdma_cmd_req *r,
                       const union pvrdma_cmd_resp *resp)
 {
@@ -468,14 +483,13 @@ static void track_qps(QPvrdma *d, const union pvrdma_cmd_req *r,
     if (r->hdr.cmd == PVRDMA_CMD_DESTROY_QP) {
         h = r->destroy_qp.qp_handle;
         g_hash_table_remove(d->live_qps, GUINT_TO_POINTER(h));
-        /* what every CQ holds now is flushed for it */
-        for (guint i = 0; i < d->cqs->len; i++) {
-            QPvrdmaCqSeen *c = &g_array_index(d->cqs, QPvrdmaCqSeen, i);
-            QPvrdmaFlush f = { h, c->handle,
-                               qtest_readl(d->qts, c->state + 8) };
-
-            g_array_append_val(d->flushes, f);
-        }
+        flush_cqes(d, h);
+    } else if (r->hdr.cmd == PVRDMA_CMD_MODIFY_QP &&
+               (r->modify_qp.attr_mask & PVRDMA_QP_STATE) &&
+               r->modify_qp.attrs.qp_state == PVRDMA_QPS_RESET &&
+               resp->hdr.ack == PVRDMA_CMD_RESP(PVRDMA_CMD_MODIFY_QP) &&
+               !resp->hdr.err) {
+        flush_cqes(d, r->modify_qp.qp_handle);
     } else if (r->hdr.cmd == PVRDMA_CMD_DESTROY_CQ) {
         for (guint i = d->cqs->len; i-- > 0;) {
             if (g_array_index(d->cqs, QPvrdmaCqSeen, i).handle ==
@@ -497,16 +511,11 @@ static void track_qps(QPvrdma *d, const union pvrdma_cmd_req *r,
     }
 }
 
-uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
-                     union pvrdma_cmd_resp *resp)
+uint32_t qpvrdma_cmd_post(QPvrdma *d, const void *req, size_t len)
 {
     union pvrdma_cmd_req r = { 0 };
-    union pvrdma_cmd_resp own;
     uint32_t err;
 
-    if (!resp) {
-        resp = &own;
-    }
     g_assert(len <= sizeof(r));
     memcpy(&r, req, len);
     qtest_memwrite(d->qts, d->cmd, &r, sizeof(r));
@@ -514,10 +523,39 @@ uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
     qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_RESPONSE);
     qpvrdma_reg_write(d, PVRDMA_REG_REQUEST, 0);
     err = qpvrdma_reg_read(d, PVRDMA_REG_ERR);
-    qtest_memread(d->qts, d->resp, resp, sizeof(*resp));
     if (!err) {
-        g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_RESPONSE));
-        track_qps(d, &r, resp);
+        d->posted = r;          /* the command whose response comes */
+    }
+    return err;
+}
+
+bool qpvrdma_cmd_answered(QPvrdma *d)
+{
+    return qtest_readl(d->qts, d->resp + offsetof(struct pvrdma_cmd_resp_hdr,
+                                                  ack)) != 0xeeeeeeee;
+}
+
+void qpvrdma_cmd_wait(QPvrdma *d, union pvrdma_cmd_resp *resp)
+{
+    g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_RESPONSE));
+    qtest_memread(d->qts, d->resp, resp, sizeof(*resp));
+    track_qps(d, &d->posted, resp);
+}
+
+uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
+                     union pvrdma_cmd_resp *resp)
+{
+    union pvrdma_cmd_resp own;
+    uint32_t err;
+
+    if (!resp) {
+        resp = &own;
+    }
+    err = qpvrdma_cmd_post(d, req, len);
+    if (err) {
+        qtest_memread(d->qts, d->resp, resp, sizeof(*resp));
+    } else {
+        qpvrdma_cmd_wait(d, resp);  /* as the driver: the vector, then */
     }
     return err;
 }

@@ -32,6 +32,7 @@ typedef struct QPvrdma {
     QPCIDevice *dev;
     QPCIBar regs, uar;
     uint64_t dsr, cmd, resp;
+    union pvrdma_cmd_req posted;    /* the last command (qpvrdma_cmd_post) */
     uint64_t async_pdir, cq_pdir;
     uint64_t async_pages[4], cq_pages[4];
     uint64_t msix_addr;         /* vector v writes its number here + 4*v */
@@ -108,6 +109,15 @@ void qpvrdma_read_caps(QPvrdma *d, struct pvrdma_device_caps *caps);
  * Post a command: returns REG_ERR.  On success also waits for the response
  * vector and copies the response to resp (if not NULL).
  */
+/*
+ * A command in two steps, as the driver posts it: write the request and
+ * REQUEST, return ERR (no waiting); later, wait for the response vector
+ * and read the response.  qpvrdma_cmd_answered(): the response slot was
+ * written since the post.
+ */
+uint32_t qpvrdma_cmd_post(QPvrdma *d, const void *req, size_t len);
+bool qpvrdma_cmd_answered(QPvrdma *d);
+void qpvrdma_cmd_wait(QPvrdma *d, union pvrdma_cmd_resp *resp);
 uint32_t qpvrdma_cmd(QPvrdma *d, const void *req, size_t len,
                      union pvrdma_cmd_resp *resp);
 /* Wait for MSI-X vector v (consumes the event); false on timeout. */
