@@ -23,10 +23,14 @@ only (a header defines nothing external).  Prints:
   - the longest functions, the headers' static inline ones included, and
     those over --max-func lines (default 80), counted from the line with
     the name to the closing brace.
-With --check the exit status is 1 if there is a cycle or a limit is
-exceeded; with --check=cycles only a cycle counts (scripts/test.sh unit
-runs that).  Reads the sources as text in QEMU's coding style (a function's
-name at the start of a line or after its return type, its body's braces
+  - the uses of a transport's contract (PvrdmaTransportOps,
+    PvrdmaMessageOps, PvrdmaQueueOps) through '->ops->' outside
+    hw/rdma/pvrdma_transport.c, the one door into the transports.
+With --check the exit status is 1 if there is a cycle, a use of the
+contract outside its door, or a limit is exceeded; with --check=cycles
+only the first two count (scripts/test.sh unit runs that).  Reads the
+sources as text in QEMU's coding style (a function's name at the start of
+a line or after its return type, its body's braces
 in column 0); no compiler needed.
 
 --objects DIR: the same cycle check at link level, from what the compiler
@@ -162,6 +166,42 @@ def objects(d):
     return 1 if cycles else 0
 
 
+DOOR = 'hw/rdma/pvrdma_transport.c'
+CONTRACTS = ('PvrdmaTransportOps', 'PvrdmaMessageOps', 'PvrdmaQueueOps')
+FIELD = re.compile(r'\(\*\s*(\w+)\)\s*\(|(\w+)\s*;')
+
+
+def struct_fields(text, name):
+    """The member names of 'typedef struct NAME { ... } NAME;' in text."""
+    m = re.search(r'typedef struct %s \{(.*?)\} %s;' % (name, name), text,
+                  re.S)
+    if not m:
+        return set()
+    return {a or b for a, b in FIELD.findall(m.group(1))}
+
+
+def door(text, rel):
+    """
+    Uses of a transport's contract (the members of PvrdmaTransportOps,
+    PvrdmaMessageOps and PvrdmaQueueOps that PvrdmaHostOps does not have)
+    through '->ops->' outside pvrdma_transport.c: (file, line, member).
+    """
+    by_rel = {rel[f]: t for f, t in text.items()}
+    tp = by_rel.get('include/hw/rdma/pvrdma_transport.h', '')
+    core = by_rel.get('include/hw/rdma/pvrdma_core.h', '')
+    names = set().union(*(struct_fields(tp, n) for n in CONTRACTS))
+    names -= struct_fields(core, 'PvrdmaHostOps')
+    out = []
+    for f, t in sorted(by_rel.items()):
+        if f == DOOR:
+            continue
+        for i, line in enumerate(t.split('\n'), 1):
+            for m in re.finditer(r'->ops->(\w+)', line):
+                if m.group(1) in names:
+                    out.append((f, i, m.group(1)))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--check', nargs='?', const='all',
@@ -230,6 +270,11 @@ def main():
         for n in range(max(floor.values()), -1, -1):
             print('  %2d  %s' % (n, ' '.join(
                 sorted(rel[f] for f in srcs if floor[f] == n))))
+    doors = door(text, rel)
+    print('TRANSPORT HOOKS used outside %s: %d' % (DOOR, len(doors)))
+    for f, i, name in doors:
+        bad = True
+        print('  %s:%d: ->ops->%s' % (f, i, name))
     cyclic = bad
     sizes = sorted(((text[f].count('\n'), rel[f]) for f in files),
                    reverse=True)

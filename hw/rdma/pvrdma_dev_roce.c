@@ -374,11 +374,7 @@ void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic)
     }
     t = pvrdma_roce_new(&s->core);
     if (!t || !pvrdma_core_add_transport(&s->core, t)) {
-        if (t && t->ops->destroy) {
-            t->ops->destroy(t);
-        } else {
-            g_free(t);
-        }
+        pvrdma_transport_free(t);
         object_unparent(obj);
         pvrdma_no_roce("no room in the transport list");
         return;

@@ -39,7 +39,7 @@ void pvrdma_qp_send_doorbell(PvrdmaCore *c, PvrdmaQP *qp)
     pvrdma_serve_sq(c, qp, PVRDMA_INLINE_BUDGET);
     pvrdma_batch_end(c);
     c->running = false;
-    EACH_MSG_HOOK(c, flush);    /* what the transports batched goes */
+    pvrdma_transports_flush(c); /* what the transports batched goes */
 }
 
 void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq)
@@ -81,12 +81,12 @@ void pvrdma_core_run(PvrdmaCore *c)
     c->running = true;
     if (c->wake_transports) {
         c->wake_transports = false;
-        EACH_MSG_HOOK(c, wake);
+        pvrdma_transports_wake(c);
         n = c->run.length;
     }
     if (c->timer_transports) {
         c->timer_transports = false;
-        EACH_MSG_HOOK(c, timer);
+        pvrdma_transports_timer(c);
         n = c->run.length;
     }
     if (c->hca_srqs) {
@@ -104,7 +104,7 @@ void pvrdma_core_run(PvrdmaCore *c)
     }
     c->running = false;
     pvrdma_batch_end(c);
-    EACH_MSG_HOOK(c, flush);
+    pvrdma_transports_flush(c);
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);
     }

@@ -48,7 +48,7 @@ void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
         return;
     }
     /* the owner flushes what it holds */
-    qp->tp->ops->queue->qp_modify(qp->tp, qp, PVRDMA_QP_STATE, &a);
+    pvrdma_owner_qp_modify(c, qp, PVRDMA_QP_STATE, &a);
     qp->state = PVRDMA_QPS_ERR;
 }
 
@@ -160,7 +160,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
         pvrdma_inline_sges(c, qp, &w);
         st = send_wr(c, qp, &w, &wr, &undo);
         if (!st) {
-            err = qp->tp->ops->queue->post_send(qp->tp, qp, &wr);
+            err = pvrdma_owner_post_send(c, qp, &wr);
             if (err && wr.mr) {
                 pvrdma_mr_undo(c, wr.mr, &undo);
             }
@@ -232,9 +232,8 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
             continue;
         }
         if (w.sge_ok) {
-            err = c->owner->ops->queue->post_recv(c->owner, qp, srq,
-                                                  w.hdr.wr_id, w.sge,
-                                                  w.hdr.num_sge);
+            err = pvrdma_owner_post_recv(c, qp, srq, w.hdr.wr_id, w.sge,
+                                         w.hdr.num_sge);
             if (err == -ENOMEM) {
                 *blocked = true;
                 break;

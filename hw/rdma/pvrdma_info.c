@@ -53,7 +53,7 @@ static void qp_info(PvrdmaQP *qp, PvrdmaQpInfo *i)
         .qpn = qp->qpn,
         .type = qp->type,
         .state = qp->state,
-        .path = t ? t->ops->name :
+        .path = t ? pvrdma_transport_name(t) :
                 qp->type == PVRDMA_QPT_RC ? "none" : "per-request",
     };
     if (qp->type == PVRDMA_QPT_RC && qp->state >= PVRDMA_QPS_RTR) {
@@ -88,7 +88,7 @@ GArray *pvrdma_info_transports(PvrdmaCore *c)
 
     for (unsigned n = 0; n < c->ntransports; n++) {
         PvrdmaTransport *t = c->transports[n];
-        PvrdmaTransportInfo i = { .name = t->ops->name };
+        PvrdmaTransportInfo i = { .name = pvrdma_transport_name(t) };
 
         i.has_stats = pvrdma_transport_stats(t, NULL, &i.st);
         g_array_append_val(a, i);

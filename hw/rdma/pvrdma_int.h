@@ -94,10 +94,12 @@ void pvrdma_transport_detach(PvrdmaCore *c, PvrdmaQP *qp);
 /* The transport for a request of qp to dgid; NULL: unreachable. */
 PvrdmaTransport *pvrdma_transport_for(PvrdmaCore *c, PvrdmaQP *qp,
                                       const uint8_t dgid[16]);
+/* Is t the queue transport (the object owner)? */
+bool pvrdma_transport_is_queue(const PvrdmaTransport *t);
 /* Is qp on a queue transport (the object owner carries and runs it)? */
 static inline bool pvrdma_qp_on_queue_transport(const PvrdmaQP *qp)
 {
-    return qp->tp && qp->tp->ops->queue;
+    return qp->tp && pvrdma_transport_is_queue(qp->tp);
 }
 /* The owner's twins: 0 / nothing without an owner (negative errno). */
 int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd);
@@ -130,24 +132,45 @@ void pvrdma_gids_changed(PvrdmaCore *c);
 /* Does any transport have a wake hook? */
 bool pvrdma_transports_can_wake(PvrdmaCore *c);
 /*
- * Call hook 'h' of the table TBL(t) of every transport t that has it, with
- * these arguments: the base contract (every transport's ops) or the
- * message contract (ops->msg, NULL for the queue transport).  The run loop
- * (pvrdma_dp.c) calls the message transports' wake, timer and flush this
- * way; pvrdma_transport.c the other device-wide hooks.
+ * The message transports' hooks the run loop calls (pvrdma_dp.c): flush
+ * (the end of a run or a doorbell's burst), wake (receives posted),
+ * timer (pvrdma_transport_timer() came due).
  */
-#define TBL_BASE(t)     ((t)->ops)
-#define TBL_MSG(t)      ((t)->ops->msg)
-#define EACH_HOOK_IN(c, TBL, h, ...) do { \
-        for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
-            PvrdmaTransport *t_ = (c)->transports[i_]; \
-            if (TBL(t_) && TBL(t_)->h) { \
-                TBL(t_)->h(t_, ##__VA_ARGS__); \
-            } \
-        } \
-    } while (0)
-#define EACH_HOOK(c, h, ...)     EACH_HOOK_IN(c, TBL_BASE, h, ##__VA_ARGS__)
-#define EACH_MSG_HOOK(c, h, ...) EACH_HOOK_IN(c, TBL_MSG, h, ##__VA_ARGS__)
+void pvrdma_transports_flush(PvrdmaCore *c);
+void pvrdma_transports_wake(PvrdmaCore *c);
+void pvrdma_transports_timer(PvrdmaCore *c);
+/*
+ * One transport, for the core's other files: every call into a transport
+ * goes through pvrdma_transport.c (scripts/layers.py checks it).
+ */
+const char *pvrdma_transport_name(const PvrdmaTransport *t);
+/* may execute() run on the vCPU thread (PVRDMA_TP_DOORBELL_OK)? */
+bool pvrdma_transport_doorbell_ok(const PvrdmaTransport *t);
+/* a message transport's execute() */
+int pvrdma_transport_execute(PvrdmaTransport *t, PvrdmaReq *req);
+PvrdmaTransport *pvrdma_transport_by_name(PvrdmaCore *c, const char *name);
+/*
+ * Migration (pvrdma_mig.c, pvrdma_mig_load.c): may a QP on t migrate (t
+ * keeps no state, pauses its peers or hands the state over)?  qp_save:
+ * false if t hands nothing over; can_load: t takes a handed-over state;
+ * qp_announce: a QP that came without state tells its peer (if t can).
+ */
+bool pvrdma_transport_migrates(const PvrdmaTransport *t);
+bool pvrdma_transport_qp_save(PvrdmaTransport *t, PvrdmaQP *qp,
+                              GByteArray *b);
+bool pvrdma_transport_can_load(const PvrdmaTransport *t);
+bool pvrdma_transport_qp_load(PvrdmaTransport *t, PvrdmaQP *qp,
+                              PvrdmaMigReader *r);
+void pvrdma_transport_qp_announce(PvrdmaTransport *t, PvrdmaQP *qp);
+/* The owner's queues for a QP it carries: as PvrdmaQueueOps */
+int pvrdma_owner_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+                           const struct pvrdma_qp_attr *a);
+int pvrdma_owner_qp_state(PvrdmaCore *c, PvrdmaQP *qp);
+int pvrdma_owner_post_send(PvrdmaCore *c, PvrdmaQP *qp,
+                           const PvrdmaSendWr *wr);
+int pvrdma_owner_post_recv(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                           uint64_t wr_id, const struct pvrdma_sge *sge,
+                           uint32_t num_sge);
 /* A QP is destroyed or reset: transports drop requests waiting on it. */
 void pvrdma_qp_gone(PvrdmaCore *c, uint32_t qpn);
 /*

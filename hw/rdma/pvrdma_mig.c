@@ -70,16 +70,11 @@ char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving)
         if (!qp) {
             continue;
         }
-        /*
-         * a transport with no state of its own, one that pauses its peers,
-         * or one that hands its connection state over
-         */
-        if (qp->tp && !(qp->tp->ops->flags & PVRDMA_TP_STATELESS) &&
-            !qp->tp->ops->quiesce && !qp->tp->ops->qp_save) {
+        if (qp->tp && !pvrdma_transport_migrates(qp->tp)) {
             return g_strdup_printf("QP %u is connected over the %s transport, "
                                    "whose connection state does not "
                                    "migrate yet", qp->qpn,
-                                   qp->tp->ops->name);
+                                   pvrdma_transport_name(qp->tp));
         }
         for (uint32_t i = qp->sq.priv; saving && i != qp->sq_head;
              i = pvrdma_idx_next(i, qp->sq.nelems)) {
@@ -217,6 +212,7 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
 {
     const PvrdmaRing *pages = qp->is_srq ? &qp->sq : &qp->rq;
     uint32_t n = pvrdma_idx_used(qp->sq_head, qp->sq.priv, qp->sq.nelems);
+    g_autoptr(GByteArray) st = g_byte_array_new();
 
     put32(b, qp->handle);
     put8(b, qp->type);
@@ -254,12 +250,11 @@ static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
         put8(b, s->held);
     }
     /* the connection state of its transport, if that one hands it over */
-    if (qp->tp && qp->tp->ops->qp_save && qp->type == PVRDMA_QPT_RC &&
-        qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD) {
-        const char *name = qp->tp->ops->name;
-        g_autoptr(GByteArray) st = g_byte_array_new();
+    if (qp->tp && qp->type == PVRDMA_QPT_RC &&
+        qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD &&
+        pvrdma_transport_qp_save(qp->tp, qp, st)) {
+        const char *name = pvrdma_transport_name(qp->tp);
 
-        qp->tp->ops->qp_save(qp->tp, qp, st);
         put8(b, 1);
         put32(b, strlen(name));
         g_byte_array_append(b, (const uint8_t *)name, strlen(name));

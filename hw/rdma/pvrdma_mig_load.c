@@ -421,9 +421,9 @@ static bool load_transport(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
          * (RoCEv2: the peer did not come along), the peer may still wait on
          * the old one: tell it (pvrdma_transport_heard()).
          */
-        if (!r->err && qp->tp && qp->tp->ops->qp_announce &&
+        if (!r->err && qp->tp &&
             qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD) {
-            qp->tp->ops->qp_announce(qp->tp, qp);
+            pvrdma_transport_qp_announce(qp->tp, qp);
         }
         return !r->err;
     case 1:
@@ -448,12 +448,8 @@ static bool load_transport(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     if (len > r->left) {
         return mig_fail(r, "QP %u: transport state truncated", qp->qpn);
     }
-    for (unsigned i = 0; i < c->ntransports; i++) {
-        if (!strcmp(c->transports[i]->ops->name, name)) {
-            t = c->transports[i];
-        }
-    }
-    if (!t || !t->ops->qp_load) {
+    t = pvrdma_transport_by_name(c, name);
+    if (!t || !pvrdma_transport_can_load(t)) {
         return mig_fail(r, "QP %u was connected over the %s transport, which "
                         "this device does not have", qp->qpn, name);
     }
@@ -469,7 +465,7 @@ static bool load_transport(MigReader *r, PvrdmaCore *c, PvrdmaQP *qp)
     sub.left = len;
     r->p += len;
     r->left -= len;
-    ok = t->ops->qp_load(t, qp, &sub) && !sub.err;
+    ok = pvrdma_transport_qp_load(t, qp, &sub) && !sub.err;
     if (ok && sub.left) {
         mig_fail(&sub, "%zu bytes too many", sub.left);
         ok = false;

@@ -266,7 +266,7 @@ static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
         if (pvrdma_qp_on_queue_transport(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
             *a = fixed_rq_psn(c, qp, mask, *a, fixed);
         }
-        err = c->owner->ops->queue->qp_modify(c->owner, qp, mask, *a);
+        err = pvrdma_owner_qp_modify(c, qp, mask, *a);
         if (err) {
             if (owner_rtr) {
                 pvrdma_owner_qp_reset(c, qp);
@@ -769,7 +769,7 @@ int pvrdma_cmd_query_qp(PvrdmaCore *c, const union pvrdma_cmd_req *req,
                        req->query_qp.qp_handle);
     }
     if (pvrdma_qp_on_queue_transport(qp)) {
-        int st = qp->tp->ops->queue->qp_state(qp->tp, qp);
+        int st = pvrdma_owner_qp_state(c, qp);
 
         if (st >= 0) {
             qp->state = st;

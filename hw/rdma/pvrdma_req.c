@@ -118,8 +118,8 @@ static int execute_on_transport(PvrdmaQP *qp, PvrdmaTransport *t,
     if (t && qp->offer_to) {
         return PVRDMA_TRANSPORT_PAUSED;     /* until the peer answers */
     }
-    if (t && t->ops->msg) {
-        return t->ops->msg->execute(t, req);
+    if (t && !pvrdma_transport_is_queue(t)) {
+        return pvrdma_transport_execute(t, req);
     }
     /* (a queue transport never gets here: its QPs are run by it) */
     trace_pvrdma_unreachable(qp->qpn);
@@ -329,7 +329,7 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         }
         pvrdma_fetch_send_wqe(&qp->sq, qp->sq_head, qp->max_send_sge, &w);
         t = wqe_transport(c, qp, &w);
-        if (inline_budget && !(t && (t->ops->flags & PVRDMA_TP_DOORBELL_OK))) {
+        if (inline_budget && !(t && pvrdma_transport_doorbell_ok(t))) {
             pvrdma_qp_schedule(c, qp);
             break;
         }

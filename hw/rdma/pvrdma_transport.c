@@ -6,8 +6,9 @@
  * device-wide hooks every transport may have (GID table changed, wake, QP
  * gone, flush, receive PSN, the pause around a save: quiesce, resume,
  * moved), and the wake-up of senders waiting on RNR, here and in the
- * transports.  Every call from the core into a transport goes through this
- * file or through qp->tp.
+ * transports, and the wrappers the core's other files call a transport
+ * through.  Every call from the core into a transport goes through this
+ * file (scripts/layers.py checks it).
  *
  * Not here: building and executing requests (pvrdma_req.c), the queue
  * transport's WQE hand-over (pvrdma_hca.c), completions (pvrdma_comp.c).
@@ -20,6 +21,24 @@
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_transport.h"
 #include "pvrdma_int.h"
+
+/*
+ * Call hook 'h' of the table TBL(t) of every transport t that has it, with
+ * these arguments: the base contract (every transport's ops) or the
+ * message contract (ops->msg, NULL for the queue transport).
+ */
+#define TBL_BASE(t)     ((t)->ops)
+#define TBL_MSG(t)      ((t)->ops->msg)
+#define EACH_HOOK_IN(c, TBL, h, ...) do { \
+        for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
+            PvrdmaTransport *t_ = (c)->transports[i_]; \
+            if (TBL(t_) && TBL(t_)->h) { \
+                TBL(t_)->h(t_, ##__VA_ARGS__); \
+            } \
+        } \
+    } while (0)
+#define EACH_HOOK(c, h, ...)     EACH_HOOK_IN(c, TBL_BASE, h, ##__VA_ARGS__)
+#define EACH_MSG_HOOK(c, h, ...) EACH_HOOK_IN(c, TBL_MSG, h, ##__VA_ARGS__)
 
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
 {
@@ -43,16 +62,19 @@ bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
     return true;
 }
 
+void pvrdma_transport_free(PvrdmaTransport *t)
+{
+    if (t && t->ops->destroy) {
+        t->ops->destroy(t);
+    } else {
+        g_free(t);
+    }
+}
+
 void pvrdma_transports_destroy(PvrdmaCore *c)
 {
     for (unsigned i = c->ntransports; i-- > 0;) {
-        PvrdmaTransport *t = c->transports[i];
-
-        if (t->ops->destroy) {
-            t->ops->destroy(t);
-        } else {
-            g_free(t);
-        }
+        pvrdma_transport_free(c->transports[i]);
     }
     c->ntransports = 0;
     c->owner = c->gsi_agent = NULL;
@@ -554,6 +576,31 @@ void pvrdma_owner_qp_take(PvrdmaCore *c, PvrdmaQP *qp)
     set_transport(qp, c->owner);
 }
 
+/* The owner's queues, for a QP it carries (pvrdma_hca.c, pvrdma_qp.c) */
+int pvrdma_owner_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
+                           const struct pvrdma_qp_attr *a)
+{
+    return owner_ops(c)->qp_modify(c->owner, qp, mask, a);
+}
+
+int pvrdma_owner_qp_state(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    return owner_ops(c)->qp_state(c->owner, qp);
+}
+
+int pvrdma_owner_post_send(PvrdmaCore *c, PvrdmaQP *qp,
+                           const PvrdmaSendWr *wr)
+{
+    return owner_ops(c)->post_send(c->owner, qp, wr);
+}
+
+int pvrdma_owner_post_recv(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
+                           uint64_t wr_id, const struct pvrdma_sge *sge,
+                           uint32_t num_sge)
+{
+    return owner_ops(c)->post_recv(c->owner, qp, srq, wr_id, sge, num_sge);
+}
+
 bool pvrdma_owner_port_active(PvrdmaCore *c)
 {
     return !c->owner ||
@@ -561,7 +608,93 @@ bool pvrdma_owner_port_active(PvrdmaCore *c)
 }
 
 /* ------------------------------------------------------------------ */
+/* One transport                                                       */
+
+const char *pvrdma_transport_name(const PvrdmaTransport *t)
+{
+    return t->ops->name;
+}
+
+bool pvrdma_transport_is_queue(const PvrdmaTransport *t)
+{
+    return t->ops->queue;
+}
+
+bool pvrdma_transport_doorbell_ok(const PvrdmaTransport *t)
+{
+    return t->ops->flags & PVRDMA_TP_DOORBELL_OK;
+}
+
+int pvrdma_transport_execute(PvrdmaTransport *t, PvrdmaReq *req)
+{
+    return t->ops->msg->execute(t, req);
+}
+
+PvrdmaTransport *pvrdma_transport_by_name(PvrdmaCore *c, const char *name)
+{
+    for (unsigned i = 0; i < c->ntransports; i++) {
+        if (!strcmp(c->transports[i]->ops->name, name)) {
+            return c->transports[i];
+        }
+    }
+    return NULL;
+}
+
+/* Migration: what a QP's transport keeps, saves, loads and announces */
+
+bool pvrdma_transport_migrates(const PvrdmaTransport *t)
+{
+    const PvrdmaTransportOps *o = t->ops;
+
+    /* no state of its own, its peers paused, or its state handed over */
+    return (o->flags & PVRDMA_TP_STATELESS) || o->quiesce || o->qp_save;
+}
+
+bool pvrdma_transport_qp_save(PvrdmaTransport *t, PvrdmaQP *qp,
+                              GByteArray *b)
+{
+    if (!t->ops->qp_save) {
+        return false;
+    }
+    t->ops->qp_save(t, qp, b);
+    return true;
+}
+
+bool pvrdma_transport_can_load(const PvrdmaTransport *t)
+{
+    return t->ops->qp_load;
+}
+
+bool pvrdma_transport_qp_load(PvrdmaTransport *t, PvrdmaQP *qp,
+                              PvrdmaMigReader *r)
+{
+    return t->ops->qp_load(t, qp, r);
+}
+
+void pvrdma_transport_qp_announce(PvrdmaTransport *t, PvrdmaQP *qp)
+{
+    if (t->ops->qp_announce) {
+        t->ops->qp_announce(t, qp);
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* Device-wide hooks                                                   */
+
+void pvrdma_transports_flush(PvrdmaCore *c)
+{
+    EACH_MSG_HOOK(c, flush);
+}
+
+void pvrdma_transports_wake(PvrdmaCore *c)
+{
+    EACH_MSG_HOOK(c, wake);
+}
+
+void pvrdma_transports_timer(PvrdmaCore *c)
+{
+    EACH_MSG_HOOK(c, timer);
+}
 
 /* Tell the transports (peers learn our GIDs from them). */
 void pvrdma_gids_changed(PvrdmaCore *c)

@@ -406,6 +406,8 @@ struct PvrdmaTransport {
  * that destroys the owner's twins.
  */
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
+/* Free a transport the list refused (or one never added). */
+void pvrdma_transport_free(PvrdmaTransport *t);
 
 /*
  * Responder side, shared by message transports: execute req against the
