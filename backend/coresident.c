@@ -484,18 +484,26 @@ static const PvrdmaMessageOps cr_msg = {
     .flush = cr_flush_hook,
 };
 
+static const PvrdmaMoveOps cr_move = {
+    .moving = cr_moving,
+    .qp_offer = cr_qp_offer,
+};
+
+static const PvrdmaMigOps cr_mig = {
+    .quiesce = cr_quiesce,
+    .resume = cr_resume,
+    .moved = cr_moved,
+};
+
 static const PvrdmaTransportOps cr_ops = {
     .name = "coresident",
     .flags = PVRDMA_TP_DOORBELL_OK,
     .reaches = cr_reaches,
-    .moving = cr_moving,
-    .qp_offer = cr_qp_offer,
     .gids_changed = cr_gids_changed,
-    .quiesce = cr_quiesce,
-    .resume = cr_resume,
-    .moved = cr_moved,
     .destroy = cr_destroy,
     .msg = &cr_msg,
+    .move = &cr_move,
+    .mig = &cr_mig,
 };
 
 /* ------------------------------------------------------------------ */

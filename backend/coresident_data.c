@@ -18,7 +18,7 @@
 
 /*
  * PSNs.  Nothing here needs them, but an RC QP may have to carry on over
- * RoCEv2 if its peer moves to another host (PvrdmaTransportOps.moving):
+ * RoCEv2 if its peer moves to another host (PvrdmaMoveOps.moving):
  * both ends count what the wire would have counted, the requester when a
  * request succeeds, the responder when it executes one, in the QP's
  * attributes (what QUERY_QP reports, and what migrates), through
@@ -686,7 +686,7 @@ bool cr_data_rx(CrPeer *p, const uint8_t *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* Requester                                                           */
 
-/* The way back (PvrdmaTransportOps.qp_offer): OFFER to qp's peer. */
+/* The way back (PvrdmaMoveOps.qp_offer): OFFER to qp's peer. */
 int cr_qp_offer(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t sq_psn,
                 uint32_t rq_psn)
 {

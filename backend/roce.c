@@ -292,7 +292,7 @@ static int roce_attach(PvrdmaTransport *pt, PvrdmaQP *qp)
 }
 
 /*
- * The way back (PvrdmaTransportOps.qp_idle): nothing of qp on the wire
+ * The way back (PvrdmaMoveOps.qp_idle): nothing of qp on the wire
  * either way that the PSNs do not say: every request acknowledged, every
  * response sent, no message half received.
  */
@@ -703,21 +703,29 @@ static const PvrdmaMessageOps roce_msg = {
     .timer = roce_timer,
 };
 
-static const PvrdmaTransportOps roce_ops = {
-    .name = "roce",
-    .reaches = roce_reaches,
-    .qp_attach = roce_attach,
-    .qp_detach = roce_detach,
+static const PvrdmaMoveOps roce_move = {
     .qp_announce = roce_announce,
     .qp_idle = roce_qp_idle,
-    .stats = roce_stats,
+};
+
+static const PvrdmaMigOps roce_mig = {
     .quiesce = roce_quiesce,
     .resume = roce_resume,
     .moved = roce_moved,
     .qp_save = roce_qp_save,
     .qp_load = roce_qp_load,
+};
+
+static const PvrdmaTransportOps roce_ops = {
+    .name = "roce",
+    .reaches = roce_reaches,
+    .qp_attach = roce_attach,
+    .qp_detach = roce_detach,
+    .stats = roce_stats,
     .destroy = roce_destroy,
     .msg = &roce_msg,
+    .move = &roce_move,
+    .mig = &roce_mig,
 };
 
 PvrdmaTransport *pvrdma_roce_new(PvrdmaCore *c)

@@ -23,8 +23,8 @@ only (a header defines nothing external).  Prints:
   - the longest functions, the headers' static inline ones included, and
     those over --max-func lines (default 80), counted from the line with
     the name to the closing brace.
-  - the uses of a transport's contract (PvrdmaTransportOps,
-    PvrdmaMessageOps, PvrdmaQueueOps) through '->ops->' outside
+  - the uses of a transport's contract (PvrdmaTransportOps and its
+    message, queue, move and migration tables) through '->ops->' outside
     hw/rdma/pvrdma_transport.c, the one door into the transports.
 With --check the exit status is 1 if there is a cycle, a use of the
 contract outside its door, or a limit is exceeded; with --check=cycles
@@ -167,7 +167,8 @@ def objects(d):
 
 
 DOOR = 'hw/rdma/pvrdma_transport.c'
-CONTRACTS = ('PvrdmaTransportOps', 'PvrdmaMessageOps', 'PvrdmaQueueOps')
+CONTRACTS = ('PvrdmaTransportOps', 'PvrdmaMessageOps', 'PvrdmaQueueOps',
+             'PvrdmaMoveOps', 'PvrdmaMigOps')
 FIELD = re.compile(r'\(\*\s*(\w+)\)\s*\(|(\w+)\s*;')
 
 

@@ -77,7 +77,7 @@ PvrdmaTransport *pvrdma_transport_choose(PvrdmaCore *c, const PvrdmaQP *qp,
                                          const uint8_t dgid[16]);
 /*
  * An RC QP goes to RTR: the transport pvrdma_transport_choose() gives
- * takes it.
+ * takes it.  0, or the errno (positive) that fails the MODIFY_QP.
  */
 int pvrdma_transport_attach(PvrdmaCore *c, PvrdmaQP *qp);
 /*
@@ -366,7 +366,7 @@ bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n);
 
 #define PVRDMA_MIG_MAGIC    0x474d5250u     /* "PRMG" */
 #define PVRDMA_MIG_END      0x444e4550u     /* "PEND" */
-/* 2: a transport record after each QP (PvrdmaTransportOps.qp_save) */
+/* 2: a transport record after each QP (PvrdmaMigOps.qp_save) */
 #define PVRDMA_MIG_VERSION  2
 /* The limits record read back: each must be this device's. */
 bool pvrdma_mig_load_limits(PvrdmaMigReader *r, const PvrdmaLimits *l);

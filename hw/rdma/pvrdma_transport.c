@@ -29,6 +29,7 @@
  */
 #define TBL_BASE(t)     ((t)->ops)
 #define TBL_MSG(t)      ((t)->ops->msg)
+#define TBL_MIG(t)      ((t)->ops->mig)
 #define EACH_HOOK_IN(c, TBL, h, ...) do { \
         for (unsigned i_ = 0; i_ < (c)->ntransports; i_++) { \
             PvrdmaTransport *t_ = (c)->transports[i_]; \
@@ -39,6 +40,9 @@
     } while (0)
 #define EACH_HOOK(c, h, ...)     EACH_HOOK_IN(c, TBL_BASE, h, ##__VA_ARGS__)
 #define EACH_MSG_HOOK(c, h, ...) EACH_HOOK_IN(c, TBL_MSG, h, ##__VA_ARGS__)
+/* Hook h of t's optional tables (PvrdmaMoveOps, PvrdmaMigOps), or NULL */
+#define MOVE_HOOK(t, h) ((t)->ops->move ? (t)->ops->move->h : NULL)
+#define MIG_HOOK(t, h)  ((t)->ops->mig ? (t)->ops->mig->h : NULL)
 
 bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t)
 {
@@ -160,7 +164,7 @@ int pvrdma_transport_attach(PvrdmaCore *c, PvrdmaQP *qp)
     if (!err) {
         set_transport(qp, t);
     }
-    return err;
+    return -err;
 }
 
 bool pvrdma_transport_attach_to(PvrdmaCore *c, PvrdmaQP *qp,
@@ -217,7 +221,7 @@ static bool transport_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
 }
 
 /*
- * An RC QP whose peer left its transport (PvrdmaTransportOps.moving: a
+ * An RC QP whose peer left its transport (PvrdmaMoveOps.moving: a
  * co-resident peer migrated) carries on over another transport that
  * reaches the peer, with the PSNs the old transport counted, once the peer
  * cannot come back to the old one: it was heard on the other transport, or
@@ -231,11 +235,11 @@ static bool transport_recheck(PvrdmaCore *c, PvrdmaQP *qp)
     const uint8_t *dgid = qp->attr.ah_attr.grh.dgid.raw;
     int where;
 
-    if (!t || !t->ops->moving || !chooses_at_rtr(qp) ||
+    if (!t || !MOVE_HOOK(t, moving) || !chooses_at_rtr(qp) ||
         qp->state < PVRDMA_QPS_RTR || qp->state == PVRDMA_QPS_ERR) {
         return false;
     }
-    where = t->ops->moving(t, dgid);
+    where = MOVE_HOOK(t, moving)(t, dgid);
     if (where == PVRDMA_PEER_HERE) {
         qp->heard_on = NULL;    /* a stray packet, or the peer came back */
     }
@@ -261,8 +265,8 @@ static bool transport_recheck(PvrdmaCore *c, PvrdmaQP *qp)
     if (!transport_move(c, qp, n, qp->attr.sq_psn, qp->attr.rq_psn)) {
         return false;
     }
-    if (qp->state <= PVRDMA_QPS_SQD && n->ops->qp_announce) {
-        n->ops->qp_announce(n, qp);
+    if (qp->state <= PVRDMA_QPS_SQD && MOVE_HOOK(n, qp_announce)) {
+        MOVE_HOOK(n, qp_announce)(n, qp);
     }
     return true;
 }
@@ -272,7 +276,7 @@ bool pvrdma_transport_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t)
     if (qp->tp == t) {
         return true;
     }
-    if (!qp->tp || !qp->tp->ops->moving) {
+    if (!qp->tp || !MOVE_HOOK(qp->tp, moving)) {
         return false;
     }
     /*
@@ -310,7 +314,7 @@ static void transport_offer(PvrdmaCore *c, PvrdmaQP *qp)
         }
         return;
     }
-    if (!t || !t->ops->qp_idle || !chooses_at_rtr(qp) ||
+    if (!t || !MOVE_HOOK(t, qp_idle) || !chooses_at_rtr(qp) ||
         qp->state != PVRDMA_QPS_RTS || now < qp->offer_next) {
         return;
     }
@@ -321,12 +325,12 @@ static void transport_offer(PvrdmaCore *c, PvrdmaQP *qp)
      * request.
      */
     qp->offer_next = now + PVRDMA_OFFER_RETRY_MS;
-    if (!t->ops->qp_idle(t, qp, &sq, &rq)) {
+    if (!MOVE_HOOK(t, qp_idle)(t, qp, &sq, &rq)) {
         return;
     }
     n = reaching(c, dgid, false);
-    if (!n || n == t || n == c->owner || !n->ops->qp_offer ||
-        n->ops->qp_offer(n, qp, sq, rq)) {
+    if (!n || n == t || n == c->owner || !MOVE_HOOK(n, qp_offer) ||
+        MOVE_HOOK(n, qp_offer)(n, qp, sq, rq)) {
         return;
     }
     trace_pvrdma_qp_offer(qp->qpn, n->ops->name, sq, rq);
@@ -342,9 +346,9 @@ bool pvrdma_transport_offered(PvrdmaCore *c, PvrdmaQP *qp,
     PvrdmaTransport *p = qp->tp;
     uint32_t sq, rq;
 
-    if (!p || p == t || !p->ops->qp_idle || !chooses_at_rtr(qp) ||
+    if (!p || p == t || !MOVE_HOOK(p, qp_idle) || !chooses_at_rtr(qp) ||
         qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD ||
-        !p->ops->qp_idle(p, qp, &sq, &rq) || rq != peer_sq_psn) {
+        !MOVE_HOOK(p, qp_idle)(p, qp, &sq, &rq) || rq != peer_sq_psn) {
         return false;
     }
     /* a QP in RTR has sent nothing: its first PSN comes with RTS */
@@ -647,34 +651,35 @@ bool pvrdma_transport_migrates(const PvrdmaTransport *t)
     const PvrdmaTransportOps *o = t->ops;
 
     /* no state of its own, its peers paused, or its state handed over */
-    return (o->flags & PVRDMA_TP_STATELESS) || o->quiesce || o->qp_save;
+    return (o->flags & PVRDMA_TP_STATELESS) ||
+           (o->mig && (o->mig->quiesce || o->mig->qp_save));
 }
 
 bool pvrdma_transport_qp_save(PvrdmaTransport *t, PvrdmaQP *qp,
                               GByteArray *b)
 {
-    if (!t->ops->qp_save) {
+    if (!MIG_HOOK(t, qp_save)) {
         return false;
     }
-    t->ops->qp_save(t, qp, b);
+    MIG_HOOK(t, qp_save)(t, qp, b);
     return true;
 }
 
 bool pvrdma_transport_can_load(const PvrdmaTransport *t)
 {
-    return t->ops->qp_load;
+    return MIG_HOOK(t, qp_load);
 }
 
 bool pvrdma_transport_qp_load(PvrdmaTransport *t, PvrdmaQP *qp,
                               PvrdmaMigReader *r)
 {
-    return t->ops->qp_load(t, qp, r);
+    return MIG_HOOK(t, qp_load)(t, qp, r);
 }
 
 void pvrdma_transport_qp_announce(PvrdmaTransport *t, PvrdmaQP *qp)
 {
-    if (t->ops->qp_announce) {
-        t->ops->qp_announce(t, qp);
+    if (MOVE_HOOK(t, qp_announce)) {
+        MOVE_HOOK(t, qp_announce)(t, qp);
     }
 }
 
@@ -779,7 +784,7 @@ bool pvrdma_transports_quiesce(PvrdmaCore *c, unsigned timeout_ms)
     for (unsigned i = 0; i < c->ntransports; i++) {
         PvrdmaTransport *t = c->transports[i];
 
-        if (t->ops->quiesce && !t->ops->quiesce(t, timeout_ms)) {
+        if (MIG_HOOK(t, quiesce) && !MIG_HOOK(t, quiesce)(t, timeout_ms)) {
             ok = false;
         }
     }
@@ -789,7 +794,7 @@ bool pvrdma_transports_quiesce(PvrdmaCore *c, unsigned timeout_ms)
 void pvrdma_core_resume(PvrdmaCore *c)
 {
     c->paused = false;
-    EACH_HOOK(c, resume);
+    EACH_HOOK_IN(c, TBL_MIG, resume);
     pvrdma_wake_rnr(c);     /* QPs that waited on a paused transport */
     if (c->run.length) {
         c->ops->kick(c->opaque, 0);     /* what was posted meanwhile */
@@ -798,7 +803,7 @@ void pvrdma_core_resume(PvrdmaCore *c)
 
 void pvrdma_core_moved(PvrdmaCore *c)
 {
-    EACH_HOOK(c, moved);
+    EACH_HOOK_IN(c, TBL_MIG, moved);
 }
 
 bool pvrdma_transport_stats(PvrdmaTransport *t, const PvrdmaQP *qp,

@@ -45,7 +45,7 @@ static int probe_attach(PvrdmaTransport *t, PvrdmaQP *qp)
     Probe *p = probe_of(t);
 
     if (p->attach_err) {
-        return p->attach_err;
+        return -p->attach_err;
     }
     p->attached++;
     p->last_qpn = qp->qpn;
@@ -234,8 +234,9 @@ static void test_idle_asks_rarely(void)
 {
     Fx f;
     PvrdmaTransportOps idle_ops = probe_ops;   /* the probe, with qp_idle */
+    static const PvrdmaMoveOps idle_move = { .qp_idle = probe_idle };
 
-    idle_ops.qp_idle = probe_idle;
+    idle_ops.move = &idle_move;
     fx_setup(&f, PVRDMA_QPT_RC);
     f.probe.t.ops = &idle_ops;
     rc_to_init(&f.d, &f.a);

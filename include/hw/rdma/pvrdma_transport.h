@@ -159,7 +159,7 @@ typedef struct PvrdmaWc {
  */
 #define PVRDMA_TRANSPORT_NOT_EXECUTED (-5)
 
-/* PvrdmaTransportOps.moving: the peer is here ... */
+/* PvrdmaMoveOps.moving: the peer is here ... */
 #define PVRDMA_PEER_HERE            0
 /* ... stopped while its state is saved (it may move) ... */
 #define PVRDMA_PEER_PAUSED          1
@@ -305,12 +305,12 @@ typedef struct PvrdmaPathStats {
  * What every transport implements (all optional but name), plus the
  * contract of its kind: exactly one of msg and queue.
  */
-typedef struct PvrdmaTransportOps {
-    const char *name;
-    unsigned flags;                 /* PVRDMA_TP_* */
-
-    /* Transport choice: can this transport carry traffic to dgid? */
-    bool (*reaches)(PvrdmaTransport *t, const uint8_t dgid[16]);
+/*
+ * The QP-moving protocol, optional (PvrdmaTransportOps.move): a transport
+ * whose peers may move away, or that can hand an RC QP over to a better
+ * transport or take one back.
+ */
+typedef struct PvrdmaMoveOps {
     /*
      * A transport whose peers may move away (a migration to another
      * host): where the peer at dgid is (PVRDMA_PEER_*).  MOVED: this
@@ -323,12 +323,6 @@ typedef struct PvrdmaTransportOps {
      */
     int (*moving)(PvrdmaTransport *t, const uint8_t dgid[16]);
     /*
-     * An RC QP takes this transport (at RTR, with its attributes set); 0 or
-     * a positive errno that fails the MODIFY_QP.  qp_detach undoes it.
-     */
-    int (*qp_attach)(PvrdmaTransport *t, PvrdmaQP *qp);
-    void (*qp_detach)(PvrdmaTransport *t, PvrdmaQP *qp);
-    /*
      * The way back, from a transport that keeps connection state (RoCEv2)
      * to a better one (co-resident) that reaches the peer now.  qp_idle: qp
      * has nothing in flight here either way (no request unacknowledged, no
@@ -336,7 +330,7 @@ typedef struct PvrdmaTransportOps {
      * would carry on with (its next PSN to send, the next it expects).
      * qp_offer: ask the peer's QP to move here with the peer's PSNs
      * (pvrdma_transport_offered() there); 0 if asked, and then the answer
-     * comes to pvrdma_transport_answered().
+     * comes to pvrdma_transport_answered(), or a negative errno.
      */
     bool (*qp_idle)(PvrdmaTransport *t, PvrdmaQP *qp, uint32_t *sq_psn,
                     uint32_t *rq_psn);
@@ -349,6 +343,45 @@ typedef struct PvrdmaTransportOps {
      * here.
      */
     void (*qp_announce)(PvrdmaTransport *t, PvrdmaQP *qp);
+} PvrdmaMoveOps;
+
+/* Migration and snapshots, optional (PvrdmaTransportOps.mig). */
+typedef struct PvrdmaMigOps {
+    /*
+     * All optional.  quiesce: the VM stops for its state to be saved:
+     * finish, or give back (NOT_EXECUTED), every request in flight either
+     * way, and take no new ones (PAUSED); false if that did not work out
+     * within timeout_ms.  resume: the VM runs here again (a snapshot, or
+     * the migration failed).  moved: the state lives in another QEMU now,
+     * which takes this one's place.
+     */
+    bool (*quiesce)(PvrdmaTransport *t, unsigned timeout_ms);
+    void (*resume)(PvrdmaTransport *t);
+    void (*moved)(PvrdmaTransport *t);
+    /*
+     * The connection state of an RC QP on this transport (after quiesce: no
+     * request of it in flight), so that it carries on elsewhere: qp_save
+     * appends it, qp_load reads it back into a QP that the load walked to
+     * its saved state on this transport (false, and r->err set, if
+     * refused).  A transport with qp_save may migrate its QPs.
+     */
+    void (*qp_save)(PvrdmaTransport *t, PvrdmaQP *qp, GByteArray *b);
+    bool (*qp_load)(PvrdmaTransport *t, PvrdmaQP *qp,
+                    PvrdmaMigReader *r);
+} PvrdmaMigOps;
+
+typedef struct PvrdmaTransportOps {
+    const char *name;
+    unsigned flags;                 /* PVRDMA_TP_* */
+
+    /* Transport choice: can this transport carry traffic to dgid? */
+    bool (*reaches)(PvrdmaTransport *t, const uint8_t dgid[16]);
+    /*
+     * An RC QP takes this transport (at RTR, with its attributes set); 0 or
+     * a negative errno, which fails the MODIFY_QP.  qp_detach undoes it.
+     */
+    int (*qp_attach)(PvrdmaTransport *t, PvrdmaQP *qp);
+    void (*qp_detach)(PvrdmaTransport *t, PvrdmaQP *qp);
 
     void (*gids_changed)(PvrdmaTransport *t);   /* GID table changed */
     /*
@@ -365,32 +398,13 @@ typedef struct PvrdmaTransportOps {
      */
     bool (*stats)(PvrdmaTransport *t, const PvrdmaQP *qp,
                   PvrdmaPathStats *st);
-    /*
-     * Migration and snapshots, all optional.  quiesce: the VM stops for
-     * its state to be saved: finish, or give back (NOT_EXECUTED), every
-     * request in flight either way, and take no new ones (PAUSED); false
-     * if that did not work out within timeout_ms.  resume: the VM runs
-     * here again (a snapshot, or the migration failed).  moved: the state
-     * lives in another QEMU now, which takes this one's place.
-     */
-    bool (*quiesce)(PvrdmaTransport *t, unsigned timeout_ms);
-    void (*resume)(PvrdmaTransport *t);
-    void (*moved)(PvrdmaTransport *t);
-    /*
-     * The connection state of an RC QP on this transport (after quiesce: no
-     * request of it in flight), so that it carries on elsewhere: qp_save
-     * appends it, qp_load reads it back into a QP that the load walked to
-     * its saved state on this transport (false, and r->err set, if
-     * refused).  A transport with qp_save may migrate its QPs.
-     */
-    void (*qp_save)(PvrdmaTransport *t, PvrdmaQP *qp, GByteArray *b);
-    bool (*qp_load)(PvrdmaTransport *t, PvrdmaQP *qp,
-                    PvrdmaMigReader *r);
     /* NULL: pvrdma_core_fini() g_free()s the transport */
     void (*destroy)(PvrdmaTransport *t);
 
     const PvrdmaMessageOps *msg;    /* a message transport, or ... */
     const PvrdmaQueueOps *queue;    /* ... a queue transport */
+    const PvrdmaMoveOps *move;      /* optional: QPs change transport */
+    const PvrdmaMigOps *mig;        /* optional: state that migrates */
 } PvrdmaTransportOps;
 
 struct PvrdmaTransport {
@@ -529,7 +543,7 @@ void pvrdma_qp_count_psns(PvrdmaQP *qp, bool requester, uint32_t npsn);
 /*
  * An RC packet for qp came over transport t from the QP's peer while qp
  * is on another transport: true if qp is on t now (its transport had lost
- * the peer: PvrdmaTransportOps.moving), else the packet is not for t.
+ * the peer: PvrdmaMoveOps.moving), else the packet is not for t.
  */
 bool pvrdma_transport_heard(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t);
 /*
