@@ -221,10 +221,14 @@ TMO=3 t good-config-behind-root-port 124 '' \
     -device pcie-root-port,id=rp,chassis=1 \
     -device vmxnet3,bus=rp,addr=0.0,multifunction=on,romfile= \
     -device pvrdma,bus=rp,addr=0.1
-# RoCEv2 on the vmxnet3's netdev ('roce', default on): a bad value; both
-# values run, with and without a netdev (the trace says what was done)
+# RoCEv2 on the vmxnet3's netdev ('roce', default off): a bad value; both
+# values and the default run, with and without a netdev (the trace says
+# what was done)
 t roce-bad-value 1 "Parameter 'roce' expects 'on' or 'off'" \
     $nic -device pvrdma,addr=4.1,roce=maybe
+TMO=3 t roce-default-off 124 'no RoCEv2 transport: roce=off' \
+    -trace pvrdma_roce_not_added -netdev hubport,id=n0,hubid=0 \
+    $nic,netdev=n0 -device pvrdma,addr=4.1
 TMO=3 t roce-off-runs 124 'no RoCEv2 transport: roce=off' \
     -trace pvrdma_roce_not_added -netdev hubport,id=n0,hubid=0 \
     $nic,netdev=n0 -device pvrdma,addr=4.1,roce=off
@@ -239,11 +243,13 @@ TMO=3 t roce-on-runs 124 'RoCEv2 transport on netdev n0' \
 net=$(mktemp -d /tmp/pvrdma-cmdline.XXXXXX)
 dgram="dgram,id=n0,local.type=unix,local.path=$net/a"
 dgram="$dgram,remote.type=unix,remote.path=$net/b"
-filters() { # roce-value
+filters() { # roce-value (default: none given)
+    local dev=pvrdma,addr=4.1
+    [ "$1" = default ] || dev=$dev,roce=$1
     printf 'info network\nquit\n' |
         timeout 20 "$Q" -nodefaults -display none -machine q35 -accel qtest \
             -S -monitor stdio -netdev "$dgram" \
-            $nic,netdev=n0 -device pvrdma,addr=4.1,roce="$1" 2>&1 | tr -d '\r'
+            $nic,netdev=n0 -device "$dev" 2>&1 | tr -d '\r'
 }
 out=$(filters on)
 n=$((n + 1))
@@ -252,13 +258,15 @@ if echo "$out" | grep -q 'roce-tap: type=pvrdma-roce-tap,.*netdev=n0,queue=tx'; 
 else
     echo "not ok $n roce-on-tap-on-netdev-tx-queue ($(echo "$out" | tail -3))"
 fi
-out=$(filters off)
-n=$((n + 1))
-if echo "$out" | grep -q 'n0: index=0,type=dgram' &&
-   ! echo "$out" | grep -q 'roce-tap'; then
-    echo "ok $n roce-off-no-tap"
-else
-    echo "not ok $n roce-off-no-tap ($(echo "$out" | tail -3))"
-fi
+for v in off default; do
+    out=$(filters $v)
+    n=$((n + 1))
+    if echo "$out" | grep -q 'n0: index=0,type=dgram' &&
+       ! echo "$out" | grep -q 'roce-tap'; then
+        echo "ok $n roce-$v-no-tap"
+    else
+        echo "not ok $n roce-$v-no-tap ($(echo "$out" | tail -3))"
+    fi
+done
 rm -rf "$net"
 echo "1..$n"

@@ -554,7 +554,11 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
     DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),
     DEFINE_PROP_STRING("cm-listen", PvrdmaState, cm_listen),
-    DEFINE_PROP_BOOL("roce", PvrdmaState, roce_on, true),
+    /*
+     * Off by default: with it the device parses the frames the vmxnet3's
+     * netdev delivers, a network-facing parser a VM only gets when asked.
+     */
+    DEFINE_PROP_BOOL("roce", PvrdmaState, roce_on, false),
     /*
      * Off: no loopback transport, so QPs to the device's own GIDs take the
      * next transport that reaches them (with ibdev the host device's

@@ -11,7 +11,7 @@
 # Each VM: q35, 1 vCPU, 1G, -accel tcg, direct kernel boot of the image from
 # scripts/guest/build-image.sh, console on ttyS0 -> <out>/vmN/console.log,
 #   -device vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=...
-#   -device pvrdma,addr=4.1,id=rdma0        (see --pvrdma, --nic)
+#   -device pvrdma,addr=4.1,roce=on,id=rdma0 (see --pvrdma, --nic)
 # One VM: the NIC sits alone on a QEMU hub.  Two VMs: their NICs share a
 # unix-socket dgram netdev (no slirp, no ports to collide), point to point.
 # Three or more VMs, or --lossy/--switch: each NIC's dgram netdev is a port
@@ -94,7 +94,9 @@
 #   --no-build           do not run build-image.sh first
 # Environment:
 #   QEMU                 default build/qemu/qemu-system-x86_64
-#   PVRDMA_DEVICE_ARGS   the -device string (default "pvrdma,addr=4.1")
+#   PVRDMA_DEVICE_ARGS   the -device string (default "pvrdma,addr=4.1,roce=on":
+#                        the rig's VMs are on a RoCE network; the device's
+#                        own default is roce=off)
 #   PVRDMA_QEMU_ARGS     extra QEMU arguments for every VM (word-split)
 #   PVRDMA_GUEST_CPU     -cpu model (default qemu64: boots faster than max)
 #   PVRDMA_GUEST_LOGLEVEL kernel console loglevel (default 4: warnings+)
@@ -276,7 +278,7 @@ case $pvrdma in
         [ "$has_pvrdma" = 1 ] || echo "run-vm: WARNING: $QEMU has no 'pvrdma' device; QEMU will refuse to start" >&2 ;;
     off) use_pvrdma=0 ;;
 esac
-PVRDMA_DEVICE_ARGS=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1}$device_args
+PVRDMA_DEVICE_ARGS=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1,roce=on}$device_args
 # an id for QMP (qom-get /machine/peripheral/rdma0 ...) unless one is given
 [[ $PVRDMA_DEVICE_ARGS =~ (^|,)id= ]] || PVRDMA_DEVICE_ARGS=$PVRDMA_DEVICE_ARGS,id=rdma0
 pvrdma_qom=/machine/peripheral/$(echo ",$PVRDMA_DEVICE_ARGS" | sed -n 's/.*,id=\([^,]*\).*/\1/p')

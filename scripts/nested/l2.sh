@@ -11,7 +11,7 @@
 # (/usr/share/pvrdma/l2, = build/guest), as scripts/guest/run-vm.sh:
 #   -netdev tap,id=n0,ifname=tapN,script=no,downscript=no
 #   -device vmxnet3,netdev=n0,addr=4.0,multifunction=on,romfile=,mac=52:54:00:12:34:(56+N)
-#   -device pvrdma,addr=4.1                              (--pvrdma on)
+#   -device pvrdma,addr=4.1,roce=on                      (--pvrdma on)
 # L2 N gets 10.0.0.(N+2)/24 on br0's segment; L1 is 10.0.0.1 (rxe0).
 # Its /test.env: PVRDMA_VM=N PVRDMA_VMS=1 PVRDMA_IP PVRDMA_PREFIX=24
 # PVRDMA_PEER_IP=10.0.0.1 PVRDMA_L1_IP=10.0.0.1 PVRDMA_DEVICE PVRDMA_TEST
@@ -25,7 +25,7 @@
 #                        or quotes)
 #   -f, --file SRC[:DST] put an L1 file in the guest (default DST /SRCNAME)
 #   --pvrdma on|off      add the pvrdma device (default on)
-#   --device ARGS        the -device string (default pvrdma,addr=4.1, env
+#   --device ARGS        the -device string (default pvrdma,addr=4.1,roce=on, env
 #                        PVRDMA_DEVICE_ARGS)
 #   --qemu-args ARGS     more QEMU arguments (word-split, env PVRDMA_QEMU_ARGS)
 #   --mem SIZE           guest RAM (default 1G, env PVRDMA_GUEST_MEM)
@@ -43,7 +43,7 @@
 # Two guests at once: run two l2.sh in the background on tap0 and tap1.
 
 tap=0 timeout=${PVRDMA_L2_TIMEOUT:-1200} out='' pvrdma=on quiet=0 verbose=0
-dev=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1} qargs=${PVRDMA_QEMU_ARGS:-} mem=${PVRDMA_GUEST_MEM:-1G}
+dev=${PVRDMA_DEVICE_ARGS:-pvrdma,addr=4.1,roce=on} qargs=${PVRDMA_QEMU_ARGS:-} mem=${PVRDMA_GUEST_MEM:-1G}
 envs='' files='' script='' ipopt=''
 QEMU=${L2_QEMU:-/usr/bin/qemu-system-x86_64}
 IMG=/usr/share/pvrdma/l2

@@ -47,7 +47,7 @@ run rdma link add $RXE type rxe netdev $BR
 log "booting L2 on $TAP ($GUEST/24)"
 /usr/lib/pvrdma/l2.sh -n 2 --ip $GUEST/24 -e PVRDMA_VM=1 -e PVRDMA_PEER_IP=$HOST \
     -e PVRDMA_L1_IP=$HOST -e PP_ITERS=50 --mem 512M \
-    --device pvrdma,addr=4.1,id=rdma0 \
+    --device pvrdma,addr=4.1,id=rdma0,roce=on \
     --qemu-args "-qmp tcp:127.0.0.1:$QMP_PORT,server=on,wait=off -trace pvrdma_roce_added -trace pvrdma_roce_not_added" \
     /usr/lib/pvrdma/nested/l2-44-guest.sh > /tmp/l2.out 2>&1 &
 l2=$!

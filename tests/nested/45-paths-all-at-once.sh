@@ -1,7 +1,7 @@
 #!/bin/sh
 # One device, every path at once: two L2 guests whose devices each have
 # the host HCA (ibdev=rxe0), a shared rendezvous directory (co-resident)
-# and RoCEv2 on their vmxnet3 (roce, on by default).  Each RC QP chooses
+# and RoCEv2 on their vmxnet3 (roce=on).  Each RC QP chooses
 # its path at RTR by destination GID (loopback, co-resident, host HCA if
 # L1's route to the GID leaves through rxe0's netdev br0, RoCEv2).
 #   L1:      br0 10.0.0.1/24 with rxe0 (the rig's), plus 10.0.1.2/32 so
@@ -87,7 +87,7 @@ mem="-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-back
 # every co-resident request too (printed on failure)
 traces="-msg timestamp=on -trace pvrdma_qp_path -trace pvrdma_qp_state -trace pvrdma_hv_reaches -trace pvrdma_hv_modify_qp -trace pvrdma_roce_added -trace pvrdma_roce_not_added -trace pvrdma_cr_peer -trace pvrdma_cr_peer_gone -trace pvrdma_cr_authed -trace pvrdma_cr_gids"
 [ "${CR_TRACE:-1}" = 0 ] || traces="$traces -trace pvrdma_cr_send -trace pvrdma_cr_req -trace pvrdma_cr_resp"
-dev=pvrdma,addr=4.1,id=rdma0,ibdev=rxe0,rendezvous=$RV
+dev=pvrdma,addr=4.1,id=rdma0,ibdev=rxe0,rendezvous=$RV,roce=on
 log "booting A on tap2 ($A/24 + $A_HCA/32) and B on tap3 ($B/24): $dev"
 # boot_l2 TAP ADDR VM PEER QMP_PORT OUT: one L2 guest in the background
 boot_l2() {
