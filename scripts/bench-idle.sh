@@ -10,7 +10,7 @@
 #     each QP before they go idle),
 # in % of one core for each process and for the pair, and each one's
 # context switches per second (its wakeups).  The qtest /pvrdma/bench/idle
-# (tests/qtest/pvrdma-test.c, registered only with PVRDMA_BENCH_IDLE set).
+# (tests/qtest/pvrdma/migration-tests.c, registered only with PVRDMA_BENCH_IDLE set).
 # The qtest accelerator's virtual clock stands still: the device's timers
 # (the link poll, 4 per second in a running VM) do not fire here.
 # Builds first (scripts/build.sh); prints figures; not a test.  About

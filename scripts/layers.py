@@ -33,6 +33,10 @@ sources as text in QEMU's coding style (a function's name at the start of
 a line or after its return type, its body's braces
 in column 0); no compiler needed.
 
+--tests: the same report on the tests' files (tests/qtest, tests/unit,
+tests/fuzz, tests/bench, tests/verbs-check, the guest tools), with their
+limits: 1500 lines a file, 150 a function.
+
 --objects DIR: the same cycle check at link level, from what the compiler
 made: nm(1) of DIR's hw_rdma_*.o (QEMU's build of hw/rdma and backend),
 an object calling another when it needs a symbol the other defines.
@@ -50,6 +54,11 @@ ANYDEF = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(')
 IDENT = re.compile(r'[A-Za-z_]\w*')
 KEYWORDS = {'if', 'for', 'while', 'switch', 'return', 'sizeof'}
 DEFAULT_FILES = ('hw/rdma/*.[ch]', 'backend/*.[ch]', 'include/hw/rdma/*.h')
+# --tests: the tests' files, held to their own limits (1500 lines, 150)
+TEST_FILES = ('tests/qtest/*.[ch]', 'tests/qtest/pvrdma/*.[ch]',
+              'tests/qtest/libqos/pvrdma.[ch]', 'tests/unit/*.[ch]',
+              'tests/fuzz/*.[ch]', 'tests/bench/*.[ch]',
+              'tests/verbs-check/*.[ch]', 'tests/guest/tools/*.c')
 
 
 def strip_comments(text):
@@ -207,17 +216,25 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--check', nargs='?', const='all',
                     choices=('all', 'cycles'))
-    ap.add_argument('--max-lines', type=int, default=900)
-    ap.add_argument('--max-func', type=int, default=80)
+    ap.add_argument('--max-lines', type=int)
+    ap.add_argument('--max-func', type=int)
     ap.add_argument('--top', type=int, default=10,
                     help='longest functions listed (default 10)')
     ap.add_argument('--objects', metavar='DIR')
+    ap.add_argument('--tests', action='store_true',
+                    help="the tests' files instead, with --max-lines 1500 "
+                         "and --max-func 150 unless given")
     ap.add_argument('files', nargs='*')
     a = ap.parse_args()
     if a.objects:
         return objects(a.objects)
-    files = a.files or sorted(f for pat in DEFAULT_FILES
-                              for f in glob.glob(os.path.join(TOP, pat)))
+    if a.max_lines is None:
+        a.max_lines = 1500 if a.tests else 900
+    if a.max_func is None:
+        a.max_func = 150 if a.tests else 80
+    pats = TEST_FILES if a.tests else DEFAULT_FILES
+    files = a.files or sorted(set(f for pat in pats
+                                  for f in glob.glob(os.path.join(TOP, pat))))
     # calls and cycles: between the .c files
     srcs = [f for f in files if f.endswith('.c')]
     rel = {f: os.path.relpath(f, TOP) for f in files}

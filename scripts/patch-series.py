@@ -278,7 +278,7 @@ cannot work.
 
 Properties: 'rendezvous' (the co-resident transport), 'ibdev', 'ibport',
 'gid-index' and 'cm-listen' (the host HCA transport), 'roce' (the RoCEv2
-transport on the vmxnet3's network, on by default), the device's limits
+transport on the vmxnet3's network, off by default), the device's limits
 (max-qp, max-cq, ...), and x-qps, a debugging aid.  The port follows
 the vmxnet3's link.
 
@@ -288,6 +288,14 @@ migration back (a migration blocker with the reason)."""),
     dict(subject='tests/qtest: add pvrdma tests',
          files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h',
                 'tests/qtest/pvrdma-test.c',
+                'tests/qtest/pvrdma/framework.c',
+                'tests/qtest/pvrdma/framework.h',
+                'tests/qtest/pvrdma/device-tests.c',
+                'tests/qtest/pvrdma/data-tests.c',
+                'tests/qtest/pvrdma/migration-tests.c',
+                'tests/qtest/pvrdma/coresident-tests.c',
+                'tests/qtest/pvrdma/hca-tests.c',
+                'tests/qtest/pvrdma/inject-tests.c',
                 'tests/qtest/pvrdma-hostile-test.c',
                 'tests/qtest/pvrdma-qos-test.c'],
          hooks=['tests/qtest/meson.build', 'tests/qtest/libqos/meson.build'],

@@ -1,0 +1,754 @@
+/*
+ * QTest for the pvrdma device: migration (live, postcopy, savevm, a
+ * background snapshot, a co-resident device, a hostile stream) and the
+ * idle and migration benchmarks.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "qemu/bswap.h"
+#include "libqos/pvrdma.h"
+#include "hw/pci/pci_regs.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qjson.h"
+#include "qapi/error.h"
+#include "pvrdma/framework.h"
+
+static void test_migration_rc(void)
+{
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst;
+    uint32_t key;
+    struct pvrdma_cqe e;
+    g_autofree char *qps = NULL;
+    bool seen_a = false, seen_b = false;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    src = qpvrdma_alloc(d, 2 * 4096);
+    dst = qpvrdma_alloc(d, 2 * 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 2 * 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                      PVRDMA_ACCESS_REMOTE_WRITE);
+    fill(d, src, 2 * 4096, 3);
+    /* one exchange before the move */
+    qpvrdma_post_recv(d, &p.b, 0xb1, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa1, src, 3000, key, 0, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 0xb1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
+                       3000);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS,
+                       3000);
+    same(d, src, dst, 3000);
+    /* posted right before the switch-over, not polled */
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src + 100, 2500, key, 0, 0);
+
+    qpvrdma_migrate(d);
+
+    /* each completes exactly once, wherever it ran */
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, 2000));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 2500);
+        if (e.wr_id == 0xb2) {
+            g_assert(!seen_b);
+            seen_b = true;
+            g_assert_cmpuint(e.src_qp, ==, p.a.qpn);
+            g_assert_cmpuint(e.qp, ==, p.b.handle);
+        } else {
+            g_assert_cmphex(e.wr_id, ==, 0xa2);
+            g_assert(!seen_a);
+            seen_a = true;
+        }
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    same(d, src + 100, dst, 2500);
+    /* the same QPs, keys and rings go on: a WRITE with the old rkey */
+    fill(d, src, 4096, 9);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa3, src, 4000, key,
+                    dst + 10, key + 256);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_RDMA_WRITE,
+                       PVRDMA_WC_SUCCESS, 4000);
+    same(d, src, dst + 10, 4000);
+    qps = qpvrdma_qps(d);
+    g_assert(strstr(qps, "RTS"));
+    g_assert(strstr(qps, "loopback"));
+    /* the command channel answers on the destination */
+    g_assert_cmpuint(qpvrdma_create_pd(d, 0), >, p.pd);
+    qpvrdma_stop(d);
+}
+
+/*
+ * Postcopy: the destination runs, and the device executes work posted
+ * right before the switch-over, while most of RAM is still on the source
+ * (its pages come when touched).  Each request completes once, data
+ * intact, and the same QPs and keys go on.
+ */
+static void test_migration_postcopy(void)
+{
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst;
+    uint32_t key;
+    struct pvrdma_cqe e;
+    bool seen_a = false, seen_b = false;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    src = qpvrdma_alloc(d, 4 * 4096);
+    dst = qpvrdma_alloc(d, 4 * 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4 * 4096, PVRDMA_ACCESS_LOCAL_WRITE |
+                      PVRDMA_ACCESS_REMOTE_WRITE);
+    fill(d, src, 4 * 4096, 4);
+    qpvrdma_post_recv(d, &p.b, 0xb2, dst, 4 * 4096, key + 256);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, 0xa2, src, 3 * 4096 + 7, key,
+                    0, 0);
+
+    if (!qpvrdma_migrate_postcopy(d, NULL)) {
+        g_test_skip("the destination cannot do postcopy (userfaultfd)");
+        qpvrdma_stop(d);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert(qpvrdma_wait_cq(d, &p.cq, &e, 2000));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        g_assert_cmpuint(e.byte_len, ==, 3 * 4096 + 7);
+        if (e.wr_id == 0xb2) {
+            g_assert(!seen_b);
+            seen_b = true;
+        } else {
+            g_assert_cmphex(e.wr_id, ==, 0xa2);
+            g_assert(!seen_a);
+            seen_a = true;
+        }
+    }
+    qpvrdma_cq_empty(d, &p.cq);
+    same(d, src, dst, 3 * 4096 + 7);
+    fill(d, src, 4096, 8);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa3, src, 4096, key,
+                    dst + 3 * 4096, key + 256);
+    qpvrdma_expect_cqe(d, &p.cq, 0xa3, PVRDMA_WC_RDMA_WRITE,
+                       PVRDMA_WC_SUCCESS, 4096);
+    same(d, src, dst + 3 * 4096, 4096);
+    qpvrdma_stop(d);
+}
+
+/*
+ * A background snapshot (migrate to a file with background-snapshot: the
+ * VM runs on) taken with QPs connected; work done after it; a new QEMU
+ * loaded from the file has the device, data and completions as they were
+ * when the snapshot began, and traffic goes on.
+ */
+static void test_migration_bg_snapshot(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-bg-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *err = NULL;
+    g_autofree uint8_t *at_snap = g_malloc(4096), *now = g_malloc(4096);
+    Pair p, p0;
+    QPvrdma *d;
+    uint64_t src, dst;
+    uint32_t key;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(&p, src, dst, key, 1, 1);
+    qtest_memread(d->qts, dst, at_snap, 4096);
+
+    if (!qpvrdma_bg_snapshot(d, file, &err)) {
+        g_test_skip("this host cannot take a background snapshot "
+                    "(userfaultfd write-protect)");
+        qpvrdma_stop(d);
+        rmdir(dir);
+        return;
+    }
+    g_assert_null(err);
+    p0 = p;     /* the driver's own state, as the guest's at the snapshot */
+    /* the VM ran on: work after the snapshot */
+    pair_exchange(&p, src, dst, key, 2, 2);
+
+    qpvrdma_restore(d, file);
+    p = p0;
+    /* as the snapshot began: that work undone, data and completions */
+    qtest_memread(d->qts, dst, now, 4096);
+    g_assert(!memcmp(now, at_snap, 4096));
+    qpvrdma_cq_empty(d, &p.cq);
+    pair_exchange(&p, src, dst, key, 3, 3);
+    same(d, src, dst, 4096);
+    qpvrdma_stop(d);
+    unlink(file);
+    rmdir(dir);
+}
+
+/*
+ * p's CQ holds, in either order, its SEND sid of slen bytes and its
+ * receive rid of rlen bytes from QP src_qpn, once each.
+ */
+static void expect_send_recv(Peer *p, uint64_t sid, uint32_t slen,
+                             uint64_t rid, uint32_t rlen, uint32_t src_qpn)
+{
+    bool seen_s = false, seen_r = false;
+
+    for (int i = 0; i < 2; i++) {
+        struct pvrdma_cqe e;
+
+        g_assert(qpvrdma_wait_cq(p->d, &p->cq, &e, 2000));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        if (e.wr_id == sid) {
+            g_assert(!seen_s);
+            seen_s = true;
+            g_assert_cmpuint(e.byte_len, ==, slen);
+        } else {
+            g_assert_cmphex(e.wr_id, ==, rid);
+            g_assert(!seen_r);
+            seen_r = true;
+            g_assert_cmpuint(e.byte_len, ==, rlen);
+            g_assert_cmpuint(e.src_qp, ==, src_qpn);
+        }
+    }
+}
+
+/*
+ * Live migration of one of two co-resident VMs, with requests under way
+ * both ways: a's SEND waits at b for a receive, b's SEND waits at a.  a
+ * moves to a new QEMU in the same rendezvous directory.  b sees a pause,
+ * not an error: its QP stays in RTS, and once receives are posted each
+ * request runs exactly once, a's from the destination, with the same QP
+ * numbers and keys; the data is intact.  Then traffic goes on both ways.
+ * Migrations with postcopy-ram or background-snapshot are refused first,
+ * naming why.
+ */
+static void test_migration_coresident(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    g_autofree char *qps = NULL, *err = NULL;
+    g_autofree char *bg = g_build_filename(dir, "bg-state", NULL);
+    Peer a, b;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    peer_fill(&a, 0, 1000, 5);
+    peer_fill(&b, 4096, 1500, 6);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 1000, a.key,
+                    0, 0);
+    qpvrdma_send_wr(b.d, &b.qp, PVRDMA_WR_SEND, 0xb1, b.buf + 4096, 1500,
+                    b.key, 0, 0);
+    g_usleep(50 * 1000);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qpvrdma_cq_empty(b.d, &b.cq);
+
+    /*
+     * Not with postcopy or a background snapshot: the peer touches our RAM
+     * where userfaultfd does not see it.
+     */
+    if (qpvrdma_migrate_postcopy(a.d, &err)) {
+        g_assert_nonnull(err);
+        g_assert(strstr(err, "postcopy-ram is not supported with rendezvous"));
+    }
+    g_free(err);
+    err = NULL;
+    if (qpvrdma_bg_snapshot(a.d, bg, &err)) {
+        g_assert_nonnull(err);
+        g_assert(strstr(err, "background-snapshot is not supported with "
+                        "rendezvous"));
+    }
+    unlink(bg);
+    qpvrdma_migrate(a.d);
+
+    /* b waited: no error, and it sees the destination */
+    wait_peers(b.d, 1);
+    qpvrdma_cq_empty(b.d, &b.cq);
+    g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_RTS);
+    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_RTS);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb0, b.buf + 8192, 4096, b.key);
+    qpvrdma_post_recv(a.d, &a.qp, 0xa0, a.buf + 8192, 4096, a.key);
+    expect_send_recv(&a, 0xa1, 1000, 0xa0, 1500, b.qp.qpn);
+    expect_send_recv(&b, 0xb1, 1500, 0xb0, 1000, a.qp.qpn);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qpvrdma_cq_empty(b.d, &b.cq);
+    peers_same(&a, 0, &b, 8192, 1000);
+    peers_same(&b, 4096, &a, 8192, 1500);
+    qps = qpvrdma_qps(a.d);
+    g_assert(strstr(qps, "coresident"));
+    /* the same QPs and keys carry on, both ways */
+    peers_send(&a, &b, 2, 0, 0, 3000, 7);
+    peers_send(&b, &a, 3, 0, 0, 2000, 8);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
+/* Load a migration file into a new QEMU; the final status. */
+static char *mig_load_file(const char *args, const char *file, char **desc)
+{
+    QTestState *qts = qtest_initf("%s -incoming defer", args);
+    char *st;
+    QDict *rsp;
+
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+
+    rsp = qtest_qmp(qts, "{ 'execute': 'migrate-incoming', 'arguments': "
+                    "{ 'uri': %s, 'exit-on-error': false } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = qpvrdma_mig_wait(qts, desc);
+    /* whatever the stream held, this QEMU still answers */
+    rsp = qtest_qmp(qts, "{ 'execute': 'query-status' }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    qtest_quit(qts);
+    return st;
+}
+
+/*
+ * savevm / loadvm with connected QPs (an internal snapshot in a qcow2 node
+ * that blockdev-create makes): loadvm puts the device back as it was at
+ * savevm, with the guest's memory; the work done in between is undone, the
+ * CQ is where the guest's copy of it says, and traffic goes on.
+ */
+static void test_migration_savevm(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-snap-XXXXXX", NULL);
+    g_autofree char *img = g_build_filename(dir, "disk.qcow2", NULL);
+    g_autofree char *extra = NULL, *out = NULL;
+    g_autofree uint8_t *at_save = g_malloc(4096), *now = g_malloc(4096);
+    Pair p, p0;
+    uint64_t src, dst;
+    uint32_t key;
+    QPvrdma *d;
+    QDict *rsp;
+
+    g_assert(g_file_set_contents(img, "", 0, NULL));
+    extra = g_strdup_printf(" -blockdev driver=file,filename=%s,node-name=f0",
+                            img);
+    d = qpvrdma_start_active(extra);
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'blockdev-create', 'arguments': "
+                    "{ 'job-id': 'c0', 'options': { 'driver': 'qcow2', "
+                    "'file': 'f0', 'size': 1048576 } } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    for (;;) {
+        QDict *r = qtest_qmp(d->qts, "{ 'execute': 'query-jobs' }");
+        QList *jobs = qdict_get_qlist(r, "return");
+        QDict *j = qobject_to(QDict, qlist_peek(jobs));
+        bool done = j && !strcmp(qdict_get_str(j, "status"), "concluded");
+
+        g_assert(j);
+        qobject_unref(r);
+        if (done) {
+            break;
+        }
+        g_usleep(10 * 1000);
+    }
+    qobject_unref(qtest_qmp(d->qts, "{ 'execute': 'job-dismiss', "
+                            "'arguments': { 'id': 'c0' } }"));
+    rsp = qtest_qmp(d->qts, "{ 'execute': 'blockdev-add', 'arguments': "
+                    "{ 'driver': 'qcow2', 'node-name': 'q0', "
+                    "'file': 'f0' } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+
+    pair_connect(&p, d, PVRDMA_QPT_RC, 16);
+    src = qpvrdma_alloc(d, 4096);
+    dst = qpvrdma_alloc(d, 4096);
+    key = qpvrdma_create_mr(d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(&p, src, dst, key, 1, 1);
+
+    out = qtest_hmp(d->qts, "savevm s1");
+    g_assert_cmpstr(out, ==, "");
+    g_free(out);
+    p0 = p;
+    qtest_memread(d->qts, dst, at_save, 4096);
+
+    /* work after the snapshot */
+    pair_exchange(&p, src, dst, key, 2, 2);
+    qtest_memread(d->qts, dst, now, 4096);
+    g_assert(memcmp(now, at_save, 4096));
+
+    out = qtest_hmp(d->qts, "loadvm s1");
+    g_assert_cmpstr(out, ==, "");
+    p = p0;
+    /* undone: the data, the completions */
+    qtest_memread(d->qts, dst, now, 4096);
+    g_assert(!memcmp(now, at_save, 4096));
+    qpvrdma_cq_empty(d, &p.cq);
+    /* and on from there: the same rings, keys and QP numbers */
+    pair_exchange(&p, src, dst, key, 3, 3);
+    same(d, src, dst, 4096);
+    qpvrdma_cq_empty(d, &p.cq);
+    qpvrdma_stop(d);
+    unlink(img);
+    rmdir(dir);
+}
+
+/*
+ * Hostile migration streams: the device's state truncated, another
+ * device's limits, a ring page outside guest RAM, a ring of 2^32 pages.
+ * Each fails the load (its reason, naming pvrdma, on stderr); none
+ * crashes QEMU.  The untouched file loads.
+ */
+static void test_migration_hostile(void)
+{
+    Pair p;
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-mig-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *bad = g_build_filename(dir, "bad", NULL);
+    g_autofree char *st = NULL;
+    g_autofree gchar *img = NULL;
+    gsize len;
+    QDict *rsp;
+    size_t at;
+    static const struct {
+        const char *what;
+        size_t off;         /* from the state's magic */
+        uint64_t val;
+        int size;           /* 0: cut the stream there */
+    } cases[] = {
+        { "truncated", 40, 0, 0 },
+        { "max-qp", 8, 7, 4 },
+        { "async ring page", 8 + 65 + 51 + 24 + 4, 0xfffffffff000ull, 8 },
+        { "async ring pages", 8 + 65 + 51 + 24, 0xffffffffu, 4 },
+    };
+
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = qpvrdma_mig_wait(p.d->qts, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    g_clear_pointer(&st, g_free);
+    g_assert(g_file_get_contents(file, &img, &len, NULL));
+    /* the device's state: "PRMG" */
+    at = 0;
+    while (at + 4 <= len && memcmp(img + at, "PRMG", 4)) {
+        at++;
+    }
+    g_assert_cmpuint(at + 200, <, len);
+
+    st = mig_load_file(p.d->args, file, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    g_clear_pointer(&st, g_free);
+    for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree gchar *x = g_memdup2(img, len);
+        g_autofree char *desc = NULL;
+        size_t n = len;
+
+        if (cases[i].size) {
+            uint64_t v = cpu_to_le64(cases[i].val);
+
+            memcpy(x + at + cases[i].off, &v, cases[i].size);
+        } else {
+            n = at + cases[i].off;
+        }
+        g_assert(g_file_set_contents(bad, x, n, NULL));
+        st = mig_load_file(p.d->args, bad, &desc);
+        g_test_message("%s: %s (%s)", cases[i].what, st, desc);
+        /* the reason goes to stderr (VMStateInfo.get has no Error) */
+        g_assert_cmpstr(st, ==, "failed");
+        g_clear_pointer(&st, g_free);
+    }
+    qpvrdma_stop(p.d);
+    unlink(file);
+    unlink(bad);
+    rmdir(dir);
+}
+
+/*
+ * Not a test: the device's share of the downtime in a real QEMU, its
+ * save and load times (trace events pvrdma_state_saved / _loaded, each
+ * QEMU logging to its own -D file) for PVRDMA_BENCH_MIG connected QPs
+ * with as many 16 KiB MRs, migrated to a second QEMU.  Registered only
+ * when PVRDMA_BENCH_MIG is set (scripts/bench-mig.sh sets it); prints
+ * figures.
+ */
+static void bench_migration(void)
+{
+    const char *env = getenv("PVRDMA_BENCH_MIG");
+    g_autofree char *dir = NULL, *extra = NULL;
+    g_autofree QPvrdmaQp *qp = NULL;
+    unsigned n = env ? atoi(env) : 0;
+    const char *name;
+    QPvrdma *d;
+    QPvrdmaCq cq;
+    uint32_t pd;
+    GDir *gd;
+
+    if (n < 2 || n > 4000) {
+        g_test_skip("a benchmark: set PVRDMA_BENCH_MIG=QPS (2..4000)");
+        return;
+    }
+    dir = g_dir_make_tmp("pvrdma-bench-XXXXXX", NULL);
+    extra = g_strdup_printf(",max-qp=%u,max-mr=%u -m 512M "
+                            "-trace pvrdma_state_saved "
+                            "-trace pvrdma_state_loaded -D %s/log-%%d",
+                            n + 16, n + 16, dir);
+    d = qpvrdma_start_active(extra);
+    qpvrdma_bind_gid(d, 0);
+    pd = qpvrdma_create_pd(d, 0);
+    qpvrdma_create_cq(d, &cq, 4096);
+    qp = g_new0(QPvrdmaQp, n);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t buf = qpvrdma_alloc(d, 4 * 4096);
+
+        qpvrdma_create_qp(d, &qp[i], pd, cq.handle, cq.handle, PVRDMA_QPT_RC,
+                          16, 0);
+        qpvrdma_create_mr(d, pd, buf, 4 * 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        qpvrdma_qp_to_rts(d, &qp[i], PVRDMA_QPT_RC, qp[i ^ 1].qpn);
+    }
+    qpvrdma_migrate(d);
+    g_assert_cmpuint(qpvrdma_create_pd(d, 0), >, pd);
+    qpvrdma_stop(d);
+
+    gd = g_dir_open(dir, 0, NULL);
+    while ((name = g_dir_read_name(gd))) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autofree char *text = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        g_assert(g_file_get_contents(path, &text, NULL, NULL));
+        lines = g_strsplit(text, "\n", -1);
+        for (char **l = lines; *l; l++) {
+            const char *m = strstr(*l, "migration: ");
+
+            if (m) {
+                printf("# %s\n", m);
+            }
+        }
+        unlink(path);
+    }
+    g_dir_close(gd);
+    rmdir(dir);
+}
+
+/*
+ * A benchmark, not a check (registered only when PVRDMA_BENCH_IDLE is
+ * set; scripts/bench-idle.sh runs it): the CPU that idle QEMUs use, for
+ * the co-resident transport's idle cost.  Five setups, one after the
+ * other: one QEMU with the NIC and no pvrdma (QEMU's own floor); one with
+ * the device active and no transport but loopback (no rendezvous); two
+ * QEMUs that met in a rendezvous directory, no QP;
+ * the same with 1 connected RC QP each side and with 64, one SEND over
+ * each QP (both ways with 1) before they go idle.  After a settling
+ * second, each QEMU's utime + stime (/proc/PID/stat, all its threads, in
+ * clock ticks) is read at the start and the end of PVRDMA_BENCH_IDLE_SECS
+ * seconds (default 10) of nothing: in % of one core, for each process and
+ * for the pair.  The same from the threads' run time in ns
+ * (/proc/PID/task/TID/schedstat: finer than a tick) and their context
+ * switches per second (the wakeups).  The qtest accelerator runs no vCPU
+ * and its virtual clock stands still unless the test steps it, so the
+ * figures are the device's and the main loop's work that real time
+ * drives (fds, bottom halves, realtime timers); the device's own timers
+ * (virtual clock: the link poll, 4 per second) do not fire here.
+ */
+typedef struct IdleCpu {
+    int64_t ticks;          /* utime + stime, clock ticks */
+    int64_t run_ns;         /* the threads' run time (schedstat) */
+    int64_t switches;       /* the threads' context switches */
+    int64_t us;             /* g_get_monotonic_time() */
+} IdleCpu;
+
+/* The sum over pid's threads of what each file's fields say. */
+static void idle_threads(pid_t pid, IdleCpu *c)
+{
+    g_autofree char *dir = g_strdup_printf("/proc/%d/task", (int)pid);
+    GDir *gd = g_dir_open(dir, 0, NULL);
+    const char *tid;
+
+    g_assert(gd);
+    while ((tid = g_dir_read_name(gd))) {
+        g_autofree char *sf = g_build_filename(dir, tid, "schedstat", NULL);
+        g_autofree char *tf = g_build_filename(dir, tid, "status", NULL);
+        g_autofree char *st = NULL, *text = NULL;
+        static const char *const keys[] = {
+            "\nvoluntary_ctxt_switches:", "\nnonvoluntary_ctxt_switches:",
+        };
+
+        /* a thread that left meanwhile is simply not counted */
+        if (g_file_get_contents(sf, &st, NULL, NULL)) {
+            c->run_ns += g_ascii_strtoll(st, NULL, 10);
+        }
+        if (!g_file_get_contents(tf, &text, NULL, NULL)) {
+            continue;
+        }
+        for (unsigned i = 0; i < G_N_ELEMENTS(keys); i++) {
+            const char *v = strstr(text, keys[i]);
+
+            if (v) {
+                c->switches += g_ascii_strtoll(v + strlen(keys[i]), NULL,
+                                               10);
+            }
+        }
+    }
+    g_dir_close(gd);
+}
+
+static void idle_sample(QTestState *qts, IdleCpu *c)
+{
+    pid_t pid = qtest_pid(qts);
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *text = NULL;
+    unsigned long long ut, st;
+    const char *p;
+
+    memset(c, 0, sizeof(*c));
+    c->us = g_get_monotonic_time();
+    g_assert(g_file_get_contents(path, &text, NULL, NULL));
+    /* after the command's ")": state (field 3) ... utime (14), stime (15) */
+    p = strrchr(text, ')');
+    g_assert(p);
+    g_assert_cmpint(sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                           "%*u %llu %llu", &ut, &st), ==, 2);
+    c->ticks = ut + st;
+    idle_threads(pid, c);
+}
+
+/* What n QEMUs (1 or 2) use while idle: one row each, one for the pair. */
+static void idle_report(const char *setup, QTestState **qts, unsigned n)
+{
+    static const char *const names[] = { "QEMU a", "QEMU b" };
+    IdleCpu a[2], b[2];
+    double secs = 10, tick = sysconf(_SC_CLK_TCK);
+    const char *env = getenv("PVRDMA_BENCH_IDLE_SECS");
+    int64_t sum_t = 0, sum_ns = 0, sum_sw = 0;
+
+    if (env && atof(env) > 0) {
+        secs = atof(env);
+    }
+    g_usleep(G_USEC_PER_SEC);   /* what the setup left going settles */
+    for (unsigned i = 0; i < n; i++) {
+        idle_sample(qts[i], &a[i]);
+    }
+    g_usleep(secs * G_USEC_PER_SEC);
+    for (unsigned i = 0; i < n; i++) {
+        idle_sample(qts[i], &b[i]);
+    }
+    for (unsigned i = 0; i <= n; i++) {
+        bool all = i == n;
+        int64_t t = all ? sum_t : b[i].ticks - a[i].ticks;
+        int64_t ns = all ? sum_ns : b[i].run_ns - a[i].run_ns;
+        int64_t sw = all ? sum_sw : b[i].switches - a[i].switches;
+        double wall = (b[all ? 0 : i].us - a[all ? 0 : i].us) / 1e6;
+
+        if (all && n == 1) {
+            break;
+        }
+        printf("# idle: %-22s %-6s %7.3f %% %5" PRId64 " %8.4f %% %10.1f\n",
+               i ? "" : setup, all ? "pair" : names[i],
+               t / tick / wall * 100, t, ns / 1e9 / wall * 100, sw / wall);
+        sum_t += t;
+        sum_ns += ns;
+        sum_sw += sw;
+    }
+    fflush(stdout);
+}
+
+/* n RC QPs a side, a's i-th to b's i-th, one 64-byte SEND over each. */
+static void idle_connect(Peer *a, Peer *b, unsigned n, QPvrdmaQp *qa,
+                         QPvrdmaQp *qb)
+{
+    for (unsigned i = 0; i < n; i++) {
+        qpvrdma_create_qp(a->d, &qa[i], a->pd, a->cq.handle, a->cq.handle,
+                          PVRDMA_QPT_RC, 16, 0);
+        qpvrdma_create_qp(b->d, &qb[i], b->pd, b->cq.handle, b->cq.handle,
+                          PVRDMA_QPT_RC, 16, 0);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        qpvrdma_qp_to_rts_gid(a->d, &qa[i], PVRDMA_QPT_RC, qb[i].qpn,
+                              peer_gid[1], 7);
+        qpvrdma_qp_to_rts_gid(b->d, &qb[i], PVRDMA_QPT_RC, qa[i].qpn,
+                              peer_gid[0], 7);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        qpvrdma_post_recv(b->d, &qb[i], 0xb000 + i, b->buf, 64, b->key);
+        qpvrdma_send_wr(a->d, &qa[i], PVRDMA_WR_SEND, 0xa000 + i, a->buf, 64,
+                        a->key, 0, 0);
+        expect_peer_cqe(a, 0xa000 + i, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+        expect_peer_cqe(b, 0xb000 + i, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+    }
+}
+
+static void bench_idle(void)
+{
+    static const unsigned nqps[] = { 0, 1, 64 };
+    QTestState *qts[2];
+    QOSState *qs;
+    QPvrdma *d;
+
+    printf("# idle: CPU of idle QEMUs (qtest accelerator: no vCPU) over %s "
+           "s each, after 1 s settling\n"
+           "# idle: %-22s %-6s %9s %5s %10s %10s\n"
+           "# idle: %-22s %-6s %9s %5s %10s %10s\n",
+           getenv("PVRDMA_BENCH_IDLE_SECS") ?: "10",
+           "setup", "", "CPU", "ticks", "run", "switches",
+           "", "", "(stat)", "", "(schedst.)", "per s");
+    /* QEMU's own floor: the same machine and NIC, no pvrdma */
+    qs = qtest_pc_boot("-nodefaults -device vmxnet3,addr=%d.0,romfile=,"
+                       "mac=52:54:00:12:34:56", PVRDMA_TEST_SLOT);
+    idle_report("1 QEMU, no pvrdma", &qs->qts, 1);
+    qtest_shutdown(qs);
+    d = qpvrdma_start_active(NULL);
+    qpvrdma_bind_gid(d, 0);
+    idle_report("1 QEMU, no transport", &d->qts, 1);
+    qpvrdma_stop(d);
+
+    for (unsigned k = 0; k < G_N_ELEMENTS(nqps); k++) {
+        g_autofree char *dir = g_dir_make_tmp("pvrdma-idle-XXXXXX", NULL);
+        g_autofree char *setup = NULL;
+        g_autofree QPvrdmaQp *qa = g_new0(QPvrdmaQp, MAX(nqps[k], 1));
+        g_autofree QPvrdmaQp *qb = g_new0(QPvrdmaQp, MAX(nqps[k], 1));
+        Peer a, b;
+
+        peer_start(&a, dir, 0);
+        peer_start(&b, dir, 1);
+        wait_peers(a.d, 1);
+        wait_peers(b.d, 1);
+        idle_connect(&a, &b, nqps[k], qa, qb);
+        if (nqps[k] == 1) {
+            /* and back: each side has been requester and responder */
+            qpvrdma_post_recv(a.d, &qa[0], 0xa1, a.buf, 64, a.key);
+            qpvrdma_send_wr(b.d, &qb[0], PVRDMA_WR_SEND, 0xb1, b.buf, 64,
+                            b.key, 0, 0);
+            expect_peer_cqe(&b, 0xb1, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 64);
+            expect_peer_cqe(&a, 0xa1, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS, 64);
+        }
+        setup = nqps[k] ? g_strdup_printf("pair, %u RC QP%s", nqps[k],
+                                          nqps[k] > 1 ? "s" : "") :
+                g_strdup("pair, no QP");
+        qts[0] = a.d->qts;
+        qts[1] = b.d->qts;
+        idle_report(setup, qts, 2);
+        qpvrdma_stop(b.d);
+        qpvrdma_stop(a.d);
+        rm_dir(dir);
+    }
+}
+
+void pvrdma_add_migration_tests(void)
+{
+    qtest_add_func("/pvrdma/migration/rc", test_migration_rc);
+    qtest_add_func("/pvrdma/migration/coresident", test_migration_coresident);
+    qtest_add_func("/pvrdma/migration/postcopy", test_migration_postcopy);
+    qtest_add_func("/pvrdma/migration/savevm", test_migration_savevm);
+    qtest_add_func("/pvrdma/migration/bg-snapshot",
+                   test_migration_bg_snapshot);
+    qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
+    if (getenv("PVRDMA_BENCH_MIG")) {
+        qtest_add_func("/pvrdma/bench/migration", bench_migration);
+    }
+    if (getenv("PVRDMA_BENCH_IDLE")) {
+        qtest_add_func("/pvrdma/bench/idle", bench_idle);
+    }
+}
