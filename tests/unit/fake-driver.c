@@ -87,6 +87,16 @@ void dev_exit(Dev *d)
 }
 
 /* Post a command, ring REQUEST, return REG_ERR (and the response). */
+void tfields_apply(void *obj, const TField *f, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (f[i].size) {
+            g_assert_cmpuint(f[i].size, <=, sizeof(f[i].val));
+            memcpy((uint8_t *)obj + f[i].off, &f[i].val, f[i].size);
+        }
+    }
+}
+
 bool dev_cmd_answered(Dev *d)
 {
     const union pvrdma_cmd_resp *r = fh_ptr(&d->h, d->resp);

@@ -57,6 +57,19 @@ void dev_setup(Dev *d, const PvrdmaLimits *lim);
 void dev_fini(Dev *d);
 /* The QEMU exits: no guest reset first. */
 void dev_exit(Dev *d);
+/*
+ * A field of a message or request, set to val in a copy of a good one
+ * (size 0: unused): the rows of the tables of malformed input.
+ */
+typedef struct TField {
+    size_t off;
+    uint8_t size;
+    uint64_t val;
+} TField;
+#define TFIELD(type, member, v) \
+    { offsetof(type, member), sizeof(((type *)0)->member), (v) }
+/* Set the n fields f in obj (a little-endian host, as the device's). */
+void tfields_apply(void *obj, const TField *f, unsigned n);
 /* The response slot was written since dev_cmd() cleared it. */
 bool dev_cmd_answered(Dev *d);
 /* Serve d until its command's response is there (at most 10 s). */

@@ -976,21 +976,13 @@ static void test_ud(void)
  * errno the guest must get.  Every refusal also counts a guest error
  * (expect_err()).
  */
-typedef struct Field {
-    size_t off;
-    uint8_t size;               /* 0: unused */
-    uint64_t val;
-} Field;
-
 typedef struct BadReq {
     const char *what;
-    Field f[2];
+    TField f[2];
     uint32_t err;
 } BadReq;
 
-#define REQ_FIELD(member, v) \
-    { offsetof(union pvrdma_cmd_req, member), \
-      sizeof(((union pvrdma_cmd_req *)0)->member), (v) }
+#define REQ_FIELD(member, v) TFIELD(union pvrdma_cmd_req, member, v)
 
 static void expect_bad_reqs(Dev *d, const union pvrdma_cmd_req *good,
                             uint32_t cmd, const BadReq *rows, size_t n)
@@ -998,13 +990,7 @@ static void expect_bad_reqs(Dev *d, const union pvrdma_cmd_req *good,
     for (size_t i = 0; i < n; i++) {
         union pvrdma_cmd_req r = *good;
 
-        for (unsigned k = 0; k < G_N_ELEMENTS(rows[i].f); k++) {
-            const Field *f = &rows[i].f[k];
-
-            if (f->size) {      /* little-endian host (Kconfig) */
-                memcpy((uint8_t *)&r + f->off, &f->val, f->size);
-            }
-        }
+        tfields_apply(&r, rows[i].f, G_N_ELEMENTS(rows[i].f));
         g_test_message("%s", rows[i].what);
         expect_err(d, &r, cmd, rows[i].err);
     }
