@@ -437,7 +437,9 @@ static void cr_resume(PvrdmaTransport *pt)
 /*
  * Our state went to another QEMU, which announces our GIDs: the peers
  * learn it (MOVED) and keep their connections to those GIDs waiting for
- * it.  We leave the rendezvous directory for good.
+ * it.  Nothing waits here: each connection is dropped once MOVED is out
+ * (cr_done(); at once unless its socket was full).  We leave the
+ * rendezvous directory for good.
  */
 static void cr_moved(PvrdmaTransport *pt)
 {
@@ -453,14 +455,11 @@ static void cr_moved(PvrdmaTransport *pt)
         if (!p->dead && p->pause_sent) {
             cr_send_ctl(p, CR_MOVED);
         }
+        p->closing = true;      /* cr_done() drops it once MOVED is out */
     }
-    cr_serve_until(t, cr_all_sent, g_get_monotonic_time() + 1000 * 1000);
     trace_pvrdma_cr_quiesce("moved", t->peers->len, 0);
     t->moved = t->paused = true;
-    for (guint i = 0; i < t->peers->len; i++) {
-        cr_peer_fail(g_ptr_array_index(t->peers, i), NULL);
-    }
-    cr_reap(t);
+    cr_done(t);
     if (t->lfd >= 0) {
         c->ops->set_fd_handler(c->opaque, t->lfd, NULL, NULL, NULL);
         close(t->lfd);

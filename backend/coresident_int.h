@@ -122,6 +122,7 @@ typedef struct CrPeer {
     uint32_t inflight;      /* our requests it has not answered */
     uint32_t nreqs;         /* its requests held here (CrInReq alive) */
     bool paused;            /* it sent PAUSE: it gets no new requests */
+    bool closing;           /* dropped once its queue is sent (cr_moved) */
     bool pause_sent;        /* we sent it PAUSE ... */
     bool acked;             /* ... and it answered PAUSED */
     uint8_t *tx;            /* messages collected for one datagram */

@@ -31,6 +31,13 @@
 void cr_done(CrTransport *t)
 {
     cr_flush(t);
+    for (guint i = 0; i < t->peers->len; i++) {
+        CrPeer *p = g_ptr_array_index(t->peers, i);
+
+        if (p->closing && g_queue_is_empty(&p->out)) {
+            cr_peer_fail(p, NULL);      /* what it was sent is out */
+        }
+    }
     if (cr_reap(t)) {
         pvrdma_transport_wake_senders(t->t.core);
     }
