@@ -521,199 +521,246 @@ static void test_given_peers(void)
     env_fini(&e);      /* every descriptor closed */
 }
 
-/* A fake peer against a device with a secret: each way of cheating. */
-static void test_auth_fake(void)
-{
-    const char *key = "s3cret";
+/*
+ * A fake peer against a device with a secret: each way of cheating.  The
+ * fixture: the device (its socket at path, a log kept) and the fake's GID.
+ */
+typedef struct AuthFx {
+    const char *key;
     Env e;
-    Vm a, n;
-    Fake f;
-    g_autofree char *path = NULL, *npath = NULL;
+    Vm a;
+    char *path;
     uint8_t fgid[16];
-    CrAuthMsg good, got;
-    CrHello h;
-    CrRegionMsg r = { { CR_REGION, sizeof(r) }, 0, 0, FAKE_RAM, 0 };
+} AuthFx;
 
-    env_init(&e);
+static void auth_setup(AuthFx *x)
+{
+    x->key = "s3cret";
+    env_init(&x->e);
     log_start();
-    vm_init_secret(&a, e.dir, 1, key);
-    vm_up(&a);
-    path = vm_sock(&a);
-    make_gid(fgid, 10, 0xfa);
+    vm_init_secret(&x->a, x->e.dir, 1, x->key);
+    vm_up(&x->a);
+    x->path = vm_sock(&x->a);
+    make_gid(x->fgid, 10, 0xfa);
+}
 
-    /* the secret: accepted, RAM both ways; its AUTH kept for a replay */
-    fake_connect(&f, &a, path);
+static void auth_fini(AuthFx *x)
+{
+    g_assert_cmpuint(peers(&x->a), ==, 0);
+    log_stop();
+    g_free(x->path);
+    vm_fini(&x->a);
+    env_fini(&x->e);
+}
+
+/* Connect f and send its HELLO (with the secret secret, NULL: none) */
+static void auth_hello(AuthFx *x, Fake *f, const char *secret)
+{
+    CrHello h;
+
+    fake_connect(f, &x->a, x->path);
+    f->secret = secret;
+    h = fake_hello_msg(f, 1);
+    fake_send(f, &h, sizeof(h), -1);
+    PUMP(&x->a);
+}
+
+/* The secret: accepted, RAM both ways; a second AUTH; the AUTH replayed */
+static void test_auth_fake_accepted(void)
+{
+    AuthFx x;
+    Fake f;
+    CrAuthMsg good, got;
+    uint8_t nonce[CR_NONCE_LEN];
+    CrHello h;
+
+    auth_setup(&x);
+    fake_connect(&f, &x.a, x.path);
     g_assert_cmpuint(f.vm_auth, ==, CR_AUTH_HMAC_SHA256);
-    f.secret = key;
+    f.secret = x.key;
     h = fake_hello_msg(&f, 1);
     fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     g_assert_cmpint(fake_expect(&f, &got, sizeof(got), CR_AUTH), ==,
                     sizeof(got));
-    fake_mac(key, true, f.vm_nonce, f.nonce, FAKE_NODE, f.vm_node, good.mac);
+    fake_mac(x.key, true, f.vm_nonce, f.nonce, FAKE_NODE, f.vm_node,
+             good.mac);
     good.h = (CrHdr) { CR_AUTH, sizeof(good) };
     fake_send(&f, &good, sizeof(good), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_take_ram(&f);
     fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
-    fake_gids(&f, fgid);
-    PUMP(&a);
-    g_assert_cmpuint(peers(&a), ==, 1);
-    g_assert_true(reaches(&a, fgid));
+    fake_gids(&f, x.fgid);
+    PUMP(&x.a);
+    g_assert_cmpuint(peers(&x.a), ==, 1);
+    g_assert_true(reaches(&x.a, x.fgid));
     /* a second AUTH once accepted */
     fake_send(&f, &good, sizeof(good), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     g_assert_true(fake_dropped(&f));
-    g_assert_cmpuint(peers(&a), ==, 0);
-    g_assert_false(reaches(&a, fgid));
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    g_assert_false(reaches(&x.a, x.fgid));
+    memcpy(nonce, f.nonce, CR_NONCE_LEN);
     fake_close(&f);
 
     /* the same AUTH replayed on a new connection (same fake nonce) */
-    {
-        uint8_t nonce[CR_NONCE_LEN];
-
-        memcpy(nonce, f.nonce, CR_NONCE_LEN);
-        fake_connect(&f, &a, path);
-        f.secret = key;
-        memcpy(f.nonce, nonce, CR_NONCE_LEN);
-        h = fake_hello_msg(&f, 1);
-        fake_send(&f, &h, sizeof(h), -1);
-        fake_send(&f, &good, sizeof(good), -1);
-        PUMP(&a);
-        fake_dropped_empty(&f, "replayed AUTH");
-        fake_close(&f);
-    }
-
-    /* the wrong secret */
-    fake_connect(&f, &a, path);
-    f.secret = "s3cret ";
+    fake_connect(&f, &x.a, x.path);
+    f.secret = x.key;
+    memcpy(f.nonce, nonce, CR_NONCE_LEN);
     h = fake_hello_msg(&f, 1);
     fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+    fake_send(&f, &good, sizeof(good), -1);
+    PUMP(&x.a);
+    fake_dropped_empty(&f, "replayed AUTH");
+    fake_close(&f);
+    auth_fini(&x);
+}
+
+/*
+ * The wrong secret, the device's own AUTH sent back to it, a HELLO that
+ * returns the device's nonce or claims its node id.
+ */
+static void test_auth_fake_refused(void)
+{
+    AuthFx x;
+    Fake f;
+    CrAuthMsg got;
+    CrHello h;
+
+    auth_setup(&x);
+    auth_hello(&x, &f, "s3cret ");
     fake_mac(f.secret, true, f.vm_nonce, f.nonce, FAKE_NODE, f.vm_node,
              got.mac);
     got.h = (CrHdr) { CR_AUTH, sizeof(got) };
     fake_send(&f, &got, sizeof(got), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "wrong secret");
     log_expect("failed authentication", "fa4e000000000001.sock (pid");
     fake_close(&f);
 
-    /* the device's own AUTH sent back to it */
-    fake_connect(&f, &a, path);
-    f.secret = key;
-    h = fake_hello_msg(&f, 1);
-    fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+    auth_hello(&x, &f, x.key);
     g_assert_cmpint(fake_expect(&f, &got, sizeof(got), CR_AUTH), ==,
                     sizeof(got));
     fake_send(&f, &got, sizeof(got), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "reflected AUTH");
     fake_close(&f);
 
-    /* HELLO returning the device's nonce, or claiming its node id */
-    fake_connect(&f, &a, path);
-    f.secret = key;
+    fake_connect(&f, &x.a, x.path);
+    f.secret = x.key;
     memcpy(f.nonce, f.vm_nonce, CR_NONCE_LEN);
     h = fake_hello_msg(&f, 1);
     fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "HELLO with the device's nonce");
     log_expect("returned this device's challenge", NULL);
     fake_close(&f);
-    fake_connect(&f, &a, path);
-    f.secret = key;
+
+    fake_connect(&f, &x.a, x.path);
+    f.secret = x.key;
     h = fake_hello_msg(&f, 1);
     h.node = f.vm_node;
     fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "HELLO with the device's node");
     log_expect("claims this device's node id", NULL);
     fake_close(&f);
+    auth_fini(&x);
+}
 
-    /* no secret; an unknown authentication; an old protocol */
-    fake_connect(&f, &a, path);
-    h = fake_hello_msg(&f, 1);
-    fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+/* No secret, an unknown authentication, an old protocol, AUTH first */
+static void test_auth_fake_hello(void)
+{
+    const CrAuthMsg any = { { CR_AUTH, sizeof(CrAuthMsg) } };
+    g_autofree char *want = g_strdup_printf(
+        "speaks protocol version 3, this device %u", CR_VERSION);
+    AuthFx x;
+    Fake f;
+    CrHello h;
+
+    auth_setup(&x);
+    auth_hello(&x, &f, NULL);
     fake_dropped_empty(&f, "HELLO without a secret");
     fake_close(&f);
-    fake_connect(&f, &a, path);
+
+    fake_connect(&f, &x.a, x.path);
     h = fake_hello_msg(&f, 1);
     h.auth = 2;
     fake_send(&f, &h, sizeof(h), -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "HELLO auth 2");
     log_expect("unknown authentication", NULL);
     fake_close(&f);
-    fake_connect(&f, &a, path);
+
+    fake_connect(&f, &x.a, x.path);
     h = fake_hello_msg(&f, 1);
     h.version = 3;
     h.h.len = 32;           /* a version 3 HELLO */
     fake_send(&f, &h, 32, -1);
-    PUMP(&a);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "HELLO version 3");
-    {
-        g_autofree char *want = g_strdup_printf(
-            "speaks protocol version 3, this device %u", CR_VERSION);
-
-        log_expect(want, path);
-    }
+    log_expect(want, x.path);
     fake_close(&f);
 
-    /* AUTH before HELLO */
-    fake_connect(&f, &a, path);
-    fake_send(&f, &good, sizeof(good), -1);
-    PUMP(&a);
+    fake_connect(&f, &x.a, x.path);
+    fake_send(&f, &any, sizeof(any), -1);
+    PUMP(&x.a);
     fake_dropped_empty(&f, "AUTH before HELLO");
     fake_close(&f);
+    auth_fini(&x);
+}
 
-    /* HELLO, then anything but AUTH: REGION (its fd is not mapped), ... */
+/*
+ * HELLO, then anything but AUTH: REGION (its fd is not mapped), GIDS,
+ * CANCEL, a short AUTH.  And an AUTH to a device without a secret.
+ */
+static void test_auth_fake_unauthenticated(void)
+{
+    CrRegionMsg r = { { CR_REGION, sizeof(r) }, 0, 0, FAKE_RAM, 0 };
+    CrAuthMsg shortauth = { { CR_AUTH, sizeof(CrAuthMsg) - 8 } };
+    const CrAuthMsg any = { { CR_AUTH, sizeof(CrAuthMsg) } };
+    g_autofree char *npath = NULL;
+    AuthFx x;
+    Vm n;
+    Fake f;
+
+    auth_setup(&x);
     for (int i = 0; i < 4; i++) {
         unsigned maps = ram_maps();
         CrCancelMsg c = { { CR_CANCEL, sizeof(c) }, 77 };
-        CrAuthMsg shortauth = good;
 
-        fake_connect(&f, &a, path);
-        f.secret = key;
-        h = fake_hello_msg(&f, 1);
-        fake_send(&f, &h, sizeof(h), -1);
+        auth_hello(&x, &f, x.key);
         if (i == 0) {
             fake_send(&f, &r, sizeof(r), f.memfd);
         } else if (i == 1) {
-            fake_gids(&f, fgid);
+            fake_gids(&f, x.fgid);
         } else if (i == 2) {
             fake_send(&f, &c, sizeof(c), -1);
         } else {
-            shortauth.h.len -= 8;
             fake_send(&f, &shortauth, sizeof(shortauth) - 8, -1);
         }
-        PUMP(&a);
+        PUMP(&x.a);
         fake_dropped_empty(&f, "unauthenticated message");
         g_assert_cmpuint(ram_maps(), ==, maps);
-        g_assert_false(reaches(&a, fgid));
+        g_assert_false(reaches(&x.a, x.fgid));
         fake_close(&f);
     }
-    g_assert_cmpuint(peers(&a), ==, 0);
-    g_assert_cmpuint(fh_watch_count(&a.d.h), ==, 1);
+    g_assert_cmpuint(peers(&x.a), ==, 0);
+    g_assert_cmpuint(fh_watch_count(&x.a.d.h), ==, 1);
 
-    /* AUTH to a device without a secret */
-    vm_init(&n, e.dir, 2);
-    PUMP(&a, &n);
+    vm_init(&n, x.e.dir, 2);
+    PUMP(&x.a, &n);
     g_assert_cmpuint(peers(&n), ==, 0);     /* and a refused it */
     npath = vm_sock(&n);
     fake_connect(&f, &n, npath);
     g_assert_cmpuint(f.vm_auth, ==, CR_AUTH_NONE);
     fake_hello(&f, 1);
-    fake_send(&f, &good, sizeof(good), -1);
+    fake_send(&f, &any, sizeof(any), -1);
     PUMP(&n);
     g_assert_true(fake_dropped(&f));
     fake_close(&f);
-    log_stop();
     vm_fini(&n);
-    vm_fini(&a);
-    env_fini(&e);
+    auth_fini(&x);
 }
 
 /*
@@ -1075,7 +1122,13 @@ void cr_add_trust_tests(void)
     g_test_add_func("/pvrdma/cr/auth/same-secret", test_auth_same_secret);
     g_test_add_func("/pvrdma/cr/auth/wrong-secret", test_auth_wrong_secret);
     g_test_add_func("/pvrdma/cr/auth/one-sided", test_auth_one_sided);
-    g_test_add_func("/pvrdma/cr/auth/fake-peer", test_auth_fake);
+    g_test_add_func("/pvrdma/cr/auth/fake-peer/accepted",
+                    test_auth_fake_accepted);
+    g_test_add_func("/pvrdma/cr/auth/fake-peer/refused",
+                    test_auth_fake_refused);
+    g_test_add_func("/pvrdma/cr/auth/fake-peer/hello", test_auth_fake_hello);
+    g_test_add_func("/pvrdma/cr/auth/fake-peer/unauthenticated",
+                    test_auth_fake_unauthenticated);
     g_test_add_func("/pvrdma/cr/gid-claims", test_gid_claims);
     g_test_add_func("/pvrdma/cr/permissions", test_permissions);
     g_test_add_func("/pvrdma/cr/other-users-dir", test_other_users_dir);
