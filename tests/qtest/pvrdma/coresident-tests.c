@@ -27,8 +27,8 @@ static void test_cr_rc(void)
     peers_send(&a, &b, 1, 3, 1, 9000, 5);
 
     /* WRITE into b, READ back from b */
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000, a.key,
-            b.buf + 8000, b.key);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000,
+                    a.key, b.buf + 8000, b.key);
     expect_peer_cqe(&a, 0xa2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
     peers_same(&a, 100, &b, 8000, 5000);
     peer_fill(&b, 0, 4096, 77);
@@ -61,8 +61,8 @@ static void test_cr_rc(void)
 
     /* bad rkey: error on both sides, both QPs in error, receives flushed */
     qpvrdma_post_recv(b.d, &b.qp, 0xb7, b.buf, 64, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key, b.buf,
-            b.key ^ 0x80);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key,
+                    b.buf, b.key ^ 0x80);
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa8, a.buf, 16, a.key, 0, 0);
     expect_peer_cqe(&a, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     expect_peer_cqe(&a, 0xa8, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
@@ -298,7 +298,8 @@ static void test_cr_access(void)
     ro = qpvrdma_create_mr(b.d, b.pd, b.buf, 4096, PVRDMA_ACCESS_REMOTE_READ);
     peer_fill(&b, 0, 64, 1);
     peer_fill(&a, 0, 64, 2);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 1, a.buf, 64, a.key, b.buf, ro);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 1, a.buf, 64, a.key,
+                    b.buf, ro);
     expect_peer_cqe(&a, 1, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     g_assert_cmpuint(qtest_readb(b.d->qts, b.buf), ==, 1);
     qpvrdma_stop(a.d);
@@ -370,7 +371,8 @@ static void test_cr_peer_gone(void)
     peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
     /* a SEND waits at b for a receive (RNR, retry forever); b goes away */
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf, 64, a.key, 0, 0);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf, 64, a.key, 0,
+                    0);
     g_usleep(50 * 1000);
     qpvrdma_cq_empty(a.d, &a.cq);
     qpvrdma_stop(b.d);

@@ -157,14 +157,17 @@ static void test_rdma_ops(void)
                      PVRDMA_ACCESS_REMOTE_ATOMIC);
     fill(d, loc, 8192, 3);
 
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 5000, lkey, rem + 7, rkey);
-    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 5000, lkey, rem + 7,
+                    rkey);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS,
+                       5000);
     same(d, loc, rem + 7, 5000);
 
     fill(d, rem, 8192, 9);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 2, loc + 1, 6000, lkey, rem + 3,
-            rkey);
-    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 6000);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 2, loc + 1, 6000, lkey,
+                    rem + 3, rkey);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS,
+                       6000);
     same(d, loc + 1, rem + 3, 6000);
 
     /* WRITE_WITH_IMM consumes a receive at the target */
@@ -179,7 +182,8 @@ static void test_rdma_ops(void)
     qpvrdma_post_send(d, &p.a, &h, &s, true);
     qpvrdma_expect_cqe(d, &p.cq, 0xb0, PVRDMA_WC_RECV_RDMA_WITH_IMM,
                PVRDMA_WC_SUCCESS, 64);
-    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 64);
+    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS,
+                       64);
     same(d, loc + 100, rem, 64);
 
     /* atomics on an 8-byte aligned remote word */
@@ -197,7 +201,8 @@ static void test_rdma_ops(void)
     g_assert_cmpuint(qtest_readq(d->qts, loc), ==, 42);
 
     /* bad rkey: remote access error, then the QP flushes what follows */
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 6, loc, 16, lkey, rem, rkey ^ 1);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 6, loc, 16, lkey, rem,
+                    rkey ^ 1);
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 7, loc, 16, lkey, rem, rkey);
     qpvrdma_expect_cqe(d, &p.cq, 6, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_expect_cqe(d, &p.cq, 7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
@@ -218,7 +223,8 @@ static void test_access_errors(void)
     lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, 0);        /* no local write */
     rkey_ro = qpvrdma_create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
     /* READ into an MR without LOCAL_WRITE: local protection error */
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 1, loc, 16, lkey, rem, rkey_ro);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 1, loc, 16, lkey, rem,
+                    rkey_ro);
     qpvrdma_expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_LOC_PROT_ERR, 0);
     qpvrdma_stop(d);
 
@@ -229,7 +235,8 @@ static void test_access_errors(void)
     lkey = qpvrdma_create_mr(d, p.pd, loc, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     rkey_ro = qpvrdma_create_mr(d, p.pd, rem, 4096, PVRDMA_ACCESS_REMOTE_READ);
     /* WRITE to a read-only MR, out of range READ */
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, loc, 16, lkey, rem, rkey_ro);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, loc, 16, lkey, rem,
+                    rkey_ro);
     qpvrdma_expect_cqe(d, &p.cq, 2, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 
@@ -293,7 +300,8 @@ static void test_fast_reg(void)
     pages[1] = frbuf;
 
     /* before registration the key is not usable */
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 8, lkey, 0x10000, frkey);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, loc, 8, lkey, 0x10000,
+                    frkey);
     qpvrdma_expect_cqe(d, &p.cq, 1, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 
@@ -321,11 +329,13 @@ static void test_fast_reg(void)
                                  PVRDMA_ACCESS_REMOTE_WRITE;
     h.wr.fast_reg.rkey = newkey;
     qpvrdma_post_send(d, &p.a, &h, NULL, true);
-    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_FAST_REG_MR, PVRDMA_WC_SUCCESS, 0);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_FAST_REG_MR, PVRDMA_WC_SUCCESS,
+                       0);
     /* a write through the new key lands in the out-of-order pages */
     qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, loc, 4096, lkey, 0x10000,
             newkey);
-    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 4096);
+    qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS,
+                       4096);
     same(d, loc, frbuf + 4096, 4096);
     /* LOCAL_INV, then the key is refused */
     h = (struct pvrdma_sq_wqe_hdr) { .wr_id = 4,
@@ -334,7 +344,8 @@ static void test_fast_reg(void)
                                      .ex.invalidate_rkey = newkey };
     qpvrdma_post_send(d, &p.a, &h, NULL, true);
     qpvrdma_expect_cqe(d, &p.cq, 4, PVRDMA_WC_LOCAL_INV, PVRDMA_WC_SUCCESS, 0);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, loc, 8, lkey, 0x10000, newkey);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 5, loc, 8, lkey, 0x10000,
+                    newkey);
     qpvrdma_expect_cqe(d, &p.cq, 5, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
     qpvrdma_stop(d);
 }
@@ -503,7 +514,8 @@ static void test_srq_recv(void)
         struct pvrdma_qp_attr at = { .qp_state = PVRDMA_QPS_ERR };
 
         g_assert(!async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, b.handle));
-        g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
+        g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE, &at),
+                         ==, 0);
         g_assert(async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, b.handle));
         g_assert(!async_seen(d, PVRDMA_EVENT_QP_LAST_WQE_REACHED, a.handle));
     }
@@ -633,8 +645,8 @@ static void test_ring_wrap(void)
         fill(d, src, 128, i);
         qpvrdma_post_recv(d, &p.b, 1000 + i, dst, 128, key + 256);
         qpvrdma_send_wr(d, &p.a, PVRDMA_WR_SEND, i, src, 128, key, 0, 0);
-        qpvrdma_expect_cqe(d, &p.cq, 1000 + i, PVRDMA_WC_RECV, PVRDMA_WC_SUCCESS,
-                   128);
+        qpvrdma_expect_cqe(d, &p.cq, 1000 + i, PVRDMA_WC_RECV,
+                           PVRDMA_WC_SUCCESS, 128);
         qpvrdma_expect_cqe(d, &p.cq, i, PVRDMA_WC_SEND, PVRDMA_WC_SUCCESS, 128);
         same(d, src, dst, 128);
     }

@@ -254,8 +254,9 @@ static void test_mr(void)
     key = qpvrdma_create_mr(d, pd, buf + 100, 8000, PVRDMA_ACCESS_LOCAL_WRITE);
     g_assert_cmpuint(key, !=, 0);
     /* optional bits (relaxed ordering, as perftest asks) are ignored */
-    g_assert_cmpuint(qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
-                               (1u << 20)), !=, 0);
+    g_assert_cmpuint(qpvrdma_create_mr(d, pd, buf, 4096,
+                                       PVRDMA_ACCESS_LOCAL_WRITE |
+                                       (1u << 20)), !=, 0);
 
     c.pd_handle = pd;
     c.start = buf;
@@ -431,7 +432,8 @@ static void test_qp_create(void)
     dq.qp_handle = gsi.handle;
     qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
     /* the GSI QP can be created again */
-    qpvrdma_create_qp(d, &gsi2, pd, cq.handle, cq.handle, PVRDMA_QPT_GSI, 16, 0);
+    qpvrdma_create_qp(d, &gsi2, pd, cq.handle, cq.handle, PVRDMA_QPT_GSI, 16,
+                      0);
     g_assert_cmpuint(gsi2.qpn, ==, 1);
     dq.qp_handle = gsi2.handle;
     qpvrdma_cmd_ok(d, &dq, sizeof(dq), &r);
@@ -466,24 +468,30 @@ static void test_qp_modify(void)
     g_assert_cmpuint(qpvrdma_modify_qp(d, 777, PVRDMA_QP_STATE, &a), !=, 0);
     /* wrong current state */
     a.cur_qp_state = PVRDMA_QPS_RTS;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_CUR_STATE, &a), !=, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_CUR_STATE, &a),
+                     !=, 0);
     a.qp_state = 9;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), !=, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), !=,
+                     0);
 
     qpvrdma_bind_gid(d, 0);
     qpvrdma_qp_to_rts(d, &qp, PVRDMA_QPT_RC, qp.qpn);
     /* RTS -> SQD -> RTS, then to ERR and back to RESET */
     a.qp_state = PVRDMA_QPS_SQD;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+                     0);
     a.qp_state = PVRDMA_QPS_RTS;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+                     0);
     a.qp_state = PVRDMA_QPS_ERR;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+                     0);
     a.qp_state = PVRDMA_QPS_RTS;
     g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
                      EINVAL);
     a.qp_state = PVRDMA_QPS_RESET;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, qp.handle, PVRDMA_QP_STATE, &a), ==,
+                     0);
     qpvrdma_stop(d);
 }
 
@@ -624,7 +632,8 @@ static void test_comm_est(void)
     qpvrdma_qp_to_rts(d, &b, PVRDMA_QPT_RC, a.qpn);
     /* back to RTR is not a legal transition: rebuild b up to RTR only */
     at.qp_state = PVRDMA_QPS_RESET;
-    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE, &at), ==,
+                     0);
     at.qp_state = PVRDMA_QPS_INIT;
     at.port_num = 1;
     at.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE;
@@ -636,10 +645,12 @@ static void test_comm_est(void)
     at.dest_qp_num = a.qpn;
     at.max_dest_rd_atomic = 1;
     memcpy(at.ah_attr.grh.dgid.raw, qpvrdma_test_gid, 16);
-    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle, PVRDMA_QP_STATE | PVRDMA_QP_AV |
-                               PVRDMA_QP_PATH_MTU | PVRDMA_QP_DEST_QPN |
-                               PVRDMA_QP_RQ_PSN | PVRDMA_QP_MAX_DEST_RD_ATOMIC |
-                               PVRDMA_QP_MIN_RNR_TIMER, &at), ==, 0);
+    g_assert_cmpuint(qpvrdma_modify_qp(d, b.handle,
+                                       PVRDMA_QP_STATE | PVRDMA_QP_AV |
+                                       PVRDMA_QP_PATH_MTU |
+                                       PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
+                                       PVRDMA_QP_MAX_DEST_RD_ATOMIC |
+                                       PVRDMA_QP_MIN_RNR_TIMER, &at), ==, 0);
     buf = qpvrdma_alloc(d, 4096);
     key = qpvrdma_create_mr(d, pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     g_assert(!async_seen(d, PVRDMA_EVENT_COMM_EST, b.handle));
@@ -664,9 +675,10 @@ static void test_cq_notify(void)
     buf = qpvrdma_alloc(d, 4096);
     key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
     /* not armed: an error completion raises no CQ interrupt either */
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
-    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_REM_ACCESS_ERR,
-               0);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64,
+                    key);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE,
+                       PVRDMA_WC_REM_ACCESS_ERR, 0);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     qpvrdma_stop(d);
 
@@ -675,24 +687,28 @@ static void test_cq_notify(void)
     buf = qpvrdma_alloc(d, 4096);
     key = qpvrdma_create_mr(d, p.pd, buf, 4096, PVRDMA_ACCESS_LOCAL_WRITE |
                     PVRDMA_ACCESS_REMOTE_WRITE);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64, key);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, buf, 8, key, buf + 64,
+                    key);
     qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     /* armed: the next completion notifies once, with the CQ handle */
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
                       PVRDMA_UAR_CQ_ARM | p.cq.handle);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, buf, 8, key, buf + 64, key);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 2, buf, 8, key, buf + 64,
+                    key);
     qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(qpvrdma_wait_vector(d, PVRDMA_INTR_VECTOR_CQ));
     g_assert_cmpuint(qtest_readl(d->qts, d->cq_pages[1]), ==, p.cq.handle);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, buf, 8, key, buf + 64, key);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 3, buf, 8, key, buf + 64,
+                    key);
     qpvrdma_expect_cqe(d, &p.cq, 3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     /* IMR masks the vector */
     qpvrdma_reg_write(d, PVRDMA_REG_IMR, ~0u);
     qpvrdma_uar_write(d, 0, PVRDMA_UAR_CQ_OFFSET,
                       PVRDMA_UAR_CQ_ARM | p.cq.handle);
-    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 4, buf, 8, key, buf + 64, key);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 4, buf, 8, key, buf + 64,
+                    key);
     qpvrdma_expect_cqe(d, &p.cq, 4, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 8);
     g_assert(!qpvrdma_vector_seen(d, PVRDMA_INTR_VECTOR_CQ));
     qpvrdma_stop(d);

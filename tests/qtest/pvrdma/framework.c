@@ -72,8 +72,10 @@ void pair_connect(Pair *p, QPvrdma *d, uint8_t type, uint32_t n)
     qpvrdma_bind_gid(p->d, 0);
     p->pd = qpvrdma_create_pd(p->d, 0);
     qpvrdma_create_cq(p->d, &p->cq, 256);
-    qpvrdma_create_qp(p->d, &p->a, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
-    qpvrdma_create_qp(p->d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n, 0);
+    qpvrdma_create_qp(p->d, &p->a, p->pd, p->cq.handle, p->cq.handle, type, n,
+                      0);
+    qpvrdma_create_qp(p->d, &p->b, p->pd, p->cq.handle, p->cq.handle, type, n,
+                      0);
     qpvrdma_qp_to_rts(p->d, &p->a, type, p->b.qpn);
     qpvrdma_qp_to_rts(p->d, &p->b, type, p->a.qpn);
 }
@@ -189,10 +191,14 @@ void peer_start(Peer *p, const char *dir, unsigned i)
 /* Connect RC QPs of a and b (created here) with the given RNR retry. */
 void peers_connect(Peer *a, Peer *b, uint8_t type, uint8_t rnr_retry)
 {
-    qpvrdma_create_qp(a->d, &a->qp, a->pd, a->cq.handle, a->cq.handle, type, 16, 0);
-    qpvrdma_create_qp(b->d, &b->qp, b->pd, b->cq.handle, b->cq.handle, type, 16, 0);
-    qpvrdma_qp_to_rts_gid(a->d, &a->qp, type, b->qp.qpn, peer_gid[1], rnr_retry);
-    qpvrdma_qp_to_rts_gid(b->d, &b->qp, type, a->qp.qpn, peer_gid[0], rnr_retry);
+    qpvrdma_create_qp(a->d, &a->qp, a->pd, a->cq.handle, a->cq.handle, type, 16,
+                      0);
+    qpvrdma_create_qp(b->d, &b->qp, b->pd, b->cq.handle, b->cq.handle, type, 16,
+                      0);
+    qpvrdma_qp_to_rts_gid(a->d, &a->qp, type, b->qp.qpn, peer_gid[1],
+                          rnr_retry);
+    qpvrdma_qp_to_rts_gid(b->d, &b->qp, type, a->qp.qpn, peer_gid[0],
+                          rnr_retry);
 }
 
 /* Two peers in dir that see each other, with connected QPs. */

@@ -498,71 +498,72 @@ char *fake_side_up(Env *e, Vm *a, Side *sa, Fake *f, uint8_t fgid[16])
     return path;
 }
 
-void fake_peer_run(bool ring)
-{
+/* The state of fake_peer_run(): a device, its side, the fake peer */
+typedef struct FpRun {
     Env e;
     Vm a;
     Side sa;
     Fake f;
     char *path;
-    uint8_t fgid[16], data[5000], got[5000];
-    CrReqMsg *m;
+    uint8_t fgid[16];
+    uint8_t data[5000];
     CrSge sg[2];
+} FpRun;
 
-    path = fake_side_up(&e, &a, &sa, &f, fgid);
-    g_assert_cmpuint(peers(&a), ==, 0);
-    fake_hello(&f, 1);
-    PUMP(&a);
-    g_assert_cmpuint(peers(&a), ==, 0);     /* its RAM is not known yet */
-    fake_region(&f, 0, FAKE_RAM, 0, f.memfd);
-    fake_gids(&f, fgid);
-    PUMP(&a);
-    g_assert_cmpuint(peers(&a), ==, 1);
-    g_assert_true(reaches(&a, fgid));
-    if (ring) {
-        g_assert_true(fake_ring_on(&f, true));
-    }
+/*
+ * The fake writes into a's MR and reads it back (the list split over a
+ * MORE); a request a cannot serve is answered, the peer stays.
+ */
+static void fp_write_read(FpRun *fp)
+{
+    uint8_t got[5000];
+    CrReqMsg *m;
 
     /* the fake writes 5000 bytes of its RAM (two pieces) into a's MR */
-    fill_pattern(data, sizeof(data), 9);
-    memcpy(f.ram + 10000, data, 3000);
-    memcpy(f.ram + 50000, data + 3000, 2000);
-    sg[0] = (CrSge) { .region = 0, .off = 10000, .len = 3000 };
-    sg[1] = (CrSge) { .region = 0, .off = 50000, .len = 2000 };
-    fake_write_checked(&f, &sa, 0x1001, sg, 2, 123, data, sizeof(data));
+    fill_pattern(fp->data, sizeof(fp->data), 9);
+    memcpy(fp->f.ram + 10000, fp->data, 3000);
+    memcpy(fp->f.ram + 50000, fp->data + 3000, 2000);
+    fp->sg[0] = (CrSge) { .region = 0, .off = 10000, .len = 3000 };
+    fp->sg[1] = (CrSge) { .region = 0, .off = 50000, .len = 2000 };
+    fake_write_checked(&fp->f, &fp->sa, 0x1001, fp->sg, 2, 123, fp->data, sizeof(fp->data));
 
     /* ... reads it back into another place, the list split over a MORE */
-    m = req_msg(0x1002, PVRDMA_WR_RDMA_READ, sa.qp.qpn, sg, 1, 2, 5000);
-    sg[0].off = 200000;
-    sg[1].off = 300000;
-    memcpy(m->sg, sg, sizeof(CrSge));
+    m = req_msg(0x1002, PVRDMA_WR_RDMA_READ, fp->sa.qp.qpn, fp->sg, 1, 2, 5000);
+    fp->sg[0].off = 200000;
+    fp->sg[1].off = 300000;
+    memcpy(m->sg, fp->sg, sizeof(CrSge));
     m->remote_addr = S_IOVA + 123;
-    m->rkey = sa.mr.rkey;
-    fake_send(&f, m, m->h.len, -1);
+    m->rkey = fp->sa.mr.rkey;
+    fake_send(&fp->f, m, m->h.len, -1);
     g_free(m);
-    PUMP(&a);
-    g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==, -1);
+    PUMP(&fp->a);
+    g_assert_cmpint(fake_recv(&fp->f, got, sizeof(got), &(int) { 0 }), ==, -1);
     {
         struct {
             CrMoreMsg m;
             CrSge s;
-        } mm = { { { CR_MORE, sizeof(mm) }, 0x1002, 1 }, sg[1] };
+        } mm = { { { CR_MORE, sizeof(mm) }, 0x1002, 1 }, fp->sg[1] };
 
-        fake_send(&f, &mm, sizeof(mm), -1);
+        fake_send(&fp->f, &mm, sizeof(mm), -1);
     }
-    PUMP(&a);
-    g_assert_cmpint(fake_resp(&f, 0x1002), ==, PVRDMA_WC_SUCCESS);
-    g_assert_cmpmem(f.ram + 200000, 3000, data, 3000);
-    g_assert_cmpmem(f.ram + 300000, 2000, data + 3000, 2000);
+    PUMP(&fp->a);
+    g_assert_cmpint(fake_resp(&fp->f, 0x1002), ==, PVRDMA_WC_SUCCESS);
+    g_assert_cmpmem(fp->f.ram + 200000, 3000, fp->data, 3000);
+    g_assert_cmpmem(fp->f.ram + 300000, 2000, fp->data + 3000, 2000);
 
     /* requests a cannot serve are answered, the peer stays */
-    m = req_msg(0x1003, PVRDMA_WR_RDMA_WRITE, 0xabcd, sg, 1, 1, 3000);
-    fake_send(&f, m, m->h.len, -1);
+    m = req_msg(0x1003, PVRDMA_WR_RDMA_WRITE, 0xabcd, fp->sg, 1, 1, 3000);
+    fake_send(&fp->f, m, m->h.len, -1);
     g_free(m);
-    PUMP(&a);
-    g_assert_cmpint(fake_resp(&f, 0x1003), ==, PVRDMA_TRANSPORT_NO_RESPONDER);
-    g_assert_cmpuint(peers(&a), ==, 1);
-    g_assert_cmpuint(qp_state(&sa), ==, PVRDMA_QPS_RTS);
+    PUMP(&fp->a);
+    g_assert_cmpint(fake_resp(&fp->f, 0x1003), ==, PVRDMA_TRANSPORT_NO_RESPONDER);
+    g_assert_cmpuint(peers(&fp->a), ==, 1);
+    g_assert_cmpuint(qp_state(&fp->sa), ==, PVRDMA_QPS_RTS);
+}
+
+static void fp_batch(FpRun *fp)
+{
+    uint8_t got[5000];
 
     /*
      * Four answers in one event are one batch of completions: one
@@ -570,36 +571,42 @@ void fake_peer_run(bool ring)
      */
     {
         CrRespMsg r4 = { { CR_RESP, sizeof(r4) } };
-        struct pvrdma_sge g4 = mr_sge(&sa, 0, 8);
+        struct pvrdma_sge g4 = mr_sge(&fp->sa, 0, 8);
         uint64_t c4[4];
         unsigned irqs;
 
         for (int i = 0; i < 4; i++) {
-            send_wqe(&sa, 0xe0 + i, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED,
+            send_wqe(&fp->sa, 0xe0 + i, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED,
                      &g4, 1);
         }
-        PUMP(&a);
+        PUMP(&fp->a);
         for (int i = 0; i < 4; i++) {
-            fake_expect(&f, got, sizeof(got), CR_REQ);
+            fake_expect(&fp->f, got, sizeof(got), CR_REQ);
             c4[i] = ((CrReqMsg *)got)->cookie;
         }
         for (int i = 0; i < 4; i++) {
             r4.cookie = c4[i];
-            fake_send(&f, &r4, sizeof(r4), -1);
+            fake_send(&fp->f, &r4, sizeof(r4), -1);
         }
-        arm_cq(&a, &sa.cq);
-        a.d.h.on_notify = rearm_send_cq;
-        a.d.h.on_notify_arg = &sa;
-        irqs = cq_irqs(&a);
-        PUMP(&a);
-        a.d.h.on_notify = NULL;
-        g_assert_cmpuint(cq_irqs(&a) - irqs, ==, 1);
+        arm_cq(&fp->a, &fp->sa.cq);
+        fp->a.d.h.on_notify = rearm_send_cq;
+        fp->a.d.h.on_notify_arg = &fp->sa;
+        irqs = cq_irqs(&fp->a);
+        PUMP(&fp->a);
+        fp->a.d.h.on_notify = NULL;
+        g_assert_cmpuint(cq_irqs(&fp->a) - irqs, ==, 1);
         for (int i = 0; i < 4; i++) {
-            side_expect_cqe(&sa, 0xe0 + i, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND,
+            side_expect_cqe(&fp->sa, 0xe0 + i, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND,
                             8);
         }
-        expect_cq_empty(&a.d, &sa.cq);
+        expect_cq_empty(&fp->a.d, &fp->sa.cq);
     }
+}
+
+static void fp_cancel(FpRun *fp)
+{
+    uint8_t got[5000];
+    CrReqMsg *m;
 
     /*
      * The fake's sends wait for a receive; it cancels them (its QP is
@@ -611,88 +618,98 @@ void fake_peer_run(bool ring)
         struct pvrdma_sge r;
         Side sc;
 
-        side_init(&sc, &a, PVRDMA_QPT_RC);
-        rc_to_rts_gid(&a.d, &sc.qp, 77, fgid, 7);
-        m = req_msg(0x1005, PVRDMA_WR_SEND, sc.qp.qpn, sg, 1, 1, 3000);
-        fake_send(&f, m, m->h.len, -1);
+        side_init(&sc, &fp->a, PVRDMA_QPT_RC);
+        rc_to_rts_gid(&fp->a.d, &sc.qp, 77, fp->fgid, 7);
+        m = req_msg(0x1005, PVRDMA_WR_SEND, sc.qp.qpn, fp->sg, 1, 1, 3000);
+        fake_send(&fp->f, m, m->h.len, -1);
         m->cookie = 0x1006;
         m->opcode = PVRDMA_WR_RDMA_WRITE;
         m->rkey = sc.mr.rkey;
         m->remote_addr = S_IOVA;
-        fake_send(&f, m, m->h.len, -1);
+        fake_send(&fp->f, m, m->h.len, -1);
         g_free(m);
-        PUMP(&a);
-        g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==,
+        PUMP(&fp->a);
+        g_assert_cmpint(fake_recv(&fp->f, got, sizeof(got), &(int) { 0 }), ==,
                         -1);
         c.src_qpn = 78;
-        fake_send(&f, &c, sizeof(c), -1);
-        PUMP(&a);
-        g_assert_cmpint(fake_recv(&f, got, sizeof(got), &(int) { 0 }), ==,
+        fake_send(&fp->f, &c, sizeof(c), -1);
+        PUMP(&fp->a);
+        g_assert_cmpint(fake_recv(&fp->f, got, sizeof(got), &(int) { 0 }), ==,
                         -1);
         c.src_qpn = 77;
-        fake_send(&f, &c, sizeof(c), -1);
-        PUMP(&a);
-        g_assert_cmpint(fake_resp(&f, 0x1005), ==, PVRDMA_WC_WR_FLUSH_ERR);
-        g_assert_cmpint(fake_resp(&f, 0x1006), ==, PVRDMA_WC_WR_FLUSH_ERR);
+        fake_send(&fp->f, &c, sizeof(c), -1);
+        PUMP(&fp->a);
+        g_assert_cmpint(fake_resp(&fp->f, 0x1005), ==, PVRDMA_WC_WR_FLUSH_ERR);
+        g_assert_cmpint(fake_resp(&fp->f, 0x1006), ==, PVRDMA_WC_WR_FLUSH_ERR);
         r = mr_sge(&sc, 0, 4000);
-        post_recv(&a.d, &sc.qp, 0xc1, &r, 1);
-        PUMP(&a);
-        expect_cq_empty(&a.d, &sc.cq);
-        g_assert_cmpuint(peers(&a), ==, 1);
+        post_recv(&fp->a.d, &sc.qp, 0xc1, &r, 1);
+        PUMP(&fp->a);
+        expect_cq_empty(&fp->a.d, &sc.cq);
+        g_assert_cmpuint(peers(&fp->a), ==, 1);
         /* sc's record (its requests waited) goes with sc */
         {
             union pvrdma_cmd_req req = { 0 };
-            unsigned n = qp_records(&a);
+            unsigned n = qp_records(&fp->a);
 
             g_assert_cmpuint(n, >=, 1);
             req.destroy_qp.qp_handle = sc.qp.handle;
-            g_assert_cmpuint(dev_cmd(&a.d, &req, PVRDMA_CMD_DESTROY_QP,
+            g_assert_cmpuint(dev_cmd(&fp->a.d, &req, PVRDMA_CMD_DESTROY_QP,
                                      NULL), ==, 0);
-            g_assert_cmpuint(qp_records(&a), ==, n - 1);
+            g_assert_cmpuint(qp_records(&fp->a), ==, n - 1);
         }
     }
+}
+
+/*
+ * a's WRITE reaches the fake as a list of a's RAM; a QP destroyed with
+ * requests at the fake (its fence); an answer with a status that does not
+ * exist.
+ */
+static void fp_requests_out(FpRun *fp)
+{
+    CrReqMsg *m;
 
     /* a's WRITE reaches the fake as a list of a's RAM */
     {
         g_autofree uint8_t *buf = g_malloc(CR_MAX_MSG);
-        struct pvrdma_sge g = mr_sge(&sa, 5000, 5000);  /* crosses a gap */
+        struct pvrdma_sge g = mr_sge(&fp->sa, 5000, 5000);  /* crosses a gap */
         uint8_t copy[5000];
         uint64_t at = 0;
         CrRespMsg resp = { { CR_RESP, sizeof(resp) } };
 
-        mr_write(&a.d, &sa.mr, S_IOVA + 5000, data, sizeof(data));
-        rdma_wqe(&sa, 0xa1, PVRDMA_WR_RDMA_WRITE_WITH_IMM, &g, 1, 0x5000,
+        mr_write(&fp->a.d, &fp->sa.mr, S_IOVA + 5000, fp->data, sizeof(fp->data));
+        rdma_wqe(&fp->sa, 0xa1, PVRDMA_WR_RDMA_WRITE_WITH_IMM, &g, 1, 0x5000,
                  0x4242, 0x01020304);
-        PUMP(&a);
-        fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+        PUMP(&fp->a);
+        fake_expect(&fp->f, buf, CR_MAX_MSG, CR_REQ);
         m = (CrReqMsg *)buf;
         g_assert_cmpuint(m->opcode, ==, PVRDMA_WR_RDMA_WRITE_WITH_IMM);
-        g_assert_cmpuint(m->src_qpn, ==, sa.qp.qpn);
+        g_assert_cmpuint(m->src_qpn, ==, fp->sa.qp.qpn);
         g_assert_cmpuint(m->dest_qpn, ==, 77);
         g_assert_cmphex(m->rkey, ==, 0x4242);
         g_assert_cmphex(m->remote_addr, ==, 0x5000);
         g_assert_cmphex(m->imm, ==, 0x01020304);
         g_assert_cmpuint(m->qp_type, ==, PVRDMA_QPT_RC);
-        g_assert_cmpmem(m->dgid, 16, fgid, 16);
-        g_assert_cmpmem(m->sgid, 16, a.gid, 16);
-        g_assert_cmpmem(m->smac, 6, a.d.h.mac, 6);
+        g_assert_cmpmem(m->dgid, 16, fp->fgid, 16);
+        g_assert_cmpmem(m->sgid, 16, fp->a.gid, 16);
+        g_assert_cmpmem(m->smac, 6, fp->a.d.h.mac, 6);
         g_assert_cmpuint(m->len, ==, 5000);
         g_assert_cmpuint(m->nsg, ==, m->nsg_total);
         g_assert_cmpuint(m->nsg, ==, 2);
         for (uint32_t i = 0; i < m->nsg; i++) {
             g_assert_cmpuint(m->sg[i].region, ==, 0);
             g_assert_cmpuint(m->sg[i].off + m->sg[i].len, <=, VM_RAM);
-            memcpy(copy + at, f.vm_ram + m->sg[i].off, m->sg[i].len);
+            memcpy(copy + at, fp->f.vm_ram + m->sg[i].off, m->sg[i].len);
             at += m->sg[i].len;
         }
         g_assert_cmpuint(at, ==, 5000);
-        g_assert_cmpmem(copy, sizeof(copy), data, sizeof(data));
-        expect_cq_empty(&a.d, &sa.cq);
+        g_assert_cmpmem(copy, sizeof(copy), fp->data, sizeof(fp->data));
+        expect_cq_empty(&fp->a.d, &fp->sa.cq);
         resp.cookie = m->cookie;
         resp.status = PVRDMA_WC_SUCCESS;
-        fake_send(&f, &resp, sizeof(resp), -1);
-        PUMP(&a);
-        side_expect_cqe(&sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+        fake_send(&fp->f, &resp, sizeof(resp), -1);
+        PUMP(&fp->a);
+        side_expect_cqe(&fp->sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
                         5000);
 
         /*
@@ -702,36 +719,36 @@ void fake_peer_run(bool ring)
          */
         {
             union pvrdma_cmd_req req = { 0 };
-            FakeCanceller fc = { .f = &f };
+            FakeCanceller fc = { .f = &fp->f };
             unsigned n;
             GThread *th;
             uint64_t *cookie = fc.cookie;
             Side sd;
 
-            side_init(&sd, &a, PVRDMA_QPT_RC);
-            rc_to_rts_gid(&a.d, &sd.qp, 77, fgid, 7);
+            side_init(&sd, &fp->a, PVRDMA_QPT_RC);
+            rc_to_rts_gid(&fp->a.d, &sd.qp, 77, fp->fgid, 7);
             g = mr_sge(&sd, 0, 10);
             send_wqe(&sd, 0xd1, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
             send_wqe(&sd, 0xd2, PVRDMA_WR_SEND, PVRDMA_SEND_SIGNALED, &g, 1);
-            PUMP(&a);
+            PUMP(&fp->a);
             for (int i = 0; i < 2; i++) {
-                fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+                fake_expect(&fp->f, buf, CR_MAX_MSG, CR_REQ);
                 g_assert_cmpuint(m->src_qpn, ==, sd.qp.qpn);
                 cookie[i] = m->cookie;
             }
             fc.qpn = sd.qp.qpn;
             th = g_thread_new("fake", fake_cancel_run, &fc);
             req.destroy_qp.qp_handle = sd.qp.handle;
-            n = qp_records(&a);
-            g_assert_cmpuint(dev_cmd(&a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
+            n = qp_records(&fp->a);
+            g_assert_cmpuint(dev_cmd(&fp->a.d, &req, PVRDMA_CMD_DESTROY_QP, NULL),
                              ==, 0);
             g_thread_join(th);
-            PUMP(&a);
+            PUMP(&fp->a);
             /* sd's record went once the fake answered its requests */
-            g_assert_cmpuint(qp_records(&a), ==, n - 1);
-            g_assert_cmpint(fake_recv(&f, buf, CR_MAX_MSG, &(int) { 0 }), ==,
+            g_assert_cmpuint(qp_records(&fp->a), ==, n - 1);
+            g_assert_cmpint(fake_recv(&fp->f, buf, CR_MAX_MSG, &(int) { 0 }), ==,
                             -1);
-            g_assert_cmpuint(peers(&a), ==, 1);
+            g_assert_cmpuint(peers(&fp->a), ==, 1);
             /*
              * the first answer completed before the QP went (the driver
              * drops such CQEs); its error left the rest for a run that
@@ -739,35 +756,58 @@ void fake_peer_run(bool ring)
              */
             side_expect_cqe(&sd, 0xd1, PVRDMA_WC_WR_FLUSH_ERR, PVRDMA_WC_SEND,
                             0);
-            expect_cq_empty(&a.d, &sd.cq);
-            g = mr_sge(&sa, 5000, 5000);
+            expect_cq_empty(&fp->a.d, &sd.cq);
+            g = mr_sge(&fp->sa, 5000, 5000);
         }
 
         /* an answer with a status that does not exist: the peer goes */
-        rdma_wqe(&sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, 0x5000, 0x4242, 0);
-        PUMP(&a);
-        fake_expect(&f, buf, CR_MAX_MSG, CR_REQ);
+        rdma_wqe(&fp->sa, 0xa2, PVRDMA_WR_RDMA_READ, &g, 1, 0x5000, 0x4242, 0);
+        PUMP(&fp->a);
+        fake_expect(&fp->f, buf, CR_MAX_MSG, CR_REQ);
         resp.cookie = m->cookie;
         resp.status = 1000;
-        fake_send(&f, &resp, sizeof(resp), -1);
-        PUMP(&a);
-        g_assert_true(fake_dropped(&f));
-        g_assert_cmpuint(peers(&a), ==, 0);
-        g_assert_cmpuint(fh_reports(&a.d.h, "peer-lost malformed message"),
+        fake_send(&fp->f, &resp, sizeof(resp), -1);
+        PUMP(&fp->a);
+        g_assert_true(fake_dropped(&fp->f));
+        g_assert_cmpuint(peers(&fp->a), ==, 0);
+        g_assert_cmpuint(fh_reports(&fp->a.d.h, "peer-lost malformed message"),
                          ==, 1);
-        pass_retry_window(&sa);
-        side_expect_cqe(&sa, 0xa2, PVRDMA_WC_RETRY_EXC_ERR,
+        pass_retry_window(&fp->sa);
+        side_expect_cqe(&fp->sa, 0xa2, PVRDMA_WC_RETRY_EXC_ERR,
                         PVRDMA_WC_RDMA_READ, 0);
     }
-    if (ring) {     /* it all went through the rings */
-        g_assert_cmpuint(f.rprod, >, 0);
-        g_assert_cmpuint(f.rcons, >, 0);
+}
+
+void fake_peer_run(bool ring)
+{
+    FpRun run, *fp = &run;
+
+    fp->path = fake_side_up(&fp->e, &fp->a, &fp->sa, &fp->f, fp->fgid);
+    g_assert_cmpuint(peers(&fp->a), ==, 0);
+    fake_hello(&fp->f, 1);
+    PUMP(&fp->a);
+    g_assert_cmpuint(peers(&fp->a), ==, 0);     /* its RAM is not known yet */
+    fake_region(&fp->f, 0, FAKE_RAM, 0, fp->f.memfd);
+    fake_gids(&fp->f, fp->fgid);
+    PUMP(&fp->a);
+    g_assert_cmpuint(peers(&fp->a), ==, 1);
+    g_assert_true(reaches(&fp->a, fp->fgid));
+    if (ring) {
+        g_assert_true(fake_ring_on(&fp->f, true));
     }
-    fake_close(&f);
-    g_free(path);
-    expect_cq_empty(&a.d, &sa.cq);
-    vm_fini(&a);
-    env_fini(&e);
+    fp_write_read(fp);
+    fp_batch(fp);
+    fp_cancel(fp);
+    fp_requests_out(fp);
+    if (ring) {     /* it all went through the rings */
+        g_assert_cmpuint(fp->f.rprod, >, 0);
+        g_assert_cmpuint(fp->f.rcons, >, 0);
+    }
+    fake_close(&fp->f);
+    g_free(fp->path);
+    expect_cq_empty(&fp->a.d, &fp->sa.cq);
+    vm_fini(&fp->a);
+    env_fini(&fp->e);
 }
 
 gpointer fake_poller_run(gpointer opaque)
