@@ -279,8 +279,8 @@ cannot work.
 Properties: 'rendezvous' (the co-resident transport), 'ibdev', 'ibport',
 'gid-index' and 'cm-listen' (the host HCA transport), 'roce' (the RoCEv2
 transport on the vmxnet3's network, off by default), the device's limits
-(max-qp, max-cq, ...), and x-qps, a debugging aid.  The port follows
-the vmxnet3's link.
+(max-qp, max-cq, ...).  x-query-pvrdma-qps, a debugging aid, lists the
+QPs as text.  The port follows the vmxnet3's link.
 
 Live migration, savevm/loadvm and postcopy keep QPs on the loopback and
 co-resident transports and over RoCEv2; a QP on the host HCA holds

@@ -267,17 +267,6 @@ static void pvrdma_get_peers(Object *obj, Visitor *v, const char *name,
     visit_type_uint32(v, name, &n, errp);
 }
 
-/*
- * "x-qps": what the QPs do, a line each (number, type, state, path: the
- * transport that carries it, peer, the transport's counters), then a line
- * per transport.  A debugging aid (a test's grep): query-pvrdma and info
- * pvrdma say the same, typed (pvrdma_dev_qmp.c).
- */
-static char *pvrdma_get_qps(Object *obj, Error **errp)
-{
-    return pvrdma_describe_qps(&PVRDMA(obj)->core);
-}
-
 /* ------------------------------------------------------------------ */
 /* QOM                                                                 */
 
@@ -592,12 +581,6 @@ static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
     object_class_property_set_description(klass, "coresident",
         "the co-resident transport without a rendezvous directory: "
         "management gives it its peers (x-pvrdma-peer-add)");
-    object_class_property_add_str(klass, "x-qps", pvrdma_get_qps, NULL);
-    object_class_property_set_description(klass, "x-qps",
-        "debugging aid (query-pvrdma is the interface): each QP's type, "
-        "state, path (its transport: loopback, coresident, roce, "
-        "hostverbs, per-request) and the transport's counters, then each "
-        "transport's");
     object_class_property_set_description(klass, "roce",
         "RoCEv2 on the paired vmxnet3's netdev (for destinations that "
         "are not on this device, co-resident or routed by the ibdev's "

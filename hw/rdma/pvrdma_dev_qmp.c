@@ -230,6 +230,19 @@ static PvrdmaState *pvrdma_find(const char *id, Error **errp)
     return f.found;
 }
 
+HumanReadableText *qmp_x_query_pvrdma_qps(const char *id, Error **errp)
+{
+    PvrdmaState *s = pvrdma_find(id, errp);
+    HumanReadableText *t;
+
+    if (!s) {
+        return NULL;
+    }
+    t = g_new0(HumanReadableText, 1);
+    t->human_readable_text = pvrdma_describe_qps(&s->core);
+    return t;
+}
+
 /*
  * The async events x-pvrdma-inject posts, in PvrdmaAsyncEvent's order.
  */

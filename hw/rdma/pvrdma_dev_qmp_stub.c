@@ -1,7 +1,6 @@
 /*
- * query-pvrdma, x-pvrdma-inject and x-pvrdma-peer-add without the pvrdma
- * device built in:
- * no devices.
+ * query-pvrdma, x-query-pvrdma-qps, x-pvrdma-inject and x-pvrdma-peer-add
+ * without the pvrdma device built in: no devices.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -24,6 +23,12 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
                          bool has_delay_ms, uint32_t delay_ms, Error **errp)
 {
     error_setg(errp, "no pvrdma device");
+}
+
+HumanReadableText *qmp_x_query_pvrdma_qps(const char *id, Error **errp)
+{
+    error_setg(errp, "no pvrdma device");
+    return NULL;
 }
 
 void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,

@@ -4,7 +4,7 @@
  * path's counters) and its transports with their counters.  The QOM glue
  * turns it into query-pvrdma's answer and info pvrdma's text
  * (pvrdma_dev_qmp.c, pvrdma_dev_hmp.c); pvrdma_describe_qps() turns it
- * into the lines of the x-qps property.
+ * into the lines of x-query-pvrdma-qps.
  *
  * Not here: the counting (the transports, PvrdmaTransportOps.stats).
  *

@@ -23,8 +23,8 @@
 
 "pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
 adds with id=rdma0) prints "peers N" and one "x-roce-NAME N" line per
-counter, then the lines of the read-only property "x-qps" ("qp N type ..."
-per QP, "transport ..." per transport).  Exit status 1 with a message on
+counter, then the lines of x-query-pvrdma-qps ("qp N type ..." per QP,
+"transport ..." per transport).  Exit status 1 with a message on
 stderr if QEMU does not answer within --timeout seconds (default 5) or
 the command fails.  "migrate" waits up to --timeout seconds for the
 migration to end and exits 1 unless it completed.
@@ -152,7 +152,8 @@ def main(argv):
             for p in sorted(props):
                 if p.startswith("x-roce-"):
                     out.append("%s %s" % (p, q.cmd("qom-get", path=dev, property=p)))
-            qps = q.cmd("qom-get", path=dev, property="x-qps")
+            qps = q.cmd("x-query-pvrdma-qps",
+                        id=dev)["human-readable-text"]
             out.extend(l for l in qps.splitlines() if l.strip())
             print("\n".join(out))
         elif what == "migrate":

@@ -24,7 +24,7 @@
 #     (host HCA, from 10.0.1.2 to 10.0.0.1, CM translated by A's device),
 #     A -> rxe1 in L1 (RoCEv2, 10.1.0.2 to 10.1.0.1); every side must end
 #     "verbs-check: ok" with at least 100 messages; L1 polls A's (and B's)
-#     'x-qps' over QMP and needs one snapshot of A with all three RC QPs in
+#     x-query-pvrdma-qps over QMP and needs one snapshot of A with all three RC QPs in
 #     RTS on path coresident / hostverbs / roce (logged), B's QP on path
 #     coresident, no QP to one of these peers on another path, and the
 #     counters: x-roce-* of A's device and rxe1's for the RoCEv2 one,
@@ -136,12 +136,13 @@ qmp_get() {
         _i=$((_i + 1))
     done
 }
-# qps PORT: the device's 'x-qps' property, a line each; 1 if no answer
+# qps PORT: the device's x-query-pvrdma-qps, a line each; 1 if no answer
 qps() {
     for _w in 1 3; do
-        qmp_raw "$1" $_w "$(qom x-qps)" | awk '
-            /^\{"return": "/ {
-                s = $0; sub(/^\{"return": "/, "", s); sub(/"\}$/, "", s)
+        qmp_raw "$1" $_w '{"execute":"x-query-pvrdma-qps","arguments":{"id":"rdma0"}}' | awk '
+            /^\{"return": \{"human-readable-text": "/ {
+                s = $0; sub(/^\{"return": \{"human-readable-text": "/, "", s)
+                sub(/"\}\}$/, "", s)
                 gsub(/\\n/, "\n", s); printf "%s", s; found = 1
             }
             END { exit !found }' && return 0

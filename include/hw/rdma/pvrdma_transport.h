@@ -642,8 +642,8 @@ GArray *pvrdma_info_transports(PvrdmaCore *c);
 const char *pvrdma_qp_type_name(uint32_t type);
 const char *pvrdma_qp_state_name(uint32_t state);
 /*
- * What the device's QPs do, for people (the device's "x-qps" property,
- * a debugging aid): a line per QP with its number, type, state, path,
+ * What the device's QPs do, for people (x-query-pvrdma-qps, a debugging
+ * aid): a line per QP with its number, type, state, path,
  * peer and the path's counters, then a line per transport with counters.
  * g_free() it.
  */

@@ -1057,13 +1057,13 @@ uint64_t qpvrdma_counter(QPvrdma *d, const char *name)
 
 char *qpvrdma_qps(QPvrdma *d)
 {
-    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': '/machine/peripheral/pvrdma0', "
-                           "'property': 'x-qps'}}");
+    QDict *rsp = qtest_qmp(d->qts, "{'execute': 'x-query-pvrdma-qps', "
+                           "'arguments': {'id': 'pvrdma0'}}");
     char *v;
 
     g_assert(qdict_haskey(rsp, "return"));
-    v = g_strdup(qdict_get_str(rsp, "return"));
+    v = g_strdup(qdict_get_str(qdict_get_qdict(rsp, "return"),
+                               "human-readable-text"));
     qobject_unref(rsp);
     return v;
 }

@@ -233,7 +233,7 @@ typedef struct QPvrdmaCounts {
 } QPvrdmaCounts;
 
 uint64_t qpvrdma_counter(QPvrdma *d, const char *name);
-/* The device's "x-qps" property: a line per QP, its transport (g_free it). */
+/* x-query-pvrdma-qps: a line per QP, its transport (g_free it). */
 char *qpvrdma_qps(QPvrdma *d);
 void qpvrdma_counts(QPvrdma *d, QPvrdmaCounts *c);
 /* Assert that every counter is back where it was. */

@@ -284,6 +284,8 @@ static void test_query_none(void)
     txt = qtest_hmp(qts, "info pvrdma");
     g_assert_cmpstr(txt, ==, "no pvrdma device\r\n");
     g_free(txt);
+    rsp = qtest_qmp(qts, "{ 'execute': 'x-query-pvrdma-qps' }");
+    qmp_error_has(rsp, "no pvrdma device");
     qtest_quit(qts);
 }
 
