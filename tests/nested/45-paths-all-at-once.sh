@@ -23,9 +23,9 @@
 #     client of each: A -> B (co-resident, B serves), A -> rxe0 in L1
 #     (host HCA, from 10.0.1.2 to 10.0.0.1, CM translated by A's device),
 #     A -> rxe1 in L1 (RoCEv2, 10.1.0.2 to 10.1.0.1); every side must end
-#     "verbs-check: ok" with at least 100 messages; L1 polls A's (and B's)
-#     x-query-pvrdma-qps over QMP and needs one snapshot of A with all three RC QPs in
-#     RTS on path coresident / hostverbs / roce (logged), B's QP on path
+#     "verbs-check: ok" with at least 100 messages; L1 asks A (and B)
+#     x-query-pvrdma-qps over QMP and needs one snapshot of A with all
+#     three RC QPs in RTS on path coresident / hostverbs / roce (logged), B's QP on path
 #     coresident, no QP to one of these peers on another path, and the
 #     counters: x-roce-* of A's device and rxe1's for the RoCEv2 one,
 #     rxe0's for the host HCA one, each at least the L1 server's messages
@@ -137,9 +137,10 @@ qmp_get() {
     done
 }
 # qps PORT: the device's x-query-pvrdma-qps, a line each; 1 if no answer
+QPS_CMD='{"execute":"x-query-pvrdma-qps","arguments":{"id":"rdma0"}}'
 qps() {
     for _w in 1 3; do
-        qmp_raw "$1" $_w '{"execute":"x-query-pvrdma-qps","arguments":{"id":"rdma0"}}' | awk '
+        qmp_raw "$1" $_w "$QPS_CMD" | awk '
             /^\{"return": \{"human-readable-text": "/ {
                 s = $0; sub(/^\{"return": \{"human-readable-text": "/, "", s)
                 sub(/"\}\}$/, "", s)
