@@ -120,8 +120,8 @@
 # VM's console makes this script ask every VM with the pvrdma device over
 # QMP for the device's counters and QPs (scripts/guest/qmp.py pvrdma: the
 # x-roce-* counters and the x-query-pvrdma-qps lines) into
-# <out>/vmN/qmp-TAG.txt and query-pvrdma's answer into <out>/vmN/qmp-TAG.json (info pvrdma's text
-# into qmp-TAG.hmp), once per TAG, and snapshot the switch's counters
+# <out>/vmN/qmp-TAG.txt and query-pvrdma's answer into
+# <out>/vmN/qmp-TAG.json (info pvrdma's text into qmp-TAG.hmp), once per TAG, and snapshot the switch's counters
 # into <out>/switch-TAG.stats; <out>/vmN/qmp-TAG.err says why when QEMU
 # did not answer.  The guest helpers host_query and host_query_all
 # (tests/guest/common.sh) print the marker and wait for it; a test's
