@@ -24,7 +24,7 @@
 #               migration); the host check also wants each QEMU unable to
 #               open the other's /proc/PID/mem (confine.txt) while it opens
 #               its own
-#   doc         the user doc (docs/system/devices/pvrdma.rst) shows both
+#   doc         notes/libvirt.rst shows both
 #               domain XML templates exactly as the test uses them
 # Prints "ok RUN (SECSs)" or "FAIL RUN: reason", then "N passed, N failed".
 # Exit status 1 if anything failed, 2 for a setup error.
@@ -92,7 +92,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 G=${PVRDMA_GUEST_DIR:-$top/build/guest}
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
-DOC=$top/docs/system/devices/pvrdma.rst
+DOC=$top/notes/libvirt.rst
 timeout=${PVRDMA_LIBVIRT_TIMEOUT:-420}
 out='' build=1 verbose=0
 envs=() runs=()
