@@ -97,10 +97,7 @@ PvrdmaTransport *pvrdma_transport_for(PvrdmaCore *c, PvrdmaQP *qp,
 /* Is t the queue transport (the object owner)? */
 bool pvrdma_transport_is_queue(const PvrdmaTransport *t);
 /* Is qp on a queue transport (the object owner carries and runs it)? */
-static inline bool pvrdma_qp_on_queue_transport(const PvrdmaQP *qp)
-{
-    return qp->tp && pvrdma_transport_is_queue(qp->tp);
-}
+bool pvrdma_qp_on_queue_transport(const PvrdmaQP *qp);
 /* The owner's twins: 0 / nothing without an owner (negative errno). */
 int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd);
 void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd);

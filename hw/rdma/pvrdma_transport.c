@@ -624,6 +624,11 @@ bool pvrdma_transport_is_queue(const PvrdmaTransport *t)
     return t->ops->queue;
 }
 
+bool pvrdma_qp_on_queue_transport(const PvrdmaQP *qp)
+{
+    return qp->tp && qp->tp->ops->queue;
+}
+
 bool pvrdma_transport_doorbell_ok(const PvrdmaTransport *t)
 {
     return t->ops->flags & PVRDMA_TP_DOORBELL_OK;
