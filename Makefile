@@ -4,7 +4,7 @@
 #                + the patch series + guest tests + libvirt + host HCA
 #                tests in a nested VM
 #   make check-libvirt  two VMs under libvirt (virsh, migration)
-.PHONY: all build check unit fuzz qtest nested check-nested check-series \
+.PHONY: all build check unit fuzz qtest nested check-nested check-kernels check-series \
 	series check-libvirt demo clean
 
 all: build
@@ -34,6 +34,12 @@ nested:
 # protocols on the host HCA (46); about 50 minutes on 2 cores
 check-nested:
 	PVRDMA_NESTED_TESTS=all scripts/test.sh nested
+
+# the guest suite's core tests on each guest kernel (Debian 12's 6.1, 13's
+# 6.12, unstable's newest), each with its release's rdma-core and the
+# vmw_pvrdma of its own kernel source (scripts/guest/kernel-matrix.sh)
+check-kernels:
+	scripts/guest/kernel-matrix.sh
 
 # two VMs under Debian's libvirt (two private libvirtd "hosts"), verbs
 # check, query-pvrdma through virsh, virsh migrate while traffic runs

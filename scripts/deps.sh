@@ -45,7 +45,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
     python3 python3-venv python3-setuptools dpkg-dev xz-utils \
     libglib2.0-dev libpixman-1-dev zlib1g-dev libfdt-dev \
     libibverbs-dev libibumad-dev librdmacm-dev \
-    seabios ipxe-qemu cpio busybox-static kmod gcc-multilib \
+    seabios ipxe-qemu cpio busybox-static kmod gcc-multilib zstd debootstrap \
     clang-14 libclang-rt-14-dev llvm-14 valgrind tshark \
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports \

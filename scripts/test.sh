@@ -324,6 +324,12 @@ for s in $suites; do
             tests/guest/run.sh -j 1 --require-pvrdma "3*" 52 54 55 > build/guest-roce.log 2>&1
             st=$?
             count_runner build/guest-roce.log guest tests/guest/run.sh $st
+            # one test on each other guest kernel (Debian 13's 6.12,
+            # unstable's newest; make check-kernels runs the matrix)
+            scripts/guest/kernel-matrix.sh -o build/kernels trixie sid -- 12 \
+                > build/guest-kernels.log 2>&1
+            st=$?
+            count_runner build/guest-kernels.log guest scripts/guest/kernel-matrix.sh $st
         else
             skp guest "tests/guest/run.sh not present"
         fi

@@ -25,13 +25,27 @@
 #   PVRDMA_GUEST_KERNEL  kernel ABI to use, e.g. 6.1.0-56-amd64
 #                        (default: whatever linux-headers-amd64's candidate
 #                        in bookworm(-security) depends on)
-#   PVRDMA_GUEST_DIR     output directory (default build/guest)
+#   PVRDMA_GUEST_DIR     output directory (default build/guest; another
+#                        release's: build/guest-RELEASE)
+#   PVRDMA_GUEST_RELEASE the Debian release whose kernel, vmw_pvrdma source
+#                        and userspace the image has (default bookworm, 6.1;
+#                        trixie: 6.12, sid).  Another release than the
+#                        host's is fetched through a private apt root in
+#                        $G/apt, and vmw_pvrdma is built in a debootstrapped
+#                        chroot of that release ($G/chroot: its kbuild wants
+#                        its own glibc and gcc)
 set -euo pipefail
 trap 'echo "build-image: ERROR: command failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-G=${PVRDMA_GUEST_DIR:-$top/build/guest}
+RELEASE=${PVRDMA_GUEST_RELEASE:-bookworm}
+case $RELEASE in
+    bookworm) G=${PVRDMA_GUEST_DIR:-$top/build/guest} ;;
+    trixie|sid|unstable) G=${PVRDMA_GUEST_DIR:-$top/build/guest-$RELEASE} ;;
+    *) echo "build-image.sh: PVRDMA_GUEST_RELEASE=$RELEASE: bookworm, trixie or sid" >&2; exit 2 ;;
+esac
+MIRROR=${PVRDMA_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 force=0 quiet=0
 for a in "$@"; do
@@ -54,6 +68,23 @@ SUDO=
 APT_DL=(apt-get -q -o APT::Sandbox::User=root download)
 [ "$(id -u)" = 0 ] || APT_DL=(apt-get -q download)
 
+# the release's packages: the host's apt for bookworm, else a private root
+APTO=()
+if [ "$RELEASE" != bookworm ]; then
+    mkdir -p "$G/apt/state/lists/partial" "$G/apt/cache/archives/partial"
+    touch "$G/apt/state/status"
+    echo "deb $MIRROR $RELEASE main" > "$G/apt/sources.list"
+    APTO=(-o "Dir::Etc::SourceList=$G/apt/sources.list"
+          -o Dir::Etc::SourceParts=/dev/null -o "Dir::State=$G/apt/state"
+          -o "Dir::Cache=$G/apt/cache" -o "Dir::State::status=$G/apt/state/status"
+          -o Debug::NoLocking=1)
+    if [ -z "$(ls "$G"/apt/state/lists/*_Packages 2>/dev/null)" ] ||
+       [ -n "$(find "$G/apt/state/lists" -name '*_Packages' -mmin +1440)" ]; then
+        apt-get -q "${APTO[@]}" update > "$G/apt-update.log" 2>&1 ||
+            die "apt-get update for $RELEASE failed ($G/apt-update.log)"
+    fi
+fi
+
 for tool in apt-cache apt-get dpkg-deb depmod modinfo cpio gzip xz readelf make; do
     command -v "$tool" >/dev/null || die "missing host tool '$tool' (run scripts/deps.sh)"
 done
@@ -61,8 +92,8 @@ done
 # ---------------------------------------------------------------------------
 # 1. Resolve the kernel ABI and the exact package versions
 # ---------------------------------------------------------------------------
-candidate() { # pkg -> candidate version (or empty)
-    apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}' | sed 's/^(none)$//'
+candidate() { # pkg -> candidate version in the release (or empty)
+    apt-cache "${APTO[@]}" policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2; exit}' | sed 's/^(none)$//'
 }
 
 USER_PKGS="busybox-static libc6 libgcc-s1
@@ -81,39 +112,72 @@ resolve() {
     if [ -z "$KV" ]; then
         hv=$(candidate linux-headers-amd64)
         [ -n "$hv" ] || die "no candidate for linux-headers-amd64; is apt updated (scripts/deps.sh)?"
-        KV=$(apt-cache show "linux-headers-amd64=$hv" |
-             sed -n 's/^Depends:.*linux-headers-\(6\.1\.0-[0-9]*-amd64\).*/\1/p' | head -n1)
-        [ -n "$KV" ] || die "linux-headers-amd64 $hv does not depend on a 6.1.0-N-amd64 headers package (backports pinned?); set PVRDMA_GUEST_KERNEL=6.1.0-N-amd64"
+        KV=$(apt-cache "${APTO[@]}" show "linux-headers-amd64=$hv" |
+             sed -n 's/^Depends:.*linux-headers-\([0-9][^ ,]*-amd64\).*/\1/p' | head -n1)
+        [ -n "$KV" ] || die "linux-headers-amd64 $hv does not depend on an -amd64 headers package (backports pinned?); set PVRDMA_GUEST_KERNEL"
     fi
-    case $KV in 6.1.0-*-amd64) ;; *) die "PVRDMA_GUEST_KERNEL=$KV: expected 6.1.0-N-amd64" ;; esac
+    if [ "$RELEASE" = bookworm ]; then
+        case $KV in 6.1.0-*-amd64) ;; *) die "PVRDMA_GUEST_KERNEL=$KV: expected 6.1.0-N-amd64" ;; esac
+    fi
+    SRCPKG=linux-source-$(echo "$KV" | cut -d. -f1,2)
 
-    KPKGS="linux-image-$KV linux-headers-$KV linux-headers-${KV%-amd64}-common"
+    # newer kernels split the image: linux-binary (vmlinuz), linux-modules,
+    # linux-base (modules.builtin, modules.order)
+    IMG_PKGS="linux-image-$KV"
+    for p in "linux-binary-$KV" "linux-modules-$KV" "linux-base-$KV"; do
+        [ -z "$(candidate "$p")" ] || IMG_PKGS="$IMG_PKGS $p"
+    done
+    KPKGS="$IMG_PKGS linux-headers-$KV linux-headers-${KV%-amd64}-common"
 
+    # another release names some libraries anew (64-bit time_t: t64) and
+    # drops others; the closure check below finds what is then missing
+    if [ "$RELEASE" != bookworm ]; then
+        local up="" p
+        # what newer nfs-utils (rpc.mountd, nfsdctl) link besides; a|b:
+        # the first the release has (unstable renamed libxml2 by soname)
+        local alt q found
+        for p in $USER_PKGS libxml2-16\|libxml2 libreadline8 libtinfo6 \
+                 libnl-genl-3-200; do
+            found=
+            for alt in ${p//|/ }; do
+                for q in "$alt" "${alt}t64"; do
+                    if [ -z "$found" ] && [ -n "$(candidate "$q")" ]; then
+                        found=$q
+                    fi
+                done
+            done
+            if [ -n "$found" ]; then up="$up $found"
+            else say "$RELEASE has no $p: left out"
+            fi
+        done
+        USER_PKGS=$up
+    fi
     # one apt-cache call for all candidates
     while read -r p v; do VER[$p]=$v; done < <(
         # shellcheck disable=SC2086
-        apt-cache policy $KPKGS linux-source-6.1 $USER_PKGS 2>/dev/null |
+        apt-cache "${APTO[@]}" policy $KPKGS $SRCPKG $USER_PKGS 2>/dev/null |
         awk '/^[^ ].*:$/ {p=substr($0,1,length($0)-1)} /Candidate:/ {print p, $2}')
-    for p in $KPKGS linux-source-6.1 $USER_PKGS; do
+    for p in $KPKGS $SRCPKG $USER_PKGS; do
         v=${VER[$p]:-}
         [ -n "$v" ] && [ "$v" != "(none)" ] || die "package '$p' not available from apt (run scripts/deps.sh / apt-get update)"
     done
     KVER=${VER[linux-image-$KV]}
     [ "${VER[linux-headers-$KV]}" = "$KVER" ] ||
         die "linux-image-$KV ($KVER) and linux-headers-$KV (${VER[linux-headers-$KV]}) differ"
-    # linux-source-6.1 of exactly the kernel's version if the archive has it
+    # the kernel's source package of exactly its version if the archive has it
     SRCVER=$KVER
-    if ! apt-cache show "linux-source-6.1=$SRCVER" >/dev/null 2>&1; then
-        SRCVER=${VER[linux-source-6.1]}
-        say "WARNING: linux-source-6.1=$KVER not available, using $SRCVER"
+    if ! apt-cache "${APTO[@]}" show "$SRCPKG=$SRCVER" >/dev/null 2>&1; then
+        SRCVER=${VER[$SRCPKG]}
+        say "WARNING: $SRCPKG=$KVER not available, using $SRCVER"
     fi
-    VER[linux-source-6.1]=$SRCVER
+    VER[$SRCPKG]=$SRCVER
     # Option ROMs for -kernel boot (linuxboot_dma.bin, kvmvapic.bin): Debian's
     # QEMU source (+ds) has no prebuilt blobs and the lean build does not build
     # pc-bios/optionrom, so take them from qemu-system-data, preferably the
     # 10.0 build in bookworm-backports.
     FWVER=$(apt-cache madison qemu-system-data 2>/dev/null | awk -F'|' '$2 ~ /1:10\.0\./ {gsub(/ /,"",$2); print $2; exit}')
-    [ -n "$FWVER" ] || FWVER=$(candidate qemu-system-data)
+    [ -n "$FWVER" ] || FWVER=$(apt-cache policy qemu-system-data 2>/dev/null |
+                               awk '/Candidate:/ {print $2; exit}')
     [ -n "$FWVER" ] || die "qemu-system-data not available from apt"
     VER[qemu-system-data]=$FWVER
 }
@@ -122,15 +186,16 @@ resolve() {
 mkdir -p "$G"
 aptstamp=$( { stat -c '%n %Y %s' /var/lib/apt/lists/*_Packages* /var/lib/apt/lists/*_Release \
         /etc/apt/sources.list /etc/apt/sources.list.d/* /etc/apt/preferences /etc/apt/preferences.d/* 2>/dev/null || true
-    echo "kernel=${PVRDMA_GUEST_KERNEL:-}"; cat "$0"; } | sha256sum | cut -d' ' -f1)
+    ls -l --time-style=+%s "$G"/apt/state/lists 2>/dev/null
+    echo "kernel=${PVRDMA_GUEST_KERNEL:-} release=$RELEASE"; cat "$0"; } | sha256sum | cut -d' ' -f1)
 if [ "$(sed -n 1p "$G/resolved" 2>/dev/null)" = "# $aptstamp" ]; then
     . "$G/resolved"
 else
     resolve
-    { echo "# $aptstamp"; declare -p KV KVER SRCVER VER; } > "$G/resolved.tmp"
+    { echo "# $aptstamp"; declare -p KV KVER SRCVER SRCPKG USER_PKGS IMG_PKGS VER; } > "$G/resolved.tmp"
     mv "$G/resolved.tmp" "$G/resolved"
 fi
-KPKGS="linux-image-$KV linux-headers-$KV linux-headers-${KV%-amd64}-common"
+KPKGS="$IMG_PKGS linux-headers-$KV linux-headers-${KV%-amd64}-common"
 
 # ---------------------------------------------------------------------------
 # 2. Cache key (under a lock: several harnesses may start at once)
@@ -142,7 +207,7 @@ key=$( {
     cat "$0" "$here/init" "$top"/tests/guest/tools/*.c "$top"/tests/verbs-check/*.[ch] \
         "$top"/tests/verbs-check/Makefile
     echo "KV=$KV"
-    for p in $KPKGS linux-source-6.1 qemu-system-data $USER_PKGS; do echo "$p=${VER[$p]}"; done
+    for p in $KPKGS $SRCPKG qemu-system-data $USER_PKGS; do echo "$p=${VER[$p]}"; done
 } | sha256sum | cut -d' ' -f1)
 if [ "$force" = 0 ] && [ -f "$G/vmlinuz" ] && [ -f "$G/vmlinux" ] && [ -f "$G/initrd.img" ] && [ -f "$G/firmware/pvh.bin" ] &&
    [ "$(cat "$G/image.key" 2>/dev/null)" = "$key" ]; then
@@ -162,15 +227,20 @@ debfile() { # pkg -> path of the cached .deb for VER[pkg], or empty
     ls "$D/${1}_${v}_"*.deb 2>/dev/null | head -n1
 }
 need=()
-for p in "linux-image-$KV" linux-source-6.1 qemu-system-data $USER_PKGS; do
+for p in $IMG_PKGS $SRCPKG $USER_PKGS; do
     [ -n "$(debfile "$p")" ] || need+=("$p=${VER[$p]}")
 done
 if [ ${#need[@]} -gt 0 ]; then
     say "downloading ${#need[@]} packages"
-    (cd "$D" && "${APT_DL[@]}" "${need[@]}" >/dev/null) ||
+    (cd "$D" && "${APT_DL[@]}" "${APTO[@]}" "${need[@]}" >/dev/null) ||
         die "apt-get download failed for: ${need[*]}"
 fi
-for p in "linux-image-$KV" linux-source-6.1 qemu-system-data $USER_PKGS; do
+# the option ROMs from the host's apt (the QEMU 10.0 build)
+if [ -z "$(debfile qemu-system-data)" ]; then
+    (cd "$D" && "${APT_DL[@]}" "qemu-system-data=${VER[qemu-system-data]}" >/dev/null) ||
+        die "apt-get download failed for qemu-system-data"
+fi
+for p in $IMG_PKGS $SRCPKG qemu-system-data $USER_PKGS; do
     [ -n "$(debfile "$p")" ] || die "download of $p=${VER[$p]} did not produce a .deb in $D"
 done
 
@@ -184,10 +254,24 @@ done
 rm -rf "$G/firmware.x"
 
 # ---------------------------------------------------------------------------
-# 4. Headers on the host (needed to build vmw_pvrdma.ko)
+# 4. Headers (needed to build vmw_pvrdma.ko): on the host for bookworm, in
+#    a chroot of the release otherwise
 # ---------------------------------------------------------------------------
-HDR=/usr/src/linux-headers-$KV
+CH=
+if [ "$RELEASE" != bookworm ]; then
+    CH=$G/chroot
+    if [ ! -f "$CH/usr/src/linux-headers-$KV/Makefile" ]; then
+        say "debootstrapping $RELEASE with linux-headers-$KV into $CH"
+        rm -rf "$CH"
+        $SUDO debootstrap --variant=minbase \
+            --include=gcc,make,libc6-dev,"linux-headers-$KV" \
+            "$RELEASE" "$CH" "$MIRROR" > "$G/debootstrap.log" 2>&1 ||
+            { tail -n 20 "$G/debootstrap.log" >&2; die "debootstrap of $RELEASE failed ($G/debootstrap.log)"; }
+    fi
+fi
+HDR=$CH/usr/src/linux-headers-$KV
 hdr_installed() {
+    [ -n "$CH" ] && { [ -f "$HDR/Makefile" ]; return; }
     [ "$(dpkg-query -W -f='${Status} ${Version}' "linux-headers-$KV" 2>/dev/null)" = "install ok installed $KVER" ] &&
     [ -f "$HDR/Makefile" ]
 }
@@ -206,38 +290,51 @@ K=$G/kernel/$KV
 if [ "$(cat "$K/.done" 2>/dev/null)" != "$KVER" ]; then
     say "extracting linux-image-$KV"
     rm -rf "$K"; mkdir -p "$K"
-    dpkg-deb -x "$(debfile "linux-image-$KV")" "$K"
-    [ -f "$K/boot/vmlinuz-$KV" ] || die "no boot/vmlinuz-$KV in linux-image-$KV"
+    for p in $IMG_PKGS; do
+        dpkg-deb -x "$(debfile "$p")" "$K"
+    done
+    # newer packages leave the kernel in the modules directory (the
+    # kernel-install layout); /boot is made at installation
+    if [ ! -f "$K/boot/vmlinuz-$KV" ] && [ -f "$K/usr/lib/modules/$KV/vmlinuz" ]; then
+        mkdir -p "$K/boot"
+        cp "$K/usr/lib/modules/$KV/vmlinuz" "$K/boot/vmlinuz-$KV"
+    fi
+    [ -f "$K/boot/vmlinuz-$KV" ] || die "no boot/vmlinuz-$KV in $IMG_PKGS"
+    # a merged-/usr package (trixie) has its modules in usr/lib/modules
+    if [ ! -d "$K/lib/modules" ] && [ -d "$K/usr/lib/modules" ]; then
+        ln -s usr/lib "$K/lib"
+    fi
     echo "$KVER" > "$K/.done"
 fi
 
 # ---------------------------------------------------------------------------
-# 6. vmw_pvrdma.ko from linux-source-6.1 (unmodified), against the headers
+# 6. vmw_pvrdma.ko from the kernel's linux-source (unmodified), against the
+#    headers
 # ---------------------------------------------------------------------------
 S=$G/pvrdma-src/$SRCVER
 if [ ! -f "$S/.done" ]; then
-    say "extracting vmw_pvrdma from linux-source-6.1 $SRCVER"
+    say "extracting vmw_pvrdma from $SRCPKG $SRCVER"
     rm -rf "$S"; mkdir -p "$S"
-    dpkg-deb --fsys-tarfile "$(debfile linux-source-6.1)" |
-        tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc |
+    dpkg-deb --fsys-tarfile "$(debfile $SRCPKG)" |
+        tar -xO "./usr/src/$SRCPKG.tar.xz" | xz -dc |
         tar -x -C "$S" --strip-components=1 \
-            linux-source-6.1/Makefile \
-            linux-source-6.1/drivers/infiniband/hw/vmw_pvrdma \
-            linux-source-6.1/include/uapi/rdma/vmw_pvrdma-abi.h ||
-        die "extracting vmw_pvrdma from linux-source-6.1 failed"
-    [ -f "$S/drivers/infiniband/hw/vmw_pvrdma/pvrdma_main.c" ] || die "no vmw_pvrdma sources in linux-source-6.1"
+            "$SRCPKG/Makefile" \
+            "$SRCPKG/drivers/infiniband/hw/vmw_pvrdma" \
+            "$SRCPKG/include/uapi/rdma/vmw_pvrdma-abi.h" ||
+        die "extracting vmw_pvrdma from $SRCPKG failed"
+    [ -f "$S/drivers/infiniband/hw/vmw_pvrdma/pvrdma_main.c" ] || die "no vmw_pvrdma sources in $SRCPKG"
     touch "$S/.done"
 fi
 mkver() { awk '/^VERSION =/{v=$3} /^PATCHLEVEL =/{p=$3} /^SUBLEVEL =/{s=$3} END{print v"."p"."s}' "$1"; }
 src_kv=$(mkver "$S/Makefile")
-hdr_kv=$(mkver "/usr/src/linux-headers-${KV%-amd64}-common/Makefile")
+hdr_kv=$(mkver "$CH/usr/src/linux-headers-${KV%-amd64}-common/Makefile")
 if [ "$src_kv" != "$hdr_kv" ]; then
     say "WARNING: linux-source is $src_kv but the headers are $hdr_kv"
 fi
 # The uapi ABI header the module compiles against comes from the headers
 # package; it must be the same as the source's copy.
 cmp -s "$S/include/uapi/rdma/vmw_pvrdma-abi.h" \
-       "/usr/src/linux-headers-${KV%-amd64}-common/include/uapi/rdma/vmw_pvrdma-abi.h" ||
+       "$CH/usr/src/linux-headers-${KV%-amd64}-common/include/uapi/rdma/vmw_pvrdma-abi.h" ||
     say "WARNING: include/uapi/rdma/vmw_pvrdma-abi.h differs between source and headers"
 
 M=$G/pvrdma-mod/$KV-$SRCVER
@@ -247,13 +344,28 @@ if [ ! -f "$M/vmw_pvrdma.ko" ] || [ "$(cat "$M/.flags" 2>/dev/null)" != prefix-m
     cp -r "$S/drivers/infiniband/hw/vmw_pvrdma/." "$M/"
     # -ffile-prefix-map: __FILE__ strings and the build-id do not depend on
     # where build/ lives (reproducible module)
-    make -s -C "$HDR" M="$M" CONFIG_INFINIBAND_VMWARE_PVRDMA=m -j"$(nproc)" \
-        KCFLAGS="-ffile-prefix-map=$M/=drivers/infiniband/hw/vmw_pvrdma/" modules \
-        > "$M/build.log" 2>&1 || { tail -n 30 "$M/build.log" >&2; die "vmw_pvrdma build failed (log: $M/build.log)"; }
+    if [ -n "$CH" ]; then       # in the release's chroot, its gcc
+        rm -rf "$CH/tmp/pvrdma-mod"
+        cp -r "$M" "$CH/tmp/pvrdma-mod"
+        # objtool of newer kernels reads /proc
+        mountpoint -q "$CH/proc" || $SUDO mount -t proc proc "$CH/proc"
+        $SUDO chroot "$CH" make -s -C "/usr/src/linux-headers-$KV" \
+            M=/tmp/pvrdma-mod CONFIG_INFINIBAND_VMWARE_PVRDMA=m -j"$(nproc)" \
+            KCFLAGS="-ffile-prefix-map=/tmp/pvrdma-mod/=drivers/infiniband/hw/vmw_pvrdma/" \
+            modules > "$M/build.log" 2>&1 && st=0 || st=$?
+        $SUDO umount "$CH/proc"
+        [ $st = 0 ] ||
+            { tail -n 30 "$M/build.log" >&2; die "vmw_pvrdma build failed (log: $M/build.log)"; }
+        cp "$CH/tmp/pvrdma-mod/vmw_pvrdma.ko" "$M/"
+    else
+        make -s -C "$HDR" M="$M" CONFIG_INFINIBAND_VMWARE_PVRDMA=m -j"$(nproc)" \
+            KCFLAGS="-ffile-prefix-map=$M/=drivers/infiniband/hw/vmw_pvrdma/" modules \
+            > "$M/build.log" 2>&1 || { tail -n 30 "$M/build.log" >&2; die "vmw_pvrdma build failed (log: $M/build.log)"; }
+    fi
     echo prefix-map > "$M/.flags"
 fi
 vm_mod=$(modinfo -F vermagic "$M/vmw_pvrdma.ko")
-vm_ker=$(modinfo -F vermagic "$K/lib/modules/$KV/kernel/drivers/infiniband/core/ib_core.ko")
+vm_ker=$(modinfo -F vermagic "$(ls "$K"/lib/modules/$KV/kernel/drivers/infiniband/core/ib_core.ko* | head -n1)")
 [ "$vm_mod" = "$vm_ker" ] || die "vermagic mismatch: vmw_pvrdma.ko '$vm_mod' vs kernel '$vm_ker'"
 
 # ---------------------------------------------------------------------------
@@ -289,9 +401,8 @@ done
 for f in "$R"/usr/lib/x86_64-linux-gnu/libibverbs/*.so; do
     case $(basename "$f") in librxe-*|libvmw_pvrdma-*) ;; *) rm -f "$f" ;; esac
 done
-# (perftest links libmlx5.so.1 and libefa.so.1 directly: keep those)
-rm -f "$R"/usr/lib/x86_64-linux-gnu/libmlx4.so* \
-      "$R"/usr/lib/x86_64-linux-gnu/libhns.so* "$R"/usr/lib/x86_64-linux-gnu/libmana.so*
+# (perftest links some providers' libraries directly, libmlx5 and libefa,
+# trixie's libhns too: the closure below keeps what it needs, drops the rest)
 
 # busybox applets for everything the packages do not provide
 bb=$R/usr/bin/busybox
@@ -372,8 +483,9 @@ WANT="vmxnet3 virtio_net virtio_pci ib_core ib_uverbs rdma_ucm rdma_cm iw_cm ib_
 # through modules.alias; it is not a symbol dependency; likewise the iSCSI
 # target's login needs "crc32c")
 declare -A DEP
+# (a release may compress its modules: name.ko.xz)
 while IFS=: read -r m deps; do
-    n=${m##*/}; n=${n%.ko}; DEP[${n//-/_}]="$m:$deps"
+    n=${m##*/}; n=${n%.ko*}; DEP[${n//-/_}]="$m:$deps"
 done < "$KM/modules.dep"
 declare -A HAVE
 add_mod() {
@@ -381,13 +493,16 @@ add_mod() {
     [ -z "${HAVE[$n]:-}" ] || return 0
     e=${DEP[$n]:-}
     if [ -z "$e" ]; then
-        grep -q "/$n.ko\$" "$KM/modules.builtin" || grep -q "/${n//_/-}.ko\$" "$KM/modules.builtin" ||
-            die "module $n is neither modular nor built in"
+        if ! grep -q "/$n.ko\$" "$KM/modules.builtin" &&
+           ! grep -q "/${n//_/-}.ko\$" "$KM/modules.builtin"; then
+            [ "$RELEASE" = bookworm ] && die "module $n is neither modular nor built in"
+            say "$KV has no module $n: left out"
+        fi
         HAVE[$n]=builtin; return 0
     fi
     m=${e%%:*}; deps=${e#*:}
     HAVE[$n]=$m
-    for d in $deps; do d=${d##*/}; add_mod "${d%.ko}"; done
+    for d in $deps; do d=${d##*/}; add_mod "${d%.ko*}"; done
 }
 for n in $WANT; do add_mod "$n"; done
 RM=$R/usr/lib/modules/$KV
@@ -397,15 +512,22 @@ for n in "${!HAVE[@]}"; do
     m=${HAVE[$n]}
     if [ "$m" = builtin ]; then builtin_list="$builtin_list $n"; continue; fi
     mkdir -p "$RM/$(dirname "$m")"
-    cp "$KM/$m" "$RM/$m"
+    case $m in      # busybox's modprobe reads plain modules
+        *.ko.xz) xz -dc "$KM/$m" > "$RM/${m%.xz}" ;;
+        *.ko.zst) zstd -qdc "$KM/$m" > "$RM/${m%.zst}" ;;
+        *) cp "$KM/$m" "$RM/$m" ;;
+    esac
 done
-cp "$KM"/modules.builtin "$KM"/modules.builtin.modinfo "$KM"/modules.order "$RM/"
+cp "$KM"/modules.builtin "$RM/"
+for f in modules.builtin.modinfo modules.order; do     # (not in every release's package)
+    [ ! -f "$KM/$f" ] || cp "$KM/$f" "$RM/"
+done
 mkdir -p "$RM/extra"
 # stripped like Debian's own modules (the unstripped one stays in $M for
 # decoding oopses: gdb $M/vmw_pvrdma.ko)
 strip --strip-debug -o "$RM/extra/vmw_pvrdma.ko" "$M/vmw_pvrdma.ko"
 depmod -b "$R" "$KV" || die "depmod on the guest tree failed"
-grep -q '^extra/vmw_pvrdma.ko:.*ib_uverbs' "$RM/modules.dep" || die "vmw_pvrdma not in guest modules.dep"
+grep -q '^extra/vmw_pvrdma.ko:.*ib_core' "$RM/modules.dep" || die "vmw_pvrdma not in guest modules.dep"
 
 # test helpers the Debian packages lack (tests/guest/tools), static
 for c in "$top"/tests/guest/tools/*.c; do
@@ -428,11 +550,12 @@ install -m 0755 "$G/verbs-check/pvrdma-async-objects" "$R/usr/bin/pvrdma-async-o
 {
     echo "# pvrdma guest image (scripts/guest/build-image.sh)"
     echo "kernel $KV $KVER"
-    echo "vmw_pvrdma.ko linux-source-6.1 $SRCVER (source $src_kv, headers $hdr_kv)"
+    echo "release $RELEASE"
+    echo "vmw_pvrdma.ko $SRCPKG $SRCVER (source $src_kv, headers $hdr_kv)"
     echo "vermagic $vm_mod"
     echo "modules:$(for n in "${!HAVE[@]}"; do [ "${HAVE[$n]}" = builtin ] || printf ' %s' "$n"; done | tr ' ' '\n' | sort | tr '\n' ' ')"
     echo "builtin:$builtin_list"
-    for p in "linux-image-$KV" "linux-headers-$KV" linux-source-6.1 qemu-system-data $USER_PKGS; do
+    for p in "linux-image-$KV" "linux-headers-$KV" $SRCPKG qemu-system-data $USER_PKGS; do
         echo "deb $p ${VER[$p]}"
     done
     echo "key $key"
@@ -450,12 +573,19 @@ mv "$G/vmlinuz.tmp" "$G/vmlinuz"
 # unchanged; it must carry the PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY,
 # 0x12; Debian's config has CONFIG_PVH=y) for QEMU to boot it
 python3 - "$G/vmlinuz" "$G/vmlinux.tmp" <<'EOPY' || die "cannot decompress $G/vmlinuz"
-import lzma, sys
+import lzma, subprocess, sys
 data = open(sys.argv[1], "rb").read()
 at = data.find(b"\xfd7zXZ\x00")
-if at < 0:
-    sys.exit("no XZ payload in the bzImage")
-elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[at:])
+zst = data.find(b"\x28\xb5\x2f\xfd")
+if at >= 0:
+    elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[at:])
+elif zst >= 0:      # trixie's kernels: ZSTD (the zstd tool, scripts/deps.sh)
+    # (what follows the frame in the bzImage makes zstd complain: ignored)
+    elf = subprocess.run(["zstd", "-qdc"], input=data[zst:],
+                         stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL).stdout
+else:
+    sys.exit("no XZ or ZSTD payload in the bzImage")
 if elf[:4] != b"\x7fELF":
     sys.exit("the payload is not an ELF")
 open(sys.argv[2], "wb").write(elf)
