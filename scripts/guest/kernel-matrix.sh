@@ -36,7 +36,7 @@ declare -A res kern
 for r in "${releases[@]}"; do
     g=$top/build/guest-$r
     [ "$r" = bookworm ] && g=$top/build/guest
-    if ! PVRDMA_GUEST_RELEASE=$r scripts/guest/build-image.sh --quiet \
+    if ! PVRDMA_GUEST_RELEASE=$r "$top/scripts/guest/build-image.sh" --quiet \
             > "$out/$r-image.log" 2>&1; then
         kern[$r]="$r: image failed ($out/$r-image.log)"
         for t in "${tests[@]}"; do
