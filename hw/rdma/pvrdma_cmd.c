@@ -256,11 +256,12 @@ void pvrdma_exec_command(PvrdmaCore *c)
 
 void pvrdma_cmd_wait_check(PvrdmaCore *c, bool now)
 {
-    int64_t t = c->ops->now_ms(c->opaque);
+    int64_t t;
 
     if (!c->cmd_waits) {
-        return;
+        return;         /* every run of the core asks: nothing to read */
     }
+    t = c->ops->now_ms(c->opaque);
     if (!now && t < c->wait_due && !pvrdma_qp_fence(c, c->wait_qpn, 0)) {
         pvrdma_core_timer_at(c, c->wait_due);
         return;
