@@ -325,8 +325,10 @@ for s in $suites; do
             st=$?
             count_runner build/guest-roce.log guest tests/guest/run.sh $st
             # one test on each other guest kernel (Debian 13's 6.12,
-            # unstable's newest; make check-kernels runs the matrix)
-            scripts/guest/kernel-matrix.sh -o build/kernels trixie sid -- 12 \
+            # unstable's newest, skipped if unstable's archive no longer
+            # makes an image; make check-kernels runs the matrix)
+            scripts/guest/kernel-matrix.sh -o build/kernels --optional sid \
+                trixie sid -- 12 \
                 > build/guest-kernels.log 2>&1
             st=$?
             count_runner build/guest-kernels.log guest scripts/guest/kernel-matrix.sh $st
