@@ -750,11 +750,11 @@ static int parse_copy(const uint8_t *f, size_t n)
     return r;
 }
 
-static void test_refused(void)
+/* Frames roce_parse() refuses, each for its reason: the BTH */
+static void test_refused_bth(void)
 {
     uint8_t f[256], t[256];
-    size_t n, b, l3;
-    RocePkt p;
+    size_t n, b;
 
     /* every invalid opcode, with a valid ICRC */
     n = build_one(f, sizeof(f), ROCE_RC_ACKNOWLEDGE, 4, false, 0);
@@ -796,6 +796,13 @@ static void test_refused(void)
     t[b] = ROCE_RC_ACKNOWLEDGE;
     refix(t);
     g_assert_cmpint(parse_copy(t, n), ==, ROCE_DROP_SHORT);
+}
+
+/* ... lengths: pad, UDP against IP, IP against the frame, IPv6 */
+static void test_refused_lengths(void)
+{
+    uint8_t f[256], t[256];
+    size_t n, l3;
 
     /* payload + pad not a multiple of 4; a nonzero pad byte */
     n = build_one(f, sizeof(f), ROCE_RC_SEND_ONLY, 4, false, 5);
@@ -843,6 +850,13 @@ static void test_refused(void)
     memcpy(t, f, n);
     t[14 + 6] = 0;
     g_assert_cmpint(parse_copy(t, n), ==, ROCE_DROP_NOT_UDP);
+}
+
+/* ... not IP, not UDP, another port, IPv4 options, fragments, version */
+static void test_refused_headers(void)
+{
+    uint8_t f[256], t[256];
+    size_t n, l3;
 
     /* not IP: ARP, ARP behind a tag, an 802.1ad outer tag */
     n = build_one(f, sizeof(f), ROCE_RC_SEND_ONLY, 4, true, 4);
@@ -893,6 +907,14 @@ static void test_refused(void)
     t[l3 + 20 + 5] = 8 + 15;
     fix_ipcsum(t);
     g_assert_cmpint(parse_copy(t, n), ==, ROCE_DROP_SHORT);
+}
+
+/* ... the UDP checksum; and every reason has a name of its own */
+static void test_refused_udp_csum(void)
+{
+    uint8_t f[256], t[256];
+    size_t n;
+    RocePkt p;
 
     /* a nonzero UDP checksum is checked: right, then wrong */
     make_pkt(&p, ROCE_RC_SEND_ONLY, 6, false, 6);
@@ -1128,7 +1150,10 @@ int main(int argc, char **argv)
     g_test_add_func("/roce/wire/truncated", test_truncated);
     g_test_add_func("/roce/wire/bitflip", test_bitflip);
     g_test_add_func("/roce/wire/masked-ipv4", test_masked_ipv4);
-    g_test_add_func("/roce/wire/refused", test_refused);
+    g_test_add_func("/roce/wire/refused/bth", test_refused_bth);
+    g_test_add_func("/roce/wire/refused/lengths", test_refused_lengths);
+    g_test_add_func("/roce/wire/refused/headers", test_refused_headers);
+    g_test_add_func("/roce/wire/refused/udp-csum", test_refused_udp_csum);
     g_test_add_func("/roce/wire/build-refused", test_build_refused);
     g_test_add_func("/roce/wire/rxe-capture", test_rxe_capture);
     return g_test_run();
