@@ -326,12 +326,17 @@ for s in $suites; do
             count_runner build/guest-roce.log guest tests/guest/run.sh $st
             # one test on each other guest kernel (Debian 13's 6.12,
             # unstable's newest, skipped if unstable's archive no longer
-            # makes an image; make check-kernels runs the matrix)
-            scripts/guest/kernel-matrix.sh -o build/kernels --optional sid \
-                trixie sid -- 12 \
-                > build/guest-kernels.log 2>&1
-            st=$?
-            count_runner build/guest-kernels.log guest scripts/guest/kernel-matrix.sh $st
+            # makes an image; make check-kernels runs the matrix).  Only
+            # with PVRDMA_CHECK_KERNELS=1 until a cold run on a fresh
+            # machine has shown that CI stays within its hour with it
+            # (about 7 minutes more, estimated)
+            if [ "${PVRDMA_CHECK_KERNELS:-0}" = 1 ]; then
+                scripts/guest/kernel-matrix.sh -o build/kernels --optional sid \
+                    trixie sid -- 12 > build/guest-kernels.log 2>&1
+                st=$?
+                count_runner build/guest-kernels.log guest \
+                    scripts/guest/kernel-matrix.sh $st
+            fi
         else
             skp guest "tests/guest/run.sh not present"
         fi

@@ -7,8 +7,8 @@
 # than the host's comes through a private apt root and a debootstrapped
 # chroot, build/guest-RELEASE).  Prints "ok RELEASE/TEST" or "FAIL
 # RELEASE/TEST: why" per cell, the table kernel x test, then "N passed,
-# N failed".  Not in make check (make check-kernels); CI runs
-# one test per kernel (scripts/test.sh guest).
+# N failed".  Not in make check (make check-kernels);
+# PVRDMA_CHECK_KERNELS=1 make check runs one test per kernel.
 #
 #   scripts/guest/kernel-matrix.sh [-o DIR] [--optional RELEASE]
 #                                  [RELEASE...] [-- TEST...]
@@ -16,7 +16,7 @@
 # --optional RELEASE: if that release's image cannot be built (unstable's
 # archive changes every day: a package renamed or gone), its cells are
 # skipped ("skip"), not failed; a test that fails on a built image still
-# fails.  CI passes --optional sid.
+# fails.  scripts/test.sh passes --optional sid.
 #
 # Default releases: bookworm trixie sid.  Default tests: 12 (loopback),
 # 20 (co-resident), 30 (RoCEv2 against soft-RoCE), 15 (NVMe over RDMA, a
