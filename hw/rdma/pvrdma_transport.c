@@ -265,8 +265,8 @@ static bool transport_recheck(PvrdmaCore *c, PvrdmaQP *qp)
     if (!transport_move(c, qp, n, qp->attr.sq_psn, qp->attr.rq_psn)) {
         return false;
     }
-    if (qp->state <= PVRDMA_QPS_SQD && MOVE_HOOK(n, qp_announce)) {
-        MOVE_HOOK(n, qp_announce)(n, qp);
+    if (qp->state <= PVRDMA_QPS_SQD) {
+        pvrdma_transport_qp_announce(n, qp);
     }
     return true;
 }
@@ -626,7 +626,7 @@ bool pvrdma_transport_is_queue(const PvrdmaTransport *t)
 
 bool pvrdma_qp_on_queue_transport(const PvrdmaQP *qp)
 {
-    return qp->tp && qp->tp->ops->queue;
+    return qp->tp && pvrdma_transport_is_queue(qp->tp);
 }
 
 bool pvrdma_transport_doorbell_ok(const PvrdmaTransport *t)
