@@ -31,11 +31,12 @@
 void cr_done(CrTransport *t)
 {
     cr_flush(t);
-    for (guint i = 0; i < t->peers->len; i++) {
+    /* our state moved (cr_moved()): a peer goes once MOVED is out */
+    for (guint i = 0; t->moved && i < t->peers->len; i++) {
         CrPeer *p = g_ptr_array_index(t->peers, i);
 
         if (p->closing && g_queue_is_empty(&p->out)) {
-            cr_peer_fail(p, NULL);      /* what it was sent is out */
+            cr_peer_fail(p, NULL);
         }
     }
     if (cr_reap(t)) {
