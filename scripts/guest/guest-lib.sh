@@ -84,7 +84,9 @@ wait_port() {
     _i=0
     _hex=$(printf '%04X' "$1")
     while [ $_i -lt $((${2:-10} * 10)) ]; do
-        grep -q ":$_hex 00000000:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+        # a listener: local port PORT, remote 0, state 0A; in tcp6 the
+        # remote address is 32 digits (rdma-core 65's pingpongs listen there)
+        grep -qE ":$_hex 0+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
         sleep 0.1; _i=$((_i + 1))
     done
     return 1

@@ -170,7 +170,12 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-G=${PVRDMA_GUEST_DIR:-$top/build/guest}
+# the image of PVRDMA_GUEST_RELEASE (build-image.sh's own default folder)
+case ${PVRDMA_GUEST_RELEASE:-bookworm} in
+    bookworm) G=${PVRDMA_GUEST_DIR:-$top/build/guest} ;;
+    trixie|sid|unstable) G=${PVRDMA_GUEST_DIR:-$top/build/guest-$PVRDMA_GUEST_RELEASE} ;;
+    *) echo "run-vm: PVRDMA_GUEST_RELEASE=$PVRDMA_GUEST_RELEASE: bookworm, trixie or sid" >&2; exit 2 ;;
+esac
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
@@ -265,9 +270,12 @@ for s in "${scripts[@]}"; do [ -f "$s" ] || die "no such script: $s"; done
 if [ "$build" = 1 ]; then
     "$here/build-image.sh" --quiet || die "guest image build failed"
 fi
-for f in vmlinux initrd.img firmware/pvh.bin; do
+for f in vmlinux initrd.img firmware/pvh.bin manifest.txt; do
     [ -f "$G/$f" ] || die "no $G/$f: run scripts/guest/build-image.sh"
 done
+# the kernel the image was built for: the guest must say it booted it
+image_kernel=$(sed -n 's/^kernel \([^ ]*\) .*/\1/p' "$G/manifest.txt")
+[ -n "$image_kernel" ] || die "$G/manifest.txt names no kernel: rebuild the image"
 
 # --- pvrdma device -----------------------------------------------------------
 has_pvrdma=0
@@ -787,6 +795,16 @@ while :; do
             boot[$i]=$(secs_since "${start[$i]}")
             echo "${boot[$i]}" > "$d/boot.secs"
             sample ready "$pid" "${boot[$i]}" >> "$d/samples.txt"
+            # a test passed on another kernel than the image's is no result
+            k=$(grep -a -m1 '^PVRDMA-GUEST-READY' "$log" | tr -d '\r' | sed -n 's/.* kernel=\([^ ]*\).*/\1/p')
+            echo "$k" > "$d/kernel"
+            if [ "$k" != "$image_kernel" ]; then
+                stop_vm "$i"
+                state[$i]=died rc[$i]=125 endt[$i]=$(secs_since "${start[$i]}")
+                [ -n "$failed_at" ] || failed_at=$(now)
+                echo "run-vm: vm$i: the guest booted kernel '${k:-?}', not the image's $image_kernel ($G)" >&2
+                continue
+            fi
         fi
         if grep -aq '^PVRDMA-GUEST-EXIT=' "$log"; then
             rc[$i]=$(grep -a '^PVRDMA-GUEST-EXIT=' "$log" | head -n1 | tr -d '\r' | sed 's/.*=//')

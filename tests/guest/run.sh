@@ -50,7 +50,12 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-G=${PVRDMA_GUEST_DIR:-$top/build/guest}
+# the image of PVRDMA_GUEST_RELEASE, as build-image.sh and run-vm.sh find it
+case ${PVRDMA_GUEST_RELEASE:-bookworm} in
+    bookworm) G=${PVRDMA_GUEST_DIR:-$top/build/guest} ;;
+    trixie|sid|unstable) G=${PVRDMA_GUEST_DIR:-$top/build/guest-$PVRDMA_GUEST_RELEASE} ;;
+    *) echo "run.sh: PVRDMA_GUEST_RELEASE=$PVRDMA_GUEST_RELEASE: bookworm, trixie or sid" >&2; exit 2 ;;
+esac
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 export QEMU
 
