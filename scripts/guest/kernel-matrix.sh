@@ -8,7 +8,7 @@
 # chroot, build/guest-RELEASE).  Prints "ok RELEASE/TEST" or "FAIL
 # RELEASE/TEST: why" per cell, the table kernel x test, then "N passed,
 # N failed".  Not in make check (make check-kernels);
-# PVRDMA_CHECK_KERNELS=1 make check runs one test per kernel.
+# make check runs test 12 on trixie and sid (PVRDMA_CHECK_KERNELS=0: not).
 #
 #   scripts/guest/kernel-matrix.sh [-o DIR] [--optional RELEASE]
 #                                  [RELEASE...] [-- TEST...]
