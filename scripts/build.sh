@@ -48,21 +48,37 @@ if [ "$(cat "$src/.pvrdma-hooks" 2>/dev/null)" != "$sum" ]; then
 fi
 
 # --- 3. overlay our directories (copy only what changed) -------------------
+# The files copied are listed in $src/.pvrdma-overlay; one listed by the
+# last build that this tree no longer has (moved or deleted here) is
+# removed, so a stale copy cannot be built or included.
 overlay() { # repo-dir tree-dir
     [ -d "$top/$1" ] || return 0
     (cd "$top/$1" && find . -type f ! -name '*.o' ! -name '*~') | while read -r f; do
         d="$src/$2/$f"
+        echo "$2/${f#./}" >> "$src/.pvrdma-overlay.new"
         if ! cmp -s "$top/$1/$f" "$d"; then
             mkdir -p "$(dirname "$d")"
             cp "$top/$1/$f" "$d"
         fi
     done
 }
+: > "$src/.pvrdma-overlay.new"
 overlay hw/rdma hw/rdma
 overlay backend hw/rdma/backend
 overlay include include
 overlay tests/qtest tests/qtest
 overlay qapi qapi
+sort -o "$src/.pvrdma-overlay.new" "$src/.pvrdma-overlay.new"
+if [ -f "$src/.pvrdma-overlay" ]; then
+    sort "$src/.pvrdma-overlay" | comm -23 - "$src/.pvrdma-overlay.new" |
+        while read -r f; do rm -f "$src/$f"; done
+elif [ -d "$src/hw/rdma" ]; then
+    # a tree overlaid before the list existed: hw/rdma is ours alone
+    (cd "$src" && find hw/rdma -type f) | sort |
+        comm -23 - "$src/.pvrdma-overlay.new" |
+        while read -r f; do rm -f "$src/$f"; done
+fi
+mv "$src/.pvrdma-overlay.new" "$src/.pvrdma-overlay"
 
 # --- 4. configure a lean x86_64 system emulator ----------------------------
 opts="$QEMU_LEAN_OPTS \

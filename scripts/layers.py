@@ -7,10 +7,10 @@ function lengths.
                       [FILE...]
     scripts/layers.py --objects DIR     e.g. build/qemu/libcommon.a.p
 
-Default files: hw/rdma/*.c and backend/*.c (the device and its
-transports) and the product headers, *.h in hw/rdma, backend and
-include/hw/rdma.  A file calls another when it names a function that the
-other defines with external linkage (one not 'static'); taking a
+Default files: hw/rdma/*.c (the device's PCI/QOM glue), hw/rdma/core/*.c
+(the core) and backend/*.c (the transports), and the product headers, *.h
+in those folders and include/hw/rdma.  A file calls another when it
+names a function that the other defines with external linkage (one not 'static'); taking a
 function's address through an ops table registered at run time is such a
 naming too only if the name appears, so callbacks a higher layer hands
 down do not count.  Calls, cycles and layers are between the .c files
@@ -23,12 +23,19 @@ only (a header defines nothing external).  Prints:
   - the longest functions, the headers' static inline ones included, and
     those over --max-func lines (default 80), counted from the line with
     the name to the closing brace.
+  - the calls that run back up between the folders: the glue
+    (hw/rdma/*.c) over the transports (backend/) over the core
+    (hw/rdma/core/); a file calls only into its own folder or one below
+    (the core reaches the transports only through their ops tables);
+  - the file map (the Layering table of docs/devel/pvrdma.rst) against
+    the tree: product files it does not name, names that are no file;
   - the uses of a transport's contract (PvrdmaTransportOps and its
     message, queue, move and migration tables) through '->ops->' outside
-    hw/rdma/pvrdma_transport.c, the one door into the transports.
-With --check the exit status is 1 if there is a cycle, a use of the
+    hw/rdma/core/pvrdma_transport.c, the one door into the transports.
+With --check the exit status is 1 if there is a cycle, a call back up
+between the folders, a file map that differs from the tree, a use of the
 contract outside its door, or a limit is exceeded; with --check=cycles
-only the first two count (scripts/test.sh unit runs that).  Reads the
+all but the limits count (scripts/test.sh unit runs that).  Reads the
 sources as text in QEMU's coding style (a function's name at the start of
 a line or after its return type, its body's braces
 in column 0); no compiler needed.
@@ -52,8 +59,12 @@ import sys
 TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
 ANYDEF = re.compile(r'^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(')
 IDENT = re.compile(r'[A-Za-z_]\w*')
+# '#define NAME(args) body', continuation lines included
+MACRO = re.compile(r'^[ \t]*#[ \t]*define[ \t]+(\w+)\(((?:[^\n\\]|\\.|\\\n)*)',
+                   re.M)
 KEYWORDS = {'if', 'for', 'while', 'switch', 'return', 'sizeof'}
-DEFAULT_FILES = ('hw/rdma/*.[ch]', 'backend/*.[ch]', 'include/hw/rdma/*.h')
+DEFAULT_FILES = ('hw/rdma/*.[ch]', 'hw/rdma/core/*.[ch]', 'backend/*.[ch]',
+                 'include/hw/rdma/*.h')
 # --tests: the tests' files, held to their own limits (1500 lines, 150)
 TEST_FILES = ('tests/qtest/*.[ch]', 'tests/qtest/pvrdma/*.[ch]',
               'tests/qtest/libqos/pvrdma.[ch]', 'tests/unit/*.[ch]',
@@ -176,7 +187,18 @@ def objects(d):
     return 1 if cycles else 0
 
 
-DOOR = 'hw/rdma/pvrdma_transport.c'
+DOOR = 'hw/rdma/core/pvrdma_transport.c'
+# the folders from the top down: a file calls only its own or lower ones
+FOLDERS = (('glue', 'hw/rdma/'), ('transports', 'backend/'),
+           ('core', 'hw/rdma/core/'))
+
+
+def folder(rel):
+    """The rank of rel's folder in FOLDERS (0 at the top), or None."""
+    for i, (_, d) in enumerate(FOLDERS):
+        if os.path.dirname(rel) + '/' == d:
+            return i
+    return None
 CONTRACTS = ('PvrdmaTransportOps', 'PvrdmaMessageOps', 'PvrdmaQueueOps',
              'PvrdmaMoveOps', 'PvrdmaMigOps')
 FIELD = re.compile(r'\(\*\s*(\w+)\)\s*\(|(\w+)\s*;')
@@ -189,6 +211,33 @@ def struct_fields(text, name):
     if not m:
         return set()
     return {a or b for a, b in FIELD.findall(m.group(1))}
+
+
+MAP_DOC = 'docs/devel/pvrdma.rst'
+
+
+def file_map():
+    """The paths the Layering table of MAP_DOC names in its first column
+    (a name without a folder is in the folder of the name before it)."""
+    with open(os.path.join(TOP, MAP_DOC), encoding='utf-8') as fh:
+        text = fh.read()
+    m = re.search(r'^Layering\n-+\n(.*?)\n\n(?=\S[^\n]*\n[-=]{3,}\n)', text,
+                  re.M | re.S)
+    names, last, first_col = set(), '', False
+    for line in (m.group(1) if m else '').split('\n'):
+        if line.startswith('   * - '):
+            first_col = True
+        elif line.startswith('     - '):
+            first_col = False
+        if not first_col:
+            continue
+        for n in re.findall(r'``([\w./-]+\.[ch])``', line):
+            if '/' in n:
+                last = os.path.dirname(n)
+            else:
+                n = os.path.join(last, n)
+            names.add(n)
+    return names
 
 
 def door(text, rel):
@@ -248,11 +297,24 @@ def main():
         for name, _, _, ext in funcs[f]:
             if ext and f in srcs:
                 defs.setdefault(name, set()).add(f)
+    # a function-like macro names what its body names (PVRDMA_GUEST_ERR
+    # calls pvrdma_guest_error): a file using the macro calls those too
+    macros = {}
+    for f in files:
+        for m in MACRO.finditer(text[f]):
+            macros[m.group(1)] = set(IDENT.findall(m.group(2))) - {m.group(1)}
     # stubs define what the real file defines: a name defined in several
     # files is no edge (the build links one of them)
     edges, why = {}, {}
     for f in srcs:
-        for name in set(IDENT.findall(text[f])):
+        names = set(IDENT.findall(text[f]))
+        todo = [n for n in names if n in macros]
+        while todo:
+            for n in macros[todo.pop()] - names:
+                names.add(n)
+                if n in macros:
+                    todo.append(n)
+        for name in names:
             owners = defs.get(name, set())
             if len(owners) != 1 or f in owners:
                 continue
@@ -289,6 +351,28 @@ def main():
         for n in range(max(floor.values()), -1, -1):
             print('  %2d  %s' % (n, ' '.join(
                 sorted(rel[f] for f in srcs if floor[f] == n))))
+    ups = sorted((rel[f], rel[g], sorted(why[(f, g)]))
+                 for f in srcs for g in edges.get(f, ())
+                 if folder(rel[f]) is not None and
+                 folder(rel[g]) is not None and
+                 folder(rel[g]) < folder(rel[f]))
+    print('CALLS BACK UP between folders (%s): %d' % (
+        ' > '.join('%s %s' % (n, d) for n, d in FOLDERS), len(ups)))
+    for f, g, names in ups:
+        bad = True
+        print('  %s -> %s: %s' % (f, g, ', '.join(names[:6])))
+    if not a.tests and not a.files:
+        mapped = file_map()
+        tree = {rel[f] for f in files}
+        unmapped = sorted(tree - mapped)
+        stale = sorted(n for n in mapped - tree
+                       if not os.path.exists(os.path.join(TOP, n)))
+        print('FILE MAP (%s, Layering): files not in it: %d; '
+              'names that are no file: %d' % (MAP_DOC, len(unmapped),
+                                               len(stale)))
+        for n in unmapped + stale:
+            bad = True
+            print('  %s%s' % (n, '' if n in tree else ' (no such file)'))
     doors = door(text, rel)
     print('TRANSPORT HOOKS used outside %s: %d' % (DOOR, len(doors)))
     for f, i, name in doors:

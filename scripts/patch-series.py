@@ -43,7 +43,7 @@ GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events'}
 
 CORE_WHY = """\
 The device model is split as hw/net/igb is: a core that knows the
-guest ABI and nothing of QOM (hw/rdma/pvrdma_*.c), the transports that
+guest ABI and nothing of QOM (hw/rdma/core/), the transports that
 carry the guest's verbs (hw/rdma/backend/), and thin PCI/QOM glue
 (hw/rdma/pvrdma.c and pvrdma_dev_*.c), added last.  The core reaches
 QEMU only through the PvrdmaHostOps its owner hands it (guest memory,
@@ -73,12 +73,13 @@ device's own, the sizes of the shared structures checked at build time
          files=['include/hw/rdma/pvrdma_core.h',
                 'include/hw/rdma/pvrdma_transport.h',
                 'include/hw/rdma/pvrdma_port.h',
-                'hw/rdma/pvrdma_int.h', 'hw/rdma/Kconfig',
+                'hw/rdma/core/pvrdma_int.h', 'hw/rdma/Kconfig',
                 'hw/rdma/meson.build', 'hw/rdma/trace-events',
-                'hw/rdma/pvrdma_ring.c', 'hw/rdma/pvrdma_table.c',
-                'hw/rdma/pvrdma_mem.c', 'hw/rdma/pvrdma_gid.c',
-                'hw/rdma/pvrdma_sched.c', 'hw/rdma/pvrdma_stream.c',
-                'hw/rdma/pvrdma_event.c'],
+                'hw/rdma/core/pvrdma_ring.c', 'hw/rdma/core/pvrdma_table.c',
+                'hw/rdma/core/pvrdma_mem.c', 'hw/rdma/core/pvrdma_gid.c',
+                'hw/rdma/core/pvrdma_sched.c', 'hw/rdma/core/pvrdma_stream.c',
+                'hw/rdma/core/pvrdma_event.c',
+                'hw/rdma/core/pvrdma_report.c'],
          hooks=['hw/Kconfig', 'hw/meson.build', 'meson.build', 'Kconfig.host'],
          body=CORE_WHY + """
 This first part is what everything else stands on:
@@ -104,10 +105,11 @@ SO_PEERCRED, accept4, getrandom) and on HOST_LITTLE_ENDIAN, a new proxy
 symbol in Kconfig.host set by meson.build: the guest's structures and
 the co-resident peers' messages are read in host byte order."""),
     dict(subject='hw/rdma: PVRDMA verbs objects: PD, MR, CQ, SRQ, QP',
-         files=['hw/rdma/pvrdma_pd.c', 'hw/rdma/pvrdma_mr.c',
-                'hw/rdma/pvrdma_cq.c', 'hw/rdma/pvrdma_srq.c',
-                'hw/rdma/pvrdma_qp.c', 'hw/rdma/pvrdma_hca.c',
-                'hw/rdma/pvrdma_transport.c', 'hw/rdma/pvrdma_info.c'],
+         files=['hw/rdma/core/pvrdma_pd.c', 'hw/rdma/core/pvrdma_mr.c',
+                'hw/rdma/core/pvrdma_cq.c', 'hw/rdma/core/pvrdma_srq.c',
+                'hw/rdma/core/pvrdma_qp.c', 'hw/rdma/core/pvrdma_hca.c',
+                'hw/rdma/core/pvrdma_transport.c',
+                'hw/rdma/core/pvrdma_info.c'],
          body="""\
 The objects the guest creates through the command channel: protection
 domains, memory regions (DMA MRs, user MRs with a page directory, fast
@@ -123,9 +125,9 @@ one transport, chosen when it connects, and may move to another one.
 pvrdma_info.c takes a typed snapshot of the QPs and transports for the
 monitor commands added later in the series."""),
     dict(subject='hw/rdma: PVRDMA data path: requester, responder, completer',
-         files=['hw/rdma/pvrdma_comp.c', 'hw/rdma/pvrdma_req.c',
-                'hw/rdma/pvrdma_resp.c', 'hw/rdma/pvrdma_dp.c',
-                'hw/rdma/pvrdma_uar.c', 'hw/rdma/pvrdma_inject.c'],
+         files=['hw/rdma/core/pvrdma_comp.c', 'hw/rdma/core/pvrdma_req.c',
+                'hw/rdma/core/pvrdma_resp.c', 'hw/rdma/core/pvrdma_dp.c',
+                'hw/rdma/core/pvrdma_uar.c', 'hw/rdma/core/pvrdma_inject.c'],
          body="""\
 The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
 - pvrdma_req.c, the requester: takes the send queue's work requests
@@ -145,8 +147,8 @@ The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
   completions), for testing guest drivers; the monitor command that
   asks for them comes with the other monitor commands."""),
     dict(subject='hw/rdma: PVRDMA command channel and device registers',
-         files=['hw/rdma/pvrdma_cmd.c', 'hw/rdma/pvrdma_init.c',
-                'hw/rdma/pvrdma_regs.c'],
+         files=['hw/rdma/core/pvrdma_cmd.c', 'hw/rdma/core/pvrdma_init.c',
+                'hw/rdma/core/pvrdma_regs.c'],
          body="""\
 The device shared region (DSR) and its command channel: the driver
 writes a request into the command slot page, rings the REQUEST
@@ -157,7 +159,7 @@ unknown or malformed ones with an error in the response and the ERR
 register.  pvrdma_init.c activates the DSR (rings, async and CQ
 notification rings) and resets the device; pvrdma_regs.c is BAR 1."""),
     dict(subject='hw/rdma: PVRDMA migration state',
-         files=['hw/rdma/pvrdma_mig.c', 'hw/rdma/pvrdma_mig_load.c'],
+         files=['hw/rdma/core/pvrdma_mig.c', 'hw/rdma/core/pvrdma_mig_load.c'],
          body="""\
 The core's state in a versioned stream of its own (pvrdma_stream.c),
 saved after the core is quiesced and loaded with every value checked

@@ -178,13 +178,14 @@ for s in $suites; do
         fi
         tap_count build/unit.log "unit: "
         tap_check build/unit.log unit $st
-        # calls between the product's source files go one way (the
-        # devel doc's Layering); a cycle is named with its functions
+        # calls between the product's source files go one way, and down
+        # the folders (glue > transports > core); the devel doc's file map
+        # matches the tree; transports are called through one door
         if python3 scripts/layers.py --check=cycles > build/layers.log 2>&1; then
-            ok "unit: no call cycle between source files (scripts/layers.py)"
+            ok "unit: layers: no call cycle, none back up the folders, file map = tree, one door (scripts/layers.py)"
         else
             sed -n '1,/^FILES:/p' build/layers.log | head -n 40
-            bad "unit: call cycle between source files" "scripts/layers.py"
+            bad "unit: layers: a call cycle, a call back up, a file map off the tree or a hook outside its door" "scripts/layers.py"
         fi
         # the rig switch's loss, reordering and jitter (the soak's wire)
         if python3 scripts/guest/test-l2switch.py > build/l2switch.log 2>&1; then
@@ -219,6 +220,14 @@ for s in $suites; do
         ;;
     qtest)
         run_qtests qtest build/qemu build/qemu/qemu-system-x86_64
+        # the layers again, from the objects QEMU's build made (what the
+        # sources hide: a call through a macro or an inline function)
+        if python3 scripts/layers.py --objects build/qemu/libcommon.a.p \
+                > build/layers-objects.log 2>&1; then
+            ok "qtest: no call cycle between the device's objects (scripts/layers.py --objects)"
+        else
+            bad "qtest: call cycle between the device's objects" "$(sed -n 2p build/layers-objects.log)"
+        fi
         ;;
     asan)
         t0=$(date +%s)

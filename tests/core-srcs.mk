@@ -5,8 +5,8 @@
 # trace event) cannot be left out of one of them.  Include it after BUILD
 # is set.
 #
-# Every hw/rdma/pvrdma_*.c is core but the device's QEMU glue: pvrdma.c
-# (PCI/QOM) and pvrdma_dev_*.c beside it (pvrdma_dev.h).
+# The core is hw/rdma/core/ (the device's QEMU glue, pvrdma.c and
+# pvrdma_dev_*.c, is its parent folder hw/rdma/).
 # backend/roce_wire.c (the RoCEv2 wire codec) needs only glib and zlib.
 # Of the transports, loopback.c, the co-resident one (coresident.c and,
 # beside it, coresident_data.c, coresident_qp.c, coresident_peer.c,
@@ -20,8 +20,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 
 PVRDMA_TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
-CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
-                $(wildcard $(PVRDMA_TOP)/hw/rdma/pvrdma_*.c))) \
+CORE_SRCS  := $(sort $(wildcard $(PVRDMA_TOP)/hw/rdma/core/*.c)) \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
               $(PVRDMA_TOP)/backend/coresident_data.c \
@@ -38,7 +37,7 @@ CORE_SRCS  := $(sort $(filter-out $(PVRDMA_TOP)/hw/rdma/pvrdma_dev_%.c, \
               $(PVRDMA_TOP)/backend/roce_resp.c
 # their private headers, which their objects depend on too (pvrdma_int.h,
 # roce_int.h, coresident_int.h)
-CORE_HDRS  := $(wildcard $(PVRDMA_TOP)/hw/rdma/*_int.h \
+CORE_HDRS  := $(wildcard $(PVRDMA_TOP)/hw/rdma/core/*_int.h \
                          $(PVRDMA_TOP)/backend/*.h \
                          $(PVRDMA_TOP)/tests/standalone/*.h)
 

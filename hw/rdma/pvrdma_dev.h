@@ -16,8 +16,8 @@
  *                      notifiers that pause and resume the transports
  *   pvrdma_dev_irq.c   interrupts: at once inside the re-entrancy guard,
  *                      else from a guarded bottom half
- * The device logic is the QEMU-free core (pvrdma_core.h; every other
- * hw/rdma/pvrdma_*.c), which never includes this header.
+ * The device logic is the QEMU-free core (pvrdma_core.h,
+ * hw/rdma/core/), which never includes this header.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

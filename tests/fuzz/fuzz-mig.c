@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: a hostile migration stream (hw/rdma/pvrdma_mig_load.c).
+ * libFuzzer target: a hostile migration stream (hw/rdma/core/pvrdma_mig_load.c).
  * Each input is the device state a destination QEMU would load, into a core
  * on the fake host whose guest RAM holds what a real guest left there (a
  * device with RC pairs, a UD QP, CQs, MRs, an FRMR and an SRQ, set up once;

@@ -1,5 +1,5 @@
 /*
- * Fault and event injection (hw/rdma/pvrdma_inject.c): each kind fires
+ * Fault and event injection (hw/rdma/core/pvrdma_inject.c): each kind fires
  * as many times as asked, on what it names only, as the guest sees it
  * (ERR register, response slot, interrupts, async events, CQEs), and an
  * injection the device cannot fire is refused.

@@ -1,5 +1,5 @@
 /*
- * The transport contract's transport choice (hw/rdma/pvrdma_transport.c):
+ * The transport contract's transport choice (hw/rdma/core/pvrdma_transport.c):
  * an RC QP takes its transport at RTR and keeps it until reset (qp_attach /
  * qp_detach), a refused attach fails MODIFY_QP and leaves the QP as it was,
  * a QP no transport reached at RTR is tried again at its first request, UD

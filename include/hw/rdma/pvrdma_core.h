@@ -8,7 +8,7 @@
  *
  * This header is the core's public side: what the QOM glue (pvrdma.c), the
  * transports (backend/) and the tests use.  What only the core's own files
- * share is in hw/rdma/pvrdma_int.h.
+ * share is in hw/rdma/core/pvrdma_int.h.
  *
  * Threading: every entry point runs with the caller's lock held (the BQL in
  * QEMU); the core has no threads of its own.

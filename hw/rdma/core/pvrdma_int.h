@@ -1,13 +1,13 @@
 /*
  * pvrdma core: what only the core's own files share.
  *
- * Owns the declarations the core's files (hw/rdma/pvrdma_*.c, not the QOM
- * glue pvrdma.c) use between each other, grouped by the file that defines
+ * Owns the declarations the core's files (hw/rdma/core/, not the QOM glue
+ * in hw/rdma/) use between each other, grouped by the file that defines
  * them.  Does not own the core's public API (include/hw/rdma/pvrdma_core.h:
  * what the QOM glue, the transports and the tests use) nor the transport
  * interface (include/hw/rdma/pvrdma_transport.h: the transport contract,
  * pvrdma_responder(), pvrdma_complete()).  Nothing outside
- * hw/rdma/pvrdma_*.c includes this header.
+ * hw/rdma/core/ includes this header.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -6,7 +6,8 @@
  * notification ring; the CQE opcode of a send.
  *
  * Not here: what goes into a CQE (pvrdma_comp.c), an async event a
- * transport reports (pvrdma_qp.c), which
+ * transport reports (pvrdma_qp.c), reports to the owner and guest
+ * errors (pvrdma_report.c), which
  * async event to post and when (the callers), ring index checks
  * (pvrdma_ring.c).
  *
@@ -28,13 +29,6 @@ void pvrdma_raise(PvrdmaCore *c, unsigned vector)
     c->ops->notify(c->opaque, vector);
 }
 
-void pvrdma_report(PvrdmaCore *c, const PvrdmaReport *r)
-{
-    if (c->ops->report) {
-        c->ops->report(c->opaque, r);
-    }
-}
-
 bool pvrdma_respond(PvrdmaCore *c, const union pvrdma_cmd_resp *rsp)
 {
     if (!c->ops->dma_write(c->opaque, c->resp_gpa, rsp, sizeof(*rsp))) {
@@ -44,22 +38,6 @@ bool pvrdma_respond(PvrdmaCore *c, const union pvrdma_cmd_resp *rsp)
     }
     pvrdma_raise(c, PVRDMA_INTR_VECTOR_RESPONSE);
     return true;
-}
-
-void pvrdma_guest_error(PvrdmaCore *c, const char *fmt, ...)
-{
-    char why[200];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    c->guest_errors++;
-    pvrdma_log_guest_error("%s", why);
-    pvrdma_report(c, &(PvrdmaReport) {
-        .kind = PVRDMA_REPORT_GUEST_ERROR, .why = why,
-        .count = c->guest_errors,
-    });
 }
 
 void pvrdma_core_check_link(PvrdmaCore *c)
