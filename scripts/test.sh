@@ -146,6 +146,9 @@ check_kernels=${PVRDMA_CHECK_KERNELS:-1}
 case " $suites " in
 *" guest "*)
     if [ -x scripts/guest/build-image.sh ]; then
+        # the host's packages first (debootstrap, zstd, the apt sources):
+        # build.sh would install them while the images need them
+        scripts/deps.sh > build/deps.log 2>&1 || { tail -20 build/deps.log; bad deps "scripts/deps.sh failed"; }
         rels=bookworm
         [ "$check_kernels" = 0 ] || rels="bookworm trixie sid"
         ( for r in $rels; do
