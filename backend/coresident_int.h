@@ -52,6 +52,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "hw/rdma/pvrdma_coresident.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
 
 #define CR_MAX_REGIONS  32

@@ -9,6 +9,7 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_hostcm.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
                                    unsigned nports, char **err)

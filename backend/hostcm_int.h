@@ -27,6 +27,7 @@
 
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_hostcm.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 #include <rdma/rdma_cma.h>
 

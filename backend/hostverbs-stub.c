@@ -8,6 +8,7 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_hostverbs.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaHcaConfig *cfg,

@@ -31,6 +31,7 @@
 
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_hostverbs.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 #include <infiniband/verbs.h>
 #include <net/if.h>

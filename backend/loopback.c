@@ -9,6 +9,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_loopback.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 static bool loopback_reaches(PvrdmaTransport *t, const uint8_t dgid[16])
 {

@@ -29,6 +29,7 @@
 #define HW_RDMA_BACKEND_ROCE_INT_H
 
 #include "hw/rdma/pvrdma_roce.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "hw/rdma/roce_wire.h"
 
 #define ROCE_WINDOW         128     /* unacknowledged PSNs (rxe: 128) */

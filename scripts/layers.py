@@ -27,6 +27,9 @@ only (a header defines nothing external).  Prints:
     (hw/rdma/*.c) over the transports (backend/) over the core
     (hw/rdma/core/); a file calls only into its own folder or one below
     (the core reaches the transports only through their ops tables);
+  - the includes of the transport contract (pvrdma_transport.h,
+    pvrdma_transport_calls.h) by the glue or a public header: the glue
+    sees a transport only through its constructor header;
   - the file map (the Layering table of docs/devel/pvrdma.rst) against
     the tree: product files it does not name, names that are no file;
   - the uses of a transport's contract (PvrdmaTransportOps and its
@@ -188,6 +191,7 @@ def objects(d):
 
 
 DOOR = 'hw/rdma/core/pvrdma_transport.c'
+RAW = {}
 # the folders from the top down: a file calls only its own or lower ones
 FOLDERS = (('glue', 'hw/rdma/'), ('transports', 'backend/'),
            ('core', 'hw/rdma/core/'))
@@ -291,7 +295,7 @@ def main():
     text, funcs, defs = {}, {}, {}
     for f in files:
         with open(f, encoding='utf-8') as fh:
-            raw = fh.read()
+            raw = RAW[f] = fh.read()
         text[f] = strip_comments(raw)
         funcs[f] = functions(text[f].split('\n'))
         for name, _, _, ext in funcs[f]:
@@ -361,6 +365,17 @@ def main():
     for f, g, names in ups:
         bad = True
         print('  %s -> %s: %s' % (f, g, ', '.join(names[:6])))
+    contract = [(rel[f], n) for f in files
+                if folder(rel[f]) == 0 or
+                (rel[f].startswith('include/hw/rdma/') and
+                 not rel[f].startswith('include/hw/rdma/pvrdma_transport'))
+                for n in re.findall(r'^#include "hw/rdma/(pvrdma_transport'
+                                    r'(?:_calls)?\.h)"', RAW[f], re.M)]
+    print('INCLUDES of the transport contract by the glue or a public '
+          'header: %d' % len(contract))
+    for f, n in contract:
+        bad = True
+        print('  %s: %s' % (f, n))
     if not a.tests and not a.files:
         mapped = file_map()
         tree = {rel[f] for f in files}

@@ -72,6 +72,7 @@ device's own, the sizes of the shared structures checked at build time
     dict(subject='hw/rdma: add the PVRDMA core: rings, tables, guest memory',
          files=['include/hw/rdma/pvrdma_core.h',
                 'include/hw/rdma/pvrdma_transport.h',
+                'include/hw/rdma/pvrdma_transport_calls.h',
                 'include/hw/rdma/pvrdma_port.h',
                 'hw/rdma/core/pvrdma_int.h', 'hw/rdma/Kconfig',
                 'hw/rdma/meson.build', 'hw/rdma/trace-events',
@@ -109,7 +110,8 @@ the co-resident peers' messages are read in host byte order."""),
                 'hw/rdma/core/pvrdma_cq.c', 'hw/rdma/core/pvrdma_srq.c',
                 'hw/rdma/core/pvrdma_qp.c', 'hw/rdma/core/pvrdma_hca.c',
                 'hw/rdma/core/pvrdma_transport.c',
-                'hw/rdma/core/pvrdma_info.c'],
+                'hw/rdma/core/pvrdma_info.c',
+                'include/hw/rdma/pvrdma_info.h'],
          body="""\
 The objects the guest creates through the command channel: protection
 domains, memory regions (DMA MRs, user MRs with a page directory, fast

@@ -45,7 +45,7 @@
 #define PVRDMA_CLASS_DATA void
 #define PVRDMA_RAMBLOCK_H "exec/ramblock.h"
 #endif
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_info.h"
 
 
 #define TYPE_PVRDMA "pvrdma"

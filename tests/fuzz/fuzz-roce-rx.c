@@ -66,6 +66,7 @@
 #include "fuzz-input.h"
 #include "hw/rdma/pvrdma_loopback.h"
 #include "hw/rdma/pvrdma_roce.h"
+#include "hw/rdma/pvrdma_info.h"
 #include "hw/rdma/roce_wire.h"
 
 #define RAM_PAGES       192

@@ -13,7 +13,7 @@
 #ifndef PVRDMA_UNIT_FAKE_HCA_H
 #define PVRDMA_UNIT_FAKE_HCA_H
 
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 /* One work request handed to the host. */
 typedef struct FakeHcaPosted {

@@ -11,7 +11,7 @@
 #define PVRDMA_UNIT_FAKE_HOST_H
 
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 #define FH_RAM_BASE     0x100000ull
 #define FH_RAM_SIZE     (64ull << 20)

@@ -14,7 +14,8 @@
  */
 #include "fake-driver.h"
 #include "fake-hca.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
+#include "hw/rdma/pvrdma_info.h"
 
 static const uint8_t probe_gid[16] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 9, 9, 9

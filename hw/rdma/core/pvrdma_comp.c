@@ -18,7 +18,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
 
 static void send_cqe(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,

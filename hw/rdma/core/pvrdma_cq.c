@@ -12,7 +12,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
 
 int pvrdma_cmd_create_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,

@@ -14,7 +14,8 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
+#include "hw/rdma/pvrdma_info.h"
 #include "pvrdma_int.h"
 
 const char *pvrdma_qp_type_name(uint32_t type)

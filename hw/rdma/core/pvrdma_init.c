@@ -15,7 +15,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
 
 void pvrdma_limits_default(PvrdmaLimits *l)

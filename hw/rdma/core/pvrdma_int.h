@@ -15,7 +15,7 @@
 #define HW_RDMA_PVRDMA_INT_H
 
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 
 /* pvrdma_ring.c: WQE copy-out */
 

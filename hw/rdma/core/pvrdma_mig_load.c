@@ -18,7 +18,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
 
 #define PVRDMA_MIG_TP_NAME_MAX 32

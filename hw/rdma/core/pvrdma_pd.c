@@ -9,7 +9,7 @@
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
 
 uint32_t pvrdma_ctx_of_pd(PvrdmaCore *c, uint32_t pd)

@@ -650,6 +650,37 @@ void pvrdma_guest_error(PvrdmaCore *c, const char *fmt, ...)
 #define PVRDMA_GUEST_ERR(c, fmt, ...) \
     pvrdma_guest_error((c), fmt, ##__VA_ARGS__)
 
+/* A path's counters (PvrdmaTransportOps.stats): what a wire counts. */
+typedef struct PvrdmaPathStats {
+    uint64_t tx_pkts, tx_bytes;
+    uint64_t rx_pkts, rx_bytes;
+    uint64_t retransmits;       /* request packets sent again */
+    uint64_t timeouts;          /* local ACK timeouts */
+    uint64_t rnr_naks;          /* RNR NAKs received */
+    uint64_t seq_naks;          /* PSN sequence NAKs received */
+    uint64_t dups;              /* duplicate requests answered again */
+    uint64_t drops;             /* frames dropped: malformed, misdirected */
+} PvrdmaPathStats;
+
+/* A range of this process's guest RAM that peers can map. */
+typedef struct PvrdmaShmRegion {
+    void *host;             /* where this process has it mapped */
+    uint64_t size;
+    int fd;                 /* shareable file (memfd, file, hugetlbfs) */
+    uint64_t fd_offset;     /* offset of host[0] in fd */
+} PvrdmaShmRegion;
+
+/*
+ * Append a transport to the list (at most PVRDMA_MAX_TRANSPORTS, at most
+ * one owner and one GSI agent); false if refused.  Loopback comes first:
+ * the first transport that reaches a destination gets it.
+ * pvrdma_core_fini() destroys them, last added first, after the reset
+ * that destroys the owner's twins.
+ */
+bool pvrdma_core_add_transport(PvrdmaCore *c, PvrdmaTransport *t);
+/* Free a transport the list refused (or one never added). */
+void pvrdma_transport_free(PvrdmaTransport *t);
+
 void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
                       const PvrdmaLimits *lim);
 void pvrdma_core_fini(PvrdmaCore *c);

@@ -8,7 +8,7 @@
 #ifndef HW_RDMA_PVRDMA_CORESIDENT_H
 #define HW_RDMA_PVRDMA_CORESIDENT_H
 
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"     /* CR_F_* */
 
 /*

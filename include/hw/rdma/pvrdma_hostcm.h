@@ -6,7 +6,7 @@
 #ifndef HW_RDMA_PVRDMA_HOSTCM_H
 #define HW_RDMA_PVRDMA_HOSTCM_H
 
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_core.h"
 
 /*
  * The guest's CM MADs (its GSI QP) become host rdma_cm calls, and host

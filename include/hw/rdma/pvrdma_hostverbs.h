@@ -6,7 +6,7 @@
 #ifndef HW_RDMA_PVRDMA_HOSTVERBS_H
 #define HW_RDMA_PVRDMA_HOSTVERBS_H
 
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_core.h"
 
 /*
  * With a host HCA the host device owns the guest's objects

@@ -7,7 +7,7 @@
 #ifndef HW_RDMA_PVRDMA_LOOPBACK_H
 #define HW_RDMA_PVRDMA_LOOPBACK_H
 
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_core.h"
 
 /*
  * The loopback transport of core c (both ends on this device), for

@@ -7,7 +7,7 @@
 #ifndef HW_RDMA_PVRDMA_ROCE_H
 #define HW_RDMA_PVRDMA_ROCE_H
 
-#include "hw/rdma/pvrdma_transport.h"
+#include "hw/rdma/pvrdma_core.h"
 
 /*
  * Standard RoCEv2 (IBA transport in UDP 4791 over IPv4/IPv6) on the
