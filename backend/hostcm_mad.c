@@ -268,7 +268,7 @@ static bool guest_owns_qp(HcCm *cm, uint32_t qpn)
     for (uint32_t h = 0; h < c->qp.size; h++) {
         PvrdmaQP *qp = c->qp.slot[h];
 
-        if (qp && qp->hw && qp->qpn == qpn) {
+        if (qp && qp->twin && qp->qpn == qpn) {
             return true;
         }
     }

@@ -82,7 +82,7 @@ static inline HvPD *pd_of(PvrdmaTransport *h, uint32_t handle)
 {
     PvrdmaPD *pd = pvrdma_table_get(&h->core->pd, handle);
 
-    return pd ? pd->hw : NULL;
+    return pd ? pd->twin : NULL;
 }
 
 /* The peer invalidated rkey with a SEND (a receive completion said so). */

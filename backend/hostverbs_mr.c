@@ -162,14 +162,14 @@ static int frmr_create(HvDev *d, HvPD *p, PvrdmaMR *mr, uint32_t *lkey,
     r->mw = mw;
     r->retired = g_array_new(false, false, sizeof(HvReg));
     *lkey = *rkey = mw->rkey;
-    mr->hw = r;
+    mr->twin = r;
     g_hash_table_insert(d->frmrs, GUINT_TO_POINTER(mw->rkey >> 8), mr);
     return 0;
 }
 
 static void frmr_destroy(HvDev *d, PvrdmaMR *mr)
 {
-    HvMR *r = mr->hw;
+    HvMR *r = mr->twin;
 
     if (r->mw) {
         g_hash_table_remove(d->frmrs, GUINT_TO_POINTER(r->mw->rkey >> 8));
@@ -184,7 +184,7 @@ static void frmr_destroy(HvDev *d, PvrdmaMR *mr)
     }
     g_array_free(r->retired, true);
     g_free(r);
-    mr->hw = NULL;
+    mr->twin = NULL;
 }
 
 /* The guest's FRMR lkey, valid, in an SGE for the host: its registration's */
@@ -197,7 +197,7 @@ uint32_t hv_sge_lkey(HvDev *d, uint32_t lkey)
         return lkey;
     }
     mr = g_hash_table_lookup(d->frmrs, GUINT_TO_POINTER(lkey >> 8));
-    r = mr ? mr->hw : NULL;
+    r = mr ? mr->twin : NULL;
     if (!r || mr->key != lkey || !mr->valid || !r->cur.mr) {
         return lkey;    /* the host device refuses what it must */
     }
@@ -207,7 +207,7 @@ uint32_t hv_sge_lkey(HvDev *d, uint32_t lkey)
 void hv_frmr_remote_inv(HvDev *d, uint32_t rkey)
 {
     PvrdmaMR *mr = g_hash_table_lookup(d->frmrs, GUINT_TO_POINTER(rkey >> 8));
-    HvMR *r = mr ? mr->hw : NULL;
+    HvMR *r = mr ? mr->twin : NULL;
 
     if (r && r->mw && r->mw->rkey == rkey) {
         r->bound = false;
@@ -250,7 +250,7 @@ int hv_fast_reg(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
                 unsigned flags)
 {
     PvrdmaMR *mr = s->mr;
-    HvMR *r = mr->hw;
+    HvMR *r = mr->twin;
     HvPD *p = pd_of(&d->t, mr->pd);
     struct ibv_send_wr inv = { 0 }, bind = { 0 }, *first = &bind, *bad;
     int64_t t0 = g_get_monotonic_time(), t_map;
@@ -284,7 +284,7 @@ int hv_fast_reg(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
         inv.next = &bind;
         first = &inv;
     }
-    err = ibv_post_send(qp->hw, first, &bad);
+    err = ibv_post_send(qp->twin, first, &bad);
     if (err) {
         if (first == &inv && bad == &bind) {
             r->bound = false;
@@ -295,7 +295,7 @@ int hv_fast_reg(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
     }
     r->mw->rkey = mr->key;      /* the window's key from this bind on */
     r->bound = true;
-    r->bound_qp = qp->hw;
+    r->bound_qp = qp->twin;
     if (r->cur.mr) {
         g_array_append_val(r->retired, r->cur);
     }
@@ -328,7 +328,7 @@ int hv_local_inv(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
                  unsigned flags)
 {
     PvrdmaMR *mr = s->mr;
-    HvMR *r = mr->hw;
+    HvMR *r = mr->twin;
     HvPD *p = pd_of(&d->t, mr->pd);
     struct ibv_send_wr bind = { 0 }, inv = { 0 }, *first = &inv, *bad;
     bool was_bound;
@@ -358,11 +358,11 @@ int hv_local_inv(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
     inv.opcode = IBV_WR_LOCAL_INV;
     inv.send_flags = flags;
     inv.invalidate_rkey = r->mw->rkey;
-    err = ibv_post_send(qp->hw, first, &bad);
+    err = ibv_post_send(qp->twin, first, &bad);
     if (err) {
         if (first == &bind && bad == &inv) {
             r->bound = true;
-            r->bound_qp = qp->hw;
+            r->bound_qp = qp->twin;
         }
         return -err;
     }
@@ -441,7 +441,7 @@ static int reg_create(PvrdmaTransport *h, HvPD *p, PvrdmaMR *mr,
     }
     *lkey = r->mr->lkey;
     *rkey = r->mr->rkey;
-    mr->hw = r;
+    mr->twin = r;
     trace_pvrdma_hv_mr(mr->handle, iova, len, mr->map.nchunks, r->mr->lkey,
                        t_map, g_get_monotonic_time() - t0);
     return 0;
@@ -463,7 +463,7 @@ int hv_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
 
 void hv_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
 {
-    HvMR *r = mr->hw;
+    HvMR *r = mr->twin;
 
     if (mr->kind == PVRDMA_MR_FRMR) {
         frmr_destroy(hv(h), mr);   /* its window may be gone (no r->mw) */
@@ -477,7 +477,7 @@ void hv_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
         h->core->ops->unmap(h->core->opaque, r->dma_host, r->dma_len, true);
     }
     g_free(r);
-    mr->hw = NULL;
+    mr->twin = NULL;
 }
 
 /*
@@ -497,7 +497,7 @@ void hv_frmr_unbind_qp(HvDev *d, struct ibv_qp *q)
 
     g_hash_table_iter_init(&it, d->frmrs);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
-        HvMR *r = ((PvrdmaMR *)v)->hw;
+        HvMR *r = ((PvrdmaMR *)v)->twin;
 
         if (r->bound && r->bound_qp == q) {
             gone = g_slist_prepend(gone, v);
@@ -505,7 +505,7 @@ void hv_frmr_unbind_qp(HvDev *d, struct ibv_qp *q)
     }
     for (GSList *l = gone; l; l = l->next) {
         PvrdmaMR *mr = l->data;
-        HvMR *r = mr->hw;
+        HvMR *r = mr->twin;
         HvPD *p = pd_of(&d->t, mr->pd);
         struct ibv_mw *mw = p ? ibv_alloc_mw(p->pd, IBV_MW_TYPE_2) : NULL;
 

@@ -138,13 +138,13 @@ int hv_pd_create(PvrdmaTransport *h, PvrdmaPD *pd)
         return -err;
     }
     p->ah = g_hash_table_new_full(ah_hash, ah_equal, g_free, ah_free);
-    pd->hw = p;
+    pd->twin = p;
     return 0;
 }
 
 void hv_pd_destroy(PvrdmaTransport *h, PvrdmaPD *pd)
 {
-    HvPD *p = pd->hw;
+    HvPD *p = pd->twin;
 
     if (p->spare) {
         ibv_dereg_mr(p->spare);
@@ -152,7 +152,7 @@ void hv_pd_destroy(PvrdmaTransport *h, PvrdmaPD *pd)
     g_hash_table_destroy(p->ah);
     ibv_dealloc_pd(p->pd);
     g_free(p);
-    pd->hw = NULL;
+    pd->twin = NULL;
 }
 
 /* A host AH for a UD destination (cached per PD). */
@@ -216,17 +216,17 @@ int hv_cq_create(PvrdmaTransport *h, PvrdmaCQ *cq, uint32_t cqe)
         g_free(q);
         return -err;
     }
-    cq->hw = q;
+    cq->twin = q;
     return 0;
 }
 
 void hv_cq_destroy(PvrdmaTransport *h, PvrdmaCQ *cq)
 {
-    HvCQ *q = cq->hw;
+    HvCQ *q = cq->twin;
 
     ibv_destroy_cq(q->cq);
     g_free(q);
-    cq->hw = NULL;
+    cq->twin = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -249,7 +249,7 @@ int hv_srq_create(PvrdmaTransport *h, PvrdmaSRQ *srq)
     if (!s) {
         return -(errno ? errno : ENOMEM);
     }
-    srq->hw = s;
+    srq->twin = s;
     return 0;
 }
 
@@ -258,13 +258,13 @@ int hv_srq_modify(PvrdmaTransport *h, PvrdmaSRQ *srq, uint32_t mask,
 {
     struct ibv_srq_attr a = { .srq_limit = limit };
 
-    return -ibv_modify_srq(srq->hw, &a, IBV_SRQ_LIMIT);
+    return -ibv_modify_srq(srq->twin, &a, IBV_SRQ_LIMIT);
 }
 
 void hv_srq_destroy(PvrdmaTransport *h, PvrdmaSRQ *srq)
 {
-    ibv_destroy_srq(srq->hw);
-    srq->hw = NULL;
+    ibv_destroy_srq(srq->twin);
+    srq->twin = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -281,14 +281,14 @@ int hv_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
     struct ibv_qp_init_attr a = { 0 };
     struct ibv_qp *q;
 
-    if (!p || !scq || !scq->hw || !rcq || !rcq->hw ||
-        (qp->is_srq && (!srq || !srq->hw))) {
+    if (!p || !scq || !scq->twin || !rcq || !rcq->twin ||
+        (qp->is_srq && (!srq || !srq->twin))) {
         return -EINVAL;
     }
     a.qp_context = qp;
-    a.send_cq = ((HvCQ *)scq->hw)->cq;
-    a.recv_cq = ((HvCQ *)rcq->hw)->cq;
-    a.srq = srq ? srq->hw : NULL;
+    a.send_cq = ((HvCQ *)scq->twin)->cq;
+    a.recv_cq = ((HvCQ *)rcq->twin)->cq;
+    a.srq = srq ? srq->twin : NULL;
     /*
      * A FAST_REG_MR or LOCAL_INV may take two host WQEs (hv_fast_reg(),
      * hv_local_inv()): room for them, as far as the device goes.
@@ -305,7 +305,7 @@ int hv_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
     if (!q) {
         return -(errno ? errno : ENOMEM);
     }
-    qp->hw = q;
+    qp->twin = q;
     qp->qpn = q->qp_num;
     g_hash_table_insert(d->qps, GUINT_TO_POINTER(q->qp_num), qp);
     trace_pvrdma_hv_qp(qp->handle, q->qp_num);
@@ -405,7 +405,7 @@ int hv_qp_modify(PvrdmaTransport *h, PvrdmaQP *qp, uint32_t mask,
          max_dest_rd_atomic);
     COPY(PVRDMA_QP_DEST_QPN, IBV_QP_DEST_QPN, dest_qp_num);
 #undef COPY
-    err = ibv_modify_qp(qp->hw, &at, m);
+    err = ibv_modify_qp(qp->twin, &at, m);
     trace_pvrdma_hv_modify_qp(qp->qpn, mask, a->qp_state, sgid, -err);
     return -err;
 }
@@ -415,7 +415,7 @@ int hv_qp_state(PvrdmaTransport *h, PvrdmaQP *qp)
     struct ibv_qp_attr at;
     struct ibv_qp_init_attr init;
 
-    if (ibv_query_qp(qp->hw, &at, IBV_QP_STATE, &init)) {
+    if (ibv_query_qp(qp->twin, &at, IBV_QP_STATE, &init)) {
         return -1;
     }
     return at.qp_state;
@@ -423,12 +423,12 @@ int hv_qp_state(PvrdmaTransport *h, PvrdmaQP *qp)
 
 void hv_qp_destroy(PvrdmaTransport *h, PvrdmaQP *qp)
 {
-    struct ibv_qp *q = qp->hw;
+    struct ibv_qp *q = qp->twin;
 
     hv_frmr_unbind_qp(hv(h), q);
     g_hash_table_remove(hv(h)->qps, GUINT_TO_POINTER(q->qp_num));
     ibv_destroy_qp(q);
-    qp->hw = NULL;
+    qp->twin = NULL;
 }
 
 int hv_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *s)
@@ -505,7 +505,7 @@ int hv_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *s)
         wr.wr.rdma.remote_addr = s->remote_addr;
         wr.wr.rdma.rkey = s->rkey;
     }
-    return -ibv_post_send(qp->hw, &wr, &bad);
+    return -ibv_post_send(qp->twin, &wr, &bad);
 }
 
 int hv_post_recv(PvrdmaTransport *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
@@ -524,7 +524,7 @@ int hv_post_recv(PvrdmaTransport *h, PvrdmaQP *qp, PvrdmaSRQ *srq,
     wr.sg_list = sge;
     wr.num_sge = num_sge;
     if (srq) {
-        return -ibv_post_srq_recv(srq->hw, &wr, &bad);
+        return -ibv_post_srq_recv(srq->twin, &wr, &bad);
     }
-    return -ibv_post_recv(qp->hw, &wr, &bad);
+    return -ibv_post_recv(qp->twin, &wr, &bad);
 }

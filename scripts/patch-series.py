@@ -108,7 +108,7 @@ the co-resident peers' messages are read in host byte order."""),
     dict(subject='hw/rdma: PVRDMA verbs objects: PD, MR, CQ, SRQ, QP',
          files=['hw/rdma/core/pvrdma_pd.c', 'hw/rdma/core/pvrdma_mr.c',
                 'hw/rdma/core/pvrdma_cq.c', 'hw/rdma/core/pvrdma_srq.c',
-                'hw/rdma/core/pvrdma_qp.c', 'hw/rdma/core/pvrdma_hca.c',
+                'hw/rdma/core/pvrdma_qp.c', 'hw/rdma/core/pvrdma_queue.c',
                 'hw/rdma/core/pvrdma_transport.c',
                 'hw/rdma/core/pvrdma_info.c',
                 'include/hw/rdma/pvrdma_info.h'],
@@ -118,7 +118,7 @@ domains, memory regions (DMA MRs, user MRs with a page directory, fast
 registration MRs), completion queues, shared receive queues and queue
 pairs with the RC/UC/UD/GSI state machine of the InfiniBand
 specification (the transitions and attribute masks the driver may ask
-for; anything else gets an error status).  pvrdma_hca.c holds the
+for; anything else gets an error status).  pvrdma_queue.c holds the
 device's limits and counters.
 
 pvrdma_transport.c is the one interface behind which transports carry a

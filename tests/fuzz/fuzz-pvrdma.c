@@ -248,7 +248,7 @@ static PvrdmaQP *hca_qp(PvrdmaCore *c, uint32_t qpn, bool srq, uint32_t srqh)
     for (uint32_t h = 0; h < c->qp.size; h++) {
         PvrdmaQP *qp = c->qp.slot[h];
 
-        if (qp && qp->hw &&
+        if (qp && qp->twin &&
             (srq ? qp->is_srq && qp->srq == srqh &&
                    qp->state >= PVRDMA_QPS_RTR : qp->qpn == qpn)) {
             return qp;
@@ -299,7 +299,7 @@ static void hca_wc(Fz *f, Input *in)
     }
     qp = hca_qp(c, p->qpn, p->srq, p->srq_handle);
     cq = qp ? pvrdma_table_get(&c->cq, p->recv ? qp->rcq : qp->scq) : NULL;
-    if (!cq || !cq->hw) {
+    if (!cq || !cq->twin) {
         return;
     }
     wc.qp = qp->handle;
@@ -367,11 +367,11 @@ static void hca_event(Fz *f, Input *in)
         return;
     }
     if (i <= 5) {
-        handle = hca_pick(&c->qp, offsetof(PvrdmaQP, hw), n);
+        handle = hca_pick(&c->qp, offsetof(PvrdmaQP, twin), n);
     } else if (i == 6) {
-        handle = hca_pick(&c->cq, offsetof(PvrdmaCQ, hw), n);
+        handle = hca_pick(&c->cq, offsetof(PvrdmaCQ, twin), n);
     } else if (i <= 8) {
-        handle = hca_pick(&c->srq, offsetof(PvrdmaSRQ, hw), n);
+        handle = hca_pick(&c->srq, offsetof(PvrdmaSRQ, twin), n);
     }
     if (handle) {
         pvrdma_transport_event(c, type, handle);

@@ -2,7 +2,7 @@
 # L1: the host HCA mode qtests of test 40 (/pvrdma/hca/* against rxe0)
 # with QEMU built with clang ASan + UBSan (scripts/build.sh with
 # PVRDMA_SANITIZE=1): backend/hostverbs.c and hostverbs_obj.c,
-# backend/hostcm.c and hostcm_mad.c, and hw/rdma/core/pvrdma_hca.c run only
+# backend/hostcm.c and hostcm_mad.c, and hw/rdma/core/pvrdma_queue.c run only
 # with a host RDMA device, so only here do they run under the sanitizers.
 # The first UBSan report fails its case; LeakSanitizer is on for QEMU (a
 # leak makes QEMU exit non-zero).  Runs when the sanitizer build exists

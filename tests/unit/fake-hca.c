@@ -39,7 +39,7 @@ static int f_pd_create(PvrdmaTransport *h, PvrdmaPD *pd)
     int err = create_result(h);
 
     if (!err) {
-        pd->hw = h;
+        pd->twin = h;
     }
     return err;
 }
@@ -47,7 +47,7 @@ static int f_pd_create(PvrdmaTransport *h, PvrdmaPD *pd)
 static void f_pd_destroy(PvrdmaTransport *h, PvrdmaPD *pd)
 {
     fk(h)->twins--;
-    pd->hw = NULL;
+    pd->twin = NULL;
 }
 
 static int f_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
@@ -56,10 +56,10 @@ static int f_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
     int err = create_result(h);
 
     if (!err && mr->kind == PVRDMA_MR_FRMR) {
-        mr->hw = h;
+        mr->twin = h;
         *lkey = *rkey = (0x40 + mr->handle) << 8 | 0x07;
     } else if (!err) {
-        mr->hw = h;
+        mr->twin = h;
         *lkey = 0x1000 + mr->handle;
         /* as Linux rxe: no rkey for an MR without remote access */
         *rkey = mr->access & (PVRDMA_ACCESS_REMOTE_WRITE |
@@ -73,7 +73,7 @@ static int f_mr_create(PvrdmaTransport *h, PvrdmaMR *mr, uint32_t *lkey,
 static void f_mr_destroy(PvrdmaTransport *h, PvrdmaMR *mr)
 {
     fk(h)->twins--;
-    mr->hw = NULL;
+    mr->twin = NULL;
 }
 
 static int f_cq_create(PvrdmaTransport *h, PvrdmaCQ *cq, uint32_t cqe)
@@ -81,7 +81,7 @@ static int f_cq_create(PvrdmaTransport *h, PvrdmaCQ *cq, uint32_t cqe)
     int err = create_result(h);
 
     if (!err) {
-        cq->hw = h;
+        cq->twin = h;
     }
     return err;
 }
@@ -89,7 +89,7 @@ static int f_cq_create(PvrdmaTransport *h, PvrdmaCQ *cq, uint32_t cqe)
 static void f_cq_destroy(PvrdmaTransport *h, PvrdmaCQ *cq)
 {
     fk(h)->twins--;
-    cq->hw = NULL;
+    cq->twin = NULL;
 }
 
 static int f_srq_create(PvrdmaTransport *h, PvrdmaSRQ *srq)
@@ -97,7 +97,7 @@ static int f_srq_create(PvrdmaTransport *h, PvrdmaSRQ *srq)
     int err = create_result(h);
 
     if (!err) {
-        srq->hw = h;
+        srq->twin = h;
     }
     return err;
 }
@@ -112,7 +112,7 @@ static void f_srq_destroy(PvrdmaTransport *h, PvrdmaSRQ *srq)
 {
     fk(h)->twins--;
     discard(fk(h), true, srq->handle);
-    srq->hw = NULL;
+    srq->twin = NULL;
 }
 
 static int f_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
@@ -120,7 +120,7 @@ static int f_qp_create(PvrdmaTransport *h, PvrdmaQP *qp)
     int err = create_result(h);
 
     if (!err) {
-        qp->hw = h;
+        qp->twin = h;
         qp->qpn = 0x300 + qp->handle;
     }
     return err;
@@ -151,7 +151,7 @@ static void f_qp_destroy(PvrdmaTransport *h, PvrdmaQP *qp)
 {
     fk(h)->twins--;
     discard(fk(h), false, qp->qpn);
-    qp->hw = NULL;
+    qp->twin = NULL;
 }
 
 static int f_post_send(PvrdmaTransport *h, PvrdmaQP *qp, const PvrdmaSendWr *wr)

@@ -1,5 +1,5 @@
 /*
- * The device side of host HCA mode (hw/rdma/core/pvrdma_hca.c and the command
+ * The device side of host HCA mode (hw/rdma/core/pvrdma_queue.c and the command
  * hooks) against a scripted host device: objects get twins and lose them,
  * guest WQEs reach the host unchanged or fail with an error CQE, a full
  * host queue holds the rest in the guest ring until a completion, host

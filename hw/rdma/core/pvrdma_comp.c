@@ -297,7 +297,7 @@ static void queue_cqe(PvrdmaCore *c, PvrdmaCQ *cq, PvrdmaQP *qp,
     }
     /* the host does not say whether a receive was solicited: wake anyway */
     pvrdma_cq_post(c, qp, cq->handle, &e, !wc->is_send);
-    pvrdma_hca_completed(c, qp, wc->is_send, wc->status);
+    pvrdma_queue_completed(c, qp, wc->is_send, wc->status);
 }
 
 void pvrdma_complete(PvrdmaCore *c, const PvrdmaWc *wc)

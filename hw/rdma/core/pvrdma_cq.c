@@ -98,7 +98,7 @@ int pvrdma_cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
     if (!cq) {
         return CMD_ERR(c, EINVAL, "RESIZE_CQ: bad handle %u", m->cq_handle);
     }
-    if (cq->hw) {
+    if (cq->twin) {
         return CMD_ERR(c, EOPNOTSUPP, "RESIZE_CQ: not with a host HCA");
     }
     if (!pvrdma_cq_cqe_fits(c, cq, m->cqe)) {

@@ -90,14 +90,14 @@ void pvrdma_core_run(PvrdmaCore *c)
         n = c->run.length;
     }
     if (c->hca_srqs) {
-        pvrdma_hca_serve_srqs(c);
+        pvrdma_queue_serve_srqs(c);
     }
     /* serve the QPs queued now; those re-queued meanwhile wait a turn */
     while (n-- && c->run.length) {
         PvrdmaQP *qp = pvrdma_run_pop(c);
 
         if (pvrdma_qp_on_queue_transport(qp)) {
-            pvrdma_hca_serve_qp(c, qp);
+            pvrdma_queue_serve_qp(c, qp);
         } else {
             pvrdma_serve_sq(c, qp, 0);
         }

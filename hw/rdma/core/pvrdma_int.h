@@ -416,20 +416,20 @@ void pvrdma_drain_sq(PvrdmaCore *c, PvrdmaQP *qp);
  */
 void pvrdma_slot_done(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendSlot *s, int st);
 
-/* pvrdma_hca.c: queue transports (the owner's QPs): WQEs to its queues */
+/* pvrdma_queue.c: queue transports (the owner's QPs): WQEs to its queues */
 
-void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
-void pvrdma_hca_serve_qp(PvrdmaCore *c, PvrdmaQP *qp);
-void pvrdma_hca_serve_srqs(PvrdmaCore *c);
+void pvrdma_queue_post_sq(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_queue_post_rq(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_queue_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq);
+void pvrdma_queue_serve_qp(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_queue_serve_srqs(PvrdmaCore *c);
 /*
  * After a queue transport's completion: an error moved the QP to error; a
  * queue that was full takes more WQEs.
  */
-void pvrdma_hca_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
+void pvrdma_queue_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
                           uint32_t status);
 /* A queue transport's QP goes to error (the owner's QP too). */
-void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_queue_qp_error(PvrdmaCore *c, PvrdmaQP *qp);
 
 #endif

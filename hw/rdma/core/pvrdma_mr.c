@@ -8,7 +8,7 @@
  * (checked and applied here, for the requester and for the QPs a host HCA
  * runs) and remote invalidation.
  *
- * Not here: walking the send queue (pvrdma_req.c, pvrdma_hca.c), rkey
+ * Not here: walking the send queue (pvrdma_req.c, pvrdma_queue.c), rkey
  * checks at the responder (pvrdma_resp.c), mapping guest pages
  * (pvrdma_mem.c).
  *

@@ -74,7 +74,7 @@ static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (pvrdma_qp_on_queue_transport(qp)) {
-        pvrdma_hca_qp_error(c, qp);
+        pvrdma_queue_qp_error(c, qp);
         return;
     }
     if (qp->state != PVRDMA_QPS_ERR) {
@@ -249,7 +249,7 @@ static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
 {
     bool owner_rtr = false;
 
-    if (rtr && qp->hw && !qp->tp &&
+    if (rtr && qp->twin && !qp->tp &&
         pvrdma_transport_choose(c, qp, (*a)->ah_attr.grh.dgid.raw) ==
         c->owner) {
         pvrdma_owner_qp_take(c, qp);    /* the host device carries it */
@@ -260,7 +260,7 @@ static int modify_on_owner(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
      * back to RESET; past that only if the owner is its transport.
      */
     if (pvrdma_qp_on_queue_transport(qp) ||
-        (qp->hw && ((!qp->tp && !rtr) || next == PVRDMA_QPS_RESET))) {
+        (qp->twin && ((!qp->tp && !rtr) || next == PVRDMA_QPS_RESET))) {
         int err;
 
         if (pvrdma_qp_on_queue_transport(qp) && (mask & PVRDMA_QP_RQ_PSN)) {
@@ -317,12 +317,12 @@ static void queue_transport_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t next)
     qp->state = next;
     if (next == PVRDMA_QPS_RESET) {
         qp->sq.priv = qp->rq.priv = 0;
-        qp->hca_sq_blocked = qp->hca_rq_blocked = false;
+        qp->queue_sq_blocked = qp->queue_rq_blocked = false;
         pvrdma_owner_qp_reset(c, qp);
     }
     /* WQEs the guest posted before the host QP could take them */
-    pvrdma_hca_post_rq(c, qp);
-    pvrdma_hca_post_sq(c, qp);
+    pvrdma_queue_post_rq(c, qp);
+    pvrdma_queue_post_sq(c, qp);
 }
 
 /* What entering next from cur does to a QP the core serves */

@@ -11,7 +11,7 @@
  * file (scripts/layers.py checks it).
  *
  * Not here: building and executing requests (pvrdma_req.c), the queue
- * transport's WQE hand-over (pvrdma_hca.c), completions (pvrdma_comp.c).
+ * transport's WQE hand-over (pvrdma_queue.c), completions (pvrdma_comp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -129,7 +129,7 @@ static void set_transport(PvrdmaQP *qp, PvrdmaTransport *t)
  */
 static bool chooses_at_rtr(const PvrdmaQP *qp)
 {
-    return qp->type == PVRDMA_QPT_RC && !(qp->hw && qp->is_srq);
+    return qp->type == PVRDMA_QPT_RC && !(qp->twin && qp->is_srq);
 }
 
 PvrdmaTransport *pvrdma_transport_choose(PvrdmaCore *c, const PvrdmaQP *qp,
@@ -142,7 +142,7 @@ PvrdmaTransport *pvrdma_transport_choose(PvrdmaCore *c, const PvrdmaQP *qp,
     }
     t = reaching(c, dgid, false);
     /* a destination nothing else reaches: the host device may route it */
-    return t ? t : qp->hw ? c->owner : NULL;
+    return t ? t : qp->twin ? c->owner : NULL;
 }
 
 int pvrdma_transport_attach(PvrdmaCore *c, PvrdmaQP *qp)
@@ -415,7 +415,7 @@ int pvrdma_owner_pd_create(PvrdmaCore *c, PvrdmaPD *pd)
 
 void pvrdma_owner_pd_destroy(PvrdmaCore *c, PvrdmaPD *pd)
 {
-    if (pd->hw) {
+    if (pd->twin) {
         owner_ops(c)->pd_destroy(c->owner, pd);
     }
 }
@@ -493,7 +493,7 @@ void pvrdma_owner_frmr_rekey(PvrdmaCore *c, PvrdmaMR *mr, uint32_t key)
 
 void pvrdma_owner_mr_destroy(PvrdmaCore *c, PvrdmaMR *mr)
 {
-    if (mr->hw) {
+    if (mr->twin) {
         owner_key_index(c, mr->key, mr, false);
         owner_key_index(c, mr->owner_rkey, mr, false);
         owner_frmr_index(c, mr, false);
@@ -508,7 +508,7 @@ int pvrdma_owner_cq_create(PvrdmaCore *c, PvrdmaCQ *cq, uint32_t cqe)
 
 void pvrdma_owner_cq_destroy(PvrdmaCore *c, PvrdmaCQ *cq)
 {
-    if (cq->hw) {
+    if (cq->twin) {
         owner_ops(c)->cq_destroy(c->owner, cq);
     }
 }
@@ -521,13 +521,13 @@ int pvrdma_owner_srq_create(PvrdmaCore *c, PvrdmaSRQ *srq)
 int pvrdma_owner_srq_modify(PvrdmaCore *c, PvrdmaSRQ *srq, uint32_t mask,
                             uint32_t limit)
 {
-    return srq->hw ? owner_ops(c)->srq_modify(c->owner, srq, mask, limit) :
+    return srq->twin ? owner_ops(c)->srq_modify(c->owner, srq, mask, limit) :
                      0;
 }
 
 void pvrdma_owner_srq_destroy(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
-    if (srq->hw) {
+    if (srq->twin) {
         owner_ops(c)->srq_destroy(c->owner, srq);
     }
 }
@@ -557,7 +557,7 @@ int pvrdma_owner_qp_create(PvrdmaCore *c, PvrdmaQP *qp)
 
 void pvrdma_owner_qp_destroy(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    if (qp->hw) {
+    if (qp->twin) {
         g_hash_table_remove(c->owner_qpns, GUINT_TO_POINTER(qp->qpn));
         owner_ops(c)->qp_destroy(c->owner, qp);
         qp->tp = NULL;
@@ -581,7 +581,7 @@ void pvrdma_owner_qp_take(PvrdmaCore *c, PvrdmaQP *qp)
     set_transport(qp, c->owner);
 }
 
-/* The owner's queues, for a QP it carries (pvrdma_hca.c, pvrdma_qp.c) */
+/* The owner's queues, for a QP it carries (pvrdma_queue.c, pvrdma_qp.c) */
 int pvrdma_owner_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
                            const struct pvrdma_qp_attr *a)
 {

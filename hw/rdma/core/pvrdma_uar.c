@@ -6,7 +6,7 @@
  *
  * Not here: what a doorbell does (pvrdma_dp.c for send and SRQ doorbells,
  * pvrdma_transport.c for the RNR wake-up of a receive doorbell, pvrdma_event.c
- * for arming a CQ, pvrdma_hca.c in host HCA mode).
+ * for arming a CQ, pvrdma_queue.c in host HCA mode).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -43,7 +43,7 @@ static void uar_qp_doorbell(PvrdmaCore *c, uint32_t owner, uint32_t handle,
          */
         if (val & PVRDMA_UAR_QP_RECV) {
             trace_pvrdma_db_qp_recv(handle);
-            pvrdma_hca_post_rq(c, qp);
+            pvrdma_queue_post_rq(c, qp);
         }
         if (val & PVRDMA_UAR_QP_SEND) {
             trace_pvrdma_db_qp_send(handle);
@@ -75,8 +75,8 @@ static void uar_srq_doorbell(PvrdmaCore *c, uint32_t owner, uint32_t handle)
         return;
     }
     trace_pvrdma_db_srq(handle);
-    if (srq->hw) {
-        pvrdma_hca_post_srq(c, srq);
+    if (srq->twin) {
+        pvrdma_queue_post_srq(c, srq);
     } else {
         pvrdma_srq_doorbell(c, srq);
     }

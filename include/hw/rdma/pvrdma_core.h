@@ -356,7 +356,7 @@ typedef struct PvrdmaPD {
     uint32_t handle;
     uint32_t ctx;           /* 0: kernel */
     uint32_t refs;          /* MRs, QPs, SRQs */
-    void *hw;               /* the object owner's twin */
+    void *twin;             /* the object owner's twin */
 } PvrdmaPD;
 
 enum { PVRDMA_MR_USER, PVRDMA_MR_DMA, PVRDMA_MR_FRMR };
@@ -374,7 +374,7 @@ typedef struct PvrdmaMR {
     uint64_t base;          /* iova of byte 0 of the first mapped page */
     uint32_t max_pages;     /* FRMR */
     PvrdmaMap map;
-    void *hw;               /* the object owner's twin */
+    void *twin;             /* the object owner's twin */
 } PvrdmaMR;
 
 typedef struct PvrdmaCQ {
@@ -388,7 +388,7 @@ typedef struct PvrdmaCQ {
     bool notify_due;        /* ... and the CQ is to be notified at its end */
     bool news;              /* CQEs written since the last notification */
     uint32_t refs;          /* QPs */
-    void *hw;               /* the object owner's twin */
+    void *twin;             /* the object owner's twin */
 } PvrdmaCQ;
 
 #define PVRDMA_CQ_FLAG_ARMED_SOL    (1u << 0)
@@ -402,8 +402,8 @@ typedef struct PvrdmaSRQ {
     uint32_t max_sge;
     uint32_t limit;
     uint32_t refs;          /* QPs */
-    void *hw;               /* the object owner's twin */
-    bool hca_blocked;       /* owner's queue full: post on a completion */
+    void *twin;             /* the object owner's twin */
+    bool queue_blocked;       /* owner's queue full: post on a completion */
     bool hca_pending;       /* receives left for the run loop */
 } PvrdmaSRQ;
 
@@ -479,9 +479,9 @@ typedef struct PvrdmaQP {
      * are the next WQEs to hand to the owner; with another transport the
      * twin only holds the number.
      */
-    void *hw;
-    bool hca_sq_blocked;    /* owner's queue full: post on a completion */
-    bool hca_rq_blocked;
+    void *twin;
+    bool queue_sq_blocked;    /* owner's queue full: post on a completion */
+    bool queue_rq_blocked;
 } PvrdmaQP;
 
 /*

@@ -14,7 +14,7 @@
  *    GSI request that no transport reaches goes to the GSI agent (the
  *    transport flagged PVRDMA_TP_GSI_AGENT: the host rdma_cm translator).
  *  - With an object owner (a queue transport: a host HCA) every guest PD,
- *    CQ, SRQ, MR and non-GSI QP has a twin in the owner (its 'hw' pointer),
+ *    CQ, SRQ, MR and non-GSI QP has a twin in the owner (its 'twin' pointer),
  *    the guest sees the owner's QP numbers and keys, and every non-GSI QP
  *    takes the owner as its transport when it is created.  At most one
  *    transport owns objects: the guest sees one set of numbers.

@@ -11,7 +11,7 @@
  * device's MR (pvrdma_mr.c) before they go to the owner, which registers
  * or invalidates its twin in order with the QP's other work; undone if
  * the owner's queue was full.  Its completions come back through
- * pvrdma_complete() (pvrdma_comp.c), which calls pvrdma_hca_completed()
+ * pvrdma_complete() (pvrdma_comp.c), which calls pvrdma_queue_completed()
  * here.
  *
  * The rings' private indices (sq.priv, rq.priv) are the next WQEs to hand
@@ -40,7 +40,7 @@ static void hca_err_cqe(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq,
     pvrdma_cq_post(c, qp, cq, &e, false);
 }
 
-void pvrdma_hca_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
+void pvrdma_queue_qp_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
     struct pvrdma_qp_attr a = { .qp_state = PVRDMA_QPS_ERR };
 
@@ -134,19 +134,19 @@ bad_opcode:
     return PVRDMA_WC_LOC_QP_OP_ERR;
 }
 
-void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
+void pvrdma_queue_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
 {
     uint32_t prod, n;
     bool moved = false;
 
     if (!pvrdma_qp_on_queue_transport(qp) || !sq_open(qp) ||
-        qp->hca_sq_blocked) {
+        qp->queue_sq_blocked) {
         return;
     }
     if (!pvrdma_ring_guest_prod(&qp->sq, &prod)) {
         PVRDMA_GUEST_ERR(c, "QP %u: send ring producer index invalid",
                          qp->handle);
-        pvrdma_hca_qp_error(c, qp);
+        pvrdma_queue_qp_error(c, qp);
         return;
     }
     for (n = 0; qp->sq.priv != prod && n < PVRDMA_RUN_BUDGET; n++) {
@@ -165,7 +165,7 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
                 pvrdma_mr_undo(c, wr.mr, &undo);
             }
             if (err == -ENOMEM) {
-                qp->hca_sq_blocked = true;
+                qp->queue_sq_blocked = true;
                 break;
             }
             if (err) {
@@ -174,19 +174,19 @@ void pvrdma_hca_post_sq(PvrdmaCore *c, PvrdmaQP *qp)
                 st = PVRDMA_WC_LOC_QP_OP_ERR;
             }
         }
-        trace_pvrdma_hca_post_send(qp->handle, w.hdr.opcode, st);
+        trace_pvrdma_queue_post_send(qp->handle, w.hdr.opcode, st);
         qp->sq.priv = pvrdma_idx_next(qp->sq.priv, qp->sq.nelems);
         moved = true;
         if (st) {
             hca_err_cqe(c, qp, qp->scq, w.hdr.wr_id,
                         pvrdma_wc_opcode(w.hdr.opcode), st);
-            pvrdma_hca_qp_error(c, qp);
+            pvrdma_queue_qp_error(c, qp);
         }
     }
     if (moved) {
         pvrdma_ring_publish_cons(&qp->sq);
     }
-    if (qp->sq.priv != prod && sq_open(qp) && !qp->hca_sq_blocked) {
+    if (qp->sq.priv != prod && sq_open(qp) && !qp->queue_sq_blocked) {
         pvrdma_qp_schedule(c, qp);      /* the rest on the next turn */
     }
 }
@@ -205,7 +205,7 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
         PVRDMA_GUEST_ERR(c, "%s %u: receive ring producer index invalid",
                          qp ? "QP" : "SRQ", handle);
         if (qp) {
-            pvrdma_hca_qp_error(c, qp);
+            pvrdma_queue_qp_error(c, qp);
         } else {
             pvrdma_post_async(c, PVRDMA_EVENT_SRQ_ERR, handle);
         }
@@ -226,7 +226,7 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
              */
             hca_err_cqe(c, qp, qp->rcq, w.hdr.wr_id, PVRDMA_WC_RECV,
                         PVRDMA_WC_WR_FLUSH_ERR);
-            trace_pvrdma_hca_post_recv(handle, false, -EPIPE);
+            trace_pvrdma_queue_post_recv(handle, false, -EPIPE);
             r->priv = pvrdma_idx_next(r->priv, r->nelems);
             moved = true;
             continue;
@@ -239,7 +239,7 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
                 break;
             }
         }
-        trace_pvrdma_hca_post_recv(handle, !qp, err);
+        trace_pvrdma_queue_post_recv(handle, !qp, err);
         r->priv = pvrdma_idx_next(r->priv, r->nelems);
         moved = true;
         if (err) {
@@ -248,7 +248,7 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
             if (qp) {
                 hca_err_cqe(c, qp, qp->rcq, w.hdr.wr_id, PVRDMA_WC_RECV,
                             PVRDMA_WC_LOC_QP_OP_ERR);
-                pvrdma_hca_qp_error(c, qp);
+                pvrdma_queue_qp_error(c, qp);
             } else {
                 pvrdma_post_async(c, PVRDMA_EVENT_SRQ_ERR, handle);
             }
@@ -260,21 +260,21 @@ static bool post_recvs(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSRQ *srq,
     return r->priv != prod && !*blocked;
 }
 
-void pvrdma_hca_post_rq(PvrdmaCore *c, PvrdmaQP *qp)
+void pvrdma_queue_post_rq(PvrdmaCore *c, PvrdmaQP *qp)
 {
     if (pvrdma_qp_on_queue_transport(qp) && !qp->is_srq && rq_open(qp) &&
-        !qp->hca_rq_blocked &&
+        !qp->queue_rq_blocked &&
         post_recvs(c, qp, NULL, &qp->rq, qp->max_recv_sge,
-                   &qp->hca_rq_blocked)) {
+                   &qp->queue_rq_blocked)) {
         pvrdma_qp_schedule(c, qp);      /* the rest from the run loop */
     }
 }
 
-void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq)
+void pvrdma_queue_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq)
 {
-    if (srq->hw && !srq->hca_blocked &&
+    if (srq->twin && !srq->queue_blocked &&
         post_recvs(c, NULL, srq, &srq->ring, srq->max_sge,
-                   &srq->hca_blocked)) {
+                   &srq->queue_blocked)) {
         srq->hca_pending = true;        /* the rest from the run loop */
         c->hca_srqs = true;
         c->ops->kick(c->opaque, 0);
@@ -282,14 +282,14 @@ void pvrdma_hca_post_srq(PvrdmaCore *c, PvrdmaSRQ *srq)
 }
 
 /* The run loop's turn for qp: its new receives, then its sends. */
-void pvrdma_hca_serve_qp(PvrdmaCore *c, PvrdmaQP *qp)
+void pvrdma_queue_serve_qp(PvrdmaCore *c, PvrdmaQP *qp)
 {
-    pvrdma_hca_post_rq(c, qp);
-    pvrdma_hca_post_sq(c, qp);
+    pvrdma_queue_post_rq(c, qp);
+    pvrdma_queue_post_sq(c, qp);
 }
 
 /* The run loop's turn for SRQs whose receives did not all fit a turn. */
-void pvrdma_hca_serve_srqs(PvrdmaCore *c)
+void pvrdma_queue_serve_srqs(PvrdmaCore *c)
 {
     c->hca_srqs = false;
     for (uint32_t h = 0; h < c->srq.size; h++) {
@@ -297,30 +297,30 @@ void pvrdma_hca_serve_srqs(PvrdmaCore *c)
 
         if (srq && srq->hca_pending) {
             srq->hca_pending = false;
-            pvrdma_hca_post_srq(c, srq);
+            pvrdma_queue_post_srq(c, srq);
         }
     }
 }
 
-void pvrdma_hca_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
+void pvrdma_queue_completed(PvrdmaCore *c, PvrdmaQP *qp, bool is_send,
                          uint32_t status)
 {
     if (status != PVRDMA_WC_SUCCESS && qp->state != PVRDMA_QPS_ERR) {
         /* an error completion leaves the host QP in the error state */
         qp->state = PVRDMA_QPS_ERR;
     }
-    if (is_send && qp->hca_sq_blocked) {
-        qp->hca_sq_blocked = false;
-        pvrdma_hca_post_sq(c, qp);
-    } else if (!is_send && qp->hca_rq_blocked) {
-        qp->hca_rq_blocked = false;
-        pvrdma_hca_post_rq(c, qp);
+    if (is_send && qp->queue_sq_blocked) {
+        qp->queue_sq_blocked = false;
+        pvrdma_queue_post_sq(c, qp);
+    } else if (!is_send && qp->queue_rq_blocked) {
+        qp->queue_rq_blocked = false;
+        pvrdma_queue_post_rq(c, qp);
     } else if (!is_send && qp->is_srq) {
         PvrdmaSRQ *srq = pvrdma_table_get(&c->srq, qp->srq);
 
-        if (srq && srq->hca_blocked) {
-            srq->hca_blocked = false;
-            pvrdma_hca_post_srq(c, srq);
+        if (srq && srq->queue_blocked) {
+            srq->queue_blocked = false;
+            pvrdma_queue_post_srq(c, srq);
         }
     }
 }
