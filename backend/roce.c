@@ -135,11 +135,9 @@ static void linger_add(RoceTransport *t, RoceQp *q)
  * destroys its QP as soon as the message is there, and nothing answers
  * the peer's retransmission of that message if our ACK of it was lost or
  * not taken: the peer fails it after its retries (a RoCE HCA), or waits
- * forever (rxe with retry_cnt 7).  Seen with rxe 6.1 in guest test 30:
- * rxe's timer fired while it still sent the message, the completer took
- * our ACK while the WQE was being sent again (not "pending"), moved its
- * PSN past it without completing the WQE, and then waited for an ACK
- * that only the destroyed QP could have sent.  So for ROCE_LINGER_MS the
+ * forever (rxe with retry_cnt 7, whose completer can move past an ACK
+ * that came while the WQE was being resent and then wait for another
+ * that only the destroyed QP could send).  So for ROCE_LINGER_MS the
  * transport answers what the destroyed responder would have answered to
  * a duplicate SEND or WRITE packet with AckReq: an ACK of everything
  * before the PSN it expected (all of that was executed), short of READs

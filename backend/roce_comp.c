@@ -551,9 +551,7 @@ void roce_req_timers(RoceQp *q, int64_t now)
          * A timer that fired because the path is slow (a loaded host)
          * then costs one packet, not a window of them queued behind
          * those still on their way, whose answers would come after the
-         * next expiry again (guest test 30 on a loaded host:
-         * RETRY_EXC_ERR against rxe, 8 expiries in a row with the
-         * answers to the previous resends still arriving).  The timer
+         * next expiry again, until the retries run out.  The timer
          * doubles, up to 4x (IBA allows the local ACK timeout to be up to
          * 4x the QP's value), until progress.
          */

@@ -247,9 +247,8 @@ static void resp_duplicate(RoceQp *q, const RocePkt *p)
          * an answer).  One ACK per duplicate packet would send back as
          * many ACKs as a go-back-N resends, all alike: on a congested
          * path they queue up behind each other, arrive after the
-         * requester's timer fired again and make it resend once more
-         * (guest test 32's RETRY_EXC_ERR in CI, reproduced with traces).
-         * The responders of Linux qib/hfi1 do the same; rxe answers every
+         * requester's timer fired again and make it resend once more,
+         * until its retries run out.  The responders of Linux qib/hfi1 do the same; rxe answers every
          * duplicate.
          */
         if (p->ack_req) {
