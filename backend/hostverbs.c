@@ -357,13 +357,19 @@ static bool set_nonblock(int fd)
     return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
-/* Open dev (NULL: the first device with an active RoCE port). */
+/*
+ * Open the host device named dev; *port 0: its first active RoCE port
+ * (port 1 if none is active yet).
+ */
 static struct ibv_context *open_dev(const char *dev, uint8_t *port,
                                     char **err)
 {
     int n;
     struct ibv_device **list = ibv_get_device_list(&n);
     struct ibv_context *ctx = NULL;
+    struct ibv_device_attr da;
+    g_autoptr(GString) names = g_string_new(NULL);
+    int i;
 
     if (!list || !n) {
         *err = g_strdup("no host RDMA device (ibv_get_device_list found "
@@ -371,46 +377,38 @@ static struct ibv_context *open_dev(const char *dev, uint8_t *port,
                         "type rxe netdev eth0' for soft-RoCE)");
         goto out;
     }
-    for (int i = 0; i < n && !ctx; i++) {
-        struct ibv_device_attr da;
+    for (i = 0; i < n && strcmp(ibv_get_device_name(list[i]), dev); i++) {
+        g_string_append_printf(names, "%s%s", names->len ? ", " : "",
+                               ibv_get_device_name(list[i]));
+    }
+    if (i == n) {
+        *err = g_strdup_printf("no host RDMA device named '%s' (the host "
+                               "has: %s)", dev, names->str);
+        goto out;
+    }
+    ctx = ibv_open_device(list[i]);
+    if (!ctx || ibv_query_device(ctx, &da)) {
+        int e = errno;
 
-        if (dev && strcmp(ibv_get_device_name(list[i]), dev)) {
-            continue;
-        }
-        ctx = ibv_open_device(list[i]);
-        if (!ctx || ibv_query_device(ctx, &da)) {
-            int e = errno;
-
-            if (ctx) {
-                ibv_close_device(ctx);
-                ctx = NULL;
-            }
-            if (dev) {
-                *err = g_strdup_printf("cannot open host RDMA device %s: %s",
-                                       dev, strerror(e));
-                goto out;
-            }
-            continue;
-        }
-        for (uint8_t p = 1; !*port && p <= da.phys_port_cnt; p++) {
-            struct ibv_port_attr pa;
-
-            if (ibv_query_port(ctx, p, &pa) == 0 &&
-                pa.state == IBV_PORT_ACTIVE &&
-                pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
-                *port = p;
-            }
-        }
-        if (!*port && !dev) {
+        if (ctx) {
             ibv_close_device(ctx);
             ctx = NULL;
-        } else if (!*port) {
-            *port = 1;
+        }
+        *err = g_strdup_printf("cannot open host RDMA device %s: %s", dev,
+                               strerror(e));
+        goto out;
+    }
+    for (uint8_t p = 1; !*port && p <= da.phys_port_cnt; p++) {
+        struct ibv_port_attr pa;
+
+        if (ibv_query_port(ctx, p, &pa) == 0 &&
+            pa.state == IBV_PORT_ACTIVE &&
+            pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
+            *port = p;
         }
     }
-    if (!ctx && !*err) {
-        *err = dev ? g_strdup_printf("no host RDMA device named '%s'", dev) :
-               g_strdup("no host RDMA device with an active RoCE port");
+    if (!*port) {
+        *port = 1;
     }
 out:
     if (list) {

@@ -185,12 +185,15 @@ fi
 # host HCA mode: clear messages, no crash, when it cannot work
 t ibdev-missing 1 'ibdev=nosuchdev: no host RDMA device' \
     $nic -device pvrdma,addr=4.1,ibdev=nosuchdev
+# the host device is named, never guessed
+t ibdev-auto-refused 1 'ibdev=auto is not accepted: name the host RDMA device' \
+    $nic -device pvrdma,addr=4.1,ibdev=auto
 # ibdev and rendezvous together: allowed; the missing host device still
 # fails realize, after the join, which must leave no socket behind
-t ibdev-and-rendezvous-no-hca 1 'ibdev=auto: no host RDMA device' \
+t ibdev-and-rendezvous-no-hca 1 'no host RDMA device' \
     -object memory-backend-memfd,id=mem,size=128M,share=on \
     -machine memory-backend=mem -m 128M \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,rendezvous=$rdv/hca
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,rendezvous=$rdv/hca
 if [ -d "$rdv/hca" ] && [ -z "$(find "$rdv/hca" -type s)" ]; then
     n=$((n + 1)); echo "ok $n ibdev-and-rendezvous-no-hca-left-no-socket"
 else
@@ -201,19 +204,19 @@ t ibport-without-ibdev 1 "'ibport', 'gid-index' and 'cm-listen' .* need 'ibdev'"
 t cm-listen-without-ibdev 1 "'ibport', 'gid-index' and 'cm-listen' .* need 'ibdev'" \
     $nic -device pvrdma,addr=4.1,cm-listen=7174
 t cm-listen-port-zero 1 'cm-listen=0: give TCP-style ports 1-65535' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=0
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,cm-listen=0
 t cm-listen-port-too-big 1 'cm-listen=7174:70000: give TCP-style ports' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174:70000
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,cm-listen=7174:70000
 t cm-listen-range-reversed 1 'cm-listen=7174-7000: give TCP-style ports' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174-7000
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,cm-listen=7174-7000
 t cm-listen-too-many 1 'cm-listen=1-1000: .*at most 256 ports' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=1-1000
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,cm-listen=1-1000
 t cm-listen-garbage 1 'cm-listen=7174x: give TCP-style ports' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174x
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,cm-listen=7174x
 t cm-listen-empty-item 1 'cm-listen=7174::7175: give TCP-style ports' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,cm-listen=7174::7175
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,cm-listen=7174::7175
 t gid-index-negative 1 'gid-index -2: use -1' \
-    $nic -device pvrdma,addr=4.1,ibdev=auto,gid-index=-2
+    $nic -device pvrdma,addr=4.1,ibdev=nosuchdev,gid-index=-2
 rm -rf "$rdv"
 # good configurations come up and keep running (killed by timeout: 124)
 TMO=3 t good-config-runs 124 '' $nic -device pvrdma,addr=4.1

@@ -255,19 +255,6 @@ static const MemoryRegionOps pvrdma_uar_ops = {
 };
 
 /* ------------------------------------------------------------------ */
-/* Read-only state for management and tests                            */
-
-/* "peers": co-resident peers connected now (qom-get; tests, management) */
-static void pvrdma_get_peers(Object *obj, Visitor *v, const char *name,
-                             void *opaque, Error **errp)
-{
-    PvrdmaState *s = PVRDMA(obj);
-    uint32_t n = s->coresident ? pvrdma_coresident_peers(s->coresident) : 0;
-
-    visit_type_uint32(v, name, &n, errp);
-}
-
-/* ------------------------------------------------------------------ */
 /* QOM                                                                 */
 
 static void pvrdma_exit(PCIDevice *pdev);
@@ -573,11 +560,6 @@ static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
     rc->phases.hold = pvrdma_reset_hold;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     device_class_set_props(dc, pvrdma_props);
-    object_class_property_add(klass, "peers", "uint32", pvrdma_get_peers,
-                              NULL, NULL, NULL);
-    object_class_property_set_description(klass, "peers",
-        "co-resident peers connected (through the rendezvous directory "
-        "or given by x-pvrdma-peer-add)");
     object_class_property_set_description(klass, "coresident",
         "the co-resident transport without a rendezvous directory: "
         "management gives it its peers (x-pvrdma-peer-add)");

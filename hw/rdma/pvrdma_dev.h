@@ -71,7 +71,7 @@ struct PvrdmaState {
     char *rendezvous_secret;    /* id of a secret object peers must share */
     uint32_t poll_max_ns;   /* deprecated, no effect (pvrdma_join()) */
     bool cr_rings;          /* 'x-coresident-rings': offer peers rings */
-    char *ibdev;            /* host HCA: device name or "auto" */
+    char *ibdev;            /* host HCA: the device's name */
     uint8_t ibport;         /* host HCA port, 0: the first active one */
     int32_t gid_index;      /* host GID index to use, -1: the guest's GID */
     char *cm_listen;        /* host HCA: rdma_cm ports taken for the guest */

@@ -232,11 +232,17 @@ bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
     g_autofree char *err = NULL;
     PvrdmaTransport *t;
     PvrdmaHcaConfig cfg = {
-        .dev = strcmp(s->ibdev, "auto") ? s->ibdev : NULL,
+        .dev = s->ibdev,
         .port = s->ibport,
         .gid_index = s->gid_index,
     };
 
+    if (!strcmp(s->ibdev, "auto")) {
+        error_setg(errp, "pvrdma: ibdev=auto is not accepted: name the host "
+                   "RDMA device (ibv_devices lists them), so that the VM "
+                   "does not take whichever one comes first");
+        return false;
+    }
     if (s->gid_index < -1) {
         error_setg(errp, "pvrdma: gid-index %d: use -1 (the guest's GID) or "
                    "a host GID table index", s->gid_index);

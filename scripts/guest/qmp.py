@@ -22,7 +22,8 @@
     qmp.py SOCKET JSON                   any command, e.g. '{"execute":"query-status"}'
 
 "pvrdma" (QOM-PATH default /machine/peripheral/rdma0, the device run-vm.sh
-adds with id=rdma0) prints "peers N" and one "x-roce-NAME N" line per
+adds with id=rdma0) prints "peers N" (its co-resident transport's, from
+query-pvrdma) and one "x-roce-NAME N" line per
 counter, then the lines of x-query-pvrdma-qps ("qp N type ..." per QP,
 "transport ..." per transport).  Exit status 1 with a message on
 stderr if QEMU does not answer within --timeout seconds (default 5) or
@@ -147,8 +148,13 @@ def main(argv):
             dev = argv[3] if len(argv) > 3 else "/machine/peripheral/rdma0"
             props = [p["name"] for p in q.cmd("qom-list", path=dev)]
             out = []
-            if "peers" in props:
-                out.append("peers %s" % q.cmd("qom-get", path=dev, property="peers"))
+            # the co-resident transport's peers, as query-pvrdma says
+            for d in q.cmd("query-pvrdma"):
+                if d.get("qom-path") != dev:
+                    continue
+                for t in d.get("transports", []):
+                    if t.get("type") == "coresident":
+                        out.append("peers %s" % t.get("peers", 0))
             for p in sorted(props):
                 if p.startswith("x-roce-"):
                     out.append("%s %s" % (p, q.cmd("qom-get", path=dev, property=p)))

@@ -16,7 +16,7 @@
  * directly.  It is a queue transport: the host runs its QPs.
  */
 typedef struct PvrdmaHcaConfig {
-    const char *dev;        /* host device name; NULL: the first one */
+    const char *dev;        /* the host device's name */
     uint8_t port;           /* 0: the first active port */
     int gid_index;          /* -1: find the guest's GID in the host table */
 } PvrdmaHcaConfig;

@@ -114,15 +114,29 @@ const uint8_t peer_gid[4][16] = {
 };
 
 
+/* The co-resident peers pvrdma0 has connected (query-pvrdma). */
 uint32_t peer_count(QPvrdma *d)
 {
-    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'qom-get', 'arguments': "
-                         "{ 'path': '/machine/peripheral/pvrdma0', "
-                         "'property': 'peers' } }");
-    uint32_t n;
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'query-pvrdma' }");
+    QList *devs = qdict_get_qlist(r, "return");
+    uint32_t n = 0;
 
-    g_assert(qdict_haskey(r, "return"));
-    n = qdict_get_int(r, "return");
+    for (const QListEntry *e = qlist_first(devs); e; e = qlist_next(e)) {
+        QDict *dev = qobject_to(QDict, qlist_entry_obj(e));
+        QList *tps = qdict_get_qlist(dev, "transports");
+
+        if (strcmp(qdict_get_str(dev, "id"), "pvrdma0")) {
+            continue;
+        }
+        for (const QListEntry *t = qlist_first(tps); t;
+             t = qlist_next(t)) {
+            QDict *tp = qobject_to(QDict, qlist_entry_obj(t));
+
+            if (!strcmp(qdict_get_str(tp, "type"), "coresident")) {
+                n = qdict_get_int(tp, "peers");
+            }
+        }
+    }
     qobject_unref(r);
     return n;
 }
