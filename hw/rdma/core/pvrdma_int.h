@@ -62,6 +62,9 @@ uint32_t pvrdma_inject_wc(PvrdmaCore *c, PvrdmaQP *qp);
 void pvrdma_inject_resp_due(PvrdmaCore *c);
 
 /* pvrdma_transport.c: transport list, QPs' transports, owner, hooks */
+/* t's counters of qp (NULL: of t), zero and false if it keeps none. */
+bool pvrdma_transport_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
+                            PvrdmaPathStats *st);
 
 /* Senders waiting on RNR retry, here and in the transports. */
 void pvrdma_wake_rnr(PvrdmaCore *c);

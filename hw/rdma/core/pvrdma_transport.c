@@ -20,7 +20,6 @@
 #endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
-#include "hw/rdma/pvrdma_info.h"
 #include "pvrdma_int.h"
 
 /*

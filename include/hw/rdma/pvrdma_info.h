@@ -34,9 +34,6 @@ typedef struct PvrdmaTransportInfo {
     PvrdmaPathStats st;
 } PvrdmaTransportInfo;
 
-/* t's counters of qp (NULL: of t), zero and false if it keeps none. */
-bool pvrdma_transport_stats(PvrdmaTransport *t, const PvrdmaQP *qp,
-                            PvrdmaPathStats *st);
 /* The guest's driver activated the device; its port is up. */
 void pvrdma_info_device(PvrdmaCore *c, bool *active, bool *port_up);
 /* Every QP of the device, by handle: a GArray of PvrdmaQpInfo. */
