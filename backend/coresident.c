@@ -1,71 +1,15 @@
 /*
  * pvrdma co-resident transport: VMs on one host exchange verbs through
- * each other's guest RAM, with no HCA and no host kernel RDMA.
- *
- * Rendezvous.  Every device joins a directory named on its command line:
- * it listens on "<node>.sock" there and connects to every socket already
- * present (under an flock of "<dir>/.lock", so each pair of peers ends up
- * with exactly one connection; sockets nobody listens on are removed).
- * The directory must belong to this process's user and be writable by
- * nobody else (it is created 0700); the socket is made 0600 before it
- * listens.
- *
- * Who may join.  A connection whose other end runs as another uid
- * (SO_PEERCRED) is closed before anything is sent on it.  With a shared
- * secret, each side must also prove it knows the secret before the other
- * sends it anything more (see pvrdma_coresident_wire.h for the HMAC).
- *
- * Handshake (vhost-user style).  Over the SOCK_SEQPACKET connection each
- * side sends HELLO (with a nonce), then, with a secret, AUTH; once a side
- * has accepted its peer it sends one REGION message per shareable guest
- * RAM block with the block's file descriptor (SCM_RIGHTS), then GIDS, its
- * GID table (again whenever the guest changes it).  Each side maps the
- * other's regions once, whole: an accepted peer can read and write all of
- * this guest's RAM.  A GID that this device or an earlier peer owns is
- * not taken from a peer's GIDS (first owner wins, ours always).
- *
- * Rings.  Then the side that connected offers two rings in a sealed
- * memfd (RING), one per direction; from each side's RING_ON on, its
- * messages go through its ring, and the socket only wakes a peer that
- * sleeps (WAKE, one per burst) or tells a producer there is room again
- * (ROOM).  The fd handler may poll a peer's ring for a while after taking
- * from it (poll-max-ns).  The peer writes the rings whenever it likes:
- * indexes and records are checked as messages are.
- *
- * Data path: the responder copies.  The requester turns its local buffer
- * into (region, offset, length) triples of its own RAM and sends REQ (plus
- * MORE messages for long lists); the responder's device resolves its own
- * side (receive WQE, or rkey) exactly as for loopback and copies straight
- * between the two guests' memory -- one memcpy, no intermediate buffer --
- * then answers RESP with the requester's completion status.  READ and
- * atomics write the requester's memory the same way.
- *
- * RNR.  A request that finds no receive waits at the responder, in order
- * with what follows it for the same QP, until a receive is posted or the
- * requester's RNR retry budget runs out.  When the requester's QP is
- * destroyed, reset or moved to error, it sends CANCEL: what that QP still
- * has waiting at the peer is dropped, never delivered later.
- *
- * A peer that goes away (EOF, or a malformed message: a peer is another
- * process of the same user, but it runs a guest, so it is checked like
- * one): its in-flight requests are unanswered (RC: the core completes them
- * with RETRY_EXC_ERR after the QP's retry window) and its waiting requests
- * are dropped.  A request for a QP that does not exist or is not ready is
- * answered NO_RESPONDER the same way.
- *
- * Files: this one has the transport's hooks, the fence, the pause for
+ * each other's guest RAM, with no HCA and no host kernel RDMA.  Design in
+ * docs/devel/pvrdma.rst ("Co-resident transport"), protocol in
+ * docs/interop/pvrdma-coresident.rst; its files in the devel doc's file
+ * map.  This one: the transport's hooks, the fence, the pause for
  * migration and snapshots, and the constructor (which joins the
- * rendezvous directory); coresident_peer.c the peers (connections,
- * handshake, their RAM), coresident_link.c the link to each (socket,
- * rings, batching, wakeups, polling), coresident_ring.c the rings in
- * shared memory, coresident_gid.c who owns which GID, coresident_data.c
- * the data path, coresident_qp.c what it keeps per QP of ours (its
- * requests in flight, the peers' requests waiting for a receive).
- * coresident_int.h says how they call each other and what they share.
+ * rendezvous directory).
  *
- * Everything runs in the caller's event loop (QEMU's main loop, BQL held),
- * but for a poll of a peer's ring, which spins without the BQL (the host's
- * poll_wait) and touches nothing but that ring's shared memory.
+ * Everything runs in the caller's event loop (QEMU's main loop, BQL held)
+ * but a poll of a peer's ring, which spins without the BQL and touches
+ * nothing but that ring's shared memory.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -1,48 +1,11 @@
 /*
- * pvrdma co-resident transport: what its files share.
- *
- * The transport (coresident.c says what it does) is split by layer:
- *   coresident.c       the transport's hooks (its PvrdmaTransportOps),
- *                      fence, pause for migration and snapshots (quiesce,
- *                      resume, moved), the constructor (the rendezvous
- *                      directory checked, locked, listened on), leave
- *                      and peers
- *   coresident_data.c  the data path: our requests out (execute, REQ and
- *                      MORE), theirs in and executed, RESP, the RNR wait,
- *                      CANCEL, OFFER and ANSWER, a peer's PAUSE, PAUSED,
- *                      RESUME and MOVED
- *   coresident_peer.c  the peers: connections (to the sockets in the
- *                      rendezvous directory, accepted on ours), messages
- *                      checked and dispatched, the handshake (HELLO,
- *                      AUTH), their RAM (REGION) and GIDS, dead peers
- *                      freed
- *   coresident_link.c  the link to one peer: its socket and its rings,
- *                      messages collected and sent, received and framed,
- *                      WAKE, polling, a failed link marks its peer dead
- *   coresident_ring.c  the rings in shared memory, one per direction of
- *                      a connection: records in and out, the indexes
- *                      checked, the wakeup and room flags (a leaf)
- *   coresident_qp.c    per QP of ours (CrQp): its requests in flight
- *                      at peers, and the peers' requests waiting for a
- *                      receive; the flight table, our requests by the
- *                      cookie on the wire (a leaf)
- *   coresident_gid.c   who owns which GID: the peers' claims (first owner
- *                      wins), the GIDs of peers that moved, the peer a
- *                      GID leads to
- * Calls between them go one way: coresident.c calls the others,
- * coresident_data.c calls coresident_peer.c, coresident_link.c,
- * coresident_qp.c and coresident_gid.c, coresident_peer.c calls
- * coresident_gid.c and coresident_link.c, which calls coresident_ring.c.
- * Where the peers' layer needs the data path (a message past the
- * handshake, a peer freed), it goes through t->up (CrUpcalls), which the
- * constructor sets; where the link needs the peers' layer, through
- * t->link_up (CrLinkUpcalls).
- *
- * Owns the constants, the types, the small helpers (inline) and the
- * functions one of these files calls in another, grouped by the file that
- * defines them.  Only these files include it; the transport's API, for
- * the device and the tests, is in include/hw/rdma/pvrdma_coresident.h,
- * its wire format in include/hw/rdma/pvrdma_coresident_wire.h.
+ * pvrdma co-resident transport: what its files share (their constants,
+ * types, inline helpers, and the functions one calls in another, grouped
+ * by the file that defines them).  Calls go one way: coresident.c >
+ * coresident_data.c > coresident_peer.c > coresident_link.c >
+ * coresident_ring.c, with coresident_qp.c and coresident_gid.c below the
+ * data path; a lower layer reaches a higher one through the upcalls the
+ * constructor sets (t->up, t->link_up).  Only these files include it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -1,45 +1,17 @@
 /*
- * pvrdma RoCEv2 transport: the device speaks standard RoCEv2 (the IBA
- * transport in UDP 4791 over IPv4/IPv6) on the Ethernet network of its
- * paired NIC, as a RoCE NIC shares its port, to peers that are neither on
- * this device nor co-resident: Linux rxe, RoCE HCAs, a pvrdma on another
- * host.
+ * pvrdma RoCEv2 transport: standard RoCEv2 (the IBA transport in UDP 4791)
+ * on the paired NIC's network, to Linux rxe, RoCE HCAs and pvrdma devices
+ * on other hosts.  Shaped like Linux rxe, the wire reference: a file per
+ * state machine (roce_req.c, roce_comp.c, roce_resp.c, roce_net.c; design
+ * in docs/devel/pvrdma.rst, "RoCEv2 transport").  This one: frames in
+ * (UD to the core's responder, responses to the completer, requests to
+ * the responder, duplicates for a QP destroyed a moment ago), the hooks,
+ * the pause for migration, the constructor and the counters.
  *
- * Shaped like Linux rxe (drivers/infiniband/sw/rxe), which is also the
- * wire reference, with a file per state machine as rxe's rxe_req.c,
- * rxe_comp.c, rxe_resp.c and rxe_net.c (roce_int.h: what they share):
- *  - requester (roce_req.c, req_*): turns each RC request the core hands
- *    to execute() into packets: PSNs, segmentation at the path MTU, AckReq
- *    on the last packet of a message and every ROCE_ACKREQ_EVERY packets,
- *    a window of ROCE_WINDOW unacknowledged PSNs, at most max_rd_atomic
- *    READs and atomics outstanding; go-back-N from a PSN for
- *    retransmission.  It keeps the guest's SGEs, not host pointers, and
- *    reads the data again for every (re)transmission, as an HCA does DMA.
- *  - completer (roce_comp.c, comp_*): ACKs, NAKs, READ responses and
- *    atomic ACKs; local ACK timeout (the QP's timeout, doubled after each
- *    expiry up to 4x as IBA allows, retry_cnt; after an expiry one packet
- *    with AckReq asks where the responder is before the rest goes again),
- *    RNR NAK (its timer, rnr_retry, 7: forever), PSN sequence NAK;
- *    completes requests in order through pvrdma_complete().
- *  - responder (roce_resp.c, resp_*): checks PSN and opcode sequence,
- *    executes requests with the core's responder primitives (the receive
- *    WQE, rkeys, atomics), answers duplicates (SEND/WRITE: ACK again;
- *    READ: read again; atomics: the saved result, never executed twice),
- *    NAKs, RNR NAKs; its answers go out in order through a response
- *    queue, READ responses a budget at a time.
- *  - frames out (roce_net.c): a packet's network headers, the packet
- *    built and handed to the host; the device's clock and timer.
- *  - this file: frames in (pvrdma_roce_rx(): UD to the core's responder,
- *    responses to the completer, requests to the responder, duplicates
- *    for a QP destroyed a moment ago), the transport's hooks, migration
- *    and snapshots (a pause on the wire), the constructor, the counters.
- *  UD (and the GSI QP's MADs, QP1) is one packet per request, with a DETH.
- *
- * Timers run on the device's clock through pvrdma_transport_timer() and
- * the timer() hook: no thread.  Everything runs under the device's lock.
  * A frame from the network is as untrusted as the guest: roce_parse()
- * checks every header, length and the ICRC; then every field is checked
+ * checks every header, length and the ICRC, then every field is checked
  * against the QP it names; anything else is dropped and counted.
+ * Everything runs under the device's lock; timers on the device's clock.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
