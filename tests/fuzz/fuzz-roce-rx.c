@@ -667,12 +667,9 @@ static void service(void)
         PvrdmaCore *c = &f.d.c;
         GString *s = g_string_new(NULL);
 
-        for (GList *l = c->run.head; l; l = l->next) {
-            PvrdmaQP *qp = pvrdma_qp_get(c, GPOINTER_TO_UINT(l->data));
-
-            g_string_append_printf(s, " %u(state %u)",
-                                   GPOINTER_TO_UINT(l->data),
-                                   qp ? qp->state : 99);
+        for (PvrdmaQP *qp = c->run.head; qp; qp = qp->run_next) {
+            g_string_append_printf(s, " %u(state %u)", qp->handle,
+                                   qp->state);
         }
         fail("the core still asks to run after %u runs at time %" PRId64
              " (run list:%s; kick pending %d, timer due %" PRId64
@@ -2012,7 +2009,8 @@ static void seed_recv(GByteArray *b, uint8_t qsel, uint8_t lb)
     seed_le(b, 0x1000, 2);
 }
 
-static void write_seeds(const char *dir)
+/* Seeds: the peer's requests to our responder: SEND, WRITE, READ, atomics */
+static void seeds_responder(const char *dir)
 {
     GByteArray *b;
 
@@ -2094,6 +2092,15 @@ static void write_seeds(const char *dir)
     seed_u8(b, 5);
     seed_u8(b, 0);
     seed_write(dir, "atomic", b);
+}
+
+/*
+ * Seeds: our requester against the peer's answers: ACKs, READ responses,
+ * atomic ACKs, NAKs, timeouts
+ */
+static void seeds_requester(const char *dir)
+{
+    GByteArray *b;
 
     /* guest SEND of 3 packets and WRITE: ACKed by the peer */
     b = seed_new(5);
@@ -2147,6 +2154,15 @@ static void write_seeds(const char *dir)
     seed_send(b, 0, 0, 4, 0, 0, 0, 0);
     seed_peer(b, 0, PA_NAK, ROCE_NAK_INVALID_REQUEST);
     seed_write(dir, "guest-nak", b);
+}
+
+/*
+ * Seeds: UD and GSI, QP state changes in flight, corrupt and raw frames,
+ * answers by fields
+ */
+static void seeds_other(const char *dir)
+{
+    GByteArray *b;
 
     /* UD and GSI: packets in, a send out */
     b = seed_new(10);
@@ -2246,6 +2262,15 @@ static void write_seeds(const char *dir)
     seed_u8(b, 0);
     seed_payload(b, 0, 1);
     seed_write(dir, "ack-nak-rnr-fields", b);
+}
+
+/*
+ * Seeds: memory keys and QPs that change under traffic: FRMR
+ * invalidation, MR deregistration, a big READ, QPs created again
+ */
+static void seeds_memory(const char *dir)
+{
+    GByteArray *b;
 
     /* remote invalidation of the FRMR, then a WRITE to it */
     b = seed_new(14);
@@ -2327,6 +2352,14 @@ static void write_seeds(const char *dir)
     seed_payload(b, 1, 1);
     seed_clock(b, 5);
     seed_write(dir, "recreate-qp", b);
+}
+
+static void write_seeds(const char *dir)
+{
+    seeds_responder(dir);
+    seeds_requester(dir);
+    seeds_other(dir);
+    seeds_memory(dir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
