@@ -337,13 +337,11 @@ static void recv_wqe(Seed *s, uint32_t qpk, uint32_t qp, uint32_t idx,
     uar(s, 0, PVRDMA_UAR_QP_OFFSET, PVRDMA_UAR_QP_RECV | qp);
 }
 
-int main(int argc, char **argv)
+/* 1: probe and query */
+static void seed_probe(const char *dir)
 {
-    const char *dir = argc > 1 ? argv[1] : ".";
     Seed s;
-    uint32_t qa, qb, mrk, cqk;
 
-    /* 1: probe and query */
     seed_init(&s);
     boot(&s);
     {
@@ -354,8 +352,14 @@ int main(int argc, char **argv)
     }
     create_pd(&s, 0);
     seed_write(&s, dir, "probe");
+}
 
-    /* 2: RC loopback: send/recv, RDMA write/read, atomics, completions */
+/* 2: RC loopback: send/recv, RDMA write/read, atomics, completions */
+static void seed_rc_loopback(const char *dir)
+{
+    Seed s;
+    uint32_t qa, qb, mrk, cqk;
+
     seed_init(&s);
     boot(&s);
     bind(&s);
@@ -383,8 +387,14 @@ int main(int argc, char **argv)
     u8(&s, 100);
     run(&s);
     seed_write(&s, dir, "rc-loopback");
+}
 
-    /* 3: UD pair and the GSI QP */
+/* 3: UD pair and the GSI QP */
+static void seed_ud_gsi(const char *dir)
+{
+    Seed s;
+    uint32_t qa, mrk;
+
     seed_init(&s);
     boot(&s);
     bind(&s);
@@ -397,8 +407,13 @@ int main(int argc, char **argv)
     send_wqe(&s, qa, 2, 0, PVRDMA_WR_SEND, s.first[mrk], 64, 0x100, 0);
     run(&s);
     seed_write(&s, dir, "ud-gsi");
+}
 
-    /* 4: SRQ and a QP on it, user context and its doorbell page */
+/* 4: SRQ and a QP on it, user context and its doorbell page */
+static void seed_srq_uc(const char *dir)
+{
+    Seed s;
+
     seed_init(&s);
     boot(&s);
     {
@@ -423,8 +438,14 @@ int main(int argc, char **argv)
         uar(&s, 1, PVRDMA_UAR_CQ_OFFSET, PVRDMA_UAR_CQ_ARM_SOL | 1);
     }
     seed_write(&s, dir, "srq-uc");
+}
 
-    /* 5: fast registration and invalidation */
+/* 5: fast registration and invalidation */
+static void seed_frmr(const char *dir)
+{
+    Seed s;
+    uint32_t qa;
+
     seed_init(&s);
     boot(&s);
     bind(&s);
@@ -461,8 +482,13 @@ int main(int argc, char **argv)
         run(&s);
     }
     seed_write(&s, dir, "frmr");
+}
 
-    /* 6: every destroy, then reset and a second probe */
+/* 6: every destroy, then reset and a second probe */
+static void seed_destroy_reset(const char *dir)
+{
+    Seed s;
+
     seed_init(&s);
     boot(&s);
     create_pd(&s, 0);
@@ -489,11 +515,17 @@ int main(int argc, char **argv)
     boot(&s);
     create_pd(&s, 0);
     seed_write(&s, dir, "destroy-reset");
+}
 
-    /*
-     * 7: host HCA mode, RC: WQEs to the host, its completions, a full send
-     * queue, an error completion, a fatal event, refused calls, reset
-     */
+/*
+ * 7: host HCA mode, RC: WQEs to the host, its completions, a full send
+ * queue, an error completion, a fatal event, refused calls, reset
+ */
+static void seed_hca_rc(const char *dir)
+{
+    Seed s;
+    uint32_t qa, qb, mrk;
+
     seed_init(&s);
     u8(&s, FZ_HCA);
     boot(&s);
@@ -536,8 +568,13 @@ int main(int argc, char **argv)
     }
     reg_write(&s, PVRDMA_REG_CTL, PVRDMA_DEVICE_CTL_RESET);
     seed_write(&s, dir, "hca-rc");
+}
 
-    /* 8: host HCA mode, SRQ: receives to the host's SRQ, their completion */
+/* 8: host HCA mode, SRQ: receives to the host's SRQ, their completion */
+static void seed_hca_srq(const char *dir)
+{
+    Seed s;
+
     seed_init(&s);
     u8(&s, FZ_HCA);
     boot(&s);
@@ -559,7 +596,7 @@ int main(int argc, char **argv)
         k = alloc(&s, 2);
         cmd(&s, &c, sizeof(c), k, offsetof(struct pvrdma_cmd_create_srq,
                                            pdir_dma));
-        qa = create_qp(&s, 1, 1, PVRDMA_QPT_RC, 1);
+        create_qp(&s, 1, 1, PVRDMA_QPT_RC, 1);
         to_rts(&s, 2, 0x399, true);
         hca_knob(&s, 1, 1);                         /* room for one */
         page_write(&s, k, 1, 0, &w, sizeof(w));
@@ -570,8 +607,14 @@ int main(int argc, char **argv)
         hca_event(&s, 8, 1);                        /* SRQ_LIMIT_REACHED */
     }
     seed_write(&s, dir, "hca-srq");
+}
 
-    /* 9: host HCA mode, UD: a send with an address vector; GSI stays here */
+/* 9: host HCA mode, UD: a send with an address vector; GSI stays here */
+static void seed_hca_ud(const char *dir)
+{
+    Seed s;
+    uint32_t qa, mrk;
+
     seed_init(&s);
     u8(&s, FZ_HCA);
     boot(&s);
@@ -592,5 +635,20 @@ int main(int argc, char **argv)
         cmd(&s, &q, sizeof(q), -1, 0);
     }
     seed_write(&s, dir, "hca-ud");
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : ".";
+
+    seed_probe(dir);
+    seed_rc_loopback(dir);
+    seed_ud_gsi(dir);
+    seed_srq_uc(dir);
+    seed_frmr(dir);
+    seed_destroy_reset(dir);
+    seed_hca_rc(dir);
+    seed_hca_srq(dir);
+    seed_hca_ud(dir);
     return 0;
 }
