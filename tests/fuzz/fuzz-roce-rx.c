@@ -1277,6 +1277,65 @@ static uint32_t qp_sel(uint8_t sel, Input *in, Fq **qout)
 }
 
 /* A packet whose every field the input picks. */
+/* The extension headers of op's packet p, from the input. */
+static void pkt_ext_headers(RocePkt *p, const RoceOpInfo *info, uint8_t op,
+                            uint32_t mtu, Input *in)
+{
+    for (unsigned i = 0; i < ROCE_MAX_EXT_HDRS; i++) {
+        uint8_t m;
+        uint16_t off;
+
+        switch (info->ext[i]) {
+        case ROCE_EH_RETH:
+            m = get(in, 1);
+            off = get(in, 2);
+            p->reth.va = pick_va(m, off, in, false);
+            p->reth.rkey = pick_rkey(m >> 2, in);
+            m = get(in, 1);
+            if (m < 0x80) {
+                p->reth.len = op == ROCE_RC_RDMA_READ_REQUEST ?
+                              (m < 0x40 ? m * 16 : (m - 0x40) * 512) :
+                              info->pos == ROCE_POS_ONLY ? 0 :
+                              mtu * (1 + (m & 3)) + (m >> 2);
+            } else if (m < 0xc0) {
+                p->reth.len = get(in, 2);
+            } else {
+                p->reth.len = get(in, 4);
+            }
+            break;
+        case ROCE_EH_AETH:
+            p->aeth.syndrome = get(in, 1);
+            p->aeth.msn = get(in, 1);
+            break;
+        case ROCE_EH_ATMETH:
+            m = get(in, 1);
+            off = get(in, 2);
+            p->atmeth.va = pick_va(m, off, in, !(m & 0x80));
+            p->atmeth.rkey = pick_rkey(m >> 2, in);
+            p->atmeth.swap_add = get(in, 1);
+            p->atmeth.compare = get(in, 1);
+            break;
+        case ROCE_EH_ATMACK:
+            p->atmack = get(in, 1);
+            break;
+        case ROCE_EH_IMMDT:
+            p->imm = 0x01010101u * get(in, 1);
+            break;
+        case ROCE_EH_IETH:
+            p->ieth_rkey = pick_rkey(get(in, 1), in);
+            break;
+        case ROCE_EH_DETH:
+            m = get(in, 1);
+            p->deth.qkey = m & 1 ? PVRDMA_GSI_QKEY : m & 2 ? get(in, 4) :
+                           UD_QKEY;
+            p->deth.sqp = m >> 2;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
 static void pkt_op(Input *in)
 {
     uint8_t opi = get(in, 1), fl = get(in, 1), sel = get(in, 1);
@@ -1319,59 +1378,7 @@ static void pkt_op(Input *in)
         break;
     }
     p.psn = psn_add(base, (uint32_t)(int32_t)delta);
-    for (unsigned i = 0; i < ROCE_MAX_EXT_HDRS; i++) {
-        uint8_t m;
-        uint16_t off;
-
-        switch (info->ext[i]) {
-        case ROCE_EH_RETH:
-            m = get(in, 1);
-            off = get(in, 2);
-            p.reth.va = pick_va(m, off, in, false);
-            p.reth.rkey = pick_rkey(m >> 2, in);
-            m = get(in, 1);
-            if (m < 0x80) {
-                p.reth.len = op == ROCE_RC_RDMA_READ_REQUEST ?
-                             (m < 0x40 ? m * 16 : (m - 0x40) * 512) :
-                             info->pos == ROCE_POS_ONLY ? 0 :
-                             mtu * (1 + (m & 3)) + (m >> 2);
-            } else if (m < 0xc0) {
-                p.reth.len = get(in, 2);
-            } else {
-                p.reth.len = get(in, 4);
-            }
-            break;
-        case ROCE_EH_AETH:
-            p.aeth.syndrome = get(in, 1);
-            p.aeth.msn = get(in, 1);
-            break;
-        case ROCE_EH_ATMETH:
-            m = get(in, 1);
-            off = get(in, 2);
-            p.atmeth.va = pick_va(m, off, in, !(m & 0x80));
-            p.atmeth.rkey = pick_rkey(m >> 2, in);
-            p.atmeth.swap_add = get(in, 1);
-            p.atmeth.compare = get(in, 1);
-            break;
-        case ROCE_EH_ATMACK:
-            p.atmack = get(in, 1);
-            break;
-        case ROCE_EH_IMMDT:
-            p.imm = 0x01010101u * get(in, 1);
-            break;
-        case ROCE_EH_IETH:
-            p.ieth_rkey = pick_rkey(get(in, 1), in);
-            break;
-        case ROCE_EH_DETH:
-            m = get(in, 1);
-            p.deth.qkey = m & 1 ? PVRDMA_GSI_QKEY : m & 2 ? get(in, 4) :
-                          UD_QKEY;
-            p.deth.sqp = m >> 2;
-            break;
-        default:
-            break;
-        }
-    }
+    pkt_ext_headers(&p, info, op, mtu, in);
     if (info->payload) {
         uint8_t lb = get(in, 1);
         size_t len;
