@@ -609,3 +609,29 @@ void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)
         buf[i] = seed >> 16;
     }
 }
+
+void pair_setup(Pair *p, uint8_t rnr_retry)
+{
+    Dev *d = &p->d;
+
+    dev_setup(d, NULL);
+    p->pd = create_pd(d, 0);
+    bind_gid(d, 0, test_gid);
+    create_cq(d, &p->cqa, 64);
+    create_cq(d, &p->cqb, 128);
+    create_qp(d, &p->a, p->pd, p->cqa.handle, p->cqa.handle, PVRDMA_QPT_RC);
+    create_qp(d, &p->b, p->pd, p->cqb.handle, p->cqb.handle, PVRDMA_QPT_RC);
+    g_assert_cmpuint(p->a.qpn, !=, p->b.qpn);
+    create_mr(d, &p->mra, p->pd, MRA_IOVA, MRA_LEN, MR_ACCESS);
+    create_mr(d, &p->mrb, p->pd, MRB_IOVA, MRB_LEN, MR_ACCESS);
+    rc_to_rts(d, &p->a, p->b.qpn, rnr_retry);
+    rc_to_rts(d, &p->b, p->a.qpn, rnr_retry);
+    run_all(d);
+}
+
+void pair_fini(Pair *p)
+{
+    expect_cq_empty(&p->d, &p->cqa);
+    expect_cq_empty(&p->d, &p->cqb);
+    dev_fini(&p->d);
+}

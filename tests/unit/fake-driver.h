@@ -147,4 +147,24 @@ void rc_to_rts_mac(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
 void run_all(Dev *d);
 void fill_pattern(uint8_t *buf, size_t len, uint32_t seed);
 
+/* Two connected RC QPs with a CQ and an MR each. */
+typedef struct Pair {
+    Dev d;
+    uint32_t pd;
+    TCq cqa, cqb;
+    TQp a, b;
+    TMr mra, mrb;
+} Pair;
+
+#define MRA_IOVA 0x00007f0000000100ull
+#define MRA_LEN  (3 * FH_PAGE + 500)
+#define MRB_IOVA 0x00007f1000000f00ull
+#define MRB_LEN  (4 * FH_PAGE)
+#define MR_ACCESS (PVRDMA_ACCESS_LOCAL_WRITE | RC_ACCESS)
+
+/* Pair p set up on a new device: both QPs in RTS with rnr_retry. */
+void pair_setup(Pair *p, uint8_t rnr_retry);
+/* Both CQs empty, then the device torn down. */
+void pair_fini(Pair *p);
+
 #endif
