@@ -248,8 +248,8 @@ static void resp_duplicate(RoceQp *q, const RocePkt *p)
          * many ACKs as a go-back-N resends, all alike: on a congested
          * path they queue up behind each other, arrive after the
          * requester's timer fired again and make it resend once more,
-         * until its retries run out.  The responders of Linux qib/hfi1 do the same; rxe answers every
-         * duplicate.
+         * until its retries run out.  The responders of Linux qib/hfi1
+         * do the same; rxe answers every duplicate.
          */
         if (p->ack_req) {
             roce_resp_ack(q, roce_resp_ack_psn(q),

@@ -122,7 +122,8 @@ void pvrdma_cq_post(PvrdmaCore *c, PvrdmaQP *qp, uint32_t cq_handle,
     }
     memcpy(slot, e, sizeof(*e));
     cq->news = true;
-    trace_pvrdma_cqe(cq_handle, e->qp, e->wr_id, e->opcode, e->status, e->byte_len);
+    trace_pvrdma_cqe(cq_handle, e->qp, e->wr_id, e->opcode, e->status,
+                     e->byte_len);
     notify = (cq->armed & PVRDMA_CQ_FLAG_ARMED) ||
              ((cq->armed & PVRDMA_CQ_FLAG_ARMED_SOL) &&
               (solicited || e->status != PVRDMA_WC_SUCCESS));
