@@ -39,12 +39,10 @@ trap 'echo "build-image: ERROR: command failed at line $LINENO: $BASH_COMMAND" >
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=scripts/guest/release-lib.sh
+. "$here/release-lib.sh"
 RELEASE=${PVRDMA_GUEST_RELEASE:-bookworm}
-case $RELEASE in
-    bookworm) G=${PVRDMA_GUEST_DIR:-$top/build/guest} ;;
-    trixie|sid|unstable) G=${PVRDMA_GUEST_DIR:-$top/build/guest-$RELEASE} ;;
-    *) echo "build-image.sh: PVRDMA_GUEST_RELEASE=$RELEASE: bookworm, trixie or sid" >&2; exit 2 ;;
-esac
+G=$(guest_dir "$RELEASE") || exit 2
 MIRROR=${PVRDMA_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 force=0 quiet=0

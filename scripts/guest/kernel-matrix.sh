@@ -24,6 +24,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=scripts/guest/release-lib.sh
+. "$here/release-lib.sh"
 out=$top/build/kernel-matrix/$(date +%Y%m%d-%H%M%S)
 releases=() tests=() optional=
 while [ $# -gt 0 ]; do
@@ -41,8 +43,7 @@ mkdir -p "$out"
 pass=0 fail=0 skip=0
 declare -A res kern
 for r in "${releases[@]}"; do
-    g=$top/build/guest-$r
-    [ "$r" = bookworm ] && g=$top/build/guest
+    g=$(guest_dir "$r" 2>/dev/null)  # unknown: build-image.sh says so below
     if ! PVRDMA_GUEST_RELEASE=$r "$top/scripts/guest/build-image.sh" --quiet \
             > "$out/$r-image.log" 2>&1; then
         kern[$r]="$r: image failed ($out/$r-image.log)"
@@ -56,7 +57,7 @@ for r in "${releases[@]}"; do
         done
         continue
     fi
-    kern[$r]=$(sed -n 's/^kernel \([^ ]*\) .*/\1/p' "$g/manifest.txt")
+    kern[$r]=$(image_kernel "$g")
     PVRDMA_GUEST_RELEASE=$r "$top/tests/guest/run.sh" -j 2 --require-pvrdma \
         -o "$out/$r" "${tests[@]}" > "$out/$r.log" 2>&1
     for t in "${tests[@]}"; do

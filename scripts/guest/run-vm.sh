@@ -170,12 +170,10 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-# the image of PVRDMA_GUEST_RELEASE (build-image.sh's own default folder)
-case ${PVRDMA_GUEST_RELEASE:-bookworm} in
-    bookworm) G=${PVRDMA_GUEST_DIR:-$top/build/guest} ;;
-    trixie|sid|unstable) G=${PVRDMA_GUEST_DIR:-$top/build/guest-$PVRDMA_GUEST_RELEASE} ;;
-    *) echo "run-vm: PVRDMA_GUEST_RELEASE=$PVRDMA_GUEST_RELEASE: bookworm, trixie or sid" >&2; exit 2 ;;
-esac
+# the image of PVRDMA_GUEST_RELEASE (build-image.sh's own folder)
+# shellcheck source=scripts/guest/release-lib.sh
+. "$here/release-lib.sh"
+G=$(guest_dir "${PVRDMA_GUEST_RELEASE:-bookworm}") || exit 2
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 
 vms=0 timeout=${PVRDMA_GUEST_TIMEOUT:-300} out='' pvrdma=${PVRDMA_DEVICE:-auto}
@@ -274,7 +272,7 @@ for f in vmlinux initrd.img firmware/pvh.bin manifest.txt; do
     [ -f "$G/$f" ] || die "no $G/$f: run scripts/guest/build-image.sh"
 done
 # the kernel the image was built for: the guest must say it booted it
-image_kernel=$(sed -n 's/^kernel \([^ ]*\) .*/\1/p' "$G/manifest.txt")
+image_kernel=$(image_kernel "$G")
 [ -n "$image_kernel" ] || die "$G/manifest.txt names no kernel: rebuild the image"
 
 # --- pvrdma device -----------------------------------------------------------

@@ -51,11 +51,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 # the image of PVRDMA_GUEST_RELEASE, as build-image.sh and run-vm.sh find it
-case ${PVRDMA_GUEST_RELEASE:-bookworm} in
-    bookworm) G=${PVRDMA_GUEST_DIR:-$top/build/guest} ;;
-    trixie|sid|unstable) G=${PVRDMA_GUEST_DIR:-$top/build/guest-$PVRDMA_GUEST_RELEASE} ;;
-    *) echo "run.sh: PVRDMA_GUEST_RELEASE=$PVRDMA_GUEST_RELEASE: bookworm, trixie or sid" >&2; exit 2 ;;
-esac
+# shellcheck source=scripts/guest/release-lib.sh
+. "$top/scripts/guest/release-lib.sh"
+G=$(guest_dir "${PVRDMA_GUEST_RELEASE:-bookworm}") || exit 2
 QEMU=${QEMU:-$top/build/qemu/qemu-system-x86_64}
 export QEMU
 
