@@ -72,11 +72,6 @@ sort -o "$src/.pvrdma-overlay.new" "$src/.pvrdma-overlay.new"
 if [ -f "$src/.pvrdma-overlay" ]; then
     sort "$src/.pvrdma-overlay" | comm -23 - "$src/.pvrdma-overlay.new" |
         while read -r f; do rm -f "$src/$f"; done
-elif [ -d "$src/hw/rdma" ]; then
-    # a tree overlaid before the list existed: hw/rdma is ours alone
-    (cd "$src" && find hw/rdma -type f) | sort |
-        comm -23 - "$src/.pvrdma-overlay.new" |
-        while read -r f; do rm -f "$src/$f"; done
 fi
 mv "$src/.pvrdma-overlay.new" "$src/.pvrdma-overlay"
 
