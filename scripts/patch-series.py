@@ -161,13 +161,18 @@ unknown or malformed ones with an error in the response and the ERR
 register.  pvrdma_init.c activates the DSR (rings, async and CQ
 notification rings) and resets the device; pvrdma_regs.c is BAR 1."""),
     dict(subject='hw/rdma: PVRDMA migration state',
-         files=['hw/rdma/core/pvrdma_mig.c', 'hw/rdma/core/pvrdma_mig_load.c'],
+         files=['include/hw/rdma/pvrdma_mig.h',
+                'hw/rdma/core/pvrdma_mig.c', 'hw/rdma/core/pvrdma_mig_load.c',
+                'hw/rdma/core/pvrdma_mig_blob.c'],
          body="""\
-The core's state in a versioned stream of its own (pvrdma_stream.c),
-saved after the core is quiesced and loaded with every value checked
-again as if the guest had sent it: a migration stream is as hostile as
-a guest.  Each transport adds what it needs (its QPs' sequence numbers,
-peers) through the transport interface."""),
+The core's state as plain records (PvrdmaMigImage), which the device
+migrates as VMState: saved after the core is quiesced, and loaded by
+replaying the guest's commands with every value checked again as if the
+guest had sent it: a migration stream is as hostile as a guest.  Each
+transport adds what it needs (its QPs' sequence numbers) as a record
+of its own (pvrdma_stream.c).  pvrdma_mig_blob.c writes and reads the
+same records as one field, the stream of builds before VMState
+(x-state-blob=on)."""),
     dict(subject='hw/rdma/backend: PVRDMA loopback transport',
          files=['include/hw/rdma/pvrdma_loopback.h',
                 'hw/rdma/backend/loopback.c'],

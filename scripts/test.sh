@@ -224,6 +224,19 @@ for s in $suites; do
         ;;
     qtest)
         run_qtests qtest build/qemu build/qemu/qemu-system-x86_64
+        # QEMU's scripts/analyze-migration.py reads the device's state
+        # (named VMState fields, not a blob) from a saved migration
+        rm -f build/pvrdma-state.mig
+        if PVRDMA_MIG_KEEP=build/pvrdma-state.mig \
+               build/qemu/tests/qtest/pvrdma-test \
+               -p /x86_64/pvrdma/migration/blob-mismatch > build/mig-keep.log 2>&1 &&
+           python3 scripts/check-mig-stream.py \
+               "$(ls -d build/src/qemu-10.0.*/ | head -n1)scripts/analyze-migration.py" \
+               build/pvrdma-state.mig > build/mig-stream.log 2>&1; then
+            ok "qtest: $(sed 's/^ok: //' build/mig-stream.log)"
+        else
+            bad "qtest: analyze-migration.py and the device's state" "$(tail -n1 build/mig-stream.log build/mig-keep.log | tr '\n' ' ')"
+        fi
         # the layers again, from the objects QEMU's build made (what the
         # sources hide: a call through a macro or an inline function)
         if python3 scripts/layers.py --objects build/qemu/libcommon.a.p \

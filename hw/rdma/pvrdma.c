@@ -417,6 +417,7 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
     pvrdma_core_init(&s->core, &pvrdma_host_ops, s, &s->lim);
+    s->mig.core = &s->core;
     if (!pci_get_function_0(pdev) && !phase_check(PHASE_MACHINE_READY)) {
         /* the vmxnet3 may come later on the command line */
         s->pair_notifier.notify = pvrdma_pair_late;
@@ -442,6 +443,7 @@ static void pvrdma_exit(PCIDevice *pdev)
     if (s->coresident) {
         qemu_remove_exit_notifier(&s->exit_notifier);
     }
+    pvrdma_mig_image_clear(&s->mig);
     pvrdma_core_fini(&s->core);
     s->coresident = NULL;     /* freed with the core */
     s->roce = NULL;
@@ -541,6 +543,8 @@ static const Property pvrdma_props[] = {
      * loopback).  For tests of those transports.
      */
     DEFINE_PROP_BOOL("x-loopback", PvrdmaState, loopback_on, true),
+    /* for a migration to or from a build before the VMState stream */
+    DEFINE_PROP_BOOL("x-state-blob", PvrdmaState, state_blob, false),
 };
 
 static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)

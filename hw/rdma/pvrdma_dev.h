@@ -30,6 +30,7 @@
 #include "qemu/notify.h"
 #include "system/runstate.h"
 #include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/pvrdma_mig.h"
 
 /*
  * QEMU 10.1 changed two interfaces of the glue: class_init's data became
@@ -84,6 +85,8 @@ struct PvrdmaState {
     Notifier exit_notifier;
     Notifier pair_notifier; /* pairing with function 0 at machine done */
     PvrdmaCore core;
+    PvrdmaMigImage mig;     /* the core's state while it is saved/loaded */
+    bool state_blob;        /* 'x-state-blob': the older builds' stream */
     uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
     Error *migration_blocker;   /* ibdev: the host device's objects */
     VMChangeStateEntry *vmstate_change;

@@ -1,10 +1,12 @@
 /*
  * QEMU VMware paravirtual RDMA device (PVRDMA): migration.
  *
- * The device's vmstate (the PCI and MSI-X state, then the core's state
- * from pvrdma_mig.c and pvrdma_mig_load.c as one field), and the
- * notifiers that pause the transports for a save and end the pause, or
- * tell the peers the state moved.
+ * The device's vmstate: the PCI and MSI-X state, then the core's state as
+ * the records of a PvrdmaMigImage (include/hw/rdma/pvrdma_mig.h: saved by
+ * pvrdma_mig.c, loaded by replay in pvrdma_mig_load.c), or with
+ * x-state-blob=on as the one opaque field older builds wrote and read.
+ * And the notifiers that pause the transports for a save and end the
+ * pause, or tell the peers the state moved.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -24,9 +26,9 @@
 /* Migration                                                           */
 
 /*
- * The core's state (pvrdma_mig*.c) as one length-prefixed field.  It is
- * read only after the PCI state, so the BARs (the UAR page base) are
- * where the guest put them.
+ * x-state-blob=on: the core's state as the one length-prefixed field of
+ * older builds (pvrdma_mig_blob.c).  It is read only after the PCI state,
+ * so the BARs (the UAR page base) are where the guest put them.
  */
 #define PVRDMA_MIG_MAX_BYTES    (1 * GiB)
 
@@ -84,6 +86,420 @@ static const VMStateInfo pvrdma_core_info = {
     .get = pvrdma_core_get,
     .put = pvrdma_core_put,
 };
+
+/* ------------------------------------------------------------------ */
+/* The core's state as VMState                                         */
+
+/*
+ * While the stream is read, each count is checked before what it announces
+ * is allocated (VMSTATE_VALIDATE); the values are checked by the load.
+ */
+static bool mig_pages_ok(uint32_t n)
+{
+    return n <= PVRDMA_PAGE_DIR_MAX_PAGES;
+}
+
+static bool mig_ring_ok(void *opaque, int version_id)
+{
+    return mig_pages_ok(((PvrdmaMigRing *)opaque)->npages);
+}
+
+static const VMStateDescription vmstate_pvrdma_ring = {
+    .name = "pvrdma/ring",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(npages, PvrdmaMigRing),
+        VMSTATE_VALIDATE("ring pages", mig_ring_ok),
+        VMSTATE_VARRAY_UINT32_ALLOC(pages, PvrdmaMigRing, npages, 0,
+                                    vmstate_info_uint64, uint64_t),
+        VMSTATE_UINT32(priv, PvrdmaMigRing),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_pvrdma_gid = {
+    .name = "pvrdma/gid",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(type, PvrdmaMigGid),
+        VMSTATE_UINT8_ARRAY(gid, PvrdmaMigGid, 16),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_pvrdma_uc = {
+    .name = "pvrdma/uc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(handle, PvrdmaMigHandle),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_pvrdma_pd = {
+    .name = "pvrdma/pd",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(handle, PvrdmaMigPD),
+        VMSTATE_UINT32(ctx, PvrdmaMigPD),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_pvrdma_cq = {
+    .name = "pvrdma/cq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(handle, PvrdmaMigCQ),
+        VMSTATE_UINT32(ctx, PvrdmaMigCQ),
+        VMSTATE_UINT32(cqe, PvrdmaMigCQ),
+        VMSTATE_STRUCT(ring, PvrdmaMigCQ, 1, vmstate_pvrdma_ring,
+                       PvrdmaMigRing),
+        VMSTATE_UINT8(armed, PvrdmaMigCQ),
+        VMSTATE_UINT8(error, PvrdmaMigCQ),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool mig_mr_ok(void *opaque, int version_id)
+{
+    return mig_pages_ok(((PvrdmaMigMR *)opaque)->npages);
+}
+
+static const VMStateDescription vmstate_pvrdma_mr = {
+    .name = "pvrdma/mr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(handle, PvrdmaMigMR),
+        VMSTATE_UINT32(pd, PvrdmaMigMR),
+        VMSTATE_UINT32(kind, PvrdmaMigMR),
+        VMSTATE_UINT32(access, PvrdmaMigMR),
+        VMSTATE_UINT32(key, PvrdmaMigMR),
+        VMSTATE_UINT8(valid, PvrdmaMigMR),
+        VMSTATE_UINT64(iova, PvrdmaMigMR),
+        VMSTATE_UINT64(length, PvrdmaMigMR),
+        VMSTATE_UINT32(max_pages, PvrdmaMigMR),
+        VMSTATE_UINT64(page_size, PvrdmaMigMR),
+        VMSTATE_UINT32(npages, PvrdmaMigMR),
+        VMSTATE_VALIDATE("MR pages", mig_mr_ok),
+        VMSTATE_VARRAY_UINT32_ALLOC(pages, PvrdmaMigMR, npages, 0,
+                                    vmstate_info_uint64, uint64_t),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_pvrdma_srq = {
+    .name = "pvrdma/srq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(handle, PvrdmaMigSRQ),
+        VMSTATE_UINT32(pd, PvrdmaMigSRQ),
+        VMSTATE_UINT32(max_wr, PvrdmaMigSRQ),
+        VMSTATE_UINT32(max_sge, PvrdmaMigSRQ),
+        VMSTATE_UINT32(limit, PvrdmaMigSRQ),
+        VMSTATE_STRUCT(ring, PvrdmaMigSRQ, 1, vmstate_pvrdma_ring,
+                       PvrdmaMigRing),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_pvrdma_slot = {
+    .name = "pvrdma/slot",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(wr_id, PvrdmaMigSlot),
+        VMSTATE_UINT32(opcode, PvrdmaMigSlot),
+        VMSTATE_UINT32(byte_len, PvrdmaMigSlot),
+        VMSTATE_INT32(status, PvrdmaMigSlot),
+        VMSTATE_UINT8(signaled, PvrdmaMigSlot),
+        VMSTATE_UINT8(held, PvrdmaMigSlot),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Send WQEs executed and not completed yet, a held completion */
+static bool mig_qp_in_flight(void *opaque)
+{
+    PvrdmaMigQP *q = opaque;
+
+    return q->nslots || q->hold;
+}
+
+static bool mig_slots_ok(void *opaque, int version_id)
+{
+    PvrdmaMigQP *q = opaque;
+
+    return q->nslots >= 0 && q->nslots <= PVRDMA_HARD_MAX_QP_WR;
+}
+
+static const VMStateDescription vmstate_pvrdma_qp_in_flight = {
+    .name = "pvrdma/qp/in-flight",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = mig_qp_in_flight,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(hold, PvrdmaMigQP),
+        VMSTATE_INT32(nslots, PvrdmaMigQP),
+        VMSTATE_VALIDATE("send slots", mig_slots_ok),
+        VMSTATE_STRUCT_VARRAY_ALLOC(slots, PvrdmaMigQP, nslots, 1,
+                                    vmstate_pvrdma_slot, PvrdmaMigSlot),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* The connection state its transport handed over (RoCEv2) */
+static bool mig_qp_has_tp(void *opaque)
+{
+    return ((PvrdmaMigQP *)opaque)->has_tp;
+}
+
+static bool mig_tp_ok(void *opaque, int version_id)
+{
+    return ((PvrdmaMigQP *)opaque)->tp_len <= PVRDMA_MIG_TP_STATE_MAX;
+}
+
+static const VMStateDescription vmstate_pvrdma_qp_transport = {
+    .name = "pvrdma/qp/transport",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = mig_qp_has_tp,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(has_tp, PvrdmaMigQP),
+        VMSTATE_UINT8_ARRAY(tp_name, PvrdmaMigQP, PVRDMA_MIG_TP_NAME_MAX + 1),
+        VMSTATE_UINT32(tp_len, PvrdmaMigQP),
+        VMSTATE_VALIDATE("transport state", mig_tp_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(tp_state, PvrdmaMigQP, 0, NULL, tp_len),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool mig_qp_ok(void *opaque, int version_id)
+{
+    return mig_pages_ok(((PvrdmaMigQP *)opaque)->npages);
+}
+
+static const VMStateDescription vmstate_pvrdma_qp = {
+    .name = "pvrdma/qp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(handle, PvrdmaMigQP),
+        VMSTATE_UINT8(type, PvrdmaMigQP),
+        VMSTATE_UINT8(is_srq, PvrdmaMigQP),
+        VMSTATE_UINT8(sq_sig_all, PvrdmaMigQP),
+        VMSTATE_UINT32(pd, PvrdmaMigQP),
+        VMSTATE_UINT32(scq, PvrdmaMigQP),
+        VMSTATE_UINT32(rcq, PvrdmaMigQP),
+        VMSTATE_UINT32(srq, PvrdmaMigQP),
+        VMSTATE_UINT32(max_send_wr, PvrdmaMigQP),
+        VMSTATE_UINT32(max_recv_wr, PvrdmaMigQP),
+        VMSTATE_UINT32(max_send_sge, PvrdmaMigQP),
+        VMSTATE_UINT32(max_recv_sge, PvrdmaMigQP),
+        VMSTATE_UINT32(send_chunks, PvrdmaMigQP),
+        VMSTATE_UINT32(npages, PvrdmaMigQP),
+        VMSTATE_VALIDATE("QP pages", mig_qp_ok),
+        VMSTATE_VARRAY_UINT32_ALLOC(pages, PvrdmaMigQP, npages, 0,
+                                    vmstate_info_uint64, uint64_t),
+        VMSTATE_UINT8(state, PvrdmaMigQP),
+        VMSTATE_UINT8_ARRAY(attr, PvrdmaMigQP, sizeof(struct pvrdma_qp_attr)),
+        VMSTATE_UINT32(sq_priv, PvrdmaMigQP),
+        VMSTATE_UINT32(sq_head, PvrdmaMigQP),
+        VMSTATE_UINT32(rq_priv, PvrdmaMigQP),
+        VMSTATE_UINT8(sq_failed, PvrdmaMigQP),
+        VMSTATE_UINT8(comm_est, PvrdmaMigQP),
+        VMSTATE_UINT32(events, PvrdmaMigQP),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_pvrdma_qp_in_flight,
+        &vmstate_pvrdma_qp_transport,
+        NULL
+    },
+};
+
+/* An active device's DSR copy */
+static bool mig_active(void *opaque)
+{
+    return ((PvrdmaMigImage *)opaque)->active;
+}
+
+static const VMStateDescription vmstate_pvrdma_state_dsr = {
+    .name = "pvrdma/state/dsr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = mig_active,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(cmd_gpa, PvrdmaMigImage),
+        VMSTATE_UINT64(resp_gpa, PvrdmaMigImage),
+        VMSTATE_UINT64(uar_pfn, PvrdmaMigImage),
+        VMSTATE_STRUCT(async, PvrdmaMigImage, 1, vmstate_pvrdma_ring,
+                       PvrdmaMigRing),
+        VMSTATE_STRUCT(cqn, PvrdmaMigImage, 1, vmstate_pvrdma_ring,
+                       PvrdmaMigRing),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool mig_magic_ok(void *opaque, int version_id)
+{
+    return ((PvrdmaMigImage *)opaque)->magic == PVRDMA_MIG_IMAGE_MAGIC;
+}
+
+/*
+ * A count of objects: at most what the device's table holds.  On a load
+ * it also allocates the records, zeroed: so a record the stream never
+ * reached (the load failed before it) or whose subsections it lacked has
+ * no pointer for pvrdma_mig_image_clear() to free (VMS_ALLOC's g_malloc
+ * would leave them uninitialized).
+ */
+#define PVRDMA_MIG_COUNT_OK(name, n, arr, bound)                         \
+    static bool name(void *opaque, int version_id)                       \
+    {                                                                    \
+        PvrdmaMigImage *m = opaque;                                      \
+        PvrdmaCore *c = m->core;                                         \
+                                                                         \
+        if (m->n < 0 || (uint32_t)m->n > (bound)) {                      \
+            return false;                                                \
+        }                                                                \
+        if (m->loading && !m->arr) {                                     \
+            m->arr = g_malloc0_n(m->n, sizeof(*m->arr));                 \
+        }                                                                \
+        return true;                                                     \
+    }
+PVRDMA_MIG_COUNT_OK(mig_ngid_ok, ngid, gid, c->lim.gid_tbl_len)
+PVRDMA_MIG_COUNT_OK(mig_nuc_ok, nuc, uc, c->uc.size)
+PVRDMA_MIG_COUNT_OK(mig_npd_ok, npd, pd, c->pd.size)
+PVRDMA_MIG_COUNT_OK(mig_ncq_ok, ncq, cq, c->cq.size)
+PVRDMA_MIG_COUNT_OK(mig_nmr_ok, nmr, mr, c->mr.size)
+PVRDMA_MIG_COUNT_OK(mig_nsrq_ok, nsrq, srq, c->srq.size)
+PVRDMA_MIG_COUNT_OK(mig_nqp_ok, nqp, qp, c->qp.size)
+
+static int mig_image_pre_load(void *opaque)
+{
+    PvrdmaMigImage *m = opaque;
+
+    pvrdma_mig_image_clear(m);
+    m->loading = true;
+    return 0;
+}
+
+static const VMStateDescription vmstate_pvrdma_state = {
+    .name = "pvrdma/state",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_load = mig_image_pre_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(magic, PvrdmaMigImage),
+        VMSTATE_VALIDATE("pvrdma state", mig_magic_ok),
+        VMSTATE_UINT32_ARRAY(limits, PvrdmaMigImage, PVRDMA_MIG_NLIMITS),
+        VMSTATE_UINT64(max_mr_size, PvrdmaMigImage),
+        VMSTATE_UINT8(roce_version, PvrdmaMigImage),
+        VMSTATE_UINT64(dsr_gpa, PvrdmaMigImage),
+        VMSTATE_UINT32(err, PvrdmaMigImage),
+        VMSTATE_UINT32(icr, PvrdmaMigImage),
+        VMSTATE_UINT32(imr, PvrdmaMigImage),
+        VMSTATE_UINT8(dsr_set, PvrdmaMigImage),
+        VMSTATE_UINT8(active, PvrdmaMigImage),
+        VMSTATE_UINT8(port_down, PvrdmaMigImage),
+        VMSTATE_UINT32(version, PvrdmaMigImage),
+        VMSTATE_UINT64(guest_errors, PvrdmaMigImage),
+        VMSTATE_UINT64(commands, PvrdmaMigImage),
+        VMSTATE_UINT64(doorbells, PvrdmaMigImage),
+        VMSTATE_INT32(ngid, PvrdmaMigImage),
+        VMSTATE_VALIDATE("ngid", mig_ngid_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(gid, PvrdmaMigImage, ngid,
+                                            vmstate_pvrdma_gid, PvrdmaMigGid),
+        VMSTATE_INT32(nuc, PvrdmaMigImage),
+        VMSTATE_VALIDATE("nuc", mig_nuc_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(uc, PvrdmaMigImage, nuc,
+                                            vmstate_pvrdma_uc, PvrdmaMigHandle),
+        VMSTATE_INT32(npd, PvrdmaMigImage),
+        VMSTATE_VALIDATE("npd", mig_npd_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(pd, PvrdmaMigImage, npd,
+                                            vmstate_pvrdma_pd, PvrdmaMigPD),
+        VMSTATE_INT32(ncq, PvrdmaMigImage),
+        VMSTATE_VALIDATE("ncq", mig_ncq_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(cq, PvrdmaMigImage, ncq,
+                                            vmstate_pvrdma_cq, PvrdmaMigCQ),
+        VMSTATE_INT32(nmr, PvrdmaMigImage),
+        VMSTATE_VALIDATE("nmr", mig_nmr_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(mr, PvrdmaMigImage, nmr,
+                                            vmstate_pvrdma_mr, PvrdmaMigMR),
+        VMSTATE_INT32(nsrq, PvrdmaMigImage),
+        VMSTATE_VALIDATE("nsrq", mig_nsrq_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(srq, PvrdmaMigImage, nsrq,
+                                            vmstate_pvrdma_srq, PvrdmaMigSRQ),
+        VMSTATE_INT32(nqp, PvrdmaMigImage),
+        VMSTATE_VALIDATE("nqp", mig_nqp_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(qp, PvrdmaMigImage, nqp,
+                                            vmstate_pvrdma_qp, PvrdmaMigQP),
+        VMSTATE_UINT32_ARRAY(cursor, PvrdmaMigImage, PVRDMA_MIG_NCURSORS),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_pvrdma_state_dsr,
+        NULL
+    },
+};
+
+static bool pvrdma_mig_named(void *opaque, int version_id)
+{
+    return !((PvrdmaState *)opaque)->state_blob;
+}
+
+static bool pvrdma_mig_blob(void *opaque, int version_id)
+{
+    return ((PvrdmaState *)opaque)->state_blob;
+}
+
+static int pvrdma_pre_save(void *opaque)
+{
+    PvrdmaState *s = opaque;
+    g_autofree char *why = NULL;
+
+    if (s->state_blob) {
+        return 0;       /* pvrdma_core_put() */
+    }
+    why = pvrdma_core_migration_blocker(&s->core, true);
+    if (why) {
+        error_report("pvrdma: the device cannot migrate now: %s", why);
+        return -EBUSY;
+    }
+    pvrdma_mig_image_save(&s->core, &s->mig);
+    return 0;
+}
+
+static int pvrdma_post_save(void *opaque)
+{
+    pvrdma_mig_image_clear(&((PvrdmaState *)opaque)->mig);
+    return 0;
+}
+
+static int pvrdma_post_load(void *opaque, int version_id)
+{
+    PvrdmaState *s = opaque;
+    g_autofree char *err = NULL;
+    bool ok;
+
+    if (s->state_blob) {
+        return 0;       /* pvrdma_core_get() */
+    }
+    ok = pvrdma_mig_image_load(&s->core, &s->mig, &err);
+    pvrdma_mig_image_clear(&s->mig);
+    if (!ok) {
+        error_report("pvrdma: migrated state refused: %s", err);
+        return -EINVAL;
+    }
+    return 0;
+}
 
 static void pvrdma_set_dirty(void *opaque, uint64_t gpa, uint64_t len)
 {
@@ -241,12 +657,18 @@ const VMStateDescription vmstate_pvrdma = {
     .name = "pvrdma",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_save = pvrdma_pre_save,
+    .post_save = pvrdma_post_save,
+    .post_load = pvrdma_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_PCI_DEVICE(parent_obj, PvrdmaState),
         VMSTATE_MSIX(parent_obj, PvrdmaState),
+        VMSTATE_STRUCT_TEST(mig, PvrdmaState, pvrdma_mig_named, 1,
+                            vmstate_pvrdma_state, PvrdmaMigImage),
         {
             .name = "core",
             .version_id = 1,
+            .field_exists = pvrdma_mig_blob,
             .size = sizeof(PvrdmaCore),
             .info = &pvrdma_core_info,
             .flags = VMS_SINGLE,

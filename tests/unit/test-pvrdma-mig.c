@@ -12,6 +12,11 @@
 #include "fake-driver.h"
 #include "fake-hca.h"
 #include "hw/rdma/pvrdma_loopback.h"
+#include "hw/rdma/pvrdma_mig.h"
+
+#ifndef UNIT_DATA_DIR
+#define UNIT_DATA_DIR "data"
+#endif
 
 typedef struct Mig {
     Dev d;
@@ -79,29 +84,38 @@ static void send_one(Dev *d, TQp *qp, TMr *mr, uint64_t va, uint32_t len,
     post_send(d, qp, &w, &s, 1);
 }
 
+/*
+ * The roundtrip's device before the move: one send done and not polled,
+ * receives posted, a CQ armed.
+ */
+static void roundtrip_prepare(Mig *m, uint8_t *data, size_t len)
+{
+    Dev *d = &m->d;
+    struct pvrdma_sge sb = { B_IOVA, 3000, 0 };
+
+    mig_setup(m);
+    sb.lkey = m->mrb.lkey;
+    fill_pattern(data, len, 7);
+    mr_write(d, &m->mra, A_IOVA, data, len);
+    post_recv(d, &m->b, 0xb1, &sb, 1);
+    post_recv(d, &m->b, 0xb2, &sb, 1);
+    send_one(d, &m->a, &m->mra, A_IOVA, 3000, 0xa1);
+    run_all(d);
+    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
+                          PVRDMA_UAR_CQ_ARM | m->cqb.handle);
+}
+
 static void test_roundtrip(void)
 {
     Mig m;
     Dev *d = &m.d;
     uint8_t data[3000], got[3000];
-    struct pvrdma_sge sb = { B_IOVA, 3000, 0 };
     struct pvrdma_sq_wqe_hdr w = { 0 };
     struct pvrdma_cqe e;
     GByteArray *b1, *b2;
     char *err = NULL;
 
-    mig_setup(&m);
-    sb.lkey = m.mrb.lkey;
-    fill_pattern(data, sizeof(data), 7);
-    mr_write(d, &m.mra, A_IOVA, data, sizeof(data));
-    /* before the move: one send done and not polled, receives posted */
-    post_recv(d, &m.b, 0xb1, &sb, 1);
-    post_recv(d, &m.b, 0xb2, &sb, 1);
-    send_one(d, &m.a, &m.mra, A_IOVA, 3000, 0xa1);
-    run_all(d);
-    pvrdma_core_uar_write(&d->c, PVRDMA_UAR_CQ_OFFSET,
-                          PVRDMA_UAR_CQ_ARM | m.cqb.handle);
-
+    roundtrip_prepare(&m, data, sizeof(data));
     b1 = save(d);
     fresh_core(d);
     g_assert_true(pvrdma_core_load(&d->c, b1->data, b1->len, &err));
@@ -167,6 +181,84 @@ static void test_roundtrip(void)
     g_byte_array_free(b1, true);
     expect_cq_empty(d, &m.cqa);
     expect_cq_empty(d, &m.cqb);
+    dev_fini(d);
+}
+
+/*
+ * The stream an older build wrote (one field, version 2; saved by 21c4b2b
+ * from roundtrip_prepare()'s device, data/mig-v2-loopback.bin): this build
+ * writes the same bytes for the same device (x-state-blob=on, a migration
+ * to that build) and loads them (a migration from it).
+ */
+static void test_older_build(void)
+{
+    g_autofree char *path = g_build_filename(UNIT_DATA_DIR,
+                                             "mig-v2-loopback.bin", NULL);
+    g_autofree gchar *old = NULL;
+    g_autoptr(GByteArray) b = NULL;
+    uint8_t data[3000], got[3000];
+    char *err = NULL;
+    gsize len;
+    Mig m;
+    Dev *d = &m.d;
+
+    g_assert_true(g_file_get_contents(path, &old, &len, NULL));
+    roundtrip_prepare(&m, data, sizeof(data));
+    b = save(d);
+    g_assert_cmpmem(b->data, b->len, old, len);
+    fresh_core(d);
+    g_assert_true(pvrdma_core_load(&d->c, (uint8_t *)old, len, &err));
+    g_assert_null(err);
+    expect_cqe(d, &m.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000,
+               m.a.handle);
+    mr_read(d, &m.mrb, B_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
+    dev_fini(d);
+}
+
+/*
+ * The image the QOM glue migrates as VMState: saved, loaded into a fresh
+ * core, saved again to the same stream; the guest carries on.
+ */
+static void test_image(void)
+{
+    PvrdmaMigImage img = { 0 };
+    g_autoptr(GByteArray) b1 = NULL;
+    g_autoptr(GByteArray) b2 = NULL;
+    uint8_t data[3000], got[3000];
+    char *err = NULL;
+    Mig m;
+    Dev *d = &m.d;
+
+    roundtrip_prepare(&m, data, sizeof(data));
+    b1 = save(d);
+    pvrdma_mig_image_save(&d->c, &img);
+    g_assert_cmpuint(img.nqp, ==, 3);
+    g_assert_cmpuint(img.nmr, ==, 2);
+    g_assert_cmpuint(img.ncq, ==, 2);
+    fresh_core(d);
+    g_assert_true(pvrdma_mig_image_load(&d->c, &img, &err));
+    g_assert_null(err);
+    b2 = save(d);
+    g_assert_cmpmem(b2->data, b2->len, b1->data, b1->len);
+    /* a value the guest could not have given is refused, core reset */
+    img.qp[1].sq_head = 1u << 30;
+    fresh_core(d);
+    g_assert_false(pvrdma_mig_image_load(&d->c, &img, &err));
+    g_assert_nonnull(strstr(err, "ring indices out of range"));
+    g_clear_pointer(&err, g_free);
+    g_assert_cmpuint(d->c.qp.used, ==, 0);
+    g_assert_false(d->c.active);
+    pvrdma_mig_image_clear(&img);
+    g_assert_null(img.qp);
+    g_assert_cmpint(img.nqp, ==, 0);
+
+    /* loaded again from the blob: the guest carries on */
+    g_assert_true(pvrdma_core_load(&d->c, b1->data, b1->len, &err));
+    expect_cqe(d, &m.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000,
+               m.a.handle);
+    mr_read(d, &m.mrb, B_IOVA, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
     dev_fini(d);
 }
 
@@ -383,6 +475,8 @@ int main(int argc, char **argv)
 {
     fh_test_init(&argc, &argv);
     g_test_add_func("/pvrdma/mig/roundtrip", test_roundtrip);
+    g_test_add_func("/pvrdma/mig/older-build", test_older_build);
+    g_test_add_func("/pvrdma/mig/image", test_image);
     g_test_add_func("/pvrdma/mig/states", test_states);
     g_test_add_func("/pvrdma/mig/held", test_held);
     g_test_add_func("/pvrdma/mig/truncated", test_truncated);

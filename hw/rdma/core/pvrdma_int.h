@@ -364,12 +364,19 @@ bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n);
 
 /* pvrdma_mig.c: the core's state saved (loaded in pvrdma_mig_load.c) */
 
+/* The 32-bit limits of an image, with the property that sets each */
+typedef struct PvrdmaMigLimit {
+    const char *prop;
+    size_t off;
+} PvrdmaMigLimit;
+extern const PvrdmaMigLimit pvrdma_mig_limits[];
+uint32_t pvrdma_mig_limit(const PvrdmaLimits *l, unsigned i);
+
+/* pvrdma_mig_blob.c: the image as older builds' one field */
 #define PVRDMA_MIG_MAGIC    0x474d5250u     /* "PRMG" */
 #define PVRDMA_MIG_END      0x444e4550u     /* "PEND" */
 /* 2: a transport record after each QP (PvrdmaMigOps.qp_save) */
 #define PVRDMA_MIG_VERSION  2
-/* The limits record read back: each must be this device's. */
-bool pvrdma_mig_load_limits(PvrdmaMigReader *r, const PvrdmaLimits *l);
 
 /* pvrdma_sched.c: the run list, RNR waiters and held WQEs, the timer */
 

@@ -9,8 +9,9 @@
  * send slots of WQEs executed but not yet completed (a completion held
  * for the requester's retry time, with the time it has left).
  *
- * Loaded by replay (pvrdma_mig_load.c), which reads the limits record
- * with pvrdma_mig_load_limits(), kept here beside the table it checks.
+ * Saved into a PvrdmaMigImage (include/hw/rdma/pvrdma_mig.h), which the
+ * QOM glue migrates as VMState, or pvrdma_mig_blob.c as the older builds'
+ * one field; loaded by replay from the image (pvrdma_mig_load.c).
  *
  * Only QPs whose transport keeps no state of its own (PVRDMA_TP_STATELESS:
  * loopback), whose transport pauses its peers while the VM is saved
@@ -19,37 +20,15 @@
  * migration back.  pvrdma_core_quiesce() runs before the save: afterwards
  * nothing is in flight, and resume or moved follows.
  *
- * The stream is little-endian, versioned (PVRDMA_MIG_VERSION); a later
- * version may append fields to a record, never reorder them.
- *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
 #endif
 #include "hw/rdma/pvrdma_core.h"
+#include "hw/rdma/pvrdma_mig.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
-
-/* ------------------------------------------------------------------ */
-/* The stream's primitives (pvrdma_stream.c), by short names            */
-
-typedef PvrdmaMigReader MigReader;
-#define put8 pvrdma_mig_put8
-#define put32 pvrdma_mig_put32
-#define put64 pvrdma_mig_put64
-#define get8 pvrdma_mig_get8
-#define get32 pvrdma_mig_get32
-#define get64 pvrdma_mig_get64
-#define mig_fail pvrdma_mig_fail
-
-static void put_pages(GByteArray *b, const uint64_t *gpa, uint32_t n)
-{
-    put32(b, n);
-    for (uint32_t i = 0; i < n; i++) {
-        put64(b, gpa[i]);
-    }
-}
 
 /* ------------------------------------------------------------------ */
 /* What may move                                                       */
@@ -132,14 +111,8 @@ void pvrdma_core_mapped_pages(PvrdmaCore *c,
     }
 }
 
-/*
- * The 32-bit limits in stream order, with the property that sets each (the
- * load names the one that differs); max_mr_size and roce_version follow.
- */
-static const struct {
-    const char *prop;
-    size_t off;
-} mig_limits[] = {
+/* The 32-bit limits in stream order (the load names the one that differs) */
+const PvrdmaMigLimit pvrdma_mig_limits[PVRDMA_MIG_NLIMITS] = {
     { "max-qp", offsetof(PvrdmaLimits, max_qp) },
     { "max-qp-wr", offsetof(PvrdmaLimits, max_qp_wr) },
     { "max-sge", offsetof(PvrdmaLimits, max_sge) },
@@ -156,44 +129,9 @@ static const struct {
     { "max-rd-atomic", offsetof(PvrdmaLimits, max_qp_rd_atom) },
 };
 
-static uint32_t mig_limit(const PvrdmaLimits *l, unsigned i)
+uint32_t pvrdma_mig_limit(const PvrdmaLimits *l, unsigned i)
 {
-    return *(const uint32_t *)((const uint8_t *)l + mig_limits[i].off);
-}
-
-static void save_limits(GByteArray *b, const PvrdmaLimits *l)
-{
-    for (unsigned i = 0; i < G_N_ELEMENTS(mig_limits); i++) {
-        put32(b, mig_limit(l, i));
-    }
-    put64(b, l->max_mr_size);
-    put8(b, l->roce_version);
-}
-
-/* The limits record read back: each must be this device's. */
-bool pvrdma_mig_load_limits(MigReader *r, const PvrdmaLimits *l)
-{
-    uint64_t mr_size;
-    uint8_t roce;
-
-    for (unsigned i = 0; i < G_N_ELEMENTS(mig_limits); i++) {
-        uint32_t v = get32(r);
-
-        if (!r->err && v != mig_limit(l, i)) {
-            return mig_fail(r, "property %s is %u here, %u in the stream",
-                            mig_limits[i].prop, mig_limit(l, i), v);
-        }
-    }
-    mr_size = get64(r);
-    roce = get8(r);
-    if (!r->err && mr_size != l->max_mr_size) {
-        return mig_fail(r, "property max-mr-size differs");
-    }
-    if (!r->err && roce != l->roce_version) {
-        return mig_fail(r, "property roce-version is %u here, %u in the "
-                        "stream", l->roce_version, roce);
-    }
-    return !r->err;
+    return *(const uint32_t *)((const uint8_t *)l + pvrdma_mig_limits[i].off);
 }
 
 /*
@@ -208,210 +146,229 @@ static uint64_t hold_left(const PvrdmaQP *qp, int64_t now)
     return MAX(qp->hold_until - now, 1);
 }
 
-static void save_qp(GByteArray *b, PvrdmaQP *qp, int64_t now)
+static void save_ring(PvrdmaMigRing *m, const PvrdmaRing *r)
+{
+    m->npages = r->gpa ? r->npages : 0;
+    m->pages = g_memdup2(r->gpa, sizeof(uint64_t) * m->npages);
+    m->priv = r->priv;
+}
+
+/* the connection state of its transport, if that one hands it over */
+static void save_qp_transport(PvrdmaMigQP *m, PvrdmaQP *qp)
+{
+    g_autoptr(GByteArray) st = g_byte_array_new();
+    const char *name;
+
+    if (!qp->tp || qp->type != PVRDMA_QPT_RC ||
+        qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD ||
+        !pvrdma_transport_qp_save(qp->tp, qp, st)) {
+        return;
+    }
+    name = pvrdma_transport_name(qp->tp);
+    m->has_tp = 1;
+    g_strlcpy((char *)m->tp_name, name, sizeof(m->tp_name));
+    m->tp_len = st->len;
+    m->tp_state = g_memdup2(st->data, st->len);
+}
+
+static void save_qp(PvrdmaMigQP *m, PvrdmaQP *qp, int64_t now)
 {
     const PvrdmaRing *pages = qp->is_srq ? &qp->sq : &qp->rq;
-    uint32_t n = pvrdma_idx_used(qp->sq_head, qp->sq.priv, qp->sq.nelems);
-    g_autoptr(GByteArray) st = g_byte_array_new();
+    uint32_t k = 0;
 
-    put32(b, qp->handle);
-    put8(b, qp->type);
-    put8(b, qp->is_srq);
-    put8(b, qp->sq_sig_all);
-    put32(b, qp->pd);
-    put32(b, qp->scq);
-    put32(b, qp->rcq);
-    put32(b, qp->srq);
-    put32(b, qp->max_send_wr);
-    put32(b, qp->max_recv_wr);
-    put32(b, qp->max_send_sge);
-    put32(b, qp->max_recv_sge);
-    put32(b, qp->sq.npages - 1);                /* send_chunks */
-    put_pages(b, pages->gpa, pages->npages);    /* every page of the QP */
-    put8(b, qp->state);
-    g_byte_array_append(b, (const uint8_t *)&qp->attr, sizeof(qp->attr));
-    put32(b, qp->sq.priv);
-    put32(b, qp->sq_head);
-    put32(b, qp->rq.priv);
-    put8(b, qp->sq_failed);
-    put8(b, qp->comm_est);
-    put32(b, qp->events);
-    put64(b, hold_left(qp, now));
-    put32(b, n);
+    m->handle = qp->handle;
+    m->type = qp->type;
+    m->is_srq = qp->is_srq;
+    m->sq_sig_all = qp->sq_sig_all;
+    m->pd = qp->pd;
+    m->scq = qp->scq;
+    m->rcq = qp->rcq;
+    m->srq = qp->srq;
+    m->max_send_wr = qp->max_send_wr;
+    m->max_recv_wr = qp->max_recv_wr;
+    m->max_send_sge = qp->max_send_sge;
+    m->max_recv_sge = qp->max_recv_sge;
+    m->send_chunks = qp->sq.npages - 1;
+    m->npages = pages->npages;                  /* every page of the QP */
+    m->pages = g_memdup2(pages->gpa, sizeof(uint64_t) * pages->npages);
+    m->state = qp->state;
+    memcpy(m->attr, &qp->attr, sizeof(m->attr));
+    m->sq_priv = qp->sq.priv;
+    m->sq_head = qp->sq_head;
+    m->rq_priv = qp->rq.priv;
+    m->sq_failed = qp->sq_failed;
+    m->comm_est = qp->comm_est;
+    m->events = qp->events;
+    m->hold = hold_left(qp, now);
+    m->nslots = pvrdma_idx_used(qp->sq_head, qp->sq.priv, qp->sq.nelems);
+    m->slots = g_new0(PvrdmaMigSlot, m->nslots);
     for (uint32_t i = qp->sq.priv; i != qp->sq_head;
-         i = pvrdma_idx_next(i, qp->sq.nelems)) {
+         i = pvrdma_idx_next(i, qp->sq.nelems), k++) {
         const PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
 
-        put64(b, s->wr_id);
-        put32(b, s->opcode);
-        put32(b, s->byte_len);
-        put32(b, s->status);
-        put8(b, s->signaled);
-        put8(b, s->held);
+        m->slots[k] = (PvrdmaMigSlot) {
+            s->wr_id, s->opcode, s->byte_len, s->status, s->signaled, s->held
+        };
     }
-    /* the connection state of its transport, if that one hands it over */
-    if (qp->tp && qp->type == PVRDMA_QPT_RC &&
-        qp->state >= PVRDMA_QPS_RTR && qp->state <= PVRDMA_QPS_SQD &&
-        pvrdma_transport_qp_save(qp->tp, qp, st)) {
-        const char *name = pvrdma_transport_name(qp->tp);
-
-        put8(b, 1);
-        put32(b, strlen(name));
-        g_byte_array_append(b, (const uint8_t *)name, strlen(name));
-        put32(b, st->len);
-        g_byte_array_append(b, st->data, st->len);
-    } else {
-        put8(b, 0);
-    }
+    save_qp_transport(m, qp);
 }
 
 /* The registers and, on an active device, the DSR copy */
-static void save_regs(GByteArray *b, PvrdmaCore *c)
+static void save_regs(PvrdmaMigImage *m, PvrdmaCore *c)
 {
-    put64(b, c->dsr_gpa);
-    put32(b, c->err);
-    put32(b, c->icr);
-    put32(b, c->imr);
-    put8(b, c->dsr_set);
-    put8(b, c->active);
-    put8(b, c->port_down);
-    put32(b, c->version);
-    put64(b, c->guest_errors);
-    put64(b, c->commands);
-    put64(b, c->doorbells);
+    m->dsr_gpa = c->dsr_gpa;
+    m->err = c->err;
+    m->icr = c->icr;
+    m->imr = c->imr;
+    m->dsr_set = c->dsr_set;
+    m->active = c->active;
+    m->port_down = c->port_down;
+    m->version = c->version;
+    m->guest_errors = c->guest_errors;
+    m->commands = c->commands;
+    m->doorbells = c->doorbells;
     if (c->active) {
-        put64(b, c->cmd_gpa);
-        put64(b, c->resp_gpa);
-        put64(b, c->uar_pfn);
-        put_pages(b, c->async_ring.gpa, c->async_ring.npages);
-        put32(b, c->async_ring.priv);
-        put_pages(b, c->cqn_ring.gpa, c->cqn_ring.npages);
-        put32(b, c->cqn_ring.priv);
+        m->cmd_gpa = c->cmd_gpa;
+        m->resp_gpa = c->resp_gpa;
+        m->uar_pfn = c->uar_pfn;
+        save_ring(&m->async, &c->async_ring);
+        save_ring(&m->cqn, &c->cqn_ring);
     }
 }
 
-static void save_gids(GByteArray *b, PvrdmaCore *c)
+static void save_objects(PvrdmaMigImage *m, PvrdmaCore *c)
 {
-    put32(b, c->lim.gid_tbl_len);
-    for (uint32_t h = 0; h < c->lim.gid_tbl_len; h++) {
-        put8(b, c->gid[h].type);
-        g_byte_array_append(b, c->gid[h].gid.raw, 16);
-    }
-}
+    int64_t now = c->ops->now_ms(c->opaque);
+    uint32_t h;
 
-static void save_ucs(GByteArray *b, PvrdmaCore *c)
-{
-    put32(b, c->uc.used);
-    for (uint32_t h = 0; h < c->uc.size; h++) {
+    m->ngid = c->lim.gid_tbl_len;
+    m->gid = g_new0(PvrdmaMigGid, m->ngid);
+    for (h = 0; h < c->lim.gid_tbl_len; h++) {
+        m->gid[h].type = c->gid[h].type;
+        memcpy(m->gid[h].gid, c->gid[h].gid.raw, 16);
+    }
+    m->uc = g_new0(PvrdmaMigHandle, c->uc.used);
+    for (h = 0; h < c->uc.size; h++) {
         if (c->uc.slot[h]) {
-            put32(b, h);
+            m->uc[m->nuc++].handle = h;
         }
     }
-}
-
-static void save_pds(GByteArray *b, PvrdmaCore *c)
-{
-    put32(b, c->pd.used);
-    for (uint32_t h = 0; h < c->pd.size; h++) {
+    m->pd = g_new0(PvrdmaMigPD, c->pd.used);
+    for (h = 0; h < c->pd.size; h++) {
         PvrdmaPD *pd = c->pd.slot[h];
 
         if (pd) {
-            put32(b, h);
-            put32(b, pd->ctx);
+            m->pd[m->npd++] = (PvrdmaMigPD) { h, pd->ctx };
         }
     }
-}
-
-static void save_cqs(GByteArray *b, PvrdmaCore *c)
-{
-    put32(b, c->cq.used);
-    for (uint32_t h = 0; h < c->cq.size; h++) {
+    m->cq = g_new0(PvrdmaMigCQ, c->cq.used);
+    for (h = 0; h < c->cq.size; h++) {
         PvrdmaCQ *cq = c->cq.slot[h];
+        PvrdmaMigCQ *r;
 
         if (cq) {
-            put32(b, h);
-            put32(b, cq->ctx);
-            put32(b, cq->ring.nelems);
-            put_pages(b, cq->ring.gpa, cq->ring.npages);
-            put32(b, cq->ring.priv);
-            put8(b, cq->armed);
-            put8(b, cq->error);
+            r = &m->cq[m->ncq++];
+            r->handle = h;
+            r->ctx = cq->ctx;
+            r->cqe = cq->ring.nelems;
+            save_ring(&r->ring, &cq->ring);
+            r->armed = cq->armed;
+            r->error = cq->error;
         }
     }
-}
-
-static void save_mrs(GByteArray *b, PvrdmaCore *c)
-{
-    put32(b, c->mr.used);
-    for (uint32_t h = 0; h < c->mr.size; h++) {
+    m->mr = g_new0(PvrdmaMigMR, c->mr.used);
+    for (h = 0; h < c->mr.size; h++) {
         PvrdmaMR *mr = c->mr.slot[h];
 
         if (mr) {
-            put32(b, h);
-            put32(b, mr->pd);
-            put32(b, mr->kind);
-            put32(b, mr->access);
-            put32(b, mr->key);
-            put8(b, mr->valid);
-            put64(b, mr->iova);
-            put64(b, mr->length);
-            put32(b, mr->max_pages);
-            put64(b, mr->map.page_size);
-            put32(b, mr->map.npages);
-            for (uint32_t i = 0; i < mr->map.npages; i++) {
-                put64(b, mr->map.gpa[i]);
-            }
+            m->mr[m->nmr++] = (PvrdmaMigMR) {
+                .handle = h, .pd = mr->pd, .kind = mr->kind,
+                .access = mr->access, .key = mr->key, .valid = mr->valid,
+                .iova = mr->iova, .length = mr->length,
+                .max_pages = mr->max_pages, .page_size = mr->map.page_size,
+                .npages = mr->map.npages,
+                .pages = g_memdup2(mr->map.gpa,
+                                   sizeof(uint64_t) * mr->map.npages),
+            };
         }
     }
-}
-
-static void save_srqs(GByteArray *b, PvrdmaCore *c)
-{
-    put32(b, c->srq.used);
-    for (uint32_t h = 0; h < c->srq.size; h++) {
+    m->srq = g_new0(PvrdmaMigSRQ, c->srq.used);
+    for (h = 0; h < c->srq.size; h++) {
         PvrdmaSRQ *srq = c->srq.slot[h];
+        PvrdmaMigSRQ *r;
 
         if (srq) {
-            put32(b, h);
-            put32(b, srq->pd);
-            put32(b, srq->max_wr);
-            put32(b, srq->max_sge);
-            put32(b, srq->limit);
-            put_pages(b, srq->ring.gpa, srq->ring.npages);
-            put32(b, srq->ring.priv);
+            r = &m->srq[m->nsrq++];
+            *r = (PvrdmaMigSRQ) {
+                h, srq->pd, srq->max_wr, srq->max_sge, srq->limit
+            };
+            save_ring(&r->ring, &srq->ring);
+        }
+    }
+    m->qp = g_new0(PvrdmaMigQP, c->qp.used);
+    for (h = 0; h < c->qp.size; h++) {
+        if (c->qp.slot[h]) {
+            save_qp(&m->qp[m->nqp++], c->qp.slot[h], now);
         }
     }
 }
 
-void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
+void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *m)
 {
     int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
-    guint start G_GNUC_UNUSED = b->len;
-    uint32_t h;
 
-    put32(b, PVRDMA_MIG_MAGIC);
-    put32(b, PVRDMA_MIG_VERSION);
-    save_limits(b, &c->lim);
-    save_regs(b, c);
-    save_gids(b, c);
-    save_ucs(b, c);
-    save_pds(b, c);
-    save_cqs(b, c);
-    save_mrs(b, c);
-    save_srqs(b, c);
-    put32(b, c->qp.used);
-    for (h = 0; h < c->qp.size; h++) {
-        if (c->qp.slot[h]) {
-            save_qp(b, c->qp.slot[h], c->ops->now_ms(c->opaque));
-        }
+    pvrdma_mig_image_clear(m);
+    m->magic = PVRDMA_MIG_IMAGE_MAGIC;
+    for (unsigned i = 0; i < PVRDMA_MIG_NLIMITS; i++) {
+        m->limits[i] = pvrdma_mig_limit(&c->lim, i);
     }
+    m->max_mr_size = c->lim.max_mr_size;
+    m->roce_version = c->lim.roce_version;
+    save_regs(m, c);
+    save_objects(m, c);
     /* the next-fit cursors, so handles are not reused sooner than before */
-    put32(b, c->pd.next);
-    put32(b, c->mr.next);
-    put32(b, c->cq.next);
-    put32(b, c->qp.next);
-    put32(b, c->srq.next);
-    put32(b, PVRDMA_MIG_END);
-    trace_pvrdma_state_saved(c->qp.used, c->mr.used, b->len - start,
+    m->cursor[0] = c->pd.next;
+    m->cursor[1] = c->mr.next;
+    m->cursor[2] = c->cq.next;
+    m->cursor[3] = c->qp.next;
+    m->cursor[4] = c->srq.next;
+    trace_pvrdma_state_saved(c->qp.used, c->mr.used,
                              g_get_monotonic_time() - t0);
+}
+
+static void clear_ring(PvrdmaMigRing *r)
+{
+    g_free(r->pages);
+    *r = (PvrdmaMigRing) { 0 };
+}
+
+void pvrdma_mig_image_clear(PvrdmaMigImage *m)
+{
+    PvrdmaCore *core = m->core;
+    int32_t i;
+
+    clear_ring(&m->async);
+    clear_ring(&m->cqn);
+    for (i = 0; m->cq && i < m->ncq; i++) {
+        clear_ring(&m->cq[i].ring);
+    }
+    for (i = 0; m->mr && i < m->nmr; i++) {
+        g_free(m->mr[i].pages);
+    }
+    for (i = 0; m->srq && i < m->nsrq; i++) {
+        clear_ring(&m->srq[i].ring);
+    }
+    for (i = 0; m->qp && i < m->nqp; i++) {
+        g_free(m->qp[i].pages);
+        g_free(m->qp[i].slots);
+        g_free(m->qp[i].tp_state);
+    }
+    g_free(m->gid);
+    g_free(m->uc);
+    g_free(m->pd);
+    g_free(m->cq);
+    g_free(m->mr);
+    g_free(m->srq);
+    g_free(m->qp);
+    *m = (PvrdmaMigImage) { .core = core };
 }

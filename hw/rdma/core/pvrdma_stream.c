@@ -47,6 +47,9 @@ bool pvrdma_mig_fail(PvrdmaMigReader *r, const char *fmt, ...)
 
 bool pvrdma_mig_take(PvrdmaMigReader *r, void *dst, size_t n)
 {
+    if (!n) {
+        return !r->err;
+    }
     if (r->err) {
         memset(dst, 0, n);
         return false;

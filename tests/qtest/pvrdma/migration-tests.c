@@ -389,13 +389,51 @@ static void test_migration_savevm(void)
     rmdir(dir);
 }
 
+/* A migration of p's device to a file; its bytes in *img */
+static void mig_to_file(Pair *p, const char *file, gchar **img, gsize *len)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", file);
+    g_autofree char *st = NULL;
+    QDict *rsp;
+
+    rsp = qtest_qmp(p->d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = qpvrdma_mig_wait(p->d->qts, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    g_assert(g_file_get_contents(file, img, len, NULL));
+}
+
+/* Where s (n bytes) first is in img at or after from; asserts it is */
+static size_t mig_find(const gchar *img, gsize len, size_t from,
+                       const char *s)
+{
+    size_t n = strlen(s);
+
+    while (from + n <= len && memcmp(img + from, s, n)) {
+        from++;
+    }
+    g_assert_cmpuint(from + n, <=, len);
+    return from;
+}
+
+typedef struct MigCase {
+    const char *what;
+    const char *anchor;     /* offsets from its first byte after the magic */
+    size_t off;
+    uint64_t val;
+    int size;               /* 0: cut the stream there */
+} MigCase;
+
 /*
- * Hostile migration streams: the device's state truncated, another
- * device's limits, a ring page outside guest RAM, a ring of 2^32 pages.
- * Each fails the load (its reason, naming pvrdma, on stderr); none
- * crashes QEMU.  The untouched file loads.
+ * Hostile migration streams of a device (extra: its properties): each
+ * case changes the saved file (big-endian fields in VMState, little-endian
+ * in the older builds' blob); each fails the load (its reason, naming
+ * pvrdma, on stderr), none crashes QEMU.  The untouched file loads.
  */
-static void test_migration_hostile(void)
+static void mig_hostile(const char *extra, const char *magic, bool le,
+                        const MigCase *cases, unsigned ncases)
 {
     Pair p;
     g_autofree char *dir = g_dir_make_tmp("pvrdma-mig-XXXXXX", NULL);
@@ -404,63 +442,153 @@ static void test_migration_hostile(void)
     g_autofree char *st = NULL;
     g_autofree gchar *img = NULL;
     gsize len;
-    QDict *rsp;
     size_t at;
-    static const struct {
-        const char *what;
-        size_t off;         /* from the state's magic */
-        uint64_t val;
-        int size;           /* 0: cut the stream there */
-    } cases[] = {
-        { "truncated", 40, 0, 0 },
-        { "max-qp", 8, 7, 4 },
-        { "async ring page", 8 + 65 + 51 + 24 + 4, 0xfffffffff000ull, 8 },
-        { "async ring pages", 8 + 65 + 51 + 24, 0xffffffffu, 4 },
-    };
 
-    g_autofree char *uri = g_strdup_printf("file:%s", file);
-
-    pair_setup(&p, PVRDMA_QPT_RC, 16);
-    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate', 'arguments': "
-                    "{ 'uri': %s } }", uri);
-    g_assert(qdict_haskey(rsp, "return"));
-    qobject_unref(rsp);
-    st = qpvrdma_mig_wait(p.d->qts, NULL);
-    g_assert_cmpstr(st, ==, "completed");
-    g_clear_pointer(&st, g_free);
-    g_assert(g_file_get_contents(file, &img, &len, NULL));
-    /* the device's state: "PRMG" */
-    at = 0;
-    while (at + 4 <= len && memcmp(img + at, "PRMG", 4)) {
-        at++;
-    }
+    pair_connect(&p, qpvrdma_start_active(extra), PVRDMA_QPT_RC, 16);
+    mig_to_file(&p, file, &img, &len);
+    at = mig_find(img, len, 0, magic);
     g_assert_cmpuint(at + 200, <, len);
 
     st = mig_load_file(p.d->args, file, NULL);
     g_assert_cmpstr(st, ==, "completed");
     g_clear_pointer(&st, g_free);
-    for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+    for (unsigned i = 0; i < ncases; i++) {
         g_autofree gchar *x = g_memdup2(img, len);
         g_autofree char *desc = NULL;
+        const MigCase *c = &cases[i];
+        size_t base = c->anchor ?
+            mig_find(img, len, at, c->anchor) + strlen(c->anchor) : at;
         size_t n = len;
 
-        if (cases[i].size) {
-            uint64_t v = cpu_to_le64(cases[i].val);
+        if (c->size) {
+            uint64_t v = le ? cpu_to_le64(c->val) :
+                              cpu_to_be64(c->val << (64 - 8 * c->size));
 
-            memcpy(x + at + cases[i].off, &v, cases[i].size);
+            memcpy(x + base + c->off, &v, c->size);
         } else {
-            n = at + cases[i].off;
+            n = base + c->off;
         }
         g_assert(g_file_set_contents(bad, x, n, NULL));
         st = mig_load_file(p.d->args, bad, &desc);
-        g_test_message("%s: %s (%s)", cases[i].what, st, desc);
-        /* the reason goes to stderr (VMStateInfo.get has no Error) */
+        g_test_message("%s: %s (%s)", c->what, st, desc);
+        /* the reason goes to stderr (a VMState load has no Error) */
         g_assert_cmpstr(st, ==, "failed");
         g_clear_pointer(&st, g_free);
     }
     qpvrdma_stop(p.d);
     unlink(file);
     unlink(bad);
+    rmdir(dir);
+}
+
+/*
+ * The VMState stream: truncated, another device's limits, more GIDs than
+ * the table (and a negative count) before anything is allocated, a ring
+ * page outside guest RAM, a ring of 2^32 - 1 pages (in the DSR
+ * subsection: version, three addresses, then the async ring).
+ */
+static void test_migration_hostile(void)
+{
+    static const MigCase cases[] = {
+        { "truncated", NULL, 40, 0, 0 },
+        { "max-qp", NULL, 4, 7, 4 },
+        { "GIDs", NULL, 120, 0x7fffffff, 4 },
+        { "negative GIDs", NULL, 120, 0xffffffff, 4 },
+        { "async ring page", "pvrdma/state/dsr", 4 + 24 + 4,
+          0xfffffffff000ull, 8 },
+        { "async ring pages", "pvrdma/state/dsr", 4 + 24, 0xffffffffu, 4 },
+    };
+
+    mig_hostile(NULL, "PVIM", false, cases, G_N_ELEMENTS(cases));
+}
+
+/* The same of the older builds' blob (x-state-blob=on) */
+static void test_migration_hostile_blob(void)
+{
+    static const MigCase cases[] = {
+        { "truncated", NULL, 40, 0, 0 },
+        { "max-qp", NULL, 8, 7, 4 },
+        { "async ring page", NULL, 8 + 65 + 51 + 24 + 4, 0xfffffffff000ull,
+          8 },
+        { "async ring pages", NULL, 8 + 65 + 51 + 24, 0xffffffffu, 4 },
+    };
+
+    mig_hostile(",x-state-blob=on", "PRMG", true, cases,
+                G_N_ELEMENTS(cases));
+}
+
+/*
+ * x-state-blob=on writes the stream of the builds before VMState, whose
+ * device section is one field ("core", the blob of "PRMG"), for a
+ * migration to or from such a build: migrated with it on at both ends, the
+ * QPs go on; a destination that expects the other format fails the load,
+ * and keeps answering.
+ */
+static void test_migration_blob(void)
+{
+    Pair p;
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-mig-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *st = NULL;
+    g_autofree gchar *img = NULL;
+    g_autofree char *plain = NULL;
+    const char *cut;
+    uint64_t src, dst;
+    uint32_t key;
+    gsize len;
+
+    pair_connect(&p, qpvrdma_start_active(",x-state-blob=on"),
+                 PVRDMA_QPT_RC, 16);
+    src = qpvrdma_alloc(p.d, 4096);
+    dst = qpvrdma_alloc(p.d, 4096);
+    key = qpvrdma_create_mr(p.d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(p.d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(&p, src, dst, key, 1, 1);
+    /* a live migration to a destination with the same property */
+    qpvrdma_migrate(p.d);
+    pair_exchange(&p, src, dst, key, 2, 2);
+    same(p.d, src, dst, 4096);
+    /* its stream holds the blob; another format's destination refuses it */
+    mig_to_file(&p, file, &img, &len);
+    mig_find(img, len, 0, "PRMG");
+    cut = strstr(p.d->args, ",x-state-blob=on");
+    g_assert(cut);
+    plain = g_strdup_printf("%.*s%s", (int)(cut - p.d->args), p.d->args,
+                            cut + strlen(",x-state-blob=on"));
+    g_assert(!strstr(plain, "x-state-blob"));
+    st = mig_load_file(plain, file, NULL);
+    g_assert_cmpstr(st, ==, "failed");
+    qpvrdma_cq_empty(p.d, &p.cq);
+    qpvrdma_stop(p.d);
+    unlink(file);
+    rmdir(dir);
+}
+
+/* A VMState stream into a destination that expects the blob: refused */
+static void test_migration_blob_mismatch(void)
+{
+    Pair p;
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-mig-XXXXXX", NULL);
+    g_autofree char *file = g_build_filename(dir, "state", NULL);
+    g_autofree char *args = NULL;
+    g_autofree char *st = NULL;
+    g_autofree gchar *img = NULL;
+    gsize len;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    mig_to_file(&p, file, &img, &len);
+    if (getenv("PVRDMA_MIG_KEEP")) {
+        /* for scripts/analyze-migration.py (scripts/test.sh qtest) */
+        g_assert(g_file_set_contents(getenv("PVRDMA_MIG_KEEP"), img, len,
+                                     NULL));
+    }
+    g_assert(!memmem(img, len, "PRMG", 4));
+    mig_find(img, len, 0, "PVIM");
+    args = g_strdup_printf("%s,x-state-blob=on", p.d->args);
+    st = mig_load_file(args, file, NULL);
+    g_assert_cmpstr(st, ==, "failed");
+    qpvrdma_stop(p.d);
+    unlink(file);
     rmdir(dir);
 }
 
@@ -745,6 +873,11 @@ void pvrdma_add_migration_tests(void)
     qtest_add_func("/pvrdma/migration/bg-snapshot",
                    test_migration_bg_snapshot);
     qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
+    qtest_add_func("/pvrdma/migration/hostile-blob",
+                   test_migration_hostile_blob);
+    qtest_add_func("/pvrdma/migration/blob", test_migration_blob);
+    qtest_add_func("/pvrdma/migration/blob-mismatch",
+                   test_migration_blob_mismatch);
     if (getenv("PVRDMA_BENCH_MIG")) {
         qtest_add_func("/pvrdma/bench/migration", bench_migration);
     }

@@ -1,0 +1,150 @@
+/*
+ * pvrdma: the core's state for migration as plain records.
+ *
+ * The save fills a PvrdmaMigImage from the core (pvrdma_mig.c); the QOM
+ * glue describes the image with VMState (pvrdma_dev_mig.c), so the stream
+ * has named fields, subsections and QEMU's versioning; the load hands the
+ * image back (pvrdma_mig_load.c), which rebuilds the core by replaying the
+ * guest's commands and checks every record as guest input.  While the
+ * stream is read only the counts are checked, against the bounds below and
+ * the tables' sizes, before what they announce is allocated.
+ *
+ * The stream of older builds (one opaque field, PVRDMA_MIG_VERSION 2) is
+ * the same image serialized by pvrdma_core_save() and parsed by
+ * pvrdma_core_load() (pvrdma_mig_blob.c): the device property
+ * x-state-blob=on writes and reads it, for a migration to or from such a
+ * build.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef HW_RDMA_PVRDMA_MIG_H
+#define HW_RDMA_PVRDMA_MIG_H
+
+#include "hw/rdma/pvrdma_core.h"
+
+#define PVRDMA_MIG_IMAGE_MAGIC  0x5056494du     /* "PVIM" big-endian */
+#define PVRDMA_MIG_NLIMITS      14
+#define PVRDMA_MIG_NCURSORS     5              /* PD, MR, CQ, QP, SRQ */
+#define PVRDMA_MIG_TP_NAME_MAX  32
+/* A transport's state of one QP: far more than any writes (a few KiB) */
+#define PVRDMA_MIG_TP_STATE_MAX (16u << 20)
+
+/* A ring's guest pages (a page list) and the device's index in it */
+typedef struct PvrdmaMigRing {
+    uint32_t npages;
+    uint64_t *pages;
+    uint32_t priv;
+} PvrdmaMigRing;
+
+typedef struct PvrdmaMigGid {
+    uint8_t type;               /* 0: the entry is empty */
+    uint8_t gid[16];
+} PvrdmaMigGid;
+
+typedef struct PvrdmaMigHandle {
+    uint32_t handle;            /* a context (UAR page index) */
+} PvrdmaMigHandle;
+
+typedef struct PvrdmaMigPD {
+    uint32_t handle, ctx;
+} PvrdmaMigPD;
+
+typedef struct PvrdmaMigCQ {
+    uint32_t handle, ctx, cqe;
+    PvrdmaMigRing ring;
+    uint8_t armed, error;
+} PvrdmaMigCQ;
+
+typedef struct PvrdmaMigMR {
+    uint32_t handle, pd, kind, access, key;
+    uint8_t valid;
+    uint64_t iova, length;
+    uint32_t max_pages;
+    uint64_t page_size;
+    uint32_t npages;
+    uint64_t *pages;
+} PvrdmaMigMR;
+
+typedef struct PvrdmaMigSRQ {
+    uint32_t handle, pd, max_wr, max_sge, limit;
+    PvrdmaMigRing ring;
+} PvrdmaMigSRQ;
+
+/* A send WQE executed and not yet completed */
+typedef struct PvrdmaMigSlot {
+    uint64_t wr_id;
+    uint32_t opcode, byte_len;
+    int32_t status;
+    uint8_t signaled, held;
+} PvrdmaMigSlot;
+
+typedef struct PvrdmaMigQP {
+    /* what CREATE_QP gave */
+    uint32_t handle;
+    uint8_t type, is_srq, sq_sig_all;
+    uint32_t pd, scq, rcq, srq;
+    uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
+    uint32_t send_chunks;
+    uint32_t npages;            /* every page of the QP: SQ, then RQ */
+    uint64_t *pages;
+    /* where it is */
+    uint8_t state;
+    uint8_t attr[sizeof(struct pvrdma_qp_attr)];    /* the ABI's layout */
+    uint32_t sq_priv, sq_head, rq_priv;
+    uint8_t sq_failed, comm_est;
+    uint32_t events;
+    /* in flight (a subsection): the held completion's time left, slots */
+    uint64_t hold;              /* ms; 0 none, UINT64_MAX never */
+    int32_t nslots;
+    PvrdmaMigSlot *slots;
+    /* its transport's connection state (a subsection), if it gave one */
+    uint8_t has_tp;
+    uint8_t tp_name[PVRDMA_MIG_TP_NAME_MAX + 1];
+    uint32_t tp_len;
+    uint8_t *tp_state;
+} PvrdmaMigQP;
+
+typedef struct PvrdmaMigImage {
+    PvrdmaCore *core;           /* not migrated: whose image this is */
+    bool loading;               /* not migrated: a stream is read into it */
+    uint32_t magic;
+    /* the device's configuration, each must be the destination's */
+    uint32_t limits[PVRDMA_MIG_NLIMITS];
+    uint64_t max_mr_size;
+    uint8_t roce_version;
+    /* registers */
+    uint64_t dsr_gpa;
+    uint32_t err, icr, imr;
+    uint8_t dsr_set, active, port_down;
+    uint32_t version;
+    uint64_t guest_errors, commands, doorbells;
+    /* an active device's DSR copy (a subsection) */
+    uint64_t cmd_gpa, resp_gpa, uar_pfn;
+    PvrdmaMigRing async, cqn;
+    /* objects, in the order they are created again */
+    int32_t ngid, nuc, npd, ncq, nmr, nsrq, nqp;
+    PvrdmaMigGid *gid;
+    PvrdmaMigHandle *uc;
+    PvrdmaMigPD *pd;
+    PvrdmaMigCQ *cq;
+    PvrdmaMigMR *mr;
+    PvrdmaMigSRQ *srq;
+    PvrdmaMigQP *qp;
+    /* the tables' next-fit cursors (PD, MR, CQ, QP, SRQ) */
+    uint32_t cursor[PVRDMA_MIG_NCURSORS];
+} PvrdmaMigImage;
+
+/*
+ * pvrdma_mig_image_save(): the core's state into img (cleared first; the
+ * caller has checked pvrdma_core_migration_blocker()).
+ * pvrdma_mig_image_load(): reset the core and rebuild it from img, as
+ * untrusted as guest input; false with *err set (g_free it) and the core
+ * reset if anything is wrong.  pvrdma_mig_image_clear(): free what the
+ * image holds (img->core stays).
+ */
+void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *img);
+bool pvrdma_mig_image_load(PvrdmaCore *c, const PvrdmaMigImage *img,
+                           char **err);
+void pvrdma_mig_image_clear(PvrdmaMigImage *img);
+
+#endif
