@@ -237,6 +237,15 @@ for s in $suites; do
         else
             bad "qtest: analyze-migration.py and the device's state" "$(tail -n1 build/mig-stream.log build/mig-keep.log | tr '\n' ' ')"
         fi
+        # QEMU's vmstate-static-checker.py: this build loads the streams of
+        # the baseline's (tests/vmstate/pvrdma.json)
+        if python3 scripts/vmstate-baseline.py build/qemu/qemu-system-x86_64 \
+               "$(ls -d build/src/qemu-10.0.*/ | head -n1)" \
+               tests/vmstate/pvrdma.json > build/vmstate-check.log 2>&1; then
+            ok "qtest: $(tail -n1 build/vmstate-check.log | sed 's/^ok: //')"
+        else
+            bad "qtest: vmstate-static-checker.py" "$(head -n1 build/vmstate-check.log)"
+        fi
         # the layers again, from the objects QEMU's build made (what the
         # sources hide: a call through a macro or an inline function)
         if python3 scripts/layers.py --objects build/qemu/libcommon.a.p \
