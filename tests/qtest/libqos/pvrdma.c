@@ -110,11 +110,27 @@ static void take_over(QPvrdma *d, QOSState *to)
 
 void qpvrdma_migrate(QPvrdma *d)
 {
+    qpvrdma_migrate_to(d, NULL, NULL);
+}
+
+void qpvrdma_migrate_to(QPvrdma *d, const char *binary, const char *args)
+{
     g_autofree char *sock = g_strdup_printf("%s/pvrdma-mig-%d.sock",
                                             g_get_tmp_dir(), getpid());
     g_autofree char *uri = g_strdup_printf("unix:%s", sock);
-    QOSState *to = qtest_pc_boot("%s -incoming %s", d->args, uri);
+    g_autofree char *ours = g_strdup(g_getenv("QTEST_QEMU_BINARY"));
     g_autofree char *st = NULL, *desc = NULL;
+    QOSState *to;
+
+    if (args) {
+        g_free(d->args);
+        d->args = g_strdup(args);
+    }
+    if (binary) {
+        g_setenv("QTEST_QEMU_BINARY", binary, true);
+    }
+    to = qtest_pc_boot("%s -incoming %s", d->args, uri);
+    g_setenv("QTEST_QEMU_BINARY", ours, true);
 
     migrate(d->qs, to, uri);
     unlink(sock);

@@ -65,6 +65,11 @@ void qpvrdma_stop(QPvrdma *d);
  */
 void qpvrdma_migrate(QPvrdma *d);
 /*
+ * The same to a destination QEMU of another binary (NULL: this one) with
+ * other arguments (NULL: the same), which later migrations keep.
+ */
+void qpvrdma_migrate_to(QPvrdma *d, const char *binary, const char *args);
+/*
  * qpvrdma_migrate() with postcopy-ram: the destination runs before all of
  * RAM has come over.  With err NULL the migration must complete; otherwise
  * *err gets why it did not (d then still drives the source, postcopy-ram

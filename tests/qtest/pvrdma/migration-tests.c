@@ -564,6 +564,53 @@ static void test_migration_blob(void)
     rmdir(dir);
 }
 
+/*
+ * A migration with a build from before VMState, both ways: its QEMU binary
+ * in PVRDMA_QEMU_OTHER (scripts/check-compat.sh builds 21c4b2b's), else a
+ * skip.  This build with x-state-blob=on migrates a connected pair with
+ * traffic to the older one, which carries on with the same QPs and keys,
+ * and back.
+ */
+static void test_migration_other_build(void)
+{
+    const char *other = g_getenv("PVRDMA_QEMU_OTHER");
+    g_autofree char *ours = g_strdup(g_getenv("QTEST_QEMU_BINARY"));
+    g_autofree char *blob_args = NULL;
+    g_autofree char *old_args = NULL;
+    const char *cut;
+    uint64_t src, dst;
+    uint32_t key;
+    Pair p;
+
+    if (!other) {
+        g_test_skip("PVRDMA_QEMU_OTHER names no older build's QEMU "
+                    "(scripts/check-compat.sh)");
+        return;
+    }
+    pair_connect(&p, qpvrdma_start_active(",x-state-blob=on"),
+                 PVRDMA_QPT_RC, 16);
+    blob_args = g_strdup(p.d->args);
+    cut = strstr(blob_args, ",x-state-blob=on");
+    old_args = g_strdup_printf("%.*s%s", (int)(cut - blob_args), blob_args,
+                               cut + strlen(",x-state-blob=on"));
+    src = qpvrdma_alloc(p.d, 4096);
+    dst = qpvrdma_alloc(p.d, 4096);
+    key = qpvrdma_create_mr(p.d, p.pd, src, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_create_mr(p.d, p.pd, dst, 4096, PVRDMA_ACCESS_LOCAL_WRITE);
+    pair_exchange(&p, src, dst, key, 1, 1);
+    /* to the older build, which knows no x-state-blob */
+    qpvrdma_migrate_to(p.d, other, old_args);
+    pair_exchange(&p, src, dst, key, 2, 2);
+    same(p.d, src, dst, 4096);
+    /* and back to this one */
+    qpvrdma_migrate_to(p.d, ours, blob_args);
+    pair_exchange(&p, src, dst, key, 3, 3);
+    same(p.d, src, dst, 4096);
+    qpvrdma_cq_empty(p.d, &p.cq);
+    g_assert_cmpuint(qpvrdma_create_pd(p.d, 0), >, p.pd);
+    qpvrdma_stop(p.d);
+}
+
 /* A VMState stream into a destination that expects the blob: refused */
 static void test_migration_blob_mismatch(void)
 {
@@ -878,6 +925,8 @@ void pvrdma_add_migration_tests(void)
     qtest_add_func("/pvrdma/migration/blob", test_migration_blob);
     qtest_add_func("/pvrdma/migration/blob-mismatch",
                    test_migration_blob_mismatch);
+    qtest_add_func("/pvrdma/migration/other-build",
+                   test_migration_other_build);
     if (getenv("PVRDMA_BENCH_MIG")) {
         qtest_add_func("/pvrdma/bench/migration", bench_migration);
     }
