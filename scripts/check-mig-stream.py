@@ -9,7 +9,8 @@ FILE is a migration to a file of a device with an RC QP pair connected
 Checks that the tool parses the whole stream and that the device's section
 holds the core's state as named VMState fields: the image's magic, every
 object count equal to its array's length, the connected QPs in RTS with
-their ring pages, and the DSR subsection of an active device.  Exit 1 and
+their ring pages inside the page pool, and the DSR subsection of an
+active device.  Exit 1 and
 a line saying what is missing otherwise.
 """
 import json
@@ -54,12 +55,17 @@ def main():
     rts = [q for q in records(mig, "qp") if int(q["state"], 16) == RTS]
     if len(rts) < 2:
         fail("%d QPs in RTS, 2 expected" % len(rts))
+    pool = records(mig, "pages")
+    if int(mig["npages[0]"], 16) != len(pool):
+        fail("npages is %s, the pool has %d pages" % (mig["npages[0]"],
+                                                      len(pool)))
     for q in rts:
-        if int(q["npages"], 16) != len(q["pages"]) or not q["pages"]:
-            fail("QP %s: %s pages listed for npages %s" %
-                 (q["handle"], len(q["pages"]), q["npages"]))
+        first, n = int(q["page0"], 16), int(q["npages"], 16)
+        if not n or first + n > len(pool):
+            fail("QP %s: pages %d+%d, the pool has %d" %
+                 (q["handle"], first, n, len(pool)))
     dsr = mig.get("pvrdma/state/dsr")
-    if not dsr or not dsr["async"]["pages"]:
+    if not dsr or not int(dsr["async_npages"], 16):
         fail("an active device without its DSR subsection")
     print("ok: analyze-migration.py reads the pvrdma state: %d QPs (%d in "
           "RTS), %d CQs, %d GID entries, DSR subsection" %

@@ -91,40 +91,17 @@ static const VMStateInfo pvrdma_core_info = {
 /* The core's state as VMState                                         */
 
 /*
- * While the stream is read, each count is checked before what it announces
- * is allocated (VMSTATE_VALIDATE); the values are checked by the load.
+ * The records are flat (their pages are runs of one pool, their send slots
+ * and transport records in arrays of their own), so QEMU describes each
+ * array once in the stream's JSON description, not record by record.
  */
-static bool mig_pages_ok(uint32_t n)
-{
-    return n <= PVRDMA_PAGE_DIR_MAX_PAGES;
-}
-
-static bool mig_ring_ok(void *opaque, int version_id)
-{
-    return mig_pages_ok(((PvrdmaMigRing *)opaque)->npages);
-}
-
-static const VMStateDescription vmstate_pvrdma_ring = {
-    .name = "pvrdma/ring",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(npages, PvrdmaMigRing),
-        VMSTATE_VALIDATE("ring pages", mig_ring_ok),
-        VMSTATE_VARRAY_UINT32_ALLOC(pages, PvrdmaMigRing, npages, 0,
-                                    vmstate_info_uint64, uint64_t),
-        VMSTATE_UINT32(priv, PvrdmaMigRing),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
 static const VMStateDescription vmstate_pvrdma_gid = {
     .name = "pvrdma/gid",
     .version_id = 1,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT8(type, PvrdmaMigGid),
-        VMSTATE_UINT8_ARRAY(gid, PvrdmaMigGid, 16),
+        VMSTATE_BUFFER(gid, PvrdmaMigGid),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -158,18 +135,14 @@ static const VMStateDescription vmstate_pvrdma_cq = {
         VMSTATE_UINT32(handle, PvrdmaMigCQ),
         VMSTATE_UINT32(ctx, PvrdmaMigCQ),
         VMSTATE_UINT32(cqe, PvrdmaMigCQ),
-        VMSTATE_STRUCT(ring, PvrdmaMigCQ, 1, vmstate_pvrdma_ring,
-                       PvrdmaMigRing),
+        VMSTATE_UINT32(page0, PvrdmaMigCQ),
+        VMSTATE_UINT32(npages, PvrdmaMigCQ),
+        VMSTATE_UINT32(priv, PvrdmaMigCQ),
         VMSTATE_UINT8(armed, PvrdmaMigCQ),
         VMSTATE_UINT8(error, PvrdmaMigCQ),
         VMSTATE_END_OF_LIST()
     },
 };
-
-static bool mig_mr_ok(void *opaque, int version_id)
-{
-    return mig_pages_ok(((PvrdmaMigMR *)opaque)->npages);
-}
 
 static const VMStateDescription vmstate_pvrdma_mr = {
     .name = "pvrdma/mr",
@@ -186,10 +159,8 @@ static const VMStateDescription vmstate_pvrdma_mr = {
         VMSTATE_UINT64(length, PvrdmaMigMR),
         VMSTATE_UINT32(max_pages, PvrdmaMigMR),
         VMSTATE_UINT64(page_size, PvrdmaMigMR),
+        VMSTATE_UINT32(page0, PvrdmaMigMR),
         VMSTATE_UINT32(npages, PvrdmaMigMR),
-        VMSTATE_VALIDATE("MR pages", mig_mr_ok),
-        VMSTATE_VARRAY_UINT32_ALLOC(pages, PvrdmaMigMR, npages, 0,
-                                    vmstate_info_uint64, uint64_t),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -204,87 +175,12 @@ static const VMStateDescription vmstate_pvrdma_srq = {
         VMSTATE_UINT32(max_wr, PvrdmaMigSRQ),
         VMSTATE_UINT32(max_sge, PvrdmaMigSRQ),
         VMSTATE_UINT32(limit, PvrdmaMigSRQ),
-        VMSTATE_STRUCT(ring, PvrdmaMigSRQ, 1, vmstate_pvrdma_ring,
-                       PvrdmaMigRing),
+        VMSTATE_UINT32(page0, PvrdmaMigSRQ),
+        VMSTATE_UINT32(npages, PvrdmaMigSRQ),
+        VMSTATE_UINT32(priv, PvrdmaMigSRQ),
         VMSTATE_END_OF_LIST()
     },
 };
-
-static const VMStateDescription vmstate_pvrdma_slot = {
-    .name = "pvrdma/slot",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT64(wr_id, PvrdmaMigSlot),
-        VMSTATE_UINT32(opcode, PvrdmaMigSlot),
-        VMSTATE_UINT32(byte_len, PvrdmaMigSlot),
-        VMSTATE_INT32(status, PvrdmaMigSlot),
-        VMSTATE_UINT8(signaled, PvrdmaMigSlot),
-        VMSTATE_UINT8(held, PvrdmaMigSlot),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-/* Send WQEs executed and not completed yet, a held completion */
-static bool mig_qp_in_flight(void *opaque)
-{
-    PvrdmaMigQP *q = opaque;
-
-    return q->nslots || q->hold;
-}
-
-static bool mig_slots_ok(void *opaque, int version_id)
-{
-    PvrdmaMigQP *q = opaque;
-
-    return q->nslots >= 0 && q->nslots <= PVRDMA_HARD_MAX_QP_WR;
-}
-
-static const VMStateDescription vmstate_pvrdma_qp_in_flight = {
-    .name = "pvrdma/qp/in-flight",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = mig_qp_in_flight,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT64(hold, PvrdmaMigQP),
-        VMSTATE_INT32(nslots, PvrdmaMigQP),
-        VMSTATE_VALIDATE("send slots", mig_slots_ok),
-        VMSTATE_STRUCT_VARRAY_ALLOC(slots, PvrdmaMigQP, nslots, 1,
-                                    vmstate_pvrdma_slot, PvrdmaMigSlot),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-/* The connection state its transport handed over (RoCEv2) */
-static bool mig_qp_has_tp(void *opaque)
-{
-    return ((PvrdmaMigQP *)opaque)->has_tp;
-}
-
-static bool mig_tp_ok(void *opaque, int version_id)
-{
-    return ((PvrdmaMigQP *)opaque)->tp_len <= PVRDMA_MIG_TP_STATE_MAX;
-}
-
-static const VMStateDescription vmstate_pvrdma_qp_transport = {
-    .name = "pvrdma/qp/transport",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = mig_qp_has_tp,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT8(has_tp, PvrdmaMigQP),
-        VMSTATE_UINT8_ARRAY(tp_name, PvrdmaMigQP, PVRDMA_MIG_TP_NAME_MAX + 1),
-        VMSTATE_UINT32(tp_len, PvrdmaMigQP),
-        VMSTATE_VALIDATE("transport state", mig_tp_ok),
-        VMSTATE_VBUFFER_ALLOC_UINT32(tp_state, PvrdmaMigQP, 0, NULL, tp_len),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-static bool mig_qp_ok(void *opaque, int version_id)
-{
-    return mig_pages_ok(((PvrdmaMigQP *)opaque)->npages);
-}
 
 static const VMStateDescription vmstate_pvrdma_qp = {
     .name = "pvrdma/qp",
@@ -304,26 +200,103 @@ static const VMStateDescription vmstate_pvrdma_qp = {
         VMSTATE_UINT32(max_send_sge, PvrdmaMigQP),
         VMSTATE_UINT32(max_recv_sge, PvrdmaMigQP),
         VMSTATE_UINT32(send_chunks, PvrdmaMigQP),
+        VMSTATE_UINT32(page0, PvrdmaMigQP),
         VMSTATE_UINT32(npages, PvrdmaMigQP),
-        VMSTATE_VALIDATE("QP pages", mig_qp_ok),
-        VMSTATE_VARRAY_UINT32_ALLOC(pages, PvrdmaMigQP, npages, 0,
-                                    vmstate_info_uint64, uint64_t),
         VMSTATE_UINT8(state, PvrdmaMigQP),
-        VMSTATE_UINT8_ARRAY(attr, PvrdmaMigQP, sizeof(struct pvrdma_qp_attr)),
+        VMSTATE_BUFFER(attr, PvrdmaMigQP),
         VMSTATE_UINT32(sq_priv, PvrdmaMigQP),
         VMSTATE_UINT32(sq_head, PvrdmaMigQP),
         VMSTATE_UINT32(rq_priv, PvrdmaMigQP),
         VMSTATE_UINT8(sq_failed, PvrdmaMigQP),
         VMSTATE_UINT8(comm_est, PvrdmaMigQP),
         VMSTATE_UINT32(events, PvrdmaMigQP),
+        VMSTATE_UINT64(hold, PvrdmaMigQP),
+        VMSTATE_UINT32(nslots, PvrdmaMigQP),
+        VMSTATE_UINT8(has_tp, PvrdmaMigQP),
         VMSTATE_END_OF_LIST()
     },
-    .subsections = (const VMStateDescription * const []) {
-        &vmstate_pvrdma_qp_in_flight,
-        &vmstate_pvrdma_qp_transport,
-        NULL
+};
+
+static const VMStateDescription vmstate_pvrdma_slot = {
+    .name = "pvrdma/slot",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(qp, PvrdmaMigSlot),
+        VMSTATE_UINT64(wr_id, PvrdmaMigSlot),
+        VMSTATE_UINT32(opcode, PvrdmaMigSlot),
+        VMSTATE_UINT32(byte_len, PvrdmaMigSlot),
+        VMSTATE_INT32(status, PvrdmaMigSlot),
+        VMSTATE_UINT8(signaled, PvrdmaMigSlot),
+        VMSTATE_UINT8(held, PvrdmaMigSlot),
+        VMSTATE_END_OF_LIST()
     },
 };
+
+static bool mig_tp_len_ok(void *opaque, int version_id)
+{
+    return ((PvrdmaMigTp *)opaque)->len <= PVRDMA_MIG_TP_STATE_MAX;
+}
+
+static const VMStateDescription vmstate_pvrdma_tp = {
+    .name = "pvrdma/tp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(qp, PvrdmaMigTp),
+        VMSTATE_BUFFER(name, PvrdmaMigTp),
+        VMSTATE_UINT32(len, PvrdmaMigTp),
+        VMSTATE_VALIDATE("transport state", mig_tp_len_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(state, PvrdmaMigTp, 0, NULL, len),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * While the stream is read, each count is checked before what it announces
+ * is allocated: at most what the device's table holds (objects), what a
+ * queue can have (send slots), 1 GiB of page addresses (pages).  On a load
+ * the check also allocates the records, zeroed: so a record the stream
+ * never reached (the load failed before it) has no pointer for
+ * pvrdma_mig_image_clear() to free.  The values are checked by the load.
+ */
+#define PVRDMA_MIG_COUNT_OK(name, n, arr, bound)                         \
+    static bool name(void *opaque, int version_id)                       \
+    {                                                                    \
+        PvrdmaMigImage *m = opaque;                                      \
+        PvrdmaCore *c = m->core;                                         \
+                                                                         \
+        if (m->n < 0 || (uint64_t)m->n > (bound)) {                      \
+            return false;                                                \
+        }                                                                \
+        if (m->loading && !m->arr) {                                     \
+            m->arr = g_malloc0_n(m->n, sizeof(*m->arr));                 \
+        }                                                                \
+        return true;                                                     \
+    }
+PVRDMA_MIG_COUNT_OK(mig_ngid_ok, ngid, gid, c->lim.gid_tbl_len)
+PVRDMA_MIG_COUNT_OK(mig_nuc_ok, nuc, uc, c->uc.size)
+PVRDMA_MIG_COUNT_OK(mig_npd_ok, npd, pd, c->pd.size)
+PVRDMA_MIG_COUNT_OK(mig_ncq_ok, ncq, cq, c->cq.size)
+PVRDMA_MIG_COUNT_OK(mig_nmr_ok, nmr, mr, c->mr.size)
+PVRDMA_MIG_COUNT_OK(mig_nsrq_ok, nsrq, srq, c->srq.size)
+PVRDMA_MIG_COUNT_OK(mig_nqp_ok, nqp, qp, c->qp.size)
+PVRDMA_MIG_COUNT_OK(mig_nslots_ok, nslots, slots,
+                    (uint64_t)c->qp.size * c->lim.max_qp_wr)
+PVRDMA_MIG_COUNT_OK(mig_ntp_ok, ntp, tp, c->qp.size)
+
+static bool mig_npages_ok(void *opaque, int version_id)
+{
+    PvrdmaMigImage *m = opaque;
+
+    if (m->npages > PVRDMA_MIG_PAGES_MAX) {
+        return false;
+    }
+    if (m->loading && !m->pages && m->npages) {
+        m->pages = g_try_new(uint64_t, m->npages);
+    }
+    return !m->loading || m->pages || !m->npages;
+}
 
 /* An active device's DSR copy */
 static bool mig_active(void *opaque)
@@ -340,10 +313,53 @@ static const VMStateDescription vmstate_pvrdma_state_dsr = {
         VMSTATE_UINT64(cmd_gpa, PvrdmaMigImage),
         VMSTATE_UINT64(resp_gpa, PvrdmaMigImage),
         VMSTATE_UINT64(uar_pfn, PvrdmaMigImage),
-        VMSTATE_STRUCT(async, PvrdmaMigImage, 1, vmstate_pvrdma_ring,
-                       PvrdmaMigRing),
-        VMSTATE_STRUCT(cqn, PvrdmaMigImage, 1, vmstate_pvrdma_ring,
-                       PvrdmaMigRing),
+        VMSTATE_UINT32(async_page0, PvrdmaMigImage),
+        VMSTATE_UINT32(async_npages, PvrdmaMigImage),
+        VMSTATE_UINT32(async_priv, PvrdmaMigImage),
+        VMSTATE_UINT32(cqn_page0, PvrdmaMigImage),
+        VMSTATE_UINT32(cqn_npages, PvrdmaMigImage),
+        VMSTATE_UINT32(cqn_priv, PvrdmaMigImage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Send WQEs executed and not completed yet */
+static bool mig_in_flight(void *opaque)
+{
+    return ((PvrdmaMigImage *)opaque)->nslots;
+}
+
+static const VMStateDescription vmstate_pvrdma_state_in_flight = {
+    .name = "pvrdma/state/in-flight",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = mig_in_flight,
+    .fields = (const VMStateField[]) {
+        VMSTATE_INT32(nslots, PvrdmaMigImage),
+        VMSTATE_VALIDATE("nslots", mig_nslots_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(slots, PvrdmaMigImage, nslots,
+                                            vmstate_pvrdma_slot,
+                                            PvrdmaMigSlot),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* The connection state transports handed over (RoCEv2) */
+static bool mig_transports(void *opaque)
+{
+    return ((PvrdmaMigImage *)opaque)->ntp;
+}
+
+static const VMStateDescription vmstate_pvrdma_state_transport = {
+    .name = "pvrdma/state/transport",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = mig_transports,
+    .fields = (const VMStateField[]) {
+        VMSTATE_INT32(ntp, PvrdmaMigImage),
+        VMSTATE_VALIDATE("ntp", mig_ntp_ok),
+        VMSTATE_STRUCT_VARRAY_POINTER_INT32(tp, PvrdmaMigImage, ntp,
+                                            vmstate_pvrdma_tp, PvrdmaMigTp),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -352,35 +368,6 @@ static bool mig_magic_ok(void *opaque, int version_id)
 {
     return ((PvrdmaMigImage *)opaque)->magic == PVRDMA_MIG_IMAGE_MAGIC;
 }
-
-/*
- * A count of objects: at most what the device's table holds.  On a load
- * it also allocates the records, zeroed: so a record the stream never
- * reached (the load failed before it) or whose subsections it lacked has
- * no pointer for pvrdma_mig_image_clear() to free (VMS_ALLOC's g_malloc
- * would leave them uninitialized).
- */
-#define PVRDMA_MIG_COUNT_OK(name, n, arr, bound)                         \
-    static bool name(void *opaque, int version_id)                       \
-    {                                                                    \
-        PvrdmaMigImage *m = opaque;                                      \
-        PvrdmaCore *c = m->core;                                         \
-                                                                         \
-        if (m->n < 0 || (uint32_t)m->n > (bound)) {                      \
-            return false;                                                \
-        }                                                                \
-        if (m->loading && !m->arr) {                                     \
-            m->arr = g_malloc0_n(m->n, sizeof(*m->arr));                 \
-        }                                                                \
-        return true;                                                     \
-    }
-PVRDMA_MIG_COUNT_OK(mig_ngid_ok, ngid, gid, c->lim.gid_tbl_len)
-PVRDMA_MIG_COUNT_OK(mig_nuc_ok, nuc, uc, c->uc.size)
-PVRDMA_MIG_COUNT_OK(mig_npd_ok, npd, pd, c->pd.size)
-PVRDMA_MIG_COUNT_OK(mig_ncq_ok, ncq, cq, c->cq.size)
-PVRDMA_MIG_COUNT_OK(mig_nmr_ok, nmr, mr, c->mr.size)
-PVRDMA_MIG_COUNT_OK(mig_nsrq_ok, nsrq, srq, c->srq.size)
-PVRDMA_MIG_COUNT_OK(mig_nqp_ok, nqp, qp, c->qp.size)
 
 static int mig_image_pre_load(void *opaque)
 {
@@ -413,6 +400,10 @@ static const VMStateDescription vmstate_pvrdma_state = {
         VMSTATE_UINT64(guest_errors, PvrdmaMigImage),
         VMSTATE_UINT64(commands, PvrdmaMigImage),
         VMSTATE_UINT64(doorbells, PvrdmaMigImage),
+        VMSTATE_UINT32(npages, PvrdmaMigImage),
+        VMSTATE_VALIDATE("npages", mig_npages_ok),
+        VMSTATE_VARRAY_UINT32(pages, PvrdmaMigImage, npages, 0,
+                              vmstate_info_uint64, uint64_t),
         VMSTATE_INT32(ngid, PvrdmaMigImage),
         VMSTATE_VALIDATE("ngid", mig_ngid_ok),
         VMSTATE_STRUCT_VARRAY_POINTER_INT32(gid, PvrdmaMigImage, ngid,
@@ -420,7 +411,8 @@ static const VMStateDescription vmstate_pvrdma_state = {
         VMSTATE_INT32(nuc, PvrdmaMigImage),
         VMSTATE_VALIDATE("nuc", mig_nuc_ok),
         VMSTATE_STRUCT_VARRAY_POINTER_INT32(uc, PvrdmaMigImage, nuc,
-                                            vmstate_pvrdma_uc, PvrdmaMigHandle),
+                                            vmstate_pvrdma_uc,
+                                            PvrdmaMigHandle),
         VMSTATE_INT32(npd, PvrdmaMigImage),
         VMSTATE_VALIDATE("npd", mig_npd_ok),
         VMSTATE_STRUCT_VARRAY_POINTER_INT32(pd, PvrdmaMigImage, npd,
@@ -446,6 +438,8 @@ static const VMStateDescription vmstate_pvrdma_state = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_pvrdma_state_dsr,
+        &vmstate_pvrdma_state_in_flight,
+        &vmstate_pvrdma_state_transport,
         NULL
     },
 };

@@ -146,35 +146,47 @@ static uint64_t hold_left(const PvrdmaQP *qp, int64_t now)
     return MAX(qp->hold_until - now, 1);
 }
 
-static void save_ring(PvrdmaMigRing *m, const PvrdmaRing *r)
+/* What the save collects besides the records: pages, slots, transports */
+typedef struct MigPools {
+    GArray *pages, *slots, *tp;
+} MigPools;
+
+/* n pages appended to the pool: their first index */
+static uint32_t save_pages(MigPools *p, const uint64_t *gpa, uint32_t n)
 {
-    m->npages = r->gpa ? r->npages : 0;
-    m->pages = g_memdup2(r->gpa, sizeof(uint64_t) * m->npages);
-    m->priv = r->priv;
+    uint32_t first = p->pages->len;
+
+    if (gpa && n) {
+        g_array_append_vals(p->pages, gpa, n);
+    }
+    return first;
 }
 
 /* the connection state of its transport, if that one hands it over */
-static void save_qp_transport(PvrdmaMigQP *m, PvrdmaQP *qp)
+static bool save_qp_transport(MigPools *p, PvrdmaQP *qp)
 {
-    g_autoptr(GByteArray) st = g_byte_array_new();
-    const char *name;
+    g_autoptr(GByteArray) st = NULL;
+    PvrdmaMigTp tp = { .qp = qp->handle };
 
     if (!qp->tp || qp->type != PVRDMA_QPT_RC ||
-        qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD ||
-        !pvrdma_transport_qp_save(qp->tp, qp, st)) {
-        return;
+        qp->state < PVRDMA_QPS_RTR || qp->state > PVRDMA_QPS_SQD) {
+        return false;
     }
-    name = pvrdma_transport_name(qp->tp);
-    m->has_tp = 1;
-    g_strlcpy((char *)m->tp_name, name, sizeof(m->tp_name));
-    m->tp_len = st->len;
-    m->tp_state = g_memdup2(st->data, st->len);
+    st = g_byte_array_new();
+    if (!pvrdma_transport_qp_save(qp->tp, qp, st)) {
+        return false;
+    }
+    g_strlcpy((char *)tp.name, pvrdma_transport_name(qp->tp),
+              sizeof(tp.name));
+    tp.len = st->len;
+    tp.state = g_memdup2(st->data, st->len);
+    g_array_append_val(p->tp, tp);
+    return true;
 }
 
-static void save_qp(PvrdmaMigQP *m, PvrdmaQP *qp, int64_t now)
+static void save_qp(MigPools *p, PvrdmaMigQP *m, PvrdmaQP *qp, int64_t now)
 {
     const PvrdmaRing *pages = qp->is_srq ? &qp->sq : &qp->rq;
-    uint32_t k = 0;
 
     m->handle = qp->handle;
     m->type = qp->type;
@@ -190,7 +202,7 @@ static void save_qp(PvrdmaMigQP *m, PvrdmaQP *qp, int64_t now)
     m->max_recv_sge = qp->max_recv_sge;
     m->send_chunks = qp->sq.npages - 1;
     m->npages = pages->npages;                  /* every page of the QP */
-    m->pages = g_memdup2(pages->gpa, sizeof(uint64_t) * pages->npages);
+    m->page0 = save_pages(p, pages->gpa, pages->npages);
     m->state = qp->state;
     memcpy(m->attr, &qp->attr, sizeof(m->attr));
     m->sq_priv = qp->sq.priv;
@@ -201,20 +213,21 @@ static void save_qp(PvrdmaMigQP *m, PvrdmaQP *qp, int64_t now)
     m->events = qp->events;
     m->hold = hold_left(qp, now);
     m->nslots = pvrdma_idx_used(qp->sq_head, qp->sq.priv, qp->sq.nelems);
-    m->slots = g_new0(PvrdmaMigSlot, m->nslots);
     for (uint32_t i = qp->sq.priv; i != qp->sq_head;
-         i = pvrdma_idx_next(i, qp->sq.nelems), k++) {
+         i = pvrdma_idx_next(i, qp->sq.nelems)) {
         const PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
-
-        m->slots[k] = (PvrdmaMigSlot) {
-            s->wr_id, s->opcode, s->byte_len, s->status, s->signaled, s->held
+        PvrdmaMigSlot slot = {
+            qp->handle, s->wr_id, s->opcode, s->byte_len, s->status,
+            s->signaled, s->held
         };
+
+        g_array_append_val(p->slots, slot);
     }
-    save_qp_transport(m, qp);
+    m->has_tp = save_qp_transport(p, qp);
 }
 
 /* The registers and, on an active device, the DSR copy */
-static void save_regs(PvrdmaMigImage *m, PvrdmaCore *c)
+static void save_regs(MigPools *p, PvrdmaMigImage *m, PvrdmaCore *c)
 {
     m->dsr_gpa = c->dsr_gpa;
     m->err = c->err;
@@ -231,12 +244,50 @@ static void save_regs(PvrdmaMigImage *m, PvrdmaCore *c)
         m->cmd_gpa = c->cmd_gpa;
         m->resp_gpa = c->resp_gpa;
         m->uar_pfn = c->uar_pfn;
-        save_ring(&m->async, &c->async_ring);
-        save_ring(&m->cqn, &c->cqn_ring);
+        m->async_npages = c->async_ring.npages;
+        m->async_page0 = save_pages(p, c->async_ring.gpa, m->async_npages);
+        m->async_priv = c->async_ring.priv;
+        m->cqn_npages = c->cqn_ring.npages;
+        m->cqn_page0 = save_pages(p, c->cqn_ring.gpa, m->cqn_npages);
+        m->cqn_priv = c->cqn_ring.priv;
     }
 }
 
-static void save_objects(PvrdmaMigImage *m, PvrdmaCore *c)
+static void save_queues(MigPools *p, PvrdmaMigImage *m, PvrdmaCore *c)
+{
+    uint32_t h;
+
+    m->cq = g_new0(PvrdmaMigCQ, c->cq.used);
+    for (h = 0; h < c->cq.size; h++) {
+        PvrdmaCQ *cq = c->cq.slot[h];
+
+        if (cq) {
+            m->cq[m->ncq++] = (PvrdmaMigCQ) {
+                .handle = h, .ctx = cq->ctx, .cqe = cq->ring.nelems,
+                .npages = cq->ring.npages,
+                .page0 = save_pages(p, cq->ring.gpa, cq->ring.npages),
+                .priv = cq->ring.priv, .armed = cq->armed,
+                .error = cq->error,
+            };
+        }
+    }
+    m->srq = g_new0(PvrdmaMigSRQ, c->srq.used);
+    for (h = 0; h < c->srq.size; h++) {
+        PvrdmaSRQ *srq = c->srq.slot[h];
+
+        if (srq) {
+            m->srq[m->nsrq++] = (PvrdmaMigSRQ) {
+                .handle = h, .pd = srq->pd, .max_wr = srq->max_wr,
+                .max_sge = srq->max_sge, .limit = srq->limit,
+                .npages = srq->ring.npages,
+                .page0 = save_pages(p, srq->ring.gpa, srq->ring.npages),
+                .priv = srq->ring.priv,
+            };
+        }
+    }
+}
+
+static void save_objects(MigPools *p, PvrdmaMigImage *m, PvrdmaCore *c)
 {
     int64_t now = c->ops->now_ms(c->opaque);
     uint32_t h;
@@ -261,21 +312,6 @@ static void save_objects(PvrdmaMigImage *m, PvrdmaCore *c)
             m->pd[m->npd++] = (PvrdmaMigPD) { h, pd->ctx };
         }
     }
-    m->cq = g_new0(PvrdmaMigCQ, c->cq.used);
-    for (h = 0; h < c->cq.size; h++) {
-        PvrdmaCQ *cq = c->cq.slot[h];
-        PvrdmaMigCQ *r;
-
-        if (cq) {
-            r = &m->cq[m->ncq++];
-            r->handle = h;
-            r->ctx = cq->ctx;
-            r->cqe = cq->ring.nelems;
-            save_ring(&r->ring, &cq->ring);
-            r->armed = cq->armed;
-            r->error = cq->error;
-        }
-    }
     m->mr = g_new0(PvrdmaMigMR, c->mr.used);
     for (h = 0; h < c->mr.size; h++) {
         PvrdmaMR *mr = c->mr.slot[h];
@@ -287,28 +323,15 @@ static void save_objects(PvrdmaMigImage *m, PvrdmaCore *c)
                 .iova = mr->iova, .length = mr->length,
                 .max_pages = mr->max_pages, .page_size = mr->map.page_size,
                 .npages = mr->map.npages,
-                .pages = g_memdup2(mr->map.gpa,
-                                   sizeof(uint64_t) * mr->map.npages),
+                .page0 = save_pages(p, mr->map.gpa, mr->map.npages),
             };
         }
     }
-    m->srq = g_new0(PvrdmaMigSRQ, c->srq.used);
-    for (h = 0; h < c->srq.size; h++) {
-        PvrdmaSRQ *srq = c->srq.slot[h];
-        PvrdmaMigSRQ *r;
-
-        if (srq) {
-            r = &m->srq[m->nsrq++];
-            *r = (PvrdmaMigSRQ) {
-                h, srq->pd, srq->max_wr, srq->max_sge, srq->limit
-            };
-            save_ring(&r->ring, &srq->ring);
-        }
-    }
+    save_queues(p, m, c);
     m->qp = g_new0(PvrdmaMigQP, c->qp.used);
     for (h = 0; h < c->qp.size; h++) {
         if (c->qp.slot[h]) {
-            save_qp(&m->qp[m->nqp++], c->qp.slot[h], now);
+            save_qp(p, &m->qp[m->nqp++], c->qp.slot[h], now);
         }
     }
 }
@@ -316,6 +339,11 @@ static void save_objects(PvrdmaMigImage *m, PvrdmaCore *c)
 void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *m)
 {
     int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
+    MigPools p = {
+        g_array_new(false, false, sizeof(uint64_t)),
+        g_array_new(false, false, sizeof(PvrdmaMigSlot)),
+        g_array_new(false, false, sizeof(PvrdmaMigTp)),
+    };
 
     pvrdma_mig_image_clear(m);
     m->magic = PVRDMA_MIG_IMAGE_MAGIC;
@@ -324,45 +352,32 @@ void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *m)
     }
     m->max_mr_size = c->lim.max_mr_size;
     m->roce_version = c->lim.roce_version;
-    save_regs(m, c);
-    save_objects(m, c);
+    save_regs(&p, m, c);
+    save_objects(&p, m, c);
     /* the next-fit cursors, so handles are not reused sooner than before */
     m->cursor[0] = c->pd.next;
     m->cursor[1] = c->mr.next;
     m->cursor[2] = c->cq.next;
     m->cursor[3] = c->qp.next;
     m->cursor[4] = c->srq.next;
+    m->npages = p.pages->len;
+    m->pages = (uint64_t *)g_array_free(p.pages, !m->npages);
+    m->nslots = p.slots->len;
+    m->slots = (PvrdmaMigSlot *)g_array_free(p.slots, !m->nslots);
+    m->ntp = p.tp->len;
+    m->tp = (PvrdmaMigTp *)g_array_free(p.tp, !m->ntp);
     trace_pvrdma_state_saved(c->qp.used, c->mr.used,
                              g_get_monotonic_time() - t0);
-}
-
-static void clear_ring(PvrdmaMigRing *r)
-{
-    g_free(r->pages);
-    *r = (PvrdmaMigRing) { 0 };
 }
 
 void pvrdma_mig_image_clear(PvrdmaMigImage *m)
 {
     PvrdmaCore *core = m->core;
-    int32_t i;
 
-    clear_ring(&m->async);
-    clear_ring(&m->cqn);
-    for (i = 0; m->cq && i < m->ncq; i++) {
-        clear_ring(&m->cq[i].ring);
+    for (int32_t i = 0; m->tp && i < m->ntp; i++) {
+        g_free(m->tp[i].state);
     }
-    for (i = 0; m->mr && i < m->nmr; i++) {
-        g_free(m->mr[i].pages);
-    }
-    for (i = 0; m->srq && i < m->nsrq; i++) {
-        clear_ring(&m->srq[i].ring);
-    }
-    for (i = 0; m->qp && i < m->nqp; i++) {
-        g_free(m->qp[i].pages);
-        g_free(m->qp[i].slots);
-        g_free(m->qp[i].tp_state);
-    }
+    g_free(m->pages);
     g_free(m->gid);
     g_free(m->uc);
     g_free(m->pd);
@@ -370,5 +385,7 @@ void pvrdma_mig_image_clear(PvrdmaMigImage *m)
     g_free(m->mr);
     g_free(m->srq);
     g_free(m->qp);
+    g_free(m->slots);
+    g_free(m->tp);
     *m = (PvrdmaMigImage) { .core = core };
 }

@@ -30,21 +30,22 @@ typedef PvrdmaMigReader MigReader;
 /* ------------------------------------------------------------------ */
 /* Save                                                                */
 
-static void put_pages(GByteArray *b, const uint64_t *gpa, uint32_t n)
+/* An object's pages, from the image's pool: their count, then each */
+static void put_pages(GByteArray *b, const PvrdmaMigImage *m, uint32_t page0,
+                      uint32_t n)
 {
     put32(b, n);
     for (uint32_t i = 0; i < n; i++) {
-        put64(b, gpa[i]);
+        put64(b, m->pages[page0 + i]);
     }
 }
 
-static void put_ring(GByteArray *b, const PvrdmaMigRing *r)
-{
-    put_pages(b, r->pages, r->npages);
-    put32(b, r->priv);
-}
-
-static void put_qp(GByteArray *b, const PvrdmaMigQP *m)
+/*
+ * A QP record with its send slots and transport record (*slot, *tp: the
+ * image's next ones)
+ */
+static void put_qp(GByteArray *b, const PvrdmaMigImage *img,
+                   const PvrdmaMigQP *m, int32_t *slot, int32_t *tp)
 {
     put32(b, m->handle);
     put8(b, m->type);
@@ -59,7 +60,7 @@ static void put_qp(GByteArray *b, const PvrdmaMigQP *m)
     put32(b, m->max_send_sge);
     put32(b, m->max_recv_sge);
     put32(b, m->send_chunks);
-    put_pages(b, m->pages, m->npages);
+    put_pages(b, img, m->page0, m->npages);
     put8(b, m->state);
     g_byte_array_append(b, m->attr, sizeof(m->attr));
     put32(b, m->sq_priv);
@@ -70,8 +71,8 @@ static void put_qp(GByteArray *b, const PvrdmaMigQP *m)
     put32(b, m->events);
     put64(b, m->hold);
     put32(b, m->nslots);
-    for (int32_t i = 0; i < m->nslots; i++) {
-        const PvrdmaMigSlot *s = &m->slots[i];
+    for (uint32_t i = 0; i < m->nslots; i++) {
+        const PvrdmaMigSlot *s = &img->slots[(*slot)++];
 
         put64(b, s->wr_id);
         put32(b, s->opcode);
@@ -82,12 +83,13 @@ static void put_qp(GByteArray *b, const PvrdmaMigQP *m)
     }
     put8(b, m->has_tp);
     if (m->has_tp) {
-        size_t n = strnlen((const char *)m->tp_name, sizeof(m->tp_name));
+        const PvrdmaMigTp *t = &img->tp[(*tp)++];
+        size_t n = strnlen((const char *)t->name, sizeof(t->name));
 
         put32(b, n);
-        g_byte_array_append(b, m->tp_name, n);
-        put32(b, m->tp_len);
-        g_byte_array_append(b, m->tp_state, m->tp_len);
+        g_byte_array_append(b, t->name, n);
+        put32(b, t->len);
+        g_byte_array_append(b, t->state, t->len);
     }
 }
 
@@ -108,14 +110,16 @@ static void put_regs(GByteArray *b, const PvrdmaMigImage *m)
         put64(b, m->cmd_gpa);
         put64(b, m->resp_gpa);
         put64(b, m->uar_pfn);
-        put_ring(b, &m->async);
-        put_ring(b, &m->cqn);
+        put_pages(b, m, m->async_page0, m->async_npages);
+        put32(b, m->async_priv);
+        put_pages(b, m, m->cqn_page0, m->cqn_npages);
+        put32(b, m->cqn_priv);
     }
 }
 
 static void put_objects(GByteArray *b, const PvrdmaMigImage *m)
 {
-    int32_t i;
+    int32_t i, slot = 0, tp = 0;
 
     put32(b, m->ngid);
     for (i = 0; i < m->ngid; i++) {
@@ -138,7 +142,8 @@ static void put_objects(GByteArray *b, const PvrdmaMigImage *m)
         put32(b, r->handle);
         put32(b, r->ctx);
         put32(b, r->cqe);
-        put_ring(b, &r->ring);
+        put_pages(b, m, r->page0, r->npages);
+        put32(b, r->priv);
         put8(b, r->armed);
         put8(b, r->error);
     }
@@ -156,7 +161,7 @@ static void put_objects(GByteArray *b, const PvrdmaMigImage *m)
         put64(b, r->length);
         put32(b, r->max_pages);
         put64(b, r->page_size);
-        put_pages(b, r->pages, r->npages);
+        put_pages(b, m, r->page0, r->npages);
     }
     put32(b, m->nsrq);
     for (i = 0; i < m->nsrq; i++) {
@@ -167,11 +172,12 @@ static void put_objects(GByteArray *b, const PvrdmaMigImage *m)
         put32(b, r->max_wr);
         put32(b, r->max_sge);
         put32(b, r->limit);
-        put_ring(b, &r->ring);
+        put_pages(b, m, r->page0, r->npages);
+        put32(b, r->priv);
     }
     put32(b, m->nqp);
     for (i = 0; i < m->nqp; i++) {
-        put_qp(b, &m->qp[i]);
+        put_qp(b, m, &m->qp[i], &slot, &tp);
     }
 }
 
@@ -199,6 +205,11 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
 /* ------------------------------------------------------------------ */
 /* Parse                                                               */
 
+/* What the parse collects besides the records: pages, slots, transports */
+typedef struct BlobPools {
+    GArray *pages, *slots, *tp;
+} BlobPools;
+
 /*
  * A count of records of at least min bytes each, bounded by what is left
  * (so that no count allocates more than the stream could fill).
@@ -213,26 +224,22 @@ static int32_t get_count(MigReader *r, size_t min, const char *what)
     return r->err ? 0 : n;
 }
 
-static uint64_t *get_pages(MigReader *r, uint32_t *n)
+/* A page list into the pool: *page0 its first, *n its length */
+static void get_pages(MigReader *r, BlobPools *p, uint32_t *page0,
+                      uint32_t *n)
 {
-    uint64_t *pages;
-
     *n = get_count(r, 8, "pages");
-    pages = *n ? g_new(uint64_t, *n) : NULL;
+    *page0 = p->pages->len;
     for (uint32_t i = 0; i < *n; i++) {
-        pages[i] = get64(r);
+        uint64_t gpa = get64(r);
+
+        g_array_append_val(p->pages, gpa);
     }
-    return pages;
 }
 
-static void get_ring(MigReader *r, PvrdmaMigRing *ring)
+static void get_qp_transport(MigReader *r, BlobPools *p, PvrdmaMigQP *m)
 {
-    ring->pages = get_pages(r, &ring->npages);
-    ring->priv = get32(r);
-}
-
-static void get_qp_transport(MigReader *r, PvrdmaMigQP *m)
-{
+    PvrdmaMigTp t = { .qp = m->handle };
     uint32_t n;
 
     m->has_tp = get8(r);
@@ -247,13 +254,15 @@ static void get_qp_transport(MigReader *r, PvrdmaMigQP *m)
         mig_fail(r, "QP %u: transport name of %u bytes", m->handle, n);
         return;
     }
-    take(r, m->tp_name, n);
-    m->tp_len = get_count(r, 1, "bytes of transport state");
-    m->tp_state = g_malloc(m->tp_len);
-    take(r, m->tp_state, m->tp_len);
+    take(r, t.name, n);
+    t.len = get_count(r, 1, "bytes of transport state");
+    t.state = g_malloc(t.len);
+    take(r, t.state, t.len);
+    g_array_append_val(p->tp, t);
 }
 
-static void get_qp(MigReader *r, PvrdmaMigQP *m, uint32_t version)
+static void get_qp(MigReader *r, BlobPools *p, PvrdmaMigQP *m,
+                   uint32_t version)
 {
     m->handle = get32(r);
     m->type = get8(r);
@@ -268,7 +277,7 @@ static void get_qp(MigReader *r, PvrdmaMigQP *m, uint32_t version)
     m->max_send_sge = get32(r);
     m->max_recv_sge = get32(r);
     m->send_chunks = get32(r);
-    m->pages = get_pages(r, &m->npages);
+    get_pages(r, p, &m->page0, &m->npages);
     m->state = get8(r);
     take(r, m->attr, sizeof(m->attr));
     m->sq_priv = get32(r);
@@ -279,24 +288,24 @@ static void get_qp(MigReader *r, PvrdmaMigQP *m, uint32_t version)
     m->events = get32(r);
     m->hold = get64(r);
     m->nslots = get_count(r, 22, "send slots");
-    m->slots = g_new0(PvrdmaMigSlot, m->nslots);
-    for (int32_t i = 0; i < m->nslots; i++) {
-        PvrdmaMigSlot *s = &m->slots[i];
+    for (uint32_t i = 0; i < m->nslots; i++) {
+        PvrdmaMigSlot s = { .qp = m->handle };
 
-        s->wr_id = get64(r);
-        s->opcode = get32(r);
-        s->byte_len = get32(r);
-        s->status = get32(r);
-        s->signaled = get8(r);
-        s->held = get8(r);
+        s.wr_id = get64(r);
+        s.opcode = get32(r);
+        s.byte_len = get32(r);
+        s.status = get32(r);
+        s.signaled = get8(r);
+        s.held = get8(r);
+        g_array_append_val(p->slots, s);
     }
     if (version >= 2) {
         /* version 1 had no transport record: "none" */
-        get_qp_transport(r, m);
+        get_qp_transport(r, p, m);
     }
 }
 
-static void get_regs(MigReader *r, PvrdmaMigImage *m)
+static void get_regs(MigReader *r, BlobPools *p, PvrdmaMigImage *m)
 {
     m->dsr_gpa = get64(r);
     m->err = get32(r);
@@ -313,12 +322,15 @@ static void get_regs(MigReader *r, PvrdmaMigImage *m)
         m->cmd_gpa = get64(r);
         m->resp_gpa = get64(r);
         m->uar_pfn = get64(r);
-        get_ring(r, &m->async);
-        get_ring(r, &m->cqn);
+        get_pages(r, p, &m->async_page0, &m->async_npages);
+        m->async_priv = get32(r);
+        get_pages(r, p, &m->cqn_page0, &m->cqn_npages);
+        m->cqn_priv = get32(r);
     }
 }
 
-static void get_objects(MigReader *r, PvrdmaMigImage *m, uint32_t version)
+static void get_objects(MigReader *r, BlobPools *p, PvrdmaMigImage *m,
+                        uint32_t version)
 {
     int32_t i;
 
@@ -347,7 +359,8 @@ static void get_objects(MigReader *r, PvrdmaMigImage *m, uint32_t version)
         q->handle = get32(r);
         q->ctx = get32(r);
         q->cqe = get32(r);
-        get_ring(r, &q->ring);
+        get_pages(r, p, &q->page0, &q->npages);
+        q->priv = get32(r);
         q->armed = get8(r);
         q->error = get8(r);
     }
@@ -366,7 +379,7 @@ static void get_objects(MigReader *r, PvrdmaMigImage *m, uint32_t version)
         q->length = get64(r);
         q->max_pages = get32(r);
         q->page_size = get64(r);
-        q->pages = get_pages(r, &q->npages);
+        get_pages(r, p, &q->page0, &q->npages);
     }
     m->nsrq = get_count(r, 28, "SRQs");
     m->srq = g_new0(PvrdmaMigSRQ, m->nsrq);
@@ -378,40 +391,60 @@ static void get_objects(MigReader *r, PvrdmaMigImage *m, uint32_t version)
         q->max_wr = get32(r);
         q->max_sge = get32(r);
         q->limit = get32(r);
-        get_ring(r, &q->ring);
+        get_pages(r, p, &q->page0, &q->npages);
+        q->priv = get32(r);
     }
     m->nqp = get_count(r, 64, "QPs");
     m->qp = g_new0(PvrdmaMigQP, m->nqp);
     for (i = 0; i < m->nqp && !r->err; i++) {
-        get_qp(r, &m->qp[i], version);
+        get_qp(r, p, &m->qp[i], version);
     }
 }
 
-static bool get_image(MigReader *r, PvrdmaMigImage *m)
+/* After the magic and version: every record */
+static void get_records(MigReader *r, BlobPools *p, PvrdmaMigImage *m,
+                        uint32_t version)
 {
-    uint32_t magic = get32(r), version = get32(r);
-
-    if (r->err || magic != PVRDMA_MIG_MAGIC) {
-        return mig_fail(r, "not a pvrdma state");
-    }
-    if (version < 1 || version > PVRDMA_MIG_VERSION) {
-        return mig_fail(r, "state version %u (this QEMU reads 1 to %u)",
-                        version, PVRDMA_MIG_VERSION);
-    }
     m->magic = PVRDMA_MIG_IMAGE_MAGIC;
     for (unsigned i = 0; i < PVRDMA_MIG_NLIMITS; i++) {
         m->limits[i] = get32(r);
     }
     m->max_mr_size = get64(r);
     m->roce_version = get8(r);
-    get_regs(r, m);
-    get_objects(r, m, version);
+    get_regs(r, p, m);
+    get_objects(r, p, m, version);
     for (unsigned i = 0; i < PVRDMA_MIG_NCURSORS; i++) {
         m->cursor[i] = get32(r);
     }
     if (get32(r) != PVRDMA_MIG_END || r->left) {
-        return mig_fail(r, "stream does not end where the state does");
+        mig_fail(r, "stream does not end where the state does");
     }
+}
+
+static bool get_image(MigReader *r, PvrdmaMigImage *m)
+{
+    uint32_t magic = get32(r), version = get32(r);
+    BlobPools p = {
+        g_array_new(false, false, sizeof(uint64_t)),
+        g_array_new(false, false, sizeof(PvrdmaMigSlot)),
+        g_array_new(false, false, sizeof(PvrdmaMigTp)),
+    };
+
+    if (r->err || magic != PVRDMA_MIG_MAGIC) {
+        mig_fail(r, "not a pvrdma state");
+    } else if (version < 1 || version > PVRDMA_MIG_VERSION) {
+        mig_fail(r, "state version %u (this QEMU reads 1 to %u)", version,
+                 PVRDMA_MIG_VERSION);
+    } else {
+        get_records(r, &p, m, version);
+    }
+    /* the pools are the image's, freed with it, even on a failure */
+    m->npages = p.pages->len;
+    m->pages = (uint64_t *)g_array_free(p.pages, !m->npages);
+    m->nslots = p.slots->len;
+    m->slots = (PvrdmaMigSlot *)g_array_free(p.slots, !m->nslots);
+    m->ntp = p.tp->len;
+    m->tp = (PvrdmaMigTp *)g_array_free(p.tp, !m->ntp);
     return !r->err;
 }
 

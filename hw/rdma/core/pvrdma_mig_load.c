@@ -24,10 +24,15 @@
 #include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
 
-/* The load's context: the core, and the first failure */
+/*
+ * The load's context: the core, the image, the first failure, and how far
+ * the QPs have taken the image's send slots and transport records.
+ */
 typedef struct MigLoad {
     PvrdmaCore *c;
+    const PvrdmaMigImage *m;
     char *err;
+    int32_t slot_at, tp_at;
 } MigLoad;
 
 static bool G_GNUC_PRINTF(2, 3) fail(MigLoad *l, const char *fmt, ...)
@@ -42,14 +47,23 @@ static bool G_GNUC_PRINTF(2, 3) fail(MigLoad *l, const char *fmt, ...)
     return false;
 }
 
-/* A page list of 1 to max pages */
-static bool pages_ok(MigLoad *l, uint32_t n, uint32_t max, const char *what,
-                     uint32_t h)
+/*
+ * An object's run of n pages from page0 in the image's pool: NULL (and the
+ * error set) unless it is inside the pool and 1 to max pages long.
+ */
+static const uint64_t *pages_of(MigLoad *l, uint32_t page0, uint32_t n,
+                                uint32_t max, const char *what, uint32_t h)
 {
     if (n == 0 || n > max) {
-        return fail(l, "%s %u: page list of %u pages", what, h, n);
+        fail(l, "%s %u: page list of %u pages", what, h, n);
+        return NULL;
     }
-    return true;
+    if (page0 > l->m->npages || n > l->m->npages - page0) {
+        fail(l, "%s %u: pages %u+%u outside the %u saved", what, h, page0, n,
+             l->m->npages);
+        return NULL;
+    }
+    return l->m->pages + page0;
 }
 
 /* A device index of a ring: in [0, period). */
@@ -202,17 +216,17 @@ static bool load_pds(MigLoad *l, const PvrdmaMigImage *m)
  * of RESIZE_CQ).
  */
 static int replay_cq(PvrdmaCore *c, const PvrdmaMigCQ *r,
-                     union pvrdma_cmd_resp *rsp)
+                     const uint64_t *pages, union pvrdma_cmd_resp *rsp)
 {
     union pvrdma_cmd_req req = { 0 };
-    uint32_t np = r->ring.npages;
+    uint32_t np = r->npages;
     int err;
 
     req.create_cq.hdr.cmd = PVRDMA_CMD_CREATE_CQ;
     req.create_cq.ctx_handle = r->ctx;
     req.create_cq.nchunks = np;
     req.create_cq.cqe = r->cqe;
-    err = replay(c, &req, rsp, r->ring.pages, np);
+    err = replay(c, &req, rsp, pages, np);
     if (err && np >= 2) {
         uint64_t fit = (uint64_t)(np - 1) * PVRDMA_PAGE_SIZE /
                        sizeof(struct pvrdma_cqe);
@@ -223,7 +237,7 @@ static int replay_cq(PvrdmaCore *c, const PvrdmaMigCQ *r,
         }
         if (fit != r->cqe) {
             req.create_cq.cqe = fit;
-            err = replay(c, &req, rsp, r->ring.pages, np);
+            err = replay(c, &req, rsp, pages, np);
         }
     }
     return err;
@@ -237,12 +251,14 @@ static bool load_cqs(MigLoad *l, const PvrdmaMigImage *m)
         const PvrdmaMigCQ *r = &m->cq[i];
         union pvrdma_cmd_resp rsp;
         uint32_t h = r->handle;
+        const uint64_t *pages = pages_of(l, r->page0, r->npages,
+                                         PVRDMA_PAGE_DIR_MAX_PAGES, "CQ", h);
         PvrdmaCQ *cq;
 
-        if (!pages_ok(l, r->ring.npages, PVRDMA_PAGE_DIR_MAX_PAGES, "CQ", h)) {
+        if (!pages) {
             return false;
         }
-        if (replay_cq(c, r, &rsp)) {
+        if (replay_cq(c, r, pages, &rsp)) {
             return fail(l, "CQ %u refused", h);
         }
         cq = move_handle(l, &c->cq, rsp.create_cq_resp.cq_handle, h, "CQ");
@@ -254,10 +270,10 @@ static bool load_cqs(MigLoad *l, const PvrdmaMigImage *m)
             return fail(l, "CQ %u: %u entries do not fit", h, r->cqe);
         }
         pvrdma_cq_set_cqe(cq, r->cqe);
-        if (!ring_index(l, &cq->ring, r->ring.priv, "CQ", h)) {
+        if (!ring_index(l, &cq->ring, r->priv, "CQ", h)) {
             return false;
         }
-        cq->ring.priv = r->ring.priv;
+        cq->ring.priv = r->priv;
         cq->armed = r->armed &
                     (PVRDMA_CQ_FLAG_ARMED | PVRDMA_CQ_FLAG_ARMED_SOL);
         cq->error = r->error != 0;
@@ -265,12 +281,17 @@ static bool load_cqs(MigLoad *l, const PvrdmaMigImage *m)
     return true;
 }
 
-/* The CREATE_MR that makes an MR record's MR again, or false */
+/*
+ * The CREATE_MR that makes an MR record's MR again, and its pages (*pages:
+ * none for a DMA MR or an FRMR not registered), or false.
+ */
 static bool mr_request(MigLoad *l, const PvrdmaMigMR *r,
-                       struct pvrdma_cmd_create_mr *req)
+                       struct pvrdma_cmd_create_mr *req,
+                       const uint64_t **pages)
 {
     uint32_t h = r->handle;
 
+    *pages = NULL;
     if (r->kind == PVRDMA_MR_DMA ||
         (r->kind == PVRDMA_MR_FRMR && !r->valid)) {
         if (r->npages) {
@@ -278,10 +299,13 @@ static bool mr_request(MigLoad *l, const PvrdmaMigMR *r,
                         r->kind == PVRDMA_MR_DMA ? "DMA MR" :
                         "unregistered FRMR");
         }
-    } else if (!pages_ok(l, r->npages, r->kind == PVRDMA_MR_FRMR ?
-                         PVRDMA_MAX_FAST_REG_PAGES :
-                         PVRDMA_PAGE_DIR_MAX_PAGES, "MR", h)) {
-        return false;
+    } else {
+        *pages = pages_of(l, r->page0, r->npages, r->kind == PVRDMA_MR_FRMR ?
+                          PVRDMA_MAX_FAST_REG_PAGES :
+                          PVRDMA_PAGE_DIR_MAX_PAGES, "MR", h);
+        if (!*pages) {
+            return false;
+        }
     }
     req->hdr.cmd = PVRDMA_CMD_CREATE_MR;
     req->pd_handle = r->pd;
@@ -304,7 +328,8 @@ static bool mr_request(MigLoad *l, const PvrdmaMigMR *r,
 }
 
 /* A registered FRMR: what FAST_REG_MR checks, then its pages */
-static bool load_frmr(MigLoad *l, PvrdmaMR *mr, const PvrdmaMigMR *r)
+static bool load_frmr(MigLoad *l, PvrdmaMR *mr, const PvrdmaMigMR *r,
+                      const uint64_t *pages)
 {
     uint64_t psz = r->page_size;
 
@@ -314,7 +339,7 @@ static bool load_frmr(MigLoad *l, PvrdmaMR *mr, const PvrdmaMigMR *r)
         (r->access & ~PVRDMA_ACCESS_FLAGS_ALL)) {
         return fail(l, "MR %u: fast registration out of range", r->handle);
     }
-    if (!pvrdma_map_pages(l->c, &mr->map, r->pages, r->npages, psz)) {
+    if (!pvrdma_map_pages(l->c, &mr->map, pages, r->npages, psz)) {
         return fail(l, "MR %u: pages are not RAM", r->handle);
     }
     mr->iova = r->iova;
@@ -335,12 +360,13 @@ static bool load_mrs(MigLoad *l, const PvrdmaMigImage *m)
         union pvrdma_cmd_resp rsp;
         bool frmr = r->kind == PVRDMA_MR_FRMR;
         uint32_t h = r->handle;
+        const uint64_t *pages;
         PvrdmaMR *mr;
 
-        if (!mr_request(l, r, &req.create_mr)) {
+        if (!mr_request(l, r, &req.create_mr, &pages)) {
             return false;
         }
-        if (replay(c, &req, &rsp, frmr ? NULL : r->pages,
+        if (replay(c, &req, &rsp, frmr ? NULL : pages,
                    frmr ? 0 : r->npages)) {
             return fail(l, "MR %u refused", h);
         }
@@ -351,7 +377,7 @@ static bool load_mrs(MigLoad *l, const PvrdmaMigImage *m)
         mr->handle = h;
         /* FRMR keys carry the byte the last FAST_REG_MR gave */
         mr->key = frmr ? (h << 8) | (r->key & 0xff) : h << 8;
-        if (frmr && r->valid && !load_frmr(l, mr, r)) {
+        if (frmr && r->valid && !load_frmr(l, mr, r, pages)) {
             return false;
         }
     }
@@ -367,10 +393,11 @@ static bool load_srqs(MigLoad *l, const PvrdmaMigImage *m)
         union pvrdma_cmd_req req = { 0 };
         union pvrdma_cmd_resp rsp;
         uint32_t h = r->handle;
+        const uint64_t *pages = pages_of(l, r->page0, r->npages,
+                                         PVRDMA_PAGE_DIR_MAX_PAGES, "SRQ", h);
         PvrdmaSRQ *srq;
 
-        if (!pages_ok(l, r->ring.npages, PVRDMA_PAGE_DIR_MAX_PAGES, "SRQ",
-                      h)) {
+        if (!pages) {
             return false;
         }
         req.create_srq.hdr.cmd = PVRDMA_CMD_CREATE_SRQ;
@@ -378,8 +405,8 @@ static bool load_srqs(MigLoad *l, const PvrdmaMigImage *m)
         req.create_srq.attrs.max_wr = r->max_wr;
         req.create_srq.attrs.max_sge = r->max_sge;
         req.create_srq.attrs.srq_limit = r->limit;
-        req.create_srq.nchunks = r->ring.npages;
-        if (replay(c, &req, &rsp, r->ring.pages, r->ring.npages)) {
+        req.create_srq.nchunks = r->npages;
+        if (replay(c, &req, &rsp, pages, r->npages)) {
             return fail(l, "SRQ %u refused", h);
         }
         srq = move_handle(l, &c->srq, rsp.create_srq_resp.srqn, h, "SRQ");
@@ -387,10 +414,10 @@ static bool load_srqs(MigLoad *l, const PvrdmaMigImage *m)
             return false;
         }
         srq->handle = h;
-        if (!ring_index(l, &srq->ring, r->ring.priv, "SRQ", h)) {
+        if (!ring_index(l, &srq->ring, r->priv, "SRQ", h)) {
             return false;
         }
-        srq->ring.priv = r->ring.priv;
+        srq->ring.priv = r->priv;
     }
     return true;
 }
@@ -433,12 +460,17 @@ static bool qp_walk(MigLoad *l, PvrdmaQP *qp, const PvrdmaMigQP *r)
 
 /* The transport state of a QP, checked, to the transport it names */
 static PvrdmaTransport *qp_transport(MigLoad *l, PvrdmaQP *qp,
-                                     const PvrdmaMigQP *r)
+                                     const PvrdmaMigTp *r)
 {
-    const char *name = (const char *)r->tp_name;
-    size_t n = strnlen(name, sizeof(r->tp_name));
+    const char *name = (const char *)r->name;
+    size_t n = strnlen(name, sizeof(r->name));
     PvrdmaTransport *t;
 
+    if (r->qp != qp->handle) {
+        fail(l, "QP %u: the next transport record is QP %u's", qp->qpn,
+             r->qp);
+        return NULL;
+    }
     if (!n || n > PVRDMA_MIG_TP_NAME_MAX) {
         fail(l, "QP %u: transport name of %zu bytes", qp->qpn, n);
         return NULL;
@@ -449,8 +481,8 @@ static PvrdmaTransport *qp_transport(MigLoad *l, PvrdmaQP *qp,
             return NULL;
         }
     }
-    if (r->tp_len > PVRDMA_MIG_TP_STATE_MAX) {
-        fail(l, "QP %u: transport state of %u bytes", qp->qpn, r->tp_len);
+    if (r->len > PVRDMA_MIG_TP_STATE_MAX) {
+        fail(l, "QP %u: transport state of %u bytes", qp->qpn, r->len);
         return NULL;
     }
     t = pvrdma_transport_by_name(l->c, name);
@@ -472,13 +504,14 @@ static PvrdmaTransport *qp_transport(MigLoad *l, PvrdmaQP *qp,
  * state its qp_save wrote, even where another transport would be chosen
  * now (the peer's QP stays on the transport it shares with this one).
  */
-static bool load_transport(MigLoad *l, PvrdmaQP *qp, const PvrdmaMigQP *r)
+static bool load_transport(MigLoad *l, PvrdmaQP *qp, const PvrdmaMigQP *q)
 {
-    PvrdmaMigReader sub = { .p = r->tp_state, .left = r->tp_len };
+    const PvrdmaMigTp *r;
+    PvrdmaMigReader sub = { 0 };
     PvrdmaTransport *t;
     bool ok;
 
-    if (!r->has_tp) {
+    if (!q->has_tp) {
         /*
          * Its transport kept no state (co-resident): it took the transport
          * that reaches its peer from here.  If that is another kind
@@ -491,21 +524,27 @@ static bool load_transport(MigLoad *l, PvrdmaQP *qp, const PvrdmaMigQP *r)
         }
         return true;
     }
+    if (l->tp_at >= l->m->ntp) {
+        return fail(l, "QP %u: no transport record left", qp->qpn);
+    }
+    r = &l->m->tp[l->tp_at++];
     t = qp_transport(l, qp, r);
     if (!t) {
         return false;
     }
     if (qp->tp != t && !pvrdma_transport_attach_to(l->c, qp, t)) {
         return fail(l, "QP %u: the %s transport refused it", qp->qpn,
-                    (const char *)r->tp_name);
+                    (const char *)r->name);
     }
+    sub.p = r->state;
+    sub.left = r->len;
     ok = pvrdma_transport_qp_load(t, qp, &sub) && !sub.err;
     if (ok && sub.left) {
         pvrdma_mig_fail(&sub, "%zu bytes too many", sub.left);
         ok = false;
     }
     if (!ok) {
-        fail(l, "QP %u: %s state: %s", qp->qpn, (const char *)r->tp_name,
+        fail(l, "QP %u: %s state: %s", qp->qpn, (const char *)r->name,
              sub.err ? sub.err : "refused");
     }
     g_free(sub.err);
@@ -538,27 +577,36 @@ static void qp_request(const PvrdmaMigQP *r, struct pvrdma_cmd_create_qp *m)
 static bool load_qp_slots(MigLoad *l, PvrdmaQP *qp, const PvrdmaMigQP *r,
                           uint32_t *nheld)
 {
-    uint32_t h = r->handle, k = 0;
+    uint32_t h = r->handle;
+    const PvrdmaMigSlot *m;
 
     /* ring indices first: entering a state may run the queues */
     if (!pvrdma_idx_valid(r->sq_priv, qp->sq.nelems) ||
         !pvrdma_idx_valid(r->sq_head, qp->sq.nelems) ||
         (!qp->is_srq && !pvrdma_idx_valid(r->rq_priv, qp->rq.nelems)) ||
-        r->nslots < 0 ||
-        (uint32_t)r->nslots != pvrdma_idx_used(r->sq_head, r->sq_priv,
-                                               qp->sq.nelems)) {
+        r->nslots != pvrdma_idx_used(r->sq_head, r->sq_priv,
+                                     qp->sq.nelems)) {
         return fail(l, "QP %u: ring indices out of range", h);
     }
+    /* its slots: the next nslots of the image's, each naming it */
+    if (r->nslots > (uint32_t)(l->m->nslots - l->slot_at)) {
+        return fail(l, "QP %u: %u send slots, %d left", h, r->nslots,
+                    l->m->nslots - l->slot_at);
+    }
+    m = l->m->slots + l->slot_at;
+    l->slot_at += r->nslots;
     qp->sq.priv = r->sq_priv;
     qp->sq_head = r->sq_head;
     if (!qp->is_srq) {
         qp->rq.priv = r->rq_priv;
     }
     for (uint32_t i = r->sq_priv; i != r->sq_head;
-         i = pvrdma_idx_next(i, qp->sq.nelems), k++) {
-        const PvrdmaMigSlot *m = &r->slots[k];
+         i = pvrdma_idx_next(i, qp->sq.nelems), m++) {
         PvrdmaSendSlot *s = pvrdma_send_slot(qp, i);
 
+        if (m->qp != h) {
+            return fail(l, "QP %u: a send slot of QP %u", h, m->qp);
+        }
         s->wr_id = m->wr_id;
         s->opcode = m->opcode;
         s->byte_len = m->byte_len;
@@ -596,16 +644,18 @@ static bool load_qp(MigLoad *l, const PvrdmaMigQP *r)
     union pvrdma_cmd_req req = { 0 };
     union pvrdma_cmd_resp rsp;
     uint32_t h = r->handle, nheld = 0;
+    const uint64_t *pages = pages_of(l, r->page0, r->npages,
+                                     PVRDMA_PAGE_DIR_MAX_PAGES, "QP", h);
     PvrdmaQP *qp;
 
-    if (!pages_ok(l, r->npages, PVRDMA_PAGE_DIR_MAX_PAGES, "QP", h)) {
+    if (!pages) {
         return false;
     }
     if ((r->type == PVRDMA_QPT_GSI) != (h == PVRDMA_GSI_QPN)) {
         return fail(l, "QP %u: type %u", h, r->type);
     }
     qp_request(r, &req.create_qp);
-    if (replay(c, &req, &rsp, r->pages, r->npages)) {
+    if (replay(c, &req, &rsp, pages, r->npages)) {
         return fail(l, "QP %u refused", h);
     }
     qp = move_handle(l, &c->qp, c->version >= PVRDMA_QPHANDLE_VERSION ?
@@ -662,32 +712,34 @@ static bool load_cursors(MigLoad *l, const PvrdmaMigImage *m)
 static bool load_dsr(MigLoad *l, const PvrdmaMigImage *m)
 {
     PvrdmaCore *c = l->c;
+    const uint64_t *ap, *cp;
 
     c->cmd_gpa = m->cmd_gpa;
     c->resp_gpa = m->resp_gpa;
     c->uar_pfn = m->uar_pfn;
-    if (!pages_ok(l, m->async.npages, PVRDMA_MAX_RING_PAGES, "async ring",
-                  0) ||
-        !pages_ok(l, m->cqn.npages, PVRDMA_MAX_RING_PAGES,
-                  "CQ notification ring", 0)) {
+    ap = pages_of(l, m->async_page0, m->async_npages, PVRDMA_MAX_RING_PAGES,
+                  "async ring", 0);
+    cp = pages_of(l, m->cqn_page0, m->cqn_npages, PVRDMA_MAX_RING_PAGES,
+                  "CQ notification ring", 0);
+    if (!ap || !cp) {
         return false;
     }
     if (!c->cmd_gpa || !c->resp_gpa) {
         return fail(l, "active device without command slots");
     }
-    if (!pvrdma_dsr_ring_map(c, &c->async_ring, "async", m->async.pages,
-                             m->async.npages, sizeof(struct pvrdma_eqe)) ||
-        !pvrdma_dsr_ring_map(c, &c->cqn_ring, "cq-notify", m->cqn.pages,
-                             m->cqn.npages, sizeof(struct pvrdma_cqne))) {
+    if (!pvrdma_dsr_ring_map(c, &c->async_ring, "async", ap,
+                             m->async_npages, sizeof(struct pvrdma_eqe)) ||
+        !pvrdma_dsr_ring_map(c, &c->cqn_ring, "cq-notify", cp,
+                             m->cqn_npages, sizeof(struct pvrdma_cqne))) {
         return fail(l, "DSR rings unusable");
     }
-    if (!ring_index(l, &c->async_ring, m->async.priv, "async ring", 0) ||
-        !ring_index(l, &c->cqn_ring, m->cqn.priv, "CQ notification ring",
+    if (!ring_index(l, &c->async_ring, m->async_priv, "async ring", 0) ||
+        !ring_index(l, &c->cqn_ring, m->cqn_priv, "CQ notification ring",
                     0)) {
         return false;
     }
-    c->async_ring.priv = m->async.priv;
-    c->cqn_ring.priv = m->cqn.priv;
+    c->async_ring.priv = m->async_priv;
+    c->cqn_ring.priv = m->cqn_priv;
     c->active = true;
     c->port_down = m->port_down != 0;
     return true;
@@ -724,7 +776,8 @@ static bool load_all(MigLoad *l, const PvrdmaMigImage *m)
         return fail(l, "not a pvrdma state");
     }
     if (m->ngid < 0 || m->nuc < 0 || m->npd < 0 || m->ncq < 0 ||
-        m->nmr < 0 || m->nsrq < 0 || m->nqp < 0) {
+        m->nmr < 0 || m->nsrq < 0 || m->nqp < 0 || m->nslots < 0 ||
+        m->ntp < 0) {
         return fail(l, "negative object count");
     }
     if (!load_limits(l, m) || !load_regs(l, m)) {
@@ -742,13 +795,17 @@ static bool load_all(MigLoad *l, const PvrdmaMigImage *m)
             return false;
         }
     }
+    if (l->slot_at != m->nslots || l->tp_at != m->ntp) {
+        return fail(l, "%d send slots and %d transport records of no QP",
+                    m->nslots - l->slot_at, m->ntp - l->tp_at);
+    }
     return load_cursors(l, m);
 }
 
 bool pvrdma_mig_image_load(PvrdmaCore *c, const PvrdmaMigImage *m,
                            char **err)
 {
-    MigLoad l = { .c = c };
+    MigLoad l = { .c = c, .m = m };
     int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
 
     pvrdma_core_reset(c);

@@ -28,14 +28,15 @@
 #define PVRDMA_MIG_TP_NAME_MAX  32
 /* A transport's state of one QP: far more than any writes (a few KiB) */
 #define PVRDMA_MIG_TP_STATE_MAX (16u << 20)
+/* Guest pages named in an image: 1 GiB of page addresses */
+#define PVRDMA_MIG_PAGES_MAX    (1u << 27)
 
-/* A ring's guest pages (a page list) and the device's index in it */
-typedef struct PvrdmaMigRing {
-    uint32_t npages;
-    uint64_t *pages;
-    uint32_t priv;
-} PvrdmaMigRing;
-
+/*
+ * Every object's guest pages are one pool, pvrdma/state's "pages"; an
+ * object names its run (page0, npages) in it.  So the records are flat:
+ * QEMU compresses the description of an array of such records, and the
+ * stream names each page list once.
+ */
 typedef struct PvrdmaMigGid {
     uint8_t type;               /* 0: the entry is empty */
     uint8_t gid[16];
@@ -51,7 +52,7 @@ typedef struct PvrdmaMigPD {
 
 typedef struct PvrdmaMigCQ {
     uint32_t handle, ctx, cqe;
-    PvrdmaMigRing ring;
+    uint32_t page0, npages, priv;   /* its ring, the device's index */
     uint8_t armed, error;
 } PvrdmaMigCQ;
 
@@ -61,22 +62,13 @@ typedef struct PvrdmaMigMR {
     uint64_t iova, length;
     uint32_t max_pages;
     uint64_t page_size;
-    uint32_t npages;
-    uint64_t *pages;
+    uint32_t page0, npages;
 } PvrdmaMigMR;
 
 typedef struct PvrdmaMigSRQ {
     uint32_t handle, pd, max_wr, max_sge, limit;
-    PvrdmaMigRing ring;
+    uint32_t page0, npages, priv;
 } PvrdmaMigSRQ;
-
-/* A send WQE executed and not yet completed */
-typedef struct PvrdmaMigSlot {
-    uint64_t wr_id;
-    uint32_t opcode, byte_len;
-    int32_t status;
-    uint8_t signaled, held;
-} PvrdmaMigSlot;
 
 typedef struct PvrdmaMigQP {
     /* what CREATE_QP gave */
@@ -85,24 +77,34 @@ typedef struct PvrdmaMigQP {
     uint32_t pd, scq, rcq, srq;
     uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
     uint32_t send_chunks;
-    uint32_t npages;            /* every page of the QP: SQ, then RQ */
-    uint64_t *pages;
+    uint32_t page0, npages;     /* every page of the QP: SQ, then RQ */
     /* where it is */
     uint8_t state;
     uint8_t attr[sizeof(struct pvrdma_qp_attr)];    /* the ABI's layout */
     uint32_t sq_priv, sq_head, rq_priv;
     uint8_t sq_failed, comm_est;
     uint32_t events;
-    /* in flight (a subsection): the held completion's time left, slots */
-    uint64_t hold;              /* ms; 0 none, UINT64_MAX never */
-    int32_t nslots;
-    PvrdmaMigSlot *slots;
-    /* its transport's connection state (a subsection), if it gave one */
-    uint8_t has_tp;
-    uint8_t tp_name[PVRDMA_MIG_TP_NAME_MAX + 1];
-    uint32_t tp_len;
-    uint8_t *tp_state;
+    uint64_t hold;              /* held completion: ms left, 0 none, ~0 never */
+    uint32_t nslots;            /* its send slots in the image's "slots" */
+    uint8_t has_tp;             /* its record in the image's "tp" */
 } PvrdmaMigQP;
+
+/* A send WQE executed and not yet completed, of QP qp */
+typedef struct PvrdmaMigSlot {
+    uint32_t qp;
+    uint64_t wr_id;
+    uint32_t opcode, byte_len;
+    int32_t status;
+    uint8_t signaled, held;
+} PvrdmaMigSlot;
+
+/* A QP's connection state, as its transport handed it over (qp_save) */
+typedef struct PvrdmaMigTp {
+    uint32_t qp;
+    uint8_t name[PVRDMA_MIG_TP_NAME_MAX + 1];
+    uint32_t len;
+    uint8_t *state;
+} PvrdmaMigTp;
 
 typedef struct PvrdmaMigImage {
     PvrdmaCore *core;           /* not migrated: whose image this is */
@@ -118,9 +120,13 @@ typedef struct PvrdmaMigImage {
     uint8_t dsr_set, active, port_down;
     uint32_t version;
     uint64_t guest_errors, commands, doorbells;
+    /* the page pool */
+    uint32_t npages;
+    uint64_t *pages;
     /* an active device's DSR copy (a subsection) */
     uint64_t cmd_gpa, resp_gpa, uar_pfn;
-    PvrdmaMigRing async, cqn;
+    uint32_t async_page0, async_npages, async_priv;
+    uint32_t cqn_page0, cqn_npages, cqn_priv;
     /* objects, in the order they are created again */
     int32_t ngid, nuc, npd, ncq, nmr, nsrq, nqp;
     PvrdmaMigGid *gid;
@@ -132,6 +138,12 @@ typedef struct PvrdmaMigImage {
     PvrdmaMigQP *qp;
     /* the tables' next-fit cursors (PD, MR, CQ, QP, SRQ) */
     uint32_t cursor[PVRDMA_MIG_NCURSORS];
+    /* in flight (a subsection): every QP's send slots, in QP order */
+    int32_t nslots;
+    PvrdmaMigSlot *slots;
+    /* transports' state (a subsection): in QP order */
+    int32_t ntp;
+    PvrdmaMigTp *tp;
 } PvrdmaMigImage;
 
 /*

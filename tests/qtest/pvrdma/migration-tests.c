@@ -421,6 +421,7 @@ static size_t mig_find(const gchar *img, gsize len, size_t from,
 typedef struct MigCase {
     const char *what;
     const char *anchor;     /* offsets from its first byte after the magic */
+    bool after_pages;       /* ... or from the end of the VMState page pool */
     size_t off;
     uint64_t val;
     int size;               /* 0: cut the stream there */
@@ -460,6 +461,10 @@ static void mig_hostile(const char *extra, const char *magic, bool le,
             mig_find(img, len, at, c->anchor) + strlen(c->anchor) : at;
         size_t n = len;
 
+        if (c->after_pages) {
+            /* pvrdma/state: the pool's count at 120, its pages from 124 */
+            base = at + 124 + 8 * (size_t)ldl_be_p(img + at + 120);
+        }
         if (c->size) {
             uint64_t v = le ? cpu_to_le64(c->val) :
                               cpu_to_be64(c->val << (64 - 8 * c->size));
@@ -482,21 +487,24 @@ static void mig_hostile(const char *extra, const char *magic, bool le,
 }
 
 /*
- * The VMState stream: truncated, another device's limits, more GIDs than
- * the table (and a negative count) before anything is allocated, a ring
- * page outside guest RAM, a ring of 2^32 - 1 pages (in the DSR
- * subsection: version, three addresses, then the async ring).
+ * The VMState stream: truncated, another device's limits, a page pool or
+ * more GIDs than the table can hold (and a negative count), each refused
+ * before anything is allocated; a ring page outside guest RAM (the pool's
+ * first page is the async ring's), a ring of 2^32 - 1 pages past the pool
+ * (in the DSR subsection: version, three addresses, the async ring's first
+ * page and its count).
  */
 static void test_migration_hostile(void)
 {
     static const MigCase cases[] = {
-        { "truncated", NULL, 40, 0, 0 },
-        { "max-qp", NULL, 4, 7, 4 },
-        { "GIDs", NULL, 120, 0x7fffffff, 4 },
-        { "negative GIDs", NULL, 120, 0xffffffff, 4 },
-        { "async ring page", "pvrdma/state/dsr", 4 + 24 + 4,
-          0xfffffffff000ull, 8 },
-        { "async ring pages", "pvrdma/state/dsr", 4 + 24, 0xffffffffu, 4 },
+        { "truncated", NULL, false, 40, 0, 0 },
+        { "max-qp", NULL, false, 4, 7, 4 },
+        { "pages", NULL, false, 120, 0x7fffffff, 4 },
+        { "GIDs", NULL, true, 0, 0x7fffffff, 4 },
+        { "negative GIDs", NULL, true, 0, 0xffffffff, 4 },
+        { "async ring page", NULL, false, 124, 0xfffffffff000ull, 8 },
+        { "async ring pages", "pvrdma/state/dsr", false, 4 + 24 + 4,
+          0xffffffffu, 4 },
     };
 
     mig_hostile(NULL, "PVIM", false, cases, G_N_ELEMENTS(cases));
@@ -506,11 +514,11 @@ static void test_migration_hostile(void)
 static void test_migration_hostile_blob(void)
 {
     static const MigCase cases[] = {
-        { "truncated", NULL, 40, 0, 0 },
-        { "max-qp", NULL, 8, 7, 4 },
-        { "async ring page", NULL, 8 + 65 + 51 + 24 + 4, 0xfffffffff000ull,
-          8 },
-        { "async ring pages", NULL, 8 + 65 + 51 + 24, 0xffffffffu, 4 },
+        { "truncated", NULL, false, 40, 0, 0 },
+        { "max-qp", NULL, false, 8, 7, 4 },
+        { "async ring page", NULL, false, 8 + 65 + 51 + 24 + 4,
+          0xfffffffff000ull, 8 },
+        { "async ring pages", NULL, false, 8 + 65 + 51 + 24, 0xffffffffu, 4 },
     };
 
     mig_hostile(",x-state-blob=on", "PRMG", true, cases,
@@ -664,10 +672,20 @@ static void bench_migration(void)
         return;
     }
     dir = g_dir_make_tmp("pvrdma-bench-XXXXXX", NULL);
-    extra = g_strdup_printf(",max-qp=%u,max-mr=%u -m 512M "
+    /* PVRDMA_BENCH_MIG_BLOB=1: the older builds' stream (x-state-blob) */
+    extra = g_strdup_printf(",max-qp=%u,max-mr=%u%s -m 512M "
                             "-trace pvrdma_state_saved "
-                            "-trace pvrdma_state_loaded -D %s/log-%%d",
-                            n + 16, n + 16, dir);
+                            "-trace pvrdma_state_loaded "
+                            "-trace vmstate_downtime_save "
+                            "-trace vmstate_downtime_load -D %s/log-%%d",
+                            n + 16, n + 16,
+                            getenv("PVRDMA_BENCH_MIG_BLOB") ?
+                            ",x-state-blob=on" : "", dir);
+    if (getenv("PVRDMA_BENCH_MIG_NODESC")) {
+        g_autofree char *e = extra;
+
+        extra = g_strdup_printf("%s -machine suppress-vmdesc=on", e);
+    }
     d = qpvrdma_start_active(extra);
     qpvrdma_bind_gid(d, 0);
     pd = qpvrdma_create_pd(d, 0);
@@ -700,6 +718,10 @@ static void bench_migration(void)
 
             if (m) {
                 printf("# %s\n", m);
+            }
+            /* the whole section: the image and QEMU's VMState work */
+            if (strstr(*l, "vmstate_downtime") && strstr(*l, "/pvrdma")) {
+                printf("# %s\n", strstr(*l, "vmstate_downtime"));
             }
         }
         unlink(path);
