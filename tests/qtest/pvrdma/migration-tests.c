@@ -933,6 +933,66 @@ static void bench_idle(void)
     }
 }
 
+/*
+ * Not a test: the downtime of a migration with PVRDMA_BENCH_MR_MIB MiB of
+ * registered memory, filled (not zero pages) and written by the device
+ * (an RDMA WRITE of 64 KiB) before the migration starts; the bandwidth
+ * unlimited, the downtime limit QEMU's default.  Prints QEMU's downtime
+ * and total time (query-migrate on the source).
+ */
+static void bench_mr_downtime(void)
+{
+    const char *env = getenv("PVRDMA_BENCH_MR_MIB");
+    uint64_t mib = env ? strtoull(env, NULL, 0) : 0;
+    g_autofree char *extra = NULL;
+    g_autofree char *sock = g_strdup_printf("%s/pvrdma-mrdt-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
+    g_autofree char *st = NULL;
+    uint64_t len = mib << 20, buf, src;
+    uint32_t key, rkey;
+    QOSState *to;
+    QDict *rsp, *r;
+    Pair p;
+
+    if (!mib || mib > 1024) {
+        g_test_skip("a benchmark: set PVRDMA_BENCH_MR_MIB=MIB (1..1024)");
+        return;
+    }
+    extra = g_strdup_printf(" -m %" PRIu64 "M", mib + 512);
+    pair_connect(&p, qpvrdma_start_active(extra), PVRDMA_QPT_RC, 16);
+    buf = qpvrdma_alloc(p.d, len);
+    qtest_memset(p.d->qts, buf, 0x5a, len);
+    key = qpvrdma_create_mr_keys(p.d, p.pd, buf, len,
+                                 PVRDMA_ACCESS_LOCAL_WRITE |
+                                 PVRDMA_ACCESS_REMOTE_WRITE, &rkey);
+    src = qpvrdma_alloc(p.d, 65536);
+    fill(p.d, src, 65536, 7);
+    qpvrdma_create_mr(p.d, p.pd, src, 65536, PVRDMA_ACCESS_LOCAL_WRITE);
+    qpvrdma_send_wr(p.d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa1, src, 65536,
+                    key + 256, buf + len / 2, rkey);
+    qpvrdma_expect_cqe(p.d, &p.cq, 0xa1, PVRDMA_WC_RDMA_WRITE,
+                       PVRDMA_WC_SUCCESS, 65536);
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate-set-parameters', "
+                    "'arguments': { 'max-bandwidth': 0 } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    to = qtest_pc_boot("%s -incoming %s", p.d->args, uri);
+    migrate(p.d->qs, to, uri);
+    unlink(sock);
+    st = qpvrdma_mig_wait(p.d->qts, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'query-migrate' }");
+    r = qdict_get_qdict(rsp, "return");
+    printf("# %" PRIu64 " MiB registered: downtime %" PRId64 " ms, total "
+           "%" PRId64 " ms, %" PRId64 " MiB sent\n", mib,
+           qdict_get_int(r, "downtime"), qdict_get_int(r, "total-time"),
+           qdict_get_int(qdict_get_qdict(r, "ram"), "transferred") >> 20);
+    qobject_unref(rsp);
+    qtest_shutdown(to);
+    qpvrdma_stop(p.d);
+}
+
 void pvrdma_add_migration_tests(void)
 {
     qtest_add_func("/pvrdma/migration/rc", test_migration_rc);
@@ -954,5 +1014,8 @@ void pvrdma_add_migration_tests(void)
     }
     if (getenv("PVRDMA_BENCH_IDLE")) {
         qtest_add_func("/pvrdma/bench/idle", bench_idle);
+    }
+    if (getenv("PVRDMA_BENCH_MR_MIB")) {
+        qtest_add_func("/pvrdma/bench/mr-downtime", bench_mr_downtime);
     }
 }
