@@ -191,6 +191,7 @@ void cr_data_peer_gone(CrPeer *p)
     /* our requests it will never answer (copies: completing reuses slots) */
     while ((f = cr_flight_next(t, &i))) {
         if (f->peer == p) {
+            cr_flight_written(t, f);
             g_array_append_val(done, *f);
             cr_flight_remove(t, f);
         }
@@ -504,6 +505,7 @@ static bool cr_rx_resp(CrPeer *p, const CrRespMsg *m, size_t len)
          !(p->paused || t->paused))) {
         return false;   /* given back only across a pause */
     }
+    cr_flight_written(t, f);
     cr_flight_remove(t, f);
     p->inflight--;
     cr_flight_done(t->t.core, *f, m->status);  /* a copy: f may be reused */
@@ -781,6 +783,17 @@ static CrSge *cr_execute_sg(CrTransport *t, const PvrdmaReq *req,
     return sg;
 }
 
+/* Flight f of a READ or an atomic: the buffers the peer will write */
+static void cr_flight_keep_written(CrFlight *f, const PvrdmaSg *local)
+{
+    if (f->written_cap < local->n) {
+        f->written_cap = MAX(local->n, 2 * f->written_cap);
+        f->written = g_renew(PvrdmaIov, f->written, f->written_cap);
+    }
+    memcpy(f->written, local->iov, local->n * sizeof(PvrdmaIov));
+    f->nwritten = local->n;
+}
+
 /*
  * REQ of req to p as wire cookie wire, with sg[nsg]; MORE messages for
  * what does not fit.
@@ -858,6 +871,10 @@ int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req)
     f->qpn = req->src_qpn;
     f->rc = rc;
     f->npsn = qp ? pvrdma_qp_npsn(qp, req->opcode, req->local.len) : 0;
+    if (req->opcode == PVRDMA_WR_RDMA_READ ||
+        pvrdma_wr_is_atomic(req->opcode)) {
+        cr_flight_keep_written(f, &req->local);
+    }
     cr_execute_send(p, req, f->wire, sg, nsg);
     if (p->dead) {
         /*

@@ -172,6 +172,13 @@ typedef struct CrFlight {
     uint32_t npsn;          /* RC: PSNs it would take on the wire */
     bool rc;
     bool cancelled;         /* CANCEL sent for its QP */
+    /*
+     * A READ or an atomic: our buffers the peer writes, reported dirty when
+     * it answers or goes (cr_flight_written()).  The array stays with the
+     * record for the next request (capacity written_cap).
+     */
+    PvrdmaIov *written;
+    uint32_t nwritten, written_cap;
 } CrFlight;
 
 /*
@@ -395,6 +402,7 @@ void cr_flight_remove(CrTransport *t, CrFlight *f);
 /* No flight of QP t->fence_qpn (CR_ANY_QP: of any QP) is left. */
 bool cr_fenced(CrTransport *t);
 CrFlight *cr_flight_next(CrTransport *t, uint32_t *i);
+void cr_flight_written(CrTransport *t, CrFlight *f);
 void cr_flights_fini(CrTransport *t);
 
 /* coresident_data.c: the data path */

@@ -137,6 +137,8 @@ CrFlight *cr_flight_add(CrTransport *t, CrQp *q)
         .wire = (uint64_t)t->flight_seq << 32 | i,
         .q = q,
         .qprev = q->last,
+        .written = f->written,
+        .written_cap = f->written_cap,
     };
     if (q->last) {
         q->last->qnext = f;
@@ -210,10 +212,23 @@ CrFlight *cr_flight_next(CrTransport *t, uint32_t *i)
     return NULL;
 }
 
+/*
+ * A READ's or an atomic's buffers in flight f: the peer may have written
+ * them (it answered, or it is gone): dirty for a migration.
+ */
+void cr_flight_written(CrTransport *t, CrFlight *f)
+{
+    for (uint32_t i = 0; i < f->nwritten; i++) {
+        pvrdma_dirty(t->t.core, f->written[i].host, f->written[i].len);
+    }
+    f->nwritten = 0;
+}
+
 /* The transport is freed: every slot. */
 void cr_flights_fini(CrTransport *t)
 {
     for (uint32_t i = 0; i < t->flight_cap; i++) {
+        g_free(t->flights[i]->written);
         g_free(t->flights[i]);
     }
     g_free(t->flights);

@@ -155,6 +155,7 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .dma_write = pvrdma_dma_write,
     .map = pvrdma_map,
     .unmap = pvrdma_unmap,
+    .dirty = pvrdma_dirty_host,                  /* pvrdma_dev_mig.c */
     .notify = pvrdma_notify,
     .kick = pvrdma_kick,
     .get_mac = pvrdma_get_mac,

@@ -133,6 +133,8 @@ void pvrdma_roce_tx(void *opaque, const uint8_t *frame, size_t len);
 /* pvrdma_dev_mig.c */
 extern const VMStateDescription vmstate_pvrdma;
 void pvrdma_mig_watch(PvrdmaState *s);
+/* PvrdmaHostOps.dirty, opaque the device */
+void pvrdma_dirty_host(void *opaque, const void *host, uint64_t len);
 void pvrdma_mig_unwatch(PvrdmaState *s);
 
 #endif

@@ -495,6 +495,26 @@ static int pvrdma_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/*
+ * PvrdmaHostOps.dirty: the device wrote guest RAM at host through a mapping
+ * it keeps (a registered MR), which dirty logging does not see.  Only a
+ * migration's RAM passes need to know: they send the pages again.
+ */
+void pvrdma_dirty_host(void *opaque, const void *host, uint64_t len)
+{
+    MemoryRegion *mr;
+    ram_addr_t off;
+
+    if (!(global_dirty_tracking & GLOBAL_DIRTY_MIGRATION)) {
+        return;
+    }
+    RCU_READ_LOCK_GUARD();
+    mr = memory_region_from_host((void *)host, &off);
+    if (mr) {
+        memory_region_set_dirty(mr, off, len);
+    }
+}
+
 static void pvrdma_set_dirty(void *opaque, uint64_t gpa, uint64_t len)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(opaque));
@@ -546,12 +566,14 @@ static void pvrdma_resume(PvrdmaState *s)
 }
 
 /*
- * The device writes guest RAM through mappings it holds for a long time
- * (rings, MRs), which dirty logging does not see.  When the VM stops (the
- * last pass of a migration follows, a snapshot or a plain stop), every
- * page it holds mapped is marked dirty, so the last RAM pass carries what
- * it wrote.  A stop for a migration's switch-over or a snapshot pauses the
- * transports first; the VM running again ends that pause.
+ * The device writes guest RAM through mappings it holds for a long time,
+ * which dirty logging does not see.  What it writes into registered memory
+ * it reports as it goes (pvrdma_dirty_host()); its rings (CQEs, events,
+ * ring indices: a few pages per object) are marked dirty when the VM stops
+ * (the last pass of a migration follows, a snapshot or a plain stop), so
+ * the last RAM pass carries them.  A stop for a migration's switch-over or
+ * a snapshot pauses the transports first; the VM running again ends that
+ * pause.
  */
 static void pvrdma_vm_state_change(void *opaque, bool running,
                                    RunState state)
@@ -569,7 +591,7 @@ static void pvrdma_vm_state_change(void *opaque, bool running,
     }
     /* before the state is saved: the interrupts of what was done */
     pvrdma_irq_flush(s);
-    pvrdma_core_mapped_pages(&s->core, pvrdma_set_dirty, s);
+    pvrdma_core_ring_pages(&s->core, pvrdma_set_dirty, s);
 }
 
 /*

@@ -250,11 +250,40 @@ unsigned fh_reports(FakeHost *h, const char *line)
     return n;
 }
 
+static void fh_dirty(void *opaque, const void *host, uint64_t len)
+{
+    FakeHost *h = opaque;
+    const uint8_t *p = host;
+
+    h->dirty_calls++;
+    if (p < h->ram || p + len > h->ram + h->size || !len) {
+        h->dirty_foreign++;
+        return;
+    }
+    for (uint64_t pg = (p - h->ram) / 4096;
+         pg <= (uint64_t)(p + len - 1 - h->ram) / 4096; pg++) {
+        h->dirty[pg] = 1;
+    }
+}
+
+bool fh_dirty_page(FakeHost *h, uint64_t gpa)
+{
+    g_assert(gpa >= h->base && gpa < h->base + h->size);
+    return h->dirty[(gpa - h->base) / 4096];
+}
+
+void fh_dirty_clear(FakeHost *h)
+{
+    memset(h->dirty, 0, h->size / 4096 + 1);
+    h->dirty_calls = h->dirty_foreign = 0;
+}
+
 const PvrdmaHostOps fh_ops = {
     .dma_read = fh_dma_read,
     .dma_write = fh_dma_write,
     .map = fh_map,
     .unmap = fh_unmap,
+    .dirty = fh_dirty,
     .notify = fh_notify,
     .kick = fh_kick,
     .get_mac = fh_get_mac,
@@ -276,6 +305,7 @@ static void fh_init_common(FakeHost *h)
     h->next_free = h->base;
     h->maps = g_array_new(FALSE, FALSE, sizeof(FhMapping));
     h->irqs = g_array_new(FALSE, FALSE, sizeof(unsigned));
+    h->dirty = g_malloc0(h->size / 4096 + 1);
     h->reports = g_ptr_array_new_with_free_func(g_free);
     h->watches = g_array_new(FALSE, FALSE, sizeof(FhWatch));
     memcpy(h->mac, mac, 6);
@@ -338,6 +368,7 @@ void fh_fini(FakeHost *h)
     }
     g_array_free(h->maps, TRUE);
     g_array_free(h->irqs, TRUE);
+    g_free(h->dirty);
     g_ptr_array_free(h->reports, TRUE);
     g_clear_pointer(&h->last_guest_error, g_free);
     g_array_free(h->watches, TRUE);

@@ -50,6 +50,13 @@ typedef struct FakeHost {
     uint64_t refused_maps;
 
     GArray *irqs;           /* unsigned vectors, in order */
+    /*
+     * PvrdmaHostOps.dirty: one flag per RAM page the device reported
+     * written (fh_dirty_page(), fh_dirty_clear()); reports of memory
+     * outside this RAM counted apart.
+     */
+    uint8_t *dirty;
+    uint64_t dirty_calls, dirty_foreign;
     GPtrArray *reports;     /* PvrdmaHostOps.report, as lines (fh_reports) */
     uint64_t guest_error_reports;   /* ... but GUEST_ERROR, counted here */
     char *last_guest_error;
@@ -103,6 +110,9 @@ void fh_init_size(FakeHost *h, uint64_t size);
  */
 void fh_init_ram(FakeHost *h, void *ram, uint64_t size);
 /* Asserts that no fd handler is left registered. */
+/* Was the RAM page holding gpa reported dirty since the last clear? */
+bool fh_dirty_page(FakeHost *h, uint64_t gpa);
+void fh_dirty_clear(FakeHost *h);
 void fh_fini(FakeHost *h);
 /* h's RAM as a region peers can map (fh_init_memfd only). */
 void fh_shm_region(FakeHost *h, PvrdmaShmRegion *r);

@@ -262,6 +262,94 @@ static void test_image(void)
     dev_fini(d);
 }
 
+/* Every page of mr's [va, va + len) reported dirty? Any of it? */
+static bool dirty_range(Dev *d, TMr *mr, uint64_t va, uint64_t len, bool all)
+{
+    uint64_t page0 = mr->iova & ~(uint64_t)(FH_PAGE - 1);
+
+    for (uint64_t v = va & ~(uint64_t)(FH_PAGE - 1); v < va + len;
+         v += FH_PAGE) {
+        bool dirty = fh_dirty_page(&d->h, mr->pages[(v - page0) / FH_PAGE]);
+
+        if (dirty != all) {
+            return !all;
+        }
+    }
+    return all;
+}
+
+/*
+ * What the device writes into registered memory through the mappings it
+ * keeps is reported dirty (PvrdmaHostOps.dirty), so that a migration's
+ * RAM passes send it again; what it only reads is not.  Loopback: a
+ * SEND's receive buffer, an RDMA WRITE's target, an RDMA READ's local
+ * buffer, an atomic's target and its local result.
+ */
+static void test_dirty(void)
+{
+    Mig m;
+    Dev *d = &m.d;
+    struct pvrdma_sge sa = { A_IOVA, 3000, 0 }, sb = { B_IOVA, 3000, 0 };
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    mig_setup(&m);
+    sa.lkey = m.mra.lkey;
+    sb.lkey = m.mrb.lkey;
+    /* SEND: the receive buffer, not the sent one */
+    fh_dirty_clear(&d->h);
+    post_recv(d, &m.b, 0xb1, &sb, 1);
+    send_one(d, &m.a, &m.mra, A_IOVA, 3000, 0xa1);
+    run_all(d);
+    expect_cqe(d, &m.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000,
+               m.a.handle);
+    g_assert_true(dirty_range(d, &m.mrb, B_IOVA, 3000, true));
+    g_assert_false(dirty_range(d, &m.mra, A_IOVA, 3000, false));
+    g_assert_cmpuint(d->h.dirty_foreign, ==, 0);
+
+    /* RDMA WRITE: the target range, across a page boundary */
+    fh_dirty_clear(&d->h);
+    w.wr_id = 0xa2;
+    w.opcode = PVRDMA_WR_RDMA_WRITE;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.rdma.remote_addr = B_IOVA + FH_PAGE;
+    w.wr.rdma.rkey = m.mrb.rkey;
+    post_send(d, &m.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &m.cqa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE,
+               3000, m.a.handle);
+    g_assert_true(dirty_range(d, &m.mrb, B_IOVA + FH_PAGE, 3000, true));
+    g_assert_false(dirty_range(d, &m.mra, A_IOVA, 3000, false));
+
+    /* RDMA READ: the reader's local buffer, not the read range */
+    fh_dirty_clear(&d->h);
+    w.wr_id = 0xa3;
+    w.opcode = PVRDMA_WR_RDMA_READ;
+    w.wr.rdma.remote_addr = B_IOVA;
+    post_send(d, &m.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &m.cqa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ,
+               3000, m.a.handle);
+    g_assert_true(dirty_range(d, &m.mra, A_IOVA, 3000, true));
+    g_assert_false(dirty_range(d, &m.mrb, B_IOVA, 3000, false));
+
+    /* fetch-and-add: the target word, and the local word of the result */
+    fh_dirty_clear(&d->h);
+    sa.length = 8;
+    w.wr_id = 0xa4;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.wr.atomic.remote_addr = B_IOVA + 2 * FH_PAGE;
+    w.wr.atomic.compare_add = 1;
+    w.wr.atomic.rkey = m.mrb.rkey;
+    post_send(d, &m.a, &w, &sa, 1);
+    run_all(d);
+    expect_cqe(d, &m.cqa, 0xa4, PVRDMA_WC_SUCCESS,
+               PVRDMA_WC_FETCH_ADD, 8, m.a.handle);
+    g_assert_true(dirty_range(d, &m.mrb, B_IOVA + 2 * FH_PAGE, 8, true));
+    g_assert_true(dirty_range(d, &m.mra, A_IOVA, 8, true));
+    g_assert_false(dirty_range(d, &m.mrb, B_IOVA, 8, false));
+    dev_fini(d);
+}
+
 /* A QP in error and one in SQD move too; an idle device (not active). */
 static void test_states(void)
 {
@@ -477,6 +565,7 @@ int main(int argc, char **argv)
     g_test_add_func("/pvrdma/mig/roundtrip", test_roundtrip);
     g_test_add_func("/pvrdma/mig/older-build", test_older_build);
     g_test_add_func("/pvrdma/mig/image", test_image);
+    g_test_add_func("/pvrdma/mig/dirty", test_dirty);
     g_test_add_func("/pvrdma/mig/states", test_states);
     g_test_add_func("/pvrdma/mig/held", test_held);
     g_test_add_func("/pvrdma/mig/truncated", test_truncated);

@@ -278,14 +278,24 @@ bool pvrdma_gpa_to_sg(PvrdmaCore *c, uint64_t gpa, uint64_t len,
     return true;
 }
 
+void pvrdma_dirty(PvrdmaCore *c, const void *host, uint64_t len)
+{
+    if (c->ops->dirty && len) {
+        c->ops->dirty(c->opaque, host, len);
+    }
+}
+
 void pvrdma_sg_release(PvrdmaCore *c, PvrdmaSg *sg)
 {
     SgSpares *sp;
 
     for (uint32_t i = 0; i < sg->n; i++) {
         if (sg->iov[i].mapped) {
+            /* the host's unmap marks what a write mapping covered */
             c->ops->unmap(c->opaque, sg->iov[i].host, sg->iov[i].len,
                           sg->iov[i].is_write);
+        } else if (sg->iov[i].written) {
+            pvrdma_dirty(c, sg->iov[i].host, sg->iov[i].len);
         }
     }
     sp = sg->cap == SG_FIRST ? sg_spares() : NULL;
@@ -315,6 +325,7 @@ uint64_t pvrdma_sg_copy(PvrdmaSg *dst, uint64_t dst_off,
                                          src->iov[si].len - src_off));
 
         memmove(dst->iov[di].host + dst_off, src->iov[si].host + src_off, n);
+        dst->iov[di].written |= n != 0;
         done += n;
         dst_off += n;
         src_off += n;

@@ -76,10 +76,10 @@ static void ring_pages(const PvrdmaRing *r,
     }
 }
 
-void pvrdma_core_mapped_pages(PvrdmaCore *c,
-                              void (*fn)(void *opaque, uint64_t gpa,
-                                         uint64_t len),
-                              void *opaque)
+void pvrdma_core_ring_pages(PvrdmaCore *c,
+                            void (*fn)(void *opaque, uint64_t gpa,
+                                       uint64_t len),
+                            void *opaque)
 {
     uint32_t h;
 
@@ -100,13 +100,6 @@ void pvrdma_core_mapped_pages(PvrdmaCore *c,
 
         if (qp) {
             ring_pages(qp->is_srq ? &qp->sq : &qp->rq, fn, opaque);
-        }
-    }
-    for (h = 0; h < c->mr.size; h++) {
-        PvrdmaMR *mr = c->mr.slot[h];
-
-        for (uint32_t i = 0; mr && i < mr->map.npages; i++) {
-            fn(opaque, mr->map.gpa[i], mr->map.page_size);
         }
     }
 }

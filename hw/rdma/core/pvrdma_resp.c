@@ -413,6 +413,7 @@ int pvrdma_resp_atomic(PvrdmaCore *c, PvrdmaQP *dqp, const PvrdmaReq *req,
     } else {
         old = __atomic_fetch_add(p, req->compare_add, __ATOMIC_SEQ_CST);
     }
+    rem.iov[0].written = true;
     pvrdma_sg_release(c, &rem);
     *orig = old;
     return PVRDMA_WC_SUCCESS;

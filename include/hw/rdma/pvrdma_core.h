@@ -58,6 +58,12 @@ typedef struct PvrdmaHostOps {
      */
     void *(*map)(void *opaque, uint64_t gpa, uint64_t *len, bool is_write);
     void (*unmap)(void *opaque, void *host, uint64_t len, bool is_write);
+    /*
+     * The device wrote [host, host + len) of guest RAM through a mapping
+     * it keeps (a registered MR), which the host's dirty tracking does not
+     * see: a migration must send those pages again.  Optional.
+     */
+    void (*dirty)(void *opaque, const void *host, uint64_t len);
     /* Raise interrupt vector 0..2 (response, async, CQ). */
     void (*notify)(void *opaque, unsigned vector);
     /* Ask for pvrdma_core_run() to be called soon, or after delay_ms. */
@@ -325,6 +331,7 @@ typedef struct PvrdmaIov {
     uint64_t len;
     bool mapped;            /* mapped on demand (DMA MR): unmap after use */
     bool is_write;
+    bool written;           /* pvrdma_sg_copy() wrote it: dirty at release */
 } PvrdmaIov;
 
 typedef struct PvrdmaSg {
@@ -333,6 +340,16 @@ typedef struct PvrdmaSg {
     uint64_t len;
 } PvrdmaSg;
 
+/*
+ * [host, host + len) of guest RAM was written through a mapping the device
+ * keeps (pvrdma_sg_release(), or a co-resident peer executed a READ or an
+ * atomic of ours): a migration must send it again (PvrdmaHostOps.dirty).
+ */
+void pvrdma_dirty(PvrdmaCore *c, const void *host, uint64_t len);
+/*
+ * Done with sg: what was mapped for it is unmapped, what was written
+ * through a kept mapping is reported dirty (pvrdma_dirty()).
+ */
 void pvrdma_sg_release(PvrdmaCore *c, PvrdmaSg *sg);
 /* Append [off, off+len) of a mapping; false if out of range. */
 bool pvrdma_map_to_sg(const PvrdmaMap *m, uint64_t off, uint64_t len,
@@ -340,7 +357,10 @@ bool pvrdma_map_to_sg(const PvrdmaMap *m, uint64_t off, uint64_t len,
 /* Append guest physical memory, mapped now; false if not RAM. */
 bool pvrdma_gpa_to_sg(PvrdmaCore *c, uint64_t gpa, uint64_t len,
                       bool is_write, PvrdmaSg *sg);
-/* Copy between scatter lists; returns bytes copied (min of lengths). */
+/*
+ * Copy between scatter lists; returns bytes copied (min of lengths).  The
+ * entries of dst it writes are marked written.
+ */
 uint64_t pvrdma_sg_copy(PvrdmaSg *dst, uint64_t dst_off,
                         const PvrdmaSg *src, uint64_t src_off, uint64_t len);
 
@@ -725,11 +745,15 @@ void pvrdma_core_check_link(PvrdmaCore *c);
  * *err set (g_free it) and the core reset if anything is wrong.
  */
 char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving);
-/* Every guest page the device holds mapped (rings, MRs): fn(gpa, len). */
-void pvrdma_core_mapped_pages(PvrdmaCore *c,
-                              void (*fn)(void *opaque, uint64_t gpa,
-                                         uint64_t len),
-                              void *opaque);
+/*
+ * Every page of the rings the device writes (CQEs, events, ring indices):
+ * fn(gpa, len).  What it writes into registered memory it reports as it
+ * writes (PvrdmaHostOps.dirty).
+ */
+void pvrdma_core_ring_pages(PvrdmaCore *c,
+                            void (*fn)(void *opaque, uint64_t gpa,
+                                       uint64_t len),
+                            void *opaque);
 void pvrdma_core_save(PvrdmaCore *c, GByteArray *buf);
 bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
                       char **err);

@@ -619,6 +619,101 @@ static void test_migration_other_build(void)
     qpvrdma_stop(p.d);
 }
 
+/*
+ * What the device writes into registered memory while precopy runs reaches
+ * the destination: 8 RDMA WRITEs (each a new pattern) into the first half
+ * of a 16 MiB MR (filled: normal pages) during a migration slowed to
+ * 4 MiB/s, each after the RAM pass has sent the pages it lands on, while
+ * the pass still has the second half to go (so precopy cannot end first);
+ * then the migration goes at full speed.  Every region holds on the
+ * destination what the WRITE put there on the source.  The device reports
+ * those pages dirty as it writes them (PvrdmaHostOps.dirty); nothing marks
+ * a registered MR's pages at the stop.
+ */
+#define DIRTY_MR (16u << 20)
+#define DIRTY_N 8
+#define DIRTY_STEP (1u << 20)
+#define DIRTY_LEN 65536
+
+static void test_migration_dirty(void)
+{
+    g_autofree char *sock = g_strdup_printf("%s/pvrdma-dirty-%d.sock",
+                                            g_get_tmp_dir(), getpid());
+    g_autofree char *uri = g_strdup_printf("unix:%s", sock);
+    g_autofree char *st = NULL;
+    g_autofree uint8_t *want = g_malloc(DIRTY_N * DIRTY_LEN);
+    g_autofree uint8_t *got = g_malloc(DIRTY_LEN);
+    uint64_t mr, src;
+    uint32_t key, rkey;
+    QOSState *to;
+    QDict *rsp;
+    Pair p;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    mr = qpvrdma_alloc(p.d, DIRTY_MR);
+    qtest_memset(p.d->qts, mr, 0x5a, DIRTY_MR);
+    key = qpvrdma_create_mr_keys(p.d, p.pd, mr, DIRTY_MR,
+                                 PVRDMA_ACCESS_LOCAL_WRITE |
+                                 PVRDMA_ACCESS_REMOTE_WRITE, &rkey);
+    src = qpvrdma_alloc(p.d, DIRTY_LEN);
+    qpvrdma_create_mr(p.d, p.pd, src, DIRTY_LEN, PVRDMA_ACCESS_LOCAL_WRITE);
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate-set-parameters', "
+                    "'arguments': { 'max-bandwidth': %u, "
+                    "'downtime-limit': 20 } }", 4u << 20);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    to = qtest_pc_boot("%s -incoming %s", p.d->args, uri);
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate', 'arguments': "
+                    "{ 'uri': %s } }", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    for (unsigned i = 0; i < DIRTY_N; i++) {
+        uint64_t at = mr + (uint64_t)i * DIRTY_STEP;
+        QDict *r;
+        uint64_t sent;
+        int waited = 0;
+
+        /*
+         * wait until the RAM pass is past this region: it goes in address
+         * order, and what it sent before the MR is a few pages
+         */
+        do {
+            g_usleep(10 * 1000);
+            g_assert_cmpint(++waited, <, 6000);
+            rsp = qtest_qmp(p.d->qts, "{ 'execute': 'query-migrate' }");
+            r = qdict_get_qdict(qdict_get_qdict(rsp, "return"), "ram");
+            sent = r ? qdict_get_int(r, "normal") * 4096 : 0;
+            qobject_unref(rsp);
+        } while (sent < (uint64_t)(i + 1) * DIRTY_STEP + DIRTY_LEN);
+        fill(p.d, src, DIRTY_LEN, 0x10 + i);
+        qpvrdma_send_wr(p.d, &p.a, PVRDMA_WR_RDMA_WRITE, 0xa0 + i, src,
+                        DIRTY_LEN, key + 256, at, rkey);
+        qpvrdma_expect_cqe(p.d, &p.cq, 0xa0 + i, PVRDMA_WC_RDMA_WRITE,
+                           PVRDMA_WC_SUCCESS, DIRTY_LEN);
+        qtest_memread(p.d->qts, at, want + i * DIRTY_LEN, DIRTY_LEN);
+    }
+    /* still in precopy: the writes above came after their pages went */
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'query-migrate' }");
+    g_assert_cmpstr(qdict_get_str(qdict_get_qdict(rsp, "return"), "status"),
+                    ==, "active");
+    qobject_unref(rsp);
+    rsp = qtest_qmp(p.d->qts, "{ 'execute': 'migrate-set-parameters', "
+                    "'arguments': { 'max-bandwidth': 0 } }");
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    st = qpvrdma_mig_wait(p.d->qts, NULL);
+    g_assert_cmpstr(st, ==, "completed");
+    qtest_qmp_eventwait(to->qts, "RESUME");
+    unlink(sock);
+    for (unsigned i = 0; i < DIRTY_N; i++) {
+        qtest_memread(to->qts, mr + (uint64_t)i * DIRTY_STEP, got,
+                      DIRTY_LEN);
+        g_assert_cmpmem(got, DIRTY_LEN, want + i * DIRTY_LEN, DIRTY_LEN);
+    }
+    qtest_shutdown(to);
+    qpvrdma_stop(p.d);
+}
+
 /* A VMState stream into a destination that expects the blob: refused */
 static void test_migration_blob_mismatch(void)
 {
@@ -1012,6 +1107,7 @@ void pvrdma_add_migration_tests(void)
                    test_migration_blob_mismatch);
     qtest_add_func("/pvrdma/migration/other-build",
                    test_migration_other_build);
+    qtest_add_func("/pvrdma/migration/dirty", test_migration_dirty);
     if (getenv("PVRDMA_BENCH_MIG")) {
         qtest_add_func("/pvrdma/bench/migration", bench_migration);
     }

@@ -303,6 +303,70 @@ static void test_read(void)
     x_fini(&x);
 }
 
+/* Is the page of side's MR holding S_IOVA + off reported dirty? */
+static bool side_dirty(Side *s, uint64_t off)
+{
+    uint64_t page0 = s->mr.iova & ~(uint64_t)(FH_PAGE - 1);
+    uint64_t va = S_IOVA + off;
+
+    return fh_dirty_page(&s->v->d.h, s->mr.pages[(va - page0) / FH_PAGE]);
+}
+
+/*
+ * A READ and an atomic the peer executes write this VM's memory through
+ * the peer's mapping, which this QEMU's dirty logging cannot see: when the
+ * peer answers, the requester reports its buffers dirty (for a
+ * migration's RAM passes).  A SEND or WRITE the peer receives is written
+ * by the peer's device into its own memory, which reports it there.
+ */
+static void test_dirty(void)
+{
+    X x;
+    Side *sa = &x.sa, *sb = &x.sb;
+    struct pvrdma_sge g;
+    struct pvrdma_sq_wqe_hdr w = { 0 };
+
+    x_setup(&x, 7);
+    fh_dirty_clear(&x.a.d.h);
+    fh_dirty_clear(&x.b.d.h);
+    g = mr_sge(sa, 2 * FH_PAGE + 100, 3000);
+    rdma_wqe(sa, 0xa1, PVRDMA_WR_RDMA_READ, &g, 1, S_IOVA, sb->mr.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 3000);
+    g_assert_true(side_dirty(sa, 2 * FH_PAGE + 100));
+    g_assert_true(side_dirty(sa, 2 * FH_PAGE + 3099));
+    g_assert_false(side_dirty(sa, 0));
+    g_assert_false(side_dirty(sb, 0));      /* only read there */
+
+    /* fetch-and-add: the local result word at the requester */
+    fh_dirty_clear(&x.a.d.h);
+    g = mr_sge(sa, 5 * FH_PAGE, 8);
+    w.wr_id = 0xa2;
+    w.opcode = PVRDMA_WR_ATOMIC_FETCH_AND_ADD;
+    w.send_flags = PVRDMA_SEND_SIGNALED;
+    w.wr.atomic.remote_addr = S_IOVA + 3 * FH_PAGE;
+    w.wr.atomic.compare_add = 1;
+    w.wr.atomic.rkey = sb->mr.rkey;
+    post_send(&x.a.d, &sa->qp, &w, &g, 1);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_FETCH_ADD, 8);
+    g_assert_true(side_dirty(sa, 5 * FH_PAGE));
+    g_assert_true(side_dirty(sb, 3 * FH_PAGE));     /* its device wrote it */
+
+    /* RDMA WRITE: the target, reported by the device that wrote it */
+    fh_dirty_clear(&x.a.d.h);
+    fh_dirty_clear(&x.b.d.h);
+    g = mr_sge(sa, 0, 5000);
+    rdma_wqe(sa, 0xa3, PVRDMA_WR_RDMA_WRITE, &g, 1, S_IOVA + 6 * FH_PAGE,
+             sb->mr.rkey, 0);
+    PUMP(&x.a, &x.b);
+    side_expect_cqe(sa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 5000);
+    g_assert_true(side_dirty(sb, 6 * FH_PAGE));
+    g_assert_true(side_dirty(sb, 6 * FH_PAGE + 4999));
+    g_assert_false(side_dirty(sa, 0));
+    x_fini(&x);
+}
+
 static void test_atomics(void)
 {
     X x;
@@ -680,6 +744,7 @@ void cr_add_data_tests(void)
 {
     g_test_add_func("/pvrdma/cr/send", test_send);
     g_test_add_func("/pvrdma/cr/write", test_write);
+    g_test_add_func("/pvrdma/cr/dirty", test_dirty);
     g_test_add_func("/pvrdma/cr/burst-socket", test_burst_socket);
     g_test_add_func("/pvrdma/cr/burst-ring", test_burst_ring);
     g_test_add_func("/pvrdma/cr/features/no-rings", test_features_no_rings);
