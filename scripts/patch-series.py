@@ -325,18 +325,16 @@ and migration streams; each must get an error status or an error
 completion, never a crash or a hang."""),
     dict(subject='docs: add pvrdma user and design documentation',
          files=['docs/system/devices/pvrdma.rst',
-                'docs/system/devices/pvrdma-bench-coresident.svg',
                 'docs/devel/pvrdma.rst',
                 'docs/interop/pvrdma-coresident.rst'],
          hooks=['docs/system/device-emulation.rst',
                 'docs/devel/index-internals.rst',
                 'docs/interop/index.rst'],
          body="""\
-docs/system/devices/pvrdma.rst: what the device is, its properties and
-transports, command lines for one VM, two VMs on one host, RoCEv2 to
-soft-RoCE or a RoCE NIC and a host HCA, migration, the monitor
-commands, and its limits, with a plot of the co-resident transport's
-latency and bandwidth against soft-RoCE's.  docs/devel/pvrdma.rst: the
+docs/system/devices/pvrdma.rst: what the device is, its transports,
+command lines for one VM, two VMs on one host (and who may trust whom),
+RoCEv2 to soft-RoCE or a RoCE NIC and a host HCA, migration, libvirt,
+the properties and monitor commands, and its limits.  docs/devel/pvrdma.rst: the
 design (layers, the life of a send on each transport, threading, how
 guest input is checked, migration).  docs/interop/pvrdma-coresident.rst:
 the protocol two devices in two QEMU processes on one host speak

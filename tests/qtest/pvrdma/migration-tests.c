@@ -8,6 +8,7 @@
 #include "qemu/osdep.h"
 #include "libqtest.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "libqos/pvrdma.h"
 #include "hw/pci/pci_regs.h"
 #include "qobject/qdict.h"
@@ -1040,7 +1041,7 @@ static void bench_idle(void)
 static void bench_mr_downtime(void)
 {
     const char *env = getenv("PVRDMA_BENCH_MR_MIB");
-    uint64_t mib = env ? strtoull(env, NULL, 0) : 0;
+    uint64_t mib = 0;
     g_autofree char *extra = NULL;
     g_autofree char *sock = g_strdup_printf("%s/pvrdma-mrdt-%d.sock",
                                             g_get_tmp_dir(), getpid());
@@ -1052,7 +1053,7 @@ static void bench_mr_downtime(void)
     QDict *rsp, *r;
     Pair p;
 
-    if (!mib || mib > 1024) {
+    if (!env || qemu_strtou64(env, NULL, 0, &mib) || !mib || mib > 1024) {
         g_test_skip("a benchmark: set PVRDMA_BENCH_MR_MIB=MIB (1..1024)");
         return;
     }
