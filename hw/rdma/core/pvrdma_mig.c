@@ -139,10 +139,25 @@ static uint64_t hold_left(const PvrdmaQP *qp, int64_t now)
     return MAX(qp->hold_until - now, 1);
 }
 
-/* What the save collects besides the records: pages, slots, transports */
-typedef struct MigPools {
-    GArray *pages, *slots, *tp;
-} MigPools;
+typedef PvrdmaMigPools MigPools;
+
+void pvrdma_mig_pools_init(MigPools *p)
+{
+    p->pages = g_array_new(false, false, sizeof(uint64_t));
+    p->slots = g_array_new(false, false, sizeof(PvrdmaMigSlot));
+    p->tp = g_array_new(false, false, sizeof(PvrdmaMigTp));
+}
+
+void pvrdma_mig_pools_give(MigPools *p, PvrdmaMigImage *m)
+{
+    m->npages = p->pages->len;
+    m->pages = (uint64_t *)g_array_free(p->pages, !m->npages);
+    m->nslots = p->slots->len;
+    m->slots = (PvrdmaMigSlot *)g_array_free(p->slots, !m->nslots);
+    m->ntp = p->tp->len;
+    m->tp = (PvrdmaMigTp *)g_array_free(p->tp, !m->ntp);
+    *p = (MigPools) { 0 };
+}
 
 /* n pages appended to the pool: their first index */
 static uint32_t save_pages(MigPools *p, const uint64_t *gpa, uint32_t n)
@@ -332,12 +347,9 @@ static void save_objects(MigPools *p, PvrdmaMigImage *m, PvrdmaCore *c)
 void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *m)
 {
     int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
-    MigPools p = {
-        g_array_new(false, false, sizeof(uint64_t)),
-        g_array_new(false, false, sizeof(PvrdmaMigSlot)),
-        g_array_new(false, false, sizeof(PvrdmaMigTp)),
-    };
+    MigPools p;
 
+    pvrdma_mig_pools_init(&p);
     pvrdma_mig_image_clear(m);
     m->magic = PVRDMA_MIG_IMAGE_MAGIC;
     for (unsigned i = 0; i < PVRDMA_MIG_NLIMITS; i++) {
@@ -353,12 +365,7 @@ void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *m)
     m->cursor[2] = c->cq.next;
     m->cursor[3] = c->qp.next;
     m->cursor[4] = c->srq.next;
-    m->npages = p.pages->len;
-    m->pages = (uint64_t *)g_array_free(p.pages, !m->npages);
-    m->nslots = p.slots->len;
-    m->slots = (PvrdmaMigSlot *)g_array_free(p.slots, !m->nslots);
-    m->ntp = p.tp->len;
-    m->tp = (PvrdmaMigTp *)g_array_free(p.tp, !m->ntp);
+    pvrdma_mig_pools_give(&p, m);
     trace_pvrdma_state_saved(c->qp.used, c->mr.used,
                              g_get_monotonic_time() - t0);
 }

@@ -205,10 +205,7 @@ void pvrdma_core_save(PvrdmaCore *c, GByteArray *b)
 /* ------------------------------------------------------------------ */
 /* Parse                                                               */
 
-/* What the parse collects besides the records: pages, slots, transports */
-typedef struct BlobPools {
-    GArray *pages, *slots, *tp;
-} BlobPools;
+typedef PvrdmaMigPools BlobPools;
 
 /*
  * A count of records of at least min bytes each, bounded by what is left
@@ -424,12 +421,9 @@ static void get_records(MigReader *r, BlobPools *p, PvrdmaMigImage *m,
 static bool get_image(MigReader *r, PvrdmaMigImage *m)
 {
     uint32_t magic = get32(r), version = get32(r);
-    BlobPools p = {
-        g_array_new(false, false, sizeof(uint64_t)),
-        g_array_new(false, false, sizeof(PvrdmaMigSlot)),
-        g_array_new(false, false, sizeof(PvrdmaMigTp)),
-    };
+    BlobPools p;
 
+    pvrdma_mig_pools_init(&p);
     if (r->err || magic != PVRDMA_MIG_MAGIC) {
         mig_fail(r, "not a pvrdma state");
     } else if (version < 1 || version > PVRDMA_MIG_VERSION) {
@@ -439,12 +433,7 @@ static bool get_image(MigReader *r, PvrdmaMigImage *m)
         get_records(r, &p, m, version);
     }
     /* the pools are the image's, freed with it, even on a failure */
-    m->npages = p.pages->len;
-    m->pages = (uint64_t *)g_array_free(p.pages, !m->npages);
-    m->nslots = p.slots->len;
-    m->slots = (PvrdmaMigSlot *)g_array_free(p.slots, !m->nslots);
-    m->ntp = p.tp->len;
-    m->tp = (PvrdmaMigTp *)g_array_free(p.tp, !m->ntp);
+    pvrdma_mig_pools_give(&p, m);
     return !r->err;
 }
 

@@ -159,4 +159,16 @@ bool pvrdma_mig_image_load(PvrdmaCore *c, const PvrdmaMigImage *img,
                            char **err);
 void pvrdma_mig_image_clear(PvrdmaMigImage *img);
 
+/*
+ * The core's own (pvrdma_mig.c, pvrdma_mig_blob.c): what a save or a
+ * blob's parse collects besides an image's records, the page pool, the
+ * send slots and the transport records, given to the image at the end
+ * (pvrdma_mig_pools_give(), even after a failed parse).
+ */
+typedef struct PvrdmaMigPools {
+    GArray *pages, *slots, *tp;
+} PvrdmaMigPools;
+void pvrdma_mig_pools_init(PvrdmaMigPools *p);
+void pvrdma_mig_pools_give(PvrdmaMigPools *p, PvrdmaMigImage *m);
+
 #endif
