@@ -136,6 +136,128 @@ static void set_ack_timeout(struct rdma_cm_id *id)
     }
 }
 
+/* The mutant kinds of --mutate, in enum order */
+static int parse_mutant(const char *arg)
+{
+    static const char *const kinds[] = {
+        "data", "imm", "len", "opcode", "guard-before", "guard-after",
+        "guard-far",
+    };
+
+    for (int i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++) {
+        if (!strcmp(arg, kinds[i])) {
+            return i;
+        }
+    }
+    die(EX_SETUP, "--mutate: unknown kind '%s'", arg);
+}
+
+/* One option c with its argument optarg; *ops takes -o's list */
+static void parse_opt(int c, const char **ops)
+{
+    int i;
+
+    switch (c) {
+    case 'p':
+        cfg.port = parse_num(optarg, "port");
+        break;
+    case 'b':
+        if (inet_pton(AF_INET, optarg, &cfg.bind) != 1) {
+            die(EX_SETUP, "-b wants an IPv4 address, not '%s'", optarg);
+        }
+        cfg.has_bind = 1;
+        break;
+    case 't':
+        for (i = 0; i < 3; i++) {
+            if (!strcmp(optarg, mode_names[i])) {
+                break;
+            }
+        }
+        if (i == 3) {
+            die(EX_SETUP, "-t wants rc, ud or srq");
+        }
+        cfg.mode = i;
+        break;
+    case 'o':
+        *ops = optarg;
+        break;
+    case 's':
+        parse_sizes(optarg);
+        break;
+    case 'S':
+        cfg.smax = parse_num(optarg, "max size");
+        break;
+    case 'n':
+        cfg.count = parse_num(optarg, "count");
+        break;
+    case 'D':
+        cfg.duration = strtod(optarg, NULL);
+        if (cfg.duration <= 0) {
+            die(EX_SETUP, "bad duration '%s'", optarg);
+        }
+        break;
+    case 'q':
+        cfg.depth = parse_num(optarg, "depth");
+        break;
+    case 'g':
+        cfg.sges = parse_num(optarg, "sges");
+        break;
+    case 1:
+        cfg.seed = parse_num(optarg, "seed");
+        break;
+    case 'T':
+        cfg.timeout = parse_num(optarg, "timeout");
+        break;
+    case 2:
+        cfg.corrupt = parse_num(optarg, "corrupt");
+        break;
+    case 4:
+        cfg.mutate = parse_mutant(optarg);
+        break;
+    case 3:
+        cfg.ack_timeout = parse_num(optarg, "ack timeout");
+        if (cfg.ack_timeout < 1 || cfg.ack_timeout > 31) {
+            die(EX_SETUP, "--ack-timeout wants 1 to 31");
+        }
+        break;
+    case 'v':
+        cfg.verbose++;
+        break;
+    case 'h':
+        usage(stdout);
+        exit(0);
+    default:
+        usage(stderr);
+        exit(EX_SETUP);
+    }
+}
+
+/* The operations to run: -o's list, or every one the mode has */
+static void parse_op_set(const char *ops)
+{
+    int i;
+
+    if (ops) {
+        parse_ops(ops);
+    } else if (cfg.mode == MODE_UD) {
+        cfg.ops = (1u << OP_SEND) | (1u << OP_SEND_IMM);
+    } else {
+        cfg.ops = (1u << NOPS) - 1;
+    }
+    if (cfg.mode == MODE_UD && (cfg.ops & ~((1u << OP_SEND) |
+                                            (1u << OP_SEND_IMM)))) {
+        die(EX_SETUP, "ud mode supports only send and send_imm (-o)");
+    }
+    if (!cfg.ops) {
+        die(EX_SETUP, "no operation (-o)");
+    }
+    for (i = 0; i < NOPS; i++) {
+        if (cfg.ops & (1u << i)) {
+            cfg.op_list[cfg.nops++] = i;
+        }
+    }
+}
+
 void parse_args(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -158,98 +280,12 @@ void parse_args(int argc, char **argv)
         { "help", 0, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int c, i;
     const char *ops = NULL;
+    int c;
 
     while ((c = getopt_long(argc, argv, "p:b:t:o:s:S:n:D:q:g:T:vh", lo,
                             NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            cfg.port = parse_num(optarg, "port");
-            break;
-        case 'b':
-            if (inet_pton(AF_INET, optarg, &cfg.bind) != 1) {
-                die(EX_SETUP, "-b wants an IPv4 address, not '%s'", optarg);
-            }
-            cfg.has_bind = 1;
-            break;
-        case 't':
-            for (i = 0; i < 3; i++) {
-                if (!strcmp(optarg, mode_names[i])) {
-                    break;
-                }
-            }
-            if (i == 3) {
-                die(EX_SETUP, "-t wants rc, ud or srq");
-            }
-            cfg.mode = i;
-            break;
-        case 'o':
-            ops = optarg;
-            break;
-        case 's':
-            parse_sizes(optarg);
-            break;
-        case 'S':
-            cfg.smax = parse_num(optarg, "max size");
-            break;
-        case 'n':
-            cfg.count = parse_num(optarg, "count");
-            break;
-        case 'D':
-            cfg.duration = strtod(optarg, NULL);
-            if (cfg.duration <= 0) {
-                die(EX_SETUP, "bad duration '%s'", optarg);
-            }
-            break;
-        case 'q':
-            cfg.depth = parse_num(optarg, "depth");
-            break;
-        case 'g':
-            cfg.sges = parse_num(optarg, "sges");
-            break;
-        case 1:
-            cfg.seed = parse_num(optarg, "seed");
-            break;
-        case 'T':
-            cfg.timeout = parse_num(optarg, "timeout");
-            break;
-        case 2:
-            cfg.corrupt = parse_num(optarg, "corrupt");
-            break;
-        case 4: {
-            static const char *const kinds[] = {
-                "data", "imm", "len", "opcode", "guard-before", "guard-after",
-                "guard-far",
-            };
-
-            cfg.mutate = -1;
-            for (i = 0; i < (int)(sizeof(kinds) / sizeof(kinds[0])); i++) {
-                if (!strcmp(optarg, kinds[i])) {
-                    cfg.mutate = i;
-                }
-            }
-            if (cfg.mutate < 0) {
-                die(EX_SETUP, "--mutate: unknown kind '%s'", optarg);
-            }
-            break;
-        }
-        case 3:
-            cfg.ack_timeout = parse_num(optarg, "ack timeout");
-            if (cfg.ack_timeout < 1 || cfg.ack_timeout > 31) {
-                die(EX_SETUP, "--ack-timeout wants 1 to 31");
-            }
-            break;
-        case 'v':
-            cfg.verbose++;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            usage(stderr);
-            exit(EX_SETUP);
-        }
+        parse_opt(c, &ops);
     }
     if (optind < argc && !strcmp(argv[optind], "server") &&
         optind + 1 == argc) {
@@ -260,25 +296,7 @@ void parse_args(int argc, char **argv)
         usage(stderr);
         exit(EX_SETUP);
     }
-    if (ops) {
-        parse_ops(ops);
-    } else if (cfg.mode == MODE_UD) {
-        cfg.ops = (1u << OP_SEND) | (1u << OP_SEND_IMM);
-    } else {
-        cfg.ops = (1u << NOPS) - 1;
-    }
-    if (cfg.mode == MODE_UD && (cfg.ops & ~((1u << OP_SEND) |
-                                            (1u << OP_SEND_IMM)))) {
-        die(EX_SETUP, "ud mode supports only send and send_imm (-o)");
-    }
-    if (!cfg.ops) {
-        die(EX_SETUP, "no operation (-o)");
-    }
-    for (i = 0; i < NOPS; i++) {
-        if (cfg.ops & (1u << i)) {
-            cfg.op_list[cfg.nops++] = i;
-        }
-    }
+    parse_op_set(ops);
     if (cfg.depth < 1 || cfg.depth > 1024) {
         die(EX_SETUP, "-q must be 1..1024");
     }

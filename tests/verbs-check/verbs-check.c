@@ -270,74 +270,103 @@ static void mutate(struct ibv_send_wr *w, const struct msg *m, uint64_t k)
     }
 }
 
-static void post_msg(void)
-{
-    uint64_t k = g.next_k;
-    struct slot *s = &g.slots[k % cfg.depth];
+/* One message being posted: its slot, parameters and work requests */
+struct post {
+    uint64_t k;
+    struct slot *s;
     struct msg m;
-    struct ibv_send_wr wr[3], *first = &wr[0], *w;
+    struct ibv_send_wr wr[3], *w;   /* w: the message's own request */
     struct ibv_sge sge[MAX_SGES], xsge[2];
-    int j, corrupt = 0;
-    uint64_t remote;
+    int corrupt;
+};
 
-    msg_params(g.mydir, k, &m);
-    s->k = k;
-    s->op = m.op;
-    s->size = m.size;
+/* The slot's buffers as the message's SGEs, cut as msg_params() says */
+static void post_parts(struct post *p)
+{
+    struct slot *s = p->s;
+
+    s->k = p->k;
+    s->op = p->m.op;
+    s->size = p->m.size;
     s->nparts = 0;
-    for (j = 0; j < g.nsg; j++) {
-        uint32_t len = m.cut[j + 1] - m.cut[j];
+    for (int j = 0; j < g.nsg; j++) {
+        uint32_t len = p->m.cut[j + 1] - p->m.cut[j];
 
         if (!len) {
             continue;
         }
-        s->part[s->nparts].p = s->reg[j] + m.misalign[j];
+        s->part[s->nparts].p = s->reg[j] + p->m.misalign[j];
         s->part[s->nparts].len = len;
         s->part[s->nparts].lkey = s->reg_lkey[j];
-        s->part_off[s->nparts] = m.cut[j];
-        sge[s->nparts].addr = (uintptr_t)s->part[s->nparts].p;
-        sge[s->nparts].length = len;
-        sge[s->nparts].lkey = s->reg_lkey[j];
+        s->part_off[s->nparts] = p->m.cut[j];
+        p->sge[s->nparts].addr = (uintptr_t)s->part[s->nparts].p;
+        p->sge[s->nparts].length = len;
+        p->sge[s->nparts].lkey = s->reg_lkey[j];
         s->nparts++;
     }
-    if (cfg.corrupt >= 0 && !g.corrupt_done && k >= (uint64_t)cfg.corrupt &&
-        mutable(&m)) {
-        corrupt = 1;
-        g.corrupt_done = 1;
-        fprintf(stderr, "verbs-check: corrupting message %" PRIu64
-                " (%s, %u bytes%s%s)\n", k, op_names[m.op], m.size,
-                cfg.mutate ? ", mutant " : "",
-                cfg.mutate ? mutant_names[cfg.mutate] : "");
+}
+
+/* --corrupt: the first message from that number on that can be spoilt */
+static int post_corrupt_now(const struct post *p)
+{
+    if (cfg.corrupt < 0 || g.corrupt_done || p->k < (uint64_t)cfg.corrupt ||
+        !mutable(&p->m)) {
+        return 0;
     }
-    memset(wr, 0, sizeof(wr));
-    w = &wr[0];
-    switch (m.op) {
+    g.corrupt_done = 1;
+    fprintf(stderr, "verbs-check: corrupting message %" PRIu64
+            " (%s, %u bytes%s%s)\n", p->k, op_names[p->m.op], p->m.size,
+            cfg.mutate ? ", mutant " : "",
+            cfg.mutate ? mutant_names[cfg.mutate] : "");
+    return 1;
+}
+
+/*
+ * An extra request ahead of the message's own (a mutant's): wr[0], the
+ * message's then goes in wr[1].
+ */
+static uint8_t *post_extra(struct post *p, uint32_t len,
+                           enum ibv_wr_opcode op, enum ibv_wc_opcode wc)
+{
+    uint8_t *buf = ctrl_buf_wr(p->w, &p->xsge[0], len, op, p->k, K_EXTRA,
+                               wc, 0);
+
+    p->w->next = &p->wr[1];
+    return buf;
+}
+
+/* The local buffers before the post: the pattern to send, the guards */
+static void post_payload(struct post *p)
+{
+    struct slot *s = p->s;
+
+    switch (p->m.op) {
     case OP_SEND:
     case OP_SEND_IMM:
     case OP_WRITE:
     case OP_WRITE_IMM:
-        for (j = 0; j < s->nparts; j++) {
-            pat_fill(s->part[j].p, s->part[j].len, m.key, s->part_off[j]);
+        for (int j = 0; j < s->nparts; j++) {
+            pat_fill(s->part[j].p, s->part[j].len, p->m.key,
+                     s->part_off[j]);
         }
-        if (corrupt && cfg.mutate == MUT_DATA) {
-            corrupt_byte(s, m.size / 2);
+        if (p->corrupt && cfg.mutate == MUT_DATA) {
+            corrupt_byte(s, p->m.size / 2);
         }
-        if (corrupt && cfg.mutate == MUT_GUARD_FAR) {
+        if (p->corrupt && cfg.mutate == MUT_GUARD_FAR) {
             /* first, one byte at the last of the slot's data range */
-            uint8_t *p = ctrl_buf_wr(w, &xsge[0], 1, IBV_WR_RDMA_WRITE, k,
-                                     K_EXTRA, IBV_WC_RDMA_WRITE, 0);
+            uint8_t *b = post_extra(p, 1, IBV_WR_RDMA_WRITE,
+                                    IBV_WC_RDMA_WRITE);
 
-            *p = GUARD ^ 0xff;
-            w->wr.rdma.remote_addr = g.peer_raddr +
-                                     (k % cfg.depth) * g.wstride + m.woff +
-                                     g.cap - 1;
-            w->wr.rdma.rkey = g.peer_rkey;
-            w->next = &wr[1];
-            w = &wr[1];
+            *b = GUARD ^ 0xff;
+            p->w->wr.rdma.remote_addr = g.peer_raddr +
+                                        (p->k % cfg.depth) * g.wstride +
+                                        p->m.woff + g.cap - 1;
+            p->w->wr.rdma.rkey = g.peer_rkey;
+            p->w = &p->wr[1];
         }
         break;
     case OP_READ:
-        for (j = 0; j < s->nparts; j++) {
+        for (int j = 0; j < s->nparts; j++) {
             memset(s->part[j].p - PAD, GUARD, s->part[j].len + 2 * PAD);
         }
         break;
@@ -345,95 +374,130 @@ static void post_msg(void)
         memset(s->atom, GUARD, 8);
         break;
     }
-    remote = g.peer_raddr;
-    switch (m.op) {
+}
+
+/* SEND, WRITE and their _WITH_IMM */
+static void post_wr_data(struct post *p)
+{
+    struct ibv_send_wr *w = p->w;
+
+    if (p->m.op == OP_SEND || p->m.op == OP_SEND_IMM) {
+        w->opcode = p->m.op == OP_SEND ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+        w->imm_data = htobe32(p->m.imm);
+        w->wr_id = sq_push(p->k, K_MSG, IBV_WC_SEND, 1);
+        set_ud(w);
+        return;
+    }
+    w->opcode = p->m.op == OP_WRITE ? IBV_WR_RDMA_WRITE :
+                IBV_WR_RDMA_WRITE_WITH_IMM;
+    w->imm_data = htobe32(p->m.imm);
+    w->wr.rdma.remote_addr = g.peer_raddr + (p->k % cfg.depth) * g.wstride +
+                             p->m.woff;
+    w->wr.rdma.rkey = g.peer_rkey;
+    w->wr_id = sq_push(p->k, K_MSG, IBV_WC_RDMA_WRITE,
+                       p->m.op == OP_WRITE_IMM);
+}
+
+static void post_wr_read(struct post *p)
+{
+    uint64_t remote = g.peer_raddr;
+
+    if (p->corrupt) {
+        /* overwrite one byte of the peer's read source first */
+        uint64_t o = p->m.roff + p->m.size / 2;
+        uint8_t *b = post_extra(p, 1, IBV_WR_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+
+        *b = pat_byte(pkey_of(!g.mydir, 0, 6), o) ^ 0xff;
+        p->w->wr.rdma.remote_addr = remote + g.rsrc_off + o;
+        p->w->wr.rdma.rkey = g.peer_rkey;
+        p->w = &p->wr[1];
+    }
+    p->w->opcode = IBV_WR_RDMA_READ;
+    p->w->wr.rdma.remote_addr = remote + g.rsrc_off + p->m.roff;
+    p->w->wr.rdma.rkey = g.peer_rkey;
+    p->w->wr_id = sq_push(p->k, K_MSG, IBV_WC_RDMA_READ, 1);
+    p->s->roff = p->m.roff;
+}
+
+/* Fetch-and-add and compare-and-swap on the peer's counter m.ctr */
+static void post_wr_atomic(struct post *p)
+{
+    struct slot *s = p->s;
+    const struct msg *m = &p->m;
+    uint64_t remote = g.peer_raddr + g.ctr_off + 8 * m->ctr;
+    struct ibv_send_wr *w;
+
+    s->ctr = m->ctr;
+    if (p->corrupt) {
+        /* an unannounced fetch-and-add on the same counter first */
+        post_extra(p, 8, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD);
+        p->w->wr.atomic.remote_addr = remote;
+        p->w->wr.atomic.rkey = g.peer_rkey;
+        p->w->wr.atomic.compare_add = 1;
+        p->w = &p->wr[1];
+    }
+    w = p->w;
+    p->sge[0].addr = (uintptr_t)s->atom;
+    p->sge[0].length = 8;
+    p->sge[0].lkey = s->atom_lkey;
+    w->wr.atomic.remote_addr = remote;
+    w->wr.atomic.rkey = g.peer_rkey;
+    s->expect_old = g.pred[m->ctr];
+    if (m->op == OP_FAA) {
+        w->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+        w->wr.atomic.compare_add = m->add;
+        g.pred[m->ctr] += m->add;
+        w->wr_id = sq_push(p->k, K_MSG, IBV_WC_FETCH_ADD, 1);
+    } else {
+        uint64_t cmp = m->cas_match ? g.pred[m->ctr] :
+                       g.pred[m->ctr] ^ m->miss;
+
+        w->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+        w->wr.atomic.compare_add = cmp;
+        w->wr.atomic.swap = m->swap;
+        if (cmp == g.pred[m->ctr]) {
+            g.pred[m->ctr] = m->swap;
+        }
+        w->wr_id = sq_push(p->k, K_MSG, IBV_WC_COMP_SWAP, 1);
+    }
+    s->nparts = 1;
+}
+
+static void post_msg(void)
+{
+    struct post p = { .k = g.next_k };
+
+    p.s = &g.slots[p.k % cfg.depth];
+    msg_params(g.mydir, p.k, &p.m);
+    post_parts(&p);
+    p.corrupt = post_corrupt_now(&p);
+    p.w = &p.wr[0];
+    post_payload(&p);
+    switch (p.m.op) {
     case OP_SEND:
     case OP_SEND_IMM:
-        w->opcode = m.op == OP_SEND ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
-        w->imm_data = htobe32(m.imm);
-        w->wr_id = sq_push(k, K_MSG, IBV_WC_SEND, 1);
-        set_ud(w);
-        break;
     case OP_WRITE:
     case OP_WRITE_IMM:
-        w->opcode = m.op == OP_WRITE ? IBV_WR_RDMA_WRITE :
-                    IBV_WR_RDMA_WRITE_WITH_IMM;
-        w->imm_data = htobe32(m.imm);
-        w->wr.rdma.remote_addr = remote + (k % cfg.depth) * g.wstride +
-                                 m.woff;
-        w->wr.rdma.rkey = g.peer_rkey;
-        w->wr_id = sq_push(k, K_MSG, IBV_WC_RDMA_WRITE,
-                           m.op == OP_WRITE_IMM);
+        post_wr_data(&p);
         break;
     case OP_READ:
-        if (corrupt) {
-            /* overwrite one byte of the peer's read source first */
-            uint64_t o = m.roff + m.size / 2;
-            uint8_t *p = ctrl_buf_wr(w, &xsge[0], 1, IBV_WR_RDMA_WRITE, k,
-                                     K_EXTRA, IBV_WC_RDMA_WRITE, 0);
-
-            *p = pat_byte(pkey_of(!g.mydir, 0, 6), o) ^ 0xff;
-            w->wr.rdma.remote_addr = remote + g.rsrc_off + o;
-            w->wr.rdma.rkey = g.peer_rkey;
-            w->next = &wr[1];
-            w = &wr[1];
-        }
-        w->opcode = IBV_WR_RDMA_READ;
-        w->wr.rdma.remote_addr = remote + g.rsrc_off + m.roff;
-        w->wr.rdma.rkey = g.peer_rkey;
-        w->wr_id = sq_push(k, K_MSG, IBV_WC_RDMA_READ, 1);
-        s->roff = m.roff;
+        post_wr_read(&p);
         break;
     default:
-        s->ctr = m.ctr;
-        remote += g.ctr_off + 8 * m.ctr;
-        if (corrupt) {
-            /* an unannounced fetch-and-add on the same counter first */
-            ctrl_buf_wr(w, &xsge[0], 8, IBV_WR_ATOMIC_FETCH_AND_ADD, k,
-                        K_EXTRA, IBV_WC_FETCH_ADD, 0);
-            w->wr.atomic.remote_addr = remote;
-            w->wr.atomic.rkey = g.peer_rkey;
-            w->wr.atomic.compare_add = 1;
-            w->next = &wr[1];
-            w = &wr[1];
-        }
-        sge[0].addr = (uintptr_t)s->atom;
-        sge[0].length = 8;
-        sge[0].lkey = s->atom_lkey;
-        w->wr.atomic.remote_addr = remote;
-        w->wr.atomic.rkey = g.peer_rkey;
-        s->expect_old = g.pred[m.ctr];
-        if (m.op == OP_FAA) {
-            w->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-            w->wr.atomic.compare_add = m.add;
-            g.pred[m.ctr] += m.add;
-            w->wr_id = sq_push(k, K_MSG, IBV_WC_FETCH_ADD, 1);
-        } else {
-            uint64_t cmp = m.cas_match ? g.pred[m.ctr] :
-                           g.pred[m.ctr] ^ m.miss;
-
-            w->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-            w->wr.atomic.compare_add = cmp;
-            w->wr.atomic.swap = m.swap;
-            if (cmp == g.pred[m.ctr]) {
-                g.pred[m.ctr] = m.swap;
-            }
-            w->wr_id = sq_push(k, K_MSG, IBV_WC_COMP_SWAP, 1);
-        }
-        s->nparts = 1;
+        post_wr_atomic(&p);
         break;
     }
-    w->sg_list = sge;
-    w->num_sge = s->nparts;
-    w->send_flags = IBV_SEND_SIGNALED;
-    if (corrupt && cfg.mutate != MUT_DATA && cfg.mutate != MUT_GUARD_FAR) {
-        mutate(w, &m, k);
+    p.w->sg_list = p.sge;
+    p.w->num_sge = p.s->nparts;
+    p.w->send_flags = IBV_SEND_SIGNALED;
+    if (p.corrupt && cfg.mutate != MUT_DATA && cfg.mutate != MUT_GUARD_FAR) {
+        mutate(p.w, &p.m, p.k);
     }
-    if (m.op == OP_WRITE) {
-        w->next = &wr[2];
-        ctrl_wr(&wr[2], &xsge[1], CT_ANNOUNCE, k, k, K_ANN, 1);
+    if (p.m.op == OP_WRITE) {
+        p.w->next = &p.wr[2];
+        ctrl_wr(&p.wr[2], &p.xsge[1], CT_ANNOUNCE, p.k, p.k, K_ANN, 1);
     }
-    post_wrs(first, op_names[m.op]);
+    post_wrs(&p.wr[0], op_names[p.m.op]);
     g.next_k++;
 }
 
