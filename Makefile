@@ -57,8 +57,9 @@ series:
 check-series:
 	PVRDMA_SERIES_BISECT=1 scripts/test.sh series
 
-# migration to a build from before VMState (21c4b2b, built in a worktree
-# under build/compat: a few minutes with ccache) and back
+# with a build from before VMState (21c4b2b, built in a worktree under
+# build/compat: a few minutes with ccache): migration both ways, and
+# co-resident peers of the two builds
 check-compat:
 	scripts/check-compat.sh
 

@@ -185,6 +185,51 @@ static void test_cr_peer_add(void)
     qpvrdma_stop(a.d);
 }
 
+/*
+ * Two builds on one host talk: this QEMU and an older build's
+ * (PVRDMA_QEMU_OTHER, scripts/check-compat.sh; else a skip), connected by
+ * management, negotiate their common features and move RC data both ways
+ * (a SEND each way, an RDMA WRITE and a READ from each side).
+ */
+static void test_cr_other_build(void)
+{
+    const char *other = g_getenv("PVRDMA_QEMU_OTHER");
+    g_autofree char *ours = g_strdup(g_getenv("QTEST_QEMU_BINARY"));
+    Peer a, b;
+    int sv[2];
+
+    if (!other) {
+        g_test_skip("PVRDMA_QEMU_OTHER names no older build's QEMU "
+                    "(scripts/check-compat.sh)");
+        return;
+    }
+    peer_start_props(&a, 0, ",coresident=on");
+    g_setenv("QTEST_QEMU_BINARY", other, true);
+    peer_start_props(&b, 1, ",coresident=on");
+    g_setenv("QTEST_QEMU_BINARY", ours, true);
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    qobject_unref(give_peer(a.d, sv[0], "vm1"));
+    qobject_unref(give_peer(b.d, sv[1], "vm0"));
+    close(sv[0]);
+    close(sv[1]);
+    wait_peers(a.d, 1);
+    wait_peers(b.d, 1);
+    peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
+    peers_send(&a, &b, 1, 3, 1, 9000, 5);
+    peers_send(&b, &a, 2, 4, 2, 7000, 6);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa3, a.buf + 100,
+                    5000, a.key, b.buf + 8000, b.key);
+    expect_peer_cqe(&a, 0xa3, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
+    peers_same(&a, 100, &b, 8000, 5000);
+    qpvrdma_send_wr(b.d, &b.qp, PVRDMA_WR_RDMA_READ, 0xb3, b.buf + 200,
+                    3000, b.key, a.buf + 9000, a.key);
+    expect_peer_cqe(&b, 0xb3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 3000);
+    peers_same(&a, 9000, &b, 200, 3000);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+}
+
 /* query-pvrdma's entry for QP qpn of d's one device, or NULL. */
 static QDict *query_qp(QDict *dev, uint32_t qpn)
 {
@@ -684,6 +729,7 @@ void pvrdma_add_coresident_tests(void)
                    test_cr_modify_reset_waits);
     qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
     qtest_add_func("/pvrdma/coresident/peer-add", test_cr_peer_add);
+    qtest_add_func("/pvrdma/coresident/other-build", test_cr_other_build);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
 }
