@@ -78,9 +78,17 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
     return d;
 }
 
+void qpvrdma_unplug(QPvrdma *d)
+{
+    qpci_unplug_acpi_device_test(d->qts, "pvrdma0", PVRDMA_TEST_SLOT);
+    d->unplugged = true;
+}
+
 void qpvrdma_stop(QPvrdma *d)
 {
-    qpci_msix_disable(d->dev);
+    if (!d->unplugged) {
+        qpci_msix_disable(d->dev);
+    }
     g_free(d->dev);
     if (d->qs) {
         qtest_shutdown(d->qs);      /* qos-test stops its own QEMU */

@@ -37,6 +37,7 @@ typedef struct QPvrdma {
     uint64_t async_pages[4], cq_pages[4];
     uint64_t msix_addr;         /* vector v writes its number here + 4*v */
     char *args;                 /* QEMU's command line (for a migration) */
+    bool unplugged;             /* qpvrdma_unplug(): the slot is empty */
     uint32_t version;           /* min(the DSR driver version, REG_VERSION) */
     /*
      * The QP handles the driver knows (CREATE_QP answered, DESTROY_QP not
@@ -59,6 +60,11 @@ typedef struct QPvrdmaRing {
 
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...) G_GNUC_PRINTF(1, 2);
 void qpvrdma_stop(QPvrdma *d);
+/*
+ * Hot-unplug the device's slot (the vmxnet3 and pvrdma) as a guest that
+ * ejects it through ACPI does; returns when QEMU says a device went.
+ */
+void qpvrdma_unplug(QPvrdma *d);
 /*
  * Migrate the VM to a new QEMU with the same command line (over a unix
  * socket, libqos's migrate()); d then drives the new one.

@@ -644,6 +644,90 @@ static void test_cr_modify_reset_waits(void)
     rm_dir(dir);
 }
 
+/* The pvrdma devices query-pvrdma lists on d's QEMU (which answers). */
+static int64_t devices_left(QPvrdma *d)
+{
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': 'query-pvrdma' }");
+    int64_t n = qlist_size(qdict_get_qlist(r, "return"));
+
+    qobject_unref(r);
+    return n;
+}
+
+/*
+ * Hot-unplug while a fence waits: a's SEND waits at b for a receive, b's
+ * QEMU does not run (SIGSTOP), a's MODIFY_QP to RESET waits for b's answer;
+ * then the guest ejects a's slot.  The device goes with its transport and
+ * the fence (nothing of it is used after it is freed: the sanitizer suite
+ * runs this too), a's QEMU answers, and b, running again, sees its peer
+ * leave and keeps working.
+ */
+static void test_cr_unplug_during_fence(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b;
+    pid_t pb;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    pb = qtest_pid(b.d->qts);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 64, a.key, 0, 0);
+    g_usleep(50 * 1000);                /* at b, waiting for a receive */
+    g_assert_cmpint(kill(pb, SIGSTOP), ==, 0);
+    g_assert_cmpuint(post_modify_reset(&a), ==, 0);
+    g_usleep(100 * 1000);
+    g_assert_false(qpvrdma_cmd_answered(a.d));
+    qpvrdma_unplug(a.d);
+    g_assert_cmpint(devices_left(a.d), ==, 0);
+    /* the fence's bound passes: nothing is left to fire */
+    qtest_clock_step(a.d->qts, 6000ll * 1000 * 1000);
+    g_assert_cmpint(devices_left(a.d), ==, 0);
+    g_assert_cmpint(kill(pb, SIGCONT), ==, 0);
+    wait_peers(b.d, 0);
+    g_assert_cmpint(devices_left(b.d), ==, 1);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    rm_dir(dir);
+}
+
+/*
+ * Hot-unplug during traffic: 32 SENDs of 16 KiB between two co-resident
+ * devices, then the guest ejects a's slot before they are all done; both
+ * QEMUs go on, b sees a leave, and b's device still works (a new QP with
+ * a third device).
+ */
+static void test_cr_unplug_during_traffic(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    Peer a, b, c;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    for (int i = 0; i < 32; i++) {
+        qpvrdma_post_recv(b.d, &b.qp, 0xb00 + i, b.buf, 16384, b.key);
+        qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa00 + i, a.buf, 16384,
+                        a.key, 0, 0);
+    }
+    qpvrdma_unplug(a.d);
+    g_assert_cmpint(devices_left(a.d), ==, 0);
+    wait_peers(b.d, 0);
+    peer_start(&c, dir, 2);
+    wait_peers(b.d, 1);
+    wait_peers(c.d, 1);
+    qpvrdma_destroy(b.d, PVRDMA_CMD_DESTROY_QP, b.qp.handle);
+    qpvrdma_create_qp(b.d, &b.qp, b.pd, b.cq.handle, b.cq.handle,
+                      PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_create_qp(c.d, &c.qp, c.pd, c.cq.handle, c.cq.handle,
+                      PVRDMA_QPT_RC, 16, 0);
+    qpvrdma_qp_to_rts_gid(b.d, &b.qp, PVRDMA_QPT_RC, c.qp.qpn, peer_gid[2],
+                          7);
+    qpvrdma_qp_to_rts_gid(c.d, &c.qp, PVRDMA_QPT_RC, b.qp.qpn, peer_gid[1],
+                          7);
+    peers_send(&b, &c, 1, 0, 0, 4096, 3);
+    qpvrdma_stop(a.d);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(c.d);
+    rm_dir(dir);
+}
+
 /*
  * A peer's request is served from an fd handler, not the bottom half: with
  * b's MSI-X vectors aimed at b's own CTL register (data RESET), the
@@ -730,6 +814,10 @@ void pvrdma_add_coresident_tests(void)
     qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
     qtest_add_func("/pvrdma/coresident/peer-add", test_cr_peer_add);
     qtest_add_func("/pvrdma/coresident/other-build", test_cr_other_build);
+    qtest_add_func("/pvrdma/coresident/unplug-during-fence",
+                   test_cr_unplug_during_fence);
+    qtest_add_func("/pvrdma/coresident/unplug-during-traffic",
+                   test_cr_unplug_during_traffic);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
 }
