@@ -593,7 +593,7 @@ static bool load_qp_slots(MigLoad *l, PvrdmaQP *qp, const PvrdmaMigQP *r,
         return fail(l, "QP %u: %u send slots, %d left", h, r->nslots,
                     l->m->nslots - l->slot_at);
     }
-    m = l->m->slots + l->slot_at;
+    m = r->nslots ? l->m->slots + l->slot_at : NULL;
     l->slot_at += r->nslots;
     qp->sq.priv = r->sq_priv;
     qp->sq_head = r->sq_head;
