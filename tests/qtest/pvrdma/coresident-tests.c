@@ -93,6 +93,24 @@ static QDict *give_peer(QPvrdma *d, int fd, const char *name)
                      "'arguments': { 'fd': %s } }", name);
 }
 
+/*
+ * As management connects two devices: a socketpair, one end to each QEMU
+ * (named after the other VM), until each sees its peer.
+ */
+static void mgmt_connect(Peer *a, Peer *b)
+{
+    int sv[2];
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
+                    ==, 0);
+    qobject_unref(give_peer(a->d, sv[0], "vm1"));
+    qobject_unref(give_peer(b->d, sv[1], "vm0"));
+    close(sv[0]);
+    close(sv[1]);
+    wait_peers(a->d, 1);
+    wait_peers(b->d, 1);
+}
+
 /* The error class and text of QMP reply r contain want. */
 static void qmp_error_has(QDict *r, const char *want)
 {
@@ -128,14 +146,7 @@ static void test_cr_peer_add(void)
     peer_start_props(&b, 1, ",coresident=on");
     g_usleep(100 * 1000);
     g_assert_cmpuint(peer_count(a.d), ==, 0);
-    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
-                    ==, 0);
-    qobject_unref(give_peer(a.d, sv[0], "vm1"));
-    qobject_unref(give_peer(b.d, sv[1], "vm0"));
-    close(sv[0]);
-    close(sv[1]);
-    wait_peers(a.d, 1);
-    wait_peers(b.d, 1);
+    mgmt_connect(&a, &b);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
     peers_send(&a, &b, 1, 3, 1, 9000, 5);
     qpvrdma_send_wr(b.d, &b.qp, PVRDMA_WR_RDMA_WRITE, 0xb2, b.buf + 100,
@@ -196,7 +207,6 @@ static void test_cr_other_build(void)
     const char *other = g_getenv("PVRDMA_QEMU_OTHER");
     g_autofree char *ours = g_strdup(g_getenv("QTEST_QEMU_BINARY"));
     Peer a, b;
-    int sv[2];
 
     if (!other) {
         g_test_skip("PVRDMA_QEMU_OTHER names no older build's QEMU "
@@ -207,14 +217,7 @@ static void test_cr_other_build(void)
     g_setenv("QTEST_QEMU_BINARY", other, true);
     peer_start_props(&b, 1, ",coresident=on");
     g_setenv("QTEST_QEMU_BINARY", ours, true);
-    g_assert_cmpint(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
-                    ==, 0);
-    qobject_unref(give_peer(a.d, sv[0], "vm1"));
-    qobject_unref(give_peer(b.d, sv[1], "vm0"));
-    close(sv[0]);
-    close(sv[1]);
-    wait_peers(a.d, 1);
-    wait_peers(b.d, 1);
+    mgmt_connect(&a, &b);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
     peers_send(&a, &b, 1, 3, 1, 9000, 5);
     peers_send(&b, &a, 2, 4, 2, 7000, 6);
