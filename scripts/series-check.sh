@@ -117,7 +117,11 @@ build_tree() {
             { bad "$name: configure (tail of $log)"; tail -20 "$log"; return 1; }
     fi
     if ! ninja -C "$bd" qemu-system-x86_64 > "$log" 2>&1; then
-        bad "$name: build (tail of $log)"; grep -m5 -A5 'error' "$log" || tail -20 "$log"
+        # kept: the next commit's build writes $log again
+        local kept
+        kept=$log.fail-$(echo "${name%% (*}" | tr ' /' '--')
+        cp "$log" "$kept" 2>/dev/null || true
+        bad "$name: build ($kept)"; grep -m5 -A5 'error' "$log" || tail -20 "$log"
         return 1
     fi
     # the +ds tarball has no firmware (as scripts/build.sh for build/qemu)
