@@ -128,8 +128,7 @@ pvrdma_info.c takes a typed snapshot of the QPs and transports for the
 monitor commands added later in the series."""),
     dict(subject='hw/rdma: PVRDMA data path: requester, responder, completer',
          files=['hw/rdma/core/pvrdma_comp.c', 'hw/rdma/core/pvrdma_req.c',
-                'hw/rdma/core/pvrdma_resp.c', 'hw/rdma/core/pvrdma_dp.c',
-                'hw/rdma/core/pvrdma_uar.c', 'hw/rdma/core/pvrdma_inject.c'],
+                'hw/rdma/core/pvrdma_resp.c', 'hw/rdma/core/pvrdma_inject.c'],
          body="""\
 The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
 - pvrdma_req.c, the requester: takes the send queue's work requests
@@ -141,16 +140,14 @@ The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
   atomics;
 - pvrdma_comp.c, the completer: writes work completions, with error
   statuses for what the guest got wrong;
-- pvrdma_dp.c and pvrdma_uar.c: the UAR doorbells (QP send/receive, CQ
-  arm and poll, SRQ), which queue work for the run loop (a send doorbell
-  may start up to 16 co-resident sends itself: a message, no copy);
 - pvrdma_inject.c: faults and events injected on purpose (the port,
   async events, command errors, late or missing responses, error
   completions), for testing guest drivers; the monitor command that
   asks for them comes with the other monitor commands."""),
     dict(subject='hw/rdma: PVRDMA command channel and device registers',
          files=['hw/rdma/core/pvrdma_cmd.c', 'hw/rdma/core/pvrdma_init.c',
-                'hw/rdma/core/pvrdma_regs.c'],
+                'hw/rdma/core/pvrdma_regs.c', 'hw/rdma/core/pvrdma_dp.c',
+                'hw/rdma/core/pvrdma_uar.c'],
          body="""\
 The device shared region (DSR) and its command channel: the driver
 writes a request into the command slot page, rings the REQUEST
@@ -159,7 +156,11 @@ decodes every request of ABI versions 17 to 20 (query port, GIDs, PD,
 MR, CQ, SRQ and QP commands, ...), each field checked, and answers
 unknown or malformed ones with an error in the response and the ERR
 register.  pvrdma_init.c activates the DSR (rings, async and CQ
-notification rings) and resets the device; pvrdma_regs.c is BAR 1."""),
+notification rings) and resets the device; pvrdma_regs.c is BAR 1.
+pvrdma_dp.c and pvrdma_uar.c: the UAR doorbells (QP send/receive, CQ
+arm and poll, SRQ), which queue work for the run loop (a send doorbell
+may start up to 16 co-resident sends itself: a message, no copy); the
+run loop holds commands back while a fence answers (pvrdma_cmd.c)."""),
     dict(subject='hw/rdma: PVRDMA migration state',
          files=['include/hw/rdma/pvrdma_mig.h',
                 'hw/rdma/core/pvrdma_mig.c', 'hw/rdma/core/pvrdma_mig_load.c',
