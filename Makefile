@@ -18,7 +18,7 @@ check:
 unit:
 	scripts/test.sh unit
 
-# the libFuzzer targets, a fixed number of executions each (no QEMU build)
+# the libFuzzer targets, a fixed number of executions each
 fuzz:
 	scripts/test.sh fuzz
 

@@ -13,12 +13,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#else
-#include <fcntl.h>
-#include <unistd.h>
-#endif
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>

@@ -9,9 +9,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "coresident_int.h"
 
 CrPeer *cr_peer_for_gid(CrTransport *t, const uint8_t gid[16])

@@ -13,12 +13,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#else
-#define _GNU_SOURCE     /* MSG_CMSG_CLOEXEC */
-#include <unistd.h>
-#endif
 #include "coresident_int.h"
 
 /* Watch p's socket: readable always, writable while sends wait. */

@@ -10,14 +10,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#else
-#define _GNU_SOURCE     /* accept4, MSG_CMSG_CLOEXEC */
-#include <dirent.h>
-#include <fcntl.h>
-#include <unistd.h>
-#endif
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>

@@ -13,13 +13,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#else
-#define _GNU_SOURCE     /* memfd_create, F_ADD_SEALS */
-#include <fcntl.h>
-#include <unistd.h>
-#endif
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include "coresident_int.h"

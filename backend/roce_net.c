@@ -8,9 +8,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "roce_int.h"
 
 int64_t roce_now_ms(RoceTransport *t)

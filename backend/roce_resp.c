@@ -9,9 +9,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "roce_int.h"
 
 const char *roce_in_msg_name(RoceInMsg s)

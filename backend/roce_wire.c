@@ -6,9 +6,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include <string.h>
 #include <zlib.h>
 #include "hw/rdma/roce_wire.h"

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Benchmark of the device core without a guest and without QEMU
-# (tests/bench/bench-core.c, built -O2 against the QEMU-free core and the
+# Benchmark of the device core without a guest and without the device
+# (tests/bench/bench-core.c, built -O2 against the core, QEMU's libqemuutil and the
 # unit tests' fake driver and fake host).  64-byte SEND and RDMA WRITE on RC
 # QPs, 1 QP and 64 QPs, through
 #   - the loopback transport (one device),

@@ -3,7 +3,7 @@
 # stopped) and load (destination: every object re-created, every ring and
 # MR mapped again) for 1 connected QP and for QPS connected QPs with as
 # many MRs.  Twice: the core alone (tests/bench/bench-mig.c, built -O2
-# against the QEMU-free core on the unit tests' fake host, median of RUNS),
+# against the core on the unit tests' fake host, median of RUNS),
 # then in QEMU (the qtest /pvrdma/bench/migration: 2 and QPS QPs created
 # through the command channel, migrated to a second QEMU, the device's
 # device's section in QEMU's vmstate_downtime_save / _load trace events),

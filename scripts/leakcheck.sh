@@ -6,7 +6,7 @@
 # lost, in total and in stacks through the pvrdma code, for a one-cycle
 # baseline and for the full run; fails on any pvrdma loss or any growth.
 #   scripts/leakcheck.sh [CYCLES [RESETS]]      (default 1000 100)
-# The QEMU-free core has its own: make -C tests/unit valgrind.
+# The core has its own: make -C tests/unit valgrind.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"

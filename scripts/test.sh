@@ -9,7 +9,7 @@
 # nested, and nested adds test 43
 # (the host HCA qtests under ASan+UBSan in L1).  guest also runs test 12
 # on Debian 13's and unstable's kernels (PVRDMA_CHECK_KERNELS=0: not),
-# their images built while QEMU builds.  unit and fuzz need no QEMU build; fuzz builds
+# their images built while QEMU builds.  unit and fuzz link the QEMU build's libqemuutil; fuzz builds
 # the libFuzzer targets (clang 14) and runs each for a fixed number of
 # executions (make -C tests/fuzz check, under a minute).  nested boots a VM
 # with soft-RoCE and runs the host HCA tests in it (tests/nested 40 and 41;
@@ -35,8 +35,7 @@ suites=${*:-$default_suites}
 need_qemu=0
 for s in $suites; do
     case $s in
-    unit|fuzz) ;;           # the QEMU-free core only
-    *) need_qemu=1 ;;
+    *) need_qemu=1 ;;       # unit and fuzz too: QEMU's libqemuutil
     esac
 done
 

@@ -1,9 +1,9 @@
-# The QEMU-free pvrdma core: the sources every standalone build links (the
-# unit tests, tests/unit/Makefile, the fuzzers, tests/fuzz/Makefile, and
-# the benchmark, tests/bench/Makefile), glib's flags, and the trace header
-# they compile against.  One place for all three, so a new core file (or
-# trace event) cannot be left out of one of them.  Include it after BUILD
-# is set.
+# The pvrdma core outside the device: the sources every test build links
+# (the unit tests, tests/unit/Makefile, the fuzzers, tests/fuzz/Makefile,
+# and the benchmark, tests/bench/Makefile), the flags and libraries they
+# compile and link with (QEMU's headers and libqemuutil, glib), and the
+# trace header.  One place for all of them, so a new core file (or trace
+# event) cannot be left out of one of them.  Include it after BUILD is set.
 #
 # The core is hw/rdma/core/ (the device's QEMU glue, pvrdma.c and
 # pvrdma_dev_*.c, is its parent folder hw/rdma/).
@@ -38,22 +38,51 @@ CORE_SRCS  := $(sort $(wildcard $(PVRDMA_TOP)/hw/rdma/core/*.c)) \
 # their private headers, which their objects depend on too (pvrdma_int.h,
 # roce_int.h, coresident_int.h)
 CORE_HDRS  := $(wildcard $(PVRDMA_TOP)/hw/rdma/core/*_int.h \
-                         $(PVRDMA_TOP)/backend/*.h \
-                         $(PVRDMA_TOP)/tests/standalone/*.h)
+                         $(PVRDMA_TOP)/backend/*.h)
 
-# the core's environment outside QEMU (pvrdma_port.h includes it)
-STANDALONE_INC := -I$(PVRDMA_TOP)/tests/standalone
+# The core's environment: QEMU's own headers and utility library, as
+# QEMU's tests/unit build against them.  scripts/build.sh makes both
+# (build/src/qemu-*: Debian's QEMU source with this repository overlaid;
+# build/qemu: the build, whose libqemuutil.a also holds the trace
+# functions generated from hw/rdma/trace-events).  Our own headers come
+# first: the overlay's copies are as old as the last build.
+QEMU_BUILD ?= $(PVRDMA_TOP)/build/qemu
+QEMU_SRC   ?= $(firstword $(wildcard $(PVRDMA_TOP)/build/src/qemu-*/include/qemu/osdep.h))
+override QEMU_SRC := $(patsubst %/include/qemu/osdep.h,%,$(QEMU_SRC))
+QEMU_CFLAGS := -iquote $(PVRDMA_TOP)/include -I$(PVRDMA_TOP)/include \
+               -I$(QEMU_BUILD) -I$(QEMU_BUILD)/qapi -I$(QEMU_BUILD)/trace \
+               -isystem $(QEMU_SRC)/linux-headers \
+               -isystem $(QEMU_BUILD)/linux-headers \
+               -iquote $(QEMU_BUILD) -iquote $(QEMU_SRC) \
+               -iquote $(QEMU_SRC)/include \
+               -iquote $(QEMU_SRC)/host/include/x86_64 \
+               -iquote $(QEMU_SRC)/host/include/generic \
+               -mcx16 -msse2 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+               -D_LARGEFILE_SOURCE -fno-strict-aliasing -fno-common -fwrapv
+QEMU_UTIL  := $(QEMU_BUILD)/libqemuutil.a
+# what QEMU links its tests/unit binaries with: libqemuutil and QOM's
+# objects (util/thread-context.c, which libqemuutil's memory helpers
+# pull in, is a QOM type)
+QEMU_LIBS  := $(wildcard $(QEMU_BUILD)/libqom.a.p/*.o) \
+              $(QEMU_BUILD)/libevent-loop-base.a.p/event-loop-base.c.o \
+              -Wl,--start-group $(QEMU_UTIL) -lrt -lm -pthread \
+              -Wl,--end-group
 
 PKG_CONFIG  ?= pkg-config
-GLIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags glib-2.0)
-# and zlib (roce_wire.c's CRC-32), as QEMU links it
-GLIB_LIBS   := $(shell $(PKG_CONFIG) --libs glib-2.0 zlib)
+# what compiles and links the core: QEMU's, glib and zlib (roce_wire.c's
+# CRC-32, as QEMU links it)
+CORE_CFLAGS := $(QEMU_CFLAGS) $(shell $(PKG_CONFIG) --cflags glib-2.0)
+CORE_LIBS   := $(QEMU_LIBS) $(shell $(PKG_CONFIG) --libs glib-2.0 zlib)
 
-# every trace event a no-op: QEMU's build generates the real header
-TRACE_H := $(BUILD)/trace/trace-hw_rdma.h
-$(TRACE_H): $(PVRDMA_TOP)/hw/rdma/trace-events
-	@mkdir -p $(dir $@)
-	sed -n 's/^\(pvrdma_[a-z_0-9]*\)(.*/#define trace_\1(...) do { } while (0)/p' $< > $@
+# QEMU's generated trace header for hw/rdma, checked to be as new as the
+# trace-events it was generated from (else: scripts/build.sh)
+TRACE_H := $(QEMU_BUILD)/trace/trace-hw_rdma.h
+$(TRACE_H) $(QEMU_UTIL): $(PVRDMA_TOP)/hw/rdma/trace-events
+	@if [ ! -f $@ ]; then \
+	    echo "no $@: build QEMU first (scripts/build.sh)" >&2; exit 1; \
+	fi; \
+	echo "$@ is older than hw/rdma/trace-events: rebuild QEMU (scripts/build.sh)" >&2; \
+	exit 1
 
 # the rule above is not the includer's default goal
 .DEFAULT_GOAL := all

@@ -69,6 +69,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>

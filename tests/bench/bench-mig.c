@@ -12,6 +12,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-driver.h"
 #include "hw/rdma/pvrdma_loopback.h"
 #include <getopt.h>

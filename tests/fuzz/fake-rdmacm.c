@@ -3,7 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE
+#include "qemu/osdep.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE
+#include "qemu/osdep.h"
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>

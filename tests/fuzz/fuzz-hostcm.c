@@ -22,7 +22,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE
+#include "qemu/osdep.h"
 #include <arpa/inet.h>
 #include "fake-driver.h"
 #include "fake-hca.h"
@@ -824,7 +824,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *out = getenv("PVRDMA_CM_SEEDS");
 
     verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
-    pvrdma_standalone_log_guest_errors = verbose;
+    fh_log_verbose(verbose);
     if (out) {
         write_seeds(out);
         exit(0);

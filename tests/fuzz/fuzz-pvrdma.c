@@ -12,6 +12,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-host.h"
 #include "fake-hca.h"
 #include "fuzz-pvrdma.h"
@@ -515,7 +516,7 @@ static void step(Fz *f, Input *in)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
-    pvrdma_standalone_log_guest_errors = verbose;
+    fh_log_verbose(verbose);
     return 0;
 }
 

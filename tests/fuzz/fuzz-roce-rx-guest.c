@@ -6,6 +6,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fuzz-roce-rx.h"
 
 /* ------------------------------------------------------------------ */

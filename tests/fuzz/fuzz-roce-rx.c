@@ -62,6 +62,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-driver.h"
 #include "fuzz-input.h"
 #include "hw/rdma/pvrdma_loopback.h"
@@ -1311,7 +1312,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
     verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
     strict = getenv("PVRDMA_ROCE_RX_STRICT") != NULL;
-    pvrdma_standalone_log_guest_errors = verbose;
+    fh_log_verbose(verbose);
     if (dir) {
         roce_rx_write_seeds(dir);
         exit(0);

@@ -16,6 +16,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include <glib.h>
 #include <stdint.h>
 #include <stdio.h>

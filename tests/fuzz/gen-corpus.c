@@ -10,6 +10,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>

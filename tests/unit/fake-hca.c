@@ -3,6 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-hca.h"
 
 static FakeHca *fk(PvrdmaTransport *h)

@@ -3,7 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create, F_ADD_SEALS */
+#include "qemu/osdep.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,13 +13,42 @@
 #include <sys/socket.h>
 #include "fake-host.h"
 
-/* The definitions the standalone core needs (pvrdma_port.h). */
-unsigned pvrdma_standalone_log_guest_errors;
-GString *pvrdma_standalone_host_log;
+GString *fh_host_log;
+static bool fh_verbose;
+
+/*
+ * QEMU's error output (error_report(), warn_report(): the transports'
+ * host warnings, pvrdma_log_host()) instead of libqemuutil's stub, which
+ * prints everything: collected in fh_host_log while a test sets it,
+ * printed only when verbose.
+ */
+int error_vprintf(const char *fmt, va_list ap)
+{
+    if (fh_host_log) {
+        va_list aq;
+
+        va_copy(aq, ap);
+        g_string_append_vprintf(fh_host_log, fmt, aq);
+        va_end(aq);
+    }
+    return fh_verbose ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+int error_vprintf_unless_qmp(const char *fmt, va_list ap)
+{
+    return error_vprintf(fmt, ap);
+}
+
+void fh_log_verbose(bool on)
+{
+    fh_verbose = on;
+    /* the guest errors (pvrdma_log_guest_error(): qemu_log_mask()) */
+    qemu_set_log(on ? LOG_GUEST_ERROR : 0, NULL);
+}
 
 void fh_test_init(int *argc, char ***argv)
 {
-    pvrdma_standalone_log_guest_errors = g_getenv("PVRDMA_UNIT_VERBOSE") != NULL;
+    fh_log_verbose(g_getenv("PVRDMA_UNIT_VERBOSE") != NULL);
     g_test_init(argc, argv, NULL);
     /* a failing check fails its test case; the other cases still run */
     g_test_set_nonfatal_assertions();

@@ -6,6 +6,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-driver.h"
 
 #define IOVA 0x00007f0000000000ull

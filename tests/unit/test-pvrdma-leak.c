@@ -7,6 +7,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-host.h"
 #include "hw/rdma/pvrdma_loopback.h"
 

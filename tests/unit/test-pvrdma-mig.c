@@ -9,6 +9,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "fake-driver.h"
 #include "fake-hca.h"
 #include "hw/rdma/pvrdma_loopback.h"

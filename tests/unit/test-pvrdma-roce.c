@@ -28,6 +28,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "roce/rt.h"
 
 int main(int argc, char **argv)

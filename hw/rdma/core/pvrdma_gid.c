@@ -8,9 +8,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"

@@ -5,9 +5,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "hw/rdma/pvrdma_core.h"
 
 bool pvrdma_pdir_read(PvrdmaCore *c, uint64_t pdir_gpa, uint32_t npages,

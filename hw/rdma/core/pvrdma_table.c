@@ -7,9 +7,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "hw/rdma/pvrdma_core.h"
 
 void pvrdma_table_init(PvrdmaTable *t, uint32_t size, uint32_t first)

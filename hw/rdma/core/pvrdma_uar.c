@@ -10,9 +10,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef PVRDMA_STANDALONE
 #include "qemu/osdep.h"
-#endif
 #include "hw/rdma/pvrdma_core.h"
 #include "pvrdma_int.h"
 

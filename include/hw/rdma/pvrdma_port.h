@@ -1,20 +1,14 @@
 /*
- * pvrdma: what the QEMU-free core needs from its environment.
- *
- * Inside QEMU this pulls in osdep, logging and the generated trace
- * functions.  Built standalone (PVRDMA_STANDALONE: the unit tests, the
- * fuzzers and the core benchmark, outside QEMU) the same names come from
- * pvrdma_standalone.h, which those builds keep in tests/standalone/.
+ * pvrdma: what the core takes from QEMU: osdep, logging, atomics and the
+ * generated trace functions.  The unit tests, the fuzzers and the core
+ * benchmark build the core against the same headers and link QEMU's
+ * libqemuutil (tests/core-srcs.mk), as QEMU's own tests/unit do.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #ifndef HW_RDMA_PVRDMA_PORT_H
 #define HW_RDMA_PVRDMA_PORT_H
 
-#ifdef PVRDMA_STANDALONE
-/* outside QEMU: tests/standalone/pvrdma_standalone.h */
-#include "pvrdma_standalone.h"
-#else
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/atomic.h"
@@ -29,6 +23,5 @@
 #define pvrdma_atomic_store(p, v)  qatomic_store_release((p), (v))
 /* a full barrier: each caller says which store it orders before which load */
 #define pvrdma_smp_mb()            smp_mb()
-#endif
 
 #endif

@@ -3,7 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#include "qemu/osdep.h"
 #include "coresident/cr.h"
 
 CrRingIdx *fake_idx(Fake *f, unsigned i)

@@ -3,7 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#include "qemu/osdep.h"
 #include "coresident/cr.h"
 
 void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)

@@ -4,7 +4,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#include "qemu/osdep.h"
 #include "coresident/cr.h"
 
 /* Two devices find each other; GIDs are learned and forgotten. */

@@ -4,7 +4,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#include "qemu/osdep.h"
 #include "coresident/cr.h"
 
 static PvrdmaQP *side_qp(Side *s)
@@ -257,19 +257,19 @@ static void test_resumed_with_rival(void)
     PUMP(&a2, &x.a, &x.b);
     g_assert_cmpuint(peers(&x.b), ==, 2);
 
-    g_assert_null(pvrdma_standalone_host_log);
-    pvrdma_standalone_host_log = g_string_new(NULL);
+    g_assert_null(fh_host_log);
+    fh_host_log = g_string_new(NULL);
     pvrdma_core_resume(&x.a.d.c);
     PUMP(&a2, &x.a, &x.b);
-    log = pvrdma_standalone_host_log->str;
+    log = fh_host_log->str;
     g_assert_nonnull(strstr(log, "two QEMUs may run one VM"));
     /* "co-resident peer <a> runs again while peer <a2> announces..." */
     g_assert_true(g_regex_match_simple("peer (\\S+\\.sock) \\(pid [0-9]+\\) "
                                        "runs again while peer (?!\\1)\\S+"
                                        "\\.sock \\(pid [0-9]+\\) announces",
                                        log, 0, 0));
-    g_string_free(pvrdma_standalone_host_log, true);
-    pvrdma_standalone_host_log = NULL;
+    g_string_free(fh_host_log, true);
+    fh_host_log = NULL;
 
     /* b's SEND goes to a, not to a2 */
     sa2 = x.sa;

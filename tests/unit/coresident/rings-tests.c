@@ -4,7 +4,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#include "qemu/osdep.h"
 #include "coresident/cr.h"
 
 /*
@@ -22,8 +22,8 @@ static void test_peer_not_reading(void)
     unsigned i;
 
     path = ring_peer_up(&e, &a, &f);
-    g_assert_null(pvrdma_standalone_host_log);
-    pvrdma_standalone_host_log = g_string_new(NULL);
+    g_assert_null(fh_host_log);
+    fh_host_log = g_string_new(NULL);
     for (i = 1; i <= max && peers(&a); i++) {
         CrReqMsg *m = req_msg(i, PVRDMA_WR_RDMA_WRITE, 0xabcd, NULL, 0, 0, 0);
 
@@ -49,10 +49,10 @@ static void test_peer_not_reading(void)
     g_assert_true(fake_dropped(&f));
     g_assert_cmpuint((uint64_t)i * sizeof(CrRespMsg), >,
                      CR_RING_SIZE + CR_MAX_QUEUED);
-    g_assert_nonnull(strstr(pvrdma_standalone_host_log->str,
+    g_assert_nonnull(strstr(fh_host_log->str,
                             "does not take its messages"));
-    g_string_free(pvrdma_standalone_host_log, true);
-    pvrdma_standalone_host_log = NULL;
+    g_string_free(fh_host_log, true);
+    fh_host_log = NULL;
     fake_close(&f);
     g_free(path);
     vm_fini(&a);

@@ -4,20 +4,20 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#define _GNU_SOURCE     /* memfd_create */
+#include "qemu/osdep.h"
 #include "coresident/cr.h"
 
 /* Start collecting the transport's host warnings (pvrdma_log_host). */
 static void log_start(void)
 {
-    g_assert_null(pvrdma_standalone_host_log);
-    pvrdma_standalone_host_log = g_string_new(NULL);
+    g_assert_null(fh_host_log);
+    fh_host_log = g_string_new(NULL);
 }
 
 /* How often the warnings since log_start() contain all of a and b. */
 static unsigned log_count(const char *a, const char *b)
 {
-    g_auto(GStrv) lines = g_strsplit(pvrdma_standalone_host_log->str, "\n",
+    g_auto(GStrv) lines = g_strsplit(fh_host_log->str, "\n",
                                      -1);
     unsigned n = 0;
 
@@ -31,7 +31,7 @@ static void log_expect(const char *a, const char *b)
 {
     if (!log_count(a, b)) {
         g_test_message("no warning with '%s' and '%s' in:\n%s", a,
-                       b ? b : "", pvrdma_standalone_host_log->str);
+                       b ? b : "", fh_host_log->str);
         g_test_fail();
     }
 }
@@ -39,10 +39,10 @@ static void log_expect(const char *a, const char *b)
 static void log_stop(void)
 {
     if (g_test_verbose()) {
-        g_test_message("%s", pvrdma_standalone_host_log->str);
+        g_test_message("%s", fh_host_log->str);
     }
-    g_string_free(pvrdma_standalone_host_log, TRUE);
-    pvrdma_standalone_host_log = NULL;
+    g_string_free(fh_host_log, TRUE);
+    fh_host_log = NULL;
 }
 
 /* How many mappings of the fake hosts' guest RAM this process has. */
@@ -178,7 +178,7 @@ static void refused_pair(const char *sa, const char *sb, const char *why_a,
         !(log_count(why_b, pa) || log_count("hung up", pa))) {
         g_test_message("expected '%s' naming %s and '%s' naming %s in:\n%s",
                        why_a, pb, why_b, pa,
-                       pvrdma_standalone_host_log->str);
+                       fh_host_log->str);
         g_test_fail();
     }
     g_assert_cmpuint(count_socks(e.dir), ==, 2);    /* both still listen */

@@ -3,6 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "roce/rt.h"
 
 void buf_create(Dev *d, Buf *b, uint32_t pd, uint64_t iova,

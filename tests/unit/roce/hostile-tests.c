@@ -3,6 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "roce/rt.h"
 
 /* A frame from A's addresses to B's, as the test fills it in. */

@@ -4,6 +4,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "roce/rt.h"
 
 static void ud_ready(Ep *e, uint32_t qkey)

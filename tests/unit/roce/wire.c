@@ -3,6 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include "qemu/osdep.h"
 #include "roce/rt.h"
 
 void make_gid(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
