@@ -12,8 +12,9 @@
  */
 #include "qemu/osdep.h"
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
+#include "crypto/hmac.h"
+#include "crypto/random.h"
 #include "coresident_int.h"
 
 /*
@@ -71,46 +72,32 @@ void cr_send_gids(CrTransport *t, CrPeer *p)
 /* ------------------------------------------------------------------ */
 /* Peers                                                               */
 
-static bool cr_random(void *buf, size_t len)
-{
-    uint8_t *b = buf;
-
-    while (len) {
-        ssize_t n = getrandom(b, len, 0);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return false;
-        }
-        b += n;
-        len -= n;
-    }
-    return true;
-}
-
 /*
  * The HMAC of an AUTH message on p's connection (pvrdma_coresident_wire.h):
- * ours (the proof we send p) or theirs (the proof p must send us).
+ * ours (the proof we send p) or theirs (the proof p must send us).  False
+ * if QEMU's crypto could not compute it.
  */
-static void cr_auth_mac(const CrTransport *t, const CrPeer *p, bool ours,
+static bool cr_auth_mac(const CrTransport *t, const CrPeer *p, bool ours,
                         uint8_t mac[CR_MAC_LEN])
 {
     uint8_t role = (ours ? p->outgoing : !p->outgoing) ? 'c' : 'a';
     uint64_t pnode = ours ? t->node : p->node;
     uint64_t vnode = ours ? p->node : t->node;
-    GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, t->secret, t->secret_len);
-    gsize len = CR_MAC_LEN;
+    struct iovec iov[] = {
+        { (void *)CR_AUTH_LABEL, strlen(CR_AUTH_LABEL) },
+        { &role, 1 },
+        { (void *)(ours ? p->peer_nonce : p->nonce), CR_NONCE_LEN },
+        { (void *)(ours ? p->nonce : p->peer_nonce), CR_NONCE_LEN },
+        { &pnode, sizeof(pnode) },
+        { &vnode, sizeof(vnode) },
+    };
+    g_autoptr(QCryptoHmac) h = qcrypto_hmac_new(QCRYPTO_HASH_ALGO_SHA256,
+                                                t->secret, t->secret_len,
+                                                NULL);
+    size_t len = CR_MAC_LEN;
 
-    g_hmac_update(h, (const guchar *)CR_AUTH_LABEL, strlen(CR_AUTH_LABEL));
-    g_hmac_update(h, &role, 1);
-    g_hmac_update(h, ours ? p->peer_nonce : p->nonce, CR_NONCE_LEN);
-    g_hmac_update(h, ours ? p->nonce : p->peer_nonce, CR_NONCE_LEN);
-    g_hmac_update(h, (const guchar *)&pnode, sizeof(pnode));
-    g_hmac_update(h, (const guchar *)&vnode, sizeof(vnode));
-    g_hmac_get_digest(h, mac, &len);
-    g_hmac_unref(h);
+    return h && !qcrypto_hmac_bytesv(h, iov, ARRAY_SIZE(iov), &mac, &len,
+                                     NULL) && len == CR_MAC_LEN;
 }
 
 /* Compare MACs in constant time. */
@@ -186,7 +173,7 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
     g_queue_init(&p->ring_out);
     g_ptr_array_add(t->peers, p);
     cr_link_watch(p);
-    if (t->secret && !cr_random(p->nonce, CR_NONCE_LEN)) {
+    if (t->secret && qcrypto_random_bytes(p->nonce, CR_NONCE_LEN, NULL)) {
         cr_peer_fail(p, "no random numbers for its challenge");
         return p;
     }
@@ -388,7 +375,10 @@ static bool cr_rx_hello(CrPeer *p, const CrHello *m, size_t len)
     if (auth) {
         CrAuthMsg a = { .h = { CR_AUTH, sizeof(a) } };
 
-        cr_auth_mac(t, p, true, a.mac);
+        if (!cr_auth_mac(t, p, true, a.mac)) {
+            cr_peer_fail(p, "no HMAC-SHA256 for its proof (QEMU's crypto)");
+            return false;
+        }
         cr_send(p, &a, sizeof(a), -1);
     } else {
         cr_peer_accepted(p);    /* same uid: all it takes without a secret */
@@ -405,8 +395,7 @@ static bool cr_rx_auth(CrPeer *p, const CrAuthMsg *m, size_t len)
     if (len != sizeof(*m) || !p->t->secret || p->authed) {
         return false;
     }
-    cr_auth_mac(p->t, p, false, want);
-    ok = cr_mac_equal(want, m->mac);
+    ok = cr_auth_mac(p->t, p, false, want) && cr_mac_equal(want, m->mac);
     memset(want, 0, sizeof(want));
     if (!ok) {
         cr_peer_fail(p, "failed authentication (its rendezvous-secret is "

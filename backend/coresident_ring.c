@@ -16,6 +16,8 @@
 #include "qemu/osdep.h"
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include "qapi/error.h"
+#include "qemu/memfd.h"
 #include "coresident_int.h"
 
 #define CR_REC_HDR      8u      /* u32 length, u32 zero */
@@ -54,18 +56,17 @@ static CrRing *cr_ring_at(uint8_t *shm, uint32_t size, int fd,
  */
 CrRing *cr_ring_create(uint32_t size, char **err)
 {
-    int fd = memfd_create("pvrdma-coresident-ring",
-                          MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    Error *local_err = NULL;
+    int fd = qemu_memfd_create("pvrdma-coresident-ring",
+                               CR_RING_SHM_SIZE(size), false, 0,
+                               F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL,
+                               &local_err);
     void *shm;
 
     if (fd < 0) {
-        *err = g_strdup_printf("memfd_create: %s", strerror(errno));
-        return NULL;
-    }
-    if (ftruncate(fd, CR_RING_SHM_SIZE(size)) ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
-        *err = g_strdup_printf("ring memory: %s", strerror(errno));
-        close(fd);
+        *err = g_strdup_printf("ring memory: %s",
+                               error_get_pretty(local_err));
+        error_free(local_err);
         return NULL;
     }
     shm = mmap(NULL, CR_RING_SHM_SIZE(size), PROT_READ | PROT_WRITE,

@@ -60,10 +60,12 @@ QEMU_CFLAGS := -iquote $(PVRDMA_TOP)/include -I$(PVRDMA_TOP)/include \
                -mcx16 -msse2 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
                -D_LARGEFILE_SOURCE -fno-strict-aliasing -fno-common -fwrapv
 QEMU_UTIL  := $(QEMU_BUILD)/libqemuutil.a
-# what QEMU links its tests/unit binaries with: libqemuutil and QOM's
+# what QEMU links its tests/unit binaries with: libqemuutil, QOM's
 # objects (util/thread-context.c, which libqemuutil's memory helpers
-# pull in, is a QOM type)
+# pull in, is a QOM type) and of QEMU's crypto the HMAC (the co-resident
+# handshake: its generic part and whichever backend the build chose)
 QEMU_LIBS  := $(wildcard $(QEMU_BUILD)/libqom.a.p/*.o) \
+              $(wildcard $(QEMU_BUILD)/libcrypto.a.p/crypto_hmac*.c.o) \
               $(QEMU_BUILD)/libevent-loop-base.a.p/event-loop-base.c.o \
               -Wl,--start-group $(QEMU_UTIL) -lrt -lm -pthread \
               -Wl,--end-group

@@ -1243,6 +1243,7 @@ int main(int argc, char **argv)
 
     alloc_env(argv);
     alloc_check();
+    fh_process_init(false);
     while ((c = getopt(argc, argv, "t:n:w:m:c:L:P:")) != -1) {
         switch (c) {
         case 'P':

@@ -126,6 +126,7 @@ int main(int argc, char **argv)
     unsigned nqp = 1000, runs = 11;
     int c;
 
+    fh_process_init(false);
     while ((c = getopt(argc, argv, "q:r:")) != -1) {
         switch (c) {
         case 'q':

@@ -362,6 +362,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     const char *out = getenv("PVRDMA_CR_SEEDS");
 
+    fh_process_init(false);
     setup();
     if (out) {
         write_seeds(out);

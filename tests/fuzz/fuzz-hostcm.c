@@ -824,7 +824,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *out = getenv("PVRDMA_CM_SEEDS");
 
     verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
-    fh_log_verbose(verbose);
+    fh_process_init(verbose);
     if (out) {
         write_seeds(out);
         exit(0);

@@ -116,6 +116,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     const char *seeds = getenv("PVRDMA_MIG_SEEDS");
     GByteArray *b;
 
+    fh_process_init(false);
     populate();
     b = save();
     if (seeds) {

@@ -516,7 +516,7 @@ static void step(Fz *f, Input *in)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
-    fh_log_verbose(verbose);
+    fh_process_init(verbose);
     return 0;
 }
 

@@ -1312,7 +1312,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
     verbose = getenv("PVRDMA_FUZZ_VERBOSE") != NULL;
     strict = getenv("PVRDMA_ROCE_RX_STRICT") != NULL;
-    fh_log_verbose(verbose);
+    fh_process_init(verbose);
     if (dir) {
         roce_rx_write_seeds(dir);
         exit(0);

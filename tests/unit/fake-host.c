@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include "crypto/init.h"
+#include "qapi/error.h"
 #include "fake-host.h"
 
 GString *fh_host_log;
@@ -39,16 +41,18 @@ int error_vprintf_unless_qmp(const char *fmt, va_list ap)
     return error_vprintf(fmt, ap);
 }
 
-void fh_log_verbose(bool on)
+void fh_process_init(bool verbose)
 {
-    fh_verbose = on;
+    fh_verbose = verbose;
     /* the guest errors (pvrdma_log_guest_error(): qemu_log_mask()) */
-    qemu_set_log(on ? LOG_GUEST_ERROR : 0, NULL);
+    qemu_set_log(verbose ? LOG_GUEST_ERROR : 0, NULL);
+    /* as QEMU's main does: its random numbers and HMAC (co-resident) */
+    qcrypto_init(&error_abort);
 }
 
 void fh_test_init(int *argc, char ***argv)
 {
-    fh_log_verbose(g_getenv("PVRDMA_UNIT_VERBOSE") != NULL);
+    fh_process_init(g_getenv("PVRDMA_UNIT_VERBOSE") != NULL);
     g_test_init(argc, argv, NULL);
     /* a failing check fails its test case; the other cases still run */
     g_test_set_nonfatal_assertions();

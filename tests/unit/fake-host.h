@@ -164,8 +164,11 @@ uint64_t fh_make_pdir(FakeHost *h, const uint64_t *pages, uint32_t n);
 
 /* Common init for test binaries (TAP, verbose logging). */
 void fh_test_init(int *argc, char ***argv);
-/* guest errors and host warnings on stderr (PVRDMA_UNIT_VERBOSE) or not */
-void fh_log_verbose(bool on);
+/*
+ * What QEMU's main sets up that the core uses (crypto), and whether guest
+ * errors and host warnings go to stderr (PVRDMA_UNIT_VERBOSE) or not.
+ */
+void fh_process_init(bool verbose);
 /* while not NULL, every host warning (warn_report()) is appended here */
 extern GString *fh_host_log;
 

@@ -199,13 +199,17 @@ static void test_cr_peer_add(void)
 /*
  * Two builds on one host talk: this QEMU and an older build's
  * (PVRDMA_QEMU_OTHER, scripts/check-compat.sh; else a skip), connected by
- * management, negotiate their common features and move RC data both ways
- * (a SEND each way, an RDMA WRITE and a READ from each side).
+ * management, prove a shared secret to each other (the HMAC of either
+ * build: GLib's before 2026-12, QEMU's qcrypto since), negotiate their
+ * common features and move RC data both ways (a SEND each way, an RDMA
+ * WRITE and a READ from each side).
  */
 static void test_cr_other_build(void)
 {
     const char *other = g_getenv("PVRDMA_QEMU_OTHER");
     g_autofree char *ours = g_strdup(g_getenv("QTEST_QEMU_BINARY"));
+    const char *props = ",coresident=on,rendezvous-secret=rs "
+                        "-object secret,id=rs,data=cross-build-secret";
     Peer a, b;
 
     if (!other) {
@@ -213,9 +217,9 @@ static void test_cr_other_build(void)
                     "(scripts/check-compat.sh)");
         return;
     }
-    peer_start_props(&a, 0, ",coresident=on");
+    peer_start_props(&a, 0, props);
     g_setenv("QTEST_QEMU_BINARY", other, true);
-    peer_start_props(&b, 1, ",coresident=on");
+    peer_start_props(&b, 1, props);
     g_setenv("QTEST_QEMU_BINARY", ours, true);
     mgmt_connect(&a, &b);
     peers_connect(&a, &b, PVRDMA_QPT_RC, 7);
