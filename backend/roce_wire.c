@@ -9,6 +9,7 @@
 #include "qemu/osdep.h"
 #include <string.h>
 #include <zlib.h>
+#include "net/checksum.h"
 #include "hw/rdma/roce_wire.h"
 
 #define ETHERTYPE_IPV4  0x0800
@@ -207,29 +208,21 @@ static void put_le32(uint8_t *b, uint32_t v)
     b[3] = v >> 24;
 }
 
-/* Internet checksum: the one's complement sum, folded (not inverted) */
+/*
+ * Internet checksum: QEMU's net_checksum_add() sums a buffer (each piece
+ * here starts at an even offset of the sum), net_checksum_finish() folds
+ * and inverts; it does not write the buffer.
+ */
 static uint32_t csum_add(uint32_t sum, const uint8_t *b, size_t len)
 {
-    size_t i;
-
-    for (i = 0; i + 1 < len; i += 2) {
-        sum += get16(b + i);
-    }
-    if (i < len) {
-        sum += (uint32_t)b[i] << 8;
-    }
-    return sum;
+    return sum + net_checksum_add(len, (uint8_t *)b);
 }
 
-static uint16_t csum_fold(uint32_t sum)
-{
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return sum;
-}
-
-/* UDP checksum field value of the UDP datagram udp (header included) */
+/*
+ * The UDP checksum of the UDP datagram udp (header included): the value
+ * for its checksum field (verify false), or 0 when the one it carries is
+ * right (verify true).
+ */
 static uint16_t udp_csum(const uint8_t *l3, bool ipv6, const uint8_t *udp,
                          size_t udp_len, bool verify)
 {
@@ -248,7 +241,7 @@ static uint16_t udp_csum(const uint8_t *l3, bool ipv6, const uint8_t *udp,
         sum = csum_add(sum, udp, 6);    /* the checksum field as 0 */
         sum = csum_add(sum, udp + 8, udp_len - 8);
     }
-    return csum_fold(sum);
+    return net_checksum_finish(sum);
 }
 
 /* ICRC */
@@ -435,7 +428,7 @@ static int parse_ip4(const uint8_t *l3, size_t room, RocePkt *p,
     if (*ip_len < ROCE_IPV4_HLEN || *ip_len > room) {
         return ROCE_DROP_IP_LENGTH;
     }
-    if (csum_fold(csum_add(0, l3, ROCE_IPV4_HLEN)) != 0xffff) {
+    if (net_checksum_finish(csum_add(0, l3, ROCE_IPV4_HLEN))) {
         return ROCE_DROP_IP_CSUM;
     }
     /* DF may be set; reserved bit, MF, offset may not */
@@ -497,7 +490,7 @@ static int parse_udp(const uint8_t *l3, bool ipv6, size_t iph,
     }
     p->sport = get16(udp);
     p->udp_csum = get16(udp + 6);
-    if (p->udp_csum && udp_csum(l3, ipv6, udp, udp_len, true) != 0xffff) {
+    if (p->udp_csum && udp_csum(l3, ipv6, udp, udp_len, true)) {
         return ROCE_DROP_UDP_CSUM;
     }
     return ROCE_OK;
@@ -672,7 +665,7 @@ static void build_ip4(const RocePkt *p, uint8_t *l3, size_t ip_len)
     put16(l3 + 10, 0);
     memcpy(l3 + 12, p->sgid + 12, 4);
     memcpy(l3 + 16, p->dgid + 12, 4);
-    put16(l3 + 10, ~csum_fold(csum_add(0, l3, ROCE_IPV4_HLEN)));
+    put16(l3 + 10, net_checksum_finish(csum_add(0, l3, ROCE_IPV4_HLEN)));
 }
 
 /* udp_len: IPv6's payload length, the UDP datagram's */
@@ -768,7 +761,7 @@ size_t roce_build(const RocePkt *p, uint8_t *buf, size_t cap)
     /* UDP checksum (covers the ICRC: computed after it), ICRC */
     put_le32(l3 + ip_len - ROCE_ICRC_LEN, roce_icrc(l3, ip_len, ipv6));
     if (p->udp_csum) {
-        uint16_t c = ~udp_csum(l3, ipv6, udp, udp_len, false);
+        uint16_t c = udp_csum(l3, ipv6, udp, udp_len, false);
 
         put16(udp + 6, c ? c : 0xffff);
     }
