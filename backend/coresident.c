@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include "qapi/error.h"
 #include "coresident_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -124,9 +125,9 @@ bool pvrdma_coresident_set_rings(PvrdmaTransport *pt, uint32_t ring_size)
 }
 
 bool pvrdma_coresident_add_peer(PvrdmaTransport *pt, int fd,
-                                const char *name, char **err)
+                                const char *name, Error **errp)
 {
-    return cr_peer_add(cr(pt), fd, name, err);
+    return cr_peer_add(cr(pt), fd, name, errp);
 }
 
 uint64_t pvrdma_coresident_peer_features(PvrdmaTransport *pt, unsigned n)
@@ -450,81 +451,78 @@ static const PvrdmaTransportOps cr_ops = {
 /*
  * The rendezvous directory: created 0700 if missing; an existing one must
  * belong to us and be writable by nobody else, or a process of another
- * user could plant or replace sockets there.  NULL if it will do, else the
- * reason (g_free it).
+ * user could plant or replace sockets there.  True if it will do, else
+ * false with errp set.
  */
-static char *cr_check_dir(const char *dir, uid_t uid)
+static bool cr_check_dir(const char *dir, uid_t uid, Error **errp)
 {
     struct stat st;
 
-    if (mkdir(dir, 0700) && errno != EEXIST) {
-        return g_strdup_printf("cannot create rendezvous directory %s: %s",
-                               dir, strerror(errno));
-    }
-    if (stat(dir, &st)) {
-        return g_strdup_printf("cannot create rendezvous directory %s: %s",
-                               dir, strerror(errno));
+    if ((mkdir(dir, 0700) && errno != EEXIST) || stat(dir, &st)) {
+        error_setg_errno(errp, errno, "cannot create rendezvous directory %s",
+                         dir);
+        return false;
     }
     if (!S_ISDIR(st.st_mode)) {
-        return g_strdup_printf("rendezvous path %s is not a directory", dir);
+        error_setg(errp, "rendezvous path %s is not a directory", dir);
+        return false;
     }
     if (st.st_uid != uid) {
-        return g_strdup_printf("rendezvous directory %s belongs to uid %u, "
-                               "not to this QEMU's uid %u: use a directory "
-                               "of this user's (QEMU creates it with mode "
-                               "0700 if it does not exist)", dir,
-                               (unsigned)st.st_uid, (unsigned)uid);
+        error_setg(errp, "rendezvous directory %s belongs to uid %u, "
+                   "not to this QEMU's uid %u: use a directory "
+                   "of this user's (QEMU creates it with mode "
+                   "0700 if it does not exist)", dir,
+                   (unsigned)st.st_uid, (unsigned)uid);
+        return false;
     }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        return g_strdup_printf("rendezvous directory %s is writable by its "
-                               "group or by others (mode %04o): other users "
-                               "could replace the peers' sockets; make it "
-                               "private with 'chmod 0700 %s'", dir,
-                               (unsigned)(st.st_mode & 07777), dir);
+        error_setg(errp, "rendezvous directory %s is writable by its "
+                   "group or by others (mode %04o): other users "
+                   "could replace the peers' sockets; make it "
+                   "private with 'chmod 0700 %s'", dir,
+                   (unsigned)(st.st_mode & 07777), dir);
+        return false;
     }
-    return NULL;
+    return true;
 }
 
 /*
  * Lock the rendezvous directory (its ".lock", against a peer scanning it
- * at the same time): the lock's descriptor, or -1 with *err set.
+ * at the same time): the lock's descriptor, or -1 with errp set.
  */
-static int cr_lock_dir(CrTransport *t, char **err)
+static int cr_lock_dir(CrTransport *t, Error **errp)
 {
-    char *lock = g_build_filename(t->dir, ".lock", NULL);
+    g_autofree char *lock = g_build_filename(t->dir, ".lock", NULL);
     struct stat st;
     int lockfd;
 
     lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lockfd >= 0 && !fstat(lockfd, &st) && st.st_uid != t->uid) {
-        *err = g_strdup_printf("lock file %s belongs to uid %u, not to this "
-                               "QEMU's uid %u: remove it", lock,
-                               (unsigned)st.st_uid, (unsigned)t->uid);
+        error_setg(errp, "lock file %s belongs to uid %u, not to this "
+                   "QEMU's uid %u: remove it", lock,
+                   (unsigned)st.st_uid, (unsigned)t->uid);
     } else if (lockfd < 0 || flock(lockfd, LOCK_EX)) {
-        *err = g_strdup_printf("cannot lock rendezvous directory %s: %s",
-                               t->dir, strerror(errno));
+        error_setg_errno(errp, errno, "cannot lock rendezvous directory %s",
+                         t->dir);
+    } else {
+        return lockfd;
     }
-    g_free(lock);
-    if (*err) {
-        if (lockfd >= 0) {
-            close(lockfd);
-        }
-        return -1;
+    if (lockfd >= 0) {
+        close(lockfd);
     }
-    return lockfd;
+    return -1;
 }
 
-/* Listen on our socket, sa; false with *err set (and no socket left). */
+/* Listen on our socket, sa; false with errp set (and no socket left). */
 static bool cr_listen(CrTransport *t, const struct sockaddr_un *sa,
-                      char **err)
+                      Error **errp)
 {
     /* connections are refused until listen(): 0600 before anyone gets in */
     t->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (t->lfd < 0 ||
         bind(t->lfd, (const struct sockaddr *)sa, sizeof(*sa)) ||
         chmod(t->sock_path, 0600) || listen(t->lfd, 64)) {
-        *err = g_strdup_printf("cannot listen on %s: %s", t->sock_path,
-                               strerror(errno));
+        error_setg_errno(errp, errno, "cannot listen on %s", t->sock_path);
         if (t->lfd >= 0) {
             close(t->lfd);
             t->lfd = -1;
@@ -544,7 +542,7 @@ bool pvrdma_coresident_fd_ok(int fd)
  * Join t->dir: under its lock, listen on our socket there and connect to
  * every peer already listening; then accept the ones that come.
  */
-static bool cr_join_dir(CrTransport *t, char **err)
+static bool cr_join_dir(CrTransport *t, Error **errp)
 {
     PvrdmaCore *c = t->t.core;
     struct sockaddr_un sa;
@@ -552,11 +550,11 @@ static bool cr_join_dir(CrTransport *t, char **err)
 
     t->sock_path = g_strdup_printf("%s/%016" PRIx64 ".sock", t->dir, t->node);
     cr_sockaddr(t->sock_path, &sa);     /* fits: checked by the caller */
-    lockfd = cr_lock_dir(t, err);
+    lockfd = cr_lock_dir(t, errp);
     if (lockfd < 0) {
         return false;
     }
-    if (!cr_listen(t, &sa, err)) {
+    if (!cr_listen(t, &sa, errp)) {
         close(lockfd);
         return false;
     }
@@ -571,42 +569,41 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
                                        unsigned nregions, uint64_t features,
-                                       char **err)
+                                       Error **errp)
 {
     CrTransport *t;
     struct sockaddr_un sa;
 
     if (!c->ops->set_fd_handler) {
-        *err = g_strdup("the host has no set_fd_handler to watch the "
-                        "rendezvous sockets with");
+        error_setg(errp, "the host has no set_fd_handler to watch the "
+                   "rendezvous sockets with");
         return NULL;
     }
     if (!nregions || nregions > CR_MAX_REGIONS) {
-        *err = g_strdup_printf("%u shareable RAM regions (1 to %u supported)",
-                               nregions, CR_MAX_REGIONS);
+        error_setg(errp, "%u shareable RAM regions (1 to %u supported)",
+                   nregions, CR_MAX_REGIONS);
         return NULL;
     }
     for (unsigned i = 0; i < nregions; i++) {
         if (!cr_fd_sealed(regions[i].fd)) {
-            *err = g_strdup_printf("RAM region %u can shrink (not a memfd "
-                                   "sealed with F_SEAL_SHRINK): peers would "
-                                   "refuse it", i);
+            error_setg(errp, "RAM region %u can shrink (not a memfd "
+                       "sealed with F_SEAL_SHRINK): peers would "
+                       "refuse it", i);
             return NULL;
         }
     }
     if (secret && !secret_len) {
-        *err = g_strdup("the rendezvous secret is empty");
+        error_setg(errp, "the rendezvous secret is empty");
         return NULL;
     }
     /* before anything is created: the socket path must fit in sun_path */
     if (dir && strlen(dir) + CR_SOCK_NAME >= sizeof(sa.sun_path)) {
-        *err = g_strdup_printf("rendezvous path %s is too long for a unix "
-                               "socket (at most %zu characters)", dir,
-                               sizeof(sa.sun_path) - 1 - CR_SOCK_NAME);
+        error_setg(errp, "rendezvous path %s is too long for a unix "
+                   "socket (at most %zu characters)", dir,
+                   sizeof(sa.sun_path) - 1 - CR_SOCK_NAME);
         return NULL;
     }
-    *err = dir ? cr_check_dir(dir, geteuid()) : NULL;
-    if (*err) {
+    if (dir && !cr_check_dir(dir, geteuid(), errp)) {
         return NULL;
     }
     t = g_new0(CrTransport, 1);
@@ -635,7 +632,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         t->node = (uint64_t)g_random_int() << 32 | g_random_int();
     } while (!t->node);
     /* without a directory its peers come from pvrdma_coresident_add_peer() */
-    if (dir && !cr_join_dir(t, err)) {
+    if (dir && !cr_join_dir(t, errp)) {
         cr_destroy(&t->t);
         return NULL;
     }

@@ -335,7 +335,7 @@ void cr_accept(void *opaque);
 bool cr_sockaddr(const char *path, struct sockaddr_un *sa);
 /* Connect to every listening peer in the directory. */
 void cr_scan(CrTransport *t);
-bool cr_peer_add(CrTransport *t, int fd, const char *name, char **err);
+bool cr_peer_add(CrTransport *t, int fd, const char *name, Error **errp);
 
 /* coresident_link.c: the link to one peer, its socket and rings */
 
@@ -371,9 +371,9 @@ void cr_rings_catch_up(CrTransport *t);
 
 /* coresident_ring.c: the rings (their memory: CrRingShm in the wire header) */
 
-CrRing *cr_ring_create(uint32_t size, char **err);
+CrRing *cr_ring_create(uint32_t size, Error **errp);
 uint32_t cr_ring_size(const CrRing *r);
-CrRing *cr_ring_map(int fd, uint32_t ring_size, char **err);
+CrRing *cr_ring_map(int fd, uint32_t ring_size, Error **errp);
 int cr_ring_fd(CrRing *r);
 void cr_ring_close_fd(CrRing *r);
 void cr_ring_free(CrRing *r);

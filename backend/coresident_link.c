@@ -14,6 +14,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "coresident_int.h"
 
 /* Watch p's socket: readable always, writable while sends wait. */
@@ -302,7 +303,7 @@ void cr_link_ring_offer(CrPeer *p)
 {
     CrRingMsg m = { .h = { CR_RING, sizeof(m) },
                     .ring_size = p->t->ring_size };
-    g_autofree char *err = NULL;
+    g_autoptr(Error) err = NULL;
 
     if (!m.ring_size) {
         return;         /* pvrdma_coresident_set_rings(): none */
@@ -310,7 +311,8 @@ void cr_link_ring_offer(CrPeer *p)
     p->ring = cr_ring_create(m.ring_size, &err);
     if (!p->ring) {
         pvrdma_log_host("co-resident peer %s: no rings (%s): messages go "
-                        "through the socket", p->name, err);
+                        "through the socket", p->name,
+                        error_get_pretty(err));
         return;
     }
     cr_send(p, &m, sizeof(m), cr_ring_fd(p->ring));
@@ -330,7 +332,7 @@ static void cr_ring_start_tx(CrPeer *p)
 /* RING: the connecting side's rings; RING_ON answers them. */
 bool cr_link_rx_ring(CrPeer *p, const CrRingMsg *m, size_t len, int fd)
 {
-    g_autofree char *err = NULL;
+    g_autoptr(Error) err = NULL;
 
     if (len != sizeof(*m) || fd < 0 || p->outgoing || p->ring) {
         return false;
@@ -338,7 +340,7 @@ bool cr_link_rx_ring(CrPeer *p, const CrRingMsg *m, size_t len, int fd)
     p->ring = cr_ring_map(fd, m->ring_size, &err);
     if (!p->ring) {
         pvrdma_log_host("co-resident peer %s: %s: messages go through the "
-                        "socket", p->name, err);
+                        "socket", p->name, error_get_pretty(err));
         return true;
     }
     cr_ring_start_tx(p);

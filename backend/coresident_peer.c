@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include "crypto/hmac.h"
 #include "crypto/random.h"
+#include "qapi/error.h"
 #include "coresident_int.h"
 
 /*
@@ -551,7 +552,7 @@ void cr_scan(CrTransport *t)
  * A connection management made (pvrdma_coresident_add_peer()): a
  * connected AF_UNIX SOCK_SEQPACKET socket, ours from now on.
  */
-bool cr_peer_add(CrTransport *t, int fd, const char *name, char **err)
+bool cr_peer_add(CrTransport *t, int fd, const char *name, Error **errp)
 {
     int type = 0, domain = 0, fl;
     socklen_t l1 = sizeof(type), l2 = sizeof(domain);
@@ -561,26 +562,26 @@ bool cr_peer_add(CrTransport *t, int fd, const char *name, char **err)
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) ||
         getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l2) ||
         domain != AF_UNIX || type != SOCK_SEQPACKET) {
-        *err = g_strdup_printf("peer %s: not a unix SOCK_SEQPACKET socket "
-                               "(give one end of socketpair(AF_UNIX, "
-                               "SOCK_SEQPACKET))", name);
+        error_setg(errp, "peer %s: not a unix SOCK_SEQPACKET socket "
+                   "(give one end of socketpair(AF_UNIX, SOCK_SEQPACKET))",
+                   name);
         close(fd);
         return false;
     }
     if (getpeername(fd, (struct sockaddr *)&sa, &sl)) {
-        *err = g_strdup_printf("peer %s: the socket is not connected", name);
+        error_setg(errp, "peer %s: the socket is not connected", name);
         close(fd);
         return false;
     }
     fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
         fcntl(fd, F_SETFD, FD_CLOEXEC)) {
-        *err = g_strdup_printf("peer %s: %s", name, strerror(errno));
+        error_setg_errno(errp, errno, "peer %s", name);
         close(fd);
         return false;
     }
     if (!cr_peer_new(t, fd, name, CR_GIVEN)) {
-        *err = g_strdup_printf("peer %s: refused (see the log)", name);
+        error_setg(errp, "peer %s: refused (see the log)", name);
         return false;
     }
     cr_done(t);

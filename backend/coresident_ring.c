@@ -54,26 +54,23 @@ static CrRing *cr_ring_at(uint8_t *shm, uint32_t size, int fd,
  * The side that connected: new ring memory for two rings of size bytes
  * (cr_ring_size_ok()), sealed against resizing.
  */
-CrRing *cr_ring_create(uint32_t size, char **err)
+CrRing *cr_ring_create(uint32_t size, Error **errp)
 {
-    Error *local_err = NULL;
+    ERRP_GUARD();
     int fd = qemu_memfd_create("pvrdma-coresident-ring",
                                CR_RING_SHM_SIZE(size), false, 0,
                                F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL,
-                               &local_err);
+                               errp);
     void *shm;
 
     if (fd < 0) {
-        *err = g_strdup_printf("ring memory: %s",
-                               error_get_pretty(local_err));
-        error_free(local_err);
+        error_prepend(errp, "ring memory: ");
         return NULL;
     }
     shm = mmap(NULL, CR_RING_SHM_SIZE(size), PROT_READ | PROT_WRITE,
                MAP_SHARED, fd, 0);
     if (shm == MAP_FAILED) {
-        *err = g_strdup_printf("mmap of the ring memory: %s",
-                               strerror(errno));
+        error_setg_errno(errp, errno, "mmap of the ring memory");
         close(fd);
         return NULL;
     }
@@ -100,21 +97,21 @@ bool cr_fd_sealed(int fd)
  * The side that accepted: the peer's ring memory (RING).  It must be the
  * size we expect and sealed against shrinking (cr_fd_sealed()).
  */
-CrRing *cr_ring_map(int fd, uint32_t ring_size, char **err)
+CrRing *cr_ring_map(int fd, uint32_t ring_size, Error **errp)
 {
     struct stat st;
     void *shm;
 
     if (!cr_ring_size_ok(ring_size) || !cr_fd_sealed(fd) || fstat(fd, &st) ||
         st.st_size != CR_RING_SHM_SIZE(ring_size)) {
-        *err = g_strdup("its ring memory is not what RING says or not sealed");
+        error_setg(errp, "its ring memory is not what RING says or not "
+                   "sealed");
         return NULL;
     }
     shm = mmap(NULL, CR_RING_SHM_SIZE(ring_size), PROT_READ | PROT_WRITE,
                MAP_SHARED, fd, 0);
     if (shm == MAP_FAILED) {
-        *err = g_strdup_printf("mmap of its ring memory: %s",
-                               strerror(errno));
+        error_setg_errno(errp, errno, "mmap of its ring memory");
         return NULL;
     }
     return cr_ring_at(shm, ring_size, -1, 1);

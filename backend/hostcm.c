@@ -28,6 +28,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hostcm_int.h"
 
 #include <arpa/inet.h>
@@ -552,21 +553,21 @@ static const PvrdmaTransportOps hc_ops = {
 };
 
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
-                                   unsigned nports, char **err)
+                                   unsigned nports, Error **errp)
 {
     HcCm *cm;
     int fl;
 
     if (!c->ops->set_fd_handler) {
-        *err = g_strdup("rdma_cm: the host has no set_fd_handler to watch "
-                        "the event channel with");
+        error_setg(errp, "rdma_cm: the host has no set_fd_handler to watch "
+                   "the event channel with");
         return NULL;
     }
     cm = g_new0(HcCm, 1);
     cm->ch = rdma_create_event_channel();
     if (!cm->ch) {
-        *err = g_strdup_printf("rdma_cm: cannot open the host's rdma_cm "
-                               "(%s); is rdma_ucm loaded?", strerror(errno));
+        error_setg(errp, "rdma_cm: cannot open the host's rdma_cm (%s); "
+                   "is rdma_ucm loaded?", strerror(errno));
         g_free(cm);
         return NULL;
     }

@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_hostverbs.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
@@ -12,10 +13,10 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaHcaConfig *cfg,
                                       PvrdmaLimits *lim,
                                       const PvrdmaShmRegion *regions,
-                                      unsigned nregions, char **err)
+                                      unsigned nregions, Error **errp)
 {
-    *err = g_strdup("this QEMU was built without RDMA support (install "
-                    "libibverbs-dev and librdmacm-dev, configure with "
-                    "--enable-rdma and rebuild for host HCA support)");
+    error_setg(errp, "this QEMU was built without RDMA support (install "
+               "libibverbs-dev and librdmacm-dev, configure with "
+               "--enable-rdma and rebuild for host HCA support)");
     return NULL;
 }

@@ -37,6 +37,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hostverbs_int.h"
 
 #include <arpa/inet.h>
@@ -360,7 +361,7 @@ static bool set_nonblock(int fd)
  * (port 1 if none is active yet).
  */
 static struct ibv_context *open_dev(const char *dev, uint8_t *port,
-                                    char **err)
+                                    Error **errp)
 {
     int n;
     struct ibv_device **list = ibv_get_device_list(&n);
@@ -370,9 +371,9 @@ static struct ibv_context *open_dev(const char *dev, uint8_t *port,
     int i;
 
     if (!list || !n) {
-        *err = g_strdup("no host RDMA device (ibv_get_device_list found "
-                        "none; load a driver, e.g. 'rdma link add rxe0 "
-                        "type rxe netdev eth0' for soft-RoCE)");
+        error_setg(errp, "no host RDMA device (ibv_get_device_list found "
+                   "none; load a driver, e.g. 'rdma link add rxe0 "
+                   "type rxe netdev eth0' for soft-RoCE)");
         goto out;
     }
     for (i = 0; i < n && strcmp(ibv_get_device_name(list[i]), dev); i++) {
@@ -380,8 +381,8 @@ static struct ibv_context *open_dev(const char *dev, uint8_t *port,
                                ibv_get_device_name(list[i]));
     }
     if (i == n) {
-        *err = g_strdup_printf("no host RDMA device named '%s' (the host "
-                               "has: %s)", dev, names->str);
+        error_setg(errp, "no host RDMA device named '%s' (the host has: %s)",
+                   dev, names->str);
         goto out;
     }
     ctx = ibv_open_device(list[i]);
@@ -392,8 +393,7 @@ static struct ibv_context *open_dev(const char *dev, uint8_t *port,
             ibv_close_device(ctx);
             ctx = NULL;
         }
-        *err = g_strdup_printf("cannot open host RDMA device %s: %s", dev,
-                               strerror(e));
+        error_setg_errno(errp, e, "cannot open host RDMA device %s", dev);
         goto out;
     }
     for (uint8_t p = 1; !*port && p <= da.phys_port_cnt; p++) {
@@ -417,39 +417,37 @@ out:
 
 /*
  * Open the device and port cfg asks for (*port: the port), a RoCE port:
- * its attributes in *da and *pa.  NULL and *err if there is none.
+ * its attributes in *da and *pa.  NULL and errp set if there is none.
  */
 static struct ibv_context *open_port(const PvrdmaHcaConfig *cfg,
                                      uint8_t *port,
                                      struct ibv_device_attr *da,
-                                     struct ibv_port_attr *pa, char **err)
+                                     struct ibv_port_attr *pa, Error **errp)
 {
     struct ibv_context *ctx;
 
-    *err = NULL;
-    ctx = open_dev(cfg->dev, port, err);
+    ctx = open_dev(cfg->dev, port, errp);
     if (!ctx) {
         return NULL;
     }
     if (ibv_query_device(ctx, da) || *port > da->phys_port_cnt ||
         ibv_query_port(ctx, *port, pa)) {
-        *err = g_strdup_printf("host RDMA device %s has no port %u",
-                               ibv_get_device_name(ctx->device), *port);
+        error_setg(errp, "host RDMA device %s has no port %u",
+                   ibv_get_device_name(ctx->device), *port);
         ibv_close_device(ctx);
         return NULL;
     }
     if (pa->link_layer != IBV_LINK_LAYER_ETHERNET) {
-        *err = g_strdup_printf("host RDMA device %s port %u is not RoCE "
-                               "(Ethernet link layer); pvrdma needs RoCE",
-                               ibv_get_device_name(ctx->device), *port);
+        error_setg(errp, "host RDMA device %s port %u is not RoCE "
+                   "(Ethernet link layer); pvrdma needs RoCE",
+                   ibv_get_device_name(ctx->device), *port);
         ibv_close_device(ctx);
         return NULL;
     }
     if (cfg->gid_index >= pa->gid_tbl_len) {
-        *err = g_strdup_printf("gid-index %d: %s port %u has %d GIDs",
-                               cfg->gid_index,
-                               ibv_get_device_name(ctx->device), *port,
-                               pa->gid_tbl_len);
+        error_setg(errp, "gid-index %d: %s port %u has %d GIDs",
+                   cfg->gid_index, ibv_get_device_name(ctx->device), *port,
+                   pa->gid_tbl_len);
         ibv_close_device(ctx);
         return NULL;
     }
@@ -540,7 +538,7 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaHcaConfig *cfg,
                                       PvrdmaLimits *lim,
                                       const PvrdmaShmRegion *regions,
-                                      unsigned nregions, char **err)
+                                      unsigned nregions, Error **errp)
 {
     struct ibv_device_attr da;
     struct ibv_port_attr pa;
@@ -550,11 +548,11 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     HvDev *d;
 
     if (!c->ops->set_fd_handler) {
-        *err = g_strdup("the host has no set_fd_handler to watch the "
-                        "device's events with");
+        error_setg(errp, "the host has no set_fd_handler to watch the "
+                   "device's events with");
         return NULL;
     }
-    ctx = open_port(cfg, &port, &da, &pa, err);
+    ctx = open_port(cfg, &port, &da, &pa, errp);
     if (!ctx) {
         return NULL;
     }
@@ -572,8 +570,8 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     d->chan = ibv_create_comp_channel(ctx);
     if (!d->chan || !set_nonblock(d->chan->fd) ||
         !set_nonblock(ctx->async_fd)) {
-        *err = g_strdup_printf("host RDMA device %s: completion channel: %s",
-                               d->name, strerror(errno));
+        error_setg_errno(errp, errno, "host RDMA device %s: completion "
+                         "channel", d->name);
         if (d->chan) {
             ibv_destroy_comp_channel(d->chan);
         }

@@ -82,10 +82,10 @@ static void pvrdma_exit_notify(Notifier *n, void *data)
  */
 bool pvrdma_join(PvrdmaState *s, Error **errp)
 {
+    ERRP_GUARD();
     MachineState *ms = MACHINE(qdev_get_machine());
     g_autoptr(GArray) regions = g_array_new(false, false,
                                             sizeof(PvrdmaShmRegion));
-    g_autofree char *err = NULL;
     uint8_t *secret = NULL;
     size_t secret_len = 0;
     PvrdmaTransport *t;
@@ -136,13 +136,13 @@ bool pvrdma_join(PvrdmaState *s, Error **errp)
     qemu_ram_foreach_block(pvrdma_add_region, regions);
     t = pvrdma_coresident_new(&s->core, s->rendezvous, secret, secret_len,
                               (PvrdmaShmRegion *)regions->data, regions->len,
-                              CR_F_ALL, &err);
+                              CR_F_ALL, errp);
     if (secret) {
         explicit_bzero(secret, secret_len);     /* the transport has a copy */
         g_free(secret);
     }
     if (!t) {
-        error_setg(errp, "pvrdma: %s", err);
+        error_prepend(errp, "pvrdma: ");
         return false;
     }
     pvrdma_coresident_set_rings(t, s->cr_rings ? CR_RING_SIZE : 0);
@@ -202,17 +202,17 @@ bad:
  */
 static bool pvrdma_open_cm(PvrdmaState *s, GArray *ports, Error **errp)
 {
-    g_autofree char *err = NULL;
+    Error *err = NULL;
     PvrdmaTransport *t;
 
     t = pvrdma_hostcm_new(&s->core, (uint16_t *)ports->data, ports->len,
                           &err);
     if (!t) {
         if (s->cm_listen) {
-            error_setg(errp, "pvrdma: cm-listen: %s", err);
+            error_propagate_prepend(errp, err, "pvrdma: cm-listen: ");
             return false;
         }
-        warn_report("pvrdma: rdma_cm in the guest will not work: %s", err);
+        warn_reportf_err(err, "pvrdma: rdma_cm in the guest will not work: ");
         return true;
     }
     pvrdma_core_add_transport(&s->core, t);
@@ -226,10 +226,10 @@ static bool pvrdma_open_cm(PvrdmaState *s, GArray *ports, Error **errp)
  */
 bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
 {
+    ERRP_GUARD();
     g_autoptr(GArray) regions = g_array_new(false, false,
                                             sizeof(PvrdmaShmRegion));
     g_autoptr(GArray) ports = g_array_new(false, false, sizeof(uint16_t));
-    g_autofree char *err = NULL;
     PvrdmaTransport *t;
     PvrdmaHcaConfig cfg = {
         .dev = s->ibdev,
@@ -254,9 +254,9 @@ bool pvrdma_open_hca(PvrdmaState *s, Error **errp)
     qemu_ram_foreach_block(pvrdma_add_region, regions);
     t = pvrdma_hostverbs_new(&s->core, &cfg, &s->core.lim,
                              (PvrdmaShmRegion *)regions->data, regions->len,
-                             &err);
+                             errp);
     if (!t) {
-        error_setg(errp, "pvrdma: ibdev=%s: %s", s->ibdev, err);
+        error_prepend(errp, "pvrdma: ibdev=%s: ", s->ibdev);
         return false;
     }
     pvrdma_core_add_transport(&s->core, t);     /* the object owner */

@@ -57,7 +57,7 @@ static int pvrdma_core_get(QEMUFile *f, void *pv, size_t size,
     PvrdmaCore *c = pv;
     uint64_t len = qemu_get_be64(f);
     g_autofree uint8_t *buf = NULL;
-    g_autofree char *err = NULL;
+    Error *err = NULL;
 
     if (len > PVRDMA_MIG_MAX_BYTES) {
         error_report("pvrdma: migrated state of %" PRIu64 " bytes refused",
@@ -75,7 +75,7 @@ static int pvrdma_core_get(QEMUFile *f, void *pv, size_t size,
         return -EINVAL;
     }
     if (!pvrdma_core_load(c, buf, len, &err)) {
-        error_report("pvrdma: migrated state refused: %s", err);
+        error_reportf_err(err, "pvrdma: migrated state refused: ");
         return -EINVAL;
     }
     return 0;
@@ -480,7 +480,7 @@ static int pvrdma_post_save(void *opaque)
 static int pvrdma_post_load(void *opaque, int version_id)
 {
     PvrdmaState *s = opaque;
-    g_autofree char *err = NULL;
+    Error *err = NULL;
     bool ok;
 
     if (s->state_blob) {
@@ -489,7 +489,7 @@ static int pvrdma_post_load(void *opaque, int version_id)
     ok = pvrdma_mig_image_load(&s->core, &s->mig, &err);
     pvrdma_mig_image_clear(&s->mig);
     if (!ok) {
-        error_report("pvrdma: migrated state refused: %s", err);
+        error_reportf_err(err, "pvrdma: migrated state refused: ");
         return -EINVAL;
     }
     return 0;

@@ -270,7 +270,6 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
                          bool has_delay_ms, uint32_t delay_ms, Error **errp)
 {
     PvrdmaState *s = pvrdma_find(id, errp);
-    g_autofree char *err = NULL;
     PvrdmaInject in = {
         /* PvrdmaInjectionKind is in the order of PvrdmaInjectKind */
         .kind = (PvrdmaInjectKind)kind,
@@ -305,16 +304,14 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
     }
     in.event = has_event ? async_events[event] : 0;
     in.opcode = opcode;         /* PvrdmaCommand: the ABI's order */
-    if (!pvrdma_inject(&s->core, &in, &err)) {
-        error_setg(errp, "%s", err);
-    }
+    pvrdma_inject(&s->core, &in, errp);
 }
 
 void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
                            const char *name, Error **errp)
 {
+    ERRP_GUARD();
     PvrdmaState *s = pvrdma_find(id, errp);
-    g_autofree char *err = NULL;
     int fd;
 
     if (!s) {
@@ -333,7 +330,7 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     }
     trace_pvrdma_peer_add(name ? name : fdname, fd);
     if (!pvrdma_coresident_add_peer(s->coresident, fd, name ? name : fdname,
-                                    &err)) {
-        error_setg(errp, "pvrdma: %s", err);
+                                    errp)) {
+        error_prepend(errp, "pvrdma: ");
     }
 }

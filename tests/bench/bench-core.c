@@ -84,6 +84,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include "qapi/error.h"
 #include "fake-driver.h"
 #include "bench-alloc.h"
 #include "hw/rdma/pvrdma_coresident.h"
@@ -299,7 +300,7 @@ static void node_init_cr(Node *n, const char *dir, uint8_t id)
 {
     PvrdmaLimits l;
     PvrdmaShmRegion r;
-    char *err = NULL;
+    Error *err = NULL;
 
     pvrdma_limits_default(&l);
     memset(n, 0, sizeof(*n));
@@ -312,7 +313,7 @@ static void node_init_cr(Node *n, const char *dir, uint8_t id)
     n->t = pvrdma_coresident_new(&n->d.c, dir, NULL, 0, &r, 1, CR_F_ALL,
                                  &err);
     if (!n->t) {
-        die("co-resident transport: %s", err);
+        die("co-resident transport: %s", error_get_pretty(err));
     }
     pvrdma_coresident_set_poll(n->t, g_node_poll);
     if (!pvrdma_core_add_transport(&n->d.c, n->t)) {

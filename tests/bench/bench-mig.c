@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "fake-driver.h"
 #include "hw/rdma/pvrdma_loopback.h"
 #include <getopt.h>
@@ -73,7 +74,7 @@ static void measure(unsigned nqp, unsigned runs)
     l = d.c.lim;
     for (unsigned r = 0; r < runs; r++) {
         GByteArray *b = g_byte_array_new();
-        char *err = NULL;
+        Error *err = NULL;
         double t0, t1, t2;
 
         t0 = now_us();
@@ -85,7 +86,7 @@ static void measure(unsigned nqp, unsigned runs)
         pvrdma_core_add_transport(&d.c, pvrdma_loopback_new(&d.c));
         t2 = now_us();
         if (!pvrdma_core_load(&d.c, b->data, b->len, &err)) {
-            fprintf(stderr, "load failed: %s\n", err);
+            fprintf(stderr, "load failed: %s\n", error_get_pretty(err));
             exit(1);
         }
         load[r] = now_us() - t2;

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "qapi/error.h"
 #include "fake-driver.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_loopback.h"
@@ -82,7 +83,7 @@ static void setup(void)
 {
     PvrdmaLimits l;
     PvrdmaShmRegion r;
-    char *err = NULL;
+    Error *err = NULL;
     uint32_t pd;
     GDir *d;
     const char *n;
@@ -99,7 +100,7 @@ static void setup(void)
     fh_shm_region(&dev.h, &r);
     tr = pvrdma_coresident_new(&dev.c, dir, NULL, 0, &r, 1, CR_F_ALL, &err);
     if (!tr) {
-        fprintf(stderr, "fuzz-coresident: %s\n", err);
+        fprintf(stderr, "fuzz-coresident: %s\n", error_get_pretty(err));
         abort();
     }
     pvrdma_core_add_transport(&dev.c, tr);

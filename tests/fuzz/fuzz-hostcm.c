@@ -24,6 +24,7 @@
  */
 #include "qemu/osdep.h"
 #include <arpa/inet.h>
+#include "qapi/error.h"
 #include "fake-driver.h"
 #include "fake-hca.h"
 #include "fake-rdmacm.h"
@@ -250,7 +251,7 @@ static void cm_init(Cm *m)
 {
     PvrdmaTransport *t;
     PvrdmaLimits l;
-    char *err = NULL;
+    Error *err = NULL;
 
     memset(m, 0, sizeof(*m));
     fake_cm_init();
@@ -269,7 +270,7 @@ static void cm_init(Cm *m)
     g_random_set_seed(1);
     t = pvrdma_hostcm_new(&m->d.c, ports, G_N_ELEMENTS(ports), &err);
     if (!t) {
-        fprintf(stderr, "fuzz-hostcm: %s\n", err);
+        fprintf(stderr, "fuzz-hostcm: %s\n", error_get_pretty(err));
         abort();
     }
     pvrdma_core_add_transport(&m->d.c, t);

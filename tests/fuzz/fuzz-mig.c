@@ -19,6 +19,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "fake-driver.h"
 #include "hw/rdma/pvrdma_roce.h"
 
@@ -138,11 +139,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *err = NULL;
+    Error *err = NULL;
 
     if (!pvrdma_core_load(&dev.c, data, size, &err)) {
         check(err != NULL, "refused without a reason");
-        g_free(err);
+        error_free(err);
         check(!dev.c.active && !dev.c.qp.used && !dev.c.mr.used &&
               !dev.c.cq.used && fh_outstanding(&dev.h) == 0,
               "a refused state left objects or mappings");

@@ -7,6 +7,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "fake-driver.h"
 
 #define IOVA 0x00007f0000000000ull
@@ -39,12 +40,12 @@ static void rig_setup(Rig *r)
 
 static bool inject(Rig *r, PvrdmaInject in, const char *want_err)
 {
-    g_autofree char *err = NULL;
+    g_autoptr(Error) err = NULL;
     bool ok = pvrdma_inject(&r->d.c, &in, &err);
 
     if (want_err) {
         g_assert_false(ok);
-        g_assert_nonnull(strstr(err, want_err));
+        g_assert_nonnull(strstr(error_get_pretty(err), want_err));
     } else {
         g_assert_true(ok);
         g_assert_null(err);

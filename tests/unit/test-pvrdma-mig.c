@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "fake-driver.h"
 #include "fake-hca.h"
 #include "hw/rdma/pvrdma_loopback.h"
@@ -114,7 +115,7 @@ static void test_roundtrip(void)
     struct pvrdma_sq_wqe_hdr w = { 0 };
     struct pvrdma_cqe e;
     GByteArray *b1, *b2;
-    char *err = NULL;
+    Error *err = NULL;
 
     roundtrip_prepare(&m, data, sizeof(data));
     b1 = save(d);
@@ -198,7 +199,7 @@ static void test_older_build(void)
     g_autofree gchar *old = NULL;
     g_autoptr(GByteArray) b = NULL;
     uint8_t data[3000], got[3000];
-    char *err = NULL;
+    Error *err = NULL;
     gsize len;
     Mig m;
     Dev *d = &m.d;
@@ -227,7 +228,7 @@ static void test_image(void)
     g_autoptr(GByteArray) b1 = NULL;
     g_autoptr(GByteArray) b2 = NULL;
     uint8_t data[3000], got[3000];
-    char *err = NULL;
+    Error *err = NULL;
     Mig m;
     Dev *d = &m.d;
 
@@ -246,8 +247,9 @@ static void test_image(void)
     img.qp[1].sq_head = 1u << 30;
     fresh_core(d);
     g_assert_false(pvrdma_mig_image_load(&d->c, &img, &err));
-    g_assert_nonnull(strstr(err, "ring indices out of range"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "ring indices out of range"));
+    g_clear_pointer(&err, error_free);
     g_assert_cmpuint(d->c.qp.used, ==, 0);
     g_assert_false(d->c.active);
     pvrdma_mig_image_clear(&img);
@@ -358,7 +360,7 @@ static void test_states(void)
     Dev *d = &m.d;
     struct pvrdma_qp_attr a = { 0 };
     GByteArray *b;
-    char *err = NULL;
+    Error *err = NULL;
 
     mig_setup(&m);
     a.qp_state = PVRDMA_QPS_SQD;
@@ -414,7 +416,7 @@ static void test_held(void)
     Dev *d = &m.d;
     union pvrdma_cmd_req req = { 0 };
     GByteArray *b;
-    char *err = NULL;
+    Error *err = NULL;
 
     mig_setup(&m);
     req.destroy_qp.qp_handle = m.b.handle;
@@ -435,11 +437,11 @@ static void test_held(void)
 
 static void expect_refused(Dev *d, const uint8_t *buf, size_t len)
 {
-    char *err = NULL;
+    Error *err = NULL;
 
     g_assert_false(pvrdma_core_load(&d->c, buf, len, &err));
     g_assert_nonnull(err);
-    g_free(err);
+    error_free(err);
     g_assert_false(d->c.active);
     g_assert_cmpuint(d->c.qp.used + d->c.mr.used + d->c.cq.used, ==, 0);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
@@ -475,14 +477,14 @@ static void test_corrupt(void)
         for (unsigned k = 0; k < 3; k++) {
             static const uint8_t flip[] = { 0xff, 0x01, 0x80 };
             g_autofree uint8_t *x = g_memdup2(b->data, b->len);
-            char *err = NULL;
+            Error *err = NULL;
 
             x[i] ^= flip[k];
             if (pvrdma_core_load(&d->c, x, b->len, &err)) {
                 loaded++;
             } else {
                 g_assert_nonnull(err);
-                g_free(err);
+                error_free(err);
                 refused++;
                 g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
             }
@@ -502,7 +504,7 @@ static void test_hostile_fields(void)
     Mig m;
     Dev *d = &m.d;
     GByteArray *b;
-    char *err = NULL;
+    Error *err = NULL;
     uint32_t v;
     uint8_t *x;
 
@@ -514,27 +516,27 @@ static void test_hostile_fields(void)
     v = cpu_to_le32(PVRDMA_DEF_MAX_QP * 2);
     memcpy(x + 8, &v, 4);
     g_assert_false(pvrdma_core_load(&d->c, x, b->len, &err));
-    g_assert_nonnull(strstr(err, "max-qp"));
-    g_free(err);
+    g_assert_nonnull(strstr(error_get_pretty(err), "max-qp"));
+    g_clear_pointer(&err, error_free);
     memcpy(x, b->data, b->len);
 
     /* a future version */
     v = cpu_to_le32(99);
     memcpy(x + 4, &v, 4);
     g_assert_false(pvrdma_core_load(&d->c, x, b->len, &err));
-    g_assert_nonnull(strstr(err, "version 99"));
-    g_free(err);
+    g_assert_nonnull(strstr(error_get_pretty(err), "version 99"));
+    g_clear_pointer(&err, error_free);
     memcpy(x, b->data, b->len);
 
     /* trailing bytes */
     g_assert_false(pvrdma_core_load(&d->c, x, b->len - 1, &err));
-    g_free(err);
+    g_clear_pointer(&err, error_free);
     g_free(x);
     x = g_malloc0(b->len + 4);
     memcpy(x, b->data, b->len);
     g_assert_false(pvrdma_core_load(&d->c, x, b->len + 4, &err));
-    g_assert_nonnull(strstr(err, "does not end"));
-    g_free(err);
+    g_assert_nonnull(strstr(error_get_pretty(err), "does not end"));
+    g_clear_pointer(&err, error_free);
     g_free(x);
     g_byte_array_free(b, true);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);

@@ -15,6 +15,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
 #include "pvrdma_int.h"
@@ -44,10 +45,11 @@ static bool is_cmd_kind(PvrdmaInjectKind k)
 /*
  * in->of_qp: the handle of the CQ or SRQ event's object is that of QP
  * in->handle's send CQ or SRQ (an application knows its QP number, not
- * the device's handle of its CQ or SRQ).  False with *err if there is none.
+ * the device's handle of its CQ or SRQ).  False with errp set if there is
+ * none.
  */
 static bool inject_of_qp(PvrdmaCore *c, const PvrdmaInject *in, uint32_t *h,
-                         char **err)
+                         Error **errp)
 {
     PvrdmaQP *qp;
 
@@ -58,11 +60,11 @@ static bool inject_of_qp(PvrdmaCore *c, const PvrdmaInject *in, uint32_t *h,
     if (in->event != PVRDMA_EVENT_CQ_ERR &&
         in->event != PVRDMA_EVENT_SRQ_ERR &&
         in->event != PVRDMA_EVENT_SRQ_LIMIT_REACHED) {
-        *err = g_strdup("of-qp applies to the CQ and SRQ events");
+        error_setg(errp, "of-qp applies to the CQ and SRQ events");
     } else if (!qp) {
-        *err = g_strdup_printf("no QP with handle %u", in->handle);
+        error_setg(errp, "no QP with handle %u", in->handle);
     } else if (in->event != PVRDMA_EVENT_CQ_ERR && !qp->is_srq) {
-        *err = g_strdup_printf("QP %u has no SRQ", in->handle);
+        error_setg(errp, "QP %u has no SRQ", in->handle);
     } else {
         *h = in->event == PVRDMA_EVENT_CQ_ERR ? qp->scq : qp->srq;
         return true;
@@ -71,11 +73,11 @@ static bool inject_of_qp(PvrdmaCore *c, const PvrdmaInject *in, uint32_t *h,
 }
 
 /* An async event about an object that exists, as the device posts it. */
-static bool inject_event(PvrdmaCore *c, const PvrdmaInject *in, char **err)
+static bool inject_event(PvrdmaCore *c, const PvrdmaInject *in, Error **errp)
 {
     uint32_t h = in->handle;
 
-    if (!inject_of_qp(c, in, &h, err)) {
+    if (!inject_of_qp(c, in, &h, errp)) {
         return false;
     }
     switch (in->event) {
@@ -83,21 +85,21 @@ static bool inject_event(PvrdmaCore *c, const PvrdmaInject *in, char **err)
     case PVRDMA_EVENT_QP_REQ_ERR:
     case PVRDMA_EVENT_QP_ACCESS_ERR:
         if (!pvrdma_qp_get(c, h)) {
-            *err = g_strdup_printf("no QP with handle %u", h);
+            error_setg(errp, "no QP with handle %u", h);
             return false;
         }
         pvrdma_transport_event(c, in->event, h);    /* the QP fails */
         return true;
     case PVRDMA_EVENT_CQ_ERR:
         if (!pvrdma_table_get(&c->cq, h)) {
-            *err = g_strdup_printf("no CQ with handle %u", h);
+            error_setg(errp, "no CQ with handle %u", h);
             return false;
         }
         break;
     case PVRDMA_EVENT_SRQ_ERR:
     case PVRDMA_EVENT_SRQ_LIMIT_REACHED:
         if (!pvrdma_table_get(&c->srq, h)) {
-            *err = g_strdup_printf("no SRQ with handle %u", h);
+            error_setg(errp, "no SRQ with handle %u", h);
             return false;
         }
         break;
@@ -106,7 +108,7 @@ static bool inject_event(PvrdmaCore *c, const PvrdmaInject *in, char **err)
         h = 1;                  /* the port */
         break;
     default:
-        *err = g_strdup_printf("event %u cannot be injected", in->event);
+        error_setg(errp, "event %u cannot be injected", in->event);
         return false;
     }
     pvrdma_post_async(c, in->event, h);
@@ -142,47 +144,44 @@ static void inject_clear(PvrdmaCore *c)
 }
 
 /* A counted kind (command, completion) that can fire as given. */
-static bool counted_ok(PvrdmaCore *c, const PvrdmaInject *in, char **err)
+static bool counted_ok(PvrdmaCore *c, const PvrdmaInject *in, Error **errp)
 {
     PvrdmaQP *qp;
 
     if (is_cmd_kind(in->kind)) {
         if (in->opcode >= PVRDMA_CMD_MAX) {
-            *err = g_strdup_printf("no command %u", in->opcode);
+            error_setg(errp, "no command %u", in->opcode);
             return false;
         }
         if (in->kind == PVRDMA_INJECT_CMD_ERROR &&
             (!in->status || in->status > 4095)) {
-            *err = g_strdup_printf("status %u: an errno (1 to 4095)",
-                                   in->status);
+            error_setg(errp, "status %u: an errno (1 to 4095)", in->status);
             return false;
         }
         return true;
     }
     qp = pvrdma_qp_get(c, in->handle);
     if (!qp) {
-        *err = g_strdup_printf("no QP with handle %u", in->handle);
+        error_setg(errp, "no QP with handle %u", in->handle);
         return false;
     }
     if (pvrdma_qp_on_queue_transport(qp)) {
-        *err = g_strdup_printf("QP %u is on the host HCA, whose device "
-                               "completes its work requests", in->handle);
+        error_setg(errp, "QP %u is on the host HCA, whose device "
+                   "completes its work requests", in->handle);
         return false;
     }
     if (in->status <= PVRDMA_WC_SUCCESS || in->status > PVRDMA_WC_GENERAL_ERR) {
-        *err = g_strdup_printf("status %u: a work completion error (%u to "
-                               "%u)", in->status, PVRDMA_WC_SUCCESS + 1,
-                               PVRDMA_WC_GENERAL_ERR);
+        error_setg(errp, "status %u: a work completion error (%u to %u)",
+                   in->status, PVRDMA_WC_SUCCESS + 1, PVRDMA_WC_GENERAL_ERR);
         return false;
     }
     return true;
 }
 
-bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, char **err)
+bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, Error **errp)
 {
     PvrdmaInject *s;
 
-    *err = NULL;
     switch (in->kind) {
     case PVRDMA_INJECT_PORT_DOWN:
     case PVRDMA_INJECT_PORT_UP:
@@ -196,11 +195,11 @@ bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, char **err)
         return true;
     case PVRDMA_INJECT_EVENT:
         if (!c->active) {
-            *err = g_strdup("the guest's driver has not activated the "
-                            "device");
+            error_setg(errp, "the guest's driver has not activated the "
+                       "device");
             return false;
         }
-        if (!inject_event(c, in, err)) {
+        if (!inject_event(c, in, errp)) {
             return false;
         }
         trace_pvrdma_inject(kind_names[in->kind], in->event, in->handle);
@@ -209,18 +208,18 @@ bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, char **err)
     case PVRDMA_INJECT_CMD_DELAY:
     case PVRDMA_INJECT_CMD_DROP:
     case PVRDMA_INJECT_WC_ERROR:
-        if (!counted_ok(c, in, err)) {
+        if (!counted_ok(c, in, errp)) {
             return false;
         }
         break;
     default:
-        *err = g_strdup_printf("no injection kind %u", in->kind);
+        error_setg(errp, "no injection kind %u", in->kind);
         return false;
     }
     s = inject_slot(c);
     if (!s) {
-        *err = g_strdup_printf("%u injections are pending already",
-                               PVRDMA_INJECT_MAX);
+        error_setg(errp, "%u injections are pending already",
+                   PVRDMA_INJECT_MAX);
         return false;
     }
     *s = *in;

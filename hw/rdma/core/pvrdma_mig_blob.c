@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_mig.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
@@ -436,7 +437,7 @@ static bool get_image(MigReader *r, PvrdmaMigImage *m)
 }
 
 bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
-                      char **err)
+                      Error **errp)
 {
     MigReader r = { .p = data, .left = len };
     PvrdmaMigImage m = { 0 };
@@ -445,10 +446,11 @@ bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
     if (!get_image(&r, &m)) {
         pvrdma_mig_image_clear(&m);
         pvrdma_core_reset(c);
-        *err = r.err ? r.err : g_strdup("stream truncated");
+        error_setg(errp, "%s", r.err ? r.err : "stream truncated");
+        g_free(r.err);
         return false;
     }
-    ok = pvrdma_mig_image_load(c, &m, err);
+    ok = pvrdma_mig_image_load(c, &m, errp);
     pvrdma_mig_image_clear(&m);
     return ok;
 }

@@ -17,6 +17,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_mig.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
@@ -801,7 +802,7 @@ static bool load_all(MigLoad *l, const PvrdmaMigImage *m)
 }
 
 bool pvrdma_mig_image_load(PvrdmaCore *c, const PvrdmaMigImage *m,
-                           char **err)
+                           Error **errp)
 {
     MigLoad l = { .c = c, .m = m };
     int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
@@ -815,7 +816,8 @@ bool pvrdma_mig_image_load(PvrdmaCore *c, const PvrdmaMigImage *m,
     c->restore_pages = NULL;
     if (l.err) {
         pvrdma_core_reset(c);
-        *err = l.err;
+        error_setg(errp, "%s", l.err);
+        g_free(l.err);
         return false;
     }
     trace_pvrdma_state_loaded(c->qp.used, c->mr.used,

@@ -705,11 +705,11 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
                       const PvrdmaLimits *lim);
 void pvrdma_core_fini(PvrdmaCore *c);
 /*
- * Inject a fault or an event (x-pvrdma-inject).  False, with *err set (a
- * message to g_free), if refused: an object that does not exist, a status
- * out of range, too many pending.
+ * Inject a fault or an event (x-pvrdma-inject).  False, with errp set, if
+ * refused: an object that does not exist, a status out of range, too many
+ * pending.
  */
-bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, char **err);
+bool pvrdma_inject(PvrdmaCore *c, const PvrdmaInject *in, Error **errp);
 const char *pvrdma_inject_kind_name(PvrdmaInjectKind kind);
 /* Device reset (PCI reset, CTL_RESET): every resource is freed. */
 void pvrdma_core_reset(PvrdmaCore *c);
@@ -742,7 +742,7 @@ void pvrdma_core_check_link(PvrdmaCore *c);
  * pvrdma_core_quiesce(): nothing may be in flight then.  pvrdma_core_save()
  * appends the versioned state to buf.  pvrdma_core_load() resets the core
  * and rebuilds it from len bytes, as untrusted as guest input: false with
- * *err set (g_free it) and the core reset if anything is wrong.
+ * errp set and the core reset if anything is wrong.
  */
 char *pvrdma_core_migration_blocker(PvrdmaCore *c, bool saving);
 /*
@@ -756,7 +756,7 @@ void pvrdma_core_ring_pages(PvrdmaCore *c,
                             void *opaque);
 void pvrdma_core_save(PvrdmaCore *c, GByteArray *buf);
 bool pvrdma_core_load(PvrdmaCore *c, const uint8_t *data, size_t len,
-                      char **err);
+                      Error **errp);
 /*
  * The VM stops for its state to be saved: every transport finishes or
  * gives back what it has in flight and takes nothing new (its quiesce

@@ -24,14 +24,13 @@
  * fewer to be a build that lacks some; unknown bits are dropped).  Its
  * sockets are watched through the host's set_fd_handler (PvrdmaHostOps).
  * Every region's fd must pass pvrdma_coresident_fd_ok().  Returns NULL
- * with a message in *err (g_free it) on failure, or if the host has no
- * set_fd_handler.
+ * with errp set on failure, or if the host has no set_fd_handler.
  */
 PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
                                        const void *secret, size_t secret_len,
                                        const PvrdmaShmRegion *regions,
                                        unsigned nregions, uint64_t features,
-                                       char **err);
+                                       Error **errp);
 /*
  * A connection to a peer that management made and gave us: fd is a
  * connected AF_UNIX SOCK_SEQPACKET socket (one end of a socketpair()
@@ -40,10 +39,10 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
  * talks; a secret, if set, must still match.  name is for messages.
  * Works with or without a rendezvous directory (dir NULL in
  * pvrdma_coresident_new(): no directory, peers only from here).  False
- * with a message in *err (g_free it) if fd is not such a socket.
+ * with errp set if fd is not such a socket.
  */
 bool pvrdma_coresident_add_peer(PvrdmaTransport *t, int fd, const char *name,
-                                char **err);
+                                Error **errp);
 /*
  * fd can be offered to peers: a file sealed against shrinking (a memfd
  * with F_SEAL_SHRINK, as memory-backend-memfd's with seal=on).  Peers map

@@ -13,10 +13,10 @@
  * rdma_cm events become CM MADs for the guest; incoming connections are
  * taken on the given ports of the guest's addresses.  The host rdma_cm's
  * event channel is watched through the host's set_fd_handler
- * (PvrdmaHostOps).  Returns NULL with a message in *err (g_free it) on
- * failure, or if the host has no set_fd_handler.
+ * (PvrdmaHostOps).  Returns NULL with errp set on failure, or if the host
+ * has no set_fd_handler.
  */
 PvrdmaTransport *pvrdma_hostcm_new(PvrdmaCore *c, const uint16_t *ports,
-                                   unsigned nports, char **err);
+                                   unsigned nports, Error **errp);
 
 #endif

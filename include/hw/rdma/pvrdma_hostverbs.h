@@ -26,13 +26,13 @@ typedef struct PvrdmaHcaConfig {
  * regions: guest RAM (for MRs whose pages are not contiguous in this
  * process, which are mapped again, contiguously, from the region's fd).
  * Its completion channel and async events are watched through the host's
- * set_fd_handler (PvrdmaHostOps).  Returns NULL with a message in *err
- * (g_free it) on failure, or if the host has no set_fd_handler.
+ * set_fd_handler (PvrdmaHostOps).  Returns NULL with errp set on failure,
+ * or if the host has no set_fd_handler.
  */
 PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
                                       const PvrdmaHcaConfig *cfg,
                                       PvrdmaLimits *lim,
                                       const PvrdmaShmRegion *regions,
-                                      unsigned nregions, char **err);
+                                      unsigned nregions, Error **errp);
 
 #endif

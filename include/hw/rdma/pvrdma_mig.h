@@ -150,13 +150,13 @@ typedef struct PvrdmaMigImage {
  * pvrdma_mig_image_save(): the core's state into img (cleared first; the
  * caller has checked pvrdma_core_migration_blocker()).
  * pvrdma_mig_image_load(): reset the core and rebuild it from img, as
- * untrusted as guest input; false with *err set (g_free it) and the core
- * reset if anything is wrong.  pvrdma_mig_image_clear(): free what the
+ * untrusted as guest input; false with errp set and the core reset if
+ * anything is wrong.  pvrdma_mig_image_clear(): free what the
  * image holds (img->core stays).
  */
 void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *img);
 bool pvrdma_mig_image_load(PvrdmaCore *c, const PvrdmaMigImage *img,
-                           char **err);
+                           Error **errp);
 void pvrdma_mig_image_clear(PvrdmaMigImage *img);
 
 /*

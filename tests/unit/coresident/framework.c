@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "coresident/cr.h"
 
 void make_gid(uint8_t gid[16], uint8_t net, uint8_t id)
@@ -27,7 +28,7 @@ void vm_create(Vm *v, const char *dir, uint8_t id, const char *secret)
 {
     PvrdmaLimits l;
     PvrdmaShmRegion r;
-    char *err = NULL;
+    Error *err = NULL;
 
     memset(v, 0, sizeof(*v));
     pvrdma_limits_default(&l);

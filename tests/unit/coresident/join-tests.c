@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "coresident/cr.h"
 
 /* Two devices find each other; GIDs are learned and forgotten. */
@@ -107,7 +108,8 @@ static void test_join_errors(void)
     struct sockaddr_un sa;
     const size_t max = sizeof(sa.sun_path) - 1 -
                        strlen("/0123456789abcdef.sock");
-    char *dir, *err = NULL, *want;
+    char *dir, *want;
+    Error *err = NULL;
     GString *s;
 
     env_init(&e);
@@ -122,8 +124,8 @@ static void test_join_errors(void)
     g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &r, 0,
                                         CR_F_ALL, &err));
     g_assert_nonnull(err);
-    g_assert_nonnull(strstr(err, "shareable RAM regions"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err), "shareable RAM regions"));
+    g_clear_pointer(&err, error_free);
 
     /* RAM that can shrink: peers would refuse it (and not crash on it) */
     {
@@ -136,8 +138,8 @@ static void test_join_errors(void)
         g_assert_null(pvrdma_coresident_new(&a.d.c, e.dir, NULL, 0, &loose, 1,
                                             CR_F_ALL, &err));
         g_assert_nonnull(err);
-        g_assert_nonnull(strstr(err, "can shrink"));
-        g_clear_pointer(&err, g_free);
+        g_assert_nonnull(strstr(error_get_pretty(err), "can shrink"));
+        g_clear_pointer(&err, error_free);
         close(loose.fd);
         g_assert_cmpuint(count_socks(e.dir), ==, 0);
     }
@@ -149,8 +151,8 @@ static void test_join_errors(void)
                                         CR_F_ALL, &err));
     a.d.c.ops = &fh_ops;
     g_assert_nonnull(err);
-    g_assert_nonnull(strstr(err, "set_fd_handler"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err), "set_fd_handler"));
+    g_clear_pointer(&err, error_free);
     g_assert_cmpuint(count_socks(e.dir), ==, 0);
 
     /* the parent of the directory does not exist */
@@ -158,8 +160,9 @@ static void test_join_errors(void)
     g_assert_null(pvrdma_coresident_new(&a.d.c, dir, NULL, 0, &r, 1,
                                         CR_F_ALL, &err));
     g_assert_nonnull(err);
-    g_assert_nonnull(strstr(err, "cannot create rendezvous directory"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "cannot create rendezvous directory"));
+    g_clear_pointer(&err, error_free);
     g_free(dir);
 
     /* the longest directory a socket path fits in works ... */
@@ -183,12 +186,14 @@ static void test_join_errors(void)
                                         CR_F_ALL, &err));
     g_assert_nonnull(err);
     want = g_strdup_printf("at most %zu characters", max);
-    if (!err || !strstr(err, "too long") || !strstr(err, want)) {
-        g_test_message("error message '%s' does not say '%s'", err, want);
+    if (!strstr(error_get_pretty(err), "too long") ||
+        !strstr(error_get_pretty(err), want)) {
+        g_test_message("error message '%s' does not say '%s'",
+                       error_get_pretty(err), want);
         g_test_fail();
     }
     g_free(want);
-    g_clear_pointer(&err, g_free);
+    g_clear_pointer(&err, error_free);
     /* and leaves nothing behind */
     g_assert_false(g_file_test(s->str, G_FILE_TEST_EXISTS));
     g_string_free(s, TRUE);

@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "coresident/cr.h"
 
 static PvrdmaQP *side_qp(Side *s)
@@ -155,7 +156,7 @@ static void test_moved(void)
     Side sa2;
     uint8_t data[P_LEN];
     GByteArray *st = g_byte_array_new();
-    char *err = NULL;
+    Error *err = NULL;
 
     x_setup(&x, 7);
     pause_traffic(&x, data);
@@ -244,7 +245,7 @@ static void test_resumed_with_rival(void)
     GByteArray *st = g_byte_array_new();
     uint8_t data[P_LEN], got[P_LEN];
     struct pvrdma_sge g, r;
-    char *err = NULL;
+    Error *err = NULL;
     const char *log;
 
     x_setup(&x, 7);
@@ -417,7 +418,7 @@ static void away_setup(X *x, Wire *w, Env *e2)
 static void away_dest(X *x, Vm *a2, Side *sa2, Env *e2, Wire *w,
                       GByteArray *st)
 {
-    char *err = NULL;
+    Error *err = NULL;
 
     vm_create_roce(a2, e2->dir, 1, w);
     vm_take_guest(a2, &x->a);
@@ -611,7 +612,7 @@ static void home_setup_features(X *x, Wire *w, Env *e2, Vm *a2, Side *sa2,
     uint8_t big[3000];
     GByteArray *st = g_byte_array_new();
     struct pvrdma_sge g;
-    char *err = NULL;
+    Error *err = NULL;
 
     env_init(&x->e);
     env_init(e2);

@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "coresident/cr.h"
 
 /* Start collecting the transport's host warnings (pvrdma_log_host). */
@@ -407,7 +408,7 @@ static unsigned ring_maps(void)
 static bool given_pair(Vm *a, Vm *b, const char *sa, const char *sb)
 {
     int sv[2];
-    char *err = NULL;
+    Error *err = NULL;
 
     vm_init_secret(a, NULL, 1, sa);
     vm_init_secret(b, NULL, 2, sb);
@@ -439,7 +440,7 @@ static void test_given_peers(void)
     Side sa, sb;
     uint8_t data[3000], got[3000];
     struct pvrdma_sge g;
-    char *err = NULL;
+    Error *err = NULL;
     int sv[2], pfd[2], fd;
 
     env_init(&e);
@@ -500,21 +501,23 @@ static void test_given_peers(void)
     /* what management must not give */
     g_assert_cmpint(pipe(pfd), ==, 0);
     g_assert_false(pvrdma_coresident_add_peer(a.t, pfd[0], "a pipe", &err));
-    g_assert_nonnull(strstr(err, "not a unix SOCK_SEQPACKET socket"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "not a unix SOCK_SEQPACKET socket"));
+    g_clear_pointer(&err, error_free);
     close(pfd[1]);
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
                     ==, 0);
     g_assert_false(pvrdma_coresident_add_peer(a.t, sv[0], "a stream",
                                               &err));
-    g_assert_nonnull(strstr(err, "not a unix SOCK_SEQPACKET socket"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "not a unix SOCK_SEQPACKET socket"));
+    g_clear_pointer(&err, error_free);
     close(sv[1]);
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     g_assert_cmpint(fd, >=, 0);
     g_assert_false(pvrdma_coresident_add_peer(a.t, fd, "unconnected", &err));
-    g_assert_nonnull(strstr(err, "not connected"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err), "not connected"));
+    g_clear_pointer(&err, error_free);
     g_assert_cmpuint(peers(&a), ==, 0);
     vm_fini(&a);
     vm_fini(&b);
@@ -839,12 +842,12 @@ static void test_gid_claims(void)
     env_fini(&e);
 }
 
-/* Join dir; NULL and the error message (g_free it) if refused. */
-static char *try_join(Vm *v, const char *dir)
+/* Join dir; NULL, or the error (error_free it) if refused. */
+static Error *try_join(Vm *v, const char *dir)
 {
     PvrdmaLimits l;
     PvrdmaShmRegion r;
-    char *err = NULL;
+    Error *err = NULL;
 
     memset(v, 0, sizeof(*v));
     pvrdma_limits_default(&l);
@@ -868,11 +871,12 @@ static void expect_refused(const char *dir, const char *want,
                            const char *want2)
 {
     Vm v;
-    g_autofree char *err = try_join(&v, dir);
+    g_autoptr(Error) err = try_join(&v, dir);
+    const char *msg = err ? error_get_pretty(err) : NULL;
 
-    if (!err || !strstr(err, want) || (want2 && !strstr(err, want2))) {
+    if (!msg || !strstr(msg, want) || (want2 && !strstr(msg, want2))) {
         g_test_message("joining %s: '%s', expected '%s' and '%s'", dir,
-                       err ? err : "(no error)", want, want2 ? want2 : "");
+                       msg ? msg : "(no error)", want, want2 ? want2 : "");
         g_test_fail();
     }
     if (g_file_test(dir, G_FILE_TEST_IS_DIR)) {

@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
+#include "qapi/error.h"
 #include "roce/rt.h"
 
 /*
@@ -21,7 +22,8 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     PvrdmaLimits l = d->c.lim;
     PvrdmaHostOps no_tx = fh_ops;
     g_autoptr(GByteArray) st = g_byte_array_new();
-    char *err = NULL, *why;
+    Error *err = NULL;
+    char *why;
 
     g_assert_true(pvrdma_core_quiesce(&d->c, 1000));
     why = pvrdma_core_migration_blocker(&d->c, true);
@@ -41,9 +43,9 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     g_assert_null(pvrdma_roce_new(&d->c));
     pvrdma_core_add_transport(&d->c, pvrdma_loopback_new(&d->c));
     g_assert_false(pvrdma_core_load(&d->c, st->data, st->len, &err));
-    g_assert_nonnull(strstr(err, "roce transport, which this device does not "
-                            "have"));
-    g_clear_pointer(&err, g_free);
+    g_assert_nonnull(strstr(error_get_pretty(err), "roce transport, which this "
+                            "device does not have"));
+    g_clear_pointer(&err, error_free);
     g_assert_cmpuint(fh_outstanding(&d->h), ==, 0);
     pvrdma_core_fini(&d->c);
     pvrdma_core_init(&d->c, &fh_ops, &d->h, &l);
@@ -51,9 +53,9 @@ static void node_migrate(Net *n, unsigned i, int64_t pause_ms)
     nd->t = pvrdma_roce_new(&d->c);     /* d->h still sends with node_tx */
     g_assert_true(pvrdma_core_add_transport(&d->c, nd->t));
     if (!pvrdma_core_load(&d->c, st->data, st->len, &err)) {
-        g_test_message("load: %s", err);
+        g_test_message("load: %s", error_get_pretty(err));
         g_test_fail();
-        g_free(err);
+        error_free(err);
     }
 }
 
