@@ -265,10 +265,11 @@ static bool cr_fence(PvrdmaTransport *pt, uint32_t qpn, unsigned wait_ms)
     cr_reap(t);
     trace_pvrdma_cr_fence(qpn, ok, g_get_monotonic_time() - t0);
     if (!ok) {
-        pvrdma_log_host("co-resident: the peers did not answer the requests "
-                        "of QP %d in %u ms; they may still access its "
-                        "buffers", qpn == CR_ANY_QP ? -1 : (int)qpn,
-                        wait_ms);
+        warn_report("pvrdma: co-resident: the peers did not answer the "
+                    "requests "
+                    "of QP %d in %u ms; they may still access its "
+                    "buffers", qpn == CR_ANY_QP ? -1 : (int)qpn,
+                    wait_ms);
     }
     return ok;
 }

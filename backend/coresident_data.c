@@ -632,11 +632,11 @@ static bool cr_rx_ctl(CrPeer *p, const CrHdr *h, size_t len)
              * keeps its GIDs (the destination gets them once the source
              * is gone); it is management's to stop one of the two.
              */
-            pvrdma_log_host("co-resident peer %s runs again while peer %s "
-                            "announces its GIDs: two QEMUs may run one VM "
-                            "(a migration that failed or was cancelled "
-                            "at its end?); %s keeps them", p->name,
-                            rival->name, p->name);
+            warn_report("pvrdma: co-resident peer %s runs again while peer %s "
+                        "announces its GIDs: two QEMUs may run one VM "
+                        "(a migration that failed or was cancelled "
+                        "at its end?); %s keeps them", p->name,
+                        rival->name, p->name);
         }
         pvrdma_transport_wake_senders(t->t.core);
         return true;

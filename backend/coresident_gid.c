@@ -126,8 +126,9 @@ void cr_claim_gids(CrPeer *p, const CrGid *gids, uint32_t n)
         if (!paused && !p->paused &&
             !cr_gid_in(p->refused, p->nrefused, gids[i].gid)) {
             pvrdma_gid_str(gids[i].gid, s, sizeof(s));
-            pvrdma_log_host("co-resident peer %s announces GID %s, which %s "
-                            "owns: not routed to it", p->name, s, owner);
+            warn_report("pvrdma: co-resident peer %s announces GID %s, which "
+                        "%s "
+                        "owns: not routed to it", p->name, s, owner);
         }
     }
     g_free(p->gids);

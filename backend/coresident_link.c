@@ -42,8 +42,8 @@ void cr_peer_fail(CrPeer *p, const char *why)
 {
     if (!p->dead) {
         if (why) {
-            pvrdma_log_host("co-resident peer %s: %s, dropped", p->name,
-                            why);
+            warn_report("pvrdma: co-resident peer %s: %s, dropped", p->name,
+                        why);
             cr_peer_lost(p, why);
         }
         trace_pvrdma_cr_peer_gone(p->node);
@@ -310,9 +310,9 @@ void cr_link_ring_offer(CrPeer *p)
     }
     p->ring = cr_ring_create(m.ring_size, &err);
     if (!p->ring) {
-        pvrdma_log_host("co-resident peer %s: no rings (%s): messages go "
-                        "through the socket", p->name,
-                        error_get_pretty(err));
+        warn_report("pvrdma: co-resident peer %s: no rings (%s): messages go "
+                    "through the socket", p->name,
+                    error_get_pretty(err));
         return;
     }
     cr_send(p, &m, sizeof(m), cr_ring_fd(p->ring));
@@ -339,8 +339,8 @@ bool cr_link_rx_ring(CrPeer *p, const CrRingMsg *m, size_t len, int fd)
     }
     p->ring = cr_ring_map(fd, m->ring_size, &err);
     if (!p->ring) {
-        pvrdma_log_host("co-resident peer %s: %s: messages go through the "
-                        "socket", p->name, error_get_pretty(err));
+        warn_report("pvrdma: co-resident peer %s: %s: messages go through the "
+                    "socket", p->name, error_get_pretty(err));
         return true;
     }
     cr_ring_start_tx(p);

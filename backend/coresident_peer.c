@@ -144,8 +144,9 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
 
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
         cl != sizeof(cred)) {
-        pvrdma_log_host("co-resident: %s: cannot tell who the peer is (%s), "
-                        "refused", path, strerror(errno));
+        warn_report("pvrdma: co-resident: %s: cannot tell who the peer is "
+                    "(%s), "
+                    "refused", path, strerror(errno));
         close(fd);
         return NULL;
     }
@@ -155,9 +156,9 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
               g_strdup_printf("%s (pid %d)", path, (int)cred.pid);
     p->label = g_strdup(path);
     if (how != CR_GIVEN && cred.uid != t->uid) {
-        pvrdma_log_host("co-resident peer %s runs as uid %u, not as this "
-                        "QEMU's uid %u: refused", p->name,
-                        (unsigned)cred.uid, (unsigned)t->uid);
+        warn_report("pvrdma: co-resident peer %s runs as uid %u, not as this "
+                    "QEMU's uid %u: refused", p->name,
+                    (unsigned)cred.uid, (unsigned)t->uid);
         close(fd);
         g_free(p->name);
         g_free(p->label);
@@ -271,23 +272,23 @@ static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
     if (len != sizeof(*m) || !p->hello || m->index >= p->nregions ||
         p->region[m->index].host || fd < 0 || !m->size ||
         m->size > INT64_MAX || m->fd_offset > INT64_MAX - m->size ||
-        (m->fd_offset & (pvrdma_host_page_size() - 1)) || fstat(fd, &st) ||
+        (m->fd_offset & (qemu_real_host_page_size() - 1)) || fstat(fd, &st) ||
         !S_ISREG(st.st_mode) ||
         (uint64_t)st.st_size < m->fd_offset + m->size) {
         return false;
     }
     if (!cr_fd_sealed(fd)) {
-        pvrdma_log_host("co-resident peer %016" PRIx64 ": its RAM can "
-                        "shrink (not a memfd sealed with F_SEAL_SHRINK: "
-                        "memory-backend-memfd with seal=on, the default): "
-                        "not mapped, the peer is dropped", p->node);
+        warn_report("pvrdma: co-resident peer %016" PRIx64 ": its RAM can "
+                    "shrink (not a memfd sealed with F_SEAL_SHRINK: "
+                    "memory-backend-memfd with seal=on, the default): "
+                    "not mapped, the peer is dropped", p->node);
         return false;
     }
     host = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                 m->fd_offset);
     if (host == MAP_FAILED) {
-        pvrdma_log_host("co-resident peer %016" PRIx64 ": cannot map its "
-                        "RAM: %s", p->node, strerror(errno));
+        warn_report("pvrdma: co-resident peer %016" PRIx64 ": cannot map its "
+                    "RAM: %s", p->node, strerror(errno));
         return false;
     }
     p->region[m->index].host = host;
@@ -485,8 +486,8 @@ void cr_accept(void *opaque)
                  * Out of descriptors: the listener would stay readable and
                  * spin the loop.  Stop accepting until a peer is freed.
                  */
-                pvrdma_log_host("co-resident: out of file descriptors, "
-                                "not accepting peers for now");
+                warn_report("pvrdma: co-resident: out of file descriptors, "
+                            "not accepting peers for now");
                 c->ops->set_fd_handler(c->opaque, t->lfd, NULL, NULL, NULL);
                 t->accept_paused = true;
             }

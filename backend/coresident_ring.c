@@ -175,7 +175,7 @@ static uint32_t cr_rec_size(uint32_t len)
 /* Bytes free in tx; -1 if the consumer's index cannot be. */
 static int64_t cr_ring_room(CrRing *r)
 {
-    uint64_t cons = pvrdma_atomic_load(&r->tx->cons);
+    uint64_t cons = qatomic_load_acquire(&r->tx->cons);
     uint64_t used = r->prod - cons;
 
     if (used > r->size || (cons & 7)) {
@@ -203,7 +203,7 @@ int cr_ring_put(CrRing *r, const void *buf, uint32_t len)
     cr_ring_write(r, r->prod, hdr, sizeof(hdr));
     cr_ring_write(r, r->prod + CR_REC_HDR, buf, len);
     r->prod += cr_rec_size(len);
-    pvrdma_atomic_store(&r->tx->prod, r->prod);
+    qatomic_store_release(&r->tx->prod, r->prod);
     return 1;
 }
 
@@ -213,9 +213,9 @@ int cr_ring_put(CrRing *r, const void *buf, uint32_t len)
  */
 bool cr_ring_needs_wake(CrRing *r)
 {
-    pvrdma_smp_mb();    /* our prod before its flags: cr_ring_awake() */
-    if (pvrdma_atomic_load(&r->tx->polling) ||
-        pvrdma_atomic_load(&r->tx->woken) != r->wakes) {
+    smp_mb();    /* our prod before its flags: cr_ring_awake() */
+    if (qatomic_load_acquire(&r->tx->polling) ||
+        qatomic_load_acquire(&r->tx->woken) != r->wakes) {
         return false;
     }
     r->wakes++;
@@ -237,8 +237,8 @@ bool cr_ring_wait_space(CrRing *r, uint32_t len)
 {
     int64_t room;
 
-    pvrdma_atomic_store(&r->tx->want_space, 1);
-    pvrdma_smp_mb();    /* the flag before its index: cr_ring_space_wanted */
+    qatomic_store_release(&r->tx->want_space, 1);
+    smp_mb();    /* the flag before its index: cr_ring_space_wanted */
     room = cr_ring_room(r);
     return room < 0 || cr_rec_size(len) <= room;
 }
@@ -249,7 +249,7 @@ bool cr_ring_wait_space(CrRing *r, uint32_t len)
  */
 int cr_ring_get(CrRing *r, void *buf, uint32_t cap)
 {
-    uint64_t prod = pvrdma_atomic_load(&r->rx->prod);
+    uint64_t prod = qatomic_load_acquire(&r->rx->prod);
     uint64_t avail = prod - r->cons;
     uint32_t hdr[2];
 
@@ -265,14 +265,14 @@ int cr_ring_get(CrRing *r, void *buf, uint32_t cap)
     }
     cr_ring_read(r, r->cons + CR_REC_HDR, buf, hdr[0]);
     r->cons += cr_rec_size(hdr[0]);
-    pvrdma_atomic_store(&r->rx->cons, r->cons);
+    qatomic_store_release(&r->rx->cons, r->cons);
     return hdr[0];
 }
 
 /* Something to take (polling: reads the shared memory only). */
 bool cr_ring_ready(const CrRing *r)
 {
-    return pvrdma_atomic_load(&r->rx->prod) != r->cons;
+    return qatomic_load_acquire(&r->rx->prod) != r->cons;
 }
 
 /*
@@ -281,8 +281,8 @@ bool cr_ring_ready(const CrRing *r)
  */
 bool cr_ring_sleep(CrRing *r)
 {
-    pvrdma_atomic_store(&r->rx->polling, 0);
-    pvrdma_smp_mb();    /* the flag before its index: cr_ring_needs_wake */
+    qatomic_store_release(&r->rx->polling, 0);
+    smp_mb();    /* the flag before its index: cr_ring_needs_wake */
     return !cr_ring_ready(r);
 }
 
@@ -292,18 +292,18 @@ bool cr_ring_sleep(CrRing *r)
  */
 void cr_ring_awake(CrRing *r)
 {
-    pvrdma_atomic_store(&r->rx->polling, 1);
-    pvrdma_atomic_store(&r->rx->woken, r->woken);
-    pvrdma_smp_mb();
+    qatomic_store_release(&r->rx->polling, 1);
+    qatomic_store_release(&r->rx->woken, r->woken);
+    smp_mb();    /* the flags before its index: cr_ring_needs_wake */
 }
 
 /* We took records: true if the producer waits for room (ROOM it). */
 bool cr_ring_space_wanted(CrRing *r)
 {
-    pvrdma_smp_mb();    /* our cons before its flag: cr_ring_wait_space */
-    if (!pvrdma_atomic_load(&r->rx->want_space)) {
+    smp_mb();    /* our cons before its flag: cr_ring_wait_space */
+    if (!qatomic_load_acquire(&r->rx->want_space)) {
         return false;
     }
-    pvrdma_atomic_store(&r->rx->want_space, 0);
+    qatomic_store_release(&r->rx->want_space, 0);
     return true;
 }

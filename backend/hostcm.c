@@ -81,8 +81,8 @@ static void host_route_resolved(HcCm *cm, HcConn *k)
     p.private_data = m + MAD_HDR + REQ_PRIV + CMA_HDR_LEN;
     p.private_data_len = REQ_PRIV_LEN - CMA_HDR_LEN;
     if (rdma_connect(k->id, &p)) {
-        pvrdma_log_host("rdma_cm: connecting for the guest: %s",
-                        strerror(errno));
+        warn_report("pvrdma: rdma_cm: connecting for the guest: %s",
+                    strerror(errno));
         hc_active_fail(cm, k, REJ_NO_RESOURCES, NULL, 0);
         return;
     }
@@ -154,8 +154,8 @@ static HcConn *host_connect_request(HcCm *cm, HcListen *l,
     if (!k) {
         if (!cm->warned_full) {
             cm->warned_full = true;
-            pvrdma_log_host("rdma_cm: more than %u guest connections being "
-                            "set up; refusing new ones", HC_MAX_CONNS);
+            warn_report("pvrdma: rdma_cm: more than %u guest connections being "
+                        "set up; refusing new ones", HC_MAX_CONNS);
         }
         return NULL;
     }
@@ -390,8 +390,8 @@ static void hc_ready(void *opaque)
         /* the host's rdma_cm failed: stop watching it, not spin on it */
         cm->gone = true;
         c->ops->set_fd_handler(c->opaque, cm->ch->fd, NULL, NULL, NULL);
-        pvrdma_log_host("rdma_cm: the host's event channel failed (%s); "
-                        "no more RDMA CM for the guest", strerror(errno));
+        warn_report("pvrdma: rdma_cm: the host's event channel failed (%s); "
+                    "no more RDMA CM for the guest", strerror(errno));
     }
 }
 
@@ -435,11 +435,11 @@ static void listen_add(HcCm *cm, const uint8_t g[16], uint16_t port, bool ud)
         pvrdma_gid_str(g, ip, sizeof(ip));
         key = g_strdup_printf("%s %u %s", ip, port, ud ? "UDP" : "TCP");
         if (!g_hash_table_contains(cm->warned, key)) {
-            pvrdma_log_host("rdma_cm: cannot listen for the guest on %s "
-                            "port %u (%s port space: %s); the host needs "
-                            "that address on its RDMA interface and the "
-                            "port free", ip, port, ud ? "UDP" : "TCP",
-                            strerror(err));
+            warn_report("pvrdma: rdma_cm: cannot listen for the guest on %s "
+                        "port %u (%s port space: %s); the host needs "
+                        "that address on its RDMA interface and the "
+                        "port free", ip, port, ud ? "UDP" : "TCP",
+                        strerror(err));
             g_hash_table_add(cm->warned, g_steal_pointer(&key));
         }
         listen_free(l);

@@ -303,8 +303,9 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
 
         memcpy(tmp.ggid, r->sgid, 16);
         memcpy(tmp.rgid, r->dgid, 16);
-        pvrdma_log_guest_error("rdma_cm: more than %u connections being "
-                               "set up; REQ refused", HC_MAX_CONNS);
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "pvrdma: rdma_cm: more than %u connections being "
+                      "set up; REQ refused\n", HC_MAX_CONNS);
         hc_rej_to_guest(&tmp, REJ_MSG_REQ, REJ_NO_RESOURCES, NULL, 0);
         return;
     }
@@ -320,8 +321,9 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
         return;
     }
     if (!guest_owns_qp(cm, k->guest_qpn)) {
-        pvrdma_log_guest_error("rdma_cm: REQ for QP 0x%x, not one of the "
-                               "guest's; refused", k->guest_qpn);
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "pvrdma: rdma_cm: REQ for QP 0x%x, not one of the "
+                      "guest's; refused\n", k->guest_qpn);
         hc_active_fail(cm, k, REJ_NO_QP, NULL, 0);
         return;
     }
@@ -332,8 +334,9 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
     }
     if (memcmp(sgid, r->sgid, 16)) {
         /* the guest speaks only for its own address */
-        pvrdma_log_guest_error("rdma_cm: REQ from an address that is not "
-                               "the source GID; refused");
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "pvrdma: rdma_cm: REQ from an address that is not "
+                      "the source GID; refused\n");
         hc_active_fail(cm, k, REJ_UNSUPPORTED, NULL, 0);
         return;
     }
@@ -345,8 +348,8 @@ static void guest_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
         char ip[INET6_ADDRSTRLEN];
 
         pvrdma_gid_str(sgid, ip, sizeof(ip));
-        pvrdma_log_host("rdma_cm: cannot connect from the guest's address "
-                        "%s: %s", ip, strerror(errno));
+        warn_report("pvrdma: rdma_cm: cannot connect from the guest's address "
+                    "%s: %s", ip, strerror(errno));
         hc_active_fail(cm, k, REJ_UNREACHABLE, NULL, 0);
         return;
     }
@@ -371,8 +374,9 @@ static void guest_rep(HcCm *cm, const uint8_t *m)
     }
     k->guest_id = fget(m, REP_LOCAL_ID);
     if (!guest_owns_qp(cm, fget(m, REP_QPN))) {
-        pvrdma_log_guest_error("rdma_cm: REP for QP 0x%x, not one of the "
-                               "guest's; refused", fget(m, REP_QPN));
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "pvrdma: rdma_cm: REP for QP 0x%x, not one of the "
+                      "guest's; refused\n", fget(m, REP_QPN));
         hc_rej_to_guest(k, REJ_MSG_REP, REJ_NO_QP, NULL, 0);
         rdma_reject(k->id, NULL, 0);
         hc_conn_close(cm, k);
@@ -389,8 +393,8 @@ static void guest_rep(HcCm *cm, const uint8_t *m)
     p.private_data_len = REP_PRIV_LEN;
     trace_pvrdma_cm_guest_rep(k->my_id, k->guest_id, k->guest_qpn);
     if (rdma_accept(k->id, &p)) {
-        pvrdma_log_host("rdma_cm: accepting for the guest: %s",
-                        strerror(errno));
+        warn_report("pvrdma: rdma_cm: accepting for the guest: %s",
+                    strerror(errno));
         hc_rej_to_guest(k, REJ_MSG_REP, REJ_NO_RESOURCES, NULL, 0);
         rdma_reject(k->id, NULL, 0);
         hc_conn_close(cm, k);
@@ -407,8 +411,8 @@ static void guest_rtu(HcCm *cm, const uint8_t *m)
         return;
     }
     if (rdma_establish(k->id)) {
-        pvrdma_log_host("rdma_cm: establishing for the guest: %s",
-                        strerror(errno));
+        warn_report("pvrdma: rdma_cm: establishing for the guest: %s",
+                    strerror(errno));
         hc_simple_to_guest(k, CM_DREQ);
         hc_conn_close(cm, k);
         return;
@@ -518,8 +522,9 @@ static void guest_sidr_req(HcCm *cm, const uint8_t *m, const PvrdmaReq *r)
     }
     if (!cma_hdr_parse(fmem(k->mad, SIDR_REQ_PRIV), sgid, dgid) ||
         memcmp(sgid, r->sgid, 16)) {
-        pvrdma_log_guest_error("rdma_cm: SIDR_REQ without an rdma_cm header "
-                               "from the source GID; refused");
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "pvrdma: rdma_cm: SIDR_REQ without an rdma_cm header "
+                      "from the source GID; refused\n");
         hc_sidr_fail(cm, k, SIDR_REJECTED);
         return;
     }
@@ -547,8 +552,9 @@ static void guest_sidr_rep(HcCm *cm, const uint8_t *m)
         rdma_reject(k->id, fmem((uint8_t *)m, SIDR_REP_PRIV),
                     SIDR_REP_PRIV_LEN);
     } else if (!guest_owns_qp(cm, fget(m, SIDR_REP_QPN))) {
-        pvrdma_log_guest_error("rdma_cm: SIDR_REP for QP 0x%x, not one of "
-                               "the guest's; refused", fget(m, SIDR_REP_QPN));
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "pvrdma: rdma_cm: SIDR_REP for QP 0x%x, not one of "
+                      "the guest's; refused\n", fget(m, SIDR_REP_QPN));
         rdma_reject(k->id, NULL, 0);
     } else {
         /* the host answers with rdma_cm's Q_Key, as the guest's does */
@@ -556,8 +562,8 @@ static void guest_sidr_rep(HcCm *cm, const uint8_t *m)
         p.private_data = m + MAD_HDR + SIDR_REP_PRIV;
         p.private_data_len = SIDR_REP_PRIV_LEN;
         if (rdma_accept(k->id, &p)) {
-            pvrdma_log_host("rdma_cm: answering a SIDR request for the "
-                            "guest: %s", strerror(errno));
+            warn_report("pvrdma: rdma_cm: answering a SIDR request for the "
+                        "guest: %s", strerror(errno));
         }
     }
     hc_conn_close(cm, k);

@@ -213,8 +213,8 @@ static void hv_gone(HvDev *d)
     d->gone = true;
     c->ops->set_fd_handler(c->opaque, d->chan->fd, NULL, NULL, NULL);
     c->ops->set_fd_handler(c->opaque, d->ctx->async_fd, NULL, NULL, NULL);
-    pvrdma_log_host("host device %s is gone (%s)", d->name,
-                    err ? strerror(err) : "end of file");
+    warn_report("pvrdma: host device %s is gone (%s)", d->name,
+                err ? strerror(err) : "end of file");
     pvrdma_transport_event(d->t.core, PVRDMA_EVENT_DEVICE_FATAL, 1);
 }
 
@@ -283,7 +283,7 @@ static void hv_async_ready(void *opaque)
             forward = ev.element.port_num == d->port;
             break;
         case IBV_EVENT_DEVICE_FATAL:
-            pvrdma_log_host("host device %s failed", d->name);
+            warn_report("pvrdma: host device %s failed", d->name);
             break;
         case IBV_EVENT_GID_CHANGE:
             g_hash_table_remove_all(d->gid_idx);
@@ -594,10 +594,10 @@ PvrdmaTransport *pvrdma_hostverbs_new(PvrdmaCore *c,
     d->mw2 = has_mw2(ctx, &da);
     if (!d->mw2) {
         lim->no_fast_reg = true;
-        pvrdma_log_host("host RDMA device %s has no type 2 memory windows: "
-                        "the guest gets no fast-registration MRs, which "
-                        "kernel ULPs need (NVMe over RDMA, NFS over RDMA, "
-                        "iSER, SMB Direct, RDS)", d->name);
+        warn_report("pvrdma: host RDMA device %s has no type 2 memory windows: "
+                    "the guest gets no fast-registration MRs, which "
+                    "kernel ULPs need (NVMe over RDMA, NFS over RDMA, "
+                    "iSER, SMB Direct, RDS)", d->name);
     }
 
     d->t = (PvrdmaTransport) { .ops = &hv_ops, .core = c };

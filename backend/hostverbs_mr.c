@@ -177,8 +177,8 @@ static void frmr_destroy(HvDev *d, PvrdmaMR *mr)
         g_array_append_val(r->retired, r->cur);
     }
     if (!retired_sweep(r)) {
-        pvrdma_log_host("host device %s kept %u registrations of FRMR %u",
-                        d->name, r->retired->len, mr->handle);
+        warn_report("pvrdma: host device %s kept %u registrations of FRMR %u",
+                    d->name, r->retired->len, mr->handle);
     }
     g_array_free(r->retired, true);
     g_free(r);
@@ -260,9 +260,9 @@ int hv_fast_reg(HvDev *d, PvrdmaQP *qp, const PvrdmaSendWr *s,
     }
     if (!frmr_register(d, p, mr, &g)) {
         err = errno ? errno : EFAULT;
-        pvrdma_log_host("host device %s: FRMR %u: registering %u page runs "
-                        "failed: %s", d->name, mr->handle, mr->map.nchunks,
-                        strerror(err));
+        warn_report("pvrdma: host device %s: FRMR %u: registering %u page runs "
+                    "failed: %s", d->name, mr->handle, mr->map.nchunks,
+                    strerror(err));
         return -err;
     }
     t_map = g_get_monotonic_time() - t0;
@@ -404,12 +404,12 @@ static int reg_create(PvrdmaTransport *h, HvPD *p, PvrdmaMR *mr,
     } else {
         r->remap = remap_runs(d, &mr->map, &r->remap_len);
         if (!r->remap) {
-            pvrdma_log_host("MR of %u guest page runs: cannot map them "
-                            "contiguously; guest RAM needs a shareable "
-                            "backend of small pages (memory-backend-memfd,"
-                            "share=on or memory-backend-file,share=on; "
-                            "hugetlbfs pages cannot be mapped piecewise)",
-                            mr->map.nchunks);
+            warn_report("pvrdma: MR of %u guest page runs: cannot map them "
+                        "contiguously; guest RAM needs a shareable "
+                        "backend of small pages (memory-backend-memfd,"
+                        "share=on or memory-backend-file,share=on; "
+                        "hugetlbfs pages cannot be mapped piecewise)",
+                        mr->map.nchunks);
             g_free(r);
             return -EOPNOTSUPP;
         }
@@ -422,11 +422,11 @@ static int reg_create(PvrdmaTransport *h, HvPD *p, PvrdmaMR *mr,
     if (!r->mr) {
         int err = errno ? errno : ENOMEM;
 
-        pvrdma_log_host("host device %s refused an MR of %" PRIu64
-                        " bytes: %s%s", d->name, len, strerror(err),
-                        err == ENOMEM ? " (is QEMU's locked-memory limit, "
-                        "ulimit -l, as large as the guest's registrations?)"
-                        : "");
+        warn_report("pvrdma: host device %s refused an MR of %" PRIu64
+                    " bytes: %s%s", d->name, len, strerror(err),
+                    err == ENOMEM ? " (is QEMU's locked-memory limit, "
+                    "ulimit -l, as large as the guest's registrations?)"
+                    : "");
         if (r->remap) {
             munmap(r->remap, r->remap_len);
         }

@@ -95,12 +95,12 @@ static int host_gid_index(HvDev *d, const PvrdmaGid *g)
     pvrdma_gid_str(g->gid.raw, ip, sizeof(ip));
     if (!g_hash_table_contains(d->warned, ip)) {
         g_hash_table_add(d->warned, g_strdup(ip));
-        pvrdma_log_host("the guest's GID %s (RoCE v%d) is not in the GID "
-                        "table of %s port %u, so its traffic cannot use it; "
-                        "give the host interface that address, e.g. "
-                        "'ip addr add %s/32 dev %s'", ip,
-                        want == IBV_GID_TYPE_ROCE_V2 ? 2 : 1, d->name,
-                        d->port, ip, d->netdev[0] ? d->netdev : "<netdev>");
+        warn_report("pvrdma: the guest's GID %s (RoCE v%d) is not in the GID "
+                    "table of %s port %u, so its traffic cannot use it; "
+                    "give the host interface that address, e.g. "
+                    "'ip addr add %s/32 dev %s'", ip,
+                    want == IBV_GID_TYPE_ROCE_V2 ? 2 : 1, d->name,
+                    d->port, ip, d->netdev[0] ? d->netdev : "<netdev>");
     }
     return -1;
 }

@@ -73,7 +73,6 @@ device's own, the sizes of the shared structures checked at build time
          files=['include/hw/rdma/pvrdma_core.h',
                 'include/hw/rdma/pvrdma_transport.h',
                 'include/hw/rdma/pvrdma_transport_calls.h',
-                'include/hw/rdma/pvrdma_port.h',
                 'hw/rdma/core/pvrdma_int.h', 'hw/rdma/Kconfig',
                 'hw/rdma/meson.build', 'hw/rdma/trace-events',
                 'hw/rdma/core/pvrdma_ring.c', 'hw/rdma/core/pvrdma_table.c',

@@ -20,7 +20,7 @@ static bool fh_verbose;
 
 /*
  * QEMU's error output (error_report(), warn_report(): the transports'
- * host warnings, pvrdma_log_host()) instead of libqemuutil's stub, which
+ * host warnings) instead of libqemuutil's stub, which
  * prints everything: collected in fh_host_log while a test sets it,
  * printed only when verbose.
  */
@@ -44,7 +44,7 @@ int error_vprintf_unless_qmp(const char *fmt, va_list ap)
 void fh_process_init(bool verbose)
 {
     fh_verbose = verbose;
-    /* the guest errors (pvrdma_log_guest_error(): qemu_log_mask()) */
+    /* the guest errors (qemu_log_mask(LOG_GUEST_ERROR, ...)) */
     qemu_set_log(verbose ? LOG_GUEST_ERROR : 0, NULL);
     /* as QEMU's main does: its random numbers and HMAC (co-resident) */
     qcrypto_init(&error_abort);

@@ -107,7 +107,7 @@ int pvrdma_cmd_resize_cq(PvrdmaCore *c, const union pvrdma_cmd_req *req,
         return CMD_ERR(c, EBUSY, "RESIZE_CQ: CQ %u not empty", m->cq_handle);
     }
     pvrdma_cq_set_cqe(cq, m->cqe);
-    pvrdma_atomic_store(&cq->ring.state->cons_head, 0);
+    qatomic_store_release(&cq->ring.state->cons_head, 0);
     pvrdma_ring_publish_prod(&cq->ring);
     rsp->resize_cq_resp.cqe = m->cqe;
     trace_pvrdma_resize_cq(m->cq_handle, m->cqe);

@@ -28,7 +28,7 @@ void pvrdma_guest_error(PvrdmaCore *c, const char *fmt, ...)
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
     c->guest_errors++;
-    pvrdma_log_guest_error("%s", why);
+    qemu_log_mask(LOG_GUEST_ERROR, "pvrdma: %s\n", why);
     pvrdma_report(c, &(PvrdmaReport) {
         .kind = PVRDMA_REPORT_GUEST_ERROR, .why = why,
         .count = c->guest_errors,

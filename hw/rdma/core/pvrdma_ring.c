@@ -107,7 +107,7 @@ void *pvrdma_ring_elem(const PvrdmaRing *r, uint32_t idx)
 
 bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod)
 {
-    uint32_t v = pvrdma_atomic_load(&r->state->prod_tail);
+    uint32_t v = qatomic_load_acquire(&r->state->prod_tail);
 
     /* in range, and at most nelems ahead of what the device consumed */
     if (v >= r->period || pvrdma_idx_used(v, r->priv, r->nelems) > r->nelems) {
@@ -119,7 +119,7 @@ bool pvrdma_ring_guest_prod(const PvrdmaRing *r, uint32_t *prod)
 
 bool pvrdma_ring_guest_cons(const PvrdmaRing *r, uint32_t *cons)
 {
-    uint32_t v = pvrdma_atomic_load(&r->state->cons_head);
+    uint32_t v = qatomic_load_acquire(&r->state->cons_head);
 
     if (v >= r->period) {
         return false;
@@ -130,12 +130,12 @@ bool pvrdma_ring_guest_cons(const PvrdmaRing *r, uint32_t *cons)
 
 void pvrdma_ring_publish_cons(PvrdmaRing *r)
 {
-    pvrdma_atomic_store(&r->state->cons_head, r->priv);
+    qatomic_store_release(&r->state->cons_head, r->priv);
 }
 
 void pvrdma_ring_publish_prod(PvrdmaRing *r)
 {
-    pvrdma_atomic_store(&r->state->prod_tail, r->priv);
+    qatomic_store_release(&r->state->prod_tail, r->priv);
 }
 
 void *pvrdma_ring_prod_slot(PvrdmaRing *r, bool *bad_index)

@@ -209,8 +209,8 @@ static bool transport_move(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *n,
     trace_pvrdma_qp_repath(qp->qpn, r.old_path, r.new_path, qp->attr.sq_psn,
                            qp->attr.rq_psn);
     if (!pvrdma_transport_attach_to(c, qp, n)) {
-        pvrdma_log_host("QP %u: the %s transport refused it", qp->qpn,
-                        n->ops->name);
+        warn_report("pvrdma: QP %u: the %s transport refused it", qp->qpn,
+                    n->ops->name);
         return false;
     }
     pvrdma_report(c, &r);
@@ -757,9 +757,10 @@ bool pvrdma_cmd_fence(PvrdmaCore *c, uint32_t qpn)
         return true;
     }
     if (c->wait_over) {
-        pvrdma_log_host("co-resident: the peers did not answer the requests "
-                        "of QP %u in %u ms; they may still access its "
-                        "buffers", qpn, PVRDMA_FENCE_MS);
+        warn_report("pvrdma: co-resident: the peers did not answer the "
+                    "requests "
+                    "of QP %u in %u ms; they may still access its "
+                    "buffers", qpn, PVRDMA_FENCE_MS);
         return true;
     }
     c->wait_qpn = qpn;

@@ -18,7 +18,11 @@
 #ifndef HW_RDMA_PVRDMA_CORE_H
 #define HW_RDMA_PVRDMA_CORE_H
 
-#include "hw/rdma/pvrdma_port.h"
+#include "qemu/log.h"
+#include "qemu/atomic.h"
+#include "qemu/bswap.h"
+#include "qemu/error-report.h"
+#include "trace/trace-hw_rdma.h"
 #include "hw/rdma/pvrdma_abi.h"
 
 typedef struct PvrdmaCore PvrdmaCore;

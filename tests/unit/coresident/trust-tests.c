@@ -8,7 +8,7 @@
 #include "qapi/error.h"
 #include "coresident/cr.h"
 
-/* Start collecting the transport's host warnings (pvrdma_log_host). */
+/* Start collecting the transport's host warnings (warn_report()). */
 static void log_start(void)
 {
     g_assert_null(fh_host_log);
