@@ -25,7 +25,7 @@ static const PvrdmaMessageOps loopback_msg = {
 
 static const PvrdmaTransportOps loopback_ops = {
     .name = "loopback",
-    .flags = PVRDMA_TP_STATELESS,
+    .flags = PVRDMA_TP_STATELESS | PVRDMA_TP_SEGMENTED,
     .reaches = loopback_reaches,
     .msg = &loopback_msg,
 };

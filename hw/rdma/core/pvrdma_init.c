@@ -107,6 +107,7 @@ void pvrdma_core_init(PvrdmaCore *c, const PvrdmaHostOps *ops, void *opaque,
     c->opaque = opaque;
     c->lim = *lim;
     c->imr = ~0u;
+    c->run_bytes = PVRDMA_RUN_BYTES;
     /* handle 0 is never valid: it catches uninitialised guest fields */
     pvrdma_table_init(&c->uc, lim->max_uar, 1);
     pvrdma_table_init(&c->pd, lim->max_pd, 1);
@@ -153,6 +154,7 @@ bool pvrdma_core_quiesce(PvrdmaCore *c, unsigned timeout_ms)
 {
     bool ok = pvrdma_transports_quiesce(c, timeout_ms);
 
+    pvrdma_seg_finish(c);   /* no message stays half-way in the saved state */
     pvrdma_cmd_wait_check(c, true);     /* its response before the save */
     c->paused = true;
     return ok;

@@ -146,6 +146,8 @@ void pvrdma_transports_timer(PvrdmaCore *c);
 const char *pvrdma_transport_name(const PvrdmaTransport *t);
 /* may execute() run on the vCPU thread (PVRDMA_TP_DOORBELL_OK)? */
 bool pvrdma_transport_doorbell_ok(const PvrdmaTransport *t);
+/* does execute() copy, in pieces if told (PVRDMA_TP_SEGMENTED)? */
+bool pvrdma_transport_segmented(const PvrdmaTransport *t);
 /* a message transport's execute() */
 int pvrdma_transport_execute(PvrdmaTransport *t, PvrdmaReq *req);
 PvrdmaTransport *pvrdma_transport_by_name(PvrdmaCore *c, const char *name);
@@ -346,6 +348,17 @@ bool pvrdma_mr_resolve(PvrdmaCore *c, PvrdmaMR *mr, uint64_t va,
 int pvrdma_resolve_sges(PvrdmaCore *c, uint32_t pd,
                         const struct pvrdma_sge *s, uint32_t n,
                         bool is_write, PvrdmaSg *sg);
+/* The length of the message SGEs s[0..n) describe. */
+uint64_t pvrdma_sges_len(const struct pvrdma_sge *s, uint32_t n);
+/*
+ * Bytes [off, off+len) of that message, resolved with the checks of
+ * pvrdma_resolve_sges() for the SGEs they touch (a message in pieces maps
+ * one piece at a time); PVRDMA_WC_LOC_LEN_ERR if the SGEs end before.
+ */
+int pvrdma_resolve_sges_at(PvrdmaCore *c, uint32_t pd,
+                           const struct pvrdma_sge *s, uint32_t n,
+                           bool is_write, uint64_t off, uint64_t len,
+                           PvrdmaSg *sg);
 /* IBV_SEND_INLINE: SGEs with a key that does not cover them read their MR */
 void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w);
 
@@ -403,6 +416,15 @@ void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
  * that many WQEs, none that would copy data here), 0 from the run loop.
  */
 void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget);
+/*
+ * A message in pieces stops half-way: qp's as requester (its head WQE
+ * starts again from its first byte, or fails) and as responder (the
+ * receive it took is dropped without a completion, as RoCEv2's responder
+ * drops one whose message stops).  QP reset, error and free.
+ */
+void pvrdma_seg_drop(PvrdmaCore *c, PvrdmaQP *qp);
+/* The save: every message in pieces moves its rest now (VM stopped). */
+void pvrdma_seg_finish(PvrdmaCore *c);
 
 /* pvrdma_comp.c: the completer */
 

@@ -347,6 +347,7 @@ void pvrdma_mig_image_save(PvrdmaCore *c, PvrdmaMigImage *m)
     int64_t t0 G_GNUC_UNUSED = g_get_monotonic_time();
     MigPools p;
 
+    pvrdma_seg_finish(c);   /* as pvrdma_core_quiesce() (a no-op after it) */
     pvrdma_mig_pools_init(&p);
     pvrdma_mig_image_clear(m);
     m->magic = PVRDMA_MIG_IMAGE_MAGIC;

@@ -134,6 +134,45 @@ int pvrdma_resolve_sges(PvrdmaCore *c, uint32_t pd,
     return PVRDMA_WC_SUCCESS;
 }
 
+uint64_t pvrdma_sges_len(const struct pvrdma_sge *s, uint32_t n)
+{
+    uint64_t len = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        len += s[i].length;
+    }
+    return len;
+}
+
+int pvrdma_resolve_sges_at(PvrdmaCore *c, uint32_t pd,
+                           const struct pvrdma_sge *s, uint32_t n,
+                           bool is_write, uint64_t off, uint64_t len,
+                           PvrdmaSg *sg)
+{
+    for (uint32_t i = 0; i < n && len; i++) {
+        uint64_t take;
+        PvrdmaMR *mr;
+
+        if (off >= s[i].length) {
+            off -= s[i].length;
+            continue;
+        }
+        take = MIN(s[i].length - off, len);
+        mr = pvrdma_mr_by_key(c, s[i].lkey);
+        if (!mr || mr->pd != pd ||
+            (is_write && !(mr->access & PVRDMA_ACCESS_LOCAL_WRITE)) ||
+            !pvrdma_mr_resolve(c, mr, s[i].addr + off, take, is_write, sg)) {
+            PVRDMA_GUEST_ERR(c, "sge %u: lkey 0x%x addr 0x%" PRIx64
+                             " len %u refused at offset %" PRIu64, i,
+                             s[i].lkey, s[i].addr, s[i].length, off);
+            return PVRDMA_WC_LOC_PROT_ERR;
+        }
+        off = 0;
+        len -= take;
+    }
+    return len ? PVRDMA_WC_LOC_LEN_ERR : PVRDMA_WC_SUCCESS;
+}
+
 /*
  * The fast-registration MR that key names, whatever its key byte: without
  * an object owner its handle is key >> 8; with one, the owner's key

@@ -56,6 +56,7 @@ void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event)
 /* The QP just entered the error state. */
 static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
+    pvrdma_seg_drop(c, qp);     /* the flush completes its head WQE */
     pvrdma_qp_set_rnr_wait(c, qp, false);
     pvrdma_qp_hold(c, qp, 0);   /* the flush completes a held WQE */
     /*
@@ -329,6 +330,7 @@ static void qp_entered(PvrdmaCore *c, PvrdmaQP *qp, uint8_t cur, uint8_t next)
     if (next == PVRDMA_QPS_RESET && cur != PVRDMA_QPS_RESET) {
         /* the command waited for it (pvrdma_cmd_modify_qp()) */
         pvrdma_qp_fence(c, qp->qpn, 0);
+        pvrdma_seg_drop(c, qp);
     }
     if (next == PVRDMA_QPS_ERR && cur != PVRDMA_QPS_ERR) {
         qp_entered_error(c, qp);
@@ -714,6 +716,7 @@ void pvrdma_qp_free(PvrdmaCore *c, PvrdmaQP *qp)
     }
     pvrdma_pd_ref(c, qp->pd, -1);
     pvrdma_run_remove(c, qp);
+    pvrdma_seg_drop(c, qp);
     pvrdma_table_remove(&c->qp, qp->handle);
     if (!pvrdma_qp_on_queue_transport(qp)) {
         pvrdma_qp_gone(c, qp->qpn);

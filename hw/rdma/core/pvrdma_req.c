@@ -10,7 +10,9 @@
  * receive posted (RNR): then it stays at the head until a receive doorbell,
  * or the RNR deadline fails it.  The outcome goes into the WQE's send slot.
  * A pass handles at most PVRDMA_RUN_BUDGET WQEs (PVRDMA_INLINE_BUDGET from
- * a send doorbell), then the QP goes to the back of the run list.
+ * a send doorbell) and copies at most run_bytes here (a transport that
+ * copies, PVRDMA_TP_SEGMENTED: a longer message moves one piece per pass),
+ * then the QP goes to the back of the run list.
  *
  * Not here: completing WQEs and building their CQEs (pvrdma_comp.c), the
  * responder (pvrdma_resp.c), memory keys (pvrdma_mr.c), the run list
@@ -109,6 +111,129 @@ static void execute_ud_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
     req->flow_label = h->wr.ud.av.sl_tclass_flowlabel & 0xfffff;
 }
 
+/* execute_wqe(): a piece moved, more follow (the WQE stays at the head) */
+#define SEG_MORE (-100)
+
+/* Moved in pieces on a segmented transport when longer than run_bytes */
+static bool seg_op(uint32_t op)
+{
+    switch (op) {
+    case PVRDMA_WR_SEND:
+    case PVRDMA_WR_SEND_WITH_IMM:
+    case PVRDMA_WR_SEND_WITH_INV:
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case PVRDMA_WR_RDMA_READ:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * The next piece of the head WQE's message (qp->seg_off of its seg_msg
+ * bytes moved) into req: at most run_bytes, the whole rest for the save.
+ * The WQE is read from the ring again each pass: one the guest changed
+ * meanwhile fails.
+ */
+static int seg_piece(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaSendWqe *w,
+                     uint32_t op, PvrdmaReq *req)
+{
+    uint64_t left = qp->seg_msg - qp->seg_off;
+    uint64_t len = c->seg_whole ? left : MIN(left, c->run_bytes);
+    int st;
+
+    if (pvrdma_sges_len(w->sge, w->hdr.num_sge) != qp->seg_msg) {
+        PVRDMA_GUEST_ERR(c, "QP %u: send WQE changed while its message "
+                         "moved", qp->qpn);
+        return PVRDMA_WC_LOC_QP_OP_ERR;
+    }
+    st = pvrdma_resolve_sges_at(c, qp->pd, w->sge, w->hdr.num_sge,
+                                op == PVRDMA_WR_RDMA_READ, qp->seg_off, len,
+                                &req->local);
+    if (st != PVRDMA_WC_SUCCESS) {
+        pvrdma_sg_release(c, &req->local);
+        return st;
+    }
+    req->seg_off = qp->seg_off;
+    req->msg_len = qp->seg_msg;
+    return PVRDMA_WC_SUCCESS;
+}
+
+/*
+ * The local scatter list: the whole message, or its next piece when it
+ * moves in pieces (an RC message longer than run_bytes on transport t).
+ */
+static int execute_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
+                        PvrdmaSendWqe *w, uint32_t op, PvrdmaReq *req)
+{
+    int st;
+
+    if (qp->seg_off) {
+        pvrdma_inline_sges(c, qp, w);
+        return seg_piece(c, qp, w, op, req);
+    }
+    st = execute_local(c, qp, w, op, &req->local);
+    if (st != PVRDMA_WC_SUCCESS || qp->type != PVRDMA_QPT_RC || !t ||
+        !pvrdma_transport_segmented(t) || !seg_op(op) ||
+        req->local.len <= c->run_bytes || c->seg_whole) {
+        return st;
+    }
+    /* checked whole (keys, length) once; then one piece at a time */
+    qp->seg_msg = req->local.len;
+    qp->seg_op = op;
+    pvrdma_sg_release(c, &req->local);
+    return seg_piece(c, qp, w, op, req);
+}
+
+/* A SEND of qp's in pieces stops: the receive its responder took goes. */
+static void seg_drop_sent(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaQP *dqp;
+
+    if (!qp->seg_off) {
+        return;
+    }
+    qp->seg_off = 0;
+    dqp = pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num);
+    if (dqp && dqp->seg_rx && dqp->seg_from == qp->qpn) {
+        pvrdma_recv_abort(dqp->seg_rx);
+        dqp->seg_rx = NULL;
+    }
+}
+
+void pvrdma_seg_drop(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    seg_drop_sent(c, qp);
+    if (qp->seg_rx) {
+        pvrdma_recv_abort(qp->seg_rx);
+        qp->seg_rx = NULL;
+    }
+}
+
+/*
+ * What the outcome st of a piece of len bytes makes of the WQE (see
+ * execute_wqe())
+ */
+static int seg_moved(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaReq *req,
+                     uint64_t len, int st)
+{
+    if (st == PVRDMA_TRANSPORT_RNR) {
+        return st;              /* the same piece again later */
+    }
+    if (st == PVRDMA_WC_SUCCESS && req->seg_off + len < req->msg_len) {
+        qp->seg_off += len;
+        trace_pvrdma_segment(qp->qpn, req->seg_off, len, req->msg_len);
+        return SEG_MORE;
+    }
+    if (st == PVRDMA_WC_SUCCESS) {
+        qp->seg_off = 0;        /* the last piece */
+    } else {
+        seg_drop_sent(c, qp);
+    }
+    return st;
+}
+
 /* Hand the request to transport t; returns what execute_wqe does */
 static int execute_on_transport(PvrdmaQP *qp, PvrdmaTransport *t,
                                 PvrdmaReq *req)
@@ -127,8 +252,8 @@ static int execute_on_transport(PvrdmaQP *qp, PvrdmaTransport *t,
 
 /*
  * Execute one send WQE on transport t (wqe_transport()); returns a WC
- * status, PVRDMA_TRANSPORT_RNR or PVRDMA_TRANSPORT_PENDING (then *cookie
- * names it for pvrdma_complete).
+ * status, PVRDMA_TRANSPORT_RNR, PVRDMA_TRANSPORT_PENDING (then *cookie
+ * names it for pvrdma_complete) or SEG_MORE.
  */
 static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
                        PvrdmaSendWqe *w, uint32_t *byte_len,
@@ -138,10 +263,17 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     uint32_t op = h->opcode, sgid_index;
     const uint8_t *dgid;
     PvrdmaReq req = { 0 };
+    uint64_t piece;
     int st;
 
     *byte_len = 0;
     *cookie = 0;
+    if (qp->seg_off && (op != qp->seg_op || !w->sge_ok)) {
+        PVRDMA_GUEST_ERR(c, "QP %u: send WQE changed while its message "
+                         "moved", qp->qpn);
+        seg_drop_sent(c, qp);
+        return PVRDMA_WC_LOC_QP_OP_ERR;
+    }
     if (!opcode_ok(qp, op)) {
         PVRDMA_GUEST_ERR(c, "QP %u: opcode %u not supported", qp->qpn, op);
         return PVRDMA_WC_LOC_QP_OP_ERR;
@@ -157,8 +289,9 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     if (op == PVRDMA_WR_FAST_REG_MR) {
         return pvrdma_mr_fast_reg(c, qp, &h->wr.fast_reg, NULL, NULL);
     }
-    st = execute_local(c, qp, w, op, &req.local);
+    st = execute_data(c, qp, t, w, op, &req);
     if (st != PVRDMA_WC_SUCCESS) {
+        seg_drop_sent(c, qp);
         return st;
     }
     req.opcode = op;
@@ -186,10 +319,11 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     c->ops->get_mac(c->opaque, req.smac);
     req.rnr_retry = qp->attr.rnr_retry;
     req.cookie = *cookie = ++c->next_cookie;
-    *byte_len = req.local.len;
+    *byte_len = req.msg_len ? req.msg_len : req.local.len;
+    piece = req.local.len;
     st = execute_on_transport(qp, t, &req);
     pvrdma_sg_release(c, &req.local);
-    return st;
+    return req.msg_len ? seg_moved(c, qp, &req, piece, st) : st;
 }
 
 /*
@@ -306,10 +440,11 @@ static void sq_consume(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaSendWqe *w,
  * data copy here (requests for a co-resident peer, whose responder copies),
  * leaving the rest to the run loop.
  */
-void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
+static void serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget,
+                     uint32_t budget)
 {
+    uint64_t copied = 0;
     uint32_t prod;
-    uint32_t budget = inline_budget ? inline_budget : PVRDMA_RUN_BUDGET;
 
     if (!sq_runs(c, qp, &prod)) {
         return;
@@ -332,6 +467,10 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
             break;
         }
         st = execute_wqe(c, qp, t, &w, &len, &cookie);
+        if (st == SEG_MORE) {
+            pvrdma_qp_schedule(c, qp);  /* the next piece in the next pass */
+            break;
+        }
         if (st == PVRDMA_TRANSPORT_PAUSED) {
             sq_pause(c, qp);
             break;
@@ -347,6 +486,30 @@ void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
         if (qp->sq_failed) {
             break;      /* the QP goes to error when this one completes */
         }
+        copied += t && pvrdma_transport_segmented(t) ? len : 0;
+        if (copied >= c->run_bytes && qp->sq_head != prod) {
+            pvrdma_qp_schedule(c, qp);  /* the byte budget is spent */
+            break;
+        }
     }
     pvrdma_drain_sq(c, qp);
+}
+
+void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget)
+{
+    serve_sq(c, qp, inline_budget,
+             inline_budget ? inline_budget : PVRDMA_RUN_BUDGET);
+}
+
+void pvrdma_seg_finish(PvrdmaCore *c)
+{
+    c->seg_whole = true;
+    for (uint32_t h = 0; h < c->qp.size; h++) {
+        PvrdmaQP *qp = c->qp.slot[h];
+
+        if (qp && qp->seg_off) {
+            serve_sq(c, qp, 0, 1);      /* the head WQE's rest, at once */
+        }
+    }
+    c->seg_whole = false;
 }

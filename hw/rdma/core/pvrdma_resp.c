@@ -230,6 +230,11 @@ int pvrdma_recv_begin(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx **ctxp,
     return st;
 }
 
+/*
+ * Only the part of the receive buffer this piece fills is resolved: a
+ * message in pieces costs one mapping of its length, not one of the whole
+ * buffer per piece.
+ */
 int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
                      const PvrdmaSg *data, uint64_t len)
 {
@@ -239,12 +244,19 @@ int pvrdma_recv_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
     if (!len) {
         return PVRDMA_WC_SUCCESS;
     }
-    st = pvrdma_resolve_sges(c, qp->pd, ctx->w.sge, ctx->w.hdr.num_sge, true,
-                             &sink);
+    if (ctx->off + len < ctx->off ||
+        pvrdma_sges_len(ctx->w.sge, ctx->w.hdr.num_sge) < ctx->off + len) {
+        st = PVRDMA_WC_LOC_LEN_ERR;
+    } else {
+        st = pvrdma_resolve_sges_at(c, qp->pd, ctx->w.sge,
+                                    ctx->w.hdr.num_sge, true, ctx->off, len,
+                                    &sink);
+    }
     if (st != PVRDMA_WC_SUCCESS) {
         st = recv_fail(c, qp, ctx, st, PVRDMA_WC_RECV, NULL);
     } else {
-        st = recv_place(c, qp, ctx, &sink, data, len);
+        pvrdma_sg_copy(&sink, 0, data, 0, len);
+        ctx->off += len;
     }
     pvrdma_sg_release(c, &sink);
     if (st != PVRDMA_WC_SUCCESS) {
@@ -344,7 +356,9 @@ static int responder_recv_msg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
     if (st != PVRDMA_WC_SUCCESS || !taken) {
         return st;
     }
-    return recv_end(c, dqp, &ctx, req, grh + req->local.len);
+    /* a WRITE with immediate in pieces: the whole write's length */
+    return recv_end(c, dqp, &ctx, req,
+                    grh + (req->msg_len ? req->msg_len : req->local.len));
 }
 
 /*
@@ -435,18 +449,90 @@ bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey)
            dqp->attr.qkey == qkey;
 }
 
-/* RDMA WRITE (with immediate: it takes a receive WQE too) */
+/* The first piece of a message in pieces (PvrdmaReq.msg_len) */
+static bool seg_first(const PvrdmaReq *req)
+{
+    return !req->seg_off;
+}
+
+/* The last piece, or a message in one piece */
+static bool seg_last(const PvrdmaReq *req)
+{
+    return !req->msg_len || req->seg_off + req->local.len == req->msg_len;
+}
+
+/*
+ * A SEND in pieces: the first takes the receive (dqp->seg_rx keeps it
+ * from run to run), each places its bytes, the last completes it.
+ */
+static int responder_recv_seg(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
+{
+    int st;
+
+    if (seg_first(req)) {
+        if (dqp->seg_rx && dqp->seg_from != req->src_qpn) {
+            return PVRDMA_TRANSPORT_RNR;  /* another QP's message half-way */
+        }
+        if (dqp->seg_rx) {
+            pvrdma_recv_abort(dqp->seg_rx);     /* ours, started again */
+            dqp->seg_rx = NULL;
+        }
+        st = pvrdma_recv_begin(c, dqp, &dqp->seg_rx, &req->local,
+                               req->local.len);
+        dqp->seg_from = req->src_qpn;
+    } else if (!dqp->seg_rx || dqp->seg_from != req->src_qpn) {
+        /* the receive went with a reset of dqp */
+        return PVRDMA_WC_REM_OP_ERR;
+    } else {
+        st = pvrdma_recv_data(c, dqp, dqp->seg_rx, &req->local,
+                              req->local.len);
+        if (st != PVRDMA_WC_SUCCESS) {
+            dqp->seg_rx = NULL;         /* freed with its error CQE */
+        }
+    }
+    if (st == PVRDMA_WC_SUCCESS && seg_last(req)) {
+        st = pvrdma_recv_end(c, dqp, dqp->seg_rx, req, req->msg_len);
+        dqp->seg_rx = NULL;
+    }
+    return st;
+}
+
+/*
+ * The whole remote range of a WRITE or READ in pieces, checked with its
+ * first piece (as rxe checks the range with a message's first packet).
+ */
+static int remote_range_ok(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req,
+                           uint32_t access)
+{
+    PvrdmaSg rem = { 0 };
+    int st;
+
+    if (!req->msg_len || !seg_first(req)) {
+        return PVRDMA_WC_SUCCESS;
+    }
+    st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr,
+                            req->msg_len, access, &rem);
+    pvrdma_sg_release(c, &rem);
+    return st;
+}
+
+/*
+ * RDMA WRITE (with immediate: it takes a receive WQE too, checked before
+ * the first piece and taken with the last).  In pieces, each writes its
+ * part of the remote range.
+ */
 static int responder_write(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
 {
     PvrdmaSg rem = { 0 };
     uint64_t len = req->local.len;
+    bool imm = req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM;
     int st = PVRDMA_WC_SUCCESS;
     PvrdmaRecvWqe w;
     PvrdmaRing *r;
     uint32_t max_sge;
     bool bad;
 
-    if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM &&
+    if (imm && (seg_first(req) || seg_last(req)) &&
         !recv_peek(c, dqp, &w, &r, &max_sge, &bad)) {
         if (bad) {
             pvrdma_qp_fail(c, dqp, PVRDMA_EVENT_QP_FATAL);
@@ -454,16 +540,18 @@ static int responder_write(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
         }
         return PVRDMA_TRANSPORT_RNR;
     }
-    if (len) {
-        st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
+    st = remote_range_ok(c, dqp, req, PVRDMA_ACCESS_REMOTE_WRITE);
+    if (st == PVRDMA_WC_SUCCESS && len) {
+        st = pvrdma_resp_remote(c, dqp, req->rkey,
+                                req->remote_addr + req->seg_off, len,
                                 PVRDMA_ACCESS_REMOTE_WRITE, &rem);
-        if (st != PVRDMA_WC_SUCCESS) {
-            return st;
-        }
+    }
+    if (st != PVRDMA_WC_SUCCESS) {
+        return st;
     }
     pvrdma_sg_copy(&rem, 0, &req->local, 0, len);
     pvrdma_sg_release(c, &rem);
-    if (req->opcode == PVRDMA_WR_RDMA_WRITE_WITH_IMM) {
+    if (imm && seg_last(req)) {
         st = responder_recv(c, dqp, req, false);
     }
     return st;
@@ -474,14 +562,15 @@ static int responder_read(PvrdmaCore *c, PvrdmaQP *dqp, PvrdmaReq *req)
 {
     PvrdmaSg rem = { 0 };
     uint64_t len = req->local.len;
-    int st;
+    int st = remote_range_ok(c, dqp, req, PVRDMA_ACCESS_REMOTE_READ);
 
-    if (len) {
-        st = pvrdma_resp_remote(c, dqp, req->rkey, req->remote_addr, len,
+    if (st == PVRDMA_WC_SUCCESS && len) {
+        st = pvrdma_resp_remote(c, dqp, req->rkey,
+                                req->remote_addr + req->seg_off, len,
                                 PVRDMA_ACCESS_REMOTE_READ, &rem);
-        if (st != PVRDMA_WC_SUCCESS) {
-            return st;
-        }
+    }
+    if (st != PVRDMA_WC_SUCCESS) {
+        return st;
     }
     pvrdma_sg_copy(&req->local, 0, &rem, 0, len);
     pvrdma_sg_release(c, &rem);
@@ -524,6 +613,9 @@ int pvrdma_responder(PvrdmaCore *c, PvrdmaReq *req)
     case PVRDMA_WR_SEND:
     case PVRDMA_WR_SEND_WITH_IMM:
     case PVRDMA_WR_SEND_WITH_INV:
+        if (req->msg_len) {
+            return responder_recv_seg(c, dqp, req);
+        }
         return responder_recv(c, dqp, req, true);
     case PVRDMA_WR_RDMA_WRITE:
     case PVRDMA_WR_RDMA_WRITE_WITH_IMM:

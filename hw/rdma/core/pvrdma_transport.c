@@ -632,6 +632,11 @@ bool pvrdma_transport_doorbell_ok(const PvrdmaTransport *t)
     return t->ops->flags & PVRDMA_TP_DOORBELL_OK;
 }
 
+bool pvrdma_transport_segmented(const PvrdmaTransport *t)
+{
+    return t->ops->flags & PVRDMA_TP_SEGMENTED;
+}
+
 int pvrdma_transport_execute(PvrdmaTransport *t, PvrdmaReq *req)
 {
     return t->ops->msg->execute(t, req);

@@ -27,6 +27,8 @@
 
 typedef struct PvrdmaCore PvrdmaCore;
 typedef struct PvrdmaTransport PvrdmaTransport;
+/* a receive in progress (pvrdma_transport_calls.h: pvrdma_recv_begin()) */
+typedef struct PvrdmaRecvCtx PvrdmaRecvCtx;
 
 /*
  * What a management program would want to know (PvrdmaHostOps.report: the
@@ -171,6 +173,7 @@ typedef struct PvrdmaLimits {
 #define PVRDMA_DEF_MAX_MR_SIZE   (1ull << 30)
 #define PVRDMA_MAX_RING_PAGES    64         /* async / CQ-notify rings */
 #define PVRDMA_RUN_BUDGET        64         /* WQEs per QP per run */
+#define PVRDMA_RUN_BYTES         (1u << 20) /* bytes copied per QP per run */
 #define PVRDMA_INLINE_BUDGET     16         /* WQEs sent from a doorbell */
 #define PVRDMA_MAX_TRANSPORTS    6
 #define PVRDMA_MAX_PKEYS         1
@@ -506,6 +509,17 @@ typedef struct PvrdmaQP {
     void *twin;
     bool queue_sq_blocked;    /* owner's queue full: post on a completion */
     bool queue_rq_blocked;
+    /*
+     * A message moved in pieces, one per run (PVRDMA_TP_SEGMENTED): as
+     * requester, the head send WQE's opcode and length and the bytes of it
+     * already moved (seg_off 0: none); as responder, the receive a SEND in
+     * pieces has taken (seg_rx, from QP seg_from), completed with its last
+     * piece.
+     */
+    uint64_t seg_off, seg_msg;
+    uint32_t seg_op;
+    PvrdmaRecvCtx *seg_rx;
+    uint32_t seg_from;
 } PvrdmaQP;
 
 /*
@@ -601,6 +615,14 @@ struct PvrdmaCore {
     /* data path */
     PvrdmaRunList run;      /* QPs waiting to be served */
     bool running;
+    /*
+     * What one QP's pass may copy here (PVRDMA_RUN_BYTES; the unit tests
+     * make it small): a longer message on a segmented transport moves in
+     * pieces of this size; seg_whole: the rest of each in one piece
+     * (the save: nothing stays half-way).
+     */
+    uint64_t run_bytes;
+    bool seg_whole;
     /*
      * Quiesced for a save (pvrdma_core_quiesce() until resume): the run
      * loop executes nothing, so that nothing changes guest RAM after the

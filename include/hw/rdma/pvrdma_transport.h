@@ -84,6 +84,13 @@ typedef struct PvrdmaReq {
     uint32_t pd;
     const struct pvrdma_sge *sge;
     uint32_t num_sge;
+    /*
+     * A message in pieces (PVRDMA_TP_SEGMENTED transports): msg_len is its
+     * length, local holds its bytes [seg_off, seg_off + local.len); the
+     * first piece has seg_off 0, the last ends at msg_len.  msg_len 0: local
+     * is the whole message.
+     */
+    uint64_t seg_off, msg_len;
 } PvrdmaReq;
 
 /*
@@ -195,9 +202,17 @@ typedef struct PvrdmaWc {
 #define PVRDMA_TP_GSI_AGENT         (1u << 1)
 /*
  * Keeps no state of its own for a QP it carries and has nothing in flight
- * between runs (loopback): such a QP migrates with the device's state.
+ * between runs but the core's own (loopback: a message in pieces, which
+ * the save finishes): such a QP migrates with the device's state.
  */
 #define PVRDMA_TP_STATELESS         (1u << 3)
+/*
+ * Copies the data in execute() (loopback): an RC SEND, RDMA WRITE or READ
+ * longer than the core's byte budget per pass (PvrdmaCore.run_bytes) is
+ * executed in pieces, one per pass (PvrdmaReq.seg_off, seg_len), so one
+ * large request cannot hold the event loop for the whole copy.
+ */
+#define PVRDMA_TP_SEGMENTED         (1u << 4)
 
 typedef struct PvrdmaMigReader PvrdmaMigReader;
 

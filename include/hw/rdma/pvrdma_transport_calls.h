@@ -51,7 +51,6 @@ bool pvrdma_ud_accepts(PvrdmaCore *c, uint32_t dest_qpn, uint32_t qkey);
  * RC: the requester's status; UD: the receiver's, which its sender must
  * never learn) or PVRDMA_TRANSPORT_RNR (RC, nothing posted).
  */
-typedef struct PvrdmaRecvCtx PvrdmaRecvCtx;
 /*
  * Take qp's next receive WQE (RQ or SRQ) and place the message's first len
  * bytes of data (0: none yet) with the same resolution of its SGEs; *ctx
