@@ -685,7 +685,12 @@ const VMStateDescription vmstate_pvrdma = {
             .name = "core",
             .version_id = 1,
             .field_exists = pvrdma_mig_blob,
-            .size = sizeof(PvrdmaCore),
+            /*
+             * Unused by pvrdma_core_info (the blob says its own length,
+             * a be64, then that many bytes); not sizeof(PvrdmaCore), so
+             * the description does not change with the core's struct.
+             */
+            .size = sizeof(uint64_t),
             .info = &pvrdma_core_info,
             .flags = VMS_SINGLE,
             .offset = offsetof(PvrdmaState, core),

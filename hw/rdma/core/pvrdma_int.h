@@ -364,6 +364,21 @@ void pvrdma_inline_sges(PvrdmaCore *c, const PvrdmaQP *qp, PvrdmaSendWqe *w);
 
 /* pvrdma_qp.c: the QP state machine */
 
+/*
+ * A message in pieces (PVRDMA_TP_SEGMENTED) stops half-way: qp's as
+ * requester (its head WQE starts again from its first byte, or fails) and
+ * as responder (the receive it took is dropped without a completion, as
+ * RoCEv2's responder drops one whose message stops).  QP reset, error and
+ * free; _sent: qp's as requester only (its WQE failed).
+ */
+void pvrdma_seg_drop(PvrdmaCore *c, PvrdmaQP *qp);
+void pvrdma_seg_drop_sent(PvrdmaCore *c, PvrdmaQP *qp);
+/* A receive in progress is one allocation: pvrdma_recv_abort() */
+static inline void pvrdma_recv_free(PvrdmaRecvCtx *ctx)
+{
+    g_free(ctx);
+}
+
 int pvrdma_qp_modify(PvrdmaCore *c, PvrdmaQP *qp, uint32_t mask,
                      const struct pvrdma_qp_attr *a);
 void pvrdma_qp_to_error(PvrdmaCore *c, PvrdmaQP *qp);
@@ -416,13 +431,6 @@ void pvrdma_srq_doorbell(PvrdmaCore *c, PvrdmaSRQ *srq);
  * that many WQEs, none that would copy data here), 0 from the run loop.
  */
 void pvrdma_serve_sq(PvrdmaCore *c, PvrdmaQP *qp, uint32_t inline_budget);
-/*
- * A message in pieces stops half-way: qp's as requester (its head WQE
- * starts again from its first byte, or fails) and as responder (the
- * receive it took is dropped without a completion, as RoCEv2's responder
- * drops one whose message stops).  QP reset, error and free.
- */
-void pvrdma_seg_drop(PvrdmaCore *c, PvrdmaQP *qp);
 /* The save: every message in pieces moves its rest now (VM stopped). */
 void pvrdma_seg_finish(PvrdmaCore *c);
 

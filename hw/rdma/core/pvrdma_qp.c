@@ -54,6 +54,28 @@ void pvrdma_qp_fail(PvrdmaCore *c, PvrdmaQP *qp, uint32_t event)
 }
 
 /* The QP just entered the error state. */
+void pvrdma_seg_drop_sent(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    PvrdmaQP *dqp;
+
+    if (!qp->seg_off) {
+        return;
+    }
+    qp->seg_off = 0;
+    dqp = pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num);
+    if (dqp && dqp->seg_rx && dqp->seg_from == qp->qpn) {
+        pvrdma_recv_free(dqp->seg_rx);
+        dqp->seg_rx = NULL;
+    }
+}
+
+void pvrdma_seg_drop(PvrdmaCore *c, PvrdmaQP *qp)
+{
+    pvrdma_seg_drop_sent(c, qp);
+    pvrdma_recv_free(qp->seg_rx);
+    qp->seg_rx = NULL;
+}
+
 static void qp_entered_error(PvrdmaCore *c, PvrdmaQP *qp)
 {
     pvrdma_seg_drop(c, qp);     /* the flush completes its head WQE */

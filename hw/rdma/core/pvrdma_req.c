@@ -186,31 +186,6 @@ static int execute_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     return seg_piece(c, qp, w, op, req);
 }
 
-/* A SEND of qp's in pieces stops: the receive its responder took goes. */
-static void seg_drop_sent(PvrdmaCore *c, PvrdmaQP *qp)
-{
-    PvrdmaQP *dqp;
-
-    if (!qp->seg_off) {
-        return;
-    }
-    qp->seg_off = 0;
-    dqp = pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num);
-    if (dqp && dqp->seg_rx && dqp->seg_from == qp->qpn) {
-        pvrdma_recv_abort(dqp->seg_rx);
-        dqp->seg_rx = NULL;
-    }
-}
-
-void pvrdma_seg_drop(PvrdmaCore *c, PvrdmaQP *qp)
-{
-    seg_drop_sent(c, qp);
-    if (qp->seg_rx) {
-        pvrdma_recv_abort(qp->seg_rx);
-        qp->seg_rx = NULL;
-    }
-}
-
 /*
  * What the outcome st of a piece of len bytes makes of the WQE (see
  * execute_wqe())
@@ -229,7 +204,7 @@ static int seg_moved(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaReq *req,
     if (st == PVRDMA_WC_SUCCESS) {
         qp->seg_off = 0;        /* the last piece */
     } else {
-        seg_drop_sent(c, qp);
+        pvrdma_seg_drop_sent(c, qp);
     }
     return st;
 }
@@ -271,7 +246,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     if (qp->seg_off && (op != qp->seg_op || !w->sge_ok)) {
         PVRDMA_GUEST_ERR(c, "QP %u: send WQE changed while its message "
                          "moved", qp->qpn);
-        seg_drop_sent(c, qp);
+        pvrdma_seg_drop_sent(c, qp);
         return PVRDMA_WC_LOC_QP_OP_ERR;
     }
     if (!opcode_ok(qp, op)) {
@@ -291,7 +266,7 @@ static int execute_wqe(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     }
     st = execute_data(c, qp, t, w, op, &req);
     if (st != PVRDMA_WC_SUCCESS) {
-        seg_drop_sent(c, qp);
+        pvrdma_seg_drop_sent(c, qp);
         return st;
     }
     req.opcode = op;

@@ -276,7 +276,7 @@ int pvrdma_recv_end(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaRecvCtx *ctx,
 
 void pvrdma_recv_abort(PvrdmaRecvCtx *ctx)
 {
-    g_free(ctx);
+    pvrdma_recv_free(ctx);
 }
 
 void pvrdma_recv_ctx_save(const PvrdmaRecvCtx *ctx, GByteArray *b)
