@@ -5,7 +5,7 @@
 #                tests in a nested VM
 #   make check-libvirt  two VMs under libvirt (virsh, migration)
 .PHONY: all build check unit fuzz qtest nested check-nested check-kernels check-series \
-	series check-libvirt check-compat demo clean
+	series check-libvirt check-compat check-tsan demo clean
 
 all: build
 
@@ -56,6 +56,11 @@ series:
 
 check-series:
 	PVRDMA_SERIES_BISECT=1 scripts/test.sh series
+
+# the core and the co-resident transport with threads under ThreadSanitizer
+# (bench-core's QEMU-like mode; a few minutes)
+check-tsan:
+	scripts/tsan-bench.sh
 
 # with a build from before VMState (21c4b2b, built in a worktree under
 # build/compat: a few minutes with ccache): migration both ways, and

@@ -174,7 +174,7 @@ typedef struct Bench {
      * side (this thread) spins on its CQs as verbs applications do.
      */
     bool threaded;
-    GMutex bql;
+    QemuMutex bql;
     pthread_t dev;
     int stop;
 } Bench;
@@ -193,7 +193,7 @@ typedef struct Result {
 static Ctl *g_ctl;
 static bool g_child;
 static int64_t g_irq_ns;            /* last CQ interrupt of this process */
-static GMutex *g_bql;               /* the big lock of a threaded run */
+static QemuMutex *g_bql;       /* the big lock of a threaded run */
 static PvrdmaHostOps bench_ops;
 static uint64_t g_poll_ns = PVRDMA_DEF_POLL_NS;  /* -P */
 static uint64_t g_node_poll;        /* what node_init_cr() sets: this mode's */
@@ -247,14 +247,14 @@ static void bench_notify(void *opaque, unsigned vector)
 static void dev_lock(void)
 {
     if (g_bql) {
-        g_mutex_lock(g_bql);
+        qemu_mutex_lock(g_bql);
     }
 }
 
 static void dev_unlock(void)
 {
     if (g_bql) {
-        g_mutex_unlock(g_bql);
+        qemu_mutex_unlock(g_bql);
     }
 }
 
@@ -972,9 +972,9 @@ static void *dev_thread(void *opaque)
     Bench *b = opaque;
 
     while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
-        g_mutex_lock(&b->bql);
+        qemu_mutex_lock(&b->bql);
         fh_step_wait(b->hosts, b->nhosts, 100);
-        g_mutex_unlock(&b->bql);
+        qemu_mutex_unlock(&b->bql);
     }
     return NULL;
 }
@@ -984,7 +984,7 @@ static void threads_start(Bench *b)
     if (!b->threaded) {
         return;
     }
-    g_mutex_init(&b->bql);
+    qemu_mutex_init(&b->bql);
     b->hosts[0]->bql = &b->bql;
     b->hosts[0]->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->hosts[0]->wake_fd < 0) {
@@ -1007,7 +1007,7 @@ static void threads_stop(Bench *b)
     close(b->hosts[0]->wake_fd);
     b->hosts[0]->wake_fd = -1;
     g_bql = NULL;
-    g_mutex_clear(&b->bql);
+    qemu_mutex_destroy(&b->bql);
 }
 
 /* CPU time of the device thread so far, ns. */

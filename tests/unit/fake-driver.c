@@ -216,7 +216,8 @@ void create_cq(Dev *d, TCq *cq, uint32_t cqe)
 bool poll_cq(Dev *d, TCq *cq, struct pvrdma_cqe *out)
 {
     struct pvrdma_ring_state *rs = cq_state(d, cq);
-    uint32_t prod = rs->rx.prod_tail;
+    /* the driver's atomic_read() and rmb(): the CQE after the index */
+    uint32_t prod = __atomic_load_n(&rs->rx.prod_tail, __ATOMIC_ACQUIRE);
     uint64_t off;
 
     g_assert_true(pvrdma_idx_valid(prod, cq->cqe));
@@ -227,7 +228,7 @@ bool poll_cq(Dev *d, TCq *cq, struct pvrdma_cqe *out)
     memcpy(out, (uint8_t *)fh_ptr(&d->h, cq->pages[1 + off / FH_PAGE]) +
            off % FH_PAGE, sizeof(*out));
     cq->cons = pvrdma_idx_next(cq->cons, cq->cqe);
-    rs->rx.cons_head = cq->cons;
+    __atomic_store_n(&rs->rx.cons_head, cq->cons, __ATOMIC_RELEASE);
     return true;
 }
 

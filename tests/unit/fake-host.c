@@ -219,7 +219,7 @@ static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
     clock_gettime(CLOCK_MONOTONIC, &ts);
     end = ts.tv_sec * 1000000000ull + ts.tv_nsec + max_ns;
     if (h->bql) {
-        g_mutex_unlock(h->bql);
+        qemu_mutex_unlock(h->bql);
     }
     __atomic_store_n(&h->in_poll, 1, __ATOMIC_SEQ_CST);
     for (;;) {
@@ -234,7 +234,7 @@ static bool fh_poll_wait(void *opaque, bool (*ready)(void *), void *arg,
     }
     __atomic_store_n(&h->in_poll, 0, __ATOMIC_SEQ_CST);
     if (h->bql) {
-        g_mutex_lock(h->bql);
+        qemu_mutex_lock(h->bql);
     }
     h->poll_hits += ok;
     return ok;
@@ -581,13 +581,13 @@ static bool fh_poll_once(FakeHost *const *hosts, unsigned n, int timeout_ms)
         owner[k++] = UINT_MAX;
     }
     if (hosts[0]->bql && timeout_ms) {
-        g_mutex_unlock(hosts[0]->bql);
+        qemu_mutex_unlock(hosts[0]->bql);
     }
     do {
         r = poll(pfd, k, timeout_ms);
     } while (r < 0 && errno == EINTR);
     if (hosts[0]->bql && timeout_ms) {
-        g_mutex_lock(hosts[0]->bql);
+        qemu_mutex_lock(hosts[0]->bql);
     }
     g_assert_cmpint(r, >=, 0);
     if (!r) {

@@ -10,6 +10,7 @@
 #ifndef PVRDMA_UNIT_FAKE_HOST_H
 #define PVRDMA_UNIT_FAKE_HOST_H
 
+#include "qemu/thread.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
 
@@ -89,7 +90,7 @@ typedef struct FakeHost {
      * A big lock, as QEMU's BQL (the benchmark's device thread holds it):
      * poll() and poll_wait drop it while they wait.  NULL: none.
      */
-    GMutex *bql;
+    QemuMutex *bql;         /* a threaded bench: the big lock (pthread) */
     int wake_fd;            /* with bql: an eventfd a kick(0) writes; -1 */
 } FakeHost;
 
