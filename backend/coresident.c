@@ -340,6 +340,7 @@ static bool cr_quiesce(PvrdmaTransport *pt, unsigned timeout_ms)
         }
         ok = false;
     }
+    cr_finish_pieces(t);     /* nothing given back half-way */
     t->quiesced = true;
     for (guint i = 0; i < t->peers->len; i++) {
         cr_waiting_drop(t, g_ptr_array_index(t->peers, i), CR_ANY_QP,

@@ -87,6 +87,11 @@ void cr_inreq_free(CrInReq *r)
     PvrdmaIov *iov = r->req.local.iov;
     uint32_t cap = r->req.local.cap;
 
+    if (r->seg_off) {
+        /* dropped half-way: the receive a SEND took goes */
+        pvrdma_transport_seg_drop(t->t.core, r->req.dest_qpn,
+                                  r->req.src_qpn);
+    }
     r->peer->nreqs--;
     if (cap > PVRDMA_HARD_MAX_SGE * 4) {
         g_free(iov);        /* a huge request: not kept */
@@ -215,15 +220,68 @@ static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
                                pvrdma_qp_by_qpn(c, r->req.dest_qpn));
 }
 
+/* Moved in pieces, one per run of the loop (PvrdmaCore.run_bytes) */
+static bool cr_in_pieces(PvrdmaCore *c, const CrInReq *r)
+{
+    switch (r->req.opcode) {
+    case PVRDMA_WR_SEND:
+    case PVRDMA_WR_SEND_WITH_IMM:
+    case PVRDMA_WR_SEND_WITH_INV:
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case PVRDMA_WR_RDMA_READ:
+        return r->req.qp_type == PVRDMA_QPT_RC &&
+               (r->seg_off || r->req.local.len > c->run_bytes);
+    default:
+        return false;
+    }
+}
+
+/*
+ * The responder on r's next piece: at most run_bytes of it (the rest, at
+ * the save); PVRDMA_TRANSPORT_PAUSED if more pieces follow.
+ */
+static int cr_serve_piece(CrTransport *t, CrInReq *r)
+{
+    PvrdmaCore *c = t->t.core;
+    uint64_t left = r->req.local.len - r->seg_off;
+    uint64_t n = c->seg_whole ? left : MIN(left, c->run_bytes);
+    PvrdmaReq piece = r->req;
+    int st;
+
+    pvrdma_sg_view(&r->req.local, r->seg_off, n, &piece.local);
+    piece.seg_off = r->seg_off;
+    piece.msg_len = r->req.local.len;
+    st = pvrdma_responder(c, &piece);
+    g_free(piece.local.iov);
+    if (st == PVRDMA_WC_SUCCESS && n < left) {
+        r->seg_off += n;
+        c->seg_pieces++;
+        trace_pvrdma_segment(r->req.dest_qpn, piece.seg_off, n,
+                             piece.msg_len);
+        pvrdma_transport_wake_senders(c);   /* the next piece next run */
+        return PVRDMA_TRANSPORT_PAUSED;
+    }
+    if (st != PVRDMA_TRANSPORT_RNR) {
+        r->seg_off = 0;         /* done, or failed (the responder's doing) */
+    }
+    return st;
+}
+
 /*
  * Serve r, the first request in line for its QP: false while it still
- * finds no receive (nothing done), true when it is answered (*st).
+ * finds no receive (nothing done) or has pieces to move, true when it is
+ * answered (*st).
  */
 static bool cr_serve_one(CrTransport *t, CrInReq *r, int *st)
 {
     PvrdmaCore *c = t->t.core;
 
-    *st = pvrdma_responder(c, &r->req);
+    *st = cr_in_pieces(c, r) ? cr_serve_piece(t, r) :
+                               pvrdma_responder(c, &r->req);
+    if (*st == PVRDMA_TRANSPORT_PAUSED) {
+        return false;           /* its next piece in the next run */
+    }
     if (*st == PVRDMA_TRANSPORT_RNR) {
         if (r->deadline < 0) {
             r->deadline = cr_rnr_deadline(t, r);
@@ -303,6 +361,22 @@ static void cr_execute_in(CrTransport *t, CrInReq *r)
         return;
     }
     cr_wait_push(&q->waiting, r);   /* behind one waiting for a receive */
+}
+
+void cr_finish_pieces(CrTransport *t)
+{
+    PvrdmaCore *c = t->t.core;
+    CrQpIter it;
+    CrQp *q;
+
+    c->seg_whole = true;
+    cr_qp_iter_init(t, &it);
+    while ((q = cr_qp_next(&it))) {
+        if (q->waiting.head && q->waiting.head->seg_off) {
+            cr_serve_waiting(t, q);
+        }
+    }
+    c->seg_whole = false;
 }
 
 void cr_wake(PvrdmaTransport *pt)

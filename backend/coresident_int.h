@@ -120,6 +120,7 @@ typedef struct CrInReq {
     uint32_t nsg_total;
     uint64_t len;
     int64_t deadline;       /* RNR: ms, 0 = wait forever, -1 = not set */
+    uint64_t seg_off;       /* moved in pieces: bytes moved so far */
 } CrInReq;
 
 /*
@@ -417,6 +418,11 @@ void cr_data_fini(CrTransport *t);
  */
 void cr_waiting_drop(CrTransport *t, CrPeer *p, uint32_t src_qpn,
                      int status);
+/*
+ * The pause: peers' requests moving in pieces (one per run of the loop,
+ * PvrdmaCore.run_bytes) move the rest of their data now.
+ */
+void cr_finish_pieces(CrTransport *t);
 /* Our QP qpn (CR_ANY_QP: every QP) is gone: CANCEL to its peers. */
 void cr_cancel_flights(CrTransport *t, uint32_t qpn);
 /* CrUpcalls.rx and CrUpcalls.peer_gone */

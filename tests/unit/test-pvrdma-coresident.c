@@ -25,5 +25,6 @@ int main(int argc, char **argv)
     cr_add_errors_tests();
     cr_add_fake_tests();
     cr_add_rings_tests();
+    cr_add_pieces_tests();
     return g_test_run();
 }

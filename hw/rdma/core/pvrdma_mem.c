@@ -338,3 +338,26 @@ uint64_t pvrdma_sg_copy(PvrdmaSg *dst, uint64_t dst_off,
     }
     return done;
 }
+
+void pvrdma_sg_view(const PvrdmaSg *sg, uint64_t off, uint64_t len,
+                    PvrdmaSg *view)
+{
+    *view = (PvrdmaSg) { .iov = g_new0(PvrdmaIov, MAX(sg->n, 1)),
+                         .cap = MAX(sg->n, 1) };
+    for (uint32_t i = 0; i < sg->n && len; i++) {
+        const PvrdmaIov *v = &sg->iov[i];
+        uint64_t take;
+
+        if (off >= v->len) {
+            off -= v->len;
+            continue;
+        }
+        take = MIN(v->len - off, len);
+        view->iov[view->n++] = (PvrdmaIov) { .host = v->host + off,
+                                             .len = take,
+                                             .is_write = v->is_write };
+        view->len += take;
+        len -= take;
+        off = 0;
+    }
+}

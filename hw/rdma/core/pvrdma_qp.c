@@ -63,7 +63,17 @@ void pvrdma_seg_drop_sent(PvrdmaCore *c, PvrdmaQP *qp)
     }
     qp->seg_off = 0;
     dqp = pvrdma_qp_by_qpn(c, qp->attr.dest_qp_num);
-    if (dqp && dqp->seg_rx && dqp->seg_from == qp->qpn) {
+    if (dqp) {
+        pvrdma_transport_seg_drop(c, dqp->qpn, qp->qpn);
+    }
+}
+
+void pvrdma_transport_seg_drop(PvrdmaCore *c, uint32_t dest_qpn,
+                               uint32_t src_qpn)
+{
+    PvrdmaQP *dqp = pvrdma_qp_by_qpn(c, dest_qpn);
+
+    if (dqp && dqp->seg_rx && dqp->seg_from == src_qpn) {
         pvrdma_recv_free(dqp->seg_rx);
         dqp->seg_rx = NULL;
     }

@@ -198,6 +198,7 @@ static int seg_moved(PvrdmaCore *c, PvrdmaQP *qp, const PvrdmaReq *req,
     }
     if (st == PVRDMA_WC_SUCCESS && req->seg_off + len < req->msg_len) {
         qp->seg_off += len;
+        c->seg_pieces++;
         trace_pvrdma_segment(qp->qpn, req->seg_off, len, req->msg_len);
         return SEG_MORE;
     }

@@ -370,6 +370,13 @@ bool pvrdma_gpa_to_sg(PvrdmaCore *c, uint64_t gpa, uint64_t len,
  */
 uint64_t pvrdma_sg_copy(PvrdmaSg *dst, uint64_t dst_off,
                         const PvrdmaSg *src, uint64_t src_off, uint64_t len);
+/*
+ * [off, off+len) of sg as a list of its own, with the same host pointers
+ * (a piece of a message: nothing is mapped for it); free view->iov with
+ * g_free(), never pvrdma_sg_release().
+ */
+void pvrdma_sg_view(const PvrdmaSg *sg, uint64_t off, uint64_t len,
+                    PvrdmaSg *view);
 
 /* ------------------------------------------------------------------ */
 /* Verbs objects                                                       */
@@ -623,6 +630,7 @@ struct PvrdmaCore {
      */
     uint64_t run_bytes;
     bool seg_whole;
+    uint64_t seg_pieces;    /* pieces moved so far (all but a last one) */
     /*
      * Quiesced for a save (pvrdma_core_quiesce() until resume): the run
      * loop executes nothing, so that nothing changes guest RAM after the

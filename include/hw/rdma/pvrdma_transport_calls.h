@@ -110,6 +110,12 @@ void pvrdma_transport_timer(PvrdmaCore *c, unsigned delay_ms);
  * held completions) at time at (ms, ops->now_ms()); the earliest wins.
  */
 void pvrdma_core_timer_at(PvrdmaCore *c, int64_t at);
+/*
+ * A SEND in pieces from src_qpn to dest_qpn stops half-way (its requester
+ * is gone): the receive it took goes without a completion.
+ */
+void pvrdma_transport_seg_drop(PvrdmaCore *c, uint32_t dest_qpn,
+                               uint32_t src_qpn);
 /* A transport takes requests again: QPs waiting on it (PAUSED, RNR) retry. */
 void pvrdma_transport_wake_senders(PvrdmaCore *c);
 /* A fence asked with wait_ms 0 (PvrdmaMessageOps.fence) may be done now. */

@@ -389,5 +389,6 @@ void cr_add_trust_tests(void);
 void cr_add_errors_tests(void);
 void cr_add_fake_tests(void);
 void cr_add_rings_tests(void);
+void cr_add_pieces_tests(void);
 
 #endif
