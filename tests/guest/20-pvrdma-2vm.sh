@@ -10,7 +10,8 @@
 # 20 delivered freed memory and the server printed "invalid data".
 # Last, the data check: the verbs checker (pvrdma-verbs-check: every byte
 # of every operation in both directions) in rc (up to 1 MiB, 4 SGEs, 16 in
-# flight), srq (VM 1 serves) and ud mode, and three mutants the server must
+# flight; then 3 and 4 MiB, which the responder executes in pieces), srq
+# (VM 1 serves) and ud mode, and three mutants the server must
 # catch (a corrupted WRITE, guard bytes after a WRITE's data, a byte_len).
 # vms: 2
 # timeout: 400
@@ -25,7 +26,9 @@ bad=0
 vc_2vm vc-rc 180 300 fwd -t rc -n 300 -g 4 -q 16 || bad=$((bad + 1))
 vc_2vm vc-srq 180 300 rev -t srq -n 300 -S 65536 || bad=$((bad + 1))
 vc_2vm vc-ud 180 300 fwd -t ud -n 300 || bad=$((bad + 1))
-[ $bad = 0 ] || fail "$bad of 3 verbs checker runs failed (first: $PAIR_ERR)"
+# longer than the responder's byte budget per pass (1 MiB): in pieces
+vc_2vm vc-rc-4m 240 16 fwd -t rc -n 16 -S 4194304 -s 4194304,3145729 || bad=$((bad + 1))
+[ $bad = 0 ] || fail "$bad of 4 verbs checker runs failed (first: $PAIR_ERR)"
 # the checker's checks fire on this path too: VM 1's client delivers its
 # message 20 wrong (a corrupted WRITE, a WRITE's guard bytes overwritten
 # after its data, a SEND's byte_len), VM 0's server must catch each
