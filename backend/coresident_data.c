@@ -223,18 +223,9 @@ static int64_t cr_rnr_deadline(CrTransport *t, CrInReq *r)
 /* Moved in pieces, one per run of the loop (PvrdmaCore.run_bytes) */
 static bool cr_in_pieces(PvrdmaCore *c, const CrInReq *r)
 {
-    switch (r->req.opcode) {
-    case PVRDMA_WR_SEND:
-    case PVRDMA_WR_SEND_WITH_IMM:
-    case PVRDMA_WR_SEND_WITH_INV:
-    case PVRDMA_WR_RDMA_WRITE:
-    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
-    case PVRDMA_WR_RDMA_READ:
-        return r->req.qp_type == PVRDMA_QPT_RC &&
-               (r->seg_off || r->req.local.len > c->run_bytes);
-    default:
-        return false;
-    }
+    return pvrdma_wr_in_pieces(r->req.opcode) &&
+           r->req.qp_type == PVRDMA_QPT_RC &&
+           (r->seg_off || r->req.local.len > c->run_bytes);
 }
 
 /*

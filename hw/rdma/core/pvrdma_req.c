@@ -114,22 +114,6 @@ static void execute_ud_dest(PvrdmaQP *qp, const struct pvrdma_sq_wqe_hdr *h,
 /* execute_wqe(): a piece moved, more follow (the WQE stays at the head) */
 #define SEG_MORE (-100)
 
-/* Moved in pieces on a segmented transport when longer than run_bytes */
-static bool seg_op(uint32_t op)
-{
-    switch (op) {
-    case PVRDMA_WR_SEND:
-    case PVRDMA_WR_SEND_WITH_IMM:
-    case PVRDMA_WR_SEND_WITH_INV:
-    case PVRDMA_WR_RDMA_WRITE:
-    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
-    case PVRDMA_WR_RDMA_READ:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /*
  * The next piece of the head WQE's message (qp->seg_off of its seg_msg
  * bytes moved) into req: at most run_bytes, the whole rest for the save.
@@ -175,7 +159,7 @@ static int execute_data(PvrdmaCore *c, PvrdmaQP *qp, PvrdmaTransport *t,
     }
     st = execute_local(c, qp, w, op, &req->local);
     if (st != PVRDMA_WC_SUCCESS || qp->type != PVRDMA_QPT_RC || !t ||
-        !pvrdma_transport_segmented(t) || !seg_op(op) ||
+        !pvrdma_transport_segmented(t) || !pvrdma_wr_in_pieces(op) ||
         req->local.len <= c->run_bytes || c->seg_whole) {
         return st;
     }

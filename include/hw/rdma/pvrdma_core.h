@@ -244,6 +244,25 @@ static inline bool pvrdma_wr_is_atomic(uint32_t op)
 }
 
 /*
+ * A work request whose data may move in pieces, one per run of a loop
+ * (an RC one longer than PvrdmaCore.run_bytes: PvrdmaReq.msg_len)
+ */
+static inline bool pvrdma_wr_in_pieces(uint32_t op)
+{
+    switch (op) {
+    case PVRDMA_WR_SEND:
+    case PVRDMA_WR_SEND_WITH_IMM:
+    case PVRDMA_WR_SEND_WITH_INV:
+    case PVRDMA_WR_RDMA_WRITE:
+    case PVRDMA_WR_RDMA_WRITE_WITH_IMM:
+    case PVRDMA_WR_RDMA_READ:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
  * A ring in guest memory, mapped once at creation.  Page 'first_page' holds
  * element 0; 'state' points at the prod/cons pair in the ring-state page.
  * 'priv' is the device's own index (consumer or producer): the copy in guest
