@@ -124,6 +124,7 @@ static PvrdmaDeviceInfo *device_info(PvrdmaState *s)
                           qp_info(&g_array_index(qps, PvrdmaQpInfo, n)));
     }
     d->guest_errors = s->core.guest_errors;
+    d->pieces = s->core.seg_pieces;
     for (unsigned n = s->core.ninject; n-- > 0;) {
         QAPI_LIST_PREPEND(d->injections,
                           injection_info(&s->core.inject[n]));

@@ -94,6 +94,8 @@ static void setup(void)
     l.max_mr = 16;
     fh_init_memfd(&dev.h, VM_RAM);
     pvrdma_core_init(&dev.c, &fh_ops, &dev.h, &l);
+    /* a peer's requests over 512 bytes run in pieces (cr_serve_piece()) */
+    dev.c.run_bytes = 512;
     pvrdma_core_add_transport(&dev.c, pvrdma_loopback_new(&dev.c));
     dev.h.core = &dev.c;
     dir = g_dir_make_tmp("pvrdma-fuzz-XXXXXX", NULL);

@@ -548,6 +548,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f.next_page = FZ_FIRST_FREE;
     f.nalloc = 0;
     pvrdma_core_init(&f.c, &fh_ops, &f.h, &lim);
+    /* loopback messages over 512 bytes move in pieces, one per pass */
+    f.c.run_bytes = 512;
     pvrdma_core_add_transport(&f.c, pvrdma_loopback_new(&f.c));
 
     for (unsigned i = 0; i < FZ_MAX_OPS && in.n; i++) {

@@ -653,9 +653,62 @@ static void test_ring_wrap(void)
     qpvrdma_stop(d);
 }
 
+/* query-pvrdma's pieces counter of d's one device */
+static uint64_t query_pieces(QPvrdma *d)
+{
+    QDict *rsp = qtest_qmp(d->qts, "{ 'execute': 'query-pvrdma' }");
+    QList *devs = qdict_get_qlist(rsp, "return");
+    QDict *dev = qobject_to(QDict, qlist_peek(devs));
+    uint64_t n = qdict_get_int(dev, "pieces");
+
+    qobject_unref(rsp);
+    return n;
+}
+
+/*
+ * A 2.5 MiB RDMA WRITE and READ on loopback move in pieces of 1 MiB, each
+ * in a run of the main loop of its own (two before the last, counted by
+ * query-pvrdma), the data whole.
+ */
+static void test_pieces(void)
+{
+    const uint32_t len = 5 * 512 * 1024;
+    Pair p;
+    QPvrdma *d;
+    uint64_t src, dst, back, pieces;
+    uint32_t lkey, rkey, bkey;
+
+    pair_setup(&p, PVRDMA_QPT_RC, 16);
+    d = p.d;
+    src = qpvrdma_alloc(d, len);
+    dst = qpvrdma_alloc(d, len);
+    back = qpvrdma_alloc(d, len);
+    lkey = qpvrdma_create_mr(d, p.pd, src, len, PVRDMA_ACCESS_LOCAL_WRITE);
+    rkey = qpvrdma_create_mr(d, p.pd, dst, len, PVRDMA_ACCESS_LOCAL_WRITE |
+                             PVRDMA_ACCESS_REMOTE_WRITE |
+                             PVRDMA_ACCESS_REMOTE_READ);
+    bkey = qpvrdma_create_mr(d, p.pd, back, len, PVRDMA_ACCESS_LOCAL_WRITE);
+    fill(d, src, len, 3);
+    pieces = query_pieces(d);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_WRITE, 1, src, len, lkey, dst,
+                    rkey);
+    qpvrdma_expect_cqe(d, &p.cq, 1, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS,
+                       len);
+    g_assert_cmpuint(query_pieces(d), ==, pieces + 2);
+    same(d, src, dst, len);
+    qpvrdma_send_wr(d, &p.a, PVRDMA_WR_RDMA_READ, 2, back, len, bkey, dst,
+                    rkey);
+    qpvrdma_expect_cqe(d, &p.cq, 2, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS,
+                       len);
+    g_assert_cmpuint(query_pieces(d), ==, pieces + 4);
+    same(d, src, back, len);
+    qpvrdma_stop(d);
+}
+
 void pvrdma_add_data_tests(void)
 {
     qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
+    qtest_add_func("/pvrdma/data/pieces", test_pieces);
     qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
     qtest_add_func("/pvrdma/data/rdma-ops", test_rdma_ops);
     qtest_add_func("/pvrdma/data/access-errors", test_access_errors);
