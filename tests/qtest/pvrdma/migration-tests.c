@@ -1047,7 +1047,7 @@ static void bench_mr_downtime(void)
                                             g_get_tmp_dir(), getpid());
     g_autofree char *uri = g_strdup_printf("unix:%s", sock);
     g_autofree char *st = NULL;
-    uint64_t len = mib << 20, buf, src;
+    uint64_t len, buf, src;
     uint32_t key, rkey;
     QOSState *to;
     QDict *rsp, *r;
@@ -1057,6 +1057,7 @@ static void bench_mr_downtime(void)
         g_test_skip("a benchmark: set PVRDMA_BENCH_MR_MIB=MIB (1..1024)");
         return;
     }
+    len = mib << 20;
     extra = g_strdup_printf(" -m %" PRIu64 "M", mib + 512);
     pair_connect(&p, qpvrdma_start_active(extra), PVRDMA_QPT_RC, 16);
     buf = qpvrdma_alloc(p.d, len);
