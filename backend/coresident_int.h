@@ -2,10 +2,11 @@
  * pvrdma co-resident transport: what its files share (their constants,
  * types, inline helpers, and the functions one calls in another, grouped
  * by the file that defines them).  Calls go one way: coresident.c >
- * coresident_data.c > coresident_peer.c > coresident_link.c >
- * coresident_ring.c, with coresident_qp.c and coresident_gid.c below the
- * data path; a lower layer reaches a higher one through the upcalls the
- * constructor sets (t->up, t->link_up).  Only these files include it.
+ * coresident_data.c > coresident_resp.c > coresident_peer.c >
+ * coresident_link.c > coresident_ring.c, with coresident_qp.c and
+ * coresident_gid.c below the data path; a lower layer reaches a higher
+ * one through the upcalls the constructor sets (t->up, t->link_up).  Only
+ * these files include it.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -408,10 +409,31 @@ void cr_flights_fini(CrTransport *t);
 
 /* coresident_data.c: the data path */
 
-/* Free a peer's request (done with, or dropped): back to the pool. */
-void cr_inreq_free(CrInReq *r);
 /* Free the pools and buffers of the data path (cr_destroy()). */
 void cr_data_fini(CrTransport *t);
+/* Our QP qpn (CR_ANY_QP: every QP) is gone: CANCEL to its peers. */
+void cr_cancel_flights(CrTransport *t, uint32_t qpn);
+/* CrUpcalls.rx and CrUpcalls.peer_gone */
+bool cr_data_rx(CrPeer *p, const uint8_t *buf, size_t len);
+void cr_data_peer_gone(CrPeer *p);
+/* hooks (PvrdmaTransportOps) */
+int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req);
+int cr_qp_offer(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t sq_psn,
+                uint32_t rq_psn);
+void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn);
+
+/* coresident_resp.c: the responder */
+
+/* A peer's request from the transport's pool, its iov array kept. */
+CrInReq *cr_inreq_new(CrTransport *t);
+/* Free a peer's request (done with, or dropped): back to the pool. */
+void cr_inreq_free(CrInReq *r);
+/* The pool's requests freed (cr_data_fini()). */
+void cr_inreq_pool_fini(CrTransport *t);
+/* Answer peer r's request with status (RESP). */
+void cr_respond(CrInReq *r, int status);
+/* ... and execute it, or queue it behind what waits for its QP */
+void cr_execute_in(CrTransport *t, CrInReq *r);
 /*
  * Drop peer p's requests (of its QP src_qpn, or CR_ANY_QP) waiting here,
  * answering each with status unless CR_NO_ANSWER.
@@ -423,16 +445,7 @@ void cr_waiting_drop(CrTransport *t, CrPeer *p, uint32_t src_qpn,
  * PvrdmaCore.run_bytes) move the rest of their data now.
  */
 void cr_finish_pieces(CrTransport *t);
-/* Our QP qpn (CR_ANY_QP: every QP) is gone: CANCEL to its peers. */
-void cr_cancel_flights(CrTransport *t, uint32_t qpn);
-/* CrUpcalls.rx and CrUpcalls.peer_gone */
-bool cr_data_rx(CrPeer *p, const uint8_t *buf, size_t len);
-void cr_data_peer_gone(CrPeer *p);
-/* hooks (PvrdmaTransportOps) */
-int cr_execute(PvrdmaTransport *pt, PvrdmaReq *req);
-int cr_qp_offer(PvrdmaTransport *pt, PvrdmaQP *qp, uint32_t sq_psn,
-                uint32_t rq_psn);
+/* hook (PvrdmaMessageOps.wake): serve what waits for a receive */
 void cr_wake(PvrdmaTransport *pt);
-void cr_qp_gone(PvrdmaTransport *pt, uint32_t qpn);
 
 #endif

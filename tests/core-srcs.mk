@@ -9,8 +9,9 @@
 # pvrdma_dev_*.c, is its parent folder hw/rdma/).
 # backend/roce_wire.c (the RoCEv2 wire codec) needs only glib and zlib.
 # Of the transports, loopback.c, the co-resident one (coresident.c and,
-# beside it, coresident_data.c, coresident_qp.c, coresident_peer.c,
-# coresident_link.c, coresident_ring.c, coresident_gid.c) and
+# beside it, coresident_data.c, coresident_resp.c, coresident_qp.c,
+# coresident_peer.c, coresident_link.c, coresident_ring.c,
+# coresident_gid.c) and
 # the RoCEv2 one (roce.c and, beside it, roce_req.c, roce_comp.c,
 # roce_resp.c, roce_net.c) need only glib;
 # hostverbs.c (with hostverbs_obj.c) and hostcm.c (with hostcm_mad.c)
@@ -24,6 +25,7 @@ CORE_SRCS  := $(sort $(wildcard $(PVRDMA_TOP)/hw/rdma/core/*.c)) \
               $(PVRDMA_TOP)/backend/loopback.c \
               $(PVRDMA_TOP)/backend/coresident.c \
               $(PVRDMA_TOP)/backend/coresident_data.c \
+              $(PVRDMA_TOP)/backend/coresident_resp.c \
               $(PVRDMA_TOP)/backend/coresident_qp.c \
               $(PVRDMA_TOP)/backend/coresident_gid.c \
               $(PVRDMA_TOP)/backend/coresident_link.c \
