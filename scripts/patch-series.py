@@ -19,11 +19,16 @@ patches/qemu-hooks.patch (the build's hook patch) and
 patches/series-extra.patch (what only the series needs: the docs'
 tables of contents, MAINTAINERS) for those files.  hw/rdma/meson.build
 and hw/rdma/trace-events are cut down to the files present at each step
-(a meson statement that names a missing file is left out; a trace-events
-section is kept when a file its heading names is present), so every
-commit builds (scripts/series-check.sh checks that).  A file of those
-directories that no step names is an error: the series must be the whole
-device.
+(a missing file's name is taken out of its meson statement, and a
+statement left naming none is left out; a trace-events section is kept
+when a file its heading names is present, else only the events a present
+file calls), so every commit builds (scripts/series-check.sh checks
+that).  The qtest programs (pvrdma-test.c, pvrdma-hostile-test.c, the
+headers that declare their topics, and our part of tests/qtest/meson.build)
+are cut down to the test topics present, so that each topic can come in
+a patch of its own.  At the last step every cut file must be whole.  A
+file of those directories that no step names is an error: the series
+must be the whole device.
 """
 import argparse
 import os
@@ -38,8 +43,15 @@ TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
 TREE = [('backend/', 'hw/rdma/backend/'), ('hw/rdma/', 'hw/rdma/'),
         ('include/', 'include/'), ('qapi/', 'qapi/'),
         ('tests/qtest/', 'tests/qtest/'), ('docs/', 'docs/')]
-# files cut down to each step instead of copied
-GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events'}
+# files cut down to each step instead of copied: the build's lists of
+# files and trace events, and the qtest programs' lists of topics
+GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events',
+             'tests/qtest/pvrdma-test.c', 'tests/qtest/pvrdma/framework.h',
+             'tests/qtest/pvrdma-hostile-test.c',
+             'tests/qtest/pvrdma/hostile.h'}
+# files of QEMU's that a hook changes and that are cut down to each step
+# from the step that applies the hook on (cut_qtest_meson below)
+HOOK_CUTS = {'tests/qtest/meson.build'}
 
 CORE_WHY = """\
 The device model is split as hw/net/igb is: a core that knows the
@@ -421,30 +433,53 @@ def meson_statements(text):
 
 
 FILE_RE = re.compile(r"'([\w./-]+\.c)'")
+# a .c file a comment names ("# zlib: roce_wire.c's CRC-32")
+COMMENT_FILE_RE = re.compile(r"([\w./-]+\.c)\b")
+
+
+def drop_names(stmt, names):
+    """stmt (a meson statement's text) without the quoted file names in
+    names: a name on a line of its own loses the line, a name in a list
+    with others loses its comma, a sole name leaves files()."""
+    for n in names:
+        q = re.escape("'%s'" % n)
+        for pat in (r"\n[ \t]*%s,?[ \t]*(?=\n)" % q,   # its own line
+                    r"%s,\s*" % q,                   # first of several
+                    r",\s*%s" % q,                   # last of several
+                    q):                              # the only one
+            stmt, k = re.subn(pat, '', stmt, count=1)
+            if k:
+                break
+    return stmt
 
 
 def cut_meson(text, present):
     """hw/rdma/meson.build with only the files in present (tree paths
-    relative to hw/rdma/): a one-file-per-line list loses the line of a
-    missing file; any other statement naming a missing file goes, and so
-    does a dependency() that no statement left uses."""
+    relative to hw/rdma/): a missing file's name is taken out of its
+    statement (its line, in a one-file-per-line list); a statement left
+    naming no file goes, and so does an if_false: that names none; a
+    statement that names no file but whose comment names .c files goes
+    until one of them is present; a dependency() that no statement left
+    uses goes too."""
+    base = {os.path.basename(p) for p in present}
     out = []
     for st in meson_statements(text):
-        kept, drop = [], False
-        for line in st:
-            names = FILE_RE.findall(line.split('#', 1)[0])
-            missing = [n for n in names if n not in present]
-            if not missing:
-                kept.append(line)
-            elif re.match(r"^\s*'[\w./-]+\.c',?\s*$", line):
+        body = ''.join(st)
+        code = ''.join(line.split('#', 1)[0] for line in st)
+        names = FILE_RE.findall(code)
+        if not names:
+            said = [m for line in st if line.lstrip().startswith('#')
+                    for m in COMMENT_FILE_RE.findall(line)]
+            if said and not any(os.path.basename(m) in base for m in said):
                 continue
-            else:
-                drop = True
-        if drop:
+            out.append(body)
             continue
-        body = ''.join(kept)
-        if re.search(r'files\(\s*\)', body):
+        missing = [n for n in names if n not in present]
+        if len(missing) == len(names):
             continue
+        if missing:
+            body = drop_names(body, missing)
+            body = re.sub(r",\s*if_false:\s*files\(\s*\)", '', body)
         out.append(body)
     # a dependency no kept statement uses waits for the step that does
     unused = []
@@ -456,14 +491,43 @@ def cut_meson(text, present):
     return ''.join(o for i, o in enumerate(out) if i not in unused)
 
 
-def cut_trace(text, present):
+def trace_users(present):
+    """The trace events the present .c files of hw/rdma call."""
+    used = set()
+    for f in present:
+        if f.startswith('hw/rdma/') and f.endswith('.c'):
+            with open(os.path.join(TOP, repo_path(f))) as fh:
+                used |= set(re.findall(r'\btrace_(pvrdma_\w+)\(', fh.read()))
+    return used
+
+
+def cut_trace(text, present, used=frozenset()):
     """hw/rdma/trace-events with the sections whose heading names a
-    present file."""
-    out, section, keep = [], [], True
+    present file; of any other section, its heading and the events in
+    used (those a present file calls: an event comes with its first
+    user, when that is not the file its section is named after)."""
+    out = []
+
+    def flush(section, keep):
+        if keep:
+            out.extend(section)
+            return
+        head = []
+        for line in section:
+            if not line.startswith('#'):
+                break
+            head.append(line)
+        events = [line for line in section[len(head):]
+                  if re.match(r'^(\w+)\(', line) and
+                  re.match(r'^(\w+)\(', line).group(1) in used]
+        if events:
+            out.extend(head + events + ['\n'])
+
+    section, keep = [], True
     for line in text.splitlines(keepends=True):
         if line.startswith('# ') and '.c' in line and \
                 not (section and section[-1].startswith('#')):
-            out.extend(section if keep else [])
+            flush(section, keep)
             section = []
             names = re.findall(r'([\w/*]+)\.c', line)
             keep = any(os.path.basename(n) + '.c' in present or
@@ -472,9 +536,76 @@ def cut_trace(text, present):
                            p.startswith(n[:-1]) for p in present))
                        for n in names)
         section.append(line)
-    out.extend(section if keep else [])
-    # no blank lines piling up where sections went
-    return re.sub(r'\n{3,}', '\n\n', ''.join(out))
+    flush(section, keep)
+    # no blank lines piling up where sections went, none at the end
+    return re.sub(r'\n{3,}', '\n\n', ''.join(out)).rstrip('\n') + '\n'
+
+
+def cut_test_main(text, present):
+    """A qtest program's main (pvrdma-test.c, pvrdma-hostile-test.c) and
+    the header that declares its topics (framework.h, hostile.h) with the
+    topics whose file, tests/qtest/pvrdma/TOPIC-tests.c, is present: a
+    topic's tests are registered from the patch that adds them."""
+    def topic_present(m):
+        f = 'tests/qtest/pvrdma/%s-tests.c' % m.group(1).replace('_', '-')
+        return f in present
+    return ''.join(line for line in text.splitlines(keepends=True)
+                   if not (re.match(r'^\s*(void\s+)?pvrdma_add_(\w+)_tests'
+                                    r'\((void)?\);', line) and
+                           not topic_present(re.match(
+                               r'^\s*(?:void\s+)?pvrdma_add_(\w+)_tests',
+                               line))))
+
+
+def wrap_files(prefix, names, width=79):
+    """prefix + "'a', 'b', ...)," wrapped under the first name."""
+    items = ["'%s'," % n for n in names]
+    items[-1] = items[-1][:-1] + '),'
+    lines, cur, first = [], prefix, True
+    for it in items:
+        if first:
+            cur, first = cur + it, False
+        elif len(cur) + 1 + len(it) <= width:
+            cur += ' ' + it
+        else:
+            lines.append(cur)
+            cur = ' ' * len(prefix) + it
+    lines.append(cur)
+    return '\n'.join(lines) + '\n'
+
+
+def cut_qtest_meson(text, present):
+    """tests/qtest/meson.build (our hook applied) with the pvrdma qtest
+    programs whose main file is present, each built from its present
+    files, and the qos test once it is present."""
+    def have(name):
+        return 'tests/qtest/' + name in present
+
+    def x86(m):
+        progs = [p for p in re.findall(r"'([\w-]+)'", m.group(2))
+                 if have(p + '.c')]
+        if not progs:
+            return m.group(1)
+        return m.group(0).replace(m.group(2), ', '.join(
+            "'%s'" % p for p in progs))
+    text = re.sub(r"(qtests_x86_64 = qtests_i386) \+ \\\n\s*\(config_all_"
+                  r"devices\.has_key\('CONFIG_PVRDMA'\) \?\n\s*\[([^\]]*)\] "
+                  r": \[\]\)", x86, text)
+    if not have('pvrdma-qos-test.c'):
+        text = text.replace("if config_all_devices.has_key('CONFIG_PVRDMA')\n"
+                            "  qos_test_ss.add(files('pvrdma-qos-test.c'))\n"
+                            "endif\n", '')
+
+    def prog(m):
+        if not have(m.group(2) + '.c'):
+            return ''
+        names = re.findall(r"'([\w./-]+)'", m.group(3))
+        kept = [n for n in names if have(n)]
+        if kept == names:
+            return m.group(0)
+        return wrap_files("%s'%s': files(" % (m.group(1), m.group(2)), kept)
+    return re.sub(r"^([ \t]*)'(pvrdma[\w-]*)': files\(([^)]*)\),\n", prog,
+                  text, flags=re.M)
 
 
 def check_trace(events, present, subject):
@@ -542,7 +673,7 @@ def main():
     env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_COMMITTER_NAME=name,
                GIT_AUTHOR_EMAIL=email[:-1], GIT_COMMITTER_EMAIL=email[:-1])
 
-    present = set()
+    present, hooked_full = set(), {}
     for step in STEPS:
         for f in step['files']:
             present.add(f)
@@ -553,24 +684,46 @@ def main():
             shutil.copyfile(os.path.join(TOP, repo_path(f)), dst)
         rdma = {p[len('hw/rdma/'):] for p in present
                 if p.startswith('hw/rdma/')}
-        for g in GENERATED:
-            if g not in present:
-                continue
+        used = trace_users(present)
+        for g in sorted(GENERATED & present):
             with open(os.path.join(TOP, repo_path(g))) as f:
                 text = f.read()
-            cut = cut_meson if g.endswith('meson.build') else cut_trace
+            if g.endswith('meson.build'):
+                text = cut_meson(text, rdma)
+            elif g.endswith('trace-events'):
+                text = cut_trace(text, rdma, used)
+                check_trace(text, present, step['subject'])
+            else:
+                text = cut_test_main(text, present)
             with open(os.path.join(args.work, g), 'w') as f:
-                f.write(cut(text, rdma))
-            if g.endswith('trace-events'):
-                check_trace(cut(text, rdma), present, step['subject'])
+                f.write(text)
         for h in step.get('hooks', []):
             run(['patch', '-s', '-p1', '--no-backup-if-mismatch'],
                 cwd=args.work, input=hooks[h], text=True)
+            if h in HOOK_CUTS:
+                with open(os.path.join(args.work, h)) as f:
+                    hooked_full[h] = f.read()
+        for h, text in hooked_full.items():
+            with open(os.path.join(args.work, h), 'w') as f:
+                f.write(cut_qtest_meson(text, present))
         run(['git', 'add', '-A'], cwd=args.work)
         msg = step['subject'] + '\n\n' + step['body'].rstrip() + \
             '\n\nSigned-off-by: %s\n' % who
         run(['git', 'commit', '-q', '-F', '-'], cwd=args.work, env=env,
             input=msg, text=True)
+
+    # the last step has every file whole: what was cut is the file itself
+    for g in sorted(GENERATED):
+        with open(os.path.join(TOP, repo_path(g))) as f, \
+                open(os.path.join(args.work, g)) as w:
+            if f.read() != w.read():
+                raise SystemExit('patch-series: %s at the last step is not '
+                                 'the repository\'s' % g)
+    for h, text in hooked_full.items():
+        with open(os.path.join(args.work, h)) as w:
+            if w.read() != text:
+                raise SystemExit('patch-series: %s at the last step is not '
+                                 'the hook\'s' % h)
 
     if os.path.exists(args.out):
         shutil.rmtree(args.out)
