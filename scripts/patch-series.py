@@ -64,6 +64,7 @@ outside QEMU.
 """
 
 STEPS = [
+    # --- the guest ABI ---------------------------------------------------
     dict(subject='include/hw/rdma: add the PVRDMA device ABI',
          files=['include/hw/rdma/pvrdma_abi.h',
                 'include/hw/rdma/pvrdma_abi_cmd.h'],
@@ -81,110 +82,280 @@ QEMU's previous pvrdma (removed in 9.1) used the driver's headers,
 imported into include/standard-headers; these are new headers of the
 device's own, the sizes of the shared structures checked at build time
 (_Static_assert)."""),
-    dict(subject='hw/rdma: add the PVRDMA core: rings, tables, guest memory',
-         files=['include/hw/rdma/pvrdma_core.h',
-                'include/hw/rdma/pvrdma_transport.h',
-                'include/hw/rdma/pvrdma_transport_calls.h',
-                'hw/rdma/core/pvrdma_int.h', 'hw/rdma/Kconfig',
-                'hw/rdma/meson.build', 'hw/rdma/trace-events',
-                'hw/rdma/core/pvrdma_ring.c', 'hw/rdma/core/pvrdma_table.c',
-                'hw/rdma/core/pvrdma_mem.c', 'hw/rdma/core/pvrdma_gid.c',
-                'hw/rdma/core/pvrdma_sched.c', 'hw/rdma/core/pvrdma_stream.c',
-                'hw/rdma/core/pvrdma_event.c',
-                'hw/rdma/core/pvrdma_report.c'],
+    # --- the documentation, ahead of the code ------------------------------
+    dict(subject='docs/system: add the pvrdma user documentation',
+         files=['docs/system/devices/pvrdma.rst'],
+         hooks=['docs/system/device-emulation.rst'],
+         body="""\
+docs/system/devices/pvrdma.rst, ahead of the code so that the series
+can be read against it: what the device is (VMware's paravirtual RDMA
+HCA, for the unmodified Linux vmw_pvrdma driver and rdma-core), its
+transports (loopback within one VM, co-resident between VMs on one
+host, RoCEv2 on the vmxnet3's network, a host RDMA device), command
+lines for one VM, two VMs on one host (and who may trust whom), RoCEv2
+to soft-RoCE or a RoCE NIC and a host HCA, migration, libvirt, the
+properties and monitor commands, and its limits.
+
+The device, its properties and its monitor commands come with the
+patches that follow."""),
+    dict(subject='docs/devel: add the pvrdma design document',
+         files=['docs/devel/pvrdma.rst'],
+         hooks=['docs/devel/index-internals.rst'],
+         body="""\
+docs/devel/pvrdma.rst, the design the following patches implement: the
+layers (a core that knows the guest ABI and nothing of QOM, the
+transports behind one interface, thin PCI/QOM glue) with a map of their
+files, threading, the life of a doorbell, of one RC SEND on each
+transport and of a command, the threat model and how guest input is
+checked once, at the edge; the transports in detail (the co-resident
+transport's peers and rings, host HCA mode and its rdma_cm translation,
+the RoCEv2 wire format and retry rules compared with the InfiniBand
+specification and Linux rxe), the monitor commands, resources and
+teardown, migration, the differences from the pvrdma device QEMU
+removed in 9.1, and how to write a qtest for the device.
+
+It comes before the code so that each later patch can be reviewed
+against it; the specification of the co-resident protocol, which
+refers to it, comes with that transport."""),
+    # --- the core: the guest ABI, nothing of QOM --------------------------
+    dict(subject='hw/rdma: add the PVRDMA core interface',
+         files=['include/hw/rdma/pvrdma_core.h', 'hw/rdma/Kconfig',
+                'hw/rdma/meson.build', 'hw/rdma/trace-events'],
          hooks=['hw/Kconfig', 'hw/meson.build', 'meson.build', 'Kconfig.host'],
          body=CORE_WHY + """
-This first part is what everything else stands on:
+This patch adds the core's public side, include/hw/rdma/pvrdma_core.h
+(PvrdmaCore, the PvrdmaHostOps its owner provides, the device's limits
+and the entry points the glue, the transports and the tests call), and
+the build: CONFIG_PVRDMA (default on where PCI devices are) builds the
+core's files as the next patches add them, so that each step of the
+series compiles; the device that uses them comes later in the series.
+It depends on LINUX (memfd seals, SO_PEERCRED, accept4, getrandom) and
+on HOST_LITTLE_ENDIAN, a new proxy symbol in Kconfig.host set by
+meson.build: the guest's structures and the co-resident peers' messages
+are read in host byte order.  hw/rdma/trace-events starts empty: each
+file brings its trace events."""),
+    dict(subject='hw/rdma: PVRDMA transport interface',
+         files=['include/hw/rdma/pvrdma_transport.h',
+                'include/hw/rdma/pvrdma_transport_calls.h'],
+         body="""\
+The one interface behind which transports carry a QP's work
+(include/hw/rdma/pvrdma_transport.h), and what a transport may call in
+the core (pvrdma_transport_calls.h: the responder and its pieces, the
+completer, the migration stream, timers and the QP's IBA timing,
+reports and async events).  Each QP is attached to one transport,
+chosen when it connects (RC, by its destination GID) or per request (UD
+and GSI), and may move to another one.  Message transports (loopback,
+co-resident, RoCEv2) get each send work request as a validated
+PvrdmaReq and bring it to the responder of the device that owns the
+destination QP; a queue transport (a host RDMA device) owns twins of
+the guest's objects and takes the work requests as they are.
+
+Only declarations: the core's side of the contract comes with the core
+in the next patches, each transport with patches of its own."""),
+    dict(subject='hw/rdma: PVRDMA core: guest rings, handle tables, reports',
+         files=['hw/rdma/core/pvrdma_int.h', 'hw/rdma/core/pvrdma_report.c',
+                'hw/rdma/core/pvrdma_ring.c', 'hw/rdma/core/pvrdma_table.c'],
+         body="""\
+The first of the core's files, and the header only they share
+(hw/rdma/core/pvrdma_int.h: declarations grouped by the file that
+defines them):
 - pvrdma_ring.c: the driver's rings (producer/consumer indexes with a
   wrap bit), every index the guest writes checked once, in one place;
+  a work request is copied out of its ring before it is looked at;
 - pvrdma_table.c: handle tables for PDs, MRs, CQs, SRQs and QPs, every
   handle the guest names checked on use, handed out next-fit so that a
   freed handle is not reused at once;
+- pvrdma_report.c: what the core tells its owner outside the guest's
+  view (path and port changes, lost peers) and guest errors, counted,
+  logged (LOG_GUEST_ERROR) and reported.  A leaf: every other file of
+  the core may report."""),
+    dict(subject='hw/rdma: PVRDMA core: guest memory, run list, events',
+         files=['hw/rdma/core/pvrdma_mem.c', 'hw/rdma/core/pvrdma_gid.c',
+                'hw/rdma/core/pvrdma_sched.c',
+                'hw/rdma/core/pvrdma_stream.c',
+                'hw/rdma/core/pvrdma_event.c'],
+         body="""\
+What the rest of the core stands on:
 - pvrdma_mem.c: guest page directories and scatter/gather through the
   owner's DMA hooks, every address, length and page count checked;
+  guest RAM is mapped once per object;
 - pvrdma_gid.c: the port's GID table;
 - pvrdma_sched.c: the core's run list and timer (the data path runs in
   the main loop in bounded passes; a doorbell queues work, or does a
   bounded amount of it);
-- pvrdma_stream.c: the byte stream the migration state is written to;
+- pvrdma_stream.c: the bounded byte stream the migration state and the
+  transports' per-QP state are written to and read from;
 - pvrdma_event.c: completion and async event queues, interrupts,
-  completions written in batches with one notification per batch.
-
-CONFIG_PVRDMA (default on where PCI devices are) builds the core from
-here on, so that each step of the series compiles; the device that uses
-it comes later in the series.  It depends on LINUX (memfd seals,
-SO_PEERCRED, accept4, getrandom) and on HOST_LITTLE_ENDIAN, a new proxy
-symbol in Kconfig.host set by meson.build: the guest's structures and
-the co-resident peers' messages are read in host byte order."""),
-    dict(subject='hw/rdma: PVRDMA verbs objects: PD, MR, CQ, SRQ, QP',
-         files=['hw/rdma/core/pvrdma_pd.c', 'hw/rdma/core/pvrdma_mr.c',
-                'hw/rdma/core/pvrdma_cq.c', 'hw/rdma/core/pvrdma_srq.c',
-                'hw/rdma/core/pvrdma_qp.c', 'hw/rdma/core/pvrdma_queue.c',
-                'hw/rdma/core/pvrdma_transport.c',
-                'hw/rdma/core/pvrdma_info.c',
+  completions written in batches with one notification per batch, CQ
+  arming."""),
+    dict(subject='hw/rdma: PVRDMA core: the core side of the transports',
+         files=['hw/rdma/core/pvrdma_transport.c'],
+         body="""\
+pvrdma_transport.c, the core's side of the transport interface: a
+device's transport list; the transport of a QP (chosen at RTR for RC,
+per request for UD and GSI, the object owner's from creation) with its
+attach and detach; the object owner's hooks (no-ops without an owner);
+the device-wide hooks (GID table changed, wake, QP gone, flush, the
+pause around a save: quiesce, resume, moved); an idle QP moving from
+one transport to another; and the wake-up of senders waiting for a
+receive (RNR).  Every call from the core into a transport goes through
+this file."""),
+    dict(subject='hw/rdma: PVRDMA core: protection domains, memory regions',
+         files=['hw/rdma/core/pvrdma_pd.c', 'hw/rdma/core/pvrdma_mr.c'],
+         body="""\
+The first objects the guest creates through the command channel (added
+a few patches later, which calls their handlers):
+- pvrdma_pd.c: user contexts (a UAR page each) and protection domains,
+  with the references the objects created in them hold;
+- pvrdma_mr.c: memory regions (DMA MRs, user MRs with a page directory,
+  fast registration MRs) and memory keys: an lkey or rkey resolved into
+  host memory with its PD, access and range checked, a work request's
+  SGEs into a scatter list; the FAST_REG_MR and LOCAL_INV work requests
+  and remote invalidation."""),
+    dict(subject='hw/rdma: PVRDMA core: CQs, SRQs and queue transports',
+         files=['hw/rdma/core/pvrdma_cq.c', 'hw/rdma/core/pvrdma_srq.c',
+                'hw/rdma/core/pvrdma_queue.c'],
+         body="""\
+- pvrdma_cq.c: completion queues: CREATE_CQ (the ring in guest pages),
+  RESIZE_CQ, DESTROY_CQ (refused while QPs use the CQ);
+- pvrdma_srq.c: shared receive queues: CREATE_SRQ, MODIFY_SRQ (the
+  limit event), QUERY_SRQ, DESTROY_SRQ;
+- pvrdma_queue.c: the QPs a queue transport (a host RDMA device) runs
+  itself: their work requests are copied out of the guest rings,
+  checked for what only the device can check (opcode, SGE count against
+  the QP's limits) and handed to the transport's queues, the rest held
+  in the guest ring while those are full; their completions come back
+  through it."""),
+    dict(subject='hw/rdma: PVRDMA core: queue pairs',
+         files=['hw/rdma/core/pvrdma_qp.c'],
+         body="""\
+pvrdma_qp.c: queue pairs with the RC/UC/UD/GSI state machine of the
+InfiniBand specification: CREATE_QP (the rings in guest pages, or an
+SRQ), MODIFY_QP with the transitions and attribute masks the driver may
+ask for (anything else gets an error status), QUERY_QP, DESTROY_QP;
+the move to the error state after a failed work request, a remote
+error or a fatal guest error, with its async event; and the IBA timing
+of a QP that the transports use (local ACK timeout, retry window, RNR
+deadline, path MTU, the PSNs of a request)."""),
+    dict(subject='hw/rdma: PVRDMA core: fault injection, monitor snapshot',
+         files=['hw/rdma/core/pvrdma_inject.c', 'hw/rdma/core/pvrdma_info.c',
                 'include/hw/rdma/pvrdma_info.h'],
          body="""\
-The objects the guest creates through the command channel: protection
-domains, memory regions (DMA MRs, user MRs with a page directory, fast
-registration MRs), completion queues, shared receive queues and queue
-pairs with the RC/UC/UD/GSI state machine of the InfiniBand
-specification (the transitions and attribute masks the driver may ask
-for; anything else gets an error status).  pvrdma_queue.c holds the
-device's limits and counters.
-
-pvrdma_transport.c is the one interface behind which transports carry a
-QP's work (include/hw/rdma/pvrdma_transport.h): each QP is attached to
-one transport, chosen when it connects, and may move to another one.
-pvrdma_info.c takes a typed snapshot of the QPs and transports for the
-monitor commands added later in the series."""),
-    dict(subject='hw/rdma: PVRDMA data path: requester, responder, completer',
-         files=['hw/rdma/core/pvrdma_comp.c', 'hw/rdma/core/pvrdma_req.c',
-                'hw/rdma/core/pvrdma_resp.c', 'hw/rdma/core/pvrdma_inject.c'],
+What the monitor commands of a later patch take from the core:
+- pvrdma_inject.c: faults and events injected on purpose, for people
+  testing guest drivers: the port goes down and up, an async event
+  about a chosen QP, CQ or SRQ, the next commands of an opcode fail or
+  are answered late or never, the next completions of a QP carry an
+  error status.  Injections come from the monitor, never from the
+  guest; every injection and every firing is traced;
+- pvrdma_info.c (include/hw/rdma/pvrdma_info.h): a snapshot of the QPs
+  (type, state, the path that carries each, its peer and the path's
+  counters) and of the transports, in plain C; the glue turns it into
+  QAPI types."""),
+    dict(subject='hw/rdma: PVRDMA core: the completer',
+         files=['hw/rdma/core/pvrdma_comp.c'],
          body="""\
-The data path, shaped as Linux's soft-RoCE (drivers/infiniband/sw/rxe):
-- pvrdma_req.c, the requester: takes the send queue's work requests
-  (SEND, SEND with immediate or invalidate, RDMA WRITE with or without
-  immediate, RDMA READ, atomics, fast registration, local invalidation)
-  and hands them to the QP's transport;
-- pvrdma_resp.c, the responder: places what a transport brings into
-  receive buffers or checked memory regions and answers READs and
-  atomics;
-- pvrdma_comp.c, the completer: writes work completions, with error
-  statuses for what the guest got wrong;
-- pvrdma_inject.c: faults and events injected on purpose (the port,
-  async events, command errors, late or missing responses, error
-  completions), for testing guest drivers; the monitor command that
-  asks for them comes with the other monitor commands."""),
-    dict(subject='hw/rdma: PVRDMA command channel and device registers',
-         files=['hw/rdma/core/pvrdma_cmd.c', 'hw/rdma/core/pvrdma_init.c',
-                'hw/rdma/core/pvrdma_regs.c', 'hw/rdma/core/pvrdma_dp.c',
+The data path is shaped as Linux's soft-RoCE
+(drivers/infiniband/sw/rxe): a completer, a requester and a responder,
+one patch each.  The completer, pvrdma_comp.c: a send work request
+between execution and completion lives in the QP's send slot; finished
+slots are completed in order, and the consumer index is published only
+then (the guest reuses a ring slot after that); pvrdma_complete() is
+where every transport reports its completions; everything posted to a
+QP in error is completed with WR_FLUSH_ERR.  It builds the send and
+receive completions, with error statuses for what the guest got
+wrong."""),
+    dict(subject='hw/rdma: PVRDMA core: the requester',
+         files=['hw/rdma/core/pvrdma_req.c'],
+         body="""\
+pvrdma_req.c walks a QP's send queue up to the guest's producer index,
+read once per pass; copies each work request out of the ring before
+looking at it and validates the copy (opcode, SGE count, lkeys);
+executes LOCAL_INV and FAST_REG_MR itself and hands every other request
+(SEND, SEND with immediate or invalidate, RDMA WRITE with or without
+immediate, RDMA READ, atomics) to the QP's transport.  A work request
+stays at the head only while the responder has no receive posted
+(RNR), until a receive doorbell or the RNR deadline.  A pass is bounded
+in work requests and in bytes copied, so that a long message moves in
+pieces and a busy QP does not hold the main loop."""),
+    dict(subject='hw/rdma: PVRDMA core: the responder',
+         files=['hw/rdma/core/pvrdma_resp.c'],
+         body="""\
+pvrdma_resp.c, the responder every transport shares: executes a request
+against a QP of this device (its type and state checked, and the qkey
+for UD), takes a receive work request from the QP's receive queue or
+SRQ when the opcode needs one (copied out and validated like a send),
+checks the rkey for RDMA and atomics, moves the data (with a GRH in
+front of UD payloads) and writes the receive completion, or answers
+RNR."""),
+    dict(subject='hw/rdma: PVRDMA core: the command channel, init and reset',
+         files=['hw/rdma/core/pvrdma_cmd.c', 'hw/rdma/core/pvrdma_init.c'],
+         body="""\
+The driver writes a request into the command slot page of the device
+shared region (DSR), rings the REQUEST register and waits for the
+response and its interrupt.  pvrdma_cmd.c decodes every request of ABI
+versions 17 to 20 (the port and GID queries, GID binding, and the PD,
+MR, CQ, SRQ and QP commands of the earlier patches), each field
+checked, and answers unknown or malformed ones with an error in the
+response and the ERR register; it holds commands back while a fence
+answers, and frees every object at a reset.  pvrdma_init.c: the core as
+a whole: its limits (defaults, and the checks made before a device is
+built), init and fini, reset, and the port's link changes."""),
+    dict(subject='hw/rdma: PVRDMA core: registers, doorbells, run loop',
+         files=['hw/rdma/core/pvrdma_regs.c', 'hw/rdma/core/pvrdma_dp.c',
                 'hw/rdma/core/pvrdma_uar.c'],
          body="""\
-The device shared region (DSR) and its command channel: the driver
-writes a request into the command slot page, rings the REQUEST
-register and waits for the response and its interrupt.  pvrdma_cmd.c
-decodes every request of ABI versions 17 to 20 (query port, GIDs, PD,
-MR, CQ, SRQ and QP commands, ...), each field checked, and answers
-unknown or malformed ones with an error in the response and the ERR
-register.  pvrdma_init.c activates the DSR (rings, async and CQ
-notification rings) and resets the device; pvrdma_regs.c is BAR 1.
-pvrdma_dp.c and pvrdma_uar.c: the UAR doorbells (QP send/receive, CQ
-arm and poll, SRQ), which queue work for the run loop (a send doorbell
-may start up to 16 co-resident sends itself: a message, no copy); the
-run loop holds commands back while a fence answers (pvrdma_cmd.c)."""),
-    dict(subject='hw/rdma: PVRDMA migration state',
-         files=['include/hw/rdma/pvrdma_mig.h',
-                'hw/rdma/core/pvrdma_mig.c', 'hw/rdma/core/pvrdma_mig_load.c',
-                'hw/rdma/core/pvrdma_mig_blob.c'],
+- pvrdma_regs.c: BAR 1, the registers: the DSR (capabilities published
+  when DSRHIGH is written, the driver's half copied once at ACTIVATE and
+  its async and CQ notification rings mapped then), activation, CTL and
+  REQUEST, which runs a command;
+- pvrdma_uar.c: BAR 2, the UAR doorbells (QP send and receive, CQ arm
+  and poll, SRQ), each checked (the device is active, the page's owner,
+  the handle, the offset) and handed on without reading any work
+  request;
+- pvrdma_dp.c: the run loop (timed waiters, the transports' wake-up and
+  timer hooks, then one bounded pass per queued QP) and the send and SRQ
+  doorbells, which queue work for it (a send doorbell may start up to 16
+  co-resident sends itself: a message, no copy).
+
+With this the core serves a guest driver from activation to
+completions; the transports that carry a QP's work come after the
+migration state."""),
+    dict(subject='hw/rdma: PVRDMA core: migration state and its save',
+         files=['include/hw/rdma/pvrdma_mig.h', 'hw/rdma/core/pvrdma_mig.c'],
          body="""\
-The core's state as plain records (PvrdmaMigImage), which the device
-migrates as VMState: saved after the core is quiesced, and loaded by
-replaying the guest's commands with every value checked again as if the
-guest had sent it: a migration stream is as hostile as a guest.  Each
-transport adds what it needs (its QPs' sequence numbers) as a record
-of its own (pvrdma_stream.c).  pvrdma_mig_blob.c writes and reads the
-same records as one field, the stream of builds before VMState
-(x-state-blob=on)."""),
+The core's state as plain records (PvrdmaMigImage,
+include/hw/rdma/pvrdma_mig.h), which the device migrates as VMState:
+the registers, the DSR copy, the GID table and every object with what
+the guest gave to create it, ring pages as guest addresses (never host
+pointers), the device's ring indices and the send slots still to
+complete.  pvrdma_mig.c saves it after the core is quiesced (nothing in
+flight), and says which QP holds a migration back: only QPs whose
+transport keeps no state of its own, pauses its peers during the save,
+or has none yet can move.  Each transport adds what it needs (its QPs'
+sequence numbers) as a record of its own."""),
+    dict(subject='hw/rdma: PVRDMA core: migration state load, by replay',
+         files=['hw/rdma/core/pvrdma_mig_load.c'],
+         body="""\
+pvrdma_mig_load.c loads the image by replaying the guest's commands:
+the core is reset, each object is created again through the command
+handlers the guest uses, with its page list taken from the stream
+instead of a guest page directory, and moved to its saved handle; a QP
+walks RESET, INIT, RTR, RTS through the same modify.  So every value
+is checked again as if the guest had sent it: a migration stream is as
+hostile as a guest.  What the replay leaves to check (ring indices,
+handles, send slots) is checked here; any failure resets the core and
+names the record."""),
+    dict(subject='hw/rdma: PVRDMA core: migration state as one field',
+         files=['hw/rdma/core/pvrdma_mig_blob.c'],
+         body="""\
+pvrdma_mig_blob.c writes and reads the image as little-endian records
+in a fixed order, as one opaque field: the stream of the device's
+builds before it used VMState (PVRDMA_MIG_VERSION 2), written only with
+x-state-blob=on, to migrate to such a build, and read from one.  The
+parse bounds every count by what is left of the stream; the load of
+the previous patch checks the values."""),
+    # --- the transports -----------------------------------------------------
     dict(subject='hw/rdma/backend: PVRDMA loopback transport',
          files=['include/hw/rdma/pvrdma_loopback.h',
                 'hw/rdma/backend/loopback.c'],
@@ -192,166 +363,470 @@ same records as one field, the stream of builds before VMState
 The simplest transport: both QPs of a connection in the same device
 (processes or kernel users of one VM).  A SEND or WRITE is one copy
 from the requester's guest memory to the responder's."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport',
-         files=['include/hw/rdma/pvrdma_coresident.h',
-                'include/hw/rdma/pvrdma_coresident_wire.h',
-                'hw/rdma/backend/coresident_int.h',
-                'hw/rdma/backend/coresident.c',
-                'hw/rdma/backend/coresident_data.c',
-                'hw/rdma/backend/coresident_resp.c',
-                'hw/rdma/backend/coresident_qp.c',
-                'hw/rdma/backend/coresident_gid.c',
-                'hw/rdma/backend/coresident_link.c',
-                'hw/rdma/backend/coresident_peer.c',
-                'hw/rdma/backend/coresident_ring.c'],
+    dict(subject='docs/interop: pvrdma co-resident protocol and wire format',
+         files=['docs/interop/pvrdma-coresident.rst',
+                'include/hw/rdma/pvrdma_coresident_wire.h'],
+         hooks=['docs/interop/index.rst'],
          body="""\
-RDMA between VMs on one host with no RDMA device on the host: the QEMUs
-meet in a rendezvous directory (the device's 'rendezvous' property),
+The co-resident transport gives RDMA between VMs on one host with no
+RDMA device on the host: the QEMUs meet in a rendezvous directory (the
+device's 'rendezvous' property) or are connected by management,
 exchange the file descriptors of their guest RAM (memory-backend-memfd
 with share=on) over a unix socket, and carry each SEND, WRITE, READ or
 atomic as one copy from one guest's memory into the other's, with
-requests and answers on shared-memory rings.  Every address a peer
-names is checked against the target's own memory regions.  A peer that
-fails or stops reading is dropped without harm to the other; a peer
-that migrates is paused and reconnected."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport',
-         files=['include/hw/rdma/pvrdma_roce.h',
-                'include/hw/rdma/roce_wire.h',
-                'hw/rdma/backend/roce_int.h',
-                'hw/rdma/backend/roce_wire.c',
-                'hw/rdma/backend/roce_net.c',
-                'hw/rdma/backend/roce_req.c',
-                'hw/rdma/backend/roce_resp.c',
-                'hw/rdma/backend/roce_comp.c',
-                'hw/rdma/backend/roce.c'],
+requests and answers on shared-memory rings.
+
+This patch is the protocol, ahead of the transport that speaks it (the
+next patches): docs/interop/pvrdma-coresident.rst specifies what two
+devices in two QEMU processes exchange (messages, states, versions and
+features, who maps which memory, the pause for a migration), and
+include/hw/rdma/pvrdma_coresident_wire.h is its wire format: the
+messages on the SOCK_SEQPACKET connection and the layout of the rings
+both sides map.  Both ends run on one host, so fields are in host byte
+order."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: per-QP state',
+         files=['include/hw/rdma/pvrdma_coresident.h',
+                'hw/rdma/backend/coresident_int.h',
+                'hw/rdma/backend/coresident_qp.c'],
+         body="""\
+The co-resident transport is split by layer: coresident.c (the
+transport's hooks and its constructor) over coresident_data.c (the data
+path) over coresident_resp.c (the responder) over coresident_peer.c
+(the peers and their handshake) over
+coresident_link.c (a peer's socket and rings) over coresident_ring.c
+(the rings), with coresident_qp.c and coresident_gid.c under the data
+path; a lower layer reaches a higher one only through upcalls.  The
+files come bottom up, the constructor last.
+
+This patch: the transport's API for the device
+(include/hw/rdma/pvrdma_coresident.h), what its files share
+(coresident_int.h), and coresident_qp.c, a leaf: what the transport
+keeps of one QP number (its requests in flight at peers, and the peers'
+requests that wait for a receive, in order) and the flight table that
+finds a request by the cookie on the wire, a slot index and a sequence
+number, so that a late or forged answer finds nothing."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: shared rings',
+         files=['hw/rdma/backend/coresident_ring.c'],
+         body="""\
+coresident_ring.c: two single-producer, single-consumer rings of
+records in memory both peers map, one per direction.  The peer writes
+that memory whenever it likes, so our own indexes are kept in private
+memory and only published, and what is read of the peer's indexes and
+records is read once, checked, and copied out before anything looks at
+it.  An index that cannot be (a ring fuller than its size, a record
+longer than what was published) fails the call, and the caller drops
+the peer.  A leaf: it knows memory and indexes, not peers or
+messages."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: links',
+         files=['hw/rdma/backend/coresident_link.c'],
+         body="""\
+coresident_link.c: the link to each peer, its socket and, once both
+sides set them up, its rings.  Messages sent are collected per event
+and go out as one datagram on the socket or one record in the ring
+(queued while either is full, with a WAKE when the peer sleeps);
+received ones are framed and handed up, one by one, to the peers'
+layer.  After taking from a peer's ring, the fd handler may poll it a
+while before it sleeps.  A peer whose socket or ring fails is marked
+dead here, without harm to the other peers."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: peers',
+         files=['hw/rdma/backend/coresident_gid.c',
+                'hw/rdma/backend/coresident_peer.c'],
+         body="""\
+coresident_peer.c: the connections to the sockets of the rendezvous
+directory, those accepted on ours and those management gives; each
+received message checked and dispatched; the handshake (HELLO, and AUTH,
+an HMAC over the other side's nonce, when there is a shared secret);
+the peers' RAM (REGION, with its memfd) and GID tables (GIDS); the
+rings offered; dead peers freed.  A peer is checked like a guest: on a
+bad message the peer is dropped, never the device.
+
+coresident_gid.c: who owns which GID: each peer announces its GID table
+and gets the GIDs nobody else owns here (the first owner wins, and a
+GID of this device is never taken); the GIDs of a peer that migrated
+wait a while for the QEMU that took its place."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: responder',
+         files=['hw/rdma/backend/coresident_resp.c'],
+         body="""\
+coresident_resp.c: a peer's requests are executed here, straight
+between the two guests' memory (every address a peer names is checked
+against this device's own memory regions), in order per QP: one that
+finds no receive waits (RNR) with what follows it for that QP, one
+longer than the core's byte budget of a run moves in pieces, one per
+run of the main loop; each is answered RESP."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: data path',
+         files=['hw/rdma/backend/coresident_data.c'],
+         body="""\
+coresident_data.c: our requests go to the peer that owns their
+destination GID as REQ messages naming our RAM, and are in flight until
+it answers RESP.  A peer's requests are taken in here (REQ, MORE) and
+handed to the responder; CANCEL drops what a destroyed QP still has
+waiting.  OFFER and ANSWER move an idle QP from RoCEv2 to this
+transport; a peer's PAUSE, PAUSED, RESUME and MOVED (its migration) are
+handled here too."""),
+    dict(subject='hw/rdma/backend: PVRDMA co-resident transport',
+         files=['hw/rdma/backend/coresident.c'],
+         body="""\
+coresident.c: the transport's hooks for the core, the fence DESTROY_QP
+waits for (a peer may still be writing this VM's memory), the pause of
+the peers for migrations and snapshots, and the constructor, which
+joins the rendezvous directory.  A peer that fails or stops reading is
+dropped without harm to the other; a peer that migrates is paused and
+reconnected.
+
+Everything runs in QEMU's main loop with the BQL held, except the poll
+of a peer's ring, which spins without the BQL and touches nothing but
+that ring's shared memory."""),
+    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: declarations',
+         files=['include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
+                'hw/rdma/backend/roce_int.h'],
          body="""\
 Standard RoCEv2 (InfiniBand transport over UDP port 4791) on the
 network of the vmxnet3 at function 0 of the device's slot, so that a
 pvrdma guest talks to Linux soft-RoCE (rdma_rxe) and RoCE NICs on other
-hosts.  Shaped as rxe: requester, responder and completer, PSN
-sequencing, ACKs asked for every 32 packets and on a message's last,
-retransmission on timeout and on sequence NAK, RNR NAK with its timer,
-duplicate requests answered from the responder's resources, ICRC on
-every packet.  Frames enter and leave
-through the NIC's net client, so QEMU's network backends, filters and
-dumps see them."""),
-    dict(subject='hw/rdma/backend: PVRDMA host HCA transport',
+hosts.  The transport is shaped as rxe, a file per state machine:
+requester, responder, completer, frames out, and the transport with
+frames in, in the next patches.
+
+This patch has its declarations, to be read against the InfiniBand
+specification: include/hw/rdma/roce_wire.h, the wire format (Ethernet,
+802.1Q, IPv4 or IPv6, UDP, BTH and the extension headers, payload,
+pad, ICRC) as a RocePkt that the codec of the next patch parses and
+builds; include/hw/rdma/pvrdma_roce.h, the transport's API for the
+device; backend/roce_int.h, what its files share (constants, the
+per-QP state of requester, responder and completer, and the functions
+one file calls in another)."""),
+    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: wire codec',
+         files=['hw/rdma/backend/roce_wire.c'],
+         body="""\
+roce_wire.c: roce_parse() takes a frame from a hostile network apart
+into a RocePkt, checking every header, every length and the ICRC;
+roce_build() writes a RocePkt back as a frame.  A frame that
+roce_parse() accepts is rebuilt byte for byte.  Written from the
+InfiniBand specification (chapter 9, Annex A17) and checked against
+frames of Linux's rxe.  The ICRC is a CRC-32, zlib's: the device now
+links with zlib."""),
+    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: requester',
+         files=['hw/rdma/backend/roce_net.c', 'hw/rdma/backend/roce_req.c'],
+         body="""\
+- roce_net.c (as rxe_net.c): frames out: a packet's network headers,
+  the frame built and handed to the device's transmit hook; the
+  device's clock and timer;
+- roce_req.c (as rxe_req.c): an RC request becomes a work entry with
+  its PSNs and is sent packet by packet as the window, max_rd_atomic
+  and fences allow, its data read through the guest's SGEs each time;
+  ACKs are asked for every 32 packets and on a message's last; going
+  back to a PSN, asking a READ or an atomic again, the local ACK
+  timer."""),
+    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: responder',
+         files=['hw/rdma/backend/roce_resp.c'],
+         body="""\
+roce_resp.c (as rxe_resp.c): a request packet for an RC QP is checked
+(PSN, opcode sequence, lengths) and executed with the core's responder
+primitives; a duplicate request is answered from the responder's
+resources (a replay cache for READs and atomics), a gap gets one
+sequence NAK, a missing receive an RNR NAK; ACKs, NAKs, READ responses
+and atomic ACKs go out in order from a response queue."""),
+    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: completer',
+         files=['hw/rdma/backend/roce_comp.c'],
+         body="""\
+roce_comp.c (as rxe_comp.c): the ACKs, NAKs, READ responses and atomic
+ACKs to our requests, the data written into their buffers, the requests
+completed in order; retransmission on timeout (with a probe) and on a
+sequence NAK, the RNR NAK timer, the requester's local failures.  It
+drives the requester: go back, send on."""),
+    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport',
+         files=['hw/rdma/backend/roce.c'],
+         body="""\
+roce.c: frames in (UD to the core's responder, responses to the
+completer, requests to the responder, the duplicates of a QP destroyed
+a moment ago answered), the transport's hooks, the pause for a
+migration with each QP's sequence numbers migrated, the constructor
+and the counters.  A frame from the network is as untrusted as the
+guest: after roce_parse() every field is checked against the QP it
+names, and anything else is dropped and counted.  Frames enter and
+leave through the NIC's net client (the device's glue, later in the
+series), so QEMU's network backends, filters and dumps see them."""),
+    dict(subject='hw/rdma/backend: PVRDMA host HCA transport: memory regions',
          files=['include/hw/rdma/pvrdma_hostverbs.h',
-                'include/hw/rdma/pvrdma_hostcm.h',
                 'hw/rdma/backend/hostverbs_int.h',
-                'hw/rdma/backend/hostverbs.c',
-                'hw/rdma/backend/hostverbs_obj.c',
-                'hw/rdma/backend/hostverbs_mr.c',
-                'hw/rdma/backend/hostverbs-stub.c',
-                'hw/rdma/backend/hostcm_int.h',
-                'hw/rdma/backend/hostcm.c',
-                'hw/rdma/backend/hostcm_mad.c',
-                'hw/rdma/backend/hostcm-stub.c'],
+                'hw/rdma/backend/hostverbs_mr.c'],
          body="""\
 With the device's 'ibdev' property the guest's verbs run on an RDMA
 device of the host (a RoCE HCA or soft-RoCE) through libibverbs: each
-guest PD, MR, CQ and QP has a host twin, guest memory regions are
+guest PD, MR, CQ, SRQ and QP has a host twin, guest memory regions are
 registered in place (zero copy), and host completions are translated
-back.  The guest's RDMA CM (connection management MADs on QP1) is
-translated onto the host's librdmacm.  Without libibverbs or librdmacm
-the stubs say so when 'ibdev' is set."""),
+back.  It is built with QEMU's 'rdma' feature (libibverbs and
+librdmacm), in three files, memory first.
+
+This patch: the transport's API (include/hw/rdma/pvrdma_hostverbs.h),
+what its files share (hostverbs_int.h), and hostverbs_mr.c, the host
+twins of the guest's MRs: a user MR over several runs of guest RAM is
+mapped again contiguously first; the DMA MR covers guest RAM by guest
+physical address; a fast registration MR is a type 2 memory window,
+bound over a host MR of its page list at each FAST_REG_MR."""),
+    dict(subject='hw/rdma/backend: PVRDMA host HCA transport: verbs objects',
+         files=['hw/rdma/backend/hostverbs_obj.c'],
+         body="""\
+hostverbs_obj.c: each guest PD, CQ, SRQ and QP has a libibverbs object
+of the host device, made, changed and destroyed with it (the
+transport's object hooks); UD sends get a host address handle, cached
+per PD; guest GIDs are found in the host's GID table.  The guest sees
+the host's QP numbers and keys."""),
+    dict(subject='hw/rdma/backend: PVRDMA host HCA transport',
+         files=['hw/rdma/backend/hostverbs.c',
+                'hw/rdma/backend/hostverbs-stub.c'],
+         body="""\
+hostverbs.c: the transport's hooks and its constructor, the host device
+and its port, which destinations it reaches, and the host's events:
+completions from one completion channel and async events, both on
+QEMU's event loop (no polling thread), and the device going away.
+Without libibverbs, hostverbs-stub.c says so when 'ibdev' is set."""),
+    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation: guest side',
+         files=['include/hw/rdma/pvrdma_hostcm.h',
+                'hw/rdma/backend/hostcm_int.h',
+                'hw/rdma/backend/hostcm_mad.c'],
+         body="""\
+In host HCA mode QP1 of the host's port belongs to the host kernel's
+connection manager, so the CM MADs the guest sends on its GSI QP cannot
+go out as they are: they are translated onto the host's librdmacm
+instead.  The translator comes in two files, the guest's side first.
+
+This patch: the translator's API for the device
+(include/hw/rdma/pvrdma_hostcm.h), what its files share
+(backend/hostcm_int.h: the CM MAD layouts of chapter 12 of the
+InfiniBand specification as fields, a connection's states), and
+hostcm_mad.c: the CM MADs the guest sends are parsed with bounds and
+become host rdma_cm calls (REQ: a host connection resolved and
+connected; REP, RTU, REJ, DREQ: rdma_accept, rdma_establish,
+rdma_reject, rdma_disconnect; SIDR_REQ and SIDR_REP likewise over UD);
+the MADs for the guest are built here and handed to its GSI QP; the
+connections live in a table of fixed size."""),
+    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation',
+         files=['hw/rdma/backend/hostcm.c', 'hw/rdma/backend/hostcm-stub.c'],
+         body="""\
+hostcm.c, the host's side of the translator: the transport's hooks (it
+is the GSI agent: a GSI request that no other transport reaches comes
+here) and its constructor; the host's rdma_cm events, answered to the
+guest as the CM MADs a remote CM would have sent; listeners on the
+guest's own addresses for the ports the guest was told to listen on
+('cm-listen'); and the receive PSN the host's CM chose, which the guest
+cannot know.  The RDMA_PS_TCP and RDMA_PS_UDP port spaces are
+translated; the guest never sees host pointers.  Without librdmacm,
+hostcm-stub.c says so when 'ibdev' is set."""),
+    # --- the device: PCI/QOM glue, QAPI -----------------------------------
+    dict(subject='hw/rdma: pvrdma device state, interrupts, host transports',
+         files=['hw/rdma/pvrdma_dev.h', 'hw/rdma/pvrdma_dev_irq.c',
+                'hw/rdma/pvrdma_dev_host.c'],
+         body="""\
+The PCI/QOM glue is the device (pvrdma.c, a few patches later) and a
+few files beside it; pvrdma_dev.h is the device's state and what they
+share.
+- pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
+  at once inside the device's re-entrancy guard, else from a guarded
+  bottom half; what is pending when the VM stops is raised before its
+  state is saved;
+- pvrdma_dev_host.c sets up, from the device's properties, the
+  transports that reach outside this QEMU: 'rendezvous' (and
+  'rendezvous-secret') the co-resident transport, 'ibdev' (and
+  'ibport', 'gid-index', 'cm-listen') the host HCA transport with its
+  rdma_cm translation."""),
+    dict(subject="hw/rdma: pvrdma RoCEv2 on the vmxnet3's network",
+         files=['hw/rdma/pvrdma_dev_roce.c'],
+         body="""\
+pvrdma_dev_roce.c: with 'roce=on' (off by default) the device takes the
+RoCEv2 frames addressed to it from the paired vmxnet3's netdev with a
+net filter, sends the transport's frames through that netdev, and shows
+the transport's counters as x-roce-* properties.  So QEMU's network
+backends, filters and dumps see the frames, and the guest's RoCEv2
+shares the NIC's network as on a RoCE NIC."""),
+    dict(subject='hw/rdma: pvrdma migration',
+         files=['hw/rdma/pvrdma_dev_mig.c'],
+         body="""\
+pvrdma_dev_mig.c: the device's VMState: the PCI and MSI-X state, then
+the core's image (its records as named fields and subsections, which
+analyze-migration.py reads), or with x-state-blob=on the one field of
+the device's older builds; and the notifiers that pause the transports
+for a save and end the pause, or tell the peers that the state moved.
+Live migration, postcopy, savevm/loadvm and background snapshots keep
+QPs on the loopback transport and over RoCEv2, and all but postcopy
+and background snapshots (refused: peers write this VM's RAM where
+userfaultfd does not see them) QPs on the co-resident transport; what
+the device writes into registered memory is marked dirty as it is
+written.  A QP on the host HCA holds migration back (a migration
+blocker with the reason)."""),
     dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
-         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev.h',
-                'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c',
-                'hw/rdma/pvrdma_dev_hmp.c'],
+         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev_qmp.c',
+                'hw/rdma/pvrdma_dev_qmp_stub.c'],
          hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
-                'hmp-commands-info.hx', 'hmp-commands.hx',
-                'include/monitor/hmp.h', 'monitor/monitor.c'],
+                'monitor/monitor.c'],
          body="""\
 query-pvrdma returns, for each pvrdma device, its QOM path, its
 transports with their counters, and every queue pair with its type,
 state, the path that carries it, its peer's GID and QP number and that
 path's counters (packets, bytes, retransmissions, timeouts, RNR and
-sequence NAKs, duplicates, drops).  'info pvrdma' prints the same.
+sequence NAKs, duplicates, drops).
 
-Three events tell a management application what it may have to act on:
+Four events tell a management application what it may have to act on:
 PVRDMA_PATH_CHANGED (a connected QP moved to another transport by
 itself), PVRDMA_PORT_CHANGED (the port went down or up, following the
-vmxnet3's link) and PVRDMA_PEER_LOST (a co-resident peer failed).  They
+vmxnet3's link), PVRDMA_PEER_LOST (a co-resident peer failed) and
+PVRDMA_GUEST_ERROR (the guest did something the device refused).  They
 are rate limited to one a second per device, keyed by qom-path as
 BLOCK_IO_ERROR is.
 
-x-pvrdma-inject (unstable, with 'x_pvrdma_inject' in HMP) makes a
-device fail on purpose for people testing guest drivers: the port goes
-down, an async event about a chosen QP, CQ or SRQ, the next commands of
-an opcode fail or are answered late or never, the next completions of a
-QP carry an error; query-pvrdma lists what is pending and what fired.
+Unstable commands: x-pvrdma-inject makes a device fail on purpose for
+people testing guest drivers (the port goes down, an async event about
+a chosen QP, CQ or SRQ, the next commands of an opcode fail or are
+answered late or never, the next completions of a QP carry an error;
+query-pvrdma lists what is pending and what fired); x-pvrdma-peer-add
+connects a co-resident peer that management gives as a socket (getfd);
+x-query-pvrdma-qps, a debugging aid, lists the QPs as text.
 
-The commands find devices by QOM type; the device itself is added by
-the next patch.  Without CONFIG_PVRDMA query-pvrdma answers an empty
-list and x-pvrdma-inject an error."""),
+The commands find devices by QOM type; the device itself is added two
+patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
+list and the others an error."""),
+    dict(subject='hmp: add info pvrdma and x_pvrdma_inject',
+         files=['hw/rdma/pvrdma_dev_hmp.c'],
+         hooks=['hmp-commands-info.hx', 'hmp-commands.hx',
+                'include/monitor/hmp.h'],
+         body="""\
+'info pvrdma' prints what query-pvrdma returns: each pvrdma device's
+transports and the guest's queue pairs, with their state, the path that
+carries each, its peer and the path's counters.  x_pvrdma_inject takes
+the arguments of x-pvrdma-inject as key=value pairs.  Both are built
+with or without the device (the command tables name them either
+way)."""),
     dict(subject='hw/rdma: add the pvrdma PCI device',
-         files=['hw/rdma/pvrdma.c', 'hw/rdma/pvrdma_dev_host.c',
-                'hw/rdma/pvrdma_dev_irq.c',
-                'hw/rdma/pvrdma_dev_mig.c', 'hw/rdma/pvrdma_dev_roce.c'],
+         files=['hw/rdma/pvrdma.c'],
          body="""\
 -device pvrdma: the PCI function (15ad:0820) that the unmodified Linux
 vmw_pvrdma driver binds to, at function 1 of a slot whose function 0 is
 a vmxnet3 (the driver pairs them).  BAR 0 holds MSI-X, BAR 1 the
 registers, BAR 2 the UAR doorbell pages.  It owns a core and gives it
-guest memory, interrupts, timers and tracing; realize checks every
+guest memory, interrupts, timers and tracing, and adds the loopback
+transport and the ones its properties ask for; realize checks every
 property and fails with a clear error instead of starting a device that
 cannot work.
 
 Properties: 'rendezvous' (the co-resident transport), 'ibdev', 'ibport',
 'gid-index' and 'cm-listen' (the host HCA transport), 'roce' (the RoCEv2
 transport on the vmxnet3's network, off by default), the device's limits
-(max-qp, max-cq, ...).  x-query-pvrdma-qps, a debugging aid, lists the
-QPs as text.  The port follows the vmxnet3's link.
-
-Live migration, savevm/loadvm and postcopy keep QPs on the loopback and
-co-resident transports and over RoCEv2; a QP on the host HCA holds
-migration back (a migration blocker with the reason)."""),
-    dict(subject='tests/qtest: add pvrdma tests',
+(max-qp, max-cq, ...).  The port follows the vmxnet3's link."""),
+    # --- the qtests ---------------------------------------------------------
+    dict(subject='tests/qtest/libqos: add a pvrdma driver',
          files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h',
-                'tests/qtest/pvrdma-test.c',
+                'tests/qtest/pvrdma-qos-test.c'],
+         hooks=['tests/qtest/libqos/meson.build', 'tests/qtest/meson.build'],
+         body="""\
+libqos/pvrdma.c drives the device as the Linux vmw_pvrdma driver does at
+probe (the DSR, the command and response slots, the async and CQ
+notification rings, MSI-X, activation), with helpers for the tests of
+the next patches: commands, page directories, rings, doorbells, work
+requests and completions, migrations, and the device's x-used-*
+counters.  It registers a "pvrdma" node in the qos graph (the device at
+function 1 of a slot with a vmxnet3 at function 0), which
+pvrdma-qos-test.c checks: what a test written elsewhere gets when it
+asks for the node."""),
+    dict(subject='tests/qtest: add pvrdma-test and pvrdma-hostile-test',
+         files=['tests/qtest/pvrdma-test.c',
                 'tests/qtest/pvrdma/framework.c',
                 'tests/qtest/pvrdma/framework.h',
-                'tests/qtest/pvrdma/device-tests.c',
-                'tests/qtest/pvrdma/data-tests.c',
-                'tests/qtest/pvrdma/migration-tests.c',
-                'tests/qtest/pvrdma/coresident-tests.c',
-                'tests/qtest/pvrdma/hca-tests.c',
-                'tests/qtest/pvrdma/inject-tests.c',
                 'tests/qtest/pvrdma-hostile-test.c',
                 'tests/qtest/pvrdma/hostile.c',
-                'tests/qtest/pvrdma/hostile.h',
-                'tests/qtest/pvrdma/cve-tests.c',
-                'tests/qtest/pvrdma/hostile-input-tests.c',
-                'tests/qtest/pvrdma-qos-test.c'],
-         hooks=['tests/qtest/meson.build', 'tests/qtest/libqos/meson.build'],
+                'tests/qtest/pvrdma/hostile.h'],
          body="""\
-pvrdma-test drives the device as the driver does, from libqos/pvrdma.c:
-DSR activation, every command, rings, doorbells and completions with
-data compared byte for byte on the loopback transport, two QEMUs on the
-co-resident transport, RoCEv2 between two devices over a socket
-netdev, migration (live, of one of two co-resident devices, savevm,
-postcopy, a background snapshot) and query-pvrdma/info pvrdma and the
-events.  pvrdma-hostile-test is a guest that lies: out-of-range
-indexes, handles, sizes, addresses, ring pointers, malformed commands
-and migration streams; each must get an error status or an error
-completion, never a crash or a hang."""),
-    dict(subject='docs: add pvrdma user and design documentation',
-         files=['docs/system/devices/pvrdma.rst',
-                'docs/devel/pvrdma.rst',
-                'docs/interop/pvrdma-coresident.rst'],
-         hooks=['docs/system/device-emulation.rst',
-                'docs/devel/index-internals.rst',
-                'docs/interop/index.rst'],
+The device's two qtest programs and the helpers their tests share; the
+tests come one topic per patch:
+- pvrdma-test (pvrdma/framework.c): QP pairs connected on one device,
+  data filled and compared byte for byte, async events seen, and the
+  two-QEMU peers of the co-resident tests (a rendezvous directory,
+  peers started and connected, completions polled while the other
+  process works);
+- pvrdma-hostile-test (pvrdma/hostile.c): a guest that lies, each test
+  asserting a clean error (ERR and the response's err, or a completion
+  with an error status), a device that still answers and, through the
+  device's x-used-* and x-mapped counters, that nothing leaked.
+
+Each program registers the topics whose file is there; until the next
+patch neither has a test to run.  Both are built for x86_64 with
+CONFIG_PVRDMA."""),
+    dict(subject='tests/qtest: pvrdma-test: the device and its commands',
+         files=['tests/qtest/pvrdma/device-tests.c'],
          body="""\
-docs/system/devices/pvrdma.rst: what the device is, its transports,
-command lines for one VM, two VMs on one host (and who may trust whom),
-RoCEv2 to soft-RoCE or a RoCE NIC and a host HCA, migration, libvirt,
-the properties and monitor commands, and its limits.  docs/devel/pvrdma.rst: the
-design (layers, the life of a send on each transport, threading, how
-guest input is checked, migration).  docs/interop/pvrdma-coresident.rst:
-the protocol two devices in two QEMU processes on one host speak
-(messages, states, versions and features, who maps which memory)."""),
+pvrdma/device-tests.c: the PCI identity and capabilities, activation
+and its errors, every command's success and error paths (queries, the
+port's link, contexts and PDs up to exhaustion, MRs, CQs, QPs created
+and modified, GID binds, SRQs), the older drivers' ABI versions and the
+device version, a bad ring index, the interrupts (CQ notification,
+communication established, send queue drained, INTx), a reset during
+work and the teardown."""),
+    dict(subject="tests/qtest: pvrdma-hostile-test: the old device's CVEs",
+         files=['tests/qtest/pvrdma/cve-tests.c'],
+         body="""\
+pvrdma/cve-tests.c: one test per CVE of the pvrdma device QEMU removed
+in 9.1 (CVE-2018-20123 to CVE-2023-1544), each doing what the guest did
+to the old device, written from the driver's ABI: realize errors, SGE
+counts, huge page counts, a ring that fails to set up, UAR writes
+before setup, malformed work requests, MR sizes, the DSR's ring pages,
+a ring's init error path, commands before the DSR, a ring past its page
+directory.  Each must get an error status or an error completion, never
+a crash or a hang, and leak nothing."""),
+    dict(subject='tests/qtest: pvrdma-hostile-test: further hostile input',
+         files=['tests/qtest/pvrdma/hostile-input-tests.c'],
+         body="""\
+pvrdma/hostile-input-tests.c: further classes of hostile input: ring
+sizes, doorbells after a destroy, handles used again, a command
+changed while in flight, the DSR moved, a reset during traffic, garbage
+indices, page directories in MMIO, a CQ resized to a bad geometry,
+MSI-X aimed at the device's own registers, and create/destroy cycles
+that must not leak."""),
+    dict(subject='tests/qtest: pvrdma-test: fault injection',
+         files=['tests/qtest/pvrdma/inject-tests.c'],
+         body="""\
+pvrdma/inject-tests.c: x-pvrdma-inject and its HMP command: commands
+that fail, are answered late or never, completions with an error
+status, async events, the port going down and up, what query-pvrdma
+lists as pending and fired; and the PVRDMA_GUEST_ERROR event."""),
+    dict(subject='tests/qtest: pvrdma-test: the loopback data path',
+         files=['tests/qtest/pvrdma/data-tests.c'],
+         body="""\
+pvrdma/data-tests.c: every verb on the loopback transport, the data
+compared byte for byte: SEND and RECV (also inline), RDMA WRITE and
+READ and atomics, remote access errors, fast registration and SEND with
+invalidate, UD, SRQs, the RNR wait, a QP destroyed under traffic and
+rings that wrap."""),
+    dict(subject='tests/qtest: pvrdma-test: migration',
+         files=['tests/qtest/pvrdma/migration-tests.c'],
+         body="""\
+pvrdma/migration-tests.c: a connected RC pair with traffic moved by a
+live migration, one of two co-resident devices migrated while its peer
+waits, postcopy, savevm/loadvm and a background snapshot; hostile
+streams refused with the destination unharmed, in VMState and as one
+field; the one-field stream (x-state-blob=on) both ways and a mismatch;
+a migration with another build of the device when one is given (else a
+skip); what the device writes marked dirty.  Benchmarks of a migration,
+of an idle device and of the downtime an MR adds run when their
+environment variable asks for them."""),
+    dict(subject='tests/qtest: pvrdma-test: the co-resident transport',
+         files=['tests/qtest/pvrdma/coresident-tests.c'],
+         body="""\
+pvrdma/coresident-tests.c: two QEMU processes with a device each on the
+co-resident transport: RC and UD traffic with the data compared,
+query-pvrdma of both (and of a machine without the device), remote
+access errors, a peer that goes away, the RNR timeout, a QP destroyed
+or reset under traffic (the fence), a shared secret, peers connected by
+management (x-pvrdma-peer-add), another build of the device when one is
+given (else a skip), hot-unplug during a fence and during traffic, and
+MSI-X aimed at the device's own registers."""),
+    dict(subject='tests/qtest: pvrdma-test: host HCA mode',
+         files=['tests/qtest/pvrdma/hca-tests.c'],
+         body="""\
+pvrdma/hca-tests.c: host HCA mode on an RDMA device of the host with a
+RoCEv2 IPv4 GID (Linux soft-RoCE will do), skipped without one: RC
+(also to itself) and UD traffic, fast registration and a QP destroyed
+with its FRMR bound, a GID the host lacks, a hostile guest and hostile
+CM MADs, a 1 GiB MR, the cost of fast registration, the host's port,
+and the locked-memory limit."""),
     dict(subject='MAINTAINERS: add pvrdma',
          files=[], hooks=['MAINTAINERS'],
          body="""\
