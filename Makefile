@@ -50,7 +50,8 @@ check-libvirt:
 # the patch series for QEMU (scripts/patch-series.py, build/series/patches):
 # git am on a pristine QEMU 10.0 tree, checkpatch, the last commit built and
 # its qtests run (series; make check only applies and checkpatches), or
-# every commit built (check-series, bisectable: about 25 minutes on 2 cores)
+# every commit built (check-series, bisectable: 57 builds, about 21 minutes
+# cold and 14 warm on 2 cores)
 series:
 	PVRDMA_SERIES_BUILD=1 scripts/test.sh series
 
