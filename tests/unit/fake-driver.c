@@ -596,12 +596,16 @@ void rc_to_rts_mac(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
 }
 
 /* Serve queued work until the device is idle (what the BH would do). */
-void run_all(Dev *d)
+unsigned run_all(Dev *d)
 {
-    for (int i = 0; i < 1000 && d->c.run.length; i++) {
+    unsigned n = 0;
+
+    while (d->c.run.length && n < 1000) {
         pvrdma_core_run(&d->c);
+        n++;
     }
     g_assert_cmpuint(d->c.run.length, ==, 0);
+    return n;
 }
 
 void fill_pattern(uint8_t *buf, size_t len, uint32_t seed)

@@ -144,7 +144,8 @@ void rc_to_rts_gid(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
 void rc_to_rts_mac(Dev *d, TQp *qp, uint32_t dest_qpn, const uint8_t dgid[16],
                    const uint8_t *dmac, uint8_t rnr_retry);
 /* Serve queued work until the device is idle (what the BH would do). */
-void run_all(Dev *d);
+/* Run the core until nothing is queued; returns the passes it took. */
+unsigned run_all(Dev *d);
 void fill_pattern(uint8_t *buf, size_t len, uint32_t seed);
 
 /* Two connected RC QPs with a CQ and an MR each. */

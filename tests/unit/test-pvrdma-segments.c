@@ -18,30 +18,6 @@ static PvrdmaQP *qp_of(Dev *d, uint32_t h)
     return pvrdma_table_get(&d->c.qp, h);
 }
 
-/* Passes of the run loop until nothing is queued. */
-static unsigned run_passes(Dev *d)
-{
-    unsigned n = 0;
-
-    while (d->c.run.length && n < 1000) {
-        pvrdma_core_run(&d->c);
-        n++;
-    }
-    g_assert_cmpuint(d->c.run.length, ==, 0);
-    return n;
-}
-
-static void expect_recv(Dev *d, TCq *cq, uint64_t wr_id, uint32_t byte_len)
-{
-    struct pvrdma_cqe e;
-
-    g_assert_true(poll_cq(d, cq, &e));
-    g_assert_cmphex(e.wr_id, ==, wr_id);
-    g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
-    g_assert_cmpuint(e.opcode, ==, PVRDMA_WC_RECV);
-    g_assert_cmpuint(e.byte_len, ==, byte_len);
-}
-
 /*
  * A 5000-byte SEND: five pieces, one per pass; nothing completes before
  * the last, the receive buffer fills piece by piece, and a short SEND
@@ -88,13 +64,15 @@ static void test_seg_send(void)
     /* a shorter SEND (3 pieces) is posted behind it now */
     w.wr_id = 0xa2;
     post_send(d, &p.a, &w, sa, 1);
-    g_assert_cmpuint(run_passes(d), ==, 4 + 3);
+    g_assert_cmpuint(run_all(d), ==, 4 + 3);
     expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 5000,
                p.a.handle);
     expect_cqe(d, &p.cqa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 3000,
                p.a.handle);
-    expect_recv(d, &p.cqb, 0xb1, 5000);
-    expect_recv(d, &p.cqb, 0xb2, 3000);
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 5000,
+               p.b.handle);
+    expect_cqe(d, &p.cqb, 0xb2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 3000,
+               p.b.handle);
     mr_read(d, &p.mrb, MRB_IOVA + 10, got, 1000);
     mr_read(d, &p.mrb, MRB_IOVA + 8000, got + 1000, 4000);
     g_assert_cmpmem(got, sizeof(got), data, sizeof(data));
@@ -137,7 +115,7 @@ static void test_seg_write_read(void)
     g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 300 + PIECE - 1), ==,
                     data[PIECE - 1]);
     g_assert_cmphex(*mr_byte(d, &p.mrb, MRB_IOVA + 300 + PIECE), ==, 0x11);
-    g_assert_cmpuint(run_passes(d), ==, 5);     /* 6000 = 5 + 1 pieces */
+    g_assert_cmpuint(run_all(d), ==, 5);     /* 6000 = 5 + 1 pieces */
     expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 6000,
                p.a.handle);
     mr_read(d, &p.mrb, MRB_IOVA + 300, got, 6000);
@@ -154,7 +132,7 @@ static void test_seg_write_read(void)
     post_send(d, &p.a, &w, &sa, 1);
     pvrdma_core_run(&d->c);
     expect_cq_empty(d, &p.cqb);
-    run_passes(d);
+    run_all(d);
     expect_cqe(d, &p.cqa, 0xa2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 6000,
                p.a.handle);
     g_assert_true(poll_cq(d, &p.cqb, &e));
@@ -177,7 +155,7 @@ static void test_seg_write_read(void)
     w.opcode = PVRDMA_WR_RDMA_READ;
     w.wr.rdma.remote_addr = MRB_IOVA + 4000;
     post_send(d, &p.a, &w, sr, 3);
-    g_assert_cmpuint(run_passes(d), ==, 9);
+    g_assert_cmpuint(run_all(d), ==, 9);
     expect_cqe(d, &p.cqa, 0xa3, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_READ, 9000,
                p.a.handle);
     {
@@ -216,7 +194,7 @@ static void test_seg_budget(void)
     pvrdma_core_run(&d->c);
     g_assert_cmpuint(qp_rings(d, &p.a)[0].cons_head, ==, 2);
     g_assert_cmpuint(d->c.run.length, ==, 1);
-    g_assert_cmpuint(run_passes(d), ==, 2);
+    g_assert_cmpuint(run_all(d), ==, 2);
     for (uint64_t i = 0; i < 6; i++) {
         expect_cqe(d, &p.cqa, i, PVRDMA_WC_SUCCESS, PVRDMA_WC_RDMA_WRITE, 600,
                    p.a.handle);
@@ -262,17 +240,18 @@ static void test_seg_requester_gone(void)
     req.destroy_qp.qp_handle = p.a.handle;
     g_assert_cmpuint(dev_cmd(d, &req, PVRDMA_CMD_DESTROY_QP, NULL), ==, 0);
     g_assert_null(qp_of(d, p.b.handle)->seg_rx);
-    run_passes(d);
+    run_all(d);
     expect_cq_empty(d, &p.cqb);
     /* a new requester's SEND lands in the second receive */
     create_qp(d, &a2, p.pd, p.cqa.handle, p.cqa.handle, PVRDMA_QPT_RC);
     rc_to_rts(d, &a2, p.b.qpn, 7);
     s.lkey = p.mra.lkey;
     post_send(d, &a2, &w, &s, 1);
-    run_passes(d);
+    run_all(d);
     expect_cqe(d, &p.cqa, 0xc1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 100,
                a2.handle);
-    expect_recv(d, &p.cqb, 0xb2, 100);
+    expect_cqe(d, &p.cqb, 0xb2, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 100,
+               p.b.handle);
     expect_cq_empty(d, &p.cqa);
     expect_cq_empty(d, &p.cqb);
     dev_fini(d);
@@ -296,7 +275,7 @@ static void test_seg_responder_reset(void)
     g_assert_null(qp_of(d, p.b.handle)->seg_rx);
     rc_to_rts(d, &p.b, p.a.qpn, 7);
     post_recv(d, &p.b, 0xb3, &sb, 1);
-    run_passes(d);
+    run_all(d);
     g_assert_true(poll_cq(d, &p.cqa, &e));
     g_assert_cmphex(e.wr_id, ==, 0xa1);
     g_assert_cmpuint(e.status, ==, PVRDMA_WC_REM_OP_ERR);
@@ -318,7 +297,7 @@ static void test_seg_wqe_changed(void)
     h = sq_elem(d, &p.a, 0);
     h->opcode = PVRDMA_WR_RDMA_WRITE;
     errs = d->c.guest_errors;
-    run_passes(d);
+    run_all(d);
     g_assert_cmpuint(d->c.guest_errors, ==, errs + 1);
     g_assert_true(poll_cq(d, &p.cqa, &e));
     g_assert_cmphex(e.wr_id, ==, 0xa1);
@@ -344,12 +323,13 @@ static void test_seg_quiesce(void)
     g_assert_null(qp_of(d, p.b.handle)->seg_rx);
     expect_cqe(d, &p.cqa, 0xa1, PVRDMA_WC_SUCCESS, PVRDMA_WC_SEND, 5000,
                p.a.handle);
-    expect_recv(d, &p.cqb, 0xb1, 5000);
+    expect_cqe(d, &p.cqb, 0xb1, PVRDMA_WC_SUCCESS, PVRDMA_WC_RECV, 5000,
+               p.b.handle);
     mr_read(d, &p.mra, MRA_IOVA, want, sizeof(want));
     mr_read(d, &p.mrb, MRB_IOVA, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), want, sizeof(want));
     pvrdma_core_resume(&d->c);
-    run_passes(d);
+    run_all(d);
     expect_cq_empty(d, &p.cqa);
     expect_cq_empty(d, &p.cqb);
     dev_fini(d);
