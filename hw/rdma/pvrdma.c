@@ -5,9 +5,10 @@
  * BARs onto it, provides guest memory access and interrupts, and checks the
  * configuration.  The Linux vmw_pvrdma driver requires the device to be
  * function 1 of a slot whose function 0 is a vmxnet3 NIC; the port MAC and
- * node GUID follow that NIC.  The transports that reach outside QEMU,
- * RoCEv2 on the vmxnet3's netdev and migration have files of their own
- * beside this one (pvrdma_dev.h).
+ * node GUID follow that NIC.  The transports that reach outside QEMU come
+ * through their links (TYPE_PVRDMA_LINK, one file each); interrupts,
+ * migration and QMP have files of their own beside this one
+ * (pvrdma_dev.h).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -20,14 +21,13 @@
 #include "hw/pci/msix.h"
 #include "hw/pci/msi.h"
 #include "hw/qdev-properties.h"
-#include "migration/blocker.h"
 #include "system/system.h"
 #include "system/dma.h"
 #include "net/net.h"
-#include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_loopback.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
+#include PVRDMA_RAMBLOCK_H
 
 /*
  * The device keeps the driver's little-endian structures (rings, WQEs,
@@ -150,6 +150,29 @@ static int64_t pvrdma_now_ms(void *opaque)
     return qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
 }
 
+/*
+ * The handlers run device code outside the device's re-entrancy guard;
+ * what could reach the device's own BARs from there, an interrupt whose
+ * MSI-X address the guest aimed at them, is raised from the guarded
+ * interrupt bottom half (pvrdma_notify()), and its DMA only ever reaches
+ * RAM.
+ */
+void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg)
+{
+    qemu_set_fd_handler(fd, read, write, arg);
+}
+
+/* The transport's frames go out through the link that carries them. */
+static void pvrdma_frame_tx(void *opaque, const uint8_t *frame, size_t len)
+{
+    PvrdmaLink *l = PVRDMA(opaque)->frame_sink;
+
+    if (l) {
+        PVRDMA_LINK_GET_CLASS(l)->frame_tx(l, frame, len);
+    }
+}
+
 static const PvrdmaHostOps pvrdma_host_ops = {
     .dma_read = pvrdma_dma_read,
     .dma_write = pvrdma_dma_write,
@@ -162,8 +185,8 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .uar_base = pvrdma_uar_base,
     .now_ms = pvrdma_now_ms,
     .link_up = pvrdma_link_up,
-    .set_fd_handler = pvrdma_set_fd_handler,     /* pvrdma_dev_host.c */
-    .frame_tx = pvrdma_roce_tx,                  /* pvrdma_dev_roce.c */
+    .set_fd_handler = pvrdma_set_fd_handler,
+    .frame_tx = pvrdma_frame_tx,
     .report = pvrdma_report_event,               /* pvrdma_dev_qmp.c */
 };
 
@@ -291,46 +314,95 @@ static bool pvrdma_init_pci(PvrdmaState *s, Error **errp)
     return true;
 }
 
+/* A RAM block peers can map (pvrdma_shared_ram()). */
+static int pvrdma_add_region(RAMBlock *rb, void *opaque)
+{
+    GArray *regions = opaque;
+    int fd = qemu_ram_get_fd(rb), seals = fd < 0 ? -1 :
+             fcntl(fd, F_GET_SEALS);
+    struct stat st;
+    PvrdmaShmRegion r;
+
+    if (!qemu_ram_is_shared(rb) || seals < 0 || !(seals & F_SEAL_SHRINK) ||
+        fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        return 0;
+    }
+    r = (PvrdmaShmRegion) {
+        .host = qemu_ram_get_host_addr(rb),
+        .size = qemu_ram_get_used_length(rb),
+        .fd = fd,
+        .fd_offset = rb->fd_offset,
+    };
+    g_array_append_val(regions, r);
+    return 0;
+}
+
+GArray *pvrdma_shared_ram(void)
+{
+    GArray *regions = g_array_new(false, false, sizeof(PvrdmaShmRegion));
+
+    qemu_ram_foreach_block(pvrdma_add_region, regions);
+    return regions;
+}
+
+static gint pvrdma_link_cmp(gconstpointer a, gconstpointer b)
+{
+    return PVRDMA_LINK_CLASS(a)->order - PVRDMA_LINK_CLASS(b)->order;
+}
+
+/* One link of each kind, a child whose options are the device's. */
+static void pvrdma_add_links(PvrdmaState *s)
+{
+    GSList *kinds = object_class_get_list(TYPE_PVRDMA_LINK, false);
+
+    s->links = g_ptr_array_new();
+    kinds = g_slist_sort(kinds, pvrdma_link_cmp);
+    for (GSList *k = kinds; k; k = k->next) {
+        Object *child = object_new(object_class_get_name(k->data));
+
+        object_property_add_child(OBJECT(s), PVRDMA_LINK_CLASS(k->data)->child,
+                                  child);
+        object_unref(child);    /* the child property holds it */
+        PVRDMA_LINK(child)->dev = s;
+        qdev_alias_all_properties(DEVICE(child), OBJECT(s));
+        g_ptr_array_add(s->links, child);
+    }
+    g_slist_free(kinds);
+}
+
 /*
- * The transports, in the order of the transport choice: loopback,
- * co-resident, the host HCA (for the destinations its netdev routes),
- * RoCEv2 on the vmxnet3's network (any other), the host HCA as last resort.
- * false (errp set) on a bad combination of properties or a transport that
- * cannot start; the caller undoes what was done.
+ * The transports, in the order of the transport choice: loopback, then
+ * the links' (co-resident, the host HCA, RoCEv2 on the vmxnet3's
+ * network).  false (errp set) on a bad combination of options or a
+ * transport that cannot start; the caller undoes what was done.
  */
-static bool pvrdma_add_transports(PvrdmaState *s, VMXNET3State *nic,
-                                  Error **errp)
+static bool pvrdma_add_transports(PvrdmaState *s, Error **errp)
 {
     if (s->loopback_on) {
         pvrdma_core_add_transport(&s->core, pvrdma_loopback_new(&s->core));
     }
-    if (!s->ibdev && (s->ibport || s->gid_index != -1 || s->cm_listen)) {
-        error_setg(errp, "pvrdma: 'ibport', 'gid-index' and 'cm-listen' "
-                   "apply to a host RDMA device: they need 'ibdev'");
-        return false;
-    }
-    if (s->rendezvous_secret && !s->rendezvous && !s->coresident_on) {
-        error_setg(errp, "pvrdma: 'rendezvous-secret' applies to the "
-                   "co-resident transport: it needs 'coresident=on' or "
-                   "'rendezvous'");
-        return false;
-    }
-    if ((s->rendezvous || s->coresident_on) && !pvrdma_join(s, errp)) {
-        return false;
-    }
-    if (s->ibdev && !pvrdma_open_hca(s, errp)) {
-        return false;
-    }
-    pvrdma_add_roce(s, nic);    /* last transport; never fails realize */
-    if (s->ibdev) {
-        error_setg(&s->migration_blocker, "pvrdma: ibdev=%s: the guest's "
-                   "objects live on the host RDMA device, whose QP numbers "
-                   "and keys no other device can give back", s->ibdev);
-        if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+    for (unsigned i = 0; i < s->links->len; i++) {
+        PvrdmaLink *l = g_ptr_array_index(s->links, i);
+
+        if (!PVRDMA_LINK_GET_CLASS(l)->add(l, errp)) {
             return false;
         }
     }
     return true;
+}
+
+/* At unrealize, the last added first; before the core frees them. */
+static void pvrdma_del_transports(PvrdmaState *s)
+{
+    for (unsigned i = s->links->len; i-- > 0;) {
+        PvrdmaLink *l = g_ptr_array_index(s->links, i);
+
+        if (DEVICE(l)->realized) {
+            PVRDMA_LINK_GET_CLASS(l)->del(l);
+            qdev_unrealize(DEVICE(l));
+        }
+    }
+    s->frame_sink = NULL;
 }
 
 static void pvrdma_not_function1(Error **errp)
@@ -366,7 +438,7 @@ static bool pvrdma_pair(PvrdmaState *s, Error **errp)
                           "vmxnet3 NIC at function 0 of the same slot.\n");
         return false;
     }
-    if (!pvrdma_add_transports(s, nic, errp)) {
+    if (!pvrdma_add_transports(s, errp)) {
         return false;
     }
     pvrdma_mig_watch(s);
@@ -409,6 +481,11 @@ static void pvrdma_realize(PCIDevice *pdev, Error **errp)
     if (!pvrdma_init_pci(s, errp)) {
         return;
     }
+    for (unsigned i = 0; i < s->links->len; i++) {
+        /* a bus-less device without realize of its own: cannot fail */
+        qdev_realize(DEVICE(g_ptr_array_index(s->links, i)), NULL,
+                     &error_abort);
+    }
     s->bh = qemu_bh_new_guarded(pvrdma_run, s,
                                 &DEVICE(pdev)->mem_reentrancy_guard);
     s->irq_bh = qemu_bh_new_guarded(pvrdma_irq_bh, s,
@@ -439,15 +516,9 @@ static void pvrdma_exit(PCIDevice *pdev)
         s->pair_notifier.notify = NULL;
     }
     pvrdma_mig_unwatch(s);
-    migrate_del_blocker(&s->migration_blocker);
-    pvrdma_del_roce(s);         /* no more frames for the transport */
-    if (s->coresident) {
-        qemu_remove_exit_notifier(&s->exit_notifier);
-    }
+    pvrdma_del_transports(s);
     pvrdma_mig_image_clear(&s->mig);
     pvrdma_core_fini(&s->core);
-    s->coresident = NULL;     /* freed with the core */
-    s->roce = NULL;
     qemu_bh_delete(s->bh);
     qemu_bh_delete(s->irq_bh);
     timer_free(s->timer);
@@ -492,6 +563,14 @@ static void pvrdma_instance_init(Object *obj)
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "x-guest-errors", &c->guest_errors,
                                    OBJ_PROP_FLAG_READ);
+    pvrdma_add_links(s);
+}
+
+static void pvrdma_instance_finalize(Object *obj)
+{
+    PvrdmaState *s = PVRDMA(obj);
+
+    g_ptr_array_free(s->links, true);   /* the children go with the device */
 }
 
 static const Property pvrdma_props[] = {
@@ -522,22 +601,6 @@ static const Property pvrdma_props[] = {
                        PVRDMA_DEF_MAX_RD_ATOM),
     DEFINE_PROP_UINT8("roce-version", PvrdmaState, lim.roce_version, 2),
     DEFINE_PROP_UINT8("version", PvrdmaState, lim.version, PVRDMA_VERSION),
-    DEFINE_PROP_BOOL("coresident", PvrdmaState, coresident_on, false),
-    DEFINE_PROP_STRING("rendezvous", PvrdmaState, rendezvous),
-    DEFINE_PROP_STRING("rendezvous-secret", PvrdmaState, rendezvous_secret),
-    DEFINE_PROP_UINT32("poll-max-ns", PvrdmaState, poll_max_ns,
-                       PVRDMA_DEF_POLL_NS),
-    /* debugging aid: off, every co-resident message goes on the socket */
-    DEFINE_PROP_BOOL("x-coresident-rings", PvrdmaState, cr_rings, true),
-    DEFINE_PROP_STRING("ibdev", PvrdmaState, ibdev),
-    DEFINE_PROP_UINT8("ibport", PvrdmaState, ibport, 0),
-    DEFINE_PROP_INT32("gid-index", PvrdmaState, gid_index, -1),
-    DEFINE_PROP_STRING("cm-listen", PvrdmaState, cm_listen),
-    /*
-     * Off by default: with it the device parses the frames the vmxnet3's
-     * netdev delivers, a network-facing parser a VM only gets when asked.
-     */
-    DEFINE_PROP_BOOL("roce", PvrdmaState, roce_on, false),
     /*
      * Off: no loopback transport, so QPs to the device's own GIDs take the
      * next transport that reaches them (with ibdev the host device's
@@ -565,14 +628,13 @@ static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
     rc->phases.hold = pvrdma_reset_hold;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     device_class_set_props(dc, pvrdma_props);
-    object_class_property_set_description(klass, "coresident",
-        "the co-resident transport without a rendezvous directory: "
-        "management gives it its peers (x-pvrdma-peer-add)");
-    object_class_property_set_description(klass, "roce",
-        "RoCEv2 on the paired vmxnet3's netdev (for destinations that "
-        "are not on this device, co-resident or routed by the ibdev's "
-        "netdev)");
-    pvrdma_roce_class_init(klass);
+}
+
+static void pvrdma_link_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+
+    dc->user_creatable = false;     /* created by its device */
 }
 
 static const TypeInfo pvrdma_info = {
@@ -580,6 +642,7 @@ static const TypeInfo pvrdma_info = {
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(PvrdmaState),
     .instance_init = pvrdma_instance_init,
+    .instance_finalize = pvrdma_instance_finalize,
     .class_init = pvrdma_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_CONVENTIONAL_PCI_DEVICE },
@@ -587,9 +650,19 @@ static const TypeInfo pvrdma_info = {
     },
 };
 
+static const TypeInfo pvrdma_link_info = {
+    .name = TYPE_PVRDMA_LINK,
+    .parent = TYPE_DEVICE,
+    .instance_size = sizeof(PvrdmaLink),
+    .class_size = sizeof(PvrdmaLinkClass),
+    .class_init = pvrdma_link_class_init,
+    .abstract = true,
+};
+
 static void pvrdma_register_types(void)
 {
     type_register_static(&pvrdma_info);
+    type_register_static(&pvrdma_link_info);
 }
 
 type_init(pvrdma_register_types)

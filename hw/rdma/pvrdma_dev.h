@@ -3,19 +3,21 @@
  * glue files share.
  *
  * The glue is pvrdma.c (PCI/QOM: BARs, host services for the core,
- * realize, reset, properties) and four files beside it, each for one
- * thing the device does with the rest of QEMU:
- *   pvrdma_dev_host.c  the transports that reach outside the process:
- *                      co-resident (rendezvous directory, guest RAM for
- *                      peers) and the host HCA with rdma_cm (ibdev,
- *                      cm-listen), and their fd handlers
- *   pvrdma_dev_roce.c  RoCEv2 on the paired vmxnet3's netdev: the net
- *                      filter that takes its frames, the transmit path,
- *                      the x-roce-* counters
- *   pvrdma_dev_mig.c   migration: the vmstate, the VM state and migration
- *                      notifiers that pause and resume the transports
+ * realize, reset, properties, the loopback transport) and files beside it,
+ * each for one thing the device does with the rest of QEMU:
  *   pvrdma_dev_irq.c   interrupts: at once inside the re-entrancy guard,
  *                      else from a guarded bottom half
+ *   pvrdma_dev_mig.c   migration: the vmstate, the VM state and migration
+ *                      notifiers that pause and resume the transports
+ *   pvrdma_dev_qmp.c   query-pvrdma, x-pvrdma-inject, the QMP events
+ * and one per transport that reaches outside this QEMU process, each the
+ * device side of that transport (a PvrdmaLink, below):
+ *   pvrdma_dev_coresident.c  co-resident peers ('coresident',
+ *                      'rendezvous'): this VM's RAM offered to them
+ *   pvrdma_dev_hca.c   the host HCA with rdma_cm ('ibdev', 'cm-listen')
+ *   pvrdma_dev_roce.c  RoCEv2 on the paired vmxnet3's netdev ('roce'): the
+ *                      net filter that takes its frames, the transmit
+ *                      path, the x-roce-* counters
  * The device logic is the QEMU-free core (pvrdma_core.h,
  * hw/rdma/core/), which never includes this header.
  *
@@ -47,14 +49,12 @@
 #define PVRDMA_RAMBLOCK_H "exec/ramblock.h"
 #endif
 #include "hw/rdma/pvrdma_info.h"
+#include "qapi/qapi-types-pvrdma.h"
 
 
 #define TYPE_PVRDMA "pvrdma"
 OBJECT_DECLARE_SIMPLE_TYPE(PvrdmaState, PVRDMA)
 
-/* the RoCEv2 frame tap on the vmxnet3's netdev (a net filter) */
-#define TYPE_PVRDMA_ROCE_TAP "pvrdma-roce-tap"
-OBJECT_DECLARE_SIMPLE_TYPE(PvrdmaRoceTap, PVRDMA_ROCE_TAP)
 
 struct PvrdmaState {
     PCIDevice parent_obj;
@@ -67,28 +67,14 @@ struct PvrdmaState {
     QEMUTimer *timer;
     QEMUTimer *link_timer;
     PvrdmaLimits lim;
-    bool coresident_on;     /* 'coresident': peers from x-pvrdma-peer-add */
-    char *rendezvous;       /* co-resident transport directory */
-    char *rendezvous_secret;    /* id of a secret object peers must share */
-    uint32_t poll_max_ns;   /* deprecated, no effect (pvrdma_join()) */
-    bool cr_rings;          /* 'x-coresident-rings': offer peers rings */
-    char *ibdev;            /* host HCA: the device's name */
-    uint8_t ibport;         /* host HCA port, 0: the first active one */
-    int32_t gid_index;      /* host GID index to use, -1: the guest's GID */
-    char *cm_listen;        /* host HCA: rdma_cm ports taken for the guest */
-    PvrdmaTransport *coresident;
-    bool roce_on;           /* 'roce': RoCEv2 on the vmxnet3's netdev */
     bool loopback_on;       /* 'x-loopback': the loopback transport */
-    PvrdmaTransport *roce;  /* NULL: no RoCEv2 transport */
-    bool roce_busy;         /* in pvrdma_roce_rx() or pvrdma_roce_tx() */
-    PvrdmaRoceTap *roce_tap;    /* its frame tap, a child of the device */
-    Notifier exit_notifier;
+    GPtrArray *links;       /* PvrdmaLink: the transports' device sides */
+    struct PvrdmaLink *frame_sink;  /* takes frame_tx: NULL, none */
     Notifier pair_notifier; /* pairing with function 0 at machine done */
     PvrdmaCore core;
     PvrdmaMigImage mig;     /* the core's state while it is saved/loaded */
     bool state_blob;        /* 'x-state-blob': the older builds' stream */
     uint32_t mapped;        /* guest mappings held (x-mapped, for tests) */
-    Error *migration_blocker;   /* ibdev: the host device's objects */
     VMChangeStateEntry *vmstate_change;
     NotifierWithReturn migration_notifier;
     bool quiesced;          /* transports paused for a save (see below) */
@@ -105,6 +91,59 @@ static inline VMXNET3State *pvrdma_nic(PvrdmaState *s)
               : NULL;
 }
 
+/*
+ * The device side of a transport that reaches outside this process: its
+ * options and how the device adds it.  pvrdma.c knows only the loopback
+ * transport; every other one is a subclass of TYPE_PVRDMA_LINK in its own
+ * file.  The device has one child of each subclass (named by 'child'),
+ * whose properties it aliases, so they are the device's own options
+ * (-device pvrdma,rendezvous=...), as a virtio proxy has its device's.
+ * A link is a bus-less device that only its pvrdma device creates; the
+ * device realizes it with itself (its options are fixed from then on).
+ * At pairing (realize, or machine init done) the device asks its links
+ * in 'order' to add their transports, each if its options ask for it
+ * (the transport choice takes the first transport that reaches a GID);
+ * at unrealize it has them take theirs away, before the core frees the
+ * transports.
+ */
+#define TYPE_PVRDMA_LINK "pvrdma-link"
+OBJECT_DECLARE_TYPE(PvrdmaLink, PvrdmaLinkClass, PVRDMA_LINK)
+
+struct PvrdmaLink {
+    DeviceState parent_obj;
+    PvrdmaState *dev;       /* the device this link is a child of */
+    PvrdmaTransport *t;     /* its transport (the core's), NULL: none */
+};
+
+struct PvrdmaLinkClass {
+    DeviceClass parent_class;
+    int order;              /* the transport choice: lower comes first */
+    const char *child;      /* its child property on the device */
+    const char *path;       /* its transport's name (query-pvrdma) */
+    /* add the transport if the options ask for it; false, errp set */
+    bool (*add)(PvrdmaLink *l, Error **errp);
+    /* unrealize: take it away (the core frees it), also if not added */
+    void (*del)(PvrdmaLink *l);
+    /* query-pvrdma: what it adds to its transport's entry; may be NULL */
+    void (*query)(PvrdmaLink *l, PvrdmaTransportStatus *q);
+    /* a connection management hands over (x-pvrdma-peer-add); may be NULL */
+    bool (*take_fd)(PvrdmaLink *l, int fd, const char *name, Error **errp);
+    /* false, errp set: a migration with these capabilities cannot start */
+    bool (*migration_check)(PvrdmaLink *l, Error **errp);
+    /* the core's frame_tx, for the link that set itself as frame_sink */
+    void (*frame_tx)(PvrdmaLink *l, const uint8_t *frame, size_t len);
+};
+
+/*
+ * The RAM blocks a peer or the host device may map: shared, backed by a
+ * file sealed against shrinking (a file could be truncated under its
+ * mappings).  PvrdmaShmRegion, freed by the caller.
+ */
+GArray *pvrdma_shared_ram(void);
+/* PvrdmaHostOps.set_fd_handler, opaque the device */
+void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg);
+
 /* pvrdma_dev_irq.c */
 /* PvrdmaHostOps.notify, opaque the device */
 void pvrdma_notify(void *opaque, unsigned vector);
@@ -113,22 +152,8 @@ void pvrdma_irq_bh(void *opaque);
 /* raise now what waits for the interrupt bottom half (the VM stops) */
 void pvrdma_irq_flush(PvrdmaState *s);
 
-/* pvrdma_dev_host.c */
-bool pvrdma_join(PvrdmaState *s, Error **errp);
-bool pvrdma_open_hca(PvrdmaState *s, Error **errp);
-/* PvrdmaHostOps.set_fd_handler, opaque the device */
-void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
-                           void (*write)(void *), void *arg);
-
 /* pvrdma_dev_qmp.c: PvrdmaHostOps.report, as a QMP event */
 void pvrdma_report_event(void *opaque, const PvrdmaReport *r);
-
-/* pvrdma_dev_roce.c */
-void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic);
-void pvrdma_del_roce(PvrdmaState *s);
-void pvrdma_roce_class_init(ObjectClass *klass);
-/* PvrdmaHostOps.frame_tx, opaque the device */
-void pvrdma_roce_tx(void *opaque, const uint8_t *frame, size_t len);
 
 /* pvrdma_dev_mig.c */
 extern const VMStateDescription vmstate_pvrdma;

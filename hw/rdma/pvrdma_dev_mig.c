@@ -610,28 +610,14 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
 
     switch (e->type) {
     case MIG_EVENT_PRECOPY_SETUP:
-        /*
-         * Co-resident peers read and write this VM's RAM through their own
-         * mappings, which userfaultfd does not see: on a postcopy
-         * destination they would touch pages that have not come over yet
-         * (a fresh page, which the one from the source can then no longer
-         * replace); during a background snapshot their writes would not
-         * be write-protected, and the snapshot would hold RAM newer than
-         * the devices' state.
-         */
-        if (s->coresident &&
-            (migrate_postcopy_ram() || migrate_background_snapshot())) {
-            g_autofree char *how = s->rendezvous ?
-                g_strdup_printf("rendezvous=%s", s->rendezvous) :
-                g_strdup("coresident=on");
+        /* a transport whose peers reach this VM's RAM past userfaultfd */
+        for (unsigned i = 0; i < s->links->len; i++) {
+            PvrdmaLink *l = g_ptr_array_index(s->links, i);
+            PvrdmaLinkClass *lc = PVRDMA_LINK_GET_CLASS(l);
 
-            error_setg(errp, "pvrdma: %s is not supported with %s: "
-                       "co-resident peers access this VM's RAM directly, "
-                       "where userfaultfd does not see them; migrate "
-                       "without it",
-                       migrate_postcopy_ram() ? "postcopy-ram" :
-                       "background-snapshot", how);
-            return -ENOTSUP;
+            if (lc->migration_check && !lc->migration_check(l, errp)) {
+                return -ENOTSUP;
+            }
         }
         why = pvrdma_core_migration_blocker(&s->core, false);
         if (why) {

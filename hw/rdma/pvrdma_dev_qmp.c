@@ -14,7 +14,6 @@
 #include "qapi/qapi-events-pvrdma.h"
 #include "qom/object.h"
 #include "monitor/monitor.h"
-#include "hw/rdma/pvrdma_coresident.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
@@ -71,9 +70,13 @@ static PvrdmaTransportStatus *transport_info(PvrdmaState *s,
     PvrdmaTransportStatus *q = g_new0(PvrdmaTransportStatus, 1);
 
     q->type = MAX(from_name(&PvrdmaTransportType_lookup, i->name), 0);
-    if (q->type == PVRDMA_TRANSPORT_TYPE_CORESIDENT && s->coresident) {
-        q->has_peers = true;
-        q->peers = pvrdma_coresident_peers(s->coresident);
+    for (unsigned n = 0; n < s->links->len; n++) {
+        PvrdmaLink *l = g_ptr_array_index(s->links, n);
+        PvrdmaLinkClass *lc = PVRDMA_LINK_GET_CLASS(l);
+
+        if (l->t && lc->query && !strcmp(lc->path, i->name)) {
+            lc->query(l, q);
+        }
     }
     if (i->has_stats) {
         q->stats = counters(&i->st);
@@ -308,11 +311,24 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
     pvrdma_inject(&s->core, &in, errp);
 }
 
+/* The device's link with that child name, NULL if none. */
+static PvrdmaLink *pvrdma_link(PvrdmaState *s, const char *child)
+{
+    for (unsigned i = 0; i < s->links->len; i++) {
+        PvrdmaLink *l = g_ptr_array_index(s->links, i);
+
+        if (!strcmp(PVRDMA_LINK_GET_CLASS(l)->child, child)) {
+            return l;
+        }
+    }
+    return NULL;
+}
+
 void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
                            const char *name, Error **errp)
 {
-    ERRP_GUARD();
     PvrdmaState *s = pvrdma_find(id, errp);
+    PvrdmaLink *l;
     int fd;
 
     if (!s) {
@@ -323,15 +339,12 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     if (fd < 0) {
         return;
     }
-    if (!s->coresident) {
+    l = pvrdma_link(s, "coresident-link");
+    if (!l) {
         error_setg(errp, "pvrdma device %s has no co-resident transport "
-                   "(add coresident=on)", id ? id : "");
+                   "in this build", id ? id : "");
         close(fd);
         return;
     }
-    trace_pvrdma_peer_add(name ? name : fdname, fd);
-    if (!pvrdma_coresident_add_peer(s->coresident, fd, name ? name : fdname,
-                                    errp)) {
-        error_prepend(errp, "pvrdma: ");
-    }
+    PVRDMA_LINK_GET_CLASS(l)->take_fd(l, fd, name ? name : fdname, errp);
 }

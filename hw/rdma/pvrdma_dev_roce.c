@@ -2,10 +2,10 @@
  * QEMU VMware paravirtual RDMA device (PVRDMA): RoCEv2 on the paired
  * vmxnet3's network.
  *
- * The net filter that takes the RoCEv2 frames for this device from the
- * vmxnet3's netdev, the transmit path of the RoCEv2 transport
- * (backend/roce.c) through that netdev, and the transport's x-roce-*
- * counters.
+ * The device side of the RoCEv2 transport (backend/roce*.c): its link
+ * ('roce'), the net filter that takes the RoCEv2 frames for this device
+ * from the vmxnet3's netdev, the transmit path through that netdev, and
+ * the transport's x-roce-* counters.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -16,6 +16,7 @@
 #include "qemu/iov.h"
 #include "qemu/error-report.h"
 #include "qom/object_interfaces.h"
+#include "hw/qdev-properties.h"
 #include "net/net.h"
 #include "net/eth.h"
 #include "net/checksum.h"
@@ -67,9 +68,23 @@ typedef struct PvrdmaHeldFrame {
 /* frames held while the transport is busy; more pass on to the NIC */
 #define PVRDMA_ROCE_HELD_MAX    256
 
+#define TYPE_PVRDMA_ROCE_LINK "pvrdma-roce-link"
+OBJECT_DECLARE_SIMPLE_TYPE(PvrdmaRoceLink, PVRDMA_ROCE_LINK)
+
+/* the RoCEv2 frame tap on the vmxnet3's netdev (a net filter) */
+#define TYPE_PVRDMA_ROCE_TAP "pvrdma-roce-tap"
+OBJECT_DECLARE_SIMPLE_TYPE(PvrdmaRoceTap, PVRDMA_ROCE_TAP)
+
+struct PvrdmaRoceLink {
+    PvrdmaLink parent_obj;
+    bool on;                /* 'roce' */
+    bool busy;              /* in pvrdma_roce_rx() or frame_tx */
+    PvrdmaRoceTap *tap;     /* its frame tap, a child of this link */
+};
+
 struct PvrdmaRoceTap {
     NetFilterState parent_obj;
-    PvrdmaState *dev;       /* NULL: not created by a pvrdma device */
+    PvrdmaRoceLink *link;   /* NULL: not created by a pvrdma device */
     uint8_t *buf;           /* ROCE_MAX_FRAME bytes: one flattened frame */
     GQueue held;            /* PvrdmaHeldFrame: arrived while busy */
     QEMUBH *bh;             /* hands the held frames to the transport */
@@ -138,7 +153,8 @@ static bool pvrdma_roce_peek(const uint8_t *p, size_t len)
 static bool pvrdma_roce_tap_take(PvrdmaRoceTap *tap, unsigned flags,
                                  const struct iovec *iov, int iovcnt)
 {
-    PvrdmaState *s = tap->dev;
+    PvrdmaRoceLink *rl = tap->link;
+    PvrdmaTransport *t = PVRDMA_LINK(rl)->t;
     NetFilterState *nf = NETFILTER(tap);
     size_t hdr = flags & QEMU_NET_PACKET_FLAG_RAW ? 0 :
                  qemu_get_vnet_hdr_len(nf->netdev);
@@ -146,7 +162,7 @@ static bool pvrdma_roce_tap_take(PvrdmaRoceTap *tap, unsigned flags,
     struct virtio_net_hdr vh = { 0 };
     bool busy, taken;
 
-    if (!s->roce || len > ROCE_MAX_FRAME) {
+    if (!t || len > ROCE_MAX_FRAME) {
         return false;
     }
     if (hdr >= sizeof(vh)) {
@@ -170,10 +186,10 @@ static bool pvrdma_roce_tap_take(PvrdmaRoceTap *tap, unsigned flags,
      * interrupts): those it raises here come from the device's guarded
      * interrupt bottom half (pvrdma_notify()).
      */
-    busy = s->roce_busy;
-    s->roce_busy = true;
-    taken = pvrdma_roce_rx(s->roce, tap->buf, len);
-    s->roce_busy = busy;
+    busy = rl->busy;
+    rl->busy = true;
+    taken = pvrdma_roce_rx(t, tap->buf, len);
+    rl->busy = busy;
     return taken;
 }
 
@@ -222,7 +238,7 @@ static ssize_t pvrdma_roce_tap_receive_iov(NetFilterState *nf,
                                            NetPacketSent *sent_cb)
 {
     PvrdmaRoceTap *tap = PVRDMA_ROCE_TAP(nf);
-    PvrdmaState *s = tap->dev;
+    PvrdmaRoceLink *rl = tap->link;
     /* a tap with vnet_hdr puts a virtio-net header in front (as dump.c) */
     size_t hdr = flags & QEMU_NET_PACKET_FLAG_RAW ? 0 :
                  qemu_get_vnet_hdr_len(nf->netdev);
@@ -230,14 +246,14 @@ static ssize_t pvrdma_roce_tap_receive_iov(NetFilterState *nf,
     uint8_t head[PVRDMA_ROCE_PEEK_LEN];
     PvrdmaHeldFrame *f;
 
-    if (!s || !s->roce || size <= hdr) {
+    if (!rl || !PVRDMA_LINK(rl)->t || size <= hdr) {
         return 0;
     }
     n = iov_to_buf(iov, iovcnt, hdr, head, sizeof(head));
     if (!pvrdma_roce_peek(head, n)) {
         return 0;
     }
-    if (!s->roce_busy) {
+    if (!rl->busy) {
         return pvrdma_roce_tap_take(tap, flags, iov, iovcnt) ? size : 0;
     }
     if (size - hdr > ROCE_MAX_FRAME ||
@@ -256,7 +272,7 @@ static void pvrdma_roce_tap_setup(NetFilterState *nf, Error **errp)
 {
     PvrdmaRoceTap *tap = PVRDMA_ROCE_TAP(nf);
 
-    if (!tap->dev) {
+    if (!tap->link) {
         error_setg(errp, "%s is added by the pvrdma device itself",
                    TYPE_PVRDMA_ROCE_TAP);
         return;
@@ -264,7 +280,7 @@ static void pvrdma_roce_tap_setup(NetFilterState *nf, Error **errp)
     tap->buf = g_malloc(ROCE_MAX_FRAME);
     g_queue_init(&tap->held);
     tap->bh = qemu_bh_new_guarded(pvrdma_roce_tap_flush, tap,
-                                  &DEVICE(tap->dev)->mem_reentrancy_guard);
+                &DEVICE(PVRDMA_LINK(tap->link)->dev)->mem_reentrancy_guard);
 }
 
 /* At unrealize, or when the netdev is deleted (netdev_del) before us. */
@@ -272,9 +288,9 @@ static void pvrdma_roce_tap_cleanup(NetFilterState *nf)
 {
     PvrdmaRoceTap *tap = PVRDMA_ROCE_TAP(nf);
 
-    if (tap->dev && tap->dev->roce_tap == tap) {
+    if (tap->link && tap->link->tap == tap) {
         trace_pvrdma_roce_tap_removed(nf->netdev_id);
-        tap->dev->roce_tap = NULL;
+        tap->link->tap = NULL;
     }
     if (tap->bh) {
         qemu_bh_delete(tap->bh);
@@ -303,23 +319,24 @@ static const TypeInfo pvrdma_roce_tap_info = {
 };
 
 /*
- * The host's frame_tx (PvrdmaHostOps; opaque is the device): the
- * transport's frames leave through the vmxnet3's netdev as the NIC's
+ * The core's frame_tx (PvrdmaHostOps, through the device's frame_sink):
+ * the transport's frames leave through the vmxnet3's netdev as the NIC's
  * own.  "raw" (as for announce frames): the net layer puts the empty
  * virtio-net header in front that a tap with vnet_hdr expects.  A frame
  * for a netdev that cannot take it now is queued by the net layer, or
  * dropped when its queue is full (a lost packet: the transport retries).
  */
-void pvrdma_roce_tx(void *opaque, const uint8_t *frame, size_t len)
+static void roce_link_frame_tx(PvrdmaLink *l, const uint8_t *frame,
+                               size_t len)
 {
-    PvrdmaState *s = opaque;
-    VMXNET3State *nic = pvrdma_nic(s);
-    bool busy = s->roce_busy;
+    PvrdmaRoceLink *rl = PVRDMA_ROCE_LINK(l);
+    VMXNET3State *nic = pvrdma_nic(l->dev);
+    bool busy = rl->busy;
 
     if (nic && len <= NET_BUFSIZE) {
-        s->roce_busy = true;
+        rl->busy = true;
         qemu_send_packet_raw(qemu_get_queue(nic->nic), frame, len);
-        s->roce_busy = busy;
+        rl->busy = busy;
     }
 }
 
@@ -335,62 +352,69 @@ static void pvrdma_no_roce(const char *why)
  * fails the device: without a usable netdev it works as before, without
  * RoCEv2.
  */
-void pvrdma_add_roce(PvrdmaState *s, VMXNET3State *nic)
+static bool roce_link_add(PvrdmaLink *l, Error **errp)
 {
-    NetClientState *peer = qemu_get_queue(nic->nic)->peer;
+    PvrdmaRoceLink *rl = PVRDMA_ROCE_LINK(l);
+    VMXNET3State *nic = pvrdma_nic(l->dev);
+    NetClientState *peer = nic ? qemu_get_queue(nic->nic)->peer : NULL;
     Error *err = NULL;
     PvrdmaTransport *t;
     Object *obj;
 
-    if (!s->roce_on) {
+    if (!rl->on) {
         pvrdma_no_roce("roce=off");
-        return;
+        return true;
     }
     if (!peer) {
         pvrdma_no_roce("the vmxnet3 has no netdev");
-        return;
+        return true;
     }
     if (get_vhost_net(peer)) {
         warn_report("pvrdma: netdev '%s' has vhost: QEMU's net filters "
                     "cannot see its frames, so RoCEv2 is off; vmxnet3 does "
                     "not use vhost, give the netdev vhost=off", peer->name);
         pvrdma_no_roce("the netdev has vhost");
-        return;
+        return true;
     }
 
     obj = object_new(TYPE_PVRDMA_ROCE_TAP);
-    PVRDMA_ROCE_TAP(obj)->dev = s;
+    PVRDMA_ROCE_TAP(obj)->link = rl;
     object_property_set_str(obj, "netdev", peer->name, &error_abort);
     /* "tx": what the netdev sends, i.e. delivers to the NIC */
     object_property_set_str(obj, "queue", "tx", &error_abort);
-    object_property_add_child(OBJECT(s), "roce-tap", obj);
-    object_unref(obj);          /* the device's child property holds it */
+    object_property_add_child(OBJECT(rl), "roce-tap", obj);
+    object_unref(obj);          /* the link's child property holds it */
     if (!user_creatable_complete(USER_CREATABLE(obj), &err)) {
         warn_reportf_err(err, "pvrdma: no RoCEv2 on netdev '%s': ",
                          peer->name);
         object_unparent(obj);
         pvrdma_no_roce("the netdev refused the filter");
-        return;
+        return true;
     }
-    t = pvrdma_roce_new(&s->core);
-    if (!t || !pvrdma_core_add_transport(&s->core, t)) {
+    t = pvrdma_roce_new(&l->dev->core);
+    if (!t || !pvrdma_core_add_transport(&l->dev->core, t)) {
         pvrdma_transport_free(t);
         object_unparent(obj);
         pvrdma_no_roce("no room in the transport list");
-        return;
+        return true;
     }
-    s->roce = t;
-    s->roce_tap = PVRDMA_ROCE_TAP(obj);
+    l->t = t;
+    l->dev->frame_sink = l;
+    rl->tap = PVRDMA_ROCE_TAP(obj);
     trace_pvrdma_roce_added(peer->name);
+    return true;
 }
 
-/* Remove the tap first: it hands frames to the transport. */
-void pvrdma_del_roce(PvrdmaState *s)
+/* Remove the tap first: it hands frames to the transport (core-freed). */
+static void roce_link_del(PvrdmaLink *l)
 {
-    if (s->roce_tap) {
-        object_unparent(OBJECT(s->roce_tap));  /* cleanup clears roce_tap */
+    PvrdmaRoceLink *rl = PVRDMA_ROCE_LINK(l);
+
+    if (rl->tap) {
+        object_unparent(OBJECT(rl->tap));  /* cleanup clears tap */
     }
-    s->roce_tap = NULL;
+    rl->tap = NULL;
+    l->t = NULL;
 }
 
 /* "x-roce-*": the RoCEv2 transport's counters (qom-get; tests) */
@@ -414,31 +438,60 @@ static void pvrdma_get_roce_counter(Object *obj, Visitor *v,
                                     const char *name, void *opaque,
                                     Error **errp)
 {
-    PvrdmaState *s = PVRDMA(obj);
+    PvrdmaLink *l = PVRDMA_LINK(obj);
     PvrdmaPathStats st = { 0 };
     uint64_t val;
 
-    if (s->roce) {
-        pvrdma_roce_stats(s->roce, &st);
+    if (l->t) {
+        pvrdma_roce_stats(l->t, &st);
     }
     val = *(uint64_t *)((char *)&st + *(size_t *)opaque);
     visit_type_uint64(v, name, &val, errp);
 }
 
-/* The device's x-roce-* properties. */
-void pvrdma_roce_class_init(ObjectClass *klass)
+static const Property roce_link_props[] = {
+    /*
+     * Off by default: with it the device parses the frames the vmxnet3's
+     * netdev delivers, a network-facing parser a VM only gets when asked.
+     */
+    DEFINE_PROP_BOOL("roce", PvrdmaRoceLink, on, false),
+};
+
+static void roce_link_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
 {
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PvrdmaLinkClass *lc = PVRDMA_LINK_CLASS(klass);
+
+    device_class_set_props(dc, roce_link_props);
+    object_class_property_set_description(klass, "roce",
+        "RoCEv2 on the paired vmxnet3's netdev (for destinations that "
+        "are not on this device, co-resident or routed by the ibdev's "
+        "netdev)");
     for (unsigned i = 0; i < ARRAY_SIZE(pvrdma_roce_counters); i++) {
         object_class_property_add(klass, pvrdma_roce_counters[i].name,
                                   "uint64", pvrdma_get_roce_counter, NULL,
                                   NULL,
                                   (void *)&pvrdma_roce_counters[i].off);
     }
+    lc->add = roce_link_add;
+    lc->del = roce_link_del;
+    lc->order = 3;
+    lc->child = "roce-link";
+    lc->path = "roce";
+    lc->frame_tx = roce_link_frame_tx;
 }
+
+static const TypeInfo roce_link_info = {
+    .name = TYPE_PVRDMA_ROCE_LINK,
+    .parent = TYPE_PVRDMA_LINK,
+    .instance_size = sizeof(PvrdmaRoceLink),
+    .class_init = roce_link_class_init,
+};
 
 static void pvrdma_roce_register_types(void)
 {
     type_register_static(&pvrdma_roce_tap_info);
+    type_register_static(&roce_link_info);
 }
 
 type_init(pvrdma_roce_register_types)
