@@ -1,7 +1,7 @@
 /*
  * pvrdma co-resident transport: VMs on one host exchange verbs through
  * each other's guest RAM, with no HCA and no host kernel RDMA.  Design in
- * docs/devel/pvrdma.rst ("Co-resident transport"), protocol in
+ * docs/devel/pvrdma-coresident.rst, protocol in
  * docs/interop/pvrdma-coresident.rst; its files in the devel doc's file
  * map.  This one: the transport's hooks, the fence, the pause for
  * migration and snapshots, and the constructor (which joins the

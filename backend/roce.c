@@ -3,7 +3,7 @@
  * on the paired NIC's network, to Linux rxe, RoCE HCAs and pvrdma devices
  * on other hosts.  Shaped like Linux rxe, the wire reference: a file per
  * state machine (roce_req.c, roce_comp.c, roce_resp.c, roce_net.c; design
- * in docs/devel/pvrdma.rst, "RoCEv2 transport").  This one: frames in
+ * in docs/devel/pvrdma-roce.rst).  This one: frames in
  * (UD to the core's responder, responses to the completer, requests to
  * the responder, duplicates for a QP destroyed a moment ago), the hooks,
  * the pause for migration, the constructor and the counters.

@@ -1,6 +1,6 @@
 /*
- * What a narrower co-resident mapping would cost (docs/devel/pvrdma.rst,
- * "Co-resident transport").  Today each peer maps the
+ * What a narrower co-resident mapping would cost
+ * (docs/devel/pvrdma-coresident.rst).  Today each peer maps the
  * other's whole guest RAM once per connection.  If instead a peer mapped
  * only registered MRs, every CREATE_MR would have to be announced to each
  * peer with the MR's runs of guest pages, each peer would map those runs

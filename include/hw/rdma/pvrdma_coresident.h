@@ -74,7 +74,7 @@ bool pvrdma_coresident_set_rings(PvrdmaTransport *t, uint32_t ring_size);
  * and has no effect (QEMU's host has no poll_wait): polling in QEMU's main
  * loop had to drop the big QEMU lock, competed for the cores with the
  * vCPUs (on a 2-core host with two TCG VMs it tripled ib_send_lat,
- * docs/devel/pvrdma.rst, "Rings"), and belongs in an IOThread.
+ * docs/devel/pvrdma-coresident.rst, "Rings"), and belongs in an IOThread.
  */
 #define PVRDMA_DEF_POLL_NS      0
 /*
