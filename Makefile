@@ -5,7 +5,7 @@
 #                tests in a nested VM
 #   make check-libvirt  two VMs under libvirt (virsh, migration)
 .PHONY: all build check unit fuzz qtest nested check-nested check-kernels check-series \
-	series check-libvirt check-compat check-tsan demo clean
+	series check-libvirt check-compat check-tsan check-no-rdma demo clean
 
 all: build
 
@@ -62,6 +62,11 @@ check-series:
 # (bench-core's QEMU-like mode; a few minutes)
 check-tsan:
 	scripts/tsan-bench.sh
+
+# QEMU configured --disable-rdma: the device builds and runs without
+# libibverbs, the summary says so, ibdev is refused (a cold build, ~8 min)
+check-no-rdma:
+	scripts/check-no-rdma.sh
 
 # with a build from before VMState (21c4b2b, built in a worktree under
 # build/compat: a few minutes with ccache): migration both ways, and

@@ -2,6 +2,7 @@
 # Build QEMU 10.0 (Debian's source package) with the pvrdma device overlaid.
 #   scripts/build.sh [ninja targets...]
 #   PVRDMA_SANITIZE=1 scripts/build.sh   clang, ASan + UBSan, in build/qemu-asan
+#   PVRDMA_NO_RDMA=1 scripts/build.sh    --disable-rdma, in build/qemu-nordma
 # Incremental: the source is fetched once, the hook patch applied once, our
 # files copied only when they changed, configure run only when its options
 # changed.  Everything lives under build/ (git-ignored).
@@ -79,6 +80,12 @@ mv "$src/.pvrdma-overlay.new" "$src/.pvrdma-overlay"
 opts="$QEMU_LEAN_OPTS \
  ${PVRDMA_CONFIGURE_EXTRA:-}"
 q=$b/qemu
+if [ "${PVRDMA_NO_RDMA:-0}" = 1 ]; then
+    # QEMU's rdma feature off (scripts/check-no-rdma.sh): another build
+    # directory, the host HCA transport's stubs
+    opts=$(echo "$opts" | sed 's/--enable-rdma/--disable-rdma/')
+    q=$b/qemu-nordma
+fi
 if [ "${PVRDMA_SANITIZE:-0}" = 1 ]; then
     # same source tree and overlay, another build directory
     opts="$opts --cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 \
