@@ -1,6 +1,6 @@
 /*
  * QTest for the pvrdma device: the co-resident transport (two QEMUs, their
- * peers, QMP).
+ * peers, QMP, the migration of one of them).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -805,6 +805,103 @@ static void test_cr_msix_at_own_registers(void)
     rm_dir(dir);
 }
 
+/*
+ * p's CQ holds, in either order, its SEND sid of slen bytes and its
+ * receive rid of rlen bytes from QP src_qpn, once each.
+ */
+static void expect_send_recv(Peer *p, uint64_t sid, uint32_t slen,
+                             uint64_t rid, uint32_t rlen, uint32_t src_qpn)
+{
+    bool seen_s = false, seen_r = false;
+
+    for (int i = 0; i < 2; i++) {
+        struct pvrdma_cqe e;
+
+        g_assert(qpvrdma_wait_cq(p->d, &p->cq, &e, 2000));
+        g_assert_cmpuint(e.status, ==, PVRDMA_WC_SUCCESS);
+        if (e.wr_id == sid) {
+            g_assert(!seen_s);
+            seen_s = true;
+            g_assert_cmpuint(e.byte_len, ==, slen);
+        } else {
+            g_assert_cmphex(e.wr_id, ==, rid);
+            g_assert(!seen_r);
+            seen_r = true;
+            g_assert_cmpuint(e.byte_len, ==, rlen);
+            g_assert_cmpuint(e.src_qp, ==, src_qpn);
+        }
+    }
+}
+
+/*
+ * Live migration of one of two co-resident VMs, with requests under way
+ * both ways: a's SEND waits at b for a receive, b's SEND waits at a.  a
+ * moves to a new QEMU in the same rendezvous directory.  b sees a pause,
+ * not an error: its QP stays in RTS, and once receives are posted each
+ * request runs exactly once, a's from the destination, with the same QP
+ * numbers and keys; the data is intact.  Then traffic goes on both ways.
+ * Migrations with postcopy-ram or background-snapshot are refused first,
+ * naming why.
+ */
+static void test_migration_coresident(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    g_autofree char *qps = NULL, *err = NULL;
+    g_autofree char *bg = g_build_filename(dir, "bg-state", NULL);
+    Peer a, b;
+
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    peer_fill(&a, 0, 1000, 5);
+    peer_fill(&b, 4096, 1500, 6);
+    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa1, a.buf, 1000, a.key,
+                    0, 0);
+    qpvrdma_send_wr(b.d, &b.qp, PVRDMA_WR_SEND, 0xb1, b.buf + 4096, 1500,
+                    b.key, 0, 0);
+    g_usleep(50 * 1000);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qpvrdma_cq_empty(b.d, &b.cq);
+
+    /*
+     * Not with postcopy or a background snapshot: the peer touches our RAM
+     * where userfaultfd does not see it.
+     */
+    if (qpvrdma_migrate_postcopy(a.d, &err)) {
+        g_assert_nonnull(err);
+        g_assert(strstr(err, "postcopy-ram is not supported with rendezvous"));
+    }
+    g_free(err);
+    err = NULL;
+    if (qpvrdma_bg_snapshot(a.d, bg, &err)) {
+        g_assert_nonnull(err);
+        g_assert(strstr(err, "background-snapshot is not supported with "
+                        "rendezvous"));
+    }
+    unlink(bg);
+    qpvrdma_migrate(a.d);
+
+    /* b waited: no error, and it sees the destination */
+    wait_peers(b.d, 1);
+    qpvrdma_cq_empty(b.d, &b.cq);
+    g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_RTS);
+    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_RTS);
+    qpvrdma_post_recv(b.d, &b.qp, 0xb0, b.buf + 8192, 4096, b.key);
+    qpvrdma_post_recv(a.d, &a.qp, 0xa0, a.buf + 8192, 4096, a.key);
+    expect_send_recv(&a, 0xa1, 1000, 0xa0, 1500, b.qp.qpn);
+    expect_send_recv(&b, 0xb1, 1500, 0xb0, 1000, a.qp.qpn);
+    qpvrdma_cq_empty(a.d, &a.cq);
+    qpvrdma_cq_empty(b.d, &b.cq);
+    peers_same(&a, 0, &b, 8192, 1000);
+    peers_same(&b, 4096, &a, 8192, 1500);
+    qps = qpvrdma_qps(a.d);
+    g_assert(strstr(qps, "coresident"));
+    /* the same QPs and keys carry on, both ways */
+    peers_send(&a, &b, 2, 0, 0, 3000, 7);
+    peers_send(&b, &a, 3, 0, 0, 2000, 8);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
 void pvrdma_add_coresident_tests(void)
 {
     qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
@@ -827,4 +924,5 @@ void pvrdma_add_coresident_tests(void)
                    test_cr_unplug_during_traffic);
     qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
                    test_cr_msix_at_own_registers);
+    qtest_add_func("/pvrdma/migration/coresident", test_migration_coresident);
 }
