@@ -9,8 +9,18 @@ i.e. upstream v10.0.x without the firmware blobs), its HEAD the commit
 the series applies to; scripts/series-check.sh makes one from Debian's
 orig tarball (build/series/base).  --work (default build/series/work) is
 cloned from it and gets one commit per patch, in the order of STEPS
-below; --out (default build/series/patches) gets `git format-patch
---cover-letter` of them.
+below.
+
+The patches come as four series, each applying on top of the one before
+(SERIES below): A, the device with the loopback transport (the ABI, the
+docs, the core, the loopback transport, the PCI/QOM glue with QAPI and
+HMP, the qtests that need nothing else, MAINTAINERS); B (RFC), the
+co-resident transport; C, the RoCEv2 transport; D, the host HCA
+transport with its rdma_cm translation.  Each of B, C and D ends with
+its transport's device side (hw/rdma/pvrdma_dev_<transport>.c, a
+TYPE_PVRDMA_LINK class) and its qtest topic, if it has one.  --out
+(default build/series/patches) gets `git format-patch --cover-letter`
+of them.
 
 Each step names the files it adds, with their paths in this repository
 (hw/rdma, backend -> hw/rdma/backend, include, qapi, tests/qtest, docs),
@@ -26,9 +36,10 @@ file calls), so every commit builds (scripts/series-check.sh checks
 that).  The qtest programs (pvrdma-test.c, pvrdma-hostile-test.c, the
 headers that declare their topics, and our part of tests/qtest/meson.build)
 are cut down to the test topics present, so that each topic can come in
-a patch of its own.  At the last step every cut file must be whole.  A
-file of those directories that no step names is an error: the series
-must be the whole device.
+a patch of its own, and the MAINTAINERS entry to the files present (a
+file of a later series joins it with that file).  At the last step
+every cut file must be whole.  A file of those directories that no step
+names is an error: the series must be the whole device.
 """
 import argparse
 import os
@@ -50,21 +61,26 @@ GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events',
              'tests/qtest/pvrdma-hostile-test.c',
              'tests/qtest/pvrdma/hostile.h'}
 # files of QEMU's that a hook changes and that are cut down to each step
-# from the step that applies the hook on (cut_qtest_meson below)
-HOOK_CUTS = {'tests/qtest/meson.build'}
+# from the step that applies the hook on (cut_qtest_meson and
+# cut_maintainers below)
+HOOK_CUTS = {'tests/qtest/meson.build', 'MAINTAINERS'}
 
 CORE_WHY = """\
 The device model is split as hw/net/igb is: a core that knows the
 guest ABI and nothing of QOM (hw/rdma/core/), the transports that
 carry the guest's verbs (hw/rdma/backend/), and thin PCI/QOM glue
-(hw/rdma/pvrdma.c and pvrdma_dev_*.c), added last.  The core reaches
+(hw/rdma/pvrdma.c and pvrdma_dev_*.c), added after the core and the
+loopback transport; every other transport comes later, in a series of
+its own, with its device side (pvrdma_dev_<transport>.c).  The core reaches
 QEMU only through the PvrdmaHostOps its owner hands it (guest memory,
 interrupts, timers, tracing), so it also builds and is unit-tested
 outside QEMU.
 """
 
-STEPS = [
-    # --- the guest ABI ---------------------------------------------------
+# series A: the device with the loopback transport, its monitor
+# commands, migration and the qtests that need nothing else
+A_STEPS = [
+    # --- the guest ABI ----------------------------------------------------
     dict(subject='include/hw/rdma: add the PVRDMA device ABI',
          files=['include/hw/rdma/pvrdma_abi.h',
                 'include/hw/rdma/pvrdma_abi_cmd.h'],
@@ -82,7 +98,7 @@ QEMU's previous pvrdma (removed in 9.1) used the driver's headers,
 imported into include/standard-headers; these are new headers of the
 device's own, the sizes of the shared structures checked at build time
 (_Static_assert)."""),
-    # --- the documentation, ahead of the code ------------------------------
+    # --- the documentation, ahead of the code -----------------------------
     dict(subject='docs/system: add the pvrdma user documentation',
          files=['docs/system/devices/pvrdma.rst'],
          hooks=['docs/system/device-emulation.rst'],
@@ -355,7 +371,7 @@ builds before it used VMState (PVRDMA_MIG_VERSION 2), written only with
 x-state-blob=on, to migrate to such a build, and read from one.  The
 parse bounds every count by what is left of the stream; the load of
 the previous patch checks the values."""),
-    # --- the transports -----------------------------------------------------
+    # --- the loopback transport -------------------------------------------
     dict(subject='hw/rdma/backend: PVRDMA loopback transport',
          files=['include/hw/rdma/pvrdma_loopback.h',
                 'hw/rdma/backend/loopback.c'],
@@ -363,6 +379,217 @@ the previous patch checks the values."""),
 The simplest transport: both QPs of a connection in the same device
 (processes or kernel users of one VM).  A SEND or WRITE is one copy
 from the requester's guest memory to the responder's."""),
+    # --- the device: PCI/QOM glue, QAPI -----------------------------------
+    dict(subject='hw/rdma: pvrdma device state and interrupts',
+         files=['hw/rdma/pvrdma_dev.h', 'hw/rdma/pvrdma_dev_irq.c'],
+         body="""\
+The PCI/QOM glue is the device (pvrdma.c, a few patches later) and a
+few files beside it; pvrdma_dev.h is the device's state and what they
+share, among it the device side of a transport that reaches outside
+this QEMU: a link (TYPE_PVRDMA_LINK), a bus-less child of the device
+whose options the device aliases, so that pvrdma.c knows only the
+loopback transport and each other transport brings its link in a file
+of its own (pvrdma_dev_coresident.c, pvrdma_dev_roce.c,
+pvrdma_dev_hca.c, in the series that add those transports).
+
+pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
+at once inside the device's re-entrancy guard, else from a guarded
+bottom half; what is pending when the VM stops is raised before its
+state is saved."""),
+    dict(subject='hw/rdma: pvrdma migration',
+         files=['hw/rdma/pvrdma_dev_mig.c'],
+         body="""\
+pvrdma_dev_mig.c: the device's VMState: the PCI and MSI-X state, then
+the core's image (its records as named fields and subsections, which
+analyze-migration.py reads), or with x-state-blob=on the one field of
+the device's older builds; and the notifiers that pause the transports
+for a save and end the pause, or tell them that the state moved.
+Live migration, postcopy, savevm/loadvm and background snapshots keep
+QPs on the loopback transport; what the device writes into registered
+memory is marked dirty as it is written.
+
+A transport's link may refuse a migration's capabilities: the
+co-resident transport (a later series) refuses postcopy and background
+snapshots, because its peers write this VM's RAM where userfaultfd does
+not see them; the host HCA's (also later) holds migration back with a
+blocker while the host device has the guest's objects."""),
+    dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
+         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev_qmp.c',
+                'hw/rdma/pvrdma_dev_qmp_stub.c'],
+         hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
+                'monitor/monitor.c'],
+         body="""\
+query-pvrdma returns, for each pvrdma device, its QOM path, its
+transports with their counters, and every queue pair with its type,
+state, the path that carries it, its peer's GID and QP number and that
+path's counters (packets, bytes, retransmissions, timeouts, RNR and
+sequence NAKs, duplicates, drops).
+
+Four events tell a management application what it may have to act on:
+PVRDMA_PATH_CHANGED (a connected QP moved to another transport by
+itself), PVRDMA_PORT_CHANGED (the port went down or up, following the
+vmxnet3's link), PVRDMA_PEER_LOST (a co-resident peer failed) and
+PVRDMA_GUEST_ERROR (the guest did something the device refused).  They
+are rate limited to one a second per device, keyed by qom-path as
+BLOCK_IO_ERROR is.
+
+Unstable commands: x-pvrdma-inject makes a device fail on purpose for
+people testing guest drivers (the port goes down, an async event about
+a chosen QP, CQ or SRQ, the next commands of an opcode fail or are
+answered late or never, the next completions of a QP carry an error;
+query-pvrdma lists what is pending and what fired); x-pvrdma-peer-add
+connects a co-resident peer that management gives as a socket (getfd);
+x-query-pvrdma-qps, a debugging aid, lists the QPs as text.
+x-pvrdma-peer-add and PVRDMA_PEER_LOST belong to the co-resident
+transport, a later series; until it is there, x-pvrdma-peer-add answers
+that the device has no co-resident transport.
+
+The commands find devices by QOM type; the device itself is added two
+patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
+list and the others an error."""),
+    dict(subject='hmp: add info pvrdma and x_pvrdma_inject',
+         files=['hw/rdma/pvrdma_dev_hmp.c'],
+         hooks=['hmp-commands-info.hx', 'hmp-commands.hx',
+                'include/monitor/hmp.h'],
+         body="""\
+'info pvrdma' prints what query-pvrdma returns: each pvrdma device's
+transports and the guest's queue pairs, with their state, the path that
+carries each, its peer and the path's counters.  x_pvrdma_inject takes
+the arguments of x-pvrdma-inject as key=value pairs.  Both are built
+with or without the device (the command tables name them either
+way)."""),
+    dict(subject='hw/rdma: add the pvrdma PCI device',
+         files=['hw/rdma/pvrdma.c'],
+         body="""\
+-device pvrdma: the PCI function (15ad:0820) that the unmodified Linux
+vmw_pvrdma driver binds to, at function 1 of a slot whose function 0 is
+a vmxnet3 (the driver pairs them).  BAR 0 holds MSI-X, BAR 1 the
+registers, BAR 2 the UAR doorbell pages.  It owns a core and gives it
+guest memory, interrupts, timers and tracing, and adds the loopback
+transport; realize checks every property and fails with a clear error
+instead of starting a device that cannot work.
+
+Properties: the device's limits (max-qp, max-cq, ...), 'roce-version'
+and 'version' (what the driver is told), 'x-loopback' and
+'x-state-blob'.  The port follows the vmxnet3's link.
+
+The transports that reach outside this QEMU come later, each in a
+series of its own with its link (TYPE_PVRDMA_LINK, declared in
+pvrdma_dev.h): a QOM class that the device finds at instance_init,
+creates as a child and whose properties it aliases, so that they are
+the device's own options ('rendezvous', 'roce', 'ibdev', ...).  With
+none registered, as here, the device has the loopback transport only:
+RDMA between the processes and kernel users of one VM."""),
+    # --- the qtests of the device and loopback ----------------------------
+    dict(subject='tests/qtest/libqos: add a pvrdma driver',
+         files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h',
+                'tests/qtest/pvrdma-qos-test.c'],
+         hooks=['tests/qtest/libqos/meson.build', 'tests/qtest/meson.build'],
+         body="""\
+libqos/pvrdma.c drives the device as the Linux vmw_pvrdma driver does at
+probe (the DSR, the command and response slots, the async and CQ
+notification rings, MSI-X, activation), with helpers for the tests of
+the next patches: commands, page directories, rings, doorbells, work
+requests and completions, migrations, and the device's x-used-*
+counters.  It registers a "pvrdma" node in the qos graph (the device at
+function 1 of a slot with a vmxnet3 at function 0), which
+pvrdma-qos-test.c checks: what a test written elsewhere gets when it
+asks for the node."""),
+    dict(subject='tests/qtest: add pvrdma-test and pvrdma-hostile-test',
+         files=['tests/qtest/pvrdma-test.c',
+                'tests/qtest/pvrdma/framework.c',
+                'tests/qtest/pvrdma/framework.h',
+                'tests/qtest/pvrdma-hostile-test.c',
+                'tests/qtest/pvrdma/hostile.c',
+                'tests/qtest/pvrdma/hostile.h'],
+         body="""\
+The device's two qtest programs and the helpers their tests share; the
+tests come one topic per patch:
+- pvrdma-test (pvrdma/framework.c): QP pairs connected on one device,
+  data filled and compared byte for byte, async events seen, and the
+  two-QEMU peers that the co-resident tests of a later series use (a
+  rendezvous directory, peers started and connected, completions
+  polled while the other process works);
+- pvrdma-hostile-test (pvrdma/hostile.c): a guest that lies, each test
+  asserting a clean error (ERR and the response's err, or a completion
+  with an error status), a device that still answers and, through the
+  device's x-used-* and x-mapped counters, that nothing leaked.
+
+Each program registers the topics whose file is there; until the next
+patch neither has a test to run.  Both are built for x86_64 with
+CONFIG_PVRDMA."""),
+    dict(subject='tests/qtest: pvrdma-test: the device and its commands',
+         files=['tests/qtest/pvrdma/device-tests.c'],
+         body="""\
+pvrdma/device-tests.c: the PCI identity and capabilities, activation
+and its errors, every command's success and error paths (queries, the
+port's link, contexts and PDs up to exhaustion, MRs, CQs, QPs created
+and modified, GID binds, SRQs), the older drivers' ABI versions and the
+device version, a bad ring index, the interrupts (CQ notification,
+communication established, send queue drained, INTx), a reset during
+work and the teardown."""),
+    dict(subject="tests/qtest: pvrdma-hostile-test: the old device's CVEs",
+         files=['tests/qtest/pvrdma/cve-tests.c'],
+         body="""\
+pvrdma/cve-tests.c: one test per CVE of the pvrdma device QEMU removed
+in 9.1 (CVE-2018-20123 to CVE-2023-1544), each doing what the guest did
+to the old device, written from the driver's ABI: realize errors, SGE
+counts, huge page counts, a ring that fails to set up, UAR writes
+before setup, malformed work requests, MR sizes, the DSR's ring pages,
+a ring's init error path, commands before the DSR, a ring past its page
+directory.  Each must get an error status or an error completion, never
+a crash or a hang, and leak nothing."""),
+    dict(subject='tests/qtest: pvrdma-hostile-test: further hostile input',
+         files=['tests/qtest/pvrdma/hostile-input-tests.c'],
+         body="""\
+pvrdma/hostile-input-tests.c: further classes of hostile input: ring
+sizes, doorbells after a destroy, handles used again, a command
+changed while in flight, the DSR moved, a reset during traffic, garbage
+indices, page directories in MMIO, a CQ resized to a bad geometry,
+MSI-X aimed at the device's own registers, and create/destroy cycles
+that must not leak."""),
+    dict(subject='tests/qtest: pvrdma-test: fault injection',
+         files=['tests/qtest/pvrdma/inject-tests.c'],
+         body="""\
+pvrdma/inject-tests.c: x-pvrdma-inject and its HMP command: commands
+that fail, are answered late or never, completions with an error
+status, async events, the port going down and up, what query-pvrdma
+lists as pending and fired; and the PVRDMA_GUEST_ERROR event."""),
+    dict(subject='tests/qtest: pvrdma-test: the loopback data path',
+         files=['tests/qtest/pvrdma/data-tests.c'],
+         body="""\
+pvrdma/data-tests.c: every verb on the loopback transport, the data
+compared byte for byte: SEND and RECV (also inline), RDMA WRITE and
+READ and atomics, remote access errors, fast registration and SEND with
+invalidate, UD, SRQs, the RNR wait, a QP destroyed under traffic and
+rings that wrap."""),
+    dict(subject='tests/qtest: pvrdma-test: migration',
+         files=['tests/qtest/pvrdma/migration-tests.c'],
+         body="""\
+pvrdma/migration-tests.c: a connected RC pair with traffic moved by a
+live migration, postcopy, savevm/loadvm and a background snapshot; hostile
+streams refused with the destination unharmed, in VMState and as one
+field; the one-field stream (x-state-blob=on) both ways and a mismatch;
+a migration with another build of the device when one is given (else a
+skip); what the device writes marked dirty.  Benchmarks of a migration,
+of an idle device and of the downtime an MR adds run when their
+environment variable asks for them (the idle one also measures
+co-resident peers, so it needs the co-resident transport of a later
+series).  The migration of a co-resident device is a test of that
+transport's topic."""),
+    # --- the maintainers --------------------------------------------------
+    dict(subject='MAINTAINERS: add pvrdma',
+         files=[], hooks=['MAINTAINERS'],
+         body="""\
+hw/rdma/ with its transports, the QAPI schema, the qtests and the docs.
+The entry comes with the device rather than after every transport: the
+series that add the other transports put their files under the same
+directories, and the one file they add elsewhere
+(docs/interop/pvrdma-coresident.rst) is added to the entry with it."""),
+]
+
+# series B (RFC): the co-resident transport, VMs on one host
+B_STEPS = [
     dict(subject='docs/interop: pvrdma co-resident protocol and wire format',
          files=['docs/interop/pvrdma-coresident.rst',
                 'include/hw/rdma/pvrdma_coresident_wire.h'],
@@ -476,6 +703,39 @@ reconnected.
 Everything runs in QEMU's main loop with the BQL held, except the poll
 of a peer's ring, which spins without the BQL and touches nothing but
 that ring's shared memory."""),
+    dict(subject='hw/rdma: pvrdma: co-resident peers, the device side',
+         files=['hw/rdma/pvrdma_dev_coresident.c'],
+         body="""\
+pvrdma_dev_coresident.c, the co-resident transport's link (a
+TYPE_PVRDMA_LINK class, whose options the device takes as its own):
+'rendezvous' (a directory where peers meet) or 'coresident=on' (peers
+only from management, x-pvrdma-peer-add), with 'rendezvous-secret' (a
+secret object whose bytes peers must know).  It checks that guest RAM
+is a shared memfd sealed against shrinking, which the peers map, and
+offers every such RAM block; it refuses migrations with postcopy-ram or
+background-snapshot (the peers write this VM's RAM where userfaultfd
+does not see them), lists the peers in query-pvrdma, and leaves the
+rendezvous directory tidy when QEMU exits.
+
+With this patch -device pvrdma,rendezvous=DIR gives RDMA between VMs
+on one host, without an RDMA device on the host."""),
+    dict(subject='tests/qtest: pvrdma-test: the co-resident transport',
+         files=['tests/qtest/pvrdma/coresident-tests.c'],
+         body="""\
+pvrdma/coresident-tests.c: two QEMU processes with a device each on the
+co-resident transport: RC and UD traffic with the data compared, one
+of the two migrated while requests wait at each side (and postcopy and
+a background snapshot refused first),
+query-pvrdma of both (and of a machine without the device), remote
+access errors, a peer that goes away, the RNR timeout, a QP destroyed
+or reset under traffic (the fence), a shared secret, peers connected by
+management (x-pvrdma-peer-add), another build of the device when one is
+given (else a skip), hot-unplug during a fence and during traffic, and
+MSI-X aimed at the device's own registers."""),
+]
+
+# series C: the RoCEv2 transport on the vmxnet3's network
+C_STEPS = [
     dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: declarations',
          files=['include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
                 'hw/rdma/backend/roce_int.h'],
@@ -544,8 +804,25 @@ migration with each QP's sequence numbers migrated, the constructor
 and the counters.  A frame from the network is as untrusted as the
 guest: after roce_parse() every field is checked against the QP it
 names, and anything else is dropped and counted.  Frames enter and
-leave through the NIC's net client (the device's glue, later in the
-series), so QEMU's network backends, filters and dumps see them."""),
+leave through the NIC's net client (the device's side, the next
+patch), so QEMU's network backends, filters and dumps see them."""),
+    dict(subject="hw/rdma: pvrdma RoCEv2 on the vmxnet3's network",
+         files=['hw/rdma/pvrdma_dev_roce.c'],
+         body="""\
+pvrdma_dev_roce.c, the RoCEv2 transport's link (a TYPE_PVRDMA_LINK
+class, whose options the device takes as its own): with 'roce=on' (off
+by default) the device takes the RoCEv2 frames addressed to it from the
+paired vmxnet3's netdev with a net filter, sends the transport's frames
+through that netdev, and shows the transport's counters as x-roce-*
+properties.  So QEMU's network backends, filters and dumps see the
+frames, and the guest's RoCEv2 shares the NIC's network as on a RoCE
+NIC: a pvrdma guest talks to Linux soft-RoCE and RoCE NICs on other
+hosts.  QPs over RoCEv2 migrate (each QP's sequence numbers go with the
+transport's record)."""),
+]
+
+# series D: the host HCA transport and its rdma_cm translation
+D_STEPS = [
     dict(subject='hw/rdma/backend: PVRDMA host HCA transport: memory regions',
          files=['include/hw/rdma/pvrdma_hostverbs.h',
                 'hw/rdma/backend/hostverbs_int.h',
@@ -581,20 +858,24 @@ and its port, which destinations it reaches, and the host's events:
 completions from one completion channel and async events, both on
 QEMU's event loop (no polling thread), and the device going away.
 Without libibverbs, hostverbs-stub.c says so when 'ibdev' is set."""),
-    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation: guest side',
+    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation: declarations',
          files=['include/hw/rdma/pvrdma_hostcm.h',
-                'hw/rdma/backend/hostcm_int.h',
-                'hw/rdma/backend/hostcm_mad.c'],
+                'hw/rdma/backend/hostcm_int.h'],
          body="""\
 In host HCA mode QP1 of the host's port belongs to the host kernel's
 connection manager, so the CM MADs the guest sends on its GSI QP cannot
 go out as they are: they are translated onto the host's librdmacm
-instead.  The translator comes in two files, the guest's side first.
+instead.  The translator comes in two files, the guest's side first,
+after its declarations.
 
-This patch: the translator's API for the device
-(include/hw/rdma/pvrdma_hostcm.h), what its files share
-(backend/hostcm_int.h: the CM MAD layouts of chapter 12 of the
-InfiniBand specification as fields, a connection's states), and
+This patch, to be read against chapter 12 of the InfiniBand
+specification: the translator's API for the device
+(include/hw/rdma/pvrdma_hostcm.h) and what its files share
+(backend/hostcm_int.h: the CM MAD layouts as fields, a connection's
+states, and the functions one file calls in the other)."""),
+    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation: guest side',
+         files=['hw/rdma/backend/hostcm_mad.c'],
+         body="""\
 hostcm_mad.c: the CM MADs the guest sends are parsed with bounds and
 become host rdma_cm calls (REQ: a host connection resolved and
 connected; REP, RTU, REJ, DREQ: rdma_accept, rdma_establish,
@@ -613,211 +894,20 @@ guest's own addresses for the ports the guest was told to listen on
 cannot know.  The RDMA_PS_TCP and RDMA_PS_UDP port spaces are
 translated; the guest never sees host pointers.  Without librdmacm,
 hostcm-stub.c says so when 'ibdev' is set."""),
-    # --- the device: PCI/QOM glue, QAPI -----------------------------------
-    dict(subject='hw/rdma: pvrdma device state, interrupts, host transports',
-         files=['hw/rdma/pvrdma_dev.h', 'hw/rdma/pvrdma_dev_irq.c',
-                'hw/rdma/pvrdma_dev_host.c'],
+    dict(subject='hw/rdma: pvrdma: host HCA mode, the device side',
+         files=['hw/rdma/pvrdma_dev_hca.c'],
          body="""\
-The PCI/QOM glue is the device (pvrdma.c, a few patches later) and a
-few files beside it; pvrdma_dev.h is the device's state and what they
-share.
-- pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
-  at once inside the device's re-entrancy guard, else from a guarded
-  bottom half; what is pending when the VM stops is raised before its
-  state is saved;
-- pvrdma_dev_host.c sets up, from the device's properties, the
-  transports that reach outside this QEMU: 'rendezvous' (and
-  'rendezvous-secret') the co-resident transport, 'ibdev' (and
-  'ibport', 'gid-index', 'cm-listen') the host HCA transport with its
-  rdma_cm translation."""),
-    dict(subject="hw/rdma: pvrdma RoCEv2 on the vmxnet3's network",
-         files=['hw/rdma/pvrdma_dev_roce.c'],
-         body="""\
-pvrdma_dev_roce.c: with 'roce=on' (off by default) the device takes the
-RoCEv2 frames addressed to it from the paired vmxnet3's netdev with a
-net filter, sends the transport's frames through that netdev, and shows
-the transport's counters as x-roce-* properties.  So QEMU's network
-backends, filters and dumps see the frames, and the guest's RoCEv2
-shares the NIC's network as on a RoCE NIC."""),
-    dict(subject='hw/rdma: pvrdma migration',
-         files=['hw/rdma/pvrdma_dev_mig.c'],
-         body="""\
-pvrdma_dev_mig.c: the device's VMState: the PCI and MSI-X state, then
-the core's image (its records as named fields and subsections, which
-analyze-migration.py reads), or with x-state-blob=on the one field of
-the device's older builds; and the notifiers that pause the transports
-for a save and end the pause, or tell the peers that the state moved.
-Live migration, postcopy, savevm/loadvm and background snapshots keep
-QPs on the loopback transport and over RoCEv2, and all but postcopy
-and background snapshots (refused: peers write this VM's RAM where
-userfaultfd does not see them) QPs on the co-resident transport; what
-the device writes into registered memory is marked dirty as it is
-written.  A QP on the host HCA holds migration back (a migration
-blocker with the reason)."""),
-    dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
-         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev_qmp.c',
-                'hw/rdma/pvrdma_dev_qmp_stub.c'],
-         hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
-                'monitor/monitor.c'],
-         body="""\
-query-pvrdma returns, for each pvrdma device, its QOM path, its
-transports with their counters, and every queue pair with its type,
-state, the path that carries it, its peer's GID and QP number and that
-path's counters (packets, bytes, retransmissions, timeouts, RNR and
-sequence NAKs, duplicates, drops).
-
-Four events tell a management application what it may have to act on:
-PVRDMA_PATH_CHANGED (a connected QP moved to another transport by
-itself), PVRDMA_PORT_CHANGED (the port went down or up, following the
-vmxnet3's link), PVRDMA_PEER_LOST (a co-resident peer failed) and
-PVRDMA_GUEST_ERROR (the guest did something the device refused).  They
-are rate limited to one a second per device, keyed by qom-path as
-BLOCK_IO_ERROR is.
-
-Unstable commands: x-pvrdma-inject makes a device fail on purpose for
-people testing guest drivers (the port goes down, an async event about
-a chosen QP, CQ or SRQ, the next commands of an opcode fail or are
-answered late or never, the next completions of a QP carry an error;
-query-pvrdma lists what is pending and what fired); x-pvrdma-peer-add
-connects a co-resident peer that management gives as a socket (getfd);
-x-query-pvrdma-qps, a debugging aid, lists the QPs as text.
-
-The commands find devices by QOM type; the device itself is added two
-patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
-list and the others an error."""),
-    dict(subject='hmp: add info pvrdma and x_pvrdma_inject',
-         files=['hw/rdma/pvrdma_dev_hmp.c'],
-         hooks=['hmp-commands-info.hx', 'hmp-commands.hx',
-                'include/monitor/hmp.h'],
-         body="""\
-'info pvrdma' prints what query-pvrdma returns: each pvrdma device's
-transports and the guest's queue pairs, with their state, the path that
-carries each, its peer and the path's counters.  x_pvrdma_inject takes
-the arguments of x-pvrdma-inject as key=value pairs.  Both are built
-with or without the device (the command tables name them either
-way)."""),
-    dict(subject='hw/rdma: add the pvrdma PCI device',
-         files=['hw/rdma/pvrdma.c'],
-         body="""\
--device pvrdma: the PCI function (15ad:0820) that the unmodified Linux
-vmw_pvrdma driver binds to, at function 1 of a slot whose function 0 is
-a vmxnet3 (the driver pairs them).  BAR 0 holds MSI-X, BAR 1 the
-registers, BAR 2 the UAR doorbell pages.  It owns a core and gives it
-guest memory, interrupts, timers and tracing, and adds the loopback
-transport and the ones its properties ask for; realize checks every
-property and fails with a clear error instead of starting a device that
-cannot work.
-
-Properties: 'rendezvous' (the co-resident transport), 'ibdev', 'ibport',
-'gid-index' and 'cm-listen' (the host HCA transport), 'roce' (the RoCEv2
-transport on the vmxnet3's network, off by default), the device's limits
-(max-qp, max-cq, ...).  The port follows the vmxnet3's link."""),
-    # --- the qtests ---------------------------------------------------------
-    dict(subject='tests/qtest/libqos: add a pvrdma driver',
-         files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h',
-                'tests/qtest/pvrdma-qos-test.c'],
-         hooks=['tests/qtest/libqos/meson.build', 'tests/qtest/meson.build'],
-         body="""\
-libqos/pvrdma.c drives the device as the Linux vmw_pvrdma driver does at
-probe (the DSR, the command and response slots, the async and CQ
-notification rings, MSI-X, activation), with helpers for the tests of
-the next patches: commands, page directories, rings, doorbells, work
-requests and completions, migrations, and the device's x-used-*
-counters.  It registers a "pvrdma" node in the qos graph (the device at
-function 1 of a slot with a vmxnet3 at function 0), which
-pvrdma-qos-test.c checks: what a test written elsewhere gets when it
-asks for the node."""),
-    dict(subject='tests/qtest: add pvrdma-test and pvrdma-hostile-test',
-         files=['tests/qtest/pvrdma-test.c',
-                'tests/qtest/pvrdma/framework.c',
-                'tests/qtest/pvrdma/framework.h',
-                'tests/qtest/pvrdma-hostile-test.c',
-                'tests/qtest/pvrdma/hostile.c',
-                'tests/qtest/pvrdma/hostile.h'],
-         body="""\
-The device's two qtest programs and the helpers their tests share; the
-tests come one topic per patch:
-- pvrdma-test (pvrdma/framework.c): QP pairs connected on one device,
-  data filled and compared byte for byte, async events seen, and the
-  two-QEMU peers of the co-resident tests (a rendezvous directory,
-  peers started and connected, completions polled while the other
-  process works);
-- pvrdma-hostile-test (pvrdma/hostile.c): a guest that lies, each test
-  asserting a clean error (ERR and the response's err, or a completion
-  with an error status), a device that still answers and, through the
-  device's x-used-* and x-mapped counters, that nothing leaked.
-
-Each program registers the topics whose file is there; until the next
-patch neither has a test to run.  Both are built for x86_64 with
-CONFIG_PVRDMA."""),
-    dict(subject='tests/qtest: pvrdma-test: the device and its commands',
-         files=['tests/qtest/pvrdma/device-tests.c'],
-         body="""\
-pvrdma/device-tests.c: the PCI identity and capabilities, activation
-and its errors, every command's success and error paths (queries, the
-port's link, contexts and PDs up to exhaustion, MRs, CQs, QPs created
-and modified, GID binds, SRQs), the older drivers' ABI versions and the
-device version, a bad ring index, the interrupts (CQ notification,
-communication established, send queue drained, INTx), a reset during
-work and the teardown."""),
-    dict(subject="tests/qtest: pvrdma-hostile-test: the old device's CVEs",
-         files=['tests/qtest/pvrdma/cve-tests.c'],
-         body="""\
-pvrdma/cve-tests.c: one test per CVE of the pvrdma device QEMU removed
-in 9.1 (CVE-2018-20123 to CVE-2023-1544), each doing what the guest did
-to the old device, written from the driver's ABI: realize errors, SGE
-counts, huge page counts, a ring that fails to set up, UAR writes
-before setup, malformed work requests, MR sizes, the DSR's ring pages,
-a ring's init error path, commands before the DSR, a ring past its page
-directory.  Each must get an error status or an error completion, never
-a crash or a hang, and leak nothing."""),
-    dict(subject='tests/qtest: pvrdma-hostile-test: further hostile input',
-         files=['tests/qtest/pvrdma/hostile-input-tests.c'],
-         body="""\
-pvrdma/hostile-input-tests.c: further classes of hostile input: ring
-sizes, doorbells after a destroy, handles used again, a command
-changed while in flight, the DSR moved, a reset during traffic, garbage
-indices, page directories in MMIO, a CQ resized to a bad geometry,
-MSI-X aimed at the device's own registers, and create/destroy cycles
-that must not leak."""),
-    dict(subject='tests/qtest: pvrdma-test: fault injection',
-         files=['tests/qtest/pvrdma/inject-tests.c'],
-         body="""\
-pvrdma/inject-tests.c: x-pvrdma-inject and its HMP command: commands
-that fail, are answered late or never, completions with an error
-status, async events, the port going down and up, what query-pvrdma
-lists as pending and fired; and the PVRDMA_GUEST_ERROR event."""),
-    dict(subject='tests/qtest: pvrdma-test: the loopback data path',
-         files=['tests/qtest/pvrdma/data-tests.c'],
-         body="""\
-pvrdma/data-tests.c: every verb on the loopback transport, the data
-compared byte for byte: SEND and RECV (also inline), RDMA WRITE and
-READ and atomics, remote access errors, fast registration and SEND with
-invalidate, UD, SRQs, the RNR wait, a QP destroyed under traffic and
-rings that wrap."""),
-    dict(subject='tests/qtest: pvrdma-test: migration',
-         files=['tests/qtest/pvrdma/migration-tests.c'],
-         body="""\
-pvrdma/migration-tests.c: a connected RC pair with traffic moved by a
-live migration, one of two co-resident devices migrated while its peer
-waits, postcopy, savevm/loadvm and a background snapshot; hostile
-streams refused with the destination unharmed, in VMState and as one
-field; the one-field stream (x-state-blob=on) both ways and a mismatch;
-a migration with another build of the device when one is given (else a
-skip); what the device writes marked dirty.  Benchmarks of a migration,
-of an idle device and of the downtime an MR adds run when their
-environment variable asks for them."""),
-    dict(subject='tests/qtest: pvrdma-test: the co-resident transport',
-         files=['tests/qtest/pvrdma/coresident-tests.c'],
-         body="""\
-pvrdma/coresident-tests.c: two QEMU processes with a device each on the
-co-resident transport: RC and UD traffic with the data compared,
-query-pvrdma of both (and of a machine without the device), remote
-access errors, a peer that goes away, the RNR timeout, a QP destroyed
-or reset under traffic (the fence), a shared secret, peers connected by
-management (x-pvrdma-peer-add), another build of the device when one is
-given (else a skip), hot-unplug during a fence and during traffic, and
-MSI-X aimed at the device's own registers."""),
+pvrdma_dev_hca.c, the host HCA transport's link (a TYPE_PVRDMA_LINK
+class, whose options the device takes as its own): 'ibdev' (the host
+RDMA device, named: 'auto' is refused), 'ibport', 'gid-index' and
+'cm-listen' (the TCP-style ports whose rdma_cm listeners the guest
+gets), each checked at realize.  It opens the host device, handing it
+guest RAM's shared blocks (an MR of scattered guest pages is mapped
+again contiguously from them), then the rdma_cm translator beside it
+(without rdma_cm on the host and without 'cm-listen', a warning: the
+guest can still connect out), and adds a migration blocker that names
+why: the guest's objects live on the host device, whose QP numbers and
+keys no other device can give back."""),
     dict(subject='tests/qtest: pvrdma-test: host HCA mode',
          files=['tests/qtest/pvrdma/hca-tests.c'],
          body="""\
@@ -827,11 +917,15 @@ RoCEv2 IPv4 GID (Linux soft-RoCE will do), skipped without one: RC
 with its FRMR bound, a GID the host lacks, a hostile guest and hostile
 CM MADs, a 1 GiB MR, the cost of fast registration, the host's port,
 and the locked-memory limit."""),
-    dict(subject='MAINTAINERS: add pvrdma',
-         files=[], hooks=['MAINTAINERS'],
-         body="""\
-hw/rdma/ with its transports, the QAPI schema, the qtests and the docs."""),
 ]
+
+SERIES = [
+    dict(name='A', steps=A_STEPS),
+    dict(name='B', steps=B_STEPS),
+    dict(name='C', steps=C_STEPS),
+    dict(name='D', steps=D_STEPS),
+]
+STEPS = [s for ser in SERIES for s in ser['steps']]
 
 
 def run(cmd, cwd=None, **kw):
@@ -1083,6 +1177,23 @@ def cut_qtest_meson(text, present):
                   text, flags=re.M)
 
 
+def cut_maintainers(text, present, named):
+    """MAINTAINERS (our hook applied) without the F: lines that name a
+    file of the series (in named) that is not present yet: the entry
+    comes with the device, a file another series adds joins it then."""
+    return ''.join(line for line in text.splitlines(keepends=True)
+                   if not (line.startswith('F: ') and
+                           line[3:].strip() in named and
+                           line[3:].strip() not in present))
+
+
+def cut_hook(path, text, present, named):
+    """A hooked file of QEMU's (HOOK_CUTS) cut down to this step."""
+    if path == 'MAINTAINERS':
+        return cut_maintainers(text, present, named)
+    return cut_qtest_meson(text, present)
+
+
 def check_trace(events, present, subject):
     """Every trace_X() a present .c file of hw/rdma calls is in this step's
     trace-events: else the step does not build (a section's heading names
@@ -1180,7 +1291,7 @@ def main():
                     hooked_full[h] = f.read()
         for h, text in hooked_full.items():
             with open(os.path.join(args.work, h), 'w') as f:
-                f.write(cut_qtest_meson(text, present))
+                f.write(cut_hook(h, text, present, set(named)))
         run(['git', 'add', '-A'], cwd=args.work)
         msg = step['subject'] + '\n\n' + step['body'].rstrip() + \
             '\n\nSigned-off-by: %s\n' % who
