@@ -20,7 +20,10 @@ transport with its rdma_cm translation.  Each of B, C and D ends with
 its transport's device side (hw/rdma/pvrdma_dev_<transport>.c, a
 TYPE_PVRDMA_LINK class) and its qtest topic, if it has one.  --out
 (default build/series/patches) gets `git format-patch --cover-letter`
-of them.
+of each series in a directory of its own (A/, B/, C/, D/: what is sent,
+each with its cover letter, patches/series-cover*.txt), and of all of
+them in one, numbered through (*.patch: what scripts/series-check.sh
+applies and builds).
 
 Each step names the files it adds, with their paths in this repository
 (hw/rdma, backend -> hw/rdma/backend, include, qapi, tests/qtest, docs),
@@ -920,10 +923,14 @@ and the locked-memory limit."""),
 ]
 
 SERIES = [
-    dict(name='A', steps=A_STEPS),
-    dict(name='B', steps=B_STEPS),
-    dict(name='C', steps=C_STEPS),
-    dict(name='D', steps=D_STEPS),
+    dict(name='A', prefix='PATCH', steps=A_STEPS,
+         cover='patches/series-cover.txt'),
+    dict(name='B', prefix='RFC PATCH', steps=B_STEPS,
+         cover='patches/series-cover-B.txt'),
+    dict(name='C', prefix='PATCH', steps=C_STEPS,
+         cover='patches/series-cover-C.txt'),
+    dict(name='D', prefix='PATCH', steps=D_STEPS,
+         cover='patches/series-cover-D.txt'),
 ]
 STEPS = [s for ser in SERIES for s in ser['steps']]
 
@@ -1194,6 +1201,24 @@ def cut_hook(path, text, present, named):
     return cut_qtest_meson(text, present)
 
 
+def fill_cover(cover, title, blurb):
+    """git format-patch's cover letter with its subject and blurb."""
+    with open(cover) as f:
+        text = f.read()
+    text = text.replace('*** SUBJECT HERE ***', title.strip())
+    text = text.replace('*** BLURB HERE ***', blurb.strip() + '\n')
+    with open(cover, 'w') as f:
+        f.write(text)
+
+
+def read_cover(path):
+    """A cover text of patches/: its first line the title, the rest the
+    blurb."""
+    with open(os.path.join(TOP, path)) as f:
+        title, _, rest = f.read().rstrip().partition('\n')
+    return title.strip(), rest.strip()
+
+
 def check_trace(events, present, subject):
     """Every trace_X() a present .c file of hw/rdma calls is in this step's
     trace-events: else the step does not build (a section's heading names
@@ -1259,7 +1284,7 @@ def main():
     env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_COMMITTER_NAME=name,
                GIT_AUTHOR_EMAIL=email[:-1], GIT_COMMITTER_EMAIL=email[:-1])
 
-    present, hooked_full = set(), {}
+    present, hooked_full, commits = set(), {}, []
     for step in STEPS:
         for f in step['files']:
             present.add(f)
@@ -1297,6 +1322,9 @@ def main():
             '\n\nSigned-off-by: %s\n' % who
         run(['git', 'commit', '-q', '-F', '-'], cwd=args.work, env=env,
             input=msg, text=True)
+        commits.append(subprocess.run(
+            ['git', 'rev-parse', 'HEAD'], cwd=args.work, check=True,
+            capture_output=True, text=True).stdout.strip())
 
     # the last step has every file whole: what was cut is the file itself
     for g in sorted(GENERATED):
@@ -1315,23 +1343,41 @@ def main():
         shutil.rmtree(args.out)
     # "[PATCH 00/15]" for a first version, "[PATCH v2 00/15]" after
     ver = ['-v', args.version] if args.version != '1' else []
-    run(['git', 'format-patch', '-q', '--cover-letter'] + ver +
-        ['--subject-prefix=PATCH', '-o', args.out, base + '..HEAD'],
-        cwd=args.work, env=env)
-    cover = [os.path.join(args.out, p) for p in sorted(os.listdir(args.out))
-             if '0000-cover-letter' in p][0]
-    with open(cover) as f:
-        text = f.read()
-    with open(os.path.join(TOP, 'patches/series-cover.txt')) as f:
-        blurb = f.read().rstrip() + '\n'
-    title, _, rest = blurb.partition('\n')
-    text = text.replace('*** SUBJECT HERE ***', title.strip())
-    text = text.replace('*** BLURB HERE ***', rest.strip() + '\n')
-    with open(cover, 'w') as f:
-        f.write(text)
-    print('patch-series: %d patches and a cover letter in %s (on %s)'
-          % (len(STEPS), args.out, base[:12]))
 
+    def format_patch(out, prefix, rev_range):
+        run(['git', 'format-patch', '-q', '--cover-letter'] + ver +
+            ['--subject-prefix=' + prefix, '-o', out, rev_range],
+            cwd=args.work, env=env)
+        return [os.path.join(out, p) for p in sorted(os.listdir(out))
+                if '0000-cover-letter' in p][0]
+
+    # each series in a directory of its own, as it is sent: A, then B on
+    # top of A, C on top of B, D on top of C
+    first, ranges = 0, []
+    for ser in SERIES:
+        last = first + len(ser['steps'])
+        start = base if first == 0 else commits[first - 1]
+        cover = format_patch(os.path.join(args.out, ser['name']),
+                             ser['prefix'], start + '..' + commits[last - 1])
+        fill_cover(cover, *read_cover(ser['cover']))
+        ranges.append('%s %d-%d' % (ser['name'], first + 1, last))
+        first = last
+    # and all of them in one, numbered through, for scripts/series-check.sh
+    cover = format_patch(args.out, 'PATCH', base + '..HEAD')
+    fill_cover(cover, 'hw/rdma: a new pvrdma device: series %s to %s in one'
+               % (SERIES[0]['name'], SERIES[-1]['name']), """\
+Series %s, one after the other, in one directory to be applied and
+built at once (scripts/series-check.sh).  They are sent as %s, each
+with its own cover letter:
+%s""" % (', '.join(ser['name'] for ser in SERIES),
+         ', '.join(ser['name'] + '/' for ser in SERIES),
+         ''.join('- %s (patches %s): %s\n' % (ser['name'],
+                                               r.split(' ')[1],
+                                               read_cover(ser['cover'])[0])
+                 for ser, r in zip(SERIES, ranges))))
+    print('patch-series: %d patches and a cover letter in %s (on %s); '
+          'series %s, each with a cover letter in a directory of its own'
+          % (len(STEPS), args.out, base[:12], ', '.join(ranges)))
 
 if __name__ == '__main__':
     sys.exit(main())

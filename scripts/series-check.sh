@@ -4,6 +4,9 @@
 # maintainer would: applied with `git am` to a pristine QEMU tree, each
 # patch through QEMU's scripts/checkpatch.pl, and every commit built
 # (bisectable), the pvrdma qtests run from the commit that adds them on.
+# The series as sent, build/series/patches/A, B, C, D (each with its cover
+# letter), are also applied one after the other: they must give the same
+# tree as the whole (build/series/patches/*.patch), which is what is built.
 #
 #   scripts/series-check.sh [--final-only] [--newest]
 #
@@ -85,6 +88,26 @@ if (cd "$t" && git_q am -q "${patches[@]}"); then
     ok "git am: ${#patches[@]} patches apply to $(basename "$orig")"
 else
     bad "git am: the series does not apply"; echo "${pass} passed, ${fail} failed"; exit 1
+fi
+# the series as they are sent (patches/A, B, ...: each its own cover letter
+# and numbering), applied one after the other: the same tree as the whole
+sers=() ; for d in "$s"/patches/*/; do [ -d "$d" ] && sers+=("$(basename "$d")"); done
+if [ ${#sers[@]} -gt 0 ]; then
+    st=$s/src/per-series
+    git_q clone -q "$s/base" "$st"
+    n_ser=() am_ok=1
+    for x in "${sers[@]}"; do
+        mapfile -t sp < <(ls "$s/patches/$x"/*.patch | grep -v 0000-cover-letter)
+        n_ser+=("$x ${#sp[@]}")
+        (cd "$st" && git_q am -q "${sp[@]}") || { am_ok=0; break; }
+    done
+    if [ "$am_ok" = 1 ] &&
+       [ "$(git -C "$st" rev-parse 'HEAD^{tree}')" = "$(git -C "$t" rev-parse 'HEAD^{tree}')" ]; then
+        ok "git am: series $(IFS=,; echo "${n_ser[*]}" | sed 's/,/, /g') patches, one after the other, give the whole series' tree"
+    else
+        bad "git am: series ${sers[*]} applied one after the other do not give the whole series' tree (stopped at ${n_ser[-1]})"
+    fi
+    rm -rf "$st"
 fi
 
 # --- 4. checkpatch -----------------------------------------------------------------------
