@@ -383,42 +383,9 @@ The simplest transport: both QPs of a connection in the same device
 (processes or kernel users of one VM).  A SEND or WRITE is one copy
 from the requester's guest memory to the responder's."""),
     # --- the device: PCI/QOM glue, QAPI -----------------------------------
-    dict(subject='hw/rdma: pvrdma device state and interrupts',
-         files=['hw/rdma/pvrdma_dev.h', 'hw/rdma/pvrdma_dev_irq.c'],
-         body="""\
-The PCI/QOM glue is the device (pvrdma.c, a few patches later) and a
-few files beside it; pvrdma_dev.h is the device's state and what they
-share, among it the device side of a transport that reaches outside
-this QEMU: a link (TYPE_PVRDMA_LINK), a bus-less child of the device
-whose options the device aliases, so that pvrdma.c knows only the
-loopback transport and each other transport brings its link in a file
-of its own (pvrdma_dev_coresident.c, pvrdma_dev_roce.c,
-pvrdma_dev_hca.c, in the series that add those transports).
-
-pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
-at once inside the device's re-entrancy guard, else from a guarded
-bottom half; what is pending when the VM stops is raised before its
-state is saved."""),
-    dict(subject='hw/rdma: pvrdma migration',
-         files=['hw/rdma/pvrdma_dev_mig.c'],
-         body="""\
-pvrdma_dev_mig.c: the device's VMState: the PCI and MSI-X state, then
-the core's image (its records as named fields and subsections, which
-analyze-migration.py reads), or with x-state-blob=on the one field of
-the device's older builds; and the notifiers that pause the transports
-for a save and end the pause, or tell them that the state moved.
-Live migration, postcopy, savevm/loadvm and background snapshots keep
-QPs on the loopback transport; what the device writes into registered
-memory is marked dirty as it is written.
-
-A transport's link may refuse a migration's capabilities: the
-co-resident transport (a later series) refuses postcopy and background
-snapshots, because its peers write this VM's RAM where userfaultfd does
-not see them; the host HCA's (also later) holds migration back with a
-blocker while the host device has the guest's objects."""),
     dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
-         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev_qmp.c',
-                'hw/rdma/pvrdma_dev_qmp_stub.c'],
+         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev.h',
+                'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c'],
          hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
                 'monitor/monitor.c'],
          body="""\
@@ -447,9 +414,43 @@ x-pvrdma-peer-add and PVRDMA_PEER_LOST belong to the co-resident
 transport, a later series; until it is there, x-pvrdma-peer-add answers
 that the device has no co-resident transport.
 
-The commands find devices by QOM type; the device itself is added two
+The commands find devices by QOM type; the device itself is added four
 patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
-list and the others an error."""),
+list and the others an error.
+
+The PCI/QOM glue is the device (pvrdma.c) and a few files beside it,
+pvrdma_dev_qmp.c the first of them; hw/rdma/pvrdma_dev.h, which comes
+with it, is the device's state and what they share (its query-pvrdma
+types among it), and declares the device side of a transport that
+reaches outside this QEMU: a link (TYPE_PVRDMA_LINK), a bus-less child
+of the device whose options the device aliases, so that pvrdma.c knows
+only the loopback transport and each other transport brings its link
+in a file of its own (pvrdma_dev_coresident.c, pvrdma_dev_roce.c,
+pvrdma_dev_hca.c, in the series that add those transports)."""),
+    dict(subject='hw/rdma: pvrdma interrupts',
+         files=['hw/rdma/pvrdma_dev_irq.c'],
+         body="""\
+pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
+at once inside the device's re-entrancy guard, else from a guarded
+bottom half; what is pending when the VM stops is raised before its
+state is saved (pvrdma_dev_mig.c, the next patch, calls that)."""),
+    dict(subject='hw/rdma: pvrdma migration',
+         files=['hw/rdma/pvrdma_dev_mig.c'],
+         body="""\
+pvrdma_dev_mig.c: the device's VMState: the PCI and MSI-X state, then
+the core's image (its records as named fields and subsections, which
+analyze-migration.py reads), or with x-state-blob=on the one field of
+the device's older builds; and the notifiers that pause the transports
+for a save and end the pause, or tell them that the state moved.
+Live migration, postcopy, savevm/loadvm and background snapshots keep
+QPs on the loopback transport; what the device writes into registered
+memory is marked dirty as it is written.
+
+A transport's link may refuse a migration's capabilities: the
+co-resident transport (a later series) refuses postcopy and background
+snapshots, because its peers write this VM's RAM where userfaultfd does
+not see them; the host HCA's (also later) holds migration back with a
+blocker while the host device has the guest's objects."""),
     dict(subject='hmp: add info pvrdma and x_pvrdma_inject',
          files=['hw/rdma/pvrdma_dev_hmp.c'],
          hooks=['hmp-commands-info.hx', 'hmp-commands.hx',
