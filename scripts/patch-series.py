@@ -62,7 +62,7 @@ TREE = [('backend/', 'hw/rdma/backend/'), ('hw/rdma/', 'hw/rdma/'),
 GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events',
              'tests/qtest/pvrdma-test.c', 'tests/qtest/pvrdma/framework.h',
              'tests/qtest/pvrdma-hostile-test.c',
-             'tests/qtest/pvrdma/hostile.h'}
+             'tests/qtest/pvrdma/hostile.h', 'docs/devel/pvrdma.rst'}
 # files of QEMU's that a hook changes and that are cut down to each step
 # from the step that applies the hook on (cut_qtest_meson and
 # cut_maintainers below)
@@ -596,6 +596,7 @@ directories, and the one file they add elsewhere
 B_STEPS = [
     dict(subject='docs/interop: pvrdma co-resident protocol and wire format',
          files=['docs/interop/pvrdma-coresident.rst',
+                'docs/devel/pvrdma-coresident.rst',
                 'include/hw/rdma/pvrdma_coresident_wire.h'],
          hooks=['docs/interop/index.rst'],
          body="""\
@@ -607,8 +608,11 @@ with share=on) over a unix socket, and carry each SEND, WRITE, READ or
 atomic as one copy from one guest's memory into the other's, with
 requests and answers on shared-memory rings.
 
-This patch is the protocol, ahead of the transport that speaks it (the
-next patches): docs/interop/pvrdma-coresident.rst specifies what two
+This patch is the protocol and the design, ahead of the transport (the
+next patches): docs/devel/pvrdma-coresident.rst is the transport's
+design (the threat model, the designs weighed, the data path, the
+rings, a SEND from doorbell to CQE), docs/interop/pvrdma-coresident.rst
+specifies what two
 devices in two QEMU processes exchange (messages, states, versions and
 features, who maps which memory, the pause for a migration), and
 include/hw/rdma/pvrdma_coresident_wire.h is its wire format: the
@@ -741,7 +745,8 @@ MSI-X aimed at the device's own registers."""),
 # series C: the RoCEv2 transport on the vmxnet3's network
 C_STEPS = [
     dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: declarations',
-         files=['include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
+         files=['docs/devel/pvrdma-roce.rst',
+                'include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
                 'hw/rdma/backend/roce_int.h'],
          body="""\
 Standard RoCEv2 (InfiniBand transport over UDP port 4791) on the
@@ -751,8 +756,10 @@ hosts.  The transport is shaped as rxe, a file per state machine:
 requester, responder, completer, frames out, and the transport with
 frames in, in the next patches.
 
-This patch has its declarations, to be read against the InfiniBand
-specification: include/hw/rdma/roce_wire.h, the wire format (Ethernet,
+This patch has its design (docs/devel/pvrdma-roce.rst: the codec, the
+transport, its retry rules compared with IBA and rxe, a SEND from
+doorbell to ACK) and its declarations, to be read against the
+InfiniBand specification: include/hw/rdma/roce_wire.h, the wire format (Ethernet,
 802.1Q, IPv4 or IPv6, UDP, BTH and the extension headers, payload,
 pad, ICRC) as a RocePkt that the codec of the next patch parses and
 builds; include/hw/rdma/pvrdma_roce.h, the transport's API for the
@@ -828,7 +835,8 @@ transport's record)."""),
 # series D: the host HCA transport and its rdma_cm translation
 D_STEPS = [
     dict(subject='hw/rdma/backend: PVRDMA host HCA transport: memory regions',
-         files=['include/hw/rdma/pvrdma_hostverbs.h',
+         files=['docs/devel/pvrdma-hca.rst',
+                'include/hw/rdma/pvrdma_hostverbs.h',
                 'hw/rdma/backend/hostverbs_int.h',
                 'hw/rdma/backend/hostverbs_mr.c'],
          body="""\
@@ -839,7 +847,8 @@ registered in place (zero copy), and host completions are translated
 back.  It is built with QEMU's 'rdma' feature (libibverbs and
 librdmacm), in three files, memory first.
 
-This patch: the transport's API (include/hw/rdma/pvrdma_hostverbs.h),
+This patch: the transport's design (docs/devel/pvrdma-hca.rst), its
+API (include/hw/rdma/pvrdma_hostverbs.h),
 what its files share (hostverbs_int.h), and hostverbs_mr.c, the host
 twins of the guest's MRs: a user MR over several runs of guest RAM is
 mapped again contiguously first; the DMA MR covers guest RAM by guest
@@ -1151,6 +1160,36 @@ def wrap_files(prefix, names, width=79):
     return '\n'.join(lines) + '\n'
 
 
+def cut_toctree(text, present):
+    """The design doc's toctree of the transports' documents, cut down to
+    those present (each comes with its transport); a toctree left empty
+    goes, its directive too."""
+    out, i, lines = [], 0, text.split('\n')
+    while i < len(lines):
+        if lines[i].startswith('.. toctree::'):
+            j = i + 1
+            while j < len(lines) and (lines[j].startswith('   ') or
+                                      not lines[j].strip()):
+                j += 1
+            block = lines[i:j]
+            entries = [b for b in block[1:] if b.strip() and
+                       not b.strip().startswith(':')]
+            kept = [e for e in entries
+                    if 'docs/devel/%s.rst' % e.strip() in present]
+            if entries and not kept:
+                while out and not out[-1].strip():
+                    out.pop()
+                out.append('')
+                i = j
+                continue
+            out += [b for b in block if b not in entries or b in kept]
+            i = j
+            continue
+        out.append(lines[i])
+        i += 1
+    return '\n'.join(out)
+
+
 def cut_qtest_meson(text, present):
     """tests/qtest/meson.build (our hook applied) with the pvrdma qtest
     programs whose main file is present, each built from its present
@@ -1305,6 +1344,8 @@ def main():
             elif g.endswith('trace-events'):
                 text = cut_trace(text, rdma, used)
                 check_trace(text, present, step['subject'])
+            elif g.endswith('.rst'):
+                text = cut_toctree(text, present)
             else:
                 text = cut_test_main(text, present)
             with open(os.path.join(args.work, g), 'w') as f:
