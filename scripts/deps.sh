@@ -47,7 +47,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
     libibverbs-dev libibumad-dev librdmacm-dev \
     seabios ipxe-qemu cpio busybox-static kmod gcc-multilib zstd debootstrap \
     clang-14 libclang-rt-14-dev llvm-14 valgrind tshark \
-    libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+    libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients python3-sphinx
 $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports \
     meson python3-pycotap
 touch "$stamp"

@@ -89,6 +89,31 @@ if (cd "$t" && git_q am -q "${patches[@]}"); then
 else
     bad "git am: the series does not apply"; echo "${pass} passed, ${fail} failed"; exit 1
 fi
+# docs_check TREE LABEL: the device's documents in TREE (the design docs,
+# the user doc, the interop spec) built by Sphinx (Debian's python3-sphinx)
+# with warnings as errors,
+# on their own (QEMU's docs build needs its theme and extensions; ours use
+# neither): no broken markup, no reference to a document or section the
+# tree does not have yet
+docs_check() {
+    _d=$(mktemp -d) _idx=""
+    for _f in $(cd "$1/docs" && ls devel/pvrdma*.rst system/devices/pvrdma.rst \
+                interop/pvrdma*.rst 2>/dev/null); do
+        mkdir -p "$_d/src/$(dirname "$_f")"; cp "$1/docs/$_f" "$_d/src/$_f"
+    done
+    for _f in devel/pvrdma system/devices/pvrdma interop/pvrdma-coresident; do
+        [ -f "$_d/src/$_f.rst" ] && _idx="$_idx   $_f\n"
+    done
+    printf "project = 'pvrdma'\nmaster_doc = 'index'\n" > "$_d/src/conf.py"
+    printf "pvrdma\n======\n\n.. toctree::\n\n$_idx" > "$_d/src/index.rst"
+    if _out=$(/usr/bin/python3 -m sphinx -q -W --keep-going -b html "$_d/src" "$_d/out" 2>&1); then
+        ok "docs: $2: $(cd "$_d/src" && ls devel/*.rst | wc -l) design documents build (sphinx -W)"
+    else
+        bad "docs: $2: sphinx -W"; echo "$_out" | head -20
+    fi
+    rm -rf "$_d"
+}
+
 # the series as they are sent (patches/A, B, ...: each its own cover letter
 # and numbering), applied one after the other: the same tree as the whole
 sers=() ; for d in "$s"/patches/*/; do [ -d "$d" ] && sers+=("$(basename "$d")"); done
@@ -100,6 +125,7 @@ if [ ${#sers[@]} -gt 0 ]; then
         mapfile -t sp < <(ls "$s/patches/$x"/*.patch | grep -v 0000-cover-letter)
         n_ser+=("$x ${#sp[@]}")
         (cd "$st" && git_q am -q "${sp[@]}") || { am_ok=0; break; }
+        docs_check "$st" "after series $x"
     done
     if [ "$am_ok" = 1 ] &&
        [ "$(git -C "$st" rev-parse 'HEAD^{tree}')" = "$(git -C "$t" rev-parse 'HEAD^{tree}')" ]; then
