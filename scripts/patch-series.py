@@ -62,11 +62,13 @@ TREE = [('backend/', 'hw/rdma/backend/'), ('hw/rdma/', 'hw/rdma/'),
 GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events',
              'tests/qtest/pvrdma-test.c', 'tests/qtest/pvrdma/framework.h',
              'tests/qtest/pvrdma-hostile-test.c',
-             'tests/qtest/pvrdma/hostile.h', 'docs/devel/pvrdma.rst'}
+             'tests/qtest/pvrdma/hostile.h', 'docs/devel/pvrdma.rst',
+             'docs/devel/pvrdma-transports.rst'}
 # files of QEMU's that a hook changes and that are cut down to each step
 # from the step that applies the hook on (cut_qtest_meson and
 # cut_maintainers below)
-HOOK_CUTS = {'tests/qtest/meson.build', 'MAINTAINERS'}
+HOOK_CUTS = {'tests/qtest/meson.build', 'MAINTAINERS',
+             'tests/qtest/libqos/meson.build'}
 
 CORE_WHY = """\
 The device model is split as hw/net/igb is: a core that knows the
@@ -121,21 +123,47 @@ patches that follow."""),
          files=['docs/devel/pvrdma.rst'],
          hooks=['docs/devel/index-internals.rst'],
          body="""\
-docs/devel/pvrdma.rst, the design the following patches implement: the
-layers (a core that knows the guest ABI and nothing of QOM, the
-transports behind one interface, thin PCI/QOM glue) with a map of their
-files, threading, the life of a doorbell, of one RC SEND on each
-transport and of a command, the threat model and how guest input is
-checked once, at the edge; the transports in detail (the co-resident
-transport's peers and rings, host HCA mode and its rdma_cm translation,
-the RoCEv2 wire format and retry rules compared with the InfiniBand
-specification and Linux rxe), the monitor commands, resources and
-teardown, migration, the differences from the pvrdma device QEMU
-removed in 9.1, and how to write a qtest for the device.
+docs/devel/pvrdma.rst, the overview of the design the following patches
+implement: its words, the layers (a core that knows the guest ABI and
+nothing of QOM, the transports behind one interface, thin PCI/QOM glue)
+with a map of their files, threading, and the differences from the
+pvrdma device QEMU removed in 9.1.  The design in detail comes in the
+next patches, a document each, and each transport's with the
+transport.
 
 It comes before the code so that each later patch can be reviewed
-against it; the specification of the co-resident protocol, which
-refers to it, comes with that transport."""),
+against it."""),
+    dict(subject='docs/devel: pvrdma design: data paths, threat model',
+         files=['docs/devel/pvrdma-paths.rst',
+                'docs/devel/pvrdma-security.rst'],
+         body="""\
+Two documents of the pvrdma design: pvrdma-paths.rst follows work
+through the device (a doorbell from the vCPU to the run loop, one RC
+SEND from its doorbell to both CQEs on the loopback transport, a
+command from the REQUEST write to its response), file by file;
+pvrdma-security.rst is the threat model (who may do what to the device)
+and how guest input is checked: once, where it enters the device, the
+guest's rings included."""),
+    dict(subject='docs/devel: pvrdma design: transports, interfaces',
+         files=['docs/devel/pvrdma-transports.rst',
+                'docs/devel/pvrdma-interfaces.rst'],
+         body="""\
+Two documents of the pvrdma design: pvrdma-transports.rst is the
+contract between the core and the transports that carry the guest's
+verbs (message and queue transports, the transport choice, the links
+through which the transports that reach outside the process come; each
+of those has its own document, which comes with it);
+pvrdma-interfaces.rst the device's other interfaces: the monitor
+commands, the device versions, resources and teardown, the device's own
+ABI header, and how to write a qtest for the device."""),
+    dict(subject='docs/devel: pvrdma design: migration',
+         files=['docs/devel/pvrdma-migration.rst'],
+         body="""\
+The last document of the pvrdma design: how the device migrates.  Its
+state is VMState (the core's objects as records, loaded by replaying
+the guest's commands through the same checks), the transports pause
+and resume around a save, what the device writes into guest memory is
+marked dirty, and what is not done."""),
     # --- the core: the guest ABI, nothing of QOM --------------------------
     dict(subject='hw/rdma: add the PVRDMA core interface',
          files=['include/hw/rdma/pvrdma_core.h', 'hw/rdma/Kconfig',
@@ -493,12 +521,22 @@ RDMA between the processes and kernel users of one VM."""),
 libqos/pvrdma.c drives the device as the Linux vmw_pvrdma driver does at
 probe (the DSR, the command and response slots, the async and CQ
 notification rings, MSI-X, activation), with helpers for the tests of
-the next patches: commands, page directories, rings, doorbells, work
-requests and completions, migrations, and the device's x-used-*
-counters.  It registers a "pvrdma" node in the qos graph (the device at
+the next patches: commands, page directories, rings, doorbells, and the
+device's x-used-* counters (the verbs objects and migrations come in
+files of their own, later).  It registers a "pvrdma" node in the qos graph (the device at
 function 1 of a slot with a vmxnet3 at function 0), which
 pvrdma-qos-test.c checks: what a test written elsewhere gets when it
 asks for the node."""),
+    dict(subject='tests/qtest/libqos: pvrdma driver: verbs objects',
+         files=['tests/qtest/libqos/pvrdma-verbs.c'],
+         body="""\
+The libqos pvrdma driver's verbs, as the Linux driver makes them: PDs,
+CQs, QPs and MRs through the command channel, QP state changes, GIDs,
+work requests written into the QP's rings and rung at the UAR, and
+completions polled, checked and drained; a CQE of a QP the test did not
+create or already destroyed fails the test (the Linux driver cannot get
+past one), and those a QP's destruction or reset flushes are dropped as
+the driver drops them."""),
     dict(subject='tests/qtest: add pvrdma-test and pvrdma-hostile-test',
          files=['tests/qtest/pvrdma-test.c',
                 'tests/qtest/pvrdma/framework.c',
@@ -567,6 +605,15 @@ compared byte for byte: SEND and RECV (also inline), RDMA WRITE and
 READ and atomics, remote access errors, fast registration and SEND with
 invalidate, UD, SRQs, the RNR wait, a QP destroyed under traffic and
 rings that wrap."""),
+    dict(subject='tests/qtest/libqos: pvrdma driver: migration',
+         files=['tests/qtest/libqos/pvrdma-migration.c'],
+         body="""\
+The libqos pvrdma driver follows its VM through a migration: to a new
+QEMU started with the same device (or another build of it), live or
+postcopy (asserted to have been postcopy: postcopy-active seen and
+pages sent after the switch), through savevm/loadvm and a background
+snapshot; the driver's view (BARs, MSI-X, the guest memory allocator)
+moves with the VM."""),
     dict(subject='tests/qtest: pvrdma-test: migration',
          files=['tests/qtest/pvrdma/migration-tests.c'],
          body="""\
@@ -594,9 +641,20 @@ directories, and the one file they add elsewhere
 
 # series B (RFC): the co-resident transport, VMs on one host
 B_STEPS = [
+    dict(subject='docs/devel: pvrdma co-resident transport design',
+         files=['docs/devel/pvrdma-coresident.rst'],
+         body="""\
+The design of the co-resident transport, which the patches of this
+series implement: VMs on one host exchange the guest's verbs through
+shared memory, one copy from one guest's memory into the other's, with
+no RDMA device on the host.  docs/devel/pvrdma-coresident.rst: how
+peers are connected (by management, or a rendezvous directory), the
+threat model between peers and the designs weighed against it (whole
+RAM mapped today; a broker chosen for later), the data path, the
+shared-memory rings, the pause for a migration, and one RC SEND from
+its doorbell to both CQEs."""),
     dict(subject='docs/interop: pvrdma co-resident protocol and wire format',
          files=['docs/interop/pvrdma-coresident.rst',
-                'docs/devel/pvrdma-coresident.rst',
                 'include/hw/rdma/pvrdma_coresident_wire.h'],
          hooks=['docs/interop/index.rst'],
          body="""\
@@ -608,11 +666,8 @@ with share=on) over a unix socket, and carry each SEND, WRITE, READ or
 atomic as one copy from one guest's memory into the other's, with
 requests and answers on shared-memory rings.
 
-This patch is the protocol and the design, ahead of the transport (the
-next patches): docs/devel/pvrdma-coresident.rst is the transport's
-design (the threat model, the designs weighed, the data path, the
-rings, a SEND from doorbell to CQE), docs/interop/pvrdma-coresident.rst
-specifies what two
+This patch is the protocol, ahead of the transport that speaks it (the
+next patches): docs/interop/pvrdma-coresident.rst specifies what two
 devices in two QEMU processes exchange (messages, states, versions and
 features, who maps which memory, the pause for a migration), and
 include/hw/rdma/pvrdma_coresident_wire.h is its wire format: the
@@ -744,9 +799,19 @@ MSI-X aimed at the device's own registers."""),
 
 # series C: the RoCEv2 transport on the vmxnet3's network
 C_STEPS = [
+    dict(subject='docs/devel: pvrdma RoCEv2 transport design',
+         files=['docs/devel/pvrdma-roce.rst'],
+         body="""\
+The design of the RoCEv2 transport, which the patches of this series
+implement: the guest's RC and UD traffic as standard RoCEv2 frames on
+the network of the paired vmxnet3, interoperable with Linux soft-RoCE
+and RoCE NICs.  docs/devel/pvrdma-roce.rst: the wire codec and what it
+checks, the transport (shaped as Linux rxe: requester, responder,
+completer), its retry rules compared with the InfiniBand specification
+and rxe, UD and the GSI QP, and one RC SEND from its doorbell to its
+ACK."""),
     dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: declarations',
-         files=['docs/devel/pvrdma-roce.rst',
-                'include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
+         files=['include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
                 'hw/rdma/backend/roce_int.h'],
          body="""\
 Standard RoCEv2 (InfiniBand transport over UDP port 4791) on the
@@ -756,10 +821,8 @@ hosts.  The transport is shaped as rxe, a file per state machine:
 requester, responder, completer, frames out, and the transport with
 frames in, in the next patches.
 
-This patch has its design (docs/devel/pvrdma-roce.rst: the codec, the
-transport, its retry rules compared with IBA and rxe, a SEND from
-doorbell to ACK) and its declarations, to be read against the
-InfiniBand specification: include/hw/rdma/roce_wire.h, the wire format (Ethernet,
+This patch has its declarations, to be read against the InfiniBand
+specification: include/hw/rdma/roce_wire.h, the wire format (Ethernet,
 802.1Q, IPv4 or IPv6, UDP, BTH and the extension headers, payload,
 pad, ICRC) as a RocePkt that the codec of the next patch parses and
 builds; include/hw/rdma/pvrdma_roce.h, the transport's API for the
@@ -834,9 +897,19 @@ transport's record)."""),
 
 # series D: the host HCA transport and its rdma_cm translation
 D_STEPS = [
+    dict(subject='docs/devel: pvrdma host HCA transport design',
+         files=['docs/devel/pvrdma-hca.rst'],
+         body="""\
+The design of the host HCA transport, which the patches of this series
+implement: the guest's verbs objects become objects of an RDMA device
+of the host (a RoCE HCA or soft-RoCE) through libibverbs, guest memory
+registered in place, with rdma_cm for the guest through librdmacm.
+docs/devel/pvrdma-hca.rst: the host twins of the guest's objects, MRs
+and fast registration, completions translated back, the GSI QP and the
+rdma_cm translator, testing it in a nested VM, and one RC SEND from
+its doorbell to both CQEs."""),
     dict(subject='hw/rdma/backend: PVRDMA host HCA transport: memory regions',
-         files=['docs/devel/pvrdma-hca.rst',
-                'include/hw/rdma/pvrdma_hostverbs.h',
+         files=['include/hw/rdma/pvrdma_hostverbs.h',
                 'hw/rdma/backend/hostverbs_int.h',
                 'hw/rdma/backend/hostverbs_mr.c'],
          body="""\
@@ -847,8 +920,7 @@ registered in place (zero copy), and host completions are translated
 back.  It is built with QEMU's 'rdma' feature (libibverbs and
 librdmacm), in three files, memory first.
 
-This patch: the transport's design (docs/devel/pvrdma-hca.rst), its
-API (include/hw/rdma/pvrdma_hostverbs.h),
+This patch: the transport's API (include/hw/rdma/pvrdma_hostverbs.h),
 what its files share (hostverbs_int.h), and hostverbs_mr.c, the host
 twins of the guest's MRs: a user MR over several runs of guest RAM is
 mapped again contiguously first; the DMA MR covers guest RAM by guest
@@ -922,14 +994,20 @@ guest can still connect out), and adds a migration blocker that names
 why: the guest's objects live on the host device, whose QP numbers and
 keys no other device can give back."""),
     dict(subject='tests/qtest: pvrdma-test: host HCA mode',
-         files=['tests/qtest/pvrdma/hca-tests.c'],
+         files=['tests/qtest/pvrdma/hca-tests.c', 'tests/qtest/pvrdma/hca.h'],
          body="""\
 pvrdma/hca-tests.c: host HCA mode on an RDMA device of the host with a
 RoCEv2 IPv4 GID (Linux soft-RoCE will do), skipped without one: RC
 (also to itself) and UD traffic, fast registration and a QP destroyed
-with its FRMR bound, a GID the host lacks, a hostile guest and hostile
-CM MADs, a 1 GiB MR, the cost of fast registration, the host's port,
-and the locked-memory limit."""),
+with its FRMR bound, a GID the host lacks, and a hostile guest."""),
+    dict(subject='tests/qtest: pvrdma-test: host HCA mode, the host side',
+         files=['tests/qtest/pvrdma/hca-host-tests.c'],
+         body="""\
+pvrdma/hca-host-tests.c: what host HCA mode meets on the host side, on
+the same host device as the previous patch's tests: hostile CM MADs
+for the rdma_cm translator, a 1 GiB MR, the cost of fast registration,
+the host port's state reaching the guest, and the locked-memory
+limit."""),
 ]
 
 SERIES = [
@@ -1234,10 +1312,21 @@ def cut_maintainers(text, present, named):
                            line[3:].strip() not in present))
 
 
+def cut_libqos_meson(text, present):
+    """libqos's meson.build (our hook applied) naming only the pvrdma
+    driver's files present: the driver comes in several patches."""
+    return ''.join(
+        line for line in text.splitlines(keepends=True)
+        if not (re.match(r"\s+'pvrdma[\w-]*\.c',$", line) and
+                'tests/qtest/libqos/' + line.strip()[1:-2] not in present))
+
+
 def cut_hook(path, text, present, named):
     """A hooked file of QEMU's (HOOK_CUTS) cut down to this step."""
     if path == 'MAINTAINERS':
         return cut_maintainers(text, present, named)
+    if path == 'tests/qtest/libqos/meson.build':
+        return cut_libqos_meson(text, present)
     return cut_qtest_meson(text, present)
 
 

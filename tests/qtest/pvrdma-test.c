@@ -20,5 +20,6 @@ int main(int argc, char **argv)
     pvrdma_add_migration_tests();
     pvrdma_add_coresident_tests();
     pvrdma_add_hca_tests();
+    pvrdma_add_hca_host_tests();
     return g_test_run();
 }

@@ -135,7 +135,7 @@ typedef struct PvrdmaLimits {
      * The device version REG_VERSION shows (17 to 20, the versions the
      * Linux driver knows); the device behaves as that version with a
      * driver of that version or later (see "Device versions" in
-     * docs/devel/pvrdma.rst).
+     * docs/devel/pvrdma-interfaces.rst).
      */
     uint8_t version;
     /*

@@ -102,6 +102,7 @@ void pvrdma_add_data_tests(void);
 void pvrdma_add_migration_tests(void);
 void pvrdma_add_coresident_tests(void);
 void pvrdma_add_hca_tests(void);
+void pvrdma_add_hca_host_tests(void);
 void pvrdma_add_inject_tests(void);
 
 #endif
