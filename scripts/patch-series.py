@@ -411,8 +411,25 @@ The simplest transport: both QPs of a connection in the same device
 (processes or kernel users of one VM).  A SEND or WRITE is one copy
 from the requester's guest memory to the responder's."""),
     # --- the device: PCI/QOM glue, QAPI -----------------------------------
+    dict(subject='hw/rdma: pvrdma device state and interrupts',
+         files=['hw/rdma/pvrdma_dev.h', 'hw/rdma/pvrdma_dev_irq.c'],
+         body="""\
+The PCI/QOM glue is the device (pvrdma.c, a few patches later) and a
+few files beside it, each for one thing the device does with the rest
+of QEMU.  hw/rdma/pvrdma_dev.h is the device's state and what those
+files share, and declares the device side of a transport that reaches
+outside this QEMU: a link (TYPE_PVRDMA_LINK), a bus-less child of the
+device whose options the device aliases, so that pvrdma.c knows only
+the loopback transport and each other transport brings its link in a
+file of its own (pvrdma_dev_coresident.c, pvrdma_dev_roce.c,
+pvrdma_dev_hca.c, in the series that add those transports).
+
+pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
+at once inside the device's re-entrancy guard, else from a guarded
+bottom half; what is pending when the VM stops is raised before its
+state is saved (pvrdma_dev_mig.c calls that)."""),
     dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
-         files=['qapi/pvrdma.json', 'hw/rdma/pvrdma_dev.h',
+         files=['qapi/pvrdma.json',
                 'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c'],
          hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
                 'monitor/monitor.c'],
@@ -442,26 +459,9 @@ x-pvrdma-peer-add and PVRDMA_PEER_LOST belong to the co-resident
 transport, a later series; until it is there, x-pvrdma-peer-add answers
 that the device has no co-resident transport.
 
-The commands find devices by QOM type; the device itself is added four
+The commands find devices by QOM type; the device itself is added three
 patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
-list and the others an error.
-
-The PCI/QOM glue is the device (pvrdma.c) and a few files beside it,
-pvrdma_dev_qmp.c the first of them; hw/rdma/pvrdma_dev.h, which comes
-with it, is the device's state and what they share (its query-pvrdma
-types among it), and declares the device side of a transport that
-reaches outside this QEMU: a link (TYPE_PVRDMA_LINK), a bus-less child
-of the device whose options the device aliases, so that pvrdma.c knows
-only the loopback transport and each other transport brings its link
-in a file of its own (pvrdma_dev_coresident.c, pvrdma_dev_roce.c,
-pvrdma_dev_hca.c, in the series that add those transports)."""),
-    dict(subject='hw/rdma: pvrdma interrupts',
-         files=['hw/rdma/pvrdma_dev_irq.c'],
-         body="""\
-pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
-at once inside the device's re-entrancy guard, else from a guarded
-bottom half; what is pending when the VM stops is raised before its
-state is saved (pvrdma_dev_mig.c, the next patch, calls that)."""),
+list and the others an error."""),
     dict(subject='hw/rdma: pvrdma migration',
          files=['hw/rdma/pvrdma_dev_mig.c'],
          body="""\
@@ -560,16 +560,20 @@ tests come one topic per patch:
 Each program registers the topics whose file is there; until the next
 patch neither has a test to run.  Both are built for x86_64 with
 CONFIG_PVRDMA."""),
-    dict(subject='tests/qtest: pvrdma-test: the device and its commands',
+    dict(subject='tests/qtest: pvrdma-test: the device',
          files=['tests/qtest/pvrdma/device-tests.c'],
          body="""\
 pvrdma/device-tests.c: the PCI identity and capabilities, activation
-and its errors, every command's success and error paths (queries, the
-port's link, contexts and PDs up to exhaustion, MRs, CQs, QPs created
-and modified, GID binds, SRQs), the older drivers' ABI versions and the
-device version, a bad ring index, the interrupts (CQ notification,
-communication established, send queue drained, INTx), a reset during
-work and the teardown."""),
+and its errors, the queries and the port's link, the older drivers' ABI
+versions and the device version, a bad ring index, the interrupts (CQ
+notification, communication established, send queue drained, INTx), a
+reset during work and the teardown."""),
+    dict(subject='tests/qtest: pvrdma-test: the verbs commands',
+         files=['tests/qtest/pvrdma/commands-tests.c'],
+         body="""\
+pvrdma/commands-tests.c: every verbs command on its success and error
+paths: user contexts and PDs up to exhaustion, MRs, CQs, QPs created and
+modified through their states, GID binds, SRQs."""),
     dict(subject="tests/qtest: pvrdma-hostile-test: the old device's CVEs",
          files=['tests/qtest/pvrdma/cve-tests.c'],
          body="""\
@@ -586,10 +590,14 @@ a crash or a hang, and leak nothing."""),
          body="""\
 pvrdma/hostile-input-tests.c: further classes of hostile input: ring
 sizes, doorbells after a destroy, handles used again, a command
-changed while in flight, the DSR moved, a reset during traffic, garbage
-indices, page directories in MMIO, a CQ resized to a bad geometry,
-MSI-X aimed at the device's own registers, and create/destroy cycles
-that must not leak."""),
+changed while in flight, the DSR moved, a reset during traffic."""),
+    dict(subject="tests/qtest: pvrdma-hostile-test: the guest's memory and DMA",
+         files=['tests/qtest/pvrdma/hostile-memory-tests.c'],
+         body="""\
+pvrdma/hostile-memory-tests.c: a hostile guest's memory and DMA:
+garbage ring indices, page directories in MMIO, a CQ resized to a bad
+geometry, MSI-X aimed at the device's own registers, and create/destroy
+cycles that must not leak."""),
     dict(subject='tests/qtest: pvrdma-test: fault injection',
          files=['tests/qtest/pvrdma/inject-tests.c'],
          body="""\
@@ -622,12 +630,8 @@ live migration, postcopy, savevm/loadvm and a background snapshot; hostile
 streams refused with the destination unharmed, in VMState and as one
 field; the one-field stream (x-state-blob=on) both ways and a mismatch;
 a migration with another build of the device when one is given (else a
-skip); what the device writes marked dirty.  Benchmarks of a migration,
-of an idle device and of the downtime an MR adds run when their
-environment variable asks for them (the idle one also measures
-co-resident peers, so it needs the co-resident transport of a later
-series).  The migration of a co-resident device is a test of that
-transport's topic."""),
+skip); what the device writes marked dirty.  The migration of a
+co-resident device is a test of that transport's topic."""),
     # --- the maintainers --------------------------------------------------
     dict(subject='MAINTAINERS: add pvrdma',
          files=[], hooks=['MAINTAINERS'],
@@ -790,11 +794,26 @@ co-resident transport: RC and UD traffic with the data compared, one
 of the two migrated while requests wait at each side (and postcopy and
 a background snapshot refused first),
 query-pvrdma of both (and of a machine without the device), remote
-access errors, a peer that goes away, the RNR timeout, a QP destroyed
-or reset under traffic (the fence), a shared secret, peers connected by
-management (x-pvrdma-peer-add), another build of the device when one is
-given (else a skip), hot-unplug during a fence and during traffic, and
-MSI-X aimed at the device's own registers."""),
+access errors, a peer that goes away, a shared secret, peers connected
+by management (x-pvrdma-peer-add), another build of the device when one is
+given (else a skip)."""),
+    dict(subject='tests/qtest: pvrdma-test: the co-resident transport\'s faults',
+         files=['tests/qtest/pvrdma/coresident-faults-tests.c'],
+         body="""\
+pvrdma/coresident-faults-tests.c: the co-resident transport when things
+go wrong: a send that waits on RNR to the end, a QP destroyed or reset
+while a peer holds its requests (the fence; a peer that never answers
+does not hold the vCPU), hot-unplug during a fence and during traffic,
+and MSI-X aimed at the device's own registers from a peer's
+completion."""),
+    dict(subject='tests/qtest: pvrdma-test: benchmarks',
+         files=['tests/qtest/pvrdma/bench-tests.c'],
+         body="""\
+pvrdma/bench-tests.c: benchmarks, not tests, each registered only when
+its environment variable asks for it and printing figures: the
+device's share of a migration's downtime, the CPU two idle QEMUs with
+connected co-resident QPs use (so it comes with that transport), and
+the downtime registered memory adds."""),
 ]
 
 # series C: the RoCEv2 transport on the vmxnet3's network

@@ -49,7 +49,6 @@
 #define PVRDMA_RAMBLOCK_H "exec/ramblock.h"
 #endif
 #include "hw/rdma/pvrdma_info.h"
-#include "qapi/qapi-types-pvrdma.h"
 
 
 #define TYPE_PVRDMA "pvrdma"
@@ -115,6 +114,8 @@ struct PvrdmaLink {
     PvrdmaTransport *t;     /* its transport (the core's), NULL: none */
 };
 
+struct PvrdmaTransportStatus;  /* query-pvrdma's (qapi-types-pvrdma.h) */
+
 struct PvrdmaLinkClass {
     DeviceClass parent_class;
     int order;              /* the transport choice: lower comes first */
@@ -125,7 +126,7 @@ struct PvrdmaLinkClass {
     /* unrealize: take it away (the core frees it), also if not added */
     void (*del)(PvrdmaLink *l);
     /* query-pvrdma: what it adds to its transport's entry; may be NULL */
-    void (*query)(PvrdmaLink *l, PvrdmaTransportStatus *q);
+    void (*query)(PvrdmaLink *l, struct PvrdmaTransportStatus *q);
     /* a connection management hands over (x-pvrdma-peer-add); may be NULL */
     bool (*take_fd)(PvrdmaLink *l, int fd, const char *name, Error **errp);
     /* false, errp set: a migration with these capabilities cannot start */

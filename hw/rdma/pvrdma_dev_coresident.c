@@ -20,6 +20,7 @@
 #include "system/system.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
+#include "qapi/qapi-types-pvrdma.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 

@@ -7,7 +7,8 @@
  * rdma-core ABI, and asserts a clean error (ERR and the response's err, or
  * a CQE with an error status), a device that still answers, and, through
  * the device's x-used-* / x-mapped counters, that nothing leaked.  The
- * tests are in pvrdma/cve-tests.c and pvrdma/hostile-input-tests.c, over
+ * tests are in pvrdma/cve-tests.c, pvrdma/hostile-input-tests.c and
+ * pvrdma/hostile-memory-tests.c, over
  * the helpers of pvrdma/hostile.c.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -21,5 +22,6 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     pvrdma_add_cve_tests();
     pvrdma_add_hostile_input_tests();
+    pvrdma_add_hostile_memory_tests();
     return g_test_run();
 }

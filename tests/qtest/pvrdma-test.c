@@ -15,11 +15,14 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     pvrdma_add_device_tests();
+    pvrdma_add_commands_tests();
     pvrdma_add_inject_tests();
     pvrdma_add_data_tests();
     pvrdma_add_migration_tests();
     pvrdma_add_coresident_tests();
+    pvrdma_add_coresident_faults_tests();
     pvrdma_add_hca_tests();
     pvrdma_add_hca_host_tests();
+    pvrdma_add_bench_tests();
     return g_test_run();
 }

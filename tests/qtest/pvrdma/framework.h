@@ -98,11 +98,14 @@ uint8_t qp_state(QPvrdma *d, uint32_t handle);
 
 /* Each topic's tests (pvrdma-test.c registers them in this order) */
 void pvrdma_add_device_tests(void);
+void pvrdma_add_commands_tests(void);
 void pvrdma_add_data_tests(void);
 void pvrdma_add_migration_tests(void);
 void pvrdma_add_coresident_tests(void);
+void pvrdma_add_coresident_faults_tests(void);
 void pvrdma_add_hca_tests(void);
 void pvrdma_add_hca_host_tests(void);
+void pvrdma_add_bench_tests(void);
 void pvrdma_add_inject_tests(void);
 
 #endif

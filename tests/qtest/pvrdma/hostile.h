@@ -70,5 +70,6 @@ void expect_inactive(QPvrdma *d);
 
 void pvrdma_add_cve_tests(void);
 void pvrdma_add_hostile_input_tests(void);
+void pvrdma_add_hostile_memory_tests(void);
 
 #endif
