@@ -178,4 +178,3 @@ void pvrdma_core_fini(PvrdmaCore *c)
     g_array_free(c->batched_cqs, true);
     c->batched_cqs = NULL;
 }
-
