@@ -345,7 +345,8 @@ GArray *pvrdma_shared_ram(void)
     return regions;
 }
 
-static gint pvrdma_link_cmp(gconstpointer a, gconstpointer b)
+/* links by order (g_slist_sort_with_data: QEMU 10.2 poisons g_slist_sort) */
+static gint pvrdma_link_cmp(gconstpointer a, gconstpointer b, gpointer unused)
 {
     return PVRDMA_LINK_CLASS(a)->order - PVRDMA_LINK_CLASS(b)->order;
 }
@@ -356,7 +357,7 @@ static void pvrdma_add_links(PvrdmaState *s)
     GSList *kinds = object_class_get_list(TYPE_PVRDMA_LINK, false);
 
     s->links = g_ptr_array_new();
-    kinds = g_slist_sort(kinds, pvrdma_link_cmp);
+    kinds = g_slist_sort_with_data(kinds, pvrdma_link_cmp, NULL);
     for (GSList *k = kinds; k; k = k->next) {
         Object *child = object_new(object_class_get_name(k->data));
 
