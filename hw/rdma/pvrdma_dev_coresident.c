@@ -179,6 +179,8 @@ static void cr_link_query(PvrdmaLink *l, PvrdmaTransportStatus *q)
 static bool cr_link_take_fd(PvrdmaLink *l, int fd, const char *name,
                             Error **errp)
 {
+    ERRP_GUARD();
+
     if (!l->t) {
         error_setg(errp, "pvrdma device %s has no co-resident transport "
                    "(add coresident=on)", DEVICE(l->dev)->id ?: "");
