@@ -537,7 +537,7 @@ static bool cr_listen(CrTransport *t, const struct sockaddr_un *sa,
 
 bool pvrdma_coresident_fd_ok(int fd)
 {
-    return cr_fd_sealed(fd);
+    return pvrdma_fd_sealed(fd);
 }
 
 /*
@@ -587,7 +587,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
         return NULL;
     }
     for (unsigned i = 0; i < nregions; i++) {
-        if (!cr_fd_sealed(regions[i].fd)) {
+        if (!pvrdma_fd_sealed(regions[i].fd)) {
             error_setg(errp, "RAM region %u can shrink (not a memfd "
                        "sealed with F_SEAL_SHRINK): peers would "
                        "refuse it", i);

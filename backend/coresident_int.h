@@ -358,7 +358,6 @@ void cr_link_ring_offer(CrPeer *p);
 /* RING and RING_ON of p: false if malformed. */
 bool cr_link_rx_ring(CrPeer *p, const CrRingMsg *m, size_t len, int fd);
 /* fd is a file sealed against shrinking: mapping it is safe (ring.c) */
-bool cr_fd_sealed(int fd);
 bool cr_link_rx_ring_on(CrPeer *p, size_t len);
 /* WAKE (records in p's ring) and ROOM (p took from ours) */
 bool cr_link_rx_wake(CrPeer *p, size_t len);

@@ -277,7 +277,7 @@ static bool cr_rx_region(CrPeer *p, const CrRegionMsg *m, size_t len, int fd)
         (uint64_t)st.st_size < m->fd_offset + m->size) {
         return false;
     }
-    if (!cr_fd_sealed(fd)) {
+    if (!pvrdma_fd_sealed(fd)) {
         warn_report("pvrdma: co-resident peer %016" PRIx64 ": its RAM can "
                     "shrink (not a memfd sealed with F_SEAL_SHRINK: "
                     "memory-backend-memfd with seal=on, the default): "

@@ -78,31 +78,15 @@ CrRing *cr_ring_create(uint32_t size, Error **errp)
 }
 
 /*
- * Memory a peer gave us (its ring, its RAM) is mapped only when it cannot
- * shrink: a peer that truncated it under our mapping would make this
- * process take SIGBUS at its next access.  Only a memfd sealed with
- * F_SEAL_SHRINK is: QEMU's memory-backend-memfd with seal=on (its
- * default) and our rings; a plain file (memory-backend-file) never is.
- */
-bool cr_fd_sealed(int fd)
-{
-    struct stat st;
-    int seals = fcntl(fd, F_GET_SEALS);
-
-    return seals >= 0 && (seals & F_SEAL_SHRINK) && !fstat(fd, &st) &&
-           S_ISREG(st.st_mode);
-}
-
-/*
  * The side that accepted: the peer's ring memory (RING).  It must be the
- * size we expect and sealed against shrinking (cr_fd_sealed()).
+ * size we expect and sealed against shrinking (pvrdma_fd_sealed()).
  */
 CrRing *cr_ring_map(int fd, uint32_t ring_size, Error **errp)
 {
     struct stat st;
     void *shm;
 
-    if (!cr_ring_size_ok(ring_size) || !cr_fd_sealed(fd) || fstat(fd, &st) ||
+    if (!cr_ring_size_ok(ring_size) || !pvrdma_fd_sealed(fd) || fstat(fd, &st) ||
         st.st_size != CR_RING_SHM_SIZE(ring_size)) {
         error_setg(errp, "its ring memory is not what RING says or not "
                    "sealed");

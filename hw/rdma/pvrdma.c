@@ -318,13 +318,10 @@ static bool pvrdma_init_pci(PvrdmaState *s, Error **errp)
 static int pvrdma_add_region(RAMBlock *rb, void *opaque)
 {
     GArray *regions = opaque;
-    int fd = qemu_ram_get_fd(rb), seals = fd < 0 ? -1 :
-             fcntl(fd, F_GET_SEALS);
-    struct stat st;
+    int fd = qemu_ram_get_fd(rb);
     PvrdmaShmRegion r;
 
-    if (!qemu_ram_is_shared(rb) || seals < 0 || !(seals & F_SEAL_SHRINK) ||
-        fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    if (fd < 0 || !qemu_ram_is_shared(rb) || !pvrdma_fd_sealed(fd)) {
         return 0;
     }
     r = (PvrdmaShmRegion) {

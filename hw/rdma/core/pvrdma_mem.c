@@ -361,3 +361,20 @@ void pvrdma_sg_view(const PvrdmaSg *sg, uint64_t off, uint64_t len,
         off = 0;
     }
 }
+
+/*
+ * Memory another process gave us, or that we give (guest RAM, a peer's
+ * ring), is mapped only when it cannot shrink: a process that truncated it
+ * under a mapping would make the mapper take SIGBUS at its next access.
+ * Only a memfd sealed with F_SEAL_SHRINK is: QEMU's memory-backend-memfd
+ * with seal=on (its default) and the co-resident rings; a plain file
+ * (memory-backend-file) never is.
+ */
+bool pvrdma_fd_sealed(int fd)
+{
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+
+    return seals >= 0 && (seals & F_SEAL_SHRINK) && !fstat(fd, &st) &&
+           S_ISREG(st.st_mode);
+}

@@ -743,6 +743,9 @@ typedef struct PvrdmaShmRegion {
     uint64_t fd_offset;     /* offset of host[0] in fd */
 } PvrdmaShmRegion;
 
+/* fd cannot shrink under a mapping (a memfd sealed with F_SEAL_SHRINK). */
+bool pvrdma_fd_sealed(int fd);
+
 /*
  * Append a transport to the list (at most PVRDMA_MAX_TRANSPORTS, at most
  * one owner and one GSI agent); false if refused.  Loopback comes first:
