@@ -86,8 +86,8 @@ CrRing *cr_ring_map(int fd, uint32_t ring_size, Error **errp)
     struct stat st;
     void *shm;
 
-    if (!cr_ring_size_ok(ring_size) || !pvrdma_fd_sealed(fd) || fstat(fd, &st) ||
-        st.st_size != CR_RING_SHM_SIZE(ring_size)) {
+    if (!cr_ring_size_ok(ring_size) || !pvrdma_fd_sealed(fd) ||
+        fstat(fd, &st) || st.st_size != CR_RING_SHM_SIZE(ring_size)) {
         error_setg(errp, "its ring memory is not what RING says or not "
                    "sealed");
         return NULL;
