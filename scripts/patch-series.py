@@ -63,12 +63,33 @@ GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events',
              'tests/qtest/pvrdma-test.c', 'tests/qtest/pvrdma/framework.h',
              'tests/qtest/pvrdma-hostile-test.c',
              'tests/qtest/pvrdma/hostile.h', 'docs/devel/pvrdma.rst',
-             'docs/devel/pvrdma-transports.rst'}
+             'docs/devel/pvrdma-transports.rst', 'qapi/pvrdma.json',
+             'hw/rdma/pvrdma_dev_qmp_stub.c'}
 # files of QEMU's that a hook changes and that are cut down to each step
 # from the step that applies the hook on (cut_qtest_meson and
 # cut_maintainers below)
 HOOK_CUTS = {'tests/qtest/meson.build', 'MAINTAINERS',
-             'tests/qtest/libqos/meson.build'}
+             'tests/qtest/libqos/meson.build', 'monitor/monitor.c'}
+# the QAPI schema grows with the device: a definition, or an enum value
+# or struct member (Type.member), comes with the file that implements it
+QAPI_WITH = {
+    'PVRDMA_PORT_CHANGED': 'hw/rdma/pvrdma_dev_event.c',
+    'PVRDMA_GUEST_ERROR': 'hw/rdma/pvrdma_dev_event.c',
+    'PvrdmaAsyncEvent': 'hw/rdma/pvrdma_dev_inject.c',
+    'x-pvrdma-inject': 'hw/rdma/pvrdma_dev_inject.c',
+    'PVRDMA_PATH_CHANGED': 'hw/rdma/pvrdma_dev_coresident.c',
+    'PVRDMA_PEER_LOST': 'hw/rdma/pvrdma_dev_coresident.c',
+    'x-pvrdma-peer-add': 'hw/rdma/pvrdma_dev_coresident.c',
+    'PvrdmaTransportType.coresident': 'hw/rdma/pvrdma_dev_coresident.c',
+    'PvrdmaTransportStatus.peers': 'hw/rdma/pvrdma_dev_coresident.c',
+    'PvrdmaPath.coresident': 'hw/rdma/pvrdma_dev_coresident.c',
+    'PvrdmaTransportType.roce': 'hw/rdma/pvrdma_dev_roce.c',
+    'PvrdmaPath.roce': 'hw/rdma/pvrdma_dev_roce.c',
+    'PvrdmaTransportType.hostverbs': 'hw/rdma/pvrdma_dev_hca.c',
+    'PvrdmaTransportType.hostcm': 'hw/rdma/pvrdma_dev_hca.c',
+    'PvrdmaPath.hostverbs': 'hw/rdma/pvrdma_dev_hca.c',
+    'PvrdmaPath.hostcm': 'hw/rdma/pvrdma_dev_hca.c',
+}
 
 CORE_WHY = """\
 The device model is split as hw/net/igb is: a core that knows the
@@ -428,40 +449,50 @@ pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
 at once inside the device's re-entrancy guard, else from a guarded
 bottom half; what is pending when the VM stops is raised before its
 state is saved (pvrdma_dev_mig.c calls that)."""),
-    dict(subject='qapi: add query-pvrdma, x-pvrdma-inject and PVRDMA events',
+    dict(subject='qapi: add query-pvrdma',
          files=['qapi/pvrdma.json',
                 'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c'],
-         hooks=['qapi/meson.build', 'qapi/qapi-schema.json',
-                'monitor/monitor.c'],
+         hooks=['qapi/meson.build', 'qapi/qapi-schema.json'],
          body="""\
 query-pvrdma returns, for each pvrdma device, its QOM path, its
-transports with their counters, and every queue pair with its type,
-state, the path that carries it, its peer's GID and QP number and that
-path's counters (packets, bytes, retransmissions, timeouts, RNR and
-sequence NAKs, duplicates, drops).
+transports with their counters, every queue pair with its type, state,
+the path that carries it, its peer's GID and QP number and that path's
+counters (packets, bytes, retransmissions, timeouts, RNR and sequence
+NAKs, duplicates, drops), the command and completion faults injected
+into the core (pending and fired) and how many guest errors the device
+refused.  x-query-pvrdma-qps, a debugging aid, lists the QPs as text.
 
-Four events tell a management application what it may have to act on:
-PVRDMA_PATH_CHANGED (a connected QP moved to another transport by
-itself), PVRDMA_PORT_CHANGED (the port went down or up, following the
-vmxnet3's link), PVRDMA_PEER_LOST (a co-resident peer failed) and
-PVRDMA_GUEST_ERROR (the guest did something the device refused).  They
-are rate limited to one a second per device, keyed by qom-path as
-BLOCK_IO_ERROR is.
-
-Unstable commands: x-pvrdma-inject makes a device fail on purpose for
-people testing guest drivers (the port goes down, an async event about
-a chosen QP, CQ or SRQ, the next commands of an opcode fail or are
-answered late or never, the next completions of a QP carry an error;
-query-pvrdma lists what is pending and what fired); x-pvrdma-peer-add
-connects a co-resident peer that management gives as a socket (getfd);
-x-query-pvrdma-qps, a debugging aid, lists the QPs as text.
-x-pvrdma-peer-add and PVRDMA_PEER_LOST belong to the co-resident
-transport, a later series; until it is there, x-pvrdma-peer-add answers
-that the device has no co-resident transport.
-
-The commands find devices by QOM type; the device itself is added three
+The schema grows with the device: the events and x-pvrdma-inject come
+in the next two patches, and each transport of a later series adds its
+path and transport names and its own commands and events
+(qapi/pvrdma.json is cut to what is present at each patch).  The
+commands find devices by QOM type; the device itself is added a few
 patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
 list and the others an error."""),
+    dict(subject='qapi: add PVRDMA_PORT_CHANGED and PVRDMA_GUEST_ERROR',
+         files=['hw/rdma/pvrdma_dev_event.c'],
+         hooks=['monitor/monitor.c'],
+         body="""\
+Two events tell a management application what it may have to act on:
+PVRDMA_PORT_CHANGED (the port went down or up, following the vmxnet3's
+link) and PVRDMA_GUEST_ERROR (the guest did something the device
+refused; a harness testing a guest driver can expect none).  They are
+rate limited to one a second per device, keyed by qom-path as
+BLOCK_IO_ERROR is.
+
+pvrdma_dev_event.c turns the core's reports into these events; a report
+that belongs to a transport (a QP that changed its path, a lost peer)
+goes to that transport's device side, which a later series adds with
+its own events."""),
+    dict(subject='qapi: add x-pvrdma-inject',
+         files=['hw/rdma/pvrdma_dev_inject.c'],
+         body="""\
+An unstable command that makes a device fail on purpose, for people
+testing guest drivers: the port goes down or up, an async event about a
+chosen QP, CQ or SRQ, the next commands of an opcode fail or are
+answered late or never, the next completions of a QP carry an error.
+query-pvrdma lists what is pending and what fired.  The core fires them
+(its fault injection patch); this checks the arguments of each kind."""),
     dict(subject='hw/rdma: pvrdma migration',
          files=['hw/rdma/pvrdma_dev_mig.c'],
          body="""\
@@ -784,6 +815,15 @@ background-snapshot (the peers write this VM's RAM where userfaultfd
 does not see them), lists the peers in query-pvrdma, and leaves the
 rendezvous directory tidy when QEMU exits.
 
+Its QMP (qapi/pvrdma.json gains it here): the 'coresident' transport
+and path names, the transport's 'peers' in query-pvrdma;
+x-pvrdma-peer-add, the unstable command that gives the device a
+connection management made (socketpair, passed with getfd); the events
+PVRDMA_PEER_LOST (a peer failed and was dropped) and
+PVRDMA_PATH_CHANGED (a QP moved between the co-resident transport and
+another by itself, when its peer migrated), rate limited per device as
+the device's other events.
+
 With this patch -device pvrdma,rendezvous=DIR gives RDMA between VMs
 on one host, without an RDMA device on the host."""),
     dict(subject='tests/qtest: pvrdma-test: the co-resident transport',
@@ -911,7 +951,8 @@ properties.  So QEMU's network backends, filters and dumps see the
 frames, and the guest's RoCEv2 shares the NIC's network as on a RoCE
 NIC: a pvrdma guest talks to Linux soft-RoCE and RoCE NICs on other
 hosts.  QPs over RoCEv2 migrate (each QP's sequence numbers go with the
-transport's record)."""),
+transport's record).  query-pvrdma gains the 'roce' transport and path
+names."""),
 ]
 
 # series D: the host HCA transport and its rdma_cm translation
@@ -1011,7 +1052,8 @@ again contiguously from them), then the rdma_cm translator beside it
 (without rdma_cm on the host and without 'cm-listen', a warning: the
 guest can still connect out), and adds a migration blocker that names
 why: the guest's objects live on the host device, whose QP numbers and
-keys no other device can give back."""),
+keys no other device can give back.  query-pvrdma gains the
+'hostverbs' and 'hostcm' transport and path names."""),
     dict(subject='tests/qtest: pvrdma-test: host HCA mode',
          files=['tests/qtest/pvrdma/hca-tests.c', 'tests/qtest/pvrdma/hca.h'],
          body="""\
@@ -1340,8 +1382,66 @@ def cut_libqos_meson(text, present):
                 'tests/qtest/libqos/' + line.strip()[1:-2] not in present))
 
 
-def cut_hook(path, text, present, named):
-    """A hooked file of QEMU's (HOOK_CUTS) cut down to this step."""
+def cut_qapi(text, present):
+    """qapi/pvrdma.json with what QAPI_WITH gives a file not present yet
+    left out: a definition with its doc block, an enum value or struct
+    member with its doc lines."""
+    chunks = re.split(r'\n\n(?=##\n)', text)
+    out = []
+    for ch in chunks:
+        m = re.match(r"##\n# @([\w-]+):", ch)
+        name = m.group(1) if m else None
+        if name and QAPI_WITH.get(name, '') and \
+                QAPI_WITH[name] not in present:
+            continue
+        for key, f in QAPI_WITH.items():
+            typ, _, member = key.partition('.')
+            if not member or typ != name or f in present:
+                continue
+            # its doc paragraph: "# @member: ..." and indented lines, and
+            # the "#" line before it
+            ch = re.sub(r"#\n# @%s:.*\n(#     .*\n)*" % re.escape(member),
+                        '', ch, count=1)
+            q = r"'\*?%s'(: '\w+')?" % re.escape(member)
+            for pat in (r"%s,\s*" % q, r",\s*%s" % q):
+                ch, k = re.subn(pat, '', ch, count=1)
+                if k:
+                    break
+        out.append(ch)
+    return '\n\n'.join(out)
+
+
+def qapi_names(schema):
+    """The commands and events a (cut) schema defines."""
+    return set(re.findall(r"^\{ '(?:command|event)': '([\w-]+)'", schema,
+                          re.M))
+
+
+def cut_qmp_stub(text, names):
+    """The QMP stubs (no device built in) of the commands in names only:
+    a stub of a command the step's schema lacks would not compile."""
+    parts = re.split(r'\n\n(?=\w)', text)
+    keep = [p for p in parts
+            if not re.match(r'[^(]*\bqmp_(\w+)\(', p) or
+            re.match(r'[^(]*\bqmp_(\w+)\(', p).group(1).replace('_', '-')
+            in names]
+    return '\n\n'.join(keep)
+
+
+def cut_monitor(text, names):
+    """monitor/monitor.c (our hook applied) without the lines that name
+    an event the step's schema lacks (its rate limit)."""
+    return ''.join(line for line in text.splitlines(keepends=True)
+                   if not (re.search(r'QAPI_EVENT_(PVRDMA_\w+)', line) and
+                           re.search(r'QAPI_EVENT_(PVRDMA_\w+)',
+                                     line).group(1) not in names))
+
+
+def cut_hook(path, text, present, named, names):
+    """A hooked file of QEMU's (HOOK_CUTS) cut down to this step (names:
+    the commands and events of its schema)."""
+    if path == 'monitor/monitor.c':
+        return cut_monitor(text, names)
     if path == 'MAINTAINERS':
         return cut_maintainers(text, present, named)
     if path == 'tests/qtest/libqos/meson.build':
@@ -1444,6 +1544,8 @@ def main():
         rdma = {p[len('hw/rdma/'):] for p in present
                 if p.startswith('hw/rdma/')}
         used = trace_users(present)
+        with open(os.path.join(TOP, 'qapi/pvrdma.json')) as f:
+            names = qapi_names(cut_qapi(f.read(), present))
         for g in sorted(GENERATED & present):
             with open(os.path.join(TOP, repo_path(g))) as f:
                 text = f.read()
@@ -1454,6 +1556,10 @@ def main():
                 check_trace(text, present, step['subject'])
             elif g.endswith('.rst'):
                 text = cut_toctree(text, present)
+            elif g == 'qapi/pvrdma.json':
+                text = cut_qapi(text, present)
+            elif g.endswith('_stub.c'):
+                text = cut_qmp_stub(text, names)
             else:
                 text = cut_test_main(text, present)
             with open(os.path.join(args.work, g), 'w') as f:
@@ -1466,7 +1572,7 @@ def main():
                     hooked_full[h] = f.read()
         for h, text in hooked_full.items():
             with open(os.path.join(args.work, h), 'w') as f:
-                f.write(cut_hook(h, text, present, set(named)))
+                f.write(cut_hook(h, text, present, set(named), names))
         run(['git', 'add', '-A'], cwd=args.work)
         msg = step['subject'] + '\n\n' + step['body'].rstrip() + \
             '\n\nSigned-off-by: %s\n' % who

@@ -9,11 +9,15 @@
  *                      else from a guarded bottom half
  *   pvrdma_dev_mig.c   migration: the vmstate, the VM state and migration
  *                      notifiers that pause and resume the transports
- *   pvrdma_dev_qmp.c   query-pvrdma, x-pvrdma-inject, the QMP events
+ *   pvrdma_dev_qmp.c   query-pvrdma, x-query-pvrdma-qps
+ *   pvrdma_dev_event.c the QMP events (a transport's own from its link)
+ *   pvrdma_dev_inject.c  x-pvrdma-inject: faults on purpose
+ *   pvrdma_dev_hmp.c   info pvrdma, x_pvrdma_inject
  * and one per transport that reaches outside this QEMU process, each the
  * device side of that transport (a PvrdmaLink, below):
  *   pvrdma_dev_coresident.c  co-resident peers ('coresident',
- *                      'rendezvous'): this VM's RAM offered to them
+ *                      'rendezvous'): this VM's RAM offered to them;
+ *                      x-pvrdma-peer-add
  *   pvrdma_dev_hca.c   the host HCA with rdma_cm ('ibdev', 'cm-listen')
  *   pvrdma_dev_roce.c  RoCEv2 on the paired vmxnet3's netdev ('roce'): the
  *                      net filter that takes its frames, the transmit
@@ -127,8 +131,8 @@ struct PvrdmaLinkClass {
     void (*del)(PvrdmaLink *l);
     /* query-pvrdma: what it adds to its transport's entry; may be NULL */
     void (*query)(PvrdmaLink *l, struct PvrdmaTransportStatus *q);
-    /* a connection management hands over (x-pvrdma-peer-add); may be NULL */
-    bool (*take_fd)(PvrdmaLink *l, int fd, const char *name, Error **errp);
+    /* a report of its transport's as a QMP event; false: not its */
+    bool (*report)(PvrdmaLink *l, const PvrdmaReport *r);
     /* false, errp set: a migration with these capabilities cannot start */
     bool (*migration_check)(PvrdmaLink *l, Error **errp);
     /* the core's frame_tx, for the link that set itself as frame_sink */
@@ -153,7 +157,10 @@ void pvrdma_irq_bh(void *opaque);
 /* raise now what waits for the interrupt bottom half (the VM stops) */
 void pvrdma_irq_flush(PvrdmaState *s);
 
-/* pvrdma_dev_qmp.c: PvrdmaHostOps.report, as a QMP event */
+/* pvrdma_dev_qmp.c: the device id names (ID or QOM path; NULL: the only one) */
+PvrdmaState *pvrdma_qmp_find(const char *id, Error **errp);
+
+/* pvrdma_dev_event.c: PvrdmaHostOps.report, as a QMP event */
 void pvrdma_report_event(void *opaque, const PvrdmaReport *r);
 
 /* pvrdma_dev_mig.c */

@@ -4,7 +4,8 @@
  * shared RAM to peer QEMU processes on the same host.
  *
  * 'coresident' (peers from management, x-pvrdma-peer-add) or 'rendezvous'
- * (a directory where peers meet), with 'rendezvous-secret'.
+ * (a directory where peers meet), with 'rendezvous-secret'; the QMP of
+ * the transport (x-pvrdma-peer-add, PVRDMA_PATH_CHANGED, PVRDMA_PEER_LOST).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -20,7 +21,9 @@
 #include "system/system.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
-#include "qapi/qapi-types-pvrdma.h"
+#include "qapi/qapi-commands-pvrdma.h"
+#include "qapi/qapi-events-pvrdma.h"
+#include "monitor/monitor.h"
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
@@ -176,23 +179,71 @@ static void cr_link_query(PvrdmaLink *l, PvrdmaTransportStatus *q)
     q->peers = pvrdma_coresident_peers(l->t);
 }
 
-static bool cr_link_take_fd(PvrdmaLink *l, int fd, const char *name,
-                            Error **errp)
+/*
+ * x-pvrdma-peer-add: a connection management made (socketpair) and
+ * passed with getfd, to the device named id (or the only one).
+ */
+void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
+                           const char *name, Error **errp)
 {
     ERRP_GUARD();
+    PvrdmaState *s = pvrdma_qmp_find(id, errp);
+    PvrdmaLink *l;
+    int fd;
 
+    if (!s) {
+        return;
+    }
+    /* taken from the monitor whatever follows: a refused one is closed */
+    fd = monitor_fd_param(monitor_cur(), fdname, errp);
+    if (fd < 0) {
+        return;
+    }
+    l = PVRDMA_LINK(object_resolve_path_component(OBJECT(s),
+                                                  "coresident-link"));
     if (!l->t) {
         error_setg(errp, "pvrdma device %s has no co-resident transport "
-                   "(add coresident=on)", DEVICE(l->dev)->id ?: "");
+                   "(add coresident=on)", DEVICE(s)->id ?: "");
         close(fd);
-        return false;
+        return;
     }
+    name = name ?: fdname;
     trace_pvrdma_peer_add(name, fd);
     if (!pvrdma_coresident_add_peer(l->t, fd, name, errp)) {
         error_prepend(errp, "pvrdma: ");
+    }
+}
+
+/*
+ * PvrdmaLinkClass.report: PVRDMA_PATH_CHANGED (a QP moved between the
+ * co-resident transport and another by itself, when its peer migrated)
+ * and PVRDMA_PEER_LOST.
+ */
+static bool cr_link_report(PvrdmaLink *l, const PvrdmaReport *r)
+{
+    g_autofree char *path = object_get_canonical_path(OBJECT(l->dev));
+    const char *id = DEVICE(l->dev)->id;
+
+    switch (r->kind) {
+    case PVRDMA_REPORT_PATH:
+        if (trace_event_get_state_backends(TRACE_PVRDMA_QMP_EVENT)) {
+            g_autofree char *d = g_strdup_printf("qp %u %s -> %s", r->qpn,
+                                                 r->old_path, r->new_path);
+
+            trace_pvrdma_qmp_event("PVRDMA_PATH_CHANGED", d);
+        }
+        qapi_event_send_pvrdma_path_changed(
+            id, path, r->qpn,
+            MAX(qapi_enum_parse(&PvrdmaPath_lookup, r->old_path, -1, NULL), 0),
+            MAX(qapi_enum_parse(&PvrdmaPath_lookup, r->new_path, -1, NULL), 0));
+        return true;
+    case PVRDMA_REPORT_PEER_LOST:
+        trace_pvrdma_qmp_event("PVRDMA_PEER_LOST", r->why);
+        qapi_event_send_pvrdma_peer_lost(id, path, r->peer, r->pid, r->why);
+        return true;
+    default:
         return false;
     }
-    return true;
 }
 
 /*
@@ -247,7 +298,7 @@ static void cr_link_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
     lc->child = "coresident-link";
     lc->path = "coresident";
     lc->query = cr_link_query;
-    lc->take_fd = cr_link_take_fd;
+    lc->report = cr_link_report;
     lc->migration_check = cr_link_migration_check;
 }
 

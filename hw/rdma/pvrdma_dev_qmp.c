@@ -1,9 +1,8 @@
 /*
- * pvrdma device: query-pvrdma and the device's QMP events
- * (qapi/pvrdma.json).  Every pvrdma device in
- * the machine, its transports and the guest's QPs, from the core's
- * snapshot (pvrdma_info.c) into the schema's types.  info pvrdma prints
- * the same (pvrdma_dev_hmp.c); without the device,
+ * pvrdma device: query-pvrdma and x-query-pvrdma-qps (qapi/pvrdma.json).
+ * Every pvrdma device in the machine, its transports and the guest's
+ * QPs, from the core's snapshot (pvrdma_info.c) into the schema's types.
+ * info pvrdma prints the same (pvrdma_dev_hmp.c); without the device,
  * pvrdma_dev_qmp_stub.c answers.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -11,10 +10,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-pvrdma.h"
-#include "qapi/qapi-events-pvrdma.h"
 #include "qom/object.h"
-#include "monitor/monitor.h"
-#include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
 static PvrdmaCounters *counters(const PvrdmaPathStats *s)
@@ -146,46 +142,6 @@ static int add_device(Object *obj, void *opaque)
     return 0;
 }
 
-/*
- * PvrdmaHostOps.report: PVRDMA_PATH_CHANGED, PVRDMA_PORT_CHANGED,
- * PVRDMA_PEER_LOST, PVRDMA_GUEST_ERROR (rate-limited per device by the
- * monitor).
- */
-void pvrdma_report_event(void *opaque, const PvrdmaReport *r)
-{
-    PvrdmaState *s = opaque;
-    g_autofree char *path = object_get_canonical_path(OBJECT(s));
-    const char *id = DEVICE(s)->id;
-
-    switch (r->kind) {
-    case PVRDMA_REPORT_PATH:
-        if (trace_event_get_state_backends(TRACE_PVRDMA_QMP_EVENT)) {
-            g_autofree char *d = g_strdup_printf("qp %u %s -> %s", r->qpn,
-                                                 r->old_path, r->new_path);
-
-            trace_pvrdma_qmp_event("PVRDMA_PATH_CHANGED", d);
-        }
-        qapi_event_send_pvrdma_path_changed(
-            id, path, r->qpn,
-            MAX(from_name(&PvrdmaPath_lookup, r->old_path), 0),
-            MAX(from_name(&PvrdmaPath_lookup, r->new_path), 0));
-        break;
-    case PVRDMA_REPORT_PORT:
-        trace_pvrdma_qmp_event("PVRDMA_PORT_CHANGED",
-                               r->port_up ? "up" : "down");
-        qapi_event_send_pvrdma_port_changed(id, path, r->port_up);
-        break;
-    case PVRDMA_REPORT_PEER_LOST:
-        trace_pvrdma_qmp_event("PVRDMA_PEER_LOST", r->why);
-        qapi_event_send_pvrdma_peer_lost(id, path, r->peer, r->pid, r->why);
-        break;
-    case PVRDMA_REPORT_GUEST_ERROR:
-        trace_pvrdma_qmp_event("PVRDMA_GUEST_ERROR", r->why);
-        qapi_event_send_pvrdma_guest_error(id, path, r->why, r->count);
-        break;
-    }
-}
-
 PvrdmaDeviceInfoList *qmp_query_pvrdma(Error **errp)
 {
     PvrdmaDeviceInfoList *list = NULL, **tail = &list;
@@ -219,8 +175,7 @@ static int find_device(Object *obj, void *opaque)
     return 0;
 }
 
-/* The one pvrdma device id names (or the only one); NULL with errp set. */
-static PvrdmaState *pvrdma_find(const char *id, Error **errp)
+PvrdmaState *pvrdma_qmp_find(const char *id, Error **errp)
 {
     FindDevice f = { .id = id };
 
@@ -236,7 +191,7 @@ static PvrdmaState *pvrdma_find(const char *id, Error **errp)
 
 HumanReadableText *qmp_x_query_pvrdma_qps(const char *id, Error **errp)
 {
-    PvrdmaState *s = pvrdma_find(id, errp);
+    PvrdmaState *s = pvrdma_qmp_find(id, errp);
     HumanReadableText *t;
 
     if (!s) {
@@ -245,106 +200,4 @@ HumanReadableText *qmp_x_query_pvrdma_qps(const char *id, Error **errp)
     t = g_new0(HumanReadableText, 1);
     t->human_readable_text = pvrdma_describe_qps(&s->core);
     return t;
-}
-
-/*
- * The async events x-pvrdma-inject posts, in PvrdmaAsyncEvent's order.
- */
-static const uint32_t async_events[PVRDMA_ASYNC_EVENT__MAX] = {
-    [PVRDMA_ASYNC_EVENT_QP_FATAL] = PVRDMA_EVENT_QP_FATAL,
-    [PVRDMA_ASYNC_EVENT_QP_REQ_ERR] = PVRDMA_EVENT_QP_REQ_ERR,
-    [PVRDMA_ASYNC_EVENT_QP_ACCESS_ERR] = PVRDMA_EVENT_QP_ACCESS_ERR,
-    [PVRDMA_ASYNC_EVENT_CQ_ERR] = PVRDMA_EVENT_CQ_ERR,
-    [PVRDMA_ASYNC_EVENT_SRQ_ERR] = PVRDMA_EVENT_SRQ_ERR,
-    [PVRDMA_ASYNC_EVENT_SRQ_LIMIT_REACHED] = PVRDMA_EVENT_SRQ_LIMIT_REACHED,
-    [PVRDMA_ASYNC_EVENT_DEVICE_FATAL] = PVRDMA_EVENT_DEVICE_FATAL,
-    [PVRDMA_ASYNC_EVENT_GID_CHANGE] = PVRDMA_EVENT_GID_CHANGE,
-};
-
-QEMU_BUILD_BUG_ON((int)PVRDMA_COMMAND__MAX != (int)PVRDMA_CMD_MAX);
-QEMU_BUILD_BUG_ON((int)PVRDMA_INJECTION_KIND__MAX != (int)PVRDMA_INJECT__MAX);
-
-void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
-                         bool has_event, PvrdmaAsyncEvent event,
-                         bool has_handle, uint32_t handle,
-                         bool has_of_qp, bool of_qp,
-                         bool has_opcode, PvrdmaCommand opcode,
-                         bool has_count, uint32_t count,
-                         bool has_status, uint32_t status,
-                         bool has_delay_ms, uint32_t delay_ms, Error **errp)
-{
-    PvrdmaState *s = pvrdma_find(id, errp);
-    PvrdmaInject in = {
-        /* PvrdmaInjectionKind is in the order of PvrdmaInjectKind */
-        .kind = (PvrdmaInjectKind)kind,
-        .handle = handle, .of_qp = of_qp, .count = count, .status = status,
-        .delay_ms = delay_ms,
-    };
-
-    if (!s) {
-        return;
-    }
-    if (kind == PVRDMA_INJECTION_KIND_ASYNC_EVENT && !has_event) {
-        error_setg(errp, "async-event needs 'event'");
-        return;
-    }
-    if ((kind == PVRDMA_INJECTION_KIND_COMPLETION_ERROR ||
-         (kind == PVRDMA_INJECTION_KIND_ASYNC_EVENT &&
-          event != PVRDMA_ASYNC_EVENT_DEVICE_FATAL &&
-          event != PVRDMA_ASYNC_EVENT_GID_CHANGE)) && !has_handle) {
-        error_setg(errp, "%s needs 'handle'", PvrdmaInjectionKind_str(kind));
-        return;
-    }
-    if ((kind == PVRDMA_INJECTION_KIND_COMMAND_ERROR ||
-         kind == PVRDMA_INJECTION_KIND_COMMAND_DELAY ||
-         kind == PVRDMA_INJECTION_KIND_COMMAND_DROP) && !has_opcode) {
-        error_setg(errp, "%s needs 'opcode'", PvrdmaInjectionKind_str(kind));
-        return;
-    }
-    if ((kind == PVRDMA_INJECTION_KIND_COMMAND_ERROR ||
-         kind == PVRDMA_INJECTION_KIND_COMPLETION_ERROR) && !has_status) {
-        error_setg(errp, "%s needs 'status'", PvrdmaInjectionKind_str(kind));
-        return;
-    }
-    in.event = has_event ? async_events[event] : 0;
-    in.opcode = opcode;         /* PvrdmaCommand: the ABI's order */
-    pvrdma_inject(&s->core, &in, errp);
-}
-
-/* The device's link with that child name, NULL if none. */
-static PvrdmaLink *pvrdma_link(PvrdmaState *s, const char *child)
-{
-    for (unsigned i = 0; i < s->links->len; i++) {
-        PvrdmaLink *l = g_ptr_array_index(s->links, i);
-
-        if (!strcmp(PVRDMA_LINK_GET_CLASS(l)->child, child)) {
-            return l;
-        }
-    }
-    return NULL;
-}
-
-void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
-                           const char *name, Error **errp)
-{
-    PvrdmaState *s = pvrdma_find(id, errp);
-    PvrdmaLink *l;
-    int fd;
-
-    if (!s) {
-        return;
-    }
-    /* taken from the monitor whatever follows: a refused one is closed */
-    fd = monitor_fd_param(monitor_cur(), fdname, errp);
-    if (fd < 0) {
-        return;
-    }
-    l = pvrdma_link(s, "coresident-link");
-    if (!l) {
-        error_setg(errp, "pvrdma device %s has no co-resident transport "
-                   "in this build", id ? id : "");
-        close(fd);
-        return;
-    }
-    PVRDMA_LINK_GET_CLASS(l)->take_fd(l, fd, name ? name : fdname, errp);
 }

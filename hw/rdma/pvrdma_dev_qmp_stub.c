@@ -1,6 +1,6 @@
 /*
- * query-pvrdma, x-query-pvrdma-qps, x-pvrdma-inject and x-pvrdma-peer-add
- * without the pvrdma device built in: no devices.
+ * The pvrdma QMP commands (qapi/pvrdma.json) without the pvrdma device
+ * built in: no devices.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
