@@ -40,9 +40,20 @@ that).  The qtest programs (pvrdma-test.c, pvrdma-hostile-test.c, the
 headers that declare their topics, and our part of tests/qtest/meson.build)
 are cut down to the test topics present, so that each topic can come in
 a patch of its own, and the MAINTAINERS entry to the files present (a
-file of a later series joins it with that file).  At the last step
-every cut file must be whole.  A file of those directories that no step
-names is an error: the series must be the whole device.
+file of a later series joins it with that file).  The design doc's
+tables of contents (docs/devel/pvrdma.rst, pvrdma-transports.rst) are cut
+down to the transports' documents present, and the user doc
+(docs/system/devices/pvrdma.rst) to the transports present: the section
+of a transport of a later series (USERDOC_WITH) comes with its device
+side, and a bullet item that links to a section not there yet is left
+out, so series A's user doc is true of the device with the loopback
+transport alone.  The QAPI schema (qapi/pvrdma.json) is cut the same
+way (QAPI_WITH: a definition, an enum value or a struct member comes
+with the file that implements it), and with it the QMP stubs and the
+monitor's rate limits of the events.  At the last step every cut file
+must be whole.  A file
+of those directories that no step names is an error: the series must be
+the whole device.
 """
 import argparse
 import os
@@ -64,7 +75,14 @@ GENERATED = {'hw/rdma/meson.build', 'hw/rdma/trace-events',
              'tests/qtest/pvrdma-hostile-test.c',
              'tests/qtest/pvrdma/hostile.h', 'docs/devel/pvrdma.rst',
              'docs/devel/pvrdma-transports.rst', 'qapi/pvrdma.json',
-             'hw/rdma/pvrdma_dev_qmp_stub.c'}
+             'hw/rdma/pvrdma_dev_qmp_stub.c',
+             'docs/system/devices/pvrdma.rst'}
+# the user doc's sections of the transports of later series: a section's
+# title -> the file (the transport's device side) whose presence brings it
+USERDOC = 'docs/system/devices/pvrdma.rst'
+USERDOC_WITH = {'Two VMs on one host': 'hw/rdma/pvrdma_dev_coresident.c',
+                'RoCEv2': 'hw/rdma/pvrdma_dev_roce.c',
+                'A host RDMA device': 'hw/rdma/pvrdma_dev_hca.c'}
 # files of QEMU's that a hook changes and that are cut down to each step
 # from the step that applies the hook on (cut_qtest_meson and
 # cut_maintainers below)
@@ -131,12 +149,11 @@ device's own, the sizes of the shared structures checked at build time
          body="""\
 docs/system/devices/pvrdma.rst, ahead of the code so that the series
 can be read against it: what the device is (VMware's paravirtual RDMA
-HCA, for the unmodified Linux vmw_pvrdma driver and rdma-core), its
-transports (loopback within one VM, co-resident between VMs on one
-host, RoCEv2 on the vmxnet3's network, a host RDMA device), command
-lines for one VM, two VMs on one host (and who may trust whom), RoCEv2
-to soft-RoCE or a RoCE NIC and a host HCA, migration, libvirt, the
-properties and monitor commands, and its limits.
+HCA, for the unmodified Linux vmw_pvrdma driver and rdma-core) with its
+loopback transport (both ends of a queue pair in one VM), the command
+line, requests nobody answers, migration, libvirt, the properties and
+monitor commands, and its limits.  The transports of later series
+(co-resident, RoCEv2, a host RDMA device) add their sections.
 
 The device, its properties and its monitor commands come with the
 patches that follow."""),
@@ -825,7 +842,9 @@ another by itself, when its peer migrated), rate limited per device as
 the device's other events.
 
 With this patch -device pvrdma,rendezvous=DIR gives RDMA between VMs
-on one host, without an RDMA device on the host."""),
+on one host, without an RDMA device on the host.  The user doc
+(docs/system/devices/pvrdma.rst) gets its section "Two VMs on one
+host"."""),
     dict(subject='tests/qtest: pvrdma-test: the co-resident transport',
          files=['tests/qtest/pvrdma/coresident-tests.c'],
          body="""\
@@ -952,7 +971,8 @@ frames, and the guest's RoCEv2 shares the NIC's network as on a RoCE
 NIC: a pvrdma guest talks to Linux soft-RoCE and RoCE NICs on other
 hosts.  QPs over RoCEv2 migrate (each QP's sequence numbers go with the
 transport's record).  query-pvrdma gains the 'roce' transport and path
-names."""),
+names; the user doc (docs/system/devices/pvrdma.rst) its section
+"RoCEv2"."""),
 ]
 
 # series D: the host HCA transport and its rdma_cm translation
@@ -1053,7 +1073,8 @@ again contiguously from them), then the rdma_cm translator beside it
 guest can still connect out), and adds a migration blocker that names
 why: the guest's objects live on the host device, whose QP numbers and
 keys no other device can give back.  query-pvrdma gains the
-'hostverbs' and 'hostcm' transport and path names."""),
+'hostverbs' and 'hostcm' transport and path names; the user doc
+(docs/system/devices/pvrdma.rst) its section "A host RDMA device"."""),
     dict(subject='tests/qtest: pvrdma-test: host HCA mode',
          files=['tests/qtest/pvrdma/hca-tests.c', 'tests/qtest/pvrdma/hca.h'],
          body="""\
@@ -1329,6 +1350,51 @@ def cut_toctree(text, present):
     return '\n'.join(out)
 
 
+def cut_userdoc(text, present):
+    """The user doc cut down to the transports present: a top-level (===)
+    section of USERDOC_WITH whose file is not present goes, its title and
+    body up to the next top-level title; then every bullet item (a line
+    starting with '* ' and its indented continuation lines) that links to
+    a section gone (`Title`_) goes too."""
+    lines = text.split('\n')
+
+    def top(i):
+        return (i + 1 < len(lines) and lines[i].strip() and
+                re.fullmatch(r'=+', lines[i + 1]) is not None and
+                len(lines[i + 1]) >= len(lines[i].rstrip()))
+
+    gone = {t for t, f in USERDOC_WITH.items() if f not in present}
+    out, i, dropping = [], 0, False
+    while i < len(lines):
+        if top(i):
+            dropping = lines[i].strip() in gone
+        if not dropping:
+            out.append(lines[i])
+        i += 1
+    lines, out, i = out, [], 0
+    while i < len(lines):
+        if lines[i].startswith('* '):
+            j = i + 1
+            while j < len(lines) and lines[j].startswith('  '):
+                j += 1
+            item = ' '.join(l.strip() for l in lines[i:j])
+            if any('`%s`_' % t in item for t in gone):
+                i = j
+                continue
+            out += lines[i:j]
+            i = j
+            continue
+        out.append(lines[i])
+        i += 1
+    text = re.sub(r'\n{3,}', '\n\n', '\n'.join(out))
+    flat = ' '.join(text.split())
+    left = sorted(t for t in gone if '`%s`_' % t in flat)
+    if left:
+        raise SystemExit('patch-series: %s links to %s outside a bullet item'
+                         % (USERDOC, left))
+    return text
+
+
 def cut_qtest_meson(text, present):
     """tests/qtest/meson.build (our hook applied) with the pvrdma qtest
     programs whose main file is present, each built from its present
@@ -1554,6 +1620,8 @@ def main():
             elif g.endswith('trace-events'):
                 text = cut_trace(text, rdma, used)
                 check_trace(text, present, step['subject'])
+            elif g == USERDOC:
+                text = cut_userdoc(text, present)
             elif g.endswith('.rst'):
                 text = cut_toctree(text, present)
             elif g == 'qapi/pvrdma.json':
