@@ -187,7 +187,7 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .link_up = pvrdma_link_up,
     .set_fd_handler = pvrdma_set_fd_handler,
     .frame_tx = pvrdma_frame_tx,
-    .report = pvrdma_report_event,               /* pvrdma_dev_qmp.c */
+    .report = pvrdma_report_event,               /* pvrdma_dev_event.c */
 };
 
 /*
