@@ -1474,7 +1474,7 @@ def cut_qapi(text, present):
                 if k:
                     break
         out.append(ch)
-    return '\n\n'.join(out)
+    return '\n\n'.join(out).rstrip('\n') + '\n'
 
 
 def qapi_names(schema):
@@ -1491,7 +1491,7 @@ def cut_qmp_stub(text, names):
             if not re.match(r'[^(]*\bqmp_(\w+)\(', p) or
             re.match(r'[^(]*\bqmp_(\w+)\(', p).group(1).replace('_', '-')
             in names]
-    return '\n\n'.join(keep)
+    return '\n\n'.join(keep).rstrip('\n') + '\n'
 
 
 def cut_monitor(text, names):

@@ -26,8 +26,9 @@
 #                 gnu-hurd.patch changes include/qemu/osdep.h)
 #   --newest      also the newest QEMU source Debian has (sid's newest
 #                 that the mirror serves): the 10.0 series tried as it
-#                 is, then the series made on that tree applied, built
-#                 and its qtests run (build/series/newest)
+#                 is, then the series made on that tree applied, and
+#                 each commit built and its qtests run, as on 10.0
+#                 (only the last with --final-only; build/series/newest)
 # Prints "ok"/"FAIL" lines and ends with "N passed, N failed".
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -262,7 +263,16 @@ elif [ "$newest" = 1 ]; then
        (cd "$nt" && git_q am -q $(ls "$s"/newest-patches/*.patch | grep -v 0000-cover-letter)) \
             >> "$s/newest.am.log" 2>&1; then
         ok "newest: the series made on $(basename "$norig") applies with git am"
-        build_tree "$nt" "$s/newest-qemu" "newest $(basename "$norig")" || true
+        # every commit there too, unless --final-only
+        mapfile -t ncommits < <(cd "$nt" && git rev-list --reverse HEAD~${#patches[@]}..HEAD)
+        [ "$final_only" = 0 ] || ncommits=("${ncommits[-1]}")
+        n=0
+        for c in "${ncommits[@]}"; do
+            n=$((n + 1))
+            (cd "$nt" && git checkout -q "$c")
+            subj=$(cd "$nt" && git log -1 --format=%s)
+            build_tree "$nt" "$s/newest-qemu" "newest $(basename "$norig" .orig.tar.xz) commit $n/${#ncommits[@]} ($subj)" || true
+        done
     else
         bad "newest: the series cannot be made on $(basename "$norig")"
         tail -5 "$s/newest.gen.log" "$s/newest.am.log"
