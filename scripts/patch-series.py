@@ -254,22 +254,25 @@ defines them):
   view (path and port changes, lost peers) and guest errors, counted,
   logged (LOG_GUEST_ERROR) and reported.  A leaf: every other file of
   the core may report."""),
-    dict(subject='hw/rdma: PVRDMA core: guest memory, run list, events',
+    dict(subject='hw/rdma: PVRDMA core: guest memory, GIDs, byte stream',
          files=['hw/rdma/core/pvrdma_mem.c', 'hw/rdma/core/pvrdma_gid.c',
-                'hw/rdma/core/pvrdma_sched.c',
-                'hw/rdma/core/pvrdma_stream.c',
-                'hw/rdma/core/pvrdma_event.c'],
+                'hw/rdma/core/pvrdma_stream.c'],
          body="""\
 What the rest of the core stands on:
 - pvrdma_mem.c: guest page directories and scatter/gather through the
   owner's DMA hooks, every address, length and page count checked;
   guest RAM is mapped once per object;
 - pvrdma_gid.c: the port's GID table;
+- pvrdma_stream.c: the bounded byte stream the migration state and the
+  transports' per-QP state are written to and read from."""),
+    dict(subject='hw/rdma: PVRDMA core: run list, events',
+         files=['hw/rdma/core/pvrdma_sched.c',
+                'hw/rdma/core/pvrdma_event.c'],
+         body="""\
+The core's run list and its event queues:
 - pvrdma_sched.c: the core's run list and timer (the data path runs in
   the main loop in bounded passes; a doorbell queues work, or does a
   bounded amount of it);
-- pvrdma_stream.c: the bounded byte stream the migration state and the
-  transports' per-QP state are written to and read from;
 - pvrdma_event.c: completion and async event queues, interrupts,
   completions written in batches with one notification per batch, CQ
   arming."""),
@@ -562,8 +565,7 @@ none registered, as here, the device has the loopback transport only:
 RDMA between the processes and kernel users of one VM."""),
     # --- the qtests of the device and loopback ----------------------------
     dict(subject='tests/qtest/libqos: add a pvrdma driver',
-         files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h',
-                'tests/qtest/pvrdma-qos-test.c'],
+         files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h'],
          hooks=['tests/qtest/libqos/meson.build', 'tests/qtest/meson.build'],
          body="""\
 libqos/pvrdma.c drives the device as the Linux vmw_pvrdma driver does at
@@ -571,10 +573,15 @@ probe (the DSR, the command and response slots, the async and CQ
 notification rings, MSI-X, activation), with helpers for the tests of
 the next patches: commands, page directories, rings, doorbells, and the
 device's x-used-* counters (the verbs objects and migrations come in
-files of their own, later).  It registers a "pvrdma" node in the qos graph (the device at
-function 1 of a slot with a vmxnet3 at function 0), which
-pvrdma-qos-test.c checks: what a test written elsewhere gets when it
-asks for the node."""),
+files of their own, later).  It registers a "pvrdma" node in the qos
+graph: the device at function 1 of a slot with a vmxnet3 at function
+0."""),
+    dict(subject='tests/qtest: pvrdma-qos-test, the libqos node',
+         files=['tests/qtest/pvrdma-qos-test.c'],
+         body="""\
+pvrdma-qos-test.c checks the "pvrdma" node of the qos graph: what a
+test written elsewhere gets when it asks for the node (a device the
+driver has activated, its port up)."""),
     dict(subject='tests/qtest/libqos: pvrdma driver: verbs objects',
          files=['tests/qtest/libqos/pvrdma-verbs.c'],
          body="""\
