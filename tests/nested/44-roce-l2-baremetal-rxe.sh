@@ -1,8 +1,8 @@
 #!/bin/sh
 # L1 as a "bare-metal" host running soft-RoCE, an L2 guest with the pvrdma
-# device speaking RoCEv2 on its vmxnet3 (roce=on, the default; no ibdev):
+# device speaking RoCEv2 on its vmxnet3 (roce=on; no ibdev):
 # the user doc's "VM to bare-metal soft-RoCE" example (docs/system/devices/
-# pvrdma.rst, "RoCEv2 on the vmxnet3's network"), with the rig's names:
+# pvrdma.rst, "RoCEv2"), with the rig's names:
 #   L1 ("the host"): a new bridge br1, 10.1.0.1/24, with tap2 for the guest;
 #                    modprobe rdma_rxe; rdma link add rxe1 type rxe netdev br1
 #                    (br0 and rxe0 are the rig's own, untouched here)
@@ -43,7 +43,7 @@ run ip link set $BR up
 run modprobe rdma_rxe
 run rdma link add $RXE type rxe netdev $BR
 
-# --- the VM: tap on that bridge, vmxnet3 + pvrdma (RoCEv2 on by default)
+# --- the VM: tap on that bridge, vmxnet3 + pvrdma (roce=on)
 log "booting L2 on $TAP ($GUEST/24)"
 /usr/lib/pvrdma/l2.sh -n 2 --ip $GUEST/24 -e PVRDMA_VM=1 -e PVRDMA_PEER_IP=$HOST \
     -e PVRDMA_L1_IP=$HOST -e PP_ITERS=50 --mem 512M \

@@ -315,7 +315,8 @@ static int create_mr_check(PvrdmaCore *c, const struct pvrdma_cmd_create_mr *m,
     if ((access &
          (PVRDMA_ACCESS_REMOTE_WRITE | PVRDMA_ACCESS_REMOTE_ATOMIC)) &&
         !(access & PVRDMA_ACCESS_LOCAL_WRITE)) {
-        return CMD_ERR(c, EINVAL, "CREATE_MR: remote write without local write");
+        return CMD_ERR(c, EINVAL,
+                       "CREATE_MR: remote write without local write");
     }
     if (m->flags & ~(PVRDMA_MR_FLAG_DMA | PVRDMA_MR_FLAG_FRMR) ||
         m->flags == (PVRDMA_MR_FLAG_DMA | PVRDMA_MR_FLAG_FRMR)) {
