@@ -11,8 +11,8 @@ orig tarball (build/series/base).  --work (default build/series/work) is
 cloned from it and gets one commit per patch, in the order of STEPS
 below.
 
-The patches come as four series, each applying on top of the one before
-(SERIES below): A, the device with the loopback transport (the ABI, the
+The patches come as four series (SERIES below), B, C and D each applying
+on top of A alone: A, the device with the loopback transport (the ABI, the
 docs, the core, the loopback transport, the PCI/QOM glue with QAPI and
 HMP, the qtests that need nothing else, MAINTAINERS); B (RFC), the
 co-resident transport; C, the RoCEv2 transport; D, the host HCA
@@ -21,9 +21,10 @@ its transport's device side (hw/rdma/pvrdma_dev_<transport>.c, a
 TYPE_PVRDMA_LINK class) and its qtest topic, if it has one.  --out
 (default build/series/patches) gets `git format-patch --cover-letter`
 of each series in a directory of its own (A/, B/, C/, D/: what is sent,
-each with its cover letter, patches/series-cover*.txt), and of all of
-them in one, numbered through (*.patch: what scripts/series-check.sh
-applies and builds).
+each with its cover letter, patches/series-cover*.txt; C and D are made
+again on A's last commit, so their cut files have only A's and their own
+parts), and of all of them one after the other in one, numbered through
+(*.patch: the whole device, whose last commit is this repository).
 
 Each step names the files it adds, with their paths in this repository
 (hw/rdma, backend -> hw/rdma/backend, include, qapi, tests/qtest, docs),
@@ -99,7 +100,6 @@ QAPI_WITH = {
     'PVRDMA_PEER_LOST': 'hw/rdma/pvrdma_dev_coresident.c',
     'x-pvrdma-peer-add': 'hw/rdma/pvrdma_dev_coresident.c',
     'PvrdmaTransportType.coresident': 'hw/rdma/pvrdma_dev_coresident.c',
-    'PvrdmaTransportStatus.peers': 'hw/rdma/pvrdma_dev_coresident.c',
     'PvrdmaPath.coresident': 'hw/rdma/pvrdma_dev_coresident.c',
     'PvrdmaTransportType.roce': 'hw/rdma/pvrdma_dev_roce.c',
     'PvrdmaPath.roce': 'hw/rdma/pvrdma_dev_roce.c',
@@ -840,7 +840,7 @@ does not see them), lists the peers in query-pvrdma, and leaves the
 rendezvous directory tidy when QEMU exits.
 
 Its QMP (qapi/pvrdma.json gains it here): the 'coresident' transport
-and path names, the transport's 'peers' in query-pvrdma;
+and path names (query-pvrdma's 'peers' of a transport it fills in);
 x-pvrdma-peer-add, the unstable command that gives the device a
 connection management made (socketpair, passed with getfd); the events
 PVRDMA_PEER_LOST (a peer failed and was dropped) and
@@ -1605,8 +1605,9 @@ def main():
     env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_COMMITTER_NAME=name,
                GIT_AUTHOR_EMAIL=email[:-1], GIT_COMMITTER_EMAIL=email[:-1])
 
-    present, hooked_full, commits = set(), {}, []
-    for step in STEPS:
+    def make_step(step, present, hooked_full):
+        """One commit in args.work: the step's files, the generated files
+        cut to present (updated), the hooks' files; its hash."""
         for f in step['files']:
             present.add(f)
             if f in GENERATED:
@@ -1653,10 +1654,19 @@ def main():
             '\n\nSigned-off-by: %s\n' % who
         run(['git', 'commit', '-q', '-F', '-'], cwd=args.work, env=env,
             input=msg, text=True)
-        commits.append(subprocess.run(
-            ['git', 'rev-parse', 'HEAD'], cwd=args.work, check=True,
-            capture_output=True, text=True).stdout.strip())
+        return git_out(['rev-parse', 'HEAD'])
 
+    def git_out(cmd):
+        return subprocess.run(['git'] + cmd, cwd=args.work, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    # the whole device, one series after the other (the all-in-one)
+    present, hooked_full, commits = set(), {}, []
+    n_a = len(SERIES[0]['steps'])
+    for i, step in enumerate(STEPS):
+        commits.append(make_step(step, present, hooked_full))
+        if i == n_a - 1:
+            after_a = (set(present), dict(hooked_full))
     # the last step has every file whole: what was cut is the file itself
     for g in sorted(GENERATED):
         with open(os.path.join(TOP, repo_path(g))) as f, \
@@ -1682,24 +1692,40 @@ def main():
         return [os.path.join(out, p) for p in sorted(os.listdir(out))
                 if '0000-cover-letter' in p][0]
 
-    # each series in a directory of its own, as it is sent: A, then B on
-    # top of A, C on top of B, D on top of C
+    # each series in a directory of its own, as it is sent: A, and each
+    # later series on top of A alone (made again from A's last commit: its
+    # cut files then have only A's and its own parts), not on the series
+    # before it
+    whole = git_out(['rev-parse', 'HEAD'])
+    a_end = commits[n_a - 1]
     first, ranges = 0, []
     for ser in SERIES:
         last = first + len(ser['steps'])
-        start = base if first == 0 else commits[first - 1]
+        if first == 0:
+            rng = base + '..' + a_end
+        elif first == n_a:
+            rng = a_end + '..' + commits[last - 1]   # already on A
+        else:
+            run(['git', 'checkout', '-q', '-B', 'on-a-' + ser['name'],
+                 a_end], cwd=args.work)
+            pres, hooked = set(after_a[0]), dict(after_a[1])
+            for step in ser['steps']:
+                tip = make_step(step, pres, hooked)
+            rng = a_end + '..' + tip
         cover = format_patch(os.path.join(args.out, ser['name']),
-                             ser['prefix'], start + '..' + commits[last - 1])
+                             ser['prefix'], rng)
         fill_cover(cover, *read_cover(ser['cover']))
         ranges.append('%s %d-%d' % (ser['name'], first + 1, last))
         first = last
+    run(['git', 'checkout', '-q', whole], cwd=args.work)
     # and all of them in one, numbered through, for scripts/series-check.sh
     cover = format_patch(args.out, 'PATCH', base + '..HEAD')
     fill_cover(cover, 'hw/rdma: a new pvrdma device: series %s to %s in one'
                % (SERIES[0]['name'], SERIES[-1]['name']), """\
 Series %s, one after the other, in one directory to be applied and
-built at once (scripts/series-check.sh).  They are sent as %s, each
-with its own cover letter:
+built at once (scripts/series-check.sh): the whole device.  They are
+sent as %s, each with its own cover letter, and each of the later ones
+on top of the first alone:
 %s""" % (', '.join(ser['name'] for ser in SERIES),
          ', '.join(ser['name'] + '/' for ser in SERIES),
          ''.join('- %s (patches %s): %s\n' % (ser['name'],

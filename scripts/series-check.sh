@@ -5,8 +5,11 @@
 # patch through QEMU's scripts/checkpatch.pl, and every commit built
 # (bisectable), the pvrdma qtests run from the commit that adds them on.
 # The series as sent, build/series/patches/A, B, C, D (each with its cover
-# letter), are also applied one after the other: they must give the same
-# tree as the whole (build/series/patches/*.patch), which is what is built.
+# letter): A on the pristine tree, each of B, C, D on top of A alone; the
+# docs are built after each.  Then the whole device, the four one after
+# the other (build/series/patches/*.patch, its last commit this
+# repository).  Built: every commit of A and of each later series on A,
+# then the whole's last (--final-only: only the whole's last).
 #
 #   scripts/series-check.sh [--final-only] [--newest]
 #
@@ -85,11 +88,6 @@ mapfile -t patches < <(ls "$s"/patches/*.patch | grep -v 0000-cover-letter)
 t=$s/src/$(basename "$debsrc")
 rm -rf "$s/src"; mkdir -p "$s/src"
 git_q clone -q "$s/base" "$t"
-if (cd "$t" && git_q am -q "${patches[@]}"); then
-    ok "git am: ${#patches[@]} patches apply to $(basename "$orig")"
-else
-    bad "git am: the series does not apply"; echo "${pass} passed, ${fail} failed"; exit 1
-fi
 # docs_check TREE LABEL: the device's documents in TREE (the design docs,
 # the user doc, the interop spec) built by Sphinx (Debian's python3-sphinx)
 # with warnings as errors,
@@ -125,38 +123,63 @@ else
     bad "qapi/pvrdma.json: documentation lines over 70 characters: $long"
 fi
 
-# the series as they are sent (patches/A, B, ...: each its own cover letter
-# and numbering), applied one after the other: the same tree as the whole
-sers=() ; for d in "$s"/patches/*/; do [ -d "$d" ] && sers+=("$(basename "$d")"); done
-if [ ${#sers[@]} -gt 0 ]; then
-    st=$s/src/per-series
-    git_q clone -q "$s/base" "$st"
-    n_ser=() am_ok=1
-    for x in "${sers[@]}"; do
-        mapfile -t sp < <(ls "$s/patches/$x"/*.patch | grep -v 0000-cover-letter)
-        n_ser+=("$x ${#sp[@]}")
-        (cd "$st" && git_q am -q "${sp[@]}") || { am_ok=0; break; }
-        docs_check "$st" "after series $x"
+# sent_series TREE PATCHES-DIR NAME: in TREE (a clone of a pristine tree)
+# the series as they are sent (PATCHES-DIR/A, B, ...: each with its own
+# cover letter and numbering): A applied to the pristine tree, each later
+# one on top of A alone (a branch of its own), the docs built after each;
+# then the whole device (PATCHES-DIR/*.patch: the series one after the
+# other, its last commit this repository) on a branch of its own, 'whole'.
+# Appends "COMMIT SERIES K/N" to to_build for each commit of the series as
+# sent, then the whole device's last commit.
+sent_series() {
+    local tr=$1 pd=$2 name=$3 x sp n0 a_end="" c k
+    n0=$(git -C "$tr" rev-parse HEAD)
+    for x in $(cd "$pd" && ls -d -- */ | tr -d /); do
+        mapfile -t sp < <(ls "$pd/$x"/*.patch | grep -v 0000-cover-letter)
+        [ "$x" = A ] || git -C "$tr" checkout -q -B "on-a-$x" "$a_end"
+        if ! (cd "$tr" && git_q am -q "${sp[@]}") > /dev/null 2>&1; then
+            (cd "$tr" && git am --abort) > /dev/null 2>&1 || true
+            bad "$name: git am: series $x does not apply${a_end:+ on top of A}"
+            [ "$x" = A ] && return 1
+            continue
+        fi
+        if [ "$x" = A ]; then
+            ok "$name: git am: series A, ${#sp[@]} patches, applies to the pristine tree"
+            docs_check "$tr" "$name: series A"
+            a_end=$(git -C "$tr" rev-parse HEAD)
+        else
+            ok "$name: git am: series $x, ${#sp[@]} patches, applies on top of series A alone"
+            docs_check "$tr" "$name: series A + $x"
+        fi
+        k=0
+        for c in $(git -C "$tr" rev-list --reverse "HEAD~${#sp[@]}..HEAD"); do
+            k=$((k + 1)); to_build+=("$c $x $k/${#sp[@]}")
+        done
     done
-    if [ "$am_ok" = 1 ] &&
-       [ "$(git -C "$st" rev-parse 'HEAD^{tree}')" = "$(git -C "$t" rev-parse 'HEAD^{tree}')" ]; then
-        ok "git am: series $(IFS=,; echo "${n_ser[*]}" | sed 's/,/, /g') patches, one after the other, give the whole series' tree"
+    mapfile -t sp < <(ls "$pd"/*.patch | grep -v 0000-cover-letter)
+    git -C "$tr" checkout -q -B whole "$n0"
+    if (cd "$tr" && git_q am -q "${sp[@]}") > /dev/null 2>&1; then
+        ok "$name: git am: the whole device, ${#sp[@]} patches (the series one after the other)"
+        to_build+=("$(git -C "$tr" rev-parse HEAD) whole ${#sp[@]}/${#sp[@]}")
     else
-        bad "git am: series ${sers[*]} applied one after the other do not give the whole series' tree (stopped at ${n_ser[-1]})"
+        (cd "$tr" && git am --abort) > /dev/null 2>&1 || true
+        bad "$name: git am: the whole device does not apply"
     fi
-    rm -rf "$st"
-fi
+}
+to_build=()
+sent_series "$t" "$s/patches" "$(basename "$orig" .orig.tar.xz)" ||
+    { echo "${pass} passed, ${fail} failed"; exit 1; }
 
 # --- 4. checkpatch -----------------------------------------------------------------------
-for p in "${patches[@]}"; do
+for p in $(ls "$s"/patches/*/*.patch | grep -v 0000-cover-letter); do
     out=$(cd "$t" && perl scripts/checkpatch.pl "$p" 2>&1 || true)
     tot=$(echo "$out" | grep -o 'total: [0-9]* errors, [0-9]* warnings' || echo "total: ? errors")
     e=$(echo "$tot" | awk '{print $2}')
     if [ "$e" = 0 ]; then
-        ok "checkpatch $(basename "$p"): $tot"
+        ok "checkpatch $(basename "$(dirname "$p")")/$(basename "$p"): $tot"
         echo "$out" | grep '^WARNING' | sort | uniq -c | sed 's/^/    /' || true
     else
-        bad "checkpatch $(basename "$p"): $tot"; echo "$out" | grep -A4 '^ERROR' | head -40
+        bad "checkpatch $(basename "$(dirname "$p")")/$(basename "$p"): $tot"; echo "$out" | grep -A4 '^ERROR' | head -40
     fi
 done
 
@@ -202,17 +225,21 @@ build_tree() {
         return 1
     fi
 }
-mapfile -t commits < <(cd "$t" && git rev-list --reverse HEAD~${#patches[@]}..HEAD)
-[ "$final_only" = 0 ] || commits=("${commits[-1]}")
-[ "$build" = 1 ] || commits=()
-n=0
-for c in "${commits[@]}"; do
-    n=$((n + 1))
-    (cd "$t" && git checkout -q "$c")
-    subj=$(cd "$t" && git log -1 --format=%s)
-    build_tree "$t" "$q" "commit $n/${#commits[@]} ($subj)" || true
-done
-[ ${#commits[@]} = 0 ] || (cd "$t" && git checkout -q "${commits[-1]}")
+# build_list TREE BUILD-DIR NAME: each commit of to_build (only the last
+# with --final-only), then TREE back at the last
+build_list() {
+    local tr=$1 bd=$2 name=$3 e c subj
+    [ "$final_only" = 0 ] || to_build=("${to_build[-1]}")
+    [ "$build" = 1 ] || to_build=()
+    for e in "${to_build[@]}"; do
+        c=${e%% *}
+        git -C "$tr" checkout -q "$c"
+        subj=$(git -C "$tr" log -1 --format=%s)
+        build_tree "$tr" "$bd" "$name ${e#* } ($subj)" || true
+    done
+    [ ${#to_build[@]} = 0 ] || git -C "$tr" checkout -q "${to_build[-1]%% *}"
+}
+build_list "$t" "$q" "$(basename "$orig" .orig.tar.xz)"
 
 # --- 6. the newest QEMU Debian has --------------------------------------------------------
 if [ "$newest" = 1 ]; then
@@ -259,23 +286,17 @@ elif [ "$newest" = 1 ]; then
     fi
     rm -rf "$nt"; git clone -q "$s/newest-base" "$nt"
     if python3 "$top/scripts/patch-series.py" --base "$s/newest-base" \
-            --work "$s/newest-work" --out "$s/newest-patches" > "$s/newest.gen.log" 2>&1 &&
-       (cd "$nt" && git_q am -q $(ls "$s"/newest-patches/*.patch | grep -v 0000-cover-letter)) \
-            >> "$s/newest.am.log" 2>&1; then
-        ok "newest: the series made on $(basename "$norig") applies with git am"
-        # every commit there too, unless --final-only
-        mapfile -t ncommits < <(cd "$nt" && git rev-list --reverse HEAD~${#patches[@]}..HEAD)
-        [ "$final_only" = 0 ] || ncommits=("${ncommits[-1]}")
-        n=0
-        for c in "${ncommits[@]}"; do
-            n=$((n + 1))
-            (cd "$nt" && git checkout -q "$c")
-            subj=$(cd "$nt" && git log -1 --format=%s)
-            build_tree "$nt" "$s/newest-qemu" "newest $(basename "$norig" .orig.tar.xz) commit $n/${#ncommits[@]} ($subj)" || true
-        done
+            --work "$s/newest-work" --out "$s/newest-patches" > "$s/newest.gen.log" 2>&1; then
+        # as on 10.0: the series as sent, the whole device, every commit
+        # built (only the whole's last with --final-only)
+        to_build=()
+        nname="newest $(basename "$norig" .orig.tar.xz)"
+        if sent_series "$nt" "$s/newest-patches" "$nname"; then
+            build_list "$nt" "$s/newest-qemu" "$nname"
+        fi
     else
         bad "newest: the series cannot be made on $(basename "$norig")"
-        tail -5 "$s/newest.gen.log" "$s/newest.am.log"
+        tail -5 "$s/newest.gen.log"
     fi
 fi
 echo "${pass} passed, ${fail} failed"
