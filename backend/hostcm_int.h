@@ -138,7 +138,7 @@ static const CmField SIDR_REP_QKEY = { 20, 0, 32 };
 #define PS_UDP              0x0111
 
 #ifndef HC_MAX_CONNS
-#define HC_MAX_CONNS        1024        /* tests/fuzz builds with fewer */
+#define HC_MAX_CONNS        1024        /* a harness may build with fewer */
 #endif
 #define HC_STALE_MS         60000       /* unfinished handshakes */
 #define HC_TIMEOUT_MS       2000        /* address and route resolution */

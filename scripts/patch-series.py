@@ -1357,6 +1357,52 @@ def cut_toctree(text, present):
     return '\n'.join(out)
 
 
+def cut_filetable(text, present):
+    """The design doc's file table (the list-table of its Layering
+    section) cut down to the rows that name a present file in their first
+    column: a row whose ``...`` files are all absent goes (a name without
+    a folder is in the folder of the name before it, as scripts/layers.py's
+    file_map() reads them; the names are the repository's, backend/x.c is
+    hw/rdma/backend/x.c in the series' tree)."""
+    m = re.search(r'^Layering\n-+\n', text, re.M)
+    if not m:
+        return text
+    lines = text[m.end():].split('\n')
+    start = next((i for i, ln in enumerate(lines)
+                  if ln.startswith('.. list-table::')), None)
+    if start is None:
+        return text
+    end = start + 1
+    while end < len(lines) and (lines[end].startswith('   ') or
+                                not lines[end].strip()):
+        end += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    rows, head = [], lines[start:end]
+    for i, ln in enumerate(head):
+        if ln.startswith('   * - '):
+            rows.append(i)
+    out, last = head[:rows[1]] if len(rows) > 1 else head, ''
+    for k, r in enumerate(rows[1:], 1):
+        row = head[r:rows[k + 1] if k + 1 < len(rows) else len(head)]
+        names, first_col = [], True
+        for ln in row:
+            if ln.startswith('     - '):
+                first_col = False
+            if not first_col:
+                continue
+            for n in re.findall(r'``([\w./-]+\.[ch])``', ln):
+                if '/' in n:
+                    last = os.path.dirname(n)
+                else:
+                    n = os.path.join(last, n)
+                names.append(n)
+        if not names or any(tree_path(n) in present for n in names):
+            out += row
+    lines[start:end] = out
+    return text[:m.end()] + '\n'.join(lines)
+
+
 def cut_userdoc(text, present):
     """The user doc cut down to the transports present: a top-level (===)
     section of USERDOC_WITH whose file is not present goes, its title and
@@ -1632,6 +1678,8 @@ def main():
                 text = cut_userdoc(text, present)
             elif g.endswith('.rst'):
                 text = cut_toctree(text, present)
+                if g == 'docs/devel/pvrdma.rst':
+                    text = cut_filetable(text, present)
             elif g == 'qapi/pvrdma.json':
                 text = cut_qapi(text, present)
             elif g.endswith('_stub.c'):

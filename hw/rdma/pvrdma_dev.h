@@ -41,8 +41,7 @@
 /*
  * QEMU 10.1 changed two interfaces of the glue: class_init's data became
  * const, and ramblock.h moved from exec/ to system/.  The device is for
- * 10.0; these let the same files build on later QEMUs too
- * (scripts/series-check.sh --newest; notes/series.rst).
+ * 10.0; these let the same files build on later QEMUs too.
  */
 #if QEMU_VERSION_MAJOR > 10 || (QEMU_VERSION_MAJOR == 10 && \
                                 QEMU_VERSION_MINOR >= 1)

@@ -1,9 +1,9 @@
 /*
  * QTest for the pvrdma device: PCI identity, activation, every command's
  * success and error paths, rings, MSI-X, the loopback data path with data
- * compared byte for byte, migration, the co-resident and host HCA
- * transports and fault injection.  The tests are in pvrdma/, one file
- * per topic, over the helpers of pvrdma/framework.c.
+ * compared byte for byte, migration and fault injection; each transport
+ * adds a topic of its own.  The tests are in pvrdma/, one file per
+ * topic, over the helpers of pvrdma/framework.c.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

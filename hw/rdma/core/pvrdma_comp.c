@@ -257,10 +257,9 @@ static void req_done(PvrdmaCore *c, PvrdmaQP *qp, uint64_t cookie,
             /*
              * A full window may have held back more WQEs; and while the
              * QP waits for the run loop, its doorbells queue there too,
-             * so that one run sends what several QPs posted (co-resident:
-             * one datagram).  Without this, bench-core's co-resident
-             * figures with 64 QPs fell by 40 % (every doorbell its own
-             * sendmsg()).
+             * so that one run sends what several QPs posted (a transport
+             * that batches sends them in one message instead of one
+             * each).
              */
             pvrdma_qp_schedule(c, qp);
             return;

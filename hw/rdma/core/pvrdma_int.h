@@ -141,7 +141,7 @@ void pvrdma_transports_wake(PvrdmaCore *c);
 void pvrdma_transports_timer(PvrdmaCore *c);
 /*
  * One transport, for the core's other files: every call into a transport
- * goes through pvrdma_transport.c (scripts/layers.py checks it).
+ * goes through pvrdma_transport.c.
  */
 const char *pvrdma_transport_name(const PvrdmaTransport *t);
 /* may execute() run on the vCPU thread (PVRDMA_TP_DOORBELL_OK)? */

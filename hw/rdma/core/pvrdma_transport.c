@@ -8,7 +8,7 @@
  * moved), and the wake-up of senders waiting on RNR, here and in the
  * transports, and the wrappers the core's other files call a transport
  * through.  Every call from the core into a transport goes through this
- * file (scripts/layers.py checks it).
+ * file.
  *
  * Not here: building and executing requests (pvrdma_req.c), the queue
  * transport's WQE hand-over (pvrdma_queue.c), completions (pvrdma_comp.c).

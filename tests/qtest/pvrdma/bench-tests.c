@@ -24,7 +24,7 @@
  * save and load times (trace events pvrdma_state_saved / _loaded, each
  * QEMU logging to its own -D file) for PVRDMA_BENCH_MIG connected QPs
  * with as many 16 KiB MRs, migrated to a second QEMU.  Registered only
- * when PVRDMA_BENCH_MIG is set (scripts/bench-mig.sh sets it); prints
+ * when PVRDMA_BENCH_MIG is set; prints
  * figures.
  */
 static void bench_migration(void)
@@ -104,7 +104,7 @@ static void bench_migration(void)
 
 /*
  * A benchmark, not a check (registered only when PVRDMA_BENCH_IDLE is
- * set; scripts/bench-idle.sh runs it): the CPU that idle QEMUs use, for
+ * set): the CPU that idle QEMUs use, for
  * the co-resident transport's idle cost.  Five setups, one after the
  * other: one QEMU with the NIC and no pvrdma (QEMU's own floor); one with
  * the device active and no transport but loopback (no rendezvous); two

@@ -431,7 +431,7 @@ static void test_hca_host_port(void)
 /*
  * Registering 1 GiB: one contiguous run (registered as it is) and 512
  * runs of 2 MiB in reverse order (mapped again side by side).  Prints the
- * command's wall time; the benchmark is scripts/bench-mr.sh.
+ * command's wall time.
  */
 static void test_hca_mr_1g(void)
 {
@@ -490,8 +490,8 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /*
- * A benchmark (skipped unless PVRDMA_BENCH_FRMR=N; nested test 40 runs it
- * with N=3 as a check, scripts/bench-mr.sh with 200): what one
+ * A benchmark (skipped unless PVRDMA_BENCH_FRMR=N, the number of
+ * rounds; N=3 is enough as a check): what one
  * fast registration costs the guest on the host device, from the doorbell
  * to its completion in the guest's CQ (the window's bind included, which
  * the device's pvrdma_hv_fast_reg trace ends before), N times each for an

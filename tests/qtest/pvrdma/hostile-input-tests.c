@@ -459,8 +459,8 @@ static void test_reset_during_traffic(void)
 
 /* ------------------------------------------------------------------ */
 /* Create/destroy cycles of every object type, activate/reset cycles   */
-/* (PVRDMA_LEAK_CYCLES / PVRDMA_LEAK_RESETS; scripts/leakcheck.sh runs */
-/* 1000 / 100 under valgrind, make check a few)                        */
+/* (PVRDMA_LEAK_CYCLES / PVRDMA_LEAK_RESETS: a few by default, 1000 /  */
+/* 100 under valgrind)                                                 */
 
 void pvrdma_add_hostile_input_tests(void)
 {

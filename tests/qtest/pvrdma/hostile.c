@@ -174,7 +174,7 @@ void bad_pages(QPvrdma *d, uint64_t out[NBAD])
     out[6] = GPA_BIOS_ROM;
 }
 
-/* A repeat count from the environment (scripts/leakcheck.sh raises it). */
+/* A repeat count from the environment (a leak check raises it). */
 unsigned env_count(const char *name, unsigned def)
 {
     const char *v = g_getenv(name);

@@ -62,7 +62,7 @@ uint64_t bar_addr(QPvrdma *d, int bar);
 
 void bad_pages(QPvrdma *d, uint64_t out[NBAD]);
 
-/* A repeat count from the environment (scripts/leakcheck.sh raises it). */
+/* A repeat count from the environment (a leak check raises it). */
 unsigned env_count(const char *name, unsigned def);
 
 /* The device refuses commands and maps nothing: not active. */

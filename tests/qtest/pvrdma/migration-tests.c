@@ -1,7 +1,7 @@
 /*
  * QTest for the pvrdma device: migration (live, postcopy, savevm, a
- * background snapshot, a hostile stream).  A co-resident device's
- * migration is a co-resident test; the benchmarks are in bench-tests.c.
+ * background snapshot, a hostile stream).  A transport's own migration
+ * tests are in its topic's file.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -478,8 +478,7 @@ static void test_migration_blob(void)
 
 /*
  * A migration with a build from before VMState, both ways: its QEMU binary
- * in PVRDMA_QEMU_OTHER (scripts/check-compat.sh builds 21c4b2b's), else a
- * skip.  This build with x-state-blob=on migrates a connected pair with
+ * in PVRDMA_QEMU_OTHER, else a skip.  This build with x-state-blob=on migrates a connected pair with
  * traffic to the older one, which carries on with the same QPs and keys,
  * and back.
  */
@@ -495,8 +494,7 @@ static void test_migration_other_build(void)
     Pair p;
 
     if (!other) {
-        g_test_skip("PVRDMA_QEMU_OTHER names no older build's QEMU "
-                    "(scripts/check-compat.sh)");
+        g_test_skip("PVRDMA_QEMU_OTHER names no older build's QEMU");
         return;
     }
     pair_connect(&p, qpvrdma_start_active(",x-state-blob=on"),
@@ -632,7 +630,7 @@ static void test_migration_blob_mismatch(void)
     pair_setup(&p, PVRDMA_QPT_RC, 16);
     mig_to_file(&p, file, &img, &len);
     if (getenv("PVRDMA_MIG_KEEP")) {
-        /* for scripts/analyze-migration.py (scripts/test.sh qtest) */
+        /* the stream, for scripts/analyze-migration.py */
         g_assert(g_file_set_contents(getenv("PVRDMA_MIG_KEEP"), img, len,
                                      NULL));
     }
