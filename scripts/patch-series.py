@@ -1651,6 +1651,11 @@ def main():
     env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_COMMITTER_NAME=name,
                GIT_AUTHOR_EMAIL=email[:-1], GIT_COMMITTER_EMAIL=email[:-1])
 
+    # a step's series' files (its subject -> the files of all its steps)
+    series_files = {st['subject']: {f for t in ser['steps']
+                                    for f in t['files']}
+                    for ser in SERIES for st in ser['steps']}
+
     def make_step(step, present, hooked_full):
         """One commit in args.work: the step's files, the generated files
         cut to present (updated), the hooks' files; its hash."""
@@ -1679,7 +1684,10 @@ def main():
             elif g.endswith('.rst'):
                 text = cut_toctree(text, present)
                 if g == 'docs/devel/pvrdma.rst':
-                    text = cut_filetable(text, present)
+                    # the table of files whole for the series the step is
+                    # in, from its first patch: the overview comes first
+                    text = cut_filetable(text, present |
+                                         series_files[step['subject']])
             elif g == 'qapi/pvrdma.json':
                 text = cut_qapi(text, present)
             elif g.endswith('_stub.c'):

@@ -478,9 +478,9 @@ static void test_migration_blob(void)
 
 /*
  * A migration with a build from before VMState, both ways: its QEMU binary
- * in PVRDMA_QEMU_OTHER, else a skip.  This build with x-state-blob=on migrates a connected pair with
- * traffic to the older one, which carries on with the same QPs and keys,
- * and back.
+ * in PVRDMA_QEMU_OTHER, else a skip.  This build with x-state-blob=on
+ * migrates a connected pair with traffic to the older one, which carries
+ * on with the same QPs and keys, and back.
  */
 static void test_migration_other_build(void)
 {
