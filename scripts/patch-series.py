@@ -214,10 +214,11 @@ and the entry points the glue, the transports and the tests call), and
 the build: CONFIG_PVRDMA (default on where PCI devices are) builds the
 core's files as the next patches add them, so that each step of the
 series compiles; the device that uses them comes later in the series.
-It depends on LINUX (memfd seals, SO_PEERCRED, accept4, getrandom) and
-on HOST_LITTLE_ENDIAN, a new proxy symbol in Kconfig.host set by
-meson.build: the guest's structures and the co-resident peers' messages
-are read in host byte order.  hw/rdma/trace-events starts empty: each
+It depends on LINUX (the seal check of guest RAM that a transport of a
+later series maps, F_GET_SEALS; the co-resident transport's
+SO_PEERCRED and accept4) and on HOST_LITTLE_ENDIAN, a new proxy symbol
+in Kconfig.host set by meson.build: the guest's structures (and the
+co-resident peers' messages) are read in host byte order.  hw/rdma/trace-events starts empty: each
 file brings its trace events."""),
     dict(subject='hw/rdma: PVRDMA transport interface',
          files=['include/hw/rdma/pvrdma_transport.h',
