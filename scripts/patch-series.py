@@ -125,7 +125,7 @@ outside QEMU.
 # commands, migration and the qtests that need nothing else
 A_STEPS = [
     # --- the guest ABI ----------------------------------------------------
-    dict(subject='include/hw/rdma: add the PVRDMA device ABI',
+    dict(subject='include/hw/rdma: Add the PVRDMA device ABI',
          files=['include/hw/rdma/pvrdma_abi.h',
                 'include/hw/rdma/pvrdma_abi_cmd.h'],
          body="""\
@@ -143,7 +143,7 @@ imported into include/standard-headers; these are new headers of the
 device's own, the sizes of the shared structures checked at build time
 (_Static_assert)."""),
     # --- the documentation, ahead of the code -----------------------------
-    dict(subject='docs/system: add the pvrdma user documentation',
+    dict(subject='docs/system: Add the pvrdma user documentation',
          files=['docs/system/devices/pvrdma.rst'],
          hooks=['docs/system/device-emulation.rst'],
          body="""\
@@ -157,7 +157,7 @@ monitor commands, and its limits.  The transports of later series
 
 The device, its properties and its monitor commands come with the
 patches that follow."""),
-    dict(subject='docs/devel: add the pvrdma design document',
+    dict(subject='docs/devel: Add the pvrdma design document',
          files=['docs/devel/pvrdma.rst'],
          hooks=['docs/devel/index-internals.rst'],
          body="""\
@@ -171,7 +171,7 @@ transport.
 
 It comes before the code so that each later patch can be reviewed
 against it."""),
-    dict(subject='docs/devel: pvrdma design: data paths, threat model',
+    dict(subject='docs/devel/pvrdma: Describe the data paths and the threat model',
          files=['docs/devel/pvrdma-paths.rst',
                 'docs/devel/pvrdma-security.rst'],
          body="""\
@@ -182,7 +182,7 @@ command from the REQUEST write to its response), file by file;
 pvrdma-security.rst is the threat model (who may do what to the device)
 and how guest input is checked: once, where it enters the device, the
 guest's rings included."""),
-    dict(subject='docs/devel: pvrdma design: transports, interfaces',
+    dict(subject='docs/devel/pvrdma: Describe the transport contract and interfaces',
          files=['docs/devel/pvrdma-transports.rst',
                 'docs/devel/pvrdma-interfaces.rst'],
          body="""\
@@ -194,7 +194,7 @@ of those has its own document, which comes with it);
 pvrdma-interfaces.rst the device's other interfaces: the monitor
 commands, the device versions, resources and teardown, the device's own
 ABI header, and how to write a qtest for the device."""),
-    dict(subject='docs/devel: pvrdma design: migration',
+    dict(subject='docs/devel/pvrdma: Describe migration',
          files=['docs/devel/pvrdma-migration.rst'],
          body="""\
 The last document of the pvrdma design: how the device migrates.  Its
@@ -203,7 +203,7 @@ the guest's commands through the same checks), the transports pause
 and resume around a save, what the device writes into guest memory is
 marked dirty, and what is not done."""),
     # --- the core: the guest ABI, nothing of QOM --------------------------
-    dict(subject='hw/rdma: add the PVRDMA core interface',
+    dict(subject='hw/rdma: Add the PVRDMA core interface',
          files=['include/hw/rdma/pvrdma_core.h', 'hw/rdma/Kconfig',
                 'hw/rdma/meson.build', 'hw/rdma/trace-events'],
          hooks=['hw/Kconfig', 'hw/meson.build', 'meson.build', 'Kconfig.host'],
@@ -220,7 +220,7 @@ SO_PEERCRED and accept4) and on HOST_LITTLE_ENDIAN, a new proxy symbol
 in Kconfig.host set by meson.build: the guest's structures (and the
 co-resident peers' messages) are read in host byte order.  hw/rdma/trace-events starts empty: each
 file brings its trace events."""),
-    dict(subject='hw/rdma: PVRDMA transport interface',
+    dict(subject='hw/rdma: Add the PVRDMA transport interface',
          files=['include/hw/rdma/pvrdma_transport.h',
                 'include/hw/rdma/pvrdma_transport_calls.h'],
          body="""\
@@ -238,7 +238,7 @@ the guest's objects and takes the work requests as they are.
 
 Only declarations: the core's side of the contract comes with the core
 in the next patches, each transport with patches of its own."""),
-    dict(subject='hw/rdma: PVRDMA core: guest rings, handle tables, reports',
+    dict(subject='hw/rdma/core: Add guest rings, handle tables and reports',
          files=['hw/rdma/core/pvrdma_int.h', 'hw/rdma/core/pvrdma_report.c',
                 'hw/rdma/core/pvrdma_ring.c', 'hw/rdma/core/pvrdma_table.c'],
          body="""\
@@ -255,7 +255,7 @@ defines them):
   view (path and port changes, lost peers) and guest errors, counted,
   logged (LOG_GUEST_ERROR) and reported.  A leaf: every other file of
   the core may report."""),
-    dict(subject='hw/rdma: PVRDMA core: guest memory, GIDs, byte stream',
+    dict(subject='hw/rdma/core: Add guest memory, GIDs and the byte stream',
          files=['hw/rdma/core/pvrdma_mem.c', 'hw/rdma/core/pvrdma_gid.c',
                 'hw/rdma/core/pvrdma_stream.c'],
          body="""\
@@ -266,7 +266,7 @@ What the rest of the core stands on:
 - pvrdma_gid.c: the port's GID table;
 - pvrdma_stream.c: the bounded byte stream the migration state and the
   transports' per-QP state are written to and read from."""),
-    dict(subject='hw/rdma: PVRDMA core: run list, events',
+    dict(subject='hw/rdma/core: Add the run list and event queues',
          files=['hw/rdma/core/pvrdma_sched.c',
                 'hw/rdma/core/pvrdma_event.c'],
          body="""\
@@ -277,7 +277,7 @@ The core's run list and its event queues:
 - pvrdma_event.c: completion and async event queues, interrupts,
   completions written in batches with one notification per batch, CQ
   arming."""),
-    dict(subject='hw/rdma: PVRDMA core: the core side of the transports',
+    dict(subject='hw/rdma/core: Add the core side of the transports',
          files=['hw/rdma/core/pvrdma_transport.c'],
          body="""\
 pvrdma_transport.c, the core's side of the transport interface: a
@@ -289,7 +289,7 @@ pause around a save: quiesce, resume, moved); an idle QP moving from
 one transport to another; and the wake-up of senders waiting for a
 receive (RNR).  Every call from the core into a transport goes through
 this file."""),
-    dict(subject='hw/rdma: PVRDMA core: protection domains, memory regions',
+    dict(subject='hw/rdma/core: Add protection domains and memory regions',
          files=['hw/rdma/core/pvrdma_pd.c', 'hw/rdma/core/pvrdma_mr.c'],
          body="""\
 The first objects the guest creates through the command channel (added
@@ -301,7 +301,7 @@ a few patches later, which calls their handlers):
   host memory with its PD, access and range checked, a work request's
   SGEs into a scatter list; the FAST_REG_MR and LOCAL_INV work requests
   and remote invalidation."""),
-    dict(subject='hw/rdma: PVRDMA core: CQs, SRQs and queue transports',
+    dict(subject='hw/rdma/core: Add CQs, SRQs and queue transports',
          files=['hw/rdma/core/pvrdma_cq.c', 'hw/rdma/core/pvrdma_srq.c',
                 'hw/rdma/core/pvrdma_queue.c'],
          body="""\
@@ -315,7 +315,7 @@ a few patches later, which calls their handlers):
   the QP's limits) and handed to the transport's queues, the rest held
   in the guest ring while those are full; their completions come back
   through it."""),
-    dict(subject='hw/rdma: PVRDMA core: queue pairs',
+    dict(subject='hw/rdma/core: Add queue pairs',
          files=['hw/rdma/core/pvrdma_qp.c'],
          body="""\
 pvrdma_qp.c: queue pairs with the RC/UC/UD/GSI state machine of the
@@ -326,7 +326,7 @@ the move to the error state after a failed work request, a remote
 error or a fatal guest error, with its async event; and the IBA timing
 of a QP that the transports use (local ACK timeout, retry window, RNR
 deadline, path MTU, the PSNs of a request)."""),
-    dict(subject='hw/rdma: PVRDMA core: fault injection, monitor snapshot',
+    dict(subject='hw/rdma/core: Add fault injection and the monitor snapshot',
          files=['hw/rdma/core/pvrdma_inject.c', 'hw/rdma/core/pvrdma_info.c',
                 'include/hw/rdma/pvrdma_info.h'],
          body="""\
@@ -341,7 +341,7 @@ What the monitor commands of a later patch take from the core:
   (type, state, the path that carries each, its peer and the path's
   counters) and of the transports, in plain C; the glue turns it into
   QAPI types."""),
-    dict(subject='hw/rdma: PVRDMA core: the completer',
+    dict(subject='hw/rdma/core: Add the completer',
          files=['hw/rdma/core/pvrdma_comp.c'],
          body="""\
 The data path is shaped as Linux's soft-RoCE
@@ -354,7 +354,7 @@ where every transport reports its completions; everything posted to a
 QP in error is completed with WR_FLUSH_ERR.  It builds the send and
 receive completions, with error statuses for what the guest got
 wrong."""),
-    dict(subject='hw/rdma: PVRDMA core: the requester',
+    dict(subject='hw/rdma/core: Add the requester',
          files=['hw/rdma/core/pvrdma_req.c'],
          body="""\
 pvrdma_req.c walks a QP's send queue up to the guest's producer index,
@@ -367,7 +367,7 @@ stays at the head only while the responder has no receive posted
 (RNR), until a receive doorbell or the RNR deadline.  A pass is bounded
 in work requests and in bytes copied, so that a long message moves in
 pieces and a busy QP does not hold the main loop."""),
-    dict(subject='hw/rdma: PVRDMA core: the responder',
+    dict(subject='hw/rdma/core: Add the responder',
          files=['hw/rdma/core/pvrdma_resp.c'],
          body="""\
 pvrdma_resp.c, the responder every transport shares: executes a request
@@ -377,7 +377,7 @@ SRQ when the opcode needs one (copied out and validated like a send),
 checks the rkey for RDMA and atomics, moves the data (with a GRH in
 front of UD payloads) and writes the receive completion, or answers
 RNR."""),
-    dict(subject='hw/rdma: PVRDMA core: the command channel, init and reset',
+    dict(subject='hw/rdma/core: Add the command channel, init and reset',
          files=['hw/rdma/core/pvrdma_cmd.c', 'hw/rdma/core/pvrdma_init.c'],
          body="""\
 The driver writes a request into the command slot page of the device
@@ -390,7 +390,7 @@ response and the ERR register; it holds commands back while a fence
 answers, and frees every object at a reset.  pvrdma_init.c: the core as
 a whole: its limits (defaults, and the checks made before a device is
 built), init and fini, reset, and the port's link changes."""),
-    dict(subject='hw/rdma: PVRDMA core: registers, doorbells, run loop',
+    dict(subject='hw/rdma/core: Add registers, doorbells and the run loop',
          files=['hw/rdma/core/pvrdma_regs.c', 'hw/rdma/core/pvrdma_dp.c',
                 'hw/rdma/core/pvrdma_uar.c'],
          body="""\
@@ -410,7 +410,7 @@ built), init and fini, reset, and the port's link changes."""),
 With this the core serves a guest driver from activation to
 completions; the transports that carry a QP's work come after the
 migration state."""),
-    dict(subject='hw/rdma: PVRDMA core: migration state and its save',
+    dict(subject='hw/rdma/core: Add the migration state and its save',
          files=['include/hw/rdma/pvrdma_mig.h', 'hw/rdma/core/pvrdma_mig.c'],
          body="""\
 The core's state as plain records (PvrdmaMigImage,
@@ -423,7 +423,7 @@ flight), and says which QP holds a migration back: only QPs whose
 transport keeps no state of its own, pauses its peers during the save,
 or has none yet can move.  Each transport adds what it needs (its QPs'
 sequence numbers) as a record of its own."""),
-    dict(subject='hw/rdma: PVRDMA core: migration state load, by replay',
+    dict(subject='hw/rdma/core: Load the migration state by replay',
          files=['hw/rdma/core/pvrdma_mig_load.c'],
          body="""\
 pvrdma_mig_load.c loads the image by replaying the guest's commands:
@@ -435,7 +435,7 @@ is checked again as if the guest had sent it: a migration stream is as
 hostile as a guest.  What the replay leaves to check (ring indices,
 handles, send slots) is checked here; any failure resets the core and
 names the record."""),
-    dict(subject='hw/rdma: PVRDMA core: migration state as one field',
+    dict(subject='hw/rdma/core: Add the migration state as one field',
          files=['hw/rdma/core/pvrdma_mig_blob.c'],
          body="""\
 pvrdma_mig_blob.c writes and reads the image as little-endian records
@@ -445,7 +445,7 @@ x-state-blob=on, to migrate to such a build, and read from one.  The
 parse bounds every count by what is left of the stream; the load of
 the previous patch checks the values."""),
     # --- the loopback transport -------------------------------------------
-    dict(subject='hw/rdma/backend: PVRDMA loopback transport',
+    dict(subject='hw/rdma/backend: Add the PVRDMA loopback transport',
          files=['include/hw/rdma/pvrdma_loopback.h',
                 'hw/rdma/backend/loopback.c'],
          body="""\
@@ -453,7 +453,7 @@ The simplest transport: both QPs of a connection in the same device
 (processes or kernel users of one VM).  A SEND or WRITE is one copy
 from the requester's guest memory to the responder's."""),
     # --- the device: PCI/QOM glue, QAPI -----------------------------------
-    dict(subject='hw/rdma: pvrdma device state and interrupts',
+    dict(subject='hw/rdma: Add the pvrdma device state and interrupts',
          files=['hw/rdma/pvrdma_dev.h', 'hw/rdma/pvrdma_dev_irq.c'],
          body="""\
 The PCI/QOM glue is the device (pvrdma.c, a few patches later) and a
@@ -470,7 +470,7 @@ pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
 at once inside the device's re-entrancy guard, else from a guarded
 bottom half; what is pending when the VM stops is raised before its
 state is saved (pvrdma_dev_mig.c calls that)."""),
-    dict(subject='qapi: add query-pvrdma',
+    dict(subject='qapi: Add query-pvrdma',
          files=['qapi/pvrdma.json',
                 'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c'],
          hooks=['qapi/meson.build', 'qapi/qapi-schema.json'],
@@ -490,7 +490,7 @@ path and transport names and its own commands and events
 commands find devices by QOM type; the device itself is added a few
 patches later.  Without CONFIG_PVRDMA query-pvrdma answers an empty
 list and the others an error."""),
-    dict(subject='qapi: add PVRDMA_PORT_CHANGED and PVRDMA_GUEST_ERROR',
+    dict(subject='qapi: Add PVRDMA_PORT_CHANGED and PVRDMA_GUEST_ERROR',
          files=['hw/rdma/pvrdma_dev_event.c'],
          hooks=['monitor/monitor.c'],
          body="""\
@@ -505,7 +505,7 @@ pvrdma_dev_event.c turns the core's reports into these events; a report
 that belongs to a transport (a QP that changed its path, a lost peer)
 goes to that transport's device side, which a later series adds with
 its own events."""),
-    dict(subject='qapi: add x-pvrdma-inject',
+    dict(subject='qapi: Add x-pvrdma-inject',
          files=['hw/rdma/pvrdma_dev_inject.c'],
          body="""\
 An unstable command that makes a device fail on purpose, for people
@@ -514,7 +514,7 @@ chosen QP, CQ or SRQ, the next commands of an opcode fail or are
 answered late or never, the next completions of a QP carry an error.
 query-pvrdma lists what is pending and what fired.  The core fires them
 (its fault injection patch); this checks the arguments of each kind."""),
-    dict(subject='hw/rdma: pvrdma migration',
+    dict(subject='hw/rdma: Add pvrdma migration',
          files=['hw/rdma/pvrdma_dev_mig.c'],
          body="""\
 pvrdma_dev_mig.c: the device's VMState: the PCI and MSI-X state, then
@@ -531,7 +531,7 @@ co-resident transport (a later series) refuses postcopy and background
 snapshots, because its peers write this VM's RAM where userfaultfd does
 not see them; the host HCA's (also later) holds migration back with a
 blocker while the host device has the guest's objects."""),
-    dict(subject='hmp: add info pvrdma and x_pvrdma_inject',
+    dict(subject='hmp: Add info pvrdma and x_pvrdma_inject',
          files=['hw/rdma/pvrdma_dev_hmp.c'],
          hooks=['hmp-commands-info.hx', 'hmp-commands.hx',
                 'include/monitor/hmp.h'],
@@ -542,7 +542,7 @@ carries each, its peer and the path's counters.  x_pvrdma_inject takes
 the arguments of x-pvrdma-inject as key=value pairs.  Both are built
 with or without the device (the command tables name them either
 way)."""),
-    dict(subject='hw/rdma: add the pvrdma PCI device',
+    dict(subject='hw/rdma: Add the pvrdma PCI device',
          files=['hw/rdma/pvrdma.c'],
          body="""\
 -device pvrdma: the PCI function (15ad:0820) that the unmodified Linux
@@ -565,7 +565,7 @@ the device's own options ('rendezvous', 'roce', 'ibdev', ...).  With
 none registered, as here, the device has the loopback transport only:
 RDMA between the processes and kernel users of one VM."""),
     # --- the qtests of the device and loopback ----------------------------
-    dict(subject='tests/qtest/libqos: add a pvrdma driver',
+    dict(subject='tests/qtest/libqos: Add a pvrdma driver',
          files=['tests/qtest/libqos/pvrdma.c', 'tests/qtest/libqos/pvrdma.h'],
          hooks=['tests/qtest/libqos/meson.build', 'tests/qtest/meson.build'],
          body="""\
@@ -577,13 +577,13 @@ device's x-used-* counters (the verbs objects and migrations come in
 files of their own, later).  It registers a "pvrdma" node in the qos
 graph: the device at function 1 of a slot with a vmxnet3 at function
 0."""),
-    dict(subject='tests/qtest: pvrdma-qos-test, the libqos node',
+    dict(subject='tests/qtest: Add pvrdma-qos-test for the libqos node',
          files=['tests/qtest/pvrdma-qos-test.c'],
          body="""\
 pvrdma-qos-test.c checks the "pvrdma" node of the qos graph: what a
 test written elsewhere gets when it asks for the node (a device the
 driver has activated, its port up)."""),
-    dict(subject='tests/qtest/libqos: pvrdma driver: verbs objects',
+    dict(subject='tests/qtest/libqos: Add verbs objects to the pvrdma driver',
          files=['tests/qtest/libqos/pvrdma-verbs.c'],
          body="""\
 The libqos pvrdma driver's verbs, as the Linux driver makes them: PDs,
@@ -593,7 +593,7 @@ completions polled, checked and drained; a CQE of a QP the test did not
 create or already destroyed fails the test (the Linux driver cannot get
 past one), and those a QP's destruction or reset flushes are dropped as
 the driver drops them."""),
-    dict(subject='tests/qtest: add pvrdma-test and pvrdma-hostile-test',
+    dict(subject='tests/qtest: Add pvrdma-test and pvrdma-hostile-test',
          files=['tests/qtest/pvrdma-test.c',
                 'tests/qtest/pvrdma/framework.c',
                 'tests/qtest/pvrdma/framework.h',
@@ -616,7 +616,7 @@ tests come one topic per patch:
 Each program registers the topics whose file is there; until the next
 patch neither has a test to run.  Both are built for x86_64 with
 CONFIG_PVRDMA."""),
-    dict(subject='tests/qtest: pvrdma-test: the device',
+    dict(subject='tests/qtest/pvrdma: Test the device',
          files=['tests/qtest/pvrdma/device-tests.c'],
          body="""\
 pvrdma/device-tests.c: the PCI identity and capabilities, activation
@@ -624,13 +624,13 @@ and its errors, the queries and the port's link, the older drivers' ABI
 versions and the device version, a bad ring index, the interrupts (CQ
 notification, communication established, send queue drained, INTx), a
 reset during work and the teardown."""),
-    dict(subject='tests/qtest: pvrdma-test: the verbs commands',
+    dict(subject='tests/qtest/pvrdma: Test the verbs commands',
          files=['tests/qtest/pvrdma/commands-tests.c'],
          body="""\
 pvrdma/commands-tests.c: every verbs command on its success and error
 paths: user contexts and PDs up to exhaustion, MRs, CQs, QPs created and
 modified through their states, GID binds, SRQs."""),
-    dict(subject="tests/qtest: pvrdma-hostile-test: the old device's CVEs",
+    dict(subject="tests/qtest/pvrdma: Test the old device's CVEs",
          files=['tests/qtest/pvrdma/cve-tests.c'],
          body="""\
 pvrdma/cve-tests.c: one test per CVE of the pvrdma device QEMU removed
@@ -641,27 +641,27 @@ before setup, malformed work requests, MR sizes, the DSR's ring pages,
 a ring's init error path, commands before the DSR, a ring past its page
 directory.  Each must get an error status or an error completion, never
 a crash or a hang, and leak nothing."""),
-    dict(subject='tests/qtest: pvrdma-hostile-test: further hostile input',
+    dict(subject='tests/qtest/pvrdma: Test further hostile input',
          files=['tests/qtest/pvrdma/hostile-input-tests.c'],
          body="""\
 pvrdma/hostile-input-tests.c: further classes of hostile input: ring
 sizes, doorbells after a destroy, handles used again, a command
 changed while in flight, the DSR moved, a reset during traffic."""),
-    dict(subject="tests/qtest: pvrdma-hostile-test: the guest's memory and DMA",
+    dict(subject="tests/qtest/pvrdma: Test the guest's memory and DMA",
          files=['tests/qtest/pvrdma/hostile-memory-tests.c'],
          body="""\
 pvrdma/hostile-memory-tests.c: a hostile guest's memory and DMA:
 garbage ring indices, page directories in MMIO, a CQ resized to a bad
 geometry, MSI-X aimed at the device's own registers, and create/destroy
 cycles that must not leak."""),
-    dict(subject='tests/qtest: pvrdma-test: fault injection',
+    dict(subject='tests/qtest/pvrdma: Test fault injection',
          files=['tests/qtest/pvrdma/inject-tests.c'],
          body="""\
 pvrdma/inject-tests.c: x-pvrdma-inject and its HMP command: commands
 that fail, are answered late or never, completions with an error
 status, async events, the port going down and up, what query-pvrdma
 lists as pending and fired; and the PVRDMA_GUEST_ERROR event."""),
-    dict(subject='tests/qtest: pvrdma-test: the loopback data path',
+    dict(subject='tests/qtest/pvrdma: Test the loopback data path',
          files=['tests/qtest/pvrdma/data-tests.c'],
          body="""\
 pvrdma/data-tests.c: every verb on the loopback transport, the data
@@ -669,7 +669,7 @@ compared byte for byte: SEND and RECV (also inline), RDMA WRITE and
 READ and atomics, remote access errors, fast registration and SEND with
 invalidate, UD, SRQs, the RNR wait, a QP destroyed under traffic and
 rings that wrap."""),
-    dict(subject='tests/qtest/libqos: pvrdma driver: migration',
+    dict(subject='tests/qtest/libqos: Add migration helpers to the pvrdma driver',
          files=['tests/qtest/libqos/pvrdma-migration.c'],
          body="""\
 The libqos pvrdma driver follows its VM through a migration: to a new
@@ -678,7 +678,7 @@ postcopy (asserted to have been postcopy: postcopy-active seen and
 pages sent after the switch), through savevm/loadvm and a background
 snapshot; the driver's view (BARs, MSI-X, the guest memory allocator)
 moves with the VM."""),
-    dict(subject='tests/qtest: pvrdma-test: migration',
+    dict(subject='tests/qtest/pvrdma: Test migration',
          files=['tests/qtest/pvrdma/migration-tests.c'],
          body="""\
 pvrdma/migration-tests.c: a connected RC pair with traffic moved by a
@@ -689,7 +689,7 @@ a migration with another build of the device when one is given (else a
 skip); what the device writes marked dirty.  The migration of a
 co-resident device is a test of that transport's topic."""),
     # --- the maintainers --------------------------------------------------
-    dict(subject='MAINTAINERS: add pvrdma',
+    dict(subject='MAINTAINERS: Add pvrdma',
          files=[], hooks=['MAINTAINERS'],
          body="""\
 hw/rdma/ with its transports, the QAPI schema, the qtests and the docs.
@@ -701,7 +701,7 @@ directories, and the one file they add elsewhere
 
 # series B (RFC): the co-resident transport, VMs on one host
 B_STEPS = [
-    dict(subject='docs/devel: pvrdma co-resident transport design',
+    dict(subject='docs/devel: Add the pvrdma co-resident transport design',
          files=['docs/devel/pvrdma-coresident.rst'],
          body="""\
 The design of the co-resident transport, which the patches of this
@@ -713,7 +713,7 @@ threat model between peers and the designs weighed against it (whole
 RAM mapped today; a broker chosen for later), the data path, the
 shared-memory rings, the pause for a migration, and one RC SEND from
 its doorbell to both CQEs."""),
-    dict(subject='docs/interop: pvrdma co-resident protocol and wire format',
+    dict(subject='docs/interop: Add the pvrdma co-resident protocol',
          files=['docs/interop/pvrdma-coresident.rst',
                 'include/hw/rdma/pvrdma_coresident_wire.h'],
          hooks=['docs/interop/index.rst'],
@@ -734,7 +734,7 @@ include/hw/rdma/pvrdma_coresident_wire.h is its wire format: the
 messages on the SOCK_SEQPACKET connection and the layout of the rings
 both sides map.  Both ends run on one host, so fields are in host byte
 order."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: per-QP state',
+    dict(subject='hw/rdma/backend: Add co-resident per-QP state',
          files=['include/hw/rdma/pvrdma_coresident.h',
                 'hw/rdma/backend/coresident_int.h',
                 'hw/rdma/backend/coresident_qp.c'],
@@ -755,7 +755,7 @@ keeps of one QP number (its requests in flight at peers, and the peers'
 requests that wait for a receive, in order) and the flight table that
 finds a request by the cookie on the wire, a slot index and a sequence
 number, so that a late or forged answer finds nothing."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: shared rings',
+    dict(subject='hw/rdma/backend: Add co-resident shared rings',
          files=['hw/rdma/backend/coresident_ring.c'],
          body="""\
 coresident_ring.c: two single-producer, single-consumer rings of
@@ -767,7 +767,7 @@ it.  An index that cannot be (a ring fuller than its size, a record
 longer than what was published) fails the call, and the caller drops
 the peer.  A leaf: it knows memory and indexes, not peers or
 messages."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: links',
+    dict(subject='hw/rdma/backend: Add co-resident links',
          files=['hw/rdma/backend/coresident_link.c'],
          body="""\
 coresident_link.c: the link to each peer, its socket and, once both
@@ -778,7 +778,7 @@ received ones are framed and handed up, one by one, to the peers'
 layer.  After taking from a peer's ring, the fd handler may poll it a
 while before it sleeps.  A peer whose socket or ring fails is marked
 dead here, without harm to the other peers."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: peers',
+    dict(subject='hw/rdma/backend: Add co-resident peers',
          files=['hw/rdma/backend/coresident_gid.c',
                 'hw/rdma/backend/coresident_peer.c'],
          body="""\
@@ -794,7 +794,7 @@ coresident_gid.c: who owns which GID: each peer announces its GID table
 and gets the GIDs nobody else owns here (the first owner wins, and a
 GID of this device is never taken); the GIDs of a peer that migrated
 wait a while for the QEMU that took its place."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: responder',
+    dict(subject='hw/rdma/backend: Add the co-resident responder',
          files=['hw/rdma/backend/coresident_resp.c'],
          body="""\
 coresident_resp.c: a peer's requests are executed here, straight
@@ -803,7 +803,7 @@ against this device's own memory regions), in order per QP: one that
 finds no receive waits (RNR) with what follows it for that QP, one
 longer than the core's byte budget of a run moves in pieces, one per
 run of the main loop; each is answered RESP."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport: data path',
+    dict(subject='hw/rdma/backend: Add the co-resident data path',
          files=['hw/rdma/backend/coresident_data.c'],
          body="""\
 coresident_data.c: our requests go to the peer that owns their
@@ -813,7 +813,7 @@ handed to the responder; CANCEL drops what a destroyed QP still has
 waiting.  OFFER and ANSWER move an idle QP from RoCEv2 to this
 transport; a peer's PAUSE, PAUSED, RESUME and MOVED (its migration) are
 handled here too."""),
-    dict(subject='hw/rdma/backend: PVRDMA co-resident transport',
+    dict(subject='hw/rdma/backend: Add the co-resident transport',
          files=['hw/rdma/backend/coresident.c'],
          body="""\
 coresident.c: the transport's hooks for the core, the fence DESTROY_QP
@@ -826,7 +826,7 @@ reconnected.
 Everything runs in QEMU's main loop with the BQL held, except the poll
 of a peer's ring, which spins without the BQL and touches nothing but
 that ring's shared memory."""),
-    dict(subject='hw/rdma: pvrdma: co-resident peers, the device side',
+    dict(subject='hw/rdma: Add co-resident peers to pvrdma',
          files=['hw/rdma/pvrdma_dev_coresident.c'],
          body="""\
 pvrdma_dev_coresident.c, the co-resident transport's link (a
@@ -853,7 +853,7 @@ With this patch -device pvrdma,rendezvous=DIR gives RDMA between VMs
 on one host, without an RDMA device on the host.  The user doc
 (docs/system/devices/pvrdma.rst) gets its section "Two VMs on one
 host"."""),
-    dict(subject='tests/qtest: pvrdma-test: the co-resident transport',
+    dict(subject='tests/qtest/pvrdma: Test the co-resident transport',
          files=['tests/qtest/pvrdma/coresident-tests.c'],
          body="""\
 pvrdma/coresident-tests.c: two QEMU processes with a device each on the
@@ -864,7 +864,7 @@ query-pvrdma of both (and of a machine without the device), remote
 access errors, a peer that goes away, a shared secret, peers connected
 by management (x-pvrdma-peer-add), another build of the device when one is
 given (else a skip)."""),
-    dict(subject='tests/qtest: pvrdma-test: the co-resident transport\'s faults',
+    dict(subject='tests/qtest/pvrdma: Test the co-resident transport\'s faults',
          files=['tests/qtest/pvrdma/coresident-faults-tests.c'],
          body="""\
 pvrdma/coresident-faults-tests.c: the co-resident transport when things
@@ -873,7 +873,7 @@ while a peer holds its requests (the fence; a peer that never answers
 does not hold the vCPU), hot-unplug during a fence and during traffic,
 and MSI-X aimed at the device's own registers from a peer's
 completion."""),
-    dict(subject='tests/qtest: pvrdma-test: benchmarks',
+    dict(subject='tests/qtest/pvrdma: Add benchmarks',
          files=['tests/qtest/pvrdma/bench-tests.c'],
          body="""\
 pvrdma/bench-tests.c: benchmarks, not tests, each registered only when
@@ -885,7 +885,7 @@ the downtime registered memory adds."""),
 
 # series C: the RoCEv2 transport on the vmxnet3's network
 C_STEPS = [
-    dict(subject='docs/devel: pvrdma RoCEv2 transport design',
+    dict(subject='docs/devel: Add the pvrdma RoCEv2 transport design',
          files=['docs/devel/pvrdma-roce.rst'],
          body="""\
 The design of the RoCEv2 transport, which the patches of this series
@@ -896,7 +896,7 @@ checks, the transport (shaped as Linux rxe: requester, responder,
 completer), its retry rules compared with the InfiniBand specification
 and rxe, UD and the GSI QP, and one RC SEND from its doorbell to its
 ACK."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: declarations',
+    dict(subject='hw/rdma/backend: Add RoCEv2 declarations',
          files=['include/hw/rdma/roce_wire.h', 'include/hw/rdma/pvrdma_roce.h',
                 'hw/rdma/backend/roce_int.h'],
          body="""\
@@ -915,7 +915,7 @@ builds; include/hw/rdma/pvrdma_roce.h, the transport's API for the
 device; backend/roce_int.h, what its files share (constants, the
 per-QP state of requester, responder and completer, and the functions
 one file calls in another)."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: wire codec',
+    dict(subject='hw/rdma/backend: Add the RoCEv2 wire codec',
          files=['hw/rdma/backend/roce_wire.c'],
          body="""\
 roce_wire.c: roce_parse() takes a frame from a hostile network apart
@@ -925,7 +925,7 @@ roce_parse() accepts is rebuilt byte for byte.  Written from the
 InfiniBand specification (chapter 9, Annex A17) and checked against
 frames of Linux's rxe.  The ICRC is a CRC-32, zlib's: the device now
 links with zlib."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: requester',
+    dict(subject='hw/rdma/backend: Add the RoCEv2 requester',
          files=['hw/rdma/backend/roce_net.c', 'hw/rdma/backend/roce_req.c'],
          body="""\
 - roce_net.c (as rxe_net.c): frames out: a packet's network headers,
@@ -937,7 +937,7 @@ links with zlib."""),
   ACKs are asked for every 32 packets and on a message's last; going
   back to a PSN, asking a READ or an atomic again, the local ACK
   timer."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: responder',
+    dict(subject='hw/rdma/backend: Add the RoCEv2 responder',
          files=['hw/rdma/backend/roce_resp.c'],
          body="""\
 roce_resp.c (as rxe_resp.c): a request packet for an RC QP is checked
@@ -946,7 +946,7 @@ primitives; a duplicate request is answered from the responder's
 resources (a replay cache for READs and atomics), a gap gets one
 sequence NAK, a missing receive an RNR NAK; ACKs, NAKs, READ responses
 and atomic ACKs go out in order from a response queue."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport: completer',
+    dict(subject='hw/rdma/backend: Add the RoCEv2 completer',
          files=['hw/rdma/backend/roce_comp.c'],
          body="""\
 roce_comp.c (as rxe_comp.c): the ACKs, NAKs, READ responses and atomic
@@ -954,7 +954,7 @@ ACKs to our requests, the data written into their buffers, the requests
 completed in order; retransmission on timeout (with a probe) and on a
 sequence NAK, the RNR NAK timer, the requester's local failures.  It
 drives the requester: go back, send on."""),
-    dict(subject='hw/rdma/backend: PVRDMA RoCEv2 transport',
+    dict(subject='hw/rdma/backend: Add the RoCEv2 transport',
          files=['hw/rdma/backend/roce.c'],
          body="""\
 roce.c: frames in (UD to the core's responder, responses to the
@@ -966,7 +966,7 @@ guest: after roce_parse() every field is checked against the QP it
 names, and anything else is dropped and counted.  Frames enter and
 leave through the NIC's net client (the device's side, the next
 patch), so QEMU's network backends, filters and dumps see them."""),
-    dict(subject="hw/rdma: pvrdma RoCEv2 on the vmxnet3's network",
+    dict(subject="hw/rdma: Add RoCEv2 on the vmxnet3's network to pvrdma",
          files=['hw/rdma/pvrdma_dev_roce.c'],
          body="""\
 pvrdma_dev_roce.c, the RoCEv2 transport's link (a TYPE_PVRDMA_LINK
@@ -985,7 +985,7 @@ names; the user doc (docs/system/devices/pvrdma.rst) its section
 
 # series D: the host HCA transport and its rdma_cm translation
 D_STEPS = [
-    dict(subject='docs/devel: pvrdma host HCA transport design',
+    dict(subject='docs/devel: Add the pvrdma host HCA transport design',
          files=['docs/devel/pvrdma-hca.rst'],
          body="""\
 The design of the host HCA transport, which the patches of this series
@@ -996,7 +996,7 @@ docs/devel/pvrdma-hca.rst: the host twins of the guest's objects, MRs
 and fast registration, completions translated back, the GSI QP and the
 rdma_cm translator, testing it in a nested VM, and one RC SEND from
 its doorbell to both CQEs."""),
-    dict(subject='hw/rdma/backend: PVRDMA host HCA transport: memory regions',
+    dict(subject='hw/rdma/backend: Add host HCA memory regions',
          files=['include/hw/rdma/pvrdma_hostverbs.h',
                 'hw/rdma/backend/hostverbs_int.h',
                 'hw/rdma/backend/hostverbs_mr.c'],
@@ -1014,7 +1014,7 @@ twins of the guest's MRs: a user MR over several runs of guest RAM is
 mapped again contiguously first; the DMA MR covers guest RAM by guest
 physical address; a fast registration MR is a type 2 memory window,
 bound over a host MR of its page list at each FAST_REG_MR."""),
-    dict(subject='hw/rdma/backend: PVRDMA host HCA transport: verbs objects',
+    dict(subject='hw/rdma/backend: Add host HCA verbs objects',
          files=['hw/rdma/backend/hostverbs_obj.c'],
          body="""\
 hostverbs_obj.c: each guest PD, CQ, SRQ and QP has a libibverbs object
@@ -1022,7 +1022,7 @@ of the host device, made, changed and destroyed with it (the
 transport's object hooks); UD sends get a host address handle, cached
 per PD; guest GIDs are found in the host's GID table.  The guest sees
 the host's QP numbers and keys."""),
-    dict(subject='hw/rdma/backend: PVRDMA host HCA transport',
+    dict(subject='hw/rdma/backend: Add the host HCA transport',
          files=['hw/rdma/backend/hostverbs.c',
                 'hw/rdma/backend/hostverbs-stub.c'],
          body="""\
@@ -1031,7 +1031,7 @@ and its port, which destinations it reaches, and the host's events:
 completions from one completion channel and async events, both on
 QEMU's event loop (no polling thread), and the device going away.
 Without libibverbs, hostverbs-stub.c says so when 'ibdev' is set."""),
-    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation: declarations',
+    dict(subject='hw/rdma/backend: Add rdma_cm translation declarations',
          files=['include/hw/rdma/pvrdma_hostcm.h',
                 'hw/rdma/backend/hostcm_int.h'],
          body="""\
@@ -1046,7 +1046,7 @@ specification: the translator's API for the device
 (include/hw/rdma/pvrdma_hostcm.h) and what its files share
 (backend/hostcm_int.h: the CM MAD layouts as fields, a connection's
 states, and the functions one file calls in the other)."""),
-    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation: guest side',
+    dict(subject="hw/rdma/backend: Add the rdma_cm translation's guest side",
          files=['hw/rdma/backend/hostcm_mad.c'],
          body="""\
 hostcm_mad.c: the CM MADs the guest sends are parsed with bounds and
@@ -1055,7 +1055,7 @@ connected; REP, RTU, REJ, DREQ: rdma_accept, rdma_establish,
 rdma_reject, rdma_disconnect; SIDR_REQ and SIDR_REP likewise over UD);
 the MADs for the guest are built here and handed to its GSI QP; the
 connections live in a table of fixed size."""),
-    dict(subject='hw/rdma/backend: PVRDMA rdma_cm translation',
+    dict(subject='hw/rdma/backend: Add the rdma_cm translation',
          files=['hw/rdma/backend/hostcm.c', 'hw/rdma/backend/hostcm-stub.c'],
          body="""\
 hostcm.c, the host's side of the translator: the transport's hooks (it
@@ -1067,7 +1067,7 @@ guest's own addresses for the ports the guest was told to listen on
 cannot know.  The RDMA_PS_TCP and RDMA_PS_UDP port spaces are
 translated; the guest never sees host pointers.  Without librdmacm,
 hostcm-stub.c says so when 'ibdev' is set."""),
-    dict(subject='hw/rdma: pvrdma: host HCA mode, the device side',
+    dict(subject='hw/rdma: Add host HCA mode to pvrdma',
          files=['hw/rdma/pvrdma_dev_hca.c'],
          body="""\
 pvrdma_dev_hca.c, the host HCA transport's link (a TYPE_PVRDMA_LINK
@@ -1083,14 +1083,14 @@ why: the guest's objects live on the host device, whose QP numbers and
 keys no other device can give back.  query-pvrdma gains the
 'hostverbs' and 'hostcm' transport and path names; the user doc
 (docs/system/devices/pvrdma.rst) its section "A host RDMA device"."""),
-    dict(subject='tests/qtest: pvrdma-test: host HCA mode',
+    dict(subject='tests/qtest/pvrdma: Test host HCA mode',
          files=['tests/qtest/pvrdma/hca-tests.c', 'tests/qtest/pvrdma/hca.h'],
          body="""\
 pvrdma/hca-tests.c: host HCA mode on an RDMA device of the host with a
 RoCEv2 IPv4 GID (Linux soft-RoCE will do), skipped without one: RC
 (also to itself) and UD traffic, fast registration and a QP destroyed
 with its FRMR bound, a GID the host lacks, and a hostile guest."""),
-    dict(subject='tests/qtest: pvrdma-test: host HCA mode, the host side',
+    dict(subject="tests/qtest/pvrdma: Test host HCA mode's host side",
          files=['tests/qtest/pvrdma/hca-host-tests.c'],
          body="""\
 pvrdma/hca-host-tests.c: what host HCA mode meets on the host side, on
