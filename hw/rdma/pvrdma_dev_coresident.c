@@ -188,7 +188,7 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
 {
     ERRP_GUARD();
     PvrdmaState *s = pvrdma_qmp_find(id, errp);
-    PvrdmaLink *l;
+    Object *child;
     int fd;
 
     if (!s) {
@@ -199,9 +199,8 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     if (fd < 0) {
         return;
     }
-    l = PVRDMA_LINK(object_resolve_path_component(OBJECT(s),
-                                                  "coresident-link"));
-    if (!l->t) {
+    child = object_resolve_path_component(OBJECT(s), "coresident-link");
+    if (!child || !PVRDMA_LINK(child)->t) {
         error_setg(errp, "pvrdma device %s has no co-resident transport "
                    "(add coresident=on)", DEVICE(s)->id ?: "");
         close(fd);
@@ -209,7 +208,7 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     }
     name = name ?: fdname;
     trace_pvrdma_peer_add(name, fd);
-    if (!pvrdma_coresident_add_peer(l->t, fd, name, errp)) {
+    if (!pvrdma_coresident_add_peer(PVRDMA_LINK(child)->t, fd, name, errp)) {
         error_prepend(errp, "pvrdma: ");
     }
 }
