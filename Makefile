@@ -50,7 +50,7 @@ check-libvirt:
 # the patch series for QEMU (scripts/patch-series.py, build/series/patches):
 # git am on a pristine QEMU 10.0 tree, checkpatch, the last commit built and
 # its qtests run (series; make check only applies and checkpatches), or
-# every commit built (check-series, bisectable: 77 builds, the qtests from
+# every commit built (check-series, bisectable: 78 builds, the qtests from
 # the 36th; about 30 minutes warm on 2 cores; scripts/series-check.sh
 # --newest does the same on the newest QEMU Debian has too).  It is four series, A (the
 # device with loopback), B (co-resident, RFC), C (RoCEv2), D (host HCA),

@@ -981,6 +981,15 @@ hosts.  QPs over RoCEv2 migrate (each QP's sequence numbers go with the
 transport's record).  query-pvrdma gains the 'roce' transport and path
 names; the user doc (docs/system/devices/pvrdma.rst) its section
 "RoCEv2"."""),
+    dict(subject='tests/qtest/pvrdma: Test the RoCEv2 transport',
+         files=['tests/qtest/pvrdma/roce-tests.c'],
+         body="""\
+pvrdma/roce-tests.c: two QEMUs whose vmxnet3s are joined by a pair of
+dgram netdevs (unix sockets), each device with roce=on, RC QPs
+connected between them: SEND across packets both ways, WRITE, READ,
+fetch-add and compare-swap, the bytes compared at both ends, the QP's
+path in query-pvrdma and the transport's frame counter; a WRITE with a
+bad rkey NAKed, completed with REM_ACCESS_ERR and the rest flushed."""),
 ]
 
 # series D: the host HCA transport and its rdma_cm translation

@@ -21,6 +21,7 @@ int main(int argc, char **argv)
     pvrdma_add_migration_tests();
     pvrdma_add_coresident_tests();
     pvrdma_add_coresident_faults_tests();
+    pvrdma_add_roce_tests();
     pvrdma_add_hca_tests();
     pvrdma_add_hca_host_tests();
     pvrdma_add_bench_tests();

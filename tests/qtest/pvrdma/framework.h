@@ -103,6 +103,7 @@ void pvrdma_add_data_tests(void);
 void pvrdma_add_migration_tests(void);
 void pvrdma_add_coresident_tests(void);
 void pvrdma_add_coresident_faults_tests(void);
+void pvrdma_add_roce_tests(void);
 void pvrdma_add_hca_tests(void);
 void pvrdma_add_hca_host_tests(void);
 void pvrdma_add_bench_tests(void);
