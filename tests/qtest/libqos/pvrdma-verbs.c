@@ -160,7 +160,7 @@ void qpvrdma_bind_gid(QPvrdma *d, uint32_t index)
 /* RESET -> INIT (asserted) -> RTR; the RTR attributes are left in *a. */
 static uint32_t qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                           uint32_t dest_qpn, const uint8_t dgid[16],
-                          struct pvrdma_qp_attr *ap)
+                          const uint8_t *dmac, struct pvrdma_qp_attr *ap)
 {
     struct pvrdma_qp_attr a = { 0 };
     bool rc = type == PVRDMA_QPT_RC;
@@ -185,6 +185,10 @@ static uint32_t qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
     a.min_rnr_timer = 1;
     memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
     a.ah_attr.port_num = 1;
+    if (dmac) {
+        memcpy(a.ah_attr.dmac, dmac, 6);
+        a.ah_attr.grh.hop_limit = 64;
+    }
     err = qpvrdma_modify_qp(d, qp->handle, PVRDMA_QP_STATE |
                             (rc ? PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU |
                              PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
@@ -199,17 +203,17 @@ uint32_t qpvrdma_qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
 {
     struct pvrdma_qp_attr a;
 
-    return qp_to_rtr(d, qp, type, dest_qpn, dgid, &a);
+    return qp_to_rtr(d, qp, type, dest_qpn, dgid, NULL, &a);
 }
 
-void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+void qpvrdma_qp_to_rts_mac(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                            uint32_t dest_qpn, const uint8_t dgid[16],
-                           uint8_t rnr_retry)
+                           const uint8_t *dmac, uint8_t rnr_retry)
 {
     struct pvrdma_qp_attr a;
     bool rc = type == PVRDMA_QPT_RC;
 
-    g_assert_cmpuint(qp_to_rtr(d, qp, type, dest_qpn, dgid, &a), ==, 0);
+    g_assert_cmpuint(qp_to_rtr(d, qp, type, dest_qpn, dgid, dmac, &a), ==, 0);
     a.qp_state = PVRDMA_QPS_RTS;
     a.sq_psn = 100;
     a.timeout = 14;
@@ -223,6 +227,13 @@ void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                                         PVRDMA_QP_RNR_RETRY |
                                         PVRDMA_QP_MAX_QP_RD_ATOMIC : 0), &a),
                      ==, 0);
+}
+
+void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16],
+                           uint8_t rnr_retry)
+{
+    qpvrdma_qp_to_rts_mac(d, qp, type, dest_qpn, dgid, NULL, rnr_retry);
 }
 
 void qpvrdma_qp_to_rts(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,

@@ -190,6 +190,10 @@ uint32_t qpvrdma_qp_to_rtr(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
 void qpvrdma_qp_to_rts_gid(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
                            uint32_t dest_qpn, const uint8_t dgid[16],
                            uint8_t rnr_retry);
+/* The same, the peer's MAC in the address vector (RoCEv2's frames). */
+void qpvrdma_qp_to_rts_mac(QPvrdma *d, QPvrdmaQp *qp, uint8_t type,
+                           uint32_t dest_qpn, const uint8_t dgid[16],
+                           const uint8_t *dmac, uint8_t rnr_retry);
 /* User MR over [gpa, gpa + len); returns the key (lkey == rkey). */
 uint32_t qpvrdma_create_mr(QPvrdma *d, uint32_t pd, uint64_t gpa,
                            uint32_t len, uint32_t access);

@@ -26,29 +26,8 @@ static void test_cr_rc(void)
     /* SEND across pages into two receive SGEs worth of buffer */
     peers_send(&a, &b, 1, 3, 1, 9000, 5);
 
-    /* WRITE into b, READ back from b */
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000,
-                    a.key, b.buf + 8000, b.key);
-    expect_peer_cqe(&a, 0xa2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
-    peers_same(&a, 100, &b, 8000, 5000);
-    peer_fill(&b, 0, 4096, 77);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 0xa3, a.buf + 12000, 3000,
-            a.key, b.buf + 7, b.key);
-    expect_peer_cqe(&a, 0xa3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 3000);
-    peers_same(&a, 12000, &b, 7, 3000);
-
-    /* fetch-add and compare-swap on b's memory, old value lands in a */
-    qtest_writeq(b.d->qts, b.buf + 64, 1000);
-    qpvrdma_atomic_wr(a.d, &a.qp, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, 0xa4,
-                      a.buf + 8, a.key, b.buf + 64, b.key, 24, 0);
-    expect_peer_cqe(&a, 0xa4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
-    g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1000);
-    g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 1024);
-    qpvrdma_atomic_wr(a.d, &a.qp, PVRDMA_WR_ATOMIC_CMP_AND_SWP, 0xa5,
-                      a.buf + 8, a.key, b.buf + 64, b.key, 1024, 5);
-    expect_peer_cqe(&a, 0xa5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
-    g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1024);
-    g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 5);
+    /* WRITE into b, READ back from b, atomics on b's memory */
+    peers_rc_ops(&a, &b);
 
     /* RNR: the send waits at b until b posts its receive */
     qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa6, a.buf, 64, a.key, 0, 0);

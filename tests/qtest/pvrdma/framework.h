@@ -87,6 +87,9 @@ void peer_fill(Peer *p, uint64_t off, size_t len, uint8_t seed);
 void peers_same(Peer *a, uint64_t aoff, Peer *b, uint64_t boff,
                 size_t len);
 
+/* WRITE, READ, fetch-add, compare-swap from a's QP on b's memory */
+void peers_rc_ops(Peer *a, Peer *b);
+
 /*
  * One SEND from a (buf + aoff) to b (buf + boff) of len bytes, filled
  * with seed: both completions, the bytes compared.

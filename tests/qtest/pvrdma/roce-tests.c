@@ -30,48 +30,6 @@ static void roce_peer_start(Peer *p, const char *dir, unsigned i)
     peer_start_props(p, i, props);
 }
 
-/* p's RC QP to RTS towards dest_qpn at dgid, the frames to roce_mac. */
-static void roce_qp_rts(Peer *p, uint32_t dest_qpn, const uint8_t dgid[16])
-{
-    struct pvrdma_qp_attr a = { 0 };
-
-    a.qp_state = PVRDMA_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = PVRDMA_ACCESS_LOCAL_WRITE |
-                        PVRDMA_ACCESS_REMOTE_WRITE |
-                        PVRDMA_ACCESS_REMOTE_READ |
-                        PVRDMA_ACCESS_REMOTE_ATOMIC;
-    g_assert_cmpuint(qpvrdma_modify_qp(p->d, p->qp.handle, PVRDMA_QP_STATE |
-                                       PVRDMA_QP_PKEY_INDEX | PVRDMA_QP_PORT |
-                                       PVRDMA_QP_ACCESS_FLAGS, &a), ==, 0);
-    a.qp_state = PVRDMA_QPS_RTR;
-    a.path_mtu = PVRDMA_MTU_1024;
-    a.dest_qp_num = dest_qpn;
-    a.rq_psn = 100;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
-    a.ah_attr.grh.hop_limit = 64;
-    a.ah_attr.port_num = 1;
-    memcpy(a.ah_attr.dmac, roce_mac, 6);
-    g_assert_cmpuint(qpvrdma_modify_qp(p->d, p->qp.handle, PVRDMA_QP_STATE |
-                                       PVRDMA_QP_AV | PVRDMA_QP_PATH_MTU |
-                                       PVRDMA_QP_DEST_QPN | PVRDMA_QP_RQ_PSN |
-                                       PVRDMA_QP_MAX_DEST_RD_ATOMIC |
-                                       PVRDMA_QP_MIN_RNR_TIMER, &a), ==, 0);
-    a.qp_state = PVRDMA_QPS_RTS;
-    a.sq_psn = 100;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    g_assert_cmpuint(qpvrdma_modify_qp(p->d, p->qp.handle, PVRDMA_QP_STATE |
-                                       PVRDMA_QP_SQ_PSN | PVRDMA_QP_TIMEOUT |
-                                       PVRDMA_QP_RETRY_CNT |
-                                       PVRDMA_QP_RNR_RETRY |
-                                       PVRDMA_QP_MAX_QP_RD_ATOMIC, &a), ==, 0);
-}
-
 /* Two peers with connected RC QPs over RoCEv2. */
 static void roce_peers_up(Peer *a, Peer *b, const char *dir)
 {
@@ -82,8 +40,10 @@ static void roce_peers_up(Peer *a, Peer *b, const char *dir)
                       PVRDMA_QPT_RC, 16, 0);
     qpvrdma_create_qp(b->d, &b->qp, b->pd, b->cq.handle, b->cq.handle,
                       PVRDMA_QPT_RC, 16, 0);
-    roce_qp_rts(a, b->qp.qpn, peer_gid[1]);
-    roce_qp_rts(b, a->qp.qpn, peer_gid[0]);
+    qpvrdma_qp_to_rts_mac(a->d, &a->qp, PVRDMA_QPT_RC, b->qp.qpn,
+                          peer_gid[1], roce_mac, 7);
+    qpvrdma_qp_to_rts_mac(b->d, &b->qp, PVRDMA_QPT_RC, a->qp.qpn,
+                          peer_gid[0], roce_mac, 7);
 }
 
 static void roce_peers_down(Peer *a, Peer *b, const char *dir)
@@ -145,27 +105,7 @@ static void test_roce_rc(void)
     peers_send(&a, &b, 1, 3, 1, 9000, 5);
     peers_send(&b, &a, 2, 0, 100, 700, 9);
 
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa2, a.buf + 100, 5000,
-                    a.key, b.buf + 8000, b.key);
-    expect_peer_cqe(&a, 0xa2, PVRDMA_WC_RDMA_WRITE, PVRDMA_WC_SUCCESS, 5000);
-    peers_same(&a, 100, &b, 8000, 5000);
-    peer_fill(&b, 0, 4096, 77);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_READ, 0xa3, a.buf + 12000, 3000,
-                    a.key, b.buf + 7, b.key);
-    expect_peer_cqe(&a, 0xa3, PVRDMA_WC_RDMA_READ, PVRDMA_WC_SUCCESS, 3000);
-    peers_same(&a, 12000, &b, 7, 3000);
-
-    qtest_writeq(b.d->qts, b.buf + 64, 1000);
-    qpvrdma_atomic_wr(a.d, &a.qp, PVRDMA_WR_ATOMIC_FETCH_AND_ADD, 0xa4,
-                      a.buf + 8, a.key, b.buf + 64, b.key, 24, 0);
-    expect_peer_cqe(&a, 0xa4, PVRDMA_WC_FETCH_ADD, PVRDMA_WC_SUCCESS, 8);
-    g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1000);
-    g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 1024);
-    qpvrdma_atomic_wr(a.d, &a.qp, PVRDMA_WR_ATOMIC_CMP_AND_SWP, 0xa5,
-                      a.buf + 8, a.key, b.buf + 64, b.key, 1024, 5);
-    expect_peer_cqe(&a, 0xa5, PVRDMA_WC_COMP_SWAP, PVRDMA_WC_SUCCESS, 8);
-    g_assert_cmpuint(qtest_readq(a.d->qts, a.buf + 8), ==, 1024);
-    g_assert_cmpuint(qtest_readq(b.d->qts, b.buf + 64), ==, 5);
+    peers_rc_ops(&a, &b);
 
     path = roce_qp_path(a.d, a.qp.qpn, &tx);
     g_assert_cmpstr(path, ==, "roce");
