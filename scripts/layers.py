@@ -220,15 +220,12 @@ def struct_fields(text, name):
 MAP_DOC = 'docs/devel/pvrdma.rst'
 
 
-def file_map():
-    """The paths the Layering table of MAP_DOC names in its first column
-    (a name without a folder is in the folder of the name before it)."""
-    with open(os.path.join(TOP, MAP_DOC), encoding='utf-8') as fh:
-        text = fh.read()
-    m = re.search(r'^Layering\n-+\n(.*?)\n\n(?=\S[^\n]*\n[-=]{3,}\n)', text,
-                  re.M | re.S)
-    names, last, first_col = set(), '', False
-    for line in (m.group(1) if m else '').split('\n'):
+def first_column_files(lines, last=''):
+    """The paths the first column of a list-table's rows in lines names
+    (a name without a folder is in the folder of the name before it, last
+    the folder before the first): (names in order, the last folder)."""
+    names, first_col = [], False
+    for line in lines:
         if line.startswith('   * - '):
             first_col = True
         elif line.startswith('     - '):
@@ -240,8 +237,17 @@ def file_map():
                 last = os.path.dirname(n)
             else:
                 n = os.path.join(last, n)
-            names.add(n)
-    return names
+            names.append(n)
+    return names, last
+
+
+def file_map():
+    """The paths the Layering table of MAP_DOC names in its first column."""
+    with open(os.path.join(TOP, MAP_DOC), encoding='utf-8') as fh:
+        text = fh.read()
+    m = re.search(r'^Layering\n-+\n(.*?)\n\n(?=\S[^\n]*\n[-=]{3,}\n)', text,
+                  re.M | re.S)
+    return set(first_column_files((m.group(1) if m else '').split('\n'))[0])
 
 
 def door(text, rel):

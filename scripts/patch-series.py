@@ -63,6 +63,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layers import first_column_files  # noqa: E402  (the table's reader)
+
 TOP = os.path.normpath(os.path.join(os.path.dirname(__file__), '..'))
 
 # repository directory -> directory in QEMU's tree
@@ -1370,10 +1373,10 @@ def cut_toctree(text, present):
 def cut_filetable(text, present):
     """The design doc's file table (the list-table of its Layering
     section) cut down to the rows that name a present file in their first
-    column: a row whose ``...`` files are all absent goes (a name without
-    a folder is in the folder of the name before it, as scripts/layers.py's
-    file_map() reads them; the names are the repository's, backend/x.c is
-    hw/rdma/backend/x.c in the series' tree)."""
+    column: a row whose ``...`` files are all absent goes (read as
+    scripts/layers.py reads the table, first_column_files(); the names are
+    the repository's, backend/x.c is hw/rdma/backend/x.c in the series'
+    tree)."""
     m = re.search(r'^Layering\n-+\n', text, re.M)
     if not m:
         return text
@@ -1395,18 +1398,7 @@ def cut_filetable(text, present):
     out, last = head[:rows[1]] if len(rows) > 1 else head, ''
     for k, r in enumerate(rows[1:], 1):
         row = head[r:rows[k + 1] if k + 1 < len(rows) else len(head)]
-        names, first_col = [], True
-        for ln in row:
-            if ln.startswith('     - '):
-                first_col = False
-            if not first_col:
-                continue
-            for n in re.findall(r'``([\w./-]+\.[ch])``', ln):
-                if '/' in n:
-                    last = os.path.dirname(n)
-                else:
-                    n = os.path.join(last, n)
-                names.append(n)
+        names, last = first_column_files(row, last)
         if not names or any(tree_path(n) in present for n in names):
             out += row
     lines[start:end] = out
