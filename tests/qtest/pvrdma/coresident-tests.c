@@ -39,15 +39,7 @@ static void test_cr_rc(void)
     peers_same(&a, 0, &b, 4096, 64);
 
     /* bad rkey: error on both sides, both QPs in error, receives flushed */
-    qpvrdma_post_recv(b.d, &b.qp, 0xb7, b.buf, 64, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key,
-                    b.buf, b.key ^ 0x80);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa8, a.buf, 16, a.key, 0, 0);
-    expect_peer_cqe(&a, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
-    expect_peer_cqe(&a, 0xa8, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
-    expect_peer_cqe(&b, 0xb7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
-    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_ERR);
-    g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_ERR);
+    peers_bad_rkey(&a, &b);
     g_assert(async_seen(b.d, PVRDMA_EVENT_QP_ACCESS_ERR, b.qp.handle));
     g_assert(!async_seen(a.d, PVRDMA_EVENT_QP_ACCESS_ERR, a.qp.handle));
 

@@ -280,6 +280,25 @@ void peers_rc_ops(Peer *a, Peer *b)
 }
 
 /*
+ * A WRITE from a with a bad rkey, then a SEND: the WRITE completes with
+ * REM_ACCESS_ERR, the SEND and b's posted receive are flushed, both QPs
+ * end in ERR.
+ */
+void peers_bad_rkey(Peer *a, Peer *b)
+{
+    qpvrdma_post_recv(b->d, &b->qp, 0xb7, b->buf, 64, b->key);
+    qpvrdma_send_wr(a->d, &a->qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a->buf, 16,
+                    a->key, b->buf, b->key ^ 0x80);
+    qpvrdma_send_wr(a->d, &a->qp, PVRDMA_WR_SEND, 0xa8, a->buf, 16, a->key,
+                    0, 0);
+    expect_peer_cqe(a, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
+    expect_peer_cqe(a, 0xa8, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
+    expect_peer_cqe(b, 0xb7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
+    g_assert_cmpuint(qp_state(a->d, a->qp.handle), ==, PVRDMA_QPS_ERR);
+    g_assert_cmpuint(qp_state(b->d, b->qp.handle), ==, PVRDMA_QPS_ERR);
+}
+
+/*
  * One SEND from a (buf + aoff) to b (buf + boff) of len bytes, filled
  * with seed: both completions, the bytes compared.
  */

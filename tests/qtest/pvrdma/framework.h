@@ -90,6 +90,9 @@ void peers_same(Peer *a, uint64_t aoff, Peer *b, uint64_t boff,
 /* WRITE, READ, fetch-add, compare-swap from a's QP on b's memory */
 void peers_rc_ops(Peer *a, Peer *b);
 
+/* a bad-rkey WRITE and a SEND from a: errors, flushes, both QPs in ERR */
+void peers_bad_rkey(Peer *a, Peer *b);
+
 /*
  * One SEND from a (buf + aoff) to b (buf + boff) of len bytes, filled
  * with seed: both completions, the bytes compared.

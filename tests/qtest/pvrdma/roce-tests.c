@@ -124,15 +124,7 @@ static void test_roce_access(void)
     Peer a, b;
 
     roce_peers_up(&a, &b, dir);
-    qpvrdma_post_recv(b.d, &b.qp, 0xb7, b.buf, 64, b.key);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_RDMA_WRITE, 0xa7, a.buf, 16, a.key,
-                    b.buf, b.key ^ 0x80);
-    qpvrdma_send_wr(a.d, &a.qp, PVRDMA_WR_SEND, 0xa8, a.buf, 16, a.key, 0, 0);
-    expect_peer_cqe(&a, 0xa7, 0, PVRDMA_WC_REM_ACCESS_ERR, 0);
-    expect_peer_cqe(&a, 0xa8, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
-    expect_peer_cqe(&b, 0xb7, 0, PVRDMA_WC_WR_FLUSH_ERR, 0);
-    g_assert_cmpuint(qp_state(a.d, a.qp.handle), ==, PVRDMA_QPS_ERR);
-    g_assert_cmpuint(qp_state(b.d, b.qp.handle), ==, PVRDMA_QPS_ERR);
+    peers_bad_rkey(&a, &b);
     roce_peers_down(&a, &b, dir);
 }
 
