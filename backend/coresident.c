@@ -626,7 +626,7 @@ PvrdmaTransport *pvrdma_coresident_new(PvrdmaCore *c, const char *dir,
     t->up = (CrUpcalls) { .rx = cr_data_rx, .peer_gone = cr_data_peer_gone };
     /* the peers' layer, for the link */
     t->link_up = (CrLinkUpcalls) { .rx = cr_peer_rx, .done = cr_done };
-    t->rx = g_malloc(CR_MAX_MSG);
+    t->rx = g_malloc(CR_MAX_MSG + 1);
     t->ring_size = CR_RING_SIZE;
     t->features = features & CR_F_ALL;
     t->txmsg = g_malloc(CR_MAX_MSG);

@@ -15,6 +15,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include "io/channel-socket.h"
 #include "hw/rdma/pvrdma_coresident.h"
 #include "hw/rdma/pvrdma_transport_calls.h"
 #include "hw/rdma/pvrdma_coresident_wire.h"
@@ -56,7 +57,8 @@ typedef struct CrOut {
 
 typedef struct CrPeer {
     CrTransport *t;
-    int fd;
+    QIOChannelSocket *sioc; /* its connection (non-blocking) */
+    int fd;                 /* sioc's descriptor, for the fd handlers */
     char *name;             /* for messages: its socket, its pid */
     char *label;            /* its socket, or management's name for it */
     int pid;                /* SO_PEERCRED */
@@ -264,7 +266,7 @@ struct CrTransport {
     GArray *moved_gids;     /* CrMovedGid: GIDs of peers that moved */
     CrUpcalls up;           /* the data path, for the peers' layer */
     CrLinkUpcalls link_up;  /* the peers' layer, for the link */
-    uint8_t *rx;            /* receive buffer, CR_MAX_MSG */
+    uint8_t *rx;            /* receive buffer, CR_MAX_MSG + 1 */
     /*
      * The data path allocates nothing per request: records that ended wait
      * here for the next (at most CR_POOL_MAX of each), a REQ or MORE is
@@ -333,6 +335,8 @@ void cr_send_gids(CrTransport *t, CrPeer *p);
 bool cr_reap(CrTransport *t);
 /* The listening socket is readable: accept peers. */
 void cr_accept(void *opaque);
+/* A connected socket as a peer's channel; fd is ours, closed on failure */
+QIOChannelSocket *cr_channel(int fd, Error **errp);
 /* A unix socket address for path; false if it does not fit. */
 bool cr_sockaddr(const char *path, struct sockaddr_un *sa);
 /* Connect to every listening peer in the directory. */

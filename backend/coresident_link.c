@@ -1,6 +1,7 @@
 /*
- * pvrdma co-resident transport, the link to each peer: its socket and,
- * once both sides set them up, its rings (coresident_ring.c).  Messages
+ * pvrdma co-resident transport, the link to each peer: its socket (a
+ * QIOChannelSocket, descriptors passed with the messages) and, once both
+ * sides set them up, its rings (coresident_ring.c).  Messages
  * sent are collected per event and go out as one datagram on the socket
  * or one record in the ring (queued while either is full, a WAKE when the
  * peer sleeps); received ones are framed and handed up, one by one, to
@@ -55,39 +56,31 @@ void cr_peer_fail(CrPeer *p, const char *why)
 /* ------------------------------------------------------------------ */
 /* Sending                                                             */
 
+/*
+ * One datagram (with fd, if >= 0) on p's channel: false if the socket is
+ * full.  A send that fails marks p dead.
+ */
 static bool cr_sendmsg(CrPeer *p, const void *buf, size_t len, int fd)
 {
     struct iovec iov = { (void *)buf, len };
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    Error *err = NULL;
     ssize_t n;
+    int e;
 
-    if (fd >= 0) {
-        struct cmsghdr *cm;
-
-        memset(&u, 0, sizeof(u));
-        mh.msg_control = u.buf;
-        mh.msg_controllen = sizeof(u.buf);
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
-    do {
-        n = sendmsg(p->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    n = qio_channel_writev_full(QIO_CHANNEL(p->sioc), &iov, 1,
+                                fd >= 0 ? &fd : NULL, fd >= 0, 0, &err);
+    e = errno;
+    if (n == QIO_CHANNEL_ERR_BLOCK) {
         return false;
     }
-    if (n < 0 && errno == EPIPE && p->paused) {
+    if (n < 0 && e == EPIPE && p->paused) {
         cr_peer_fail(p, NULL);  /* it hung up after its pause: it moved */
+    } else if (n < 0) {
+        cr_peer_fail(p, error_get_pretty(err));
     } else if (n != (ssize_t)len) {
-        cr_peer_fail(p, n < 0 ? strerror(errno) : "short send");
+        cr_peer_fail(p, "short send");
     }
+    error_free(err);
     return true;
 }
 
@@ -266,7 +259,7 @@ void cr_link_close(CrPeer *p)
     PvrdmaCore *c = p->t->t.core;
 
     c->ops->set_fd_handler(c->opaque, p->fd, NULL, NULL, NULL);
-    close(p->fd);
+    object_unref(OBJECT(p->sioc));      /* closes the socket */
     while (!g_queue_is_empty(&p->out)) {
         cr_out_done(p, &p->out);
     }
@@ -489,48 +482,31 @@ void cr_rings_catch_up(CrTransport *t)
 static int cr_recv_one(CrPeer *p, int *err)
 {
     CrTransport *t = p->t;
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 4)];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = { t->rx, CR_MAX_MSG };
-    struct msghdr mh = {
-        .msg_iov = &iov, .msg_iovlen = 1,
-        .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
-    };
-    struct cmsghdr *cm;
-    int fd = -1, extra = 0;
+    /* one byte more than a message may have: a longer one shows */
+    struct iovec iov = { t->rx, CR_MAX_MSG + 1 };
+    g_autofree int *fds = NULL;
+    size_t nfds = 0;
+    Error *local_err = NULL;
+    int fd = -1;
     ssize_t n;
 
-    do {
-        n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    n = qio_channel_readv_full(QIO_CHANNEL(p->sioc), &iov, 1, &fds, &nfds,
+                               0, &local_err);
+    if (n == QIO_CHANNEL_ERR_BLOCK) {
         return 0;
     }
     if (n <= 0) {
         *err = n < 0 ? errno : 0;
+        error_free(local_err);
         return -1;
     }
-    for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-            int nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-            for (int k = 0; k < nfd; k++) {
-                int f;
-
-                memcpy(&f, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-                if (fd < 0) {
-                    fd = f;
-                } else {
-                    close(f);
-                    extra++;
-                }
-            }
-        }
+    if (nfds) {
+        fd = fds[0];
     }
-    if (extra || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        !cr_rx_datagram(p, t->rx, n, fd)) {
+    for (size_t k = 1; k < nfds; k++) {
+        close(fds[k]);
+    }
+    if (nfds > 1 || n > CR_MAX_MSG || !cr_rx_datagram(p, t->rx, n, fd)) {
         cr_peer_fail(p, "malformed message");
     }
     if (fd >= 0) {

@@ -126,8 +126,8 @@ typedef enum CrHow {
  * peer and gets our HELLO.  Our RAM and GIDs follow once it is accepted
  * (cr_peer_accepted).
  */
-static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
-                           CrHow how)
+static CrPeer *cr_peer_new(CrTransport *t, QIOChannelSocket *sioc,
+                           const char *path, CrHow how)
 {
     struct ucred cred;
     socklen_t cl = sizeof(cred);
@@ -142,12 +142,13 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
         .features = t->features,
     };
 
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
+    /* the channel has no call for the peer's credentials */
+    if (getsockopt(sioc->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
         cl != sizeof(cred)) {
         warn_report("pvrdma: co-resident: %s: cannot tell who the peer is "
                     "(%s), "
                     "refused", path, strerror(errno));
-        close(fd);
+        object_unref(OBJECT(sioc));
         return NULL;
     }
     p = g_new0(CrPeer, 1);
@@ -159,14 +160,15 @@ static CrPeer *cr_peer_new(CrTransport *t, int fd, const char *path,
         warn_report("pvrdma: co-resident peer %s runs as uid %u, not as this "
                     "QEMU's uid %u: refused", p->name,
                     (unsigned)cred.uid, (unsigned)t->uid);
-        close(fd);
+        object_unref(OBJECT(sioc));
         g_free(p->name);
         g_free(p->label);
         g_free(p);
         return NULL;
     }
     p->t = t;
-    p->fd = fd;
+    p->sioc = sioc;
+    p->fd = sioc->fd;
     p->pid = cred.pid;
     p->outgoing = how == CR_CONNECTED;
     p->given = how == CR_GIVEN;
@@ -469,6 +471,26 @@ bool cr_peer_rx(CrPeer *p, const uint8_t *buf, size_t len, int fd)
     }
 }
 
+/*
+ * A connected socket fd as a non-blocking channel, ours from now on (fd
+ * is closed on failure).
+ */
+QIOChannelSocket *cr_channel(int fd, Error **errp)
+{
+    QIOChannelSocket *sioc = qio_channel_socket_new_fd(fd, errp);
+
+    if (!sioc) {
+        close(fd);
+        return NULL;
+    }
+    if (qio_channel_set_blocking(QIO_CHANNEL(sioc), false, errp) < 0) {
+        object_unref(OBJECT(sioc));
+        return NULL;
+    }
+    qio_channel_set_name(QIO_CHANNEL(sioc), "pvrdma-coresident-peer");
+    return sioc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Rendezvous                                                          */
 
@@ -478,7 +500,9 @@ void cr_accept(void *opaque)
     PvrdmaCore *c = t->t.core;
 
     for (;;) {
+        /* accept4(): the channel's accept would lose EAGAIN and EMFILE */
         int fd = accept4(t->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        QIOChannelSocket *sioc;
 
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
@@ -493,7 +517,10 @@ void cr_accept(void *opaque)
             }
             break;
         }
-        cr_peer_new(t, fd, t->sock_path, CR_ACCEPTED);
+        sioc = cr_channel(fd, NULL);
+        if (sioc) {
+            cr_peer_new(t, sioc, t->sock_path, CR_ACCEPTED);
+        }
     }
     cr_done(t);
 }
@@ -535,7 +562,11 @@ void cr_scan(CrTransport *t)
         /* non-blocking: a peer with a full backlog is skipped, not waited */
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-            cr_peer_new(t, fd, path, CR_CONNECTED);
+            QIOChannelSocket *sioc = cr_channel(fd, NULL);
+
+            if (sioc) {
+                cr_peer_new(t, sioc, path, CR_CONNECTED);
+            }
         } else {
             if (fd >= 0 && (errno == ECONNREFUSED || errno == ENOENT)) {
                 unlink(path);   /* its owner is gone */
@@ -555,7 +586,8 @@ void cr_scan(CrTransport *t)
  */
 bool cr_peer_add(CrTransport *t, int fd, const char *name, Error **errp)
 {
-    int type = 0, domain = 0, fl;
+    QIOChannelSocket *sioc;
+    int type = 0, domain = 0;
     socklen_t l1 = sizeof(type), l2 = sizeof(domain);
     struct sockaddr_un sa;
     socklen_t sl = sizeof(sa);
@@ -574,14 +606,13 @@ bool cr_peer_add(CrTransport *t, int fd, const char *name, Error **errp)
         close(fd);
         return false;
     }
-    fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
-        fcntl(fd, F_SETFD, FD_CLOEXEC)) {
-        error_setg_errno(errp, errno, "peer %s", name);
-        close(fd);
+    qemu_set_cloexec(fd);
+    sioc = cr_channel(fd, errp);
+    if (!sioc) {
+        error_prepend(errp, "peer %s: ", name);
         return false;
     }
-    if (!cr_peer_new(t, fd, name, CR_GIVEN)) {
+    if (!cr_peer_new(t, sioc, name, CR_GIVEN)) {
         error_setg(errp, "peer %s: refused (see the log)", name);
         return false;
     }

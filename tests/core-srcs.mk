@@ -65,10 +65,13 @@ QEMU_UTIL  := $(QEMU_BUILD)/libqemuutil.a
 # what QEMU links its tests/unit binaries with: libqemuutil, QOM's
 # objects (util/thread-context.c, which libqemuutil's memory helpers
 # pull in, is a QOM type) and of QEMU's crypto the HMAC (the co-resident
-# handshake: its generic part and whichever backend the build chose) and
-# of its network layer the Internet checksum (the RoCEv2 codec)
+# handshake: its generic part and whichever backend the build chose), of
+# its I/O channels the socket channel (the co-resident links) and of its
+# network layer the Internet checksum (the RoCEv2 codec)
+QEMU_IO    := channel channel-file channel-socket channel-util channel-watch task
 QEMU_LIBS  := $(wildcard $(QEMU_BUILD)/libqom.a.p/*.o) \
               $(wildcard $(QEMU_BUILD)/libcrypto.a.p/crypto_hmac*.c.o) \
+              $(patsubst %,$(QEMU_BUILD)/libio.a.p/io_%.c.o,$(QEMU_IO)) \
               $(QEMU_BUILD)/libcommon.a.p/net_checksum.c.o \
               $(QEMU_BUILD)/libevent-loop-base.a.p/event-loop-base.c.o \
               -Wl,--start-group $(QEMU_UTIL) -lrt -lm -pthread \

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include "crypto/init.h"
+#include "qemu/module.h"
 #include "qapi/error.h"
 #include "fake-host.h"
 
@@ -48,6 +49,10 @@ void fh_process_init(bool verbose)
     qemu_set_log(verbose ? LOG_GUEST_ERROR : 0, NULL);
     /* as QEMU's main does: its random numbers and HMAC (co-resident) */
     qcrypto_init(&error_abort);
+    /* and a peer's closed socket is a write error, not a signal */
+    signal(SIGPIPE, SIG_IGN);
+    /* the QOM types: the co-resident links are QEMU's socket channels */
+    module_call_init(MODULE_INIT_QOM);
 }
 
 void fh_test_init(int *argc, char ***argv)
