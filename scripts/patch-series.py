@@ -473,6 +473,24 @@ pvrdma_dev_irq.c raises the device's interrupts (MSI-X, MSI or INTx),
 at once inside the device's re-entrancy guard, else from a guarded
 bottom half; what is pending when the VM stops is raised before its
 state is saved (pvrdma_dev_mig.c calls that)."""),
+    dict(subject='hw/rdma: Add the IOThread data path of pvrdma',
+         files=['hw/rdma/pvrdma_dev_iothread.c'],
+         body="""\
+With iothread=, as virtio-blk's dataplane, the core's run loop (send
+queues, the transport's copy, CQEs) is a bottom half and a timer of
+the IOThread's AioContext while the VM runs: a send doorbell on a vCPU
+only queues its QP, and the copy runs beside the vCPUs, without the
+BQL; the IOThread's adaptive polling (poll-max-ns, poll-grow,
+poll-shrink) sees the bottom half scheduled while it polls.  The core
+is one state: while the data path is in the IOThread, core_lock guards
+it, taken by the IOThread for a pass and by the BQL side (registers,
+doorbells, reset, QMP) around its calls (BQL first, then core_lock; the
+IOThread never takes the BQL: its interrupts go through the device's
+interrupt bottom half).  When the VM stops, and at unplug, the data path
+comes back to the main loop first, so a migration saves a core nothing
+else touches.  Only the loopback transport runs there so far; with
+another, realize fails and says so.  The device (pvrdma.c, a few patches
+later) has the property and takes the lock."""),
     dict(subject='qapi: Add query-pvrdma',
          files=['qapi/pvrdma.json',
                 'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c'],
@@ -672,6 +690,15 @@ compared byte for byte: SEND and RECV (also inline), RDMA WRITE and
 READ and atomics, remote access errors, fast registration and SEND with
 invalidate, UD, SRQs, the RNR wait, a QP destroyed under traffic and
 rings that wrap."""),
+    dict(subject='tests/qtest/pvrdma: Test the IOThread data path',
+         files=['tests/qtest/pvrdma/iothread-tests.c'],
+         body="""\
+pvrdma/iothread-tests.c: with iothread=, the run loop's passes are the
+IOThread's while the VM runs and the main loop's while it is stopped,
+and a reset or an unplug in the middle of traffic leaves nothing
+behind; the data topic runs again with iothread= (the migration topic
+too, once it is added), where completions of different QPs may come
+in another order than one by one."""),
     dict(subject='tests/qtest/libqos: Add migration helpers to the pvrdma driver',
          files=['tests/qtest/libqos/pvrdma-migration.c'],
          body="""\

@@ -119,6 +119,16 @@ t root-port-without-nic 1 'must be function 1 of a slot' \
     -device pcie-root-port,id=rp,chassis=1 -device pvrdma,bus=rp,addr=0.1
 t no-pci-bus 1 "No 'PCI' bus found for device 'pvrdma'" -machine none \
     -device pvrdma
+# iothread=: an IOThread that exists, and only with the loopback transport
+t iothread-missing 1 "Device 'io9' not found" \
+    $nic -device pvrdma,addr=4.1,iothread=io9
+t iothread-coresident 1 \
+    'iothread= works with the loopback transport only \(not with coresident\)' \
+    -object memory-backend-memfd,id=mem,size=128M,share=on,seal=on \
+    -machine memory-backend=mem -m 128M -object iothread,id=io0 \
+    $nic -device pvrdma,addr=4.1,iothread=io0,coresident=on
+TMO=3 t iothread-loopback-runs 124 '' -object iothread,id=io0 \
+    $nic -device pvrdma,addr=4.1,iothread=io0
 # co-resident transport: guest RAM must be shareable; sane rendezvous path
 rdv=$(mktemp -d /tmp/pvrdma-cmdline.XXXXXX)
 t rendezvous-private-ram 1 'memory-backend-memfd,id=mem,size=.*,share=on' \

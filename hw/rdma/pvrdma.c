@@ -23,6 +23,7 @@
 #include "hw/qdev-properties.h"
 #include "system/system.h"
 #include "system/dma.h"
+#include "system/iothread.h"
 #include "net/net.h"
 #include "hw/rdma/pvrdma_loopback.h"
 #include "trace/trace-hw_rdma.h"
@@ -109,19 +110,6 @@ static void pvrdma_unmap(void *opaque, void *host, uint64_t len, bool is_write)
                      is_write ? len : 0);
 }
 
-static void pvrdma_kick(void *opaque, unsigned delay_ms)
-{
-    PvrdmaState *s = opaque;
-
-    if (delay_ms) {
-        /* the earliest deadline wins; later waiters re-arm when it fires */
-        timer_mod_anticipate(s->timer,
-                             qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
-    } else {
-        qemu_bh_schedule(s->bh);
-    }
-}
-
 static void pvrdma_get_mac(void *opaque, uint8_t mac[6])
 {
     VMXNET3State *nic = pvrdma_nic(opaque);
@@ -200,7 +188,9 @@ static void pvrdma_link_poll(void *opaque)
 {
     PvrdmaState *s = opaque;
 
+    pvrdma_core_lock(s);
     pvrdma_core_check_link(&s->core);
+    pvrdma_core_unlock(s);
     timer_mod(s->link_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + PVRDMA_LINK_POLL_MS);
 }
@@ -209,7 +199,13 @@ static void pvrdma_run(void *opaque)
 {
     PvrdmaState *s = opaque;
 
-    pvrdma_core_run(&s->core);
+    pvrdma_core_lock(s);
+    if (s->dp_on) {
+        qemu_bh_schedule(s->dp_bh);     /* the IOThread has it now */
+    } else {
+        pvrdma_core_run(&s->core);
+    }
+    pvrdma_core_unlock(s);
 }
 
 /*
@@ -232,7 +228,11 @@ static uint64_t pvrdma_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     PvrdmaState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
-    uint32_t val = pvrdma_core_reg_read(&s->core, addr);
+    uint32_t val;
+
+    pvrdma_core_lock(s);
+    val = pvrdma_core_reg_read(&s->core, addr);
+    pvrdma_core_unlock(s);
 
     if (addr == PVRDMA_REG_ICR && !msix_enabled(pdev) && !msi_enabled(pdev)) {
         pci_set_irq(pdev, 0);
@@ -245,7 +245,9 @@ static void pvrdma_regs_write(void *opaque, hwaddr addr, uint64_t val,
 {
     PvrdmaState *s = opaque;
 
+    pvrdma_core_lock(s);
     pvrdma_core_reg_write(&s->core, addr, val);
+    pvrdma_core_unlock(s);
 }
 
 static const MemoryRegionOps pvrdma_regs_ops = {
@@ -267,7 +269,9 @@ static void pvrdma_uar_write(void *opaque, hwaddr addr, uint64_t val,
 {
     PvrdmaState *s = opaque;
 
+    pvrdma_core_lock(s);
     pvrdma_core_uar_write(&s->core, addr, val);
+    pvrdma_core_unlock(s);
 }
 
 static const MemoryRegionOps pvrdma_uar_ops = {
@@ -436,7 +440,7 @@ static bool pvrdma_pair(PvrdmaState *s, Error **errp)
                           "vmxnet3 NIC at function 0 of the same slot.\n");
         return false;
     }
-    if (!pvrdma_add_transports(s, errp)) {
+    if (!pvrdma_add_transports(s, errp) || !pvrdma_iothread_init(s, errp)) {
         return false;
     }
     pvrdma_mig_watch(s);
@@ -513,6 +517,7 @@ static void pvrdma_exit(PCIDevice *pdev)
         qemu_remove_machine_init_done_notifier(&s->pair_notifier);
         s->pair_notifier.notify = NULL;
     }
+    pvrdma_iothread_fini(s);   /* the data path is the main loop's again */
     pvrdma_mig_unwatch(s);
     pvrdma_del_transports(s);
     pvrdma_mig_image_clear(&s->mig);
@@ -530,8 +535,10 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
 {
     PvrdmaState *s = PVRDMA(obj);
 
+    pvrdma_core_lock(s);
     pvrdma_core_reset(&s->core);
-    s->irq_pending = 0;     /* raised before the reset: gone with it */
+    pvrdma_core_unlock(s);
+    qatomic_set(&s->irq_pending, 0);    /* raised before: gone with it */
     pci_set_irq(PCI_DEVICE(s), 0);
 }
 
@@ -560,6 +567,8 @@ static void pvrdma_instance_init(Object *obj)
     object_property_add_uint32_ptr(obj, "x-mapped", &s->mapped,
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "x-guest-errors", &c->guest_errors,
+                                   OBJ_PROP_FLAG_READ);
+    object_property_add_uint64_ptr(obj, "x-iothread-runs", &s->dp_runs,
                                    OBJ_PROP_FLAG_READ);
     pvrdma_add_links(s);
 }
@@ -607,6 +616,9 @@ static const Property pvrdma_props[] = {
     DEFINE_PROP_BOOL("x-loopback", PvrdmaState, loopback_on, true),
     /* for a migration to or from a build before the VMState stream */
     DEFINE_PROP_BOOL("x-state-blob", PvrdmaState, state_blob, false),
+    /* the data path in this IOThread (pvrdma_dev_iothread.c) */
+    DEFINE_PROP_LINK("iothread", PvrdmaState, iothread, TYPE_IOTHREAD,
+                     IOThread *),
 };
 
 static void pvrdma_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)

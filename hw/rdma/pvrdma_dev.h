@@ -35,6 +35,7 @@
 #include "hw/net/vmxnet3_defs.h"
 #include "qemu/notify.h"
 #include "system/runstate.h"
+#include "system/iothread.h"
 #include "hw/rdma/pvrdma_core.h"
 #include "hw/rdma/pvrdma_mig.h"
 
@@ -65,9 +66,20 @@ struct PvrdmaState {
     MemoryRegion uar;
     QEMUBH *bh;
     QEMUBH *irq_bh;         /* raises irq_pending, guarded */
-    uint32_t irq_pending;   /* vectors raised outside the guard */
+    uint32_t irq_pending;   /* vectors raised outside the guard (atomic) */
     QEMUTimer *timer;
     QEMUTimer *link_timer;
+    /*
+     * iothread=: the data path's bottom half and timer in its AioContext
+     * while dp_on, and core_lock, which guards the core meanwhile
+     * (pvrdma_dev_iothread.c); dp_bh NULL without iothread=
+     */
+    IOThread *iothread;
+    QEMUBH *dp_bh;
+    QEMUTimer *dp_timer;
+    bool dp_on;
+    uint64_t dp_runs;       /* passes run there (x-iothread-runs) */
+    QemuMutex core_lock;
     PvrdmaLimits lim;
     bool loopback_on;       /* 'x-loopback': the loopback transport */
     GPtrArray *links;       /* PvrdmaLink: the transports' device sides */
@@ -150,6 +162,14 @@ void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
 
 /* pvrdma_dev_irq.c */
 /* PvrdmaHostOps.notify, opaque the device */
+bool pvrdma_iothread_init(PvrdmaState *s, Error **errp);
+void pvrdma_iothread_start(PvrdmaState *s);
+void pvrdma_iothread_stop(PvrdmaState *s);
+void pvrdma_iothread_fini(PvrdmaState *s);
+void pvrdma_kick(void *opaque, unsigned delay_ms);
+void pvrdma_core_lock(PvrdmaState *s);
+void pvrdma_core_unlock(PvrdmaState *s);
+
 void pvrdma_notify(void *opaque, unsigned vector);
 /* the interrupt bottom half (irq_bh), opaque the device */
 void pvrdma_irq_bh(void *opaque);

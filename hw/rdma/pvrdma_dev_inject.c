@@ -73,6 +73,8 @@ void qmp_x_pvrdma_inject(const char *id, PvrdmaInjectionKind kind,
     }
     in.event = has_event ? async_events[event] : 0;
     in.opcode = opcode;         /* PvrdmaCommand: the ABI's order */
+    pvrdma_core_lock(s);
     pvrdma_inject(&s->core, &in, errp);
+    pvrdma_core_unlock(s);
 }
 

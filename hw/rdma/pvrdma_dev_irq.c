@@ -37,9 +37,8 @@ static void pvrdma_deliver(PvrdmaState *s, unsigned vector)
 void pvrdma_irq_bh(void *opaque)
 {
     PvrdmaState *s = opaque;
-    uint32_t pending = s->irq_pending;
+    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
 
-    s->irq_pending = 0;
     for (unsigned v = 0; pending; v++, pending >>= 1) {
         if (pending & 1) {
             pvrdma_deliver(s, v);
@@ -56,7 +55,7 @@ void pvrdma_irq_bh(void *opaque)
  */
 void pvrdma_irq_flush(PvrdmaState *s)
 {
-    if (s->irq_pending) {
+    if (qatomic_read(&s->irq_pending)) {
         qemu_bh_cancel(s->irq_bh);
         pvrdma_irq_bh(s);
     }
@@ -70,16 +69,18 @@ void pvrdma_irq_flush(PvrdmaState *s)
  * engaged, as it is in the device's MMIO handlers and guarded bottom
  * halves.  Elsewhere (transports' fd handlers, the RoCEv2 frame tap, the
  * link timer) the vector is raised from the guarded interrupt bottom
- * half instead, once the code that raised it has returned.
+ * half instead, once the code that raised it has returned; so is one the
+ * IOThread raises (iothread=), which holds no BQL: the bottom half runs
+ * in the main loop.
  */
 void pvrdma_notify(void *opaque, unsigned vector)
 {
     PvrdmaState *s = opaque;
 
-    if (DEVICE(s)->mem_reentrancy_guard.engaged_in_io) {
+    if (bql_locked() && DEVICE(s)->mem_reentrancy_guard.engaged_in_io) {
         pvrdma_deliver(s, vector);
         return;
     }
-    s->irq_pending |= 1u << vector;
+    qatomic_or(&s->irq_pending, 1u << vector);
     qemu_bh_schedule(s->irq_bh);
 }

@@ -582,8 +582,10 @@ static void pvrdma_vm_state_change(void *opaque, bool running,
 
     if (running) {
         pvrdma_resume(s);
+        pvrdma_iothread_start(s);   /* iothread=: the data path goes there */
         return;
     }
+    pvrdma_iothread_stop(s);    /* the data path is the main loop's again */
     /* a background snapshot stops the VM (PAUSED) to save the devices */
     if (state == RUN_STATE_FINISH_MIGRATE || state == RUN_STATE_SAVE_VM ||
         (state == RUN_STATE_PAUSED && s->bg_snapshot)) {
@@ -619,7 +621,9 @@ static int pvrdma_migration_event(NotifierWithReturn *n, MigrationEvent *e,
                 return -ENOTSUP;
             }
         }
+        pvrdma_core_lock(s);    /* the VM runs: iothread= may be busy */
         why = pvrdma_core_migration_blocker(&s->core, false);
+        pvrdma_core_unlock(s);
         if (why) {
             error_setg(errp, "pvrdma: the device cannot migrate now: %s",
                        why);

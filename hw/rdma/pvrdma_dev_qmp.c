@@ -106,9 +106,12 @@ static PvrdmaInjection *injection_info(const PvrdmaInject *in)
 static PvrdmaDeviceInfo *device_info(PvrdmaState *s)
 {
     PvrdmaDeviceInfo *d = g_new0(PvrdmaDeviceInfo, 1);
-    g_autoptr(GArray) qps = pvrdma_info_qps(&s->core);
-    g_autoptr(GArray) tps = pvrdma_info_transports(&s->core);
+    g_autoptr(GArray) qps = NULL;
+    g_autoptr(GArray) tps = NULL;
 
+    pvrdma_core_lock(s);    /* iothread=: the data path may be busy */
+    qps = pvrdma_info_qps(&s->core);
+    tps = pvrdma_info_transports(&s->core);
     d->id = g_strdup(DEVICE(s)->id);
     d->qom_path = object_get_canonical_path(OBJECT(s));
     pvrdma_info_device(&s->core, &d->active, &d->port_active);
@@ -128,6 +131,7 @@ static PvrdmaDeviceInfo *device_info(PvrdmaState *s)
         QAPI_LIST_PREPEND(d->injections,
                           injection_info(&s->core.inject[n]));
     }
+    pvrdma_core_unlock(s);
     return d;
 }
 
@@ -198,6 +202,8 @@ HumanReadableText *qmp_x_query_pvrdma_qps(const char *id, Error **errp)
         return NULL;
     }
     t = g_new0(HumanReadableText, 1);
+    pvrdma_core_lock(s);
     t->human_readable_text = pvrdma_describe_qps(&s->core);
+    pvrdma_core_unlock(s);
     return t;
 }

@@ -18,6 +18,7 @@ int main(int argc, char **argv)
     pvrdma_add_commands_tests();
     pvrdma_add_inject_tests();
     pvrdma_add_data_tests();
+    pvrdma_add_iothread_tests();
     pvrdma_add_migration_tests();
     pvrdma_add_coresident_tests();
     pvrdma_add_coresident_faults_tests();

@@ -43,6 +43,7 @@ static QPvrdma *qpvrdma_new(void)
     d->live_qps = g_hash_table_new(NULL, NULL);
     d->cqs = g_array_new(false, false, sizeof(QPvrdmaCqSeen));
     d->flushes = g_array_new(false, false, sizeof(QPvrdmaFlush));
+    d->stashed = g_array_new(false, false, sizeof(QPvrdmaStashed));
     return d;
 }
 
@@ -57,6 +58,24 @@ static void qpvrdma_attach(QPvrdma *d, QPCIBus *bus)
     qpvrdma_msix_setup(d);
 }
 
+const char *qpvrdma_mode_device = "";
+const char *qpvrdma_mode_args = "";
+unsigned qpvrdma_mode_wait_ms;
+
+void qpvrdma_clock_step(QPvrdma *d, uint64_t ns)
+{
+    const uint64_t step = 1000 * 1000;
+
+    if (!qpvrdma_mode_wait_ms) {
+        qtest_clock_step(d->qts, ns);
+        return;
+    }
+    for (uint64_t done = 0; done < ns; done += step) {
+        qtest_clock_step(d->qts, MIN(step, ns - done));
+        g_usleep(100);  /* the IOThread's turn */
+    }
+}
+
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
 {
     QPvrdma *d = qpvrdma_new();
@@ -69,8 +88,9 @@ QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
     d->args = g_strdup_printf("-nodefaults "
                               "-device vmxnet3,addr=%d.0,multifunction=on,"
                               "romfile=,mac=52:54:00:12:34:56 "
-                              "-device pvrdma,id=pvrdma0,addr=%d.1%s",
-                              PVRDMA_TEST_SLOT, PVRDMA_TEST_SLOT, extra);
+                              "-device pvrdma,id=pvrdma0,addr=%d.1%s%s%s",
+                              PVRDMA_TEST_SLOT, PVRDMA_TEST_SLOT,
+                              qpvrdma_mode_device, extra, qpvrdma_mode_args);
     d->qs = qtest_pc_boot("%s", d->args);
     d->qts = d->qs->qts;
     d->alloc = &d->qs->alloc;
@@ -96,6 +116,7 @@ void qpvrdma_stop(QPvrdma *d)
     g_hash_table_destroy(d->live_qps);
     g_array_free(d->cqs, true);
     g_array_free(d->flushes, true);
+    g_array_free(d->stashed, true);
     g_free(d->args);
     g_free(d);
 }
@@ -106,6 +127,7 @@ void qpvrdma_system_reset(QPvrdma *d)
     g_hash_table_remove_all(d->live_qps);
     g_array_set_size(d->cqs, 0);
     g_array_set_size(d->flushes, 0);
+    g_array_set_size(d->stashed, 0);
     d->dev->msix_enabled = false;
     qpci_device_enable(d->dev);
     d->regs = qpci_iomap(d->dev, PVRDMA_BAR_REGS, NULL);

@@ -25,6 +25,11 @@ typedef struct QPvrdmaFlush {
     uint32_t qp, cq, upto;      /* cq's producer index at the response */
 } QPvrdmaFlush;
 
+typedef struct QPvrdmaStashed {
+    uint32_t cq;
+    struct pvrdma_cqe e;
+} QPvrdmaStashed;
+
 typedef struct QPvrdma {
     QOSState *qs;               /* NULL for the qos graph's node */
     QTestState *qts;
@@ -49,6 +54,13 @@ typedef struct QPvrdma {
      */
     GHashTable *live_qps;
     GArray *cqs, *flushes;
+    /*
+     * CQEs polled ahead (QPvrdmaStashed): while the device works beside
+     * qtest (iothread=, qpvrdma_mode_wait_ms), completions of different
+     * QPs may come in another order than one at a time; an expected CQE
+     * is looked for among them and later ones are kept here.
+     */
+    GArray *stashed;
 } QPvrdma;
 
 /* A ring-backed object: pages, their page directory, host-side indices. */
@@ -58,6 +70,25 @@ typedef struct QPvrdmaRing {
     uint64_t pdir;
 } QPvrdmaRing;
 
+/*
+ * What every qpvrdma_start() adds while set: device properties (",..."),
+ * right after the address, and options after the device (" -object
+ * ...").  For tests that run again in another mode (iothread=).
+ */
+extern const char *qpvrdma_mode_device;
+extern const char *qpvrdma_mode_args;
+/*
+ * How long qpvrdma_expect_cqe() waits in real time besides stepping the
+ * clock: 0 while the device works in the main loop (qtest's commands go
+ * through it too), more when it works beside it (iothread=).
+ */
+extern unsigned qpvrdma_mode_wait_ms;
+/*
+ * qtest_clock_step(), in steps of 1 ms while the device works beside
+ * qtest (iothread=): its timers are the IOThread's, which a single warp
+ * does not run as it goes.
+ */
+void qpvrdma_clock_step(QPvrdma *d, uint64_t ns);
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...) G_GNUC_PRINTF(1, 2);
 void qpvrdma_stop(QPvrdma *d);
 /*

@@ -583,7 +583,7 @@ static void test_destroy_under_traffic(void)
                      ==, 0);
     /* timeout 14, retry_cnt 7: the retries run out within a second */
     qpvrdma_cq_empty(d, &p.cq);
-    qtest_clock_step(d->qts, 2000ull * 1000 * 1000);
+    qpvrdma_clock_step(d, 2000ull * 1000 * 1000);
     qpvrdma_expect_cqe(d, &p.cq, 0xa2, PVRDMA_WC_SEND,
                        PVRDMA_WC_RETRY_EXC_ERR, 0);
     for (int i = 3; i < 6; i++) {
@@ -609,7 +609,7 @@ static void test_destroy_under_traffic(void)
     qpvrdma_cq_empty(d, &p.cq);
     g_assert_cmpuint(qpvrdma_destroy(d, PVRDMA_CMD_DESTROY_QP, p.a.handle),
                      ==, 0);
-    qtest_clock_step(d->qts, 3000ull * 1000 * 1000);
+    qpvrdma_clock_step(d, 3000ull * 1000 * 1000);
     qpvrdma_cq_empty(d, &p.cq);
 
     /* the CQ goes on: c and a new QP exchange a message */
@@ -707,17 +707,17 @@ static void test_pieces(void)
 
 void pvrdma_add_data_tests(void)
 {
-    qtest_add_func("/pvrdma/data/send-recv", test_send_recv);
-    qtest_add_func("/pvrdma/data/pieces", test_pieces);
-    qtest_add_func("/pvrdma/data/send-inline", test_send_inline);
-    qtest_add_func("/pvrdma/data/rdma-ops", test_rdma_ops);
-    qtest_add_func("/pvrdma/data/access-errors", test_access_errors);
-    qtest_add_func("/pvrdma/data/fast-reg", test_fast_reg);
-    qtest_add_func("/pvrdma/data/send-with-inv", test_send_with_inv);
-    qtest_add_func("/pvrdma/data/ud", test_ud);
-    qtest_add_func("/pvrdma/data/srq", test_srq_recv);
-    qtest_add_func("/pvrdma/data/rnr-wait", test_rnr_wait);
-    qtest_add_func("/pvrdma/data/destroy-under-traffic",
-                   test_destroy_under_traffic);
-    qtest_add_func("/pvrdma/data/ring-wrap", test_ring_wrap);
+    add_func_both("/pvrdma/data/send-recv", test_send_recv);
+    add_func_both("/pvrdma/data/pieces", test_pieces);
+    add_func_both("/pvrdma/data/send-inline", test_send_inline);
+    add_func_both("/pvrdma/data/rdma-ops", test_rdma_ops);
+    add_func_both("/pvrdma/data/access-errors", test_access_errors);
+    add_func_both("/pvrdma/data/fast-reg", test_fast_reg);
+    add_func_both("/pvrdma/data/send-with-inv", test_send_with_inv);
+    add_func_both("/pvrdma/data/ud", test_ud);
+    add_func_both("/pvrdma/data/srq", test_srq_recv);
+    add_func_both("/pvrdma/data/rnr-wait", test_rnr_wait);
+    add_func_both("/pvrdma/data/destroy-under-traffic",
+                  test_destroy_under_traffic);
+    add_func_both("/pvrdma/data/ring-wrap", test_ring_wrap);
 }

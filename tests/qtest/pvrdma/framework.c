@@ -331,3 +331,31 @@ uint8_t qp_state(QPvrdma *d, uint32_t handle)
  * destination if not before; the QP numbers, keys and ring positions are
  * the guest's as before; data is intact.
  */
+
+typedef struct TestFn {
+    void (*fn)(void);
+} TestFn;
+
+static void run_in_iothread(gconstpointer data)
+{
+    const TestFn *t = data;
+
+    qpvrdma_mode_device = ",iothread=io0";
+    qpvrdma_mode_args = " -object iothread,id=io0";
+    qpvrdma_mode_wait_ms = 5000;
+    t->fn();
+    qpvrdma_mode_device = qpvrdma_mode_args = "";
+    qpvrdma_mode_wait_ms = 0;
+}
+
+void add_func_both(const char *path, void (*fn)(void))
+{
+    g_autofree char *io = NULL;
+    TestFn *t = g_new(TestFn, 1);   /* lives as long as the test list */
+
+    g_assert(g_str_has_prefix(path, "/pvrdma/"));
+    io = g_strdup_printf("/pvrdma/iothread/%s", path + strlen("/pvrdma/"));
+    t->fn = fn;
+    qtest_add_func(path, fn);
+    qtest_add_data_func(io, t, run_in_iothread);
+}

@@ -103,6 +103,13 @@ void peers_send(Peer *a, Peer *b, uint64_t id, uint64_t aoff,
 uint8_t qp_state(QPvrdma *d, uint32_t handle);
 
 /* Each topic's tests (pvrdma-test.c registers them in this order) */
+/*
+ * Register test fn at path, and again at path with "/pvrdma/" made
+ * "/pvrdma/iothread/", where every device it starts has its data path in
+ * an IOThread (iothread=).
+ */
+void add_func_both(const char *path, void (*fn)(void));
+
 void pvrdma_add_device_tests(void);
 void pvrdma_add_commands_tests(void);
 void pvrdma_add_data_tests(void);
@@ -114,5 +121,6 @@ void pvrdma_add_hca_tests(void);
 void pvrdma_add_hca_host_tests(void);
 void pvrdma_add_bench_tests(void);
 void pvrdma_add_inject_tests(void);
+void pvrdma_add_iothread_tests(void);
 
 #endif

@@ -646,11 +646,11 @@ static void test_migration_blob_mismatch(void)
 
 void pvrdma_add_migration_tests(void)
 {
-    qtest_add_func("/pvrdma/migration/rc", test_migration_rc);
-    qtest_add_func("/pvrdma/migration/postcopy", test_migration_postcopy);
-    qtest_add_func("/pvrdma/migration/savevm", test_migration_savevm);
-    qtest_add_func("/pvrdma/migration/bg-snapshot",
-                   test_migration_bg_snapshot);
+    add_func_both("/pvrdma/migration/rc", test_migration_rc);
+    add_func_both("/pvrdma/migration/postcopy", test_migration_postcopy);
+    add_func_both("/pvrdma/migration/savevm", test_migration_savevm);
+    add_func_both("/pvrdma/migration/bg-snapshot",
+                  test_migration_bg_snapshot);
     qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
     qtest_add_func("/pvrdma/migration/hostile-blob",
                    test_migration_hostile_blob);
@@ -659,5 +659,5 @@ void pvrdma_add_migration_tests(void)
                    test_migration_blob_mismatch);
     qtest_add_func("/pvrdma/migration/other-build",
                    test_migration_other_build);
-    qtest_add_func("/pvrdma/migration/dirty", test_migration_dirty);
+    add_func_both("/pvrdma/migration/dirty", test_migration_dirty);
 }

@@ -1,0 +1,205 @@
+/*
+ * pvrdma device: the data path in an IOThread (iothread=), as virtio-blk's
+ * dataplane.  While the VM runs, the core's run loop (doorbell -> send
+ * queue -> transport -> CQE) is a bottom half and a timer of the
+ * IOThread's AioContext: a send doorbell on a vCPU only queues its QP and
+ * schedules that bottom half, and the copy happens in the IOThread,
+ * without the BQL, beside the vCPUs.  The IOThread's own polling
+ * (poll-max-ns, poll-grow, poll-shrink: query-iothreads) sees the
+ * bottom half scheduled without a system call while it polls.
+ *
+ * Ownership: the core is one state, guarded by core_lock while the data
+ * path is in the IOThread.  The IOThread takes it for a pass of the run
+ * loop; the BQL side (register and UAR accesses, the link poll, reset,
+ * QMP and HMP, a migration's start) takes it around its call into the
+ * core (pvrdma_core_lock()).  The lock order is BQL, then core_lock; the
+ * IOThread never takes the BQL: an interrupt it raises goes through the
+ * device's interrupt bottom half in the main loop (pvrdma_notify()), and
+ * its DMA reaches only RAM.  When the VM stops (and at unplug) the data
+ * path comes back to the main loop first, so a migration saves a core
+ * nothing else touches.
+ *
+ * Only the loopback transport runs there so far: the others' sockets, the
+ * vmxnet3's frames and the host device's events live in the main loop.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "block/aio.h"
+#include "block/aio-wait.h"
+#include "system/iothread.h"
+#include "trace/trace-hw_rdma.h"
+#include "pvrdma_dev.h"
+
+/* The IOThread's pass of the run loop. */
+static void pvrdma_dp_run(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_mutex_lock(&s->core_lock);
+    if (s->dp_on) {
+        s->dp_runs++;
+        pvrdma_core_run(&s->core);
+    } else {
+        qemu_bh_schedule(s->bh);    /* the main loop has it now */
+    }
+    qemu_mutex_unlock(&s->core_lock);
+}
+
+static void pvrdma_dp_timer(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_bh_schedule(s->dp_bh);
+}
+
+/* A timer's deadline (ns) moves to another timer. */
+static void pvrdma_timer_move(QEMUTimer *from, QEMUTimer *to)
+{
+    int64_t at = timer_expire_time_ns(from);
+
+    if (at != -1) {
+        timer_del(from);
+        timer_mod_ns(to, at);
+    }
+}
+
+/*
+ * realize, once the transports are known: iothread= takes the data path
+ * to the IOThread's AioContext; false (errp set) if a transport cannot
+ * go there.
+ */
+bool pvrdma_iothread_init(PvrdmaState *s, Error **errp)
+{
+    AioContext *ctx;
+
+    if (!s->iothread) {
+        return true;
+    }
+    for (unsigned i = 0; i < s->links->len; i++) {
+        PvrdmaLink *l = g_ptr_array_index(s->links, i);
+
+        if (l->t) {
+            error_setg(errp, "pvrdma: iothread= works with the loopback "
+                       "transport only (not with %s)",
+                       PVRDMA_LINK_GET_CLASS(l)->path);
+            return false;
+        }
+    }
+    ctx = iothread_get_aio_context(s->iothread);
+    qemu_mutex_init(&s->core_lock);
+    s->dp_bh = aio_bh_new(ctx, pvrdma_dp_run, s);
+    s->dp_timer = aio_timer_new(ctx, QEMU_CLOCK_VIRTUAL, SCALE_MS,
+                                pvrdma_dp_timer, s);
+    if (runstate_is_running()) {
+        pvrdma_iothread_start(s);   /* hotplugged into a running VM */
+    }
+    return true;
+}
+
+static void pvrdma_dp_start_bh(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_mutex_lock(&s->core_lock);
+    s->dp_on = true;
+    qemu_mutex_unlock(&s->core_lock);
+    qemu_bh_schedule(s->dp_bh);     /* what the main loop still had */
+}
+
+/* The VM runs: the data path goes to the IOThread (main loop, BQL). */
+void pvrdma_iothread_start(PvrdmaState *s)
+{
+    if (!s->dp_bh || s->dp_on) {
+        return;
+    }
+    qemu_bh_cancel(s->bh);
+    pvrdma_timer_move(s->timer, s->dp_timer);
+    aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
+                        pvrdma_dp_start_bh, s);
+    trace_pvrdma_iothread(true);
+}
+
+/* In the IOThread: no pass is under way, none starts after this. */
+static void pvrdma_dp_stop_bh(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_mutex_lock(&s->core_lock);
+    s->dp_on = false;
+    qemu_mutex_unlock(&s->core_lock);
+    qemu_bh_cancel(s->dp_bh);
+    pvrdma_timer_move(s->dp_timer, s->timer);
+}
+
+/*
+ * The VM stops (or the device goes): the data path comes back to the main
+ * loop, with what was due there.  Nothing of the device runs in the
+ * IOThread afterwards (main loop, BQL).
+ */
+void pvrdma_iothread_stop(PvrdmaState *s)
+{
+    if (!s->dp_bh || !s->dp_on) {
+        return;
+    }
+    aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
+                        pvrdma_dp_stop_bh, s);
+    qemu_bh_schedule(s->bh);    /* a kick the IOThread had not served */
+    trace_pvrdma_iothread(false);
+}
+
+static void pvrdma_dp_free_bh(void *opaque)
+{
+    PvrdmaState *s = opaque;
+
+    qemu_bh_delete(s->dp_bh);
+    timer_free(s->dp_timer);
+}
+
+/* unrealize: the IOThread's bottom half and timer go, in the IOThread. */
+void pvrdma_iothread_fini(PvrdmaState *s)
+{
+    if (!s->dp_bh) {
+        return;
+    }
+    pvrdma_iothread_stop(s);
+    aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
+                        pvrdma_dp_free_bh, s);
+    s->dp_bh = NULL;
+    s->dp_timer = NULL;
+    qemu_mutex_destroy(&s->core_lock);
+}
+
+/* The core's kick: the run loop now (delay 0) or after delay_ms. */
+void pvrdma_kick(void *opaque, unsigned delay_ms)
+{
+    PvrdmaState *s = opaque;
+    QEMUBH *bh = s->dp_on ? s->dp_bh : s->bh;
+    QEMUTimer *timer = s->dp_on ? s->dp_timer : s->timer;
+
+    if (delay_ms) {
+        /* the earliest deadline wins; later waiters re-arm when it fires */
+        timer_mod_anticipate(timer,
+                             qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
+    } else {
+        qemu_bh_schedule(bh);
+    }
+}
+
+/* Around a call into the core from the BQL side (see the top). */
+void pvrdma_core_lock(PvrdmaState *s)
+{
+    if (s->dp_bh) {
+        qemu_mutex_lock(&s->core_lock);
+    }
+}
+
+void pvrdma_core_unlock(PvrdmaState *s)
+{
+    if (s->dp_bh) {
+        qemu_mutex_unlock(&s->core_lock);
+    }
+}
