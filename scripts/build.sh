@@ -2,6 +2,8 @@
 # Build QEMU 10.0 (Debian's source package) with the pvrdma device overlaid.
 #   scripts/build.sh [ninja targets...]
 #   PVRDMA_SANITIZE=1 scripts/build.sh   clang, ASan + UBSan, in build/qemu-asan
+#   PVRDMA_SANITIZE=thread scripts/build.sh  clang, TSan, in build/qemu-tsan
+#                                        (iothread=: scripts/test.sh tsan)
 #   PVRDMA_NO_RDMA=1 scripts/build.sh    --disable-rdma, in build/qemu-nordma
 # Incremental: the source is fetched once, the hook patch applied once, our
 # files copied only when they changed, configure run only when its options
@@ -86,7 +88,11 @@ if [ "${PVRDMA_NO_RDMA:-0}" = 1 ]; then
     opts=$(echo "$opts" | sed 's/--enable-rdma/--disable-rdma/')
     q=$b/qemu-nordma
 fi
-if [ "${PVRDMA_SANITIZE:-0}" = 1 ]; then
+if [ "${PVRDMA_SANITIZE:-0}" = thread ]; then
+    opts="$opts --cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 \
+ --enable-tsan"
+    q=$b/qemu-tsan
+elif [ "${PVRDMA_SANITIZE:-0}" = 1 ]; then
     # same source tree and overlay, another build directory
     opts="$opts --cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 \
  --enable-asan --enable-ubsan"
@@ -106,7 +112,7 @@ if [ $# -eq 0 ]; then
         tests/qtest/pvrdma-hostile-test
     # QEMU's qos-test, for the qos graph's pvrdma node (not sanitized:
     # its other eighty test files would double the sanitizer build)
-    [ "${PVRDMA_SANITIZE:-0}" = 1 ] || set -- "$@" tests/qtest/qos-test
+    [ "${PVRDMA_SANITIZE:-0}" != 0 ] || set -- "$@" tests/qtest/qos-test
 fi
 # QEMU is configured --disable-werror (its own code warns with Debian's
 # compilers), but the device's may not warn: a QEMU maintainer builds with

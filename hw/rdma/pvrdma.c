@@ -542,6 +542,16 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
     pci_set_irq(PCI_DEVICE(s), 0);
 }
 
+/* x-iothread-runs: the IOThread counts while the monitor reads */
+static void pvrdma_get_dp_runs(Object *obj, Visitor *v, const char *name,
+                               void *opaque, Error **errp)
+{
+    PvrdmaState *s = opaque;
+    uint64_t n = qatomic_read(&s->dp_runs);
+
+    visit_type_uint64(v, name, &n, errp);
+}
+
 /*
  * Read-only counters for tests (qom-get): objects per type, guest mappings
  * held, guest errors seen.  A test that ends where it started has leaked
@@ -568,8 +578,8 @@ static void pvrdma_instance_init(Object *obj)
                                    OBJ_PROP_FLAG_READ);
     object_property_add_uint64_ptr(obj, "x-guest-errors", &c->guest_errors,
                                    OBJ_PROP_FLAG_READ);
-    object_property_add_uint64_ptr(obj, "x-iothread-runs", &s->dp_runs,
-                                   OBJ_PROP_FLAG_READ);
+    object_property_add(obj, "x-iothread-runs", "uint64",
+                        pvrdma_get_dp_runs, NULL, NULL, s);
     pvrdma_add_links(s);
 }
 

@@ -41,7 +41,7 @@ static void pvrdma_dp_run(void *opaque)
 
     qemu_mutex_lock(&s->core_lock);
     if (s->dp_on) {
-        s->dp_runs++;
+        qatomic_set(&s->dp_runs, s->dp_runs + 1);
         pvrdma_core_run(&s->core);
     } else {
         qemu_bh_schedule(s->bh);    /* the main loop has it now */
