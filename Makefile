@@ -5,7 +5,7 @@
 #                tests in a nested VM
 #   make check-libvirt  two VMs under libvirt (virsh, migration)
 .PHONY: all build check unit fuzz qtest nested check-nested check-kernels check-series \
-	series check-libvirt check-compat check-tsan check-no-rdma demo clean
+	series check-libvirt check-compat check-tsan check-tsan-qemu check-no-rdma demo clean
 
 all: build
 
@@ -65,6 +65,11 @@ check-series:
 # (bench-core's QEMU-like mode; a few minutes)
 check-tsan:
 	scripts/tsan-bench.sh
+
+# QEMU under ThreadSanitizer (build/qemu-tsan, about 9 minutes cold) with
+# the iothread= qtests: no race on the device's memory
+check-tsan-qemu:
+	scripts/test.sh tsan
 
 # QEMU configured --disable-rdma: the device builds and runs without
 # libibverbs, the summary says so, ibdev is refused (a cold build, ~8 min)
