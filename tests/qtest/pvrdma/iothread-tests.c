@@ -88,6 +88,16 @@ static void test_iothread_passes(void)
     qpvrdma_stop(p.d);
 }
 
+/* 32 SENDs and their receives posted: the IOThread has work to do. */
+static void post_traffic(Pair *p, uint64_t buf, uint32_t key)
+{
+    for (unsigned i = 0; i < 32; i++) {
+        qpvrdma_post_recv(p->d, &p->b, 0xb00 + i, buf + 32768, 1024, key);
+        qpvrdma_send_wr(p->d, &p->a, PVRDMA_WR_SEND, 0xa00 + i, buf, 1024,
+                        key, 0, 0);
+    }
+}
+
 /* Unplugged while the IOThread has SENDs to run: nothing is left. */
 static void test_iothread_unplug_during_traffic(void)
 {
@@ -96,11 +106,7 @@ static void test_iothread_unplug_during_traffic(void)
     Pair p;
 
     iothread_pair(&p, &buf, &key);
-    for (unsigned i = 0; i < 32; i++) {
-        qpvrdma_post_recv(p.d, &p.b, 0xb00 + i, buf + 32768, 1024, key);
-        qpvrdma_send_wr(p.d, &p.a, PVRDMA_WR_SEND, 0xa00 + i, buf, 1024, key,
-                        0, 0);
-    }
+    post_traffic(&p, buf, key);
     qpvrdma_unplug(p.d);
     qpvrdma_mode_wait_ms = 0;
     qpvrdma_stop(p.d);
@@ -114,11 +120,7 @@ static void test_iothread_reset_during_traffic(void)
     Pair p;
 
     iothread_pair(&p, &buf, &key);
-    for (unsigned i = 0; i < 32; i++) {
-        qpvrdma_post_recv(p.d, &p.b, 0xb00 + i, buf + 32768, 1024, key);
-        qpvrdma_send_wr(p.d, &p.a, PVRDMA_WR_SEND, 0xa00 + i, buf, 1024, key,
-                        0, 0);
-    }
+    post_traffic(&p, buf, key);
     qpvrdma_system_reset(p.d);
     g_assert_cmpuint(qpvrdma_counter(p.d, "x-used-qp"), ==, 0);
     g_assert_cmpuint(qpvrdma_counter(p.d, "x-mapped"), ==, 0);
