@@ -336,16 +336,20 @@ typedef struct TestFn {
     void (*fn)(void);
 } TestFn;
 
+void iothread_mode(bool on)
+{
+    qpvrdma_mode_device = on ? ",iothread=io0" : "";
+    qpvrdma_mode_args = on ? " -object iothread,id=io0" : "";
+    qpvrdma_mode_wait_ms = on ? 5000 : 0;
+}
+
 static void run_in_iothread(gconstpointer data)
 {
     const TestFn *t = data;
 
-    qpvrdma_mode_device = ",iothread=io0";
-    qpvrdma_mode_args = " -object iothread,id=io0";
-    qpvrdma_mode_wait_ms = 5000;
+    iothread_mode(true);
     t->fn();
-    qpvrdma_mode_device = qpvrdma_mode_args = "";
-    qpvrdma_mode_wait_ms = 0;
+    iothread_mode(false);
 }
 
 void add_func_both(const char *path, void (*fn)(void))

@@ -109,6 +109,11 @@ uint8_t qp_state(QPvrdma *d, uint32_t handle);
  * an IOThread (iothread=).
  */
 void add_func_both(const char *path, void (*fn)(void));
+/*
+ * Every device qpvrdma_start() starts from now on has its data path in
+ * IOThread io0 (and CQEs are awaited beside it), or no longer.
+ */
+void iothread_mode(bool on);
 
 void pvrdma_add_device_tests(void);
 void pvrdma_add_commands_tests(void);

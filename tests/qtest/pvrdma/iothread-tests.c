@@ -13,17 +13,11 @@
 #include "qobject/qdict.h"
 #include "pvrdma/framework.h"
 
-#define IOTHREAD_DEVICE ",iothread=io0"
-#define IOTHREAD_ARGS   " -object iothread,id=io0"
-
 /* A loopback RC pair whose device has its data path in IOThread io0. */
 static void iothread_pair(Pair *p, uint64_t *buf, uint32_t *key)
 {
-    qpvrdma_mode_device = IOTHREAD_DEVICE;
-    qpvrdma_mode_args = IOTHREAD_ARGS;
-    qpvrdma_mode_wait_ms = 5000;
+    iothread_mode(true);
     pair_setup(p, PVRDMA_QPT_RC, 64);
-    qpvrdma_mode_device = qpvrdma_mode_args = "";
     *buf = qpvrdma_alloc(p->d, 65536);
     *key = qpvrdma_create_mr(p->d, p->pd, *buf, 65536,
                              PVRDMA_ACCESS_LOCAL_WRITE);
@@ -84,7 +78,7 @@ static void test_iothread_passes(void)
     exchange(&p, buf, key, 8, 3);
     g_assert_cmpuint(qpvrdma_counter(p.d, "x-iothread-runs"), >, runs);
     qpvrdma_cq_empty(p.d, &p.cq);
-    qpvrdma_mode_wait_ms = 0;
+    iothread_mode(false);
     qpvrdma_stop(p.d);
 }
 
@@ -108,7 +102,7 @@ static void test_iothread_unplug_during_traffic(void)
     iothread_pair(&p, &buf, &key);
     post_traffic(&p, buf, key);
     qpvrdma_unplug(p.d);
-    qpvrdma_mode_wait_ms = 0;
+    iothread_mode(false);
     qpvrdma_stop(p.d);
 }
 
@@ -130,7 +124,7 @@ static void test_iothread_reset_during_traffic(void)
     buf = qpvrdma_alloc(p.d, 65536);
     key = qpvrdma_create_mr(p.d, p.pd, buf, 65536, PVRDMA_ACCESS_LOCAL_WRITE);
     exchange(&p, buf, key, 8, 4);
-    qpvrdma_mode_wait_ms = 0;
+    iothread_mode(false);
     qpvrdma_stop(p.d);
 }
 
