@@ -119,11 +119,15 @@ t root-port-without-nic 1 'must be function 1 of a slot' \
     -device pcie-root-port,id=rp,chassis=1 -device pvrdma,bus=rp,addr=0.1
 t no-pci-bus 1 "No 'PCI' bus found for device 'pvrdma'" -machine none \
     -device pvrdma
-# iothread=: an IOThread that exists, and only with the loopback transport
+# iothread=: an IOThread that exists, the loopback and co-resident
+# transports only
 t iothread-missing 1 "Device 'io9' not found" \
     $nic -device pvrdma,addr=4.1,iothread=io9
-t iothread-coresident 1 \
-    'iothread= works with the loopback transport only \(not with coresident\)' \
+t iothread-roce 1 \
+    'iothread= works with the loopback and co-resident transports only \(not with roce\)' \
+    -object iothread,id=io0 -netdev hubport,id=n0,hubid=0 \
+    $nic,netdev=n0 -device pvrdma,addr=4.1,iothread=io0,roce=on
+TMO=3 t iothread-coresident-runs 124 '' \
     -object memory-backend-memfd,id=mem,size=128M,share=on,seal=on \
     -machine memory-backend=mem -m 128M -object iothread,id=io0 \
     $nic -device pvrdma,addr=4.1,iothread=io0,coresident=on

@@ -143,11 +143,17 @@ static int64_t pvrdma_now_ms(void *opaque)
  * what could reach the device's own BARs from there, an interrupt whose
  * MSI-X address the guest aimed at them, is raised from the guarded
  * interrupt bottom half (pvrdma_notify()), and its DMA only ever reaches
- * RAM.
+ * RAM.  With iothread= they run where the data path is, under core_lock.
  */
 void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg)
 {
+    PvrdmaState *s = opaque;
+
+    if (s->iothread) {
+        pvrdma_iothread_watch(s, fd, read, write, arg);
+        return;
+    }
     qemu_set_fd_handler(fd, read, write, arg);
 }
 
@@ -522,6 +528,7 @@ static void pvrdma_exit(PCIDevice *pdev)
     pvrdma_del_transports(s);
     pvrdma_mig_image_clear(&s->mig);
     pvrdma_core_fini(&s->core);
+    pvrdma_iothread_watches_free(s);
     qemu_bh_delete(s->bh);
     qemu_bh_delete(s->irq_bh);
     timer_free(s->timer);
@@ -542,12 +549,14 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
     pci_set_irq(PCI_DEVICE(s), 0);
 }
 
-/* x-iothread-runs: the IOThread counts while the monitor reads */
-static void pvrdma_get_dp_runs(Object *obj, Visitor *v, const char *name,
-                               void *opaque, Error **errp)
+/*
+ * x-iothread-runs, x-iothread-events: the IOThread counts while the
+ * monitor reads
+ */
+static void pvrdma_get_dp_count(Object *obj, Visitor *v, const char *name,
+                                void *opaque, Error **errp)
 {
-    PvrdmaState *s = opaque;
-    uint64_t n = qatomic_read(&s->dp_runs);
+    uint64_t n = qatomic_read((uint64_t *)opaque);
 
     visit_type_uint64(v, name, &n, errp);
 }
@@ -579,7 +588,9 @@ static void pvrdma_instance_init(Object *obj)
     object_property_add_uint64_ptr(obj, "x-guest-errors", &c->guest_errors,
                                    OBJ_PROP_FLAG_READ);
     object_property_add(obj, "x-iothread-runs", "uint64",
-                        pvrdma_get_dp_runs, NULL, NULL, s);
+                        pvrdma_get_dp_count, NULL, NULL, &s->dp_runs);
+    object_property_add(obj, "x-iothread-events", "uint64",
+                        pvrdma_get_dp_count, NULL, NULL, &s->dp_events);
     pvrdma_add_links(s);
 }
 

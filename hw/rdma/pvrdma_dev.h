@@ -79,7 +79,10 @@ struct PvrdmaState {
     QEMUTimer *dp_timer;
     bool dp_on;
     uint64_t dp_runs;       /* passes run there (x-iothread-runs) */
+    uint64_t dp_events;     /* fd events handled there (x-iothread-events) */
     QemuMutex core_lock;
+    GHashTable *watches;    /* the transports' fds: fd -> PvrdmaFdWatch */
+    GPtrArray *watches_gone;    /* removed, freed when no thread is in one */
     PvrdmaLimits lim;
     bool loopback_on;       /* 'x-loopback': the loopback transport */
     GPtrArray *links;       /* PvrdmaLink: the transports' device sides */
@@ -136,6 +139,7 @@ struct PvrdmaLinkClass {
     int order;              /* the transport choice: lower comes first */
     const char *child;      /* its child property on the device */
     const char *path;       /* its transport's name (query-pvrdma) */
+    bool iothread;          /* its transport may run in an IOThread */
     /* add the transport if the options ask for it; false, errp set */
     bool (*add)(PvrdmaLink *l, Error **errp);
     /* unrealize: take it away (the core frees it), also if not added */
@@ -166,6 +170,11 @@ bool pvrdma_iothread_init(PvrdmaState *s, Error **errp);
 void pvrdma_iothread_start(PvrdmaState *s);
 void pvrdma_iothread_stop(PvrdmaState *s);
 void pvrdma_iothread_fini(PvrdmaState *s);
+/* PvrdmaHostOps.set_fd_handler with iothread= (pvrdma_set_fd_handler()) */
+void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg);
+/* after the transports are gone: the watches' memory */
+void pvrdma_iothread_watches_free(PvrdmaState *s);
 void pvrdma_kick(void *opaque, unsigned delay_ms);
 void pvrdma_core_lock(PvrdmaState *s);
 void pvrdma_core_unlock(PvrdmaState *s);

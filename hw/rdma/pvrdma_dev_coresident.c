@@ -46,7 +46,11 @@ static void cr_link_exit_notify(Notifier *n, void *data)
     PvrdmaCoresidentLink *cl = container_of(n, PvrdmaCoresidentLink,
                                             exit_notifier);
 
-    pvrdma_coresident_leave(PVRDMA_LINK(cl)->t);
+    PvrdmaLink *l = PVRDMA_LINK(cl);
+
+    pvrdma_core_lock(l->dev);
+    pvrdma_coresident_leave(l->t);
+    pvrdma_core_unlock(l->dev);
 }
 
 /* Shorter rendezvous secrets are a guess away: warn. */
@@ -189,6 +193,7 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     ERRP_GUARD();
     PvrdmaState *s = pvrdma_qmp_find(id, errp);
     Object *child;
+    bool ok;
     int fd;
 
     if (!s) {
@@ -208,7 +213,10 @@ void qmp_x_pvrdma_peer_add(const char *id, const char *fdname,
     }
     name = name ?: fdname;
     trace_pvrdma_peer_add(name, fd);
-    if (!pvrdma_coresident_add_peer(PVRDMA_LINK(child)->t, fd, name, errp)) {
+    pvrdma_core_lock(s);    /* iothread=: the data path may be busy */
+    ok = pvrdma_coresident_add_peer(PVRDMA_LINK(child)->t, fd, name, errp);
+    pvrdma_core_unlock(s);
+    if (!ok) {
         error_prepend(errp, "pvrdma: ");
     }
 }
@@ -296,6 +304,7 @@ static void cr_link_class_init(ObjectClass *klass, PVRDMA_CLASS_DATA *data)
     lc->order = 1;
     lc->child = "coresident-link";
     lc->path = "coresident";
+    lc->iothread = true;    /* its sockets: fd watches (iothread=) */
     lc->query = cr_link_query;
     lc->report = cr_link_report;
     lc->migration_check = cr_link_migration_check;

@@ -19,8 +19,12 @@
  * path comes back to the main loop first, so a migration saves a core
  * nothing else touches.
  *
- * Only the loopback transport runs there so far: the others' sockets, the
- * vmxnet3's frames and the host device's events live in the main loop.
+ * A transport's file descriptors (the co-resident peers' sockets) are
+ * watched where the data path is: the IOThread's AioContext while dp_on,
+ * the main loop otherwise, moved with it; their handlers run under
+ * core_lock (PvrdmaFdWatch).  Transports whose events come from elsewhere
+ * (RoCEv2: the vmxnet3's frames; the host device) stay in the main loop
+ * and refuse iothread=.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -34,6 +38,155 @@
 #include "trace/trace-hw_rdma.h"
 #include "pvrdma_dev.h"
 
+/*
+ * A transport's fd watch (iothread=).  The AioContext calls the wrappers
+ * below with the watch, which takes core_lock and calls the transport's
+ * handler unless it was removed meanwhile: a handler may be waiting for
+ * the lock in one thread while another removes the watch.  A removed
+ * watch goes to watches_gone and is freed only where no thread can be in
+ * it: in the IOThread's own pass (it was watched there), or once the data
+ * path stopped.
+ */
+typedef struct PvrdmaFdWatch {
+    PvrdmaState *s;
+    int fd;
+    void (*read)(void *);
+    void (*write)(void *);
+    void *arg;
+    bool in_dp;             /* registered in the IOThread's AioContext */
+} PvrdmaFdWatch;
+
+static void pvrdma_watch_read(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    pvrdma_core_lock(w->s);
+    if (w->read) {
+        if (w->in_dp) {
+            qatomic_set(&w->s->dp_events, w->s->dp_events + 1);
+        }
+        w->read(w->arg);
+    }
+    pvrdma_core_unlock(w->s);
+}
+
+static void pvrdma_watch_write(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    pvrdma_core_lock(w->s);
+    if (w->write) {
+        if (w->in_dp) {
+            qatomic_set(&w->s->dp_events, w->s->dp_events + 1);
+        }
+        w->write(w->arg);
+    }
+    pvrdma_core_unlock(w->s);
+}
+
+/* Register w where the data path is (on) or remove it from where it is. */
+static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
+{
+    IOHandler *rd = on && w->read ? pvrdma_watch_read : NULL;
+    IOHandler *wr = on && w->write ? pvrdma_watch_write : NULL;
+
+    if (on) {
+        w->in_dp = s->dp_on;
+    }
+    if (w->in_dp) {
+        aio_set_fd_handler(iothread_get_aio_context(s->iothread), w->fd,
+                           rd, wr, NULL, NULL, w);
+    } else {
+        qemu_set_fd_handler(w->fd, rd, wr, w);
+    }
+}
+
+/* Free the removed watches no thread can be in (all: the data path is off) */
+static void pvrdma_watches_reap(PvrdmaState *s, bool all)
+{
+    GPtrArray *gone = s->watches_gone;
+
+    for (guint i = 0; gone && i < gone->len;) {
+        PvrdmaFdWatch *w = g_ptr_array_index(gone, i);
+
+        if (all || w->in_dp) {
+            g_ptr_array_remove_index_fast(gone, i);
+            g_free(w);
+        } else {
+            i++;
+        }
+    }
+}
+
+void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
+                           void (*write)(void *), void *arg)
+{
+    PvrdmaFdWatch *w;
+
+    if (!s->watches) {
+        s->watches = g_hash_table_new(NULL, NULL);
+        s->watches_gone = g_ptr_array_new();
+    }
+    w = g_hash_table_lookup(s->watches, GINT_TO_POINTER(fd));
+    if (!read && !write) {
+        if (w) {
+            pvrdma_watch_set(s, w, false);
+            w->read = w->write = NULL;
+            g_hash_table_remove(s->watches, GINT_TO_POINTER(fd));
+            g_ptr_array_add(s->watches_gone, w);
+        }
+        return;
+    }
+    if (!w) {
+        w = g_new0(PvrdmaFdWatch, 1);
+        w->s = s;
+        w->fd = fd;
+        g_hash_table_insert(s->watches, GINT_TO_POINTER(fd), w);
+    } else {
+        pvrdma_watch_set(s, w, false);  /* it may be in the other context */
+    }
+    w->read = read;
+    w->write = write;
+    w->arg = arg;
+    pvrdma_watch_set(s, w, true);
+}
+
+/* Every watch goes where the data path now is (core_lock held). */
+static void pvrdma_watches_move(PvrdmaState *s)
+{
+    GHashTableIter it;
+    gpointer w;
+
+    if (!s->watches) {
+        return;
+    }
+    g_hash_table_iter_init(&it, s->watches);
+    while (g_hash_table_iter_next(&it, NULL, &w)) {
+        pvrdma_watch_set(s, w, false);
+        pvrdma_watch_set(s, w, true);
+    }
+}
+
+void pvrdma_iothread_watches_free(PvrdmaState *s)
+{
+    if (s->watches) {
+        GHashTableIter it;
+        gpointer w;
+
+        /* the transports removed theirs; anything left is not watched */
+        g_hash_table_iter_init(&it, s->watches);
+        while (g_hash_table_iter_next(&it, NULL, &w)) {
+            pvrdma_watch_set(s, w, false);
+            g_ptr_array_add(s->watches_gone, w);
+        }
+        g_hash_table_destroy(s->watches);
+        pvrdma_watches_reap(s, true);
+        g_ptr_array_free(s->watches_gone, true);
+        s->watches = NULL;
+        s->watches_gone = NULL;
+    }
+}
+
 /* The IOThread's pass of the run loop. */
 static void pvrdma_dp_run(void *opaque)
 {
@@ -43,6 +196,7 @@ static void pvrdma_dp_run(void *opaque)
     if (s->dp_on) {
         qatomic_set(&s->dp_runs, s->dp_runs + 1);
         pvrdma_core_run(&s->core);
+        pvrdma_watches_reap(s, false);
     } else {
         qemu_bh_schedule(s->bh);    /* the main loop has it now */
     }
@@ -82,9 +236,9 @@ bool pvrdma_iothread_init(PvrdmaState *s, Error **errp)
     for (unsigned i = 0; i < s->links->len; i++) {
         PvrdmaLink *l = g_ptr_array_index(s->links, i);
 
-        if (l->t) {
+        if (l->t && !PVRDMA_LINK_GET_CLASS(l)->iothread) {
             error_setg(errp, "pvrdma: iothread= works with the loopback "
-                       "transport only (not with %s)",
+                       "and co-resident transports only (not with %s)",
                        PVRDMA_LINK_GET_CLASS(l)->path);
             return false;
         }
@@ -106,6 +260,7 @@ static void pvrdma_dp_start_bh(void *opaque)
 
     qemu_mutex_lock(&s->core_lock);
     s->dp_on = true;
+    pvrdma_watches_move(s);
     qemu_mutex_unlock(&s->core_lock);
     qemu_bh_schedule(s->dp_bh);     /* what the main loop still had */
 }
@@ -130,6 +285,7 @@ static void pvrdma_dp_stop_bh(void *opaque)
 
     qemu_mutex_lock(&s->core_lock);
     s->dp_on = false;
+    pvrdma_watches_move(s);     /* none is left here */
     qemu_mutex_unlock(&s->core_lock);
     qemu_bh_cancel(s->dp_bh);
     pvrdma_timer_move(s->dp_timer, s->timer);
@@ -147,6 +303,7 @@ void pvrdma_iothread_stop(PvrdmaState *s)
     }
     aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
                         pvrdma_dp_stop_bh, s);
+    pvrdma_watches_reap(s, true);   /* the IOThread is out of them */
     qemu_bh_schedule(s->bh);    /* a kick the IOThread had not served */
     trace_pvrdma_iothread(false);
 }

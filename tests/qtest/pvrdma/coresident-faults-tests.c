@@ -318,15 +318,15 @@ static void test_cr_msix_at_own_registers(void)
 
 void pvrdma_add_coresident_faults_tests(void)
 {
-    qtest_add_func("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
-    qtest_add_func("/pvrdma/coresident/destroy-under-traffic",
-                   test_cr_destroy_under_traffic);
-    qtest_add_func("/pvrdma/coresident/modify-reset-waits",
-                   test_cr_modify_reset_waits);
-    qtest_add_func("/pvrdma/coresident/unplug-during-fence",
-                   test_cr_unplug_during_fence);
-    qtest_add_func("/pvrdma/coresident/unplug-during-traffic",
-                   test_cr_unplug_during_traffic);
-    qtest_add_func("/pvrdma/coresident/msix-at-own-registers",
-                   test_cr_msix_at_own_registers);
+    add_func_both("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
+    add_func_both("/pvrdma/coresident/destroy-under-traffic",
+                  test_cr_destroy_under_traffic);
+    add_func_both("/pvrdma/coresident/modify-reset-waits",
+                  test_cr_modify_reset_waits);
+    add_func_both("/pvrdma/coresident/unplug-during-fence",
+                  test_cr_unplug_during_fence);
+    add_func_both("/pvrdma/coresident/unplug-during-traffic",
+                  test_cr_unplug_during_traffic);
+    add_func_both("/pvrdma/coresident/msix-at-own-registers",
+                  test_cr_msix_at_own_registers);
 }

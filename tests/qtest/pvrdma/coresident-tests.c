@@ -576,14 +576,14 @@ static void test_migration_coresident(void)
 
 void pvrdma_add_coresident_tests(void)
 {
-    qtest_add_func("/pvrdma/coresident/rc", test_cr_rc);
-    qtest_add_func("/pvrdma/coresident/query", test_cr_query);
+    add_func_both("/pvrdma/coresident/rc", test_cr_rc);
+    add_func_both("/pvrdma/coresident/query", test_cr_query);
     qtest_add_func("/pvrdma/query-none", test_query_none);
-    qtest_add_func("/pvrdma/coresident/access", test_cr_access);
-    qtest_add_func("/pvrdma/coresident/ud", test_cr_ud);
-    qtest_add_func("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
-    qtest_add_func("/pvrdma/coresident/secret", test_cr_secret);
-    qtest_add_func("/pvrdma/coresident/peer-add", test_cr_peer_add);
+    add_func_both("/pvrdma/coresident/access", test_cr_access);
+    add_func_both("/pvrdma/coresident/ud", test_cr_ud);
+    add_func_both("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
+    add_func_both("/pvrdma/coresident/secret", test_cr_secret);
+    add_func_both("/pvrdma/coresident/peer-add", test_cr_peer_add);
     qtest_add_func("/pvrdma/coresident/other-build", test_cr_other_build);
-    qtest_add_func("/pvrdma/migration/coresident", test_migration_coresident);
+    add_func_both("/pvrdma/migration/coresident", test_migration_coresident);
 }
