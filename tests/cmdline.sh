@@ -124,7 +124,7 @@ t no-pci-bus 1 "No 'PCI' bus found for device 'pvrdma'" -machine none \
 t iothread-missing 1 "Device 'io9' not found" \
     $nic -device pvrdma,addr=4.1,iothread=io9
 t iothread-roce 1 \
-    'iothread= works with the loopback and co-resident transports only \(not with roce\)' \
+    'the loopback and co-resident transports only .not with roce.' \
     -object iothread,id=io0 -netdev hubport,id=n0,hubid=0 \
     $nic,netdev=n0 -device pvrdma,addr=4.1,iothread=io0,roce=on
 TMO=3 t iothread-coresident-runs 124 '' \
