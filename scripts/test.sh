@@ -401,13 +401,13 @@ for s in $suites; do
             # versions 17-19), 5x kernel storage and file protocols (NFS,
             # iSER, RDS) on the loopback and co-resident transports (50, 51,
             # 53) and over RoCEv2 against soft-RoCE (52, 54, 55), 56 the
-            # loopback transport with iothread=
+            # loopback transport with iothread=, 57 two co-resident VMs with it
             t1=$(date +%s)
             [ -z "$images_job" ] || wait "$images_job"
             echo "# guest images ready after $(( $(date +%s) - t1 )) s more"
             scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
                 bad guest-image "scripts/guest/build-image.sh failed"
-            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" "4*" 50 51 53 56 > build/guest.log 2>&1
+            tests/guest/run.sh -j 2 --require-pvrdma "0*" "1*" "2*" "4*" 50 51 53 56 57 > build/guest.log 2>&1
             st=$?
             count_runner build/guest.log guest tests/guest/run.sh $st
             # 3x RoCEv2 on the wire (soft-RoCE peers, loss, three VMs on a

@@ -156,7 +156,7 @@ def main(argv):
                     if t.get("type") == "coresident":
                         out.append("peers %s" % t.get("peers", 0))
             for p in sorted(props):
-                if p.startswith("x-roce-") or p == "x-iothread-runs":
+                if p.startswith("x-roce-") or p.startswith("x-iothread-"):
                     out.append("%s %s" % (p, q.cmd("qom-get", path=dev, property=p)))
             qps = q.cmd("x-query-pvrdma-qps",
                         id=dev)["human-readable-text"]
