@@ -308,12 +308,19 @@ void pvrdma_iothread_stop(PvrdmaState *s)
     trace_pvrdma_iothread(false);
 }
 
+/*
+ * The lock also orders these reads before the main loop's writes after
+ * aio_wait_bh_oneshot() for ThreadSanitizer, which does not see the plain
+ * flag that wait ends on.
+ */
 static void pvrdma_dp_free_bh(void *opaque)
 {
     PvrdmaState *s = opaque;
 
+    qemu_mutex_lock(&s->core_lock);
     qemu_bh_delete(s->dp_bh);
     timer_free(s->dp_timer);
+    qemu_mutex_unlock(&s->core_lock);
 }
 
 /* unrealize: the IOThread's bottom half and timer go, in the IOThread. */
@@ -325,8 +332,10 @@ void pvrdma_iothread_fini(PvrdmaState *s)
     pvrdma_iothread_stop(s);
     aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
                         pvrdma_dp_free_bh, s);
+    qemu_mutex_lock(&s->core_lock);     /* after the bottom half's unlock */
     s->dp_bh = NULL;
     s->dp_timer = NULL;
+    qemu_mutex_unlock(&s->core_lock);
     qemu_mutex_destroy(&s->core_lock);
 }
 

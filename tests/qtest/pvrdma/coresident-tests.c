@@ -574,6 +574,49 @@ static void test_migration_coresident(void)
     rm_dir(dir);
 }
 
+/* QMP command cmd (stop, cont) on d's QEMU succeeds */
+static void qmp_run(QPvrdma *d, const char *cmd)
+{
+    QDict *r = qtest_qmp(d->qts, "{ 'execute': %s }", cmd);
+
+    g_assert(qdict_haskey(r, "return"));
+    qobject_unref(r);
+}
+
+/*
+ * Co-resident: the peers' socket events are handled in the IOThread while
+ * the VM runs (x-iothread-events), in the main loop while it is stopped
+ * (the count stands still, the data still moves), and in the IOThread
+ * again after cont.
+ */
+static void test_cr_iothread_events(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
+    uint64_t ev;
+    Peer a, b;
+
+    iothread_mode(true);
+    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
+    peers_send(&a, &b, 1, 3, 1, 9000, 5);
+    g_assert_cmpuint(qpvrdma_counter(a.d, "x-iothread-events"), >, 0);
+    ev = qpvrdma_counter(b.d, "x-iothread-events");
+    g_assert_cmpuint(ev, >, 0);
+
+    qmp_run(b.d, "stop");
+    ev = qpvrdma_counter(b.d, "x-iothread-events");
+    peers_send(&a, &b, 2, 4, 2, 7000, 6);
+    peers_send(&b, &a, 3, 5, 3, 5000, 7);
+    g_assert_cmpuint(qpvrdma_counter(b.d, "x-iothread-events"), ==, ev);
+
+    qmp_run(b.d, "cont");
+    peers_send(&a, &b, 4, 6, 4, 3000, 8);
+    g_assert_cmpuint(qpvrdma_counter(b.d, "x-iothread-events"), >, ev);
+    iothread_mode(false);
+    qpvrdma_stop(b.d);
+    qpvrdma_stop(a.d);
+    rm_dir(dir);
+}
+
 void pvrdma_add_coresident_tests(void)
 {
     add_func_both("/pvrdma/coresident/rc", test_cr_rc);
@@ -586,4 +629,6 @@ void pvrdma_add_coresident_tests(void)
     add_func_both("/pvrdma/coresident/peer-add", test_cr_peer_add);
     qtest_add_func("/pvrdma/coresident/other-build", test_cr_other_build);
     add_func_both("/pvrdma/migration/coresident", test_migration_coresident);
+    qtest_add_func("/pvrdma/iothread/coresident/events",
+                   test_cr_iothread_events);
 }

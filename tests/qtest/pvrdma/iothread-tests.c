@@ -3,8 +3,7 @@
  * The data and migration topics run again in that mode (add_func_both());
  * here, what only that mode has: the passes are the IOThread's, the data
  * path comes back to the main loop while the VM is stopped and goes again
- * with cont, and a reset or an unplug in the middle of traffic is clean;
- * a co-resident peer's socket events are the IOThread's too.
+ * with cont, and a reset or an unplug in the middle of traffic is clean.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -129,44 +128,8 @@ static void test_iothread_reset_during_traffic(void)
     qpvrdma_stop(p.d);
 }
 
-/*
- * Co-resident: the peers' socket events are handled in the IOThread while
- * the VM runs (x-iothread-events), in the main loop while it is stopped
- * (the count stands still, the data still moves), and in the IOThread
- * again after cont.
- */
-static void test_iothread_coresident_events(void)
-{
-    g_autofree char *dir = g_dir_make_tmp("pvrdma-cr-XXXXXX", NULL);
-    uint64_t ev;
-    Peer a, b;
-
-    iothread_mode(true);
-    peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
-    peers_send(&a, &b, 1, 3, 1, 9000, 5);
-    g_assert_cmpuint(qpvrdma_counter(a.d, "x-iothread-events"), >, 0);
-    ev = qpvrdma_counter(b.d, "x-iothread-events");
-    g_assert_cmpuint(ev, >, 0);
-
-    qmp_ok(b.d, "stop");
-    ev = qpvrdma_counter(b.d, "x-iothread-events");
-    peers_send(&a, &b, 2, 4, 2, 7000, 6);
-    peers_send(&b, &a, 3, 5, 3, 5000, 7);
-    g_assert_cmpuint(qpvrdma_counter(b.d, "x-iothread-events"), ==, ev);
-
-    qmp_ok(b.d, "cont");
-    peers_send(&a, &b, 4, 6, 4, 3000, 8);
-    g_assert_cmpuint(qpvrdma_counter(b.d, "x-iothread-events"), >, ev);
-    iothread_mode(false);
-    qpvrdma_stop(b.d);
-    qpvrdma_stop(a.d);
-    rm_dir(dir);
-}
-
 void pvrdma_add_iothread_tests(void)
 {
-    qtest_add_func("/pvrdma/iothread/coresident-events",
-                   test_iothread_coresident_events);
     qtest_add_func("/pvrdma/iothread/passes", test_iothread_passes);
     qtest_add_func("/pvrdma/iothread/unplug-during-traffic",
                    test_iothread_unplug_during_traffic);
