@@ -356,6 +356,24 @@ bool cr_link_rx_room(CrPeer *p, size_t len)
     return len == sizeof(CrHdr) && p->ring_tx;
 }
 
+/* The host's poll: a record in p's ring is work for its read handler. */
+static bool cr_ring_poll(void *opaque)
+{
+    CrPeer *p = opaque;
+
+    return !p->dead && p->ring_rx && cr_ring_ready(p->ring);
+}
+
+/* A host that polls (an IOThread) looks at p's ring while it does. */
+static void cr_link_watch_ring(CrPeer *p)
+{
+    PvrdmaCore *c = p->t->t.core;
+
+    if (c->ops->set_fd_poll) {
+        c->ops->set_fd_poll(c->opaque, p->fd, cr_ring_poll);
+    }
+}
+
 /* RING_ON: what the peer sends after this is in its ring. */
 bool cr_link_rx_ring_on(CrPeer *p, size_t len)
 {
@@ -364,6 +382,7 @@ bool cr_link_rx_ring_on(CrPeer *p, size_t len)
         return false;   /* the accepting side answers RING before it */
     }
     p->ring_rx = true;
+    cr_link_watch_ring(p);
     trace_pvrdma_cr_ring(p->node, cr_ring_size(p->ring));
     if (!p->ring_tx) {
         cr_ring_start_tx(p);

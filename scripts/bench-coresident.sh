@@ -2,7 +2,9 @@
 # Benchmark of the co-resident transport against soft-RoCE, in one run, on
 # one accelerator (TCG, as the guest tests):
 #   1. two VMs, vmw_pvrdma0 over the co-resident transport (vmxnet3s on a
-#      shared dgram netdev, memfd guest RAM, one rendezvous directory);
+#      shared dgram netdev, memfd guest RAM, one rendezvous directory), once
+#      as by default and once with each device's data path in an IOThread
+#      (-object iothread,id=io0 -device pvrdma,...,roce=off,iothread=io0);
 #   2. two VMs, rdma_rxe (soft-RoCE) on virtio-net over the same kind of
 #      dgram netdev, no pvrdma device;
 #   3. the host's single-thread memcpy bandwidth (64 KiB, cache-resident like
@@ -58,6 +60,9 @@ for v in BENCH_SIZES BENCH_LAT_ITERS BENCH_LAT_OPTS BENCH_BW_SECS; do
 done
 run() { bench_run bench-coresident "$@"; }
 run pvrdma --pvrdma on -e BENCH_DEV=vmw_pvrdma0
+PVRDMA_QEMU_ARGS="${PVRDMA_QEMU_ARGS:-} -object iothread,id=io0" \
+    run pvrdma-iothread --pvrdma on --device-args roce=off,iothread=io0 \
+    -e BENCH_DEV=vmw_pvrdma0
 run rxe --nic virtio -e BENCH_DEV=rxe0
 
 mkdir -p build/bench
@@ -85,6 +90,7 @@ def load(name):
             bw = float(f[2])
     return lat, bw
 pl, pbw = load("pvrdma")
+il, ibw = load("pvrdma-iothread")
 rl, rbw = load("rxe")
 nofig = []   # a missing or zero figure is an error, never "met"
 mc = {int(l.split()[1]): float(l.split()[2]) for l in open(f"{out}/memcpy.txt")}
@@ -92,18 +98,20 @@ mc64, mcdram = mc.get(65536), mc.get(256 << 20)
 print(open(f"{out}/host.txt").read().rstrip())
 print()
 print("ib_send_lat, usec (typical = median, avg = mean), two VMs under TCG")
-print(f"{'bytes':>9}  {'pvrdma typ':>10} {'pvrdma avg':>10}  {'rxe typ':>10} {'rxe avg':>10}  {'typ ratio':>9}  target <= 0.20")
+print(f"{'bytes':>9}  {'pvrdma typ':>10} {'pvrdma avg':>10}  {'iothr typ':>10} {'iothr avg':>10}  {'rxe typ':>10} {'rxe avg':>10}  {'typ ratio':>9}  target <= 0.20")
 met = 0
 sizes = sorted(set(pl) | set(rl))
 with open(f"{out}/lat.dat", "w") as dat:
     for s in sizes:
-        p, r = pl.get(s), rl.get(s)
+        p, r, i = pl.get(s), rl.get(s), il.get(s)
+        if i is None:
+            nofig.append(f"ib_send_lat {s} B with iothread=")
         ratio = p[0] / r[0] if p and r and p[0] > 0 and r[0] > 0 else None
         if ratio is None:
             nofig.append(f"ib_send_lat {s} B")
         met += ratio is not None and ratio <= 0.2
         f = lambda v: f"{v:10.2f}" if v is not None else f"{'-':>10}"
-        print(f"{s:>9}  {f(p and p[0])} {f(p and p[1])}  {f(r and r[0])} {f(r and r[1])}  "
+        print(f"{s:>9}  {f(p and p[0])} {f(p and p[1])}  {f(i and i[0])} {f(i and i[1])}  {f(r and r[0])} {f(r and r[1])}  "
               + (f"{ratio:9.3f}  {'met' if ratio <= 0.2 else 'MISSED'}" if ratio is not None else f"{'-':>9}  no figure"))
         nan = lambda v: "NaN" if v is None else v
         print(s, nan(p and p[0]), nan(p and p[1]), nan(r and r[0]), nan(r and r[1]), file=dat)
@@ -114,6 +122,10 @@ if not pbw:
     nofig.append("pvrdma ib_write_bw")
     pbw = 0.0
 print(f"  pvrdma co-resident        {pbw:10.1f}" + ("" if pbw else "   no figure"))
+if not ibw:
+    nofig.append("pvrdma ib_write_bw with iothread=")
+    ibw = 0.0
+print(f"  the same, iothread=       {ibw:10.1f}" + (f"   ({ibw / pbw:.2f}x the default)" if ibw and pbw else "   no figure"))
 print(f"  soft-RoCE (virtio-net)    {rbw:10.1f}")
 print(f"  host memcpy 64 KiB        {mc64:10.0f}   (cache-resident, like perftest's buffers)")
 print(f"  host memcpy 256 MiB       {mcdram:10.0f}   (DRAM)")
@@ -144,7 +156,8 @@ EOP
 grep -E "^memcpy ($(echo $BW_SIZES | tr ' ' '|')) " "$out/memcpy.txt" > "$out/memcpy-sizes.txt" || true
 python3 scripts/bench/plot.py "$out" bench-coresident \
     "pvrdma co-resident vs soft-RoCE, two VMs under TCG ($(date +%F))" \
-    pvrdma="pvrdma co-resident" rxe="soft-RoCE (rxe on virtio-net)" \
+    pvrdma="pvrdma co-resident" pvrdma-iothread="pvrdma co-resident, iothread=" \
+    rxe="soft-RoCE (rxe on virtio-net)" \
     --ref "$out/memcpy-sizes.txt=host memcpy (one thread)" || true
 echo "figures and logs: $out"
 exit "$rep"

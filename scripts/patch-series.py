@@ -488,9 +488,12 @@ doorbells, reset, QMP) around its calls (BQL first, then core_lock; the
 IOThread never takes the BQL: its interrupts go through the device's
 interrupt bottom half).  When the VM stops, and at unplug, the data path
 comes back to the main loop first, so a migration saves a core nothing
-else touches.  Only the loopback transport runs there so far; with
-another, realize fails and says so.  The device (pvrdma.c, a few patches
-later) has the property and takes the lock."""),
+else touches.  A transport's file descriptors (the host service
+set_fd_handler) are watched where the data path is, their handlers under
+core_lock, so a transport whose events are its own sockets runs there
+too; a link whose events come from elsewhere refuses iothread= and says
+so.  The device (pvrdma.c, a few patches later) has the property and
+takes the lock."""),
     dict(subject='qapi: Add query-pvrdma',
          files=['qapi/pvrdma.json',
                 'hw/rdma/pvrdma_dev_qmp.c', 'hw/rdma/pvrdma_dev_qmp_stub.c'],
@@ -879,6 +882,9 @@ PVRDMA_PATH_CHANGED (a QP moved between the co-resident transport and
 another by itself, when its peer migrated), rate limited per device as
 the device's other events.
 
+Its peers' sockets are its transport's only events, so it runs in an
+IOThread with iothread= (the link says so: PvrdmaLinkClass.iothread).
+
 With this patch -device pvrdma,rendezvous=DIR gives RDMA between VMs
 on one host, without an RDMA device on the host.  The user doc
 (docs/system/devices/pvrdma.rst) gets its section "Two VMs on one
@@ -893,7 +899,10 @@ a background snapshot refused first),
 query-pvrdma of both (and of a machine without the device), remote
 access errors, a peer that goes away, a shared secret, peers connected
 by management (x-pvrdma-peer-add), another build of the device when one is
-given (else a skip)."""),
+given (else a skip).  Every case but the other build runs again with
+iothread= on both devices, and one more shows that the peers' socket
+events are then the IOThread's while the VM runs (x-iothread-events),
+the main loop's while it is stopped."""),
     dict(subject='tests/qtest/pvrdma: Test the co-resident transport\'s faults',
          files=['tests/qtest/pvrdma/coresident-faults-tests.c'],
          body="""\
@@ -902,7 +911,7 @@ go wrong: a send that waits on RNR to the end, a QP destroyed or reset
 while a peer holds its requests (the fence; a peer that never answers
 does not hold the vCPU), hot-unplug during a fence and during traffic,
 and MSI-X aimed at the device's own registers from a peer's
-completion."""),
+completion; each again with iothread=."""),
     dict(subject='tests/qtest/pvrdma: Add benchmarks',
          files=['tests/qtest/pvrdma/bench-tests.c'],
          body="""\

@@ -157,6 +157,16 @@ void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
     qemu_set_fd_handler(fd, read, write, arg);
 }
 
+/* Only an IOThread polls (pvrdma_dev_iothread.c); the main loop does not */
+static void pvrdma_set_fd_poll(void *opaque, int fd, bool (*poll)(void *))
+{
+    PvrdmaState *s = opaque;
+
+    if (s->iothread) {
+        pvrdma_iothread_watch_poll(s, fd, poll);
+    }
+}
+
 /* The transport's frames go out through the link that carries them. */
 static void pvrdma_frame_tx(void *opaque, const uint8_t *frame, size_t len)
 {
@@ -180,6 +190,7 @@ static const PvrdmaHostOps pvrdma_host_ops = {
     .now_ms = pvrdma_now_ms,
     .link_up = pvrdma_link_up,
     .set_fd_handler = pvrdma_set_fd_handler,
+    .set_fd_poll = pvrdma_set_fd_poll,
     .frame_tx = pvrdma_frame_tx,
     .report = pvrdma_report_event,               /* pvrdma_dev_event.c */
 };
@@ -550,8 +561,8 @@ static void pvrdma_reset_hold(Object *obj, ResetType type)
 }
 
 /*
- * x-iothread-runs, x-iothread-events: the IOThread counts while the
- * monitor reads
+ * x-iothread-runs, x-iothread-events, x-iothread-polled: the IOThread
+ * counts while the monitor reads
  */
 static void pvrdma_get_dp_count(Object *obj, Visitor *v, const char *name,
                                 void *opaque, Error **errp)
@@ -591,6 +602,8 @@ static void pvrdma_instance_init(Object *obj)
                         pvrdma_get_dp_count, NULL, NULL, &s->dp_runs);
     object_property_add(obj, "x-iothread-events", "uint64",
                         pvrdma_get_dp_count, NULL, NULL, &s->dp_events);
+    object_property_add(obj, "x-iothread-polled", "uint64",
+                        pvrdma_get_dp_count, NULL, NULL, &s->dp_polled);
     pvrdma_add_links(s);
 }
 

@@ -80,6 +80,7 @@ struct PvrdmaState {
     bool dp_on;
     uint64_t dp_runs;       /* passes run there (x-iothread-runs) */
     uint64_t dp_events;     /* fd events handled there (x-iothread-events) */
+    uint64_t dp_polled;     /* of those, found by polling (x-iothread-polled) */
     QemuMutex core_lock;
     GHashTable *watches;    /* the transports' fds: fd -> PvrdmaFdWatch */
     GPtrArray *watches_gone;    /* removed, freed when no thread is in one */
@@ -173,6 +174,8 @@ void pvrdma_iothread_fini(PvrdmaState *s);
 /* PvrdmaHostOps.set_fd_handler with iothread= (pvrdma_set_fd_handler()) */
 void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg);
+/* PvrdmaHostOps.set_fd_poll with iothread= */
+void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *));
 /* after the transports are gone: the watches' memory */
 void pvrdma_iothread_watches_free(PvrdmaState *s);
 void pvrdma_kick(void *opaque, unsigned delay_ms);

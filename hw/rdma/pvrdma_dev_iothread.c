@@ -52,6 +52,7 @@ typedef struct PvrdmaFdWatch {
     int fd;
     void (*read)(void *);
     void (*write)(void *);
+    bool (*poll)(void *);   /* work for read without a system call */
     void *arg;
     bool in_dp;             /* registered in the IOThread's AioContext */
 } PvrdmaFdWatch;
@@ -84,6 +85,33 @@ static void pvrdma_watch_write(void *opaque)
     pvrdma_core_unlock(w->s);
 }
 
+/*
+ * The IOThread's adaptive polling: w's poll, if it has one, when the lock
+ * is free (whoever holds it serves the transport meanwhile).  Every watch
+ * there has this callback, even one that never has work without its fd:
+ * an AioContext polls only if all its handlers can.
+ */
+static bool pvrdma_watch_poll(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+    bool ready = false;
+
+    if (!qemu_mutex_trylock(&w->s->core_lock)) {
+        ready = w->poll && w->poll(w->arg);
+        qemu_mutex_unlock(&w->s->core_lock);
+    }
+    return ready;
+}
+
+/* The IOThread's polling found work for w's read handler. */
+static void pvrdma_watch_poll_ready(void *opaque)
+{
+    PvrdmaFdWatch *w = opaque;
+
+    qatomic_set(&w->s->dp_polled, w->s->dp_polled + 1);
+    pvrdma_watch_read(w);
+}
+
 /* Register w where the data path is (on) or remove it from where it is. */
 static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
 {
@@ -95,7 +123,8 @@ static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
     }
     if (w->in_dp) {
         aio_set_fd_handler(iothread_get_aio_context(s->iothread), w->fd,
-                           rd, wr, NULL, NULL, w);
+                           rd, wr, rd ? pvrdma_watch_poll : NULL,
+                           rd ? pvrdma_watch_poll_ready : NULL, w);
     } else {
         qemu_set_fd_handler(w->fd, rd, wr, w);
     }
@@ -132,6 +161,7 @@ void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
         if (w) {
             pvrdma_watch_set(s, w, false);
             w->read = w->write = NULL;
+            w->poll = NULL;
             g_hash_table_remove(s->watches, GINT_TO_POINTER(fd));
             g_ptr_array_add(s->watches_gone, w);
         }
@@ -149,6 +179,16 @@ void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
     w->write = write;
     w->arg = arg;
     pvrdma_watch_set(s, w, true);
+}
+
+void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *))
+{
+    PvrdmaFdWatch *w = s->watches ?
+        g_hash_table_lookup(s->watches, GINT_TO_POINTER(fd)) : NULL;
+
+    if (w) {
+        w->poll = poll;     /* read with core_lock held, as it is set */
+    }
 }
 
 /* Every watch goes where the data path now is (core_lock held). */

@@ -91,6 +91,14 @@ typedef struct PvrdmaHostOps {
     void (*set_fd_handler)(void *opaque, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg);
     /*
+     * While the host polls (an IOThread's adaptive polling), poll(arg),
+     * arg the watch's, says without a system call whether fd's read
+     * handler has work (a ring in shared memory has a record); the host
+     * then calls that handler.  NULL poll: no more.  Optional: a host
+     * that does not poll has none.  poll() runs as the handlers do.
+     */
+    void (*set_fd_poll)(void *opaque, int fd, bool (*poll)(void *arg));
+    /*
      * Send an Ethernet frame on the paired NIC's network.  Optional: the
      * RoCEv2 transport needs it (pvrdma_roce_new() fails without it).
      */
