@@ -102,6 +102,7 @@ typedef struct CrPeer {
     CrRing *ring;
     bool ring_tx;
     bool ring_rx;
+    bool host_polls;        /* the host polls our ring (set_fd_poll) */
     GQueue ring_out;
 } CrPeer;
 

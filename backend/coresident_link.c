@@ -364,13 +364,37 @@ static bool cr_ring_poll(void *opaque)
     return !p->dead && p->ring_rx && cr_ring_ready(p->ring);
 }
 
+static void cr_rings_later(CrTransport *t);
+
+/*
+ * The host starts (polling) or stops polling p's ring.  While it polls,
+ * the producer need not WAKE us, and what we take leaves the ring awake;
+ * when it stops, the producer must again (a record that came in just
+ * before is what the host's last look finds).
+ */
+static void cr_ring_poll_state(void *opaque, bool polling)
+{
+    CrPeer *p = opaque;
+
+    if (p->dead || !p->ring_rx) {
+        return;
+    }
+    p->host_polls = polling;
+    if (polling) {
+        cr_ring_awake(p->ring);
+    } else if (!cr_ring_sleep(p->ring)) {
+        cr_rings_later(p->t);   /* its producer will not WAKE us for it */
+    }
+}
+
 /* A host that polls (an IOThread) looks at p's ring while it does. */
 static void cr_link_watch_ring(CrPeer *p)
 {
     PvrdmaCore *c = p->t->t.core;
 
     if (c->ops->set_fd_poll) {
-        c->ops->set_fd_poll(c->opaque, p->fd, cr_ring_poll);
+        c->ops->set_fd_poll(c->opaque, p->fd, cr_ring_poll,
+                            cr_ring_poll_state);
     }
 }
 
@@ -486,8 +510,9 @@ void cr_rings_catch_up(CrTransport *t)
     if (t->ring_backlog) {
         t->ring_backlog = false;
         for (guint i = 0; i < t->peers->len; i++) {
-            cr_ring_take(g_ptr_array_index(t->peers, i), CR_RX_BATCH,
-                         false);
+            CrPeer *p = g_ptr_array_index(t->peers, i);
+
+            cr_ring_take(p, CR_RX_BATCH, p->host_polls);
         }
         t->link_up.done(t);
     }
@@ -624,7 +649,7 @@ void cr_peer_event(void *opaque)
     CrTransport *t = p->t;
     bool polls = cr_peer_polls(p);
 
-    cr_peer_read_in(p, polls);
+    cr_peer_read_in(p, polls || p->host_polls);
     for (int i = 0; polls && i < CR_POLL_ROUNDS && cr_peer_poll(p); i++) {
         cr_ring_take(p, CR_RX_BATCH, true);
     }

@@ -158,12 +158,13 @@ void pvrdma_set_fd_handler(void *opaque, int fd, void (*read)(void *),
 }
 
 /* Only an IOThread polls (pvrdma_dev_iothread.c); the main loop does not */
-static void pvrdma_set_fd_poll(void *opaque, int fd, bool (*poll)(void *))
+static void pvrdma_set_fd_poll(void *opaque, int fd, bool (*poll)(void *),
+                               void (*state)(void *, bool))
 {
     PvrdmaState *s = opaque;
 
     if (s->iothread) {
-        pvrdma_iothread_watch_poll(s, fd, poll);
+        pvrdma_iothread_watch_poll(s, fd, poll, state);
     }
 }
 

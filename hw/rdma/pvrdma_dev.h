@@ -84,6 +84,7 @@ struct PvrdmaState {
     QemuMutex core_lock;
     GHashTable *watches;    /* the transports' fds: fd -> PvrdmaFdWatch */
     GPtrArray *watches_gone;    /* removed, freed when no thread is in one */
+    bool watches_hooks;     /* the IOThread's next pass sets poll hooks */
     PvrdmaLimits lim;
     bool loopback_on;       /* 'x-loopback': the loopback transport */
     GPtrArray *links;       /* PvrdmaLink: the transports' device sides */
@@ -175,7 +176,8 @@ void pvrdma_iothread_fini(PvrdmaState *s);
 void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
                            void (*write)(void *), void *arg);
 /* PvrdmaHostOps.set_fd_poll with iothread= */
-void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *));
+void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *),
+                                void (*state)(void *, bool));
 /* after the transports are gone: the watches' memory */
 void pvrdma_iothread_watches_free(PvrdmaState *s);
 void pvrdma_kick(void *opaque, unsigned delay_ms);

@@ -48,11 +48,19 @@
  * path stopped.
  */
 typedef struct PvrdmaFdWatch {
+    /*
+     * Names the fd for aio_set_event_notifier_poll(), the AioContext's
+     * door to a handler's poll begin and end, which it calls with the
+     * handler's opaque: the watch, whose first member this is.  Never
+     * cleaned up: the transport owns the fd.
+     */
+    EventNotifier e;
     PvrdmaState *s;
     int fd;
     void (*read)(void *);
     void (*write)(void *);
     bool (*poll)(void *);   /* work for read without a system call */
+    void (*poll_state)(void *, bool);   /* polling starts, stops */
     void *arg;
     bool in_dp;             /* registered in the IOThread's AioContext */
 } PvrdmaFdWatch;
@@ -112,12 +120,61 @@ static void pvrdma_watch_poll_ready(void *opaque)
     pvrdma_watch_read(w);
 }
 
+/* The IOThread starts or stops polling w (EventNotifierHandler: e is w) */
+static void pvrdma_watch_poll_begin(EventNotifier *e)
+{
+    PvrdmaFdWatch *w = container_of(e, PvrdmaFdWatch, e);
+
+    pvrdma_core_lock(w->s);
+    if (w->poll_state) {
+        w->poll_state(w->arg, true);
+    }
+    pvrdma_core_unlock(w->s);
+}
+
+static void pvrdma_watch_poll_end(EventNotifier *e)
+{
+    PvrdmaFdWatch *w = container_of(e, PvrdmaFdWatch, e);
+
+    pvrdma_core_lock(w->s);
+    if (w->poll_state) {
+        w->poll_state(w->arg, false);
+    }
+    pvrdma_core_unlock(w->s);
+}
+
+/*
+ * w's poll begin and end, set on its handler in the IOThread only
+ * (aio_set_event_notifier_poll() takes no lock): a registration made in
+ * another thread asks the IOThread's next pass for it.
+ */
+static void pvrdma_watch_poll_hooks(PvrdmaState *s, PvrdmaFdWatch *w)
+{
+    AioContext *ctx = iothread_get_aio_context(s->iothread);
+
+    if (!w->poll_state) {
+        return;
+    }
+    if (qemu_get_current_aio_context() != ctx) {
+        s->watches_hooks = true;
+        qemu_bh_schedule(s->dp_bh);
+        return;
+    }
+    event_notifier_init_fd(&w->e, w->fd);
+    aio_set_event_notifier_poll(ctx, &w->e, pvrdma_watch_poll_begin,
+                                pvrdma_watch_poll_end);
+}
+
 /* Register w where the data path is (on) or remove it from where it is. */
 static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
 {
     IOHandler *rd = on && w->read ? pvrdma_watch_read : NULL;
     IOHandler *wr = on && w->write ? pvrdma_watch_write : NULL;
 
+    if (w->in_dp && w->poll_state) {
+        /* a new handler starts unpolled, and a gone one is never ended */
+        w->poll_state(w->arg, false);
+    }
     if (on) {
         w->in_dp = s->dp_on;
     }
@@ -125,6 +182,9 @@ static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
         aio_set_fd_handler(iothread_get_aio_context(s->iothread), w->fd,
                            rd, wr, rd ? pvrdma_watch_poll : NULL,
                            rd ? pvrdma_watch_poll_ready : NULL, w);
+        if (rd) {
+            pvrdma_watch_poll_hooks(s, w);
+        }
     } else {
         qemu_set_fd_handler(w->fd, rd, wr, w);
     }
@@ -162,6 +222,7 @@ void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
             pvrdma_watch_set(s, w, false);
             w->read = w->write = NULL;
             w->poll = NULL;
+            w->poll_state = NULL;
             g_hash_table_remove(s->watches, GINT_TO_POINTER(fd));
             g_ptr_array_add(s->watches_gone, w);
         }
@@ -181,13 +242,39 @@ void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
     pvrdma_watch_set(s, w, true);
 }
 
-void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *))
+void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *),
+                                void (*state)(void *, bool))
 {
     PvrdmaFdWatch *w = s->watches ?
         g_hash_table_lookup(s->watches, GINT_TO_POINTER(fd)) : NULL;
 
     if (w) {
-        w->poll = poll;     /* read with core_lock held, as it is set */
+        /* read with core_lock held, as they are set */
+        if (w->in_dp && w->poll_state) {
+            w->poll_state(w->arg, false);
+        }
+        w->poll = poll;
+        w->poll_state = poll ? state : NULL;
+        if (w->in_dp && w->read) {
+            pvrdma_watch_poll_hooks(s, w);
+        }
+    }
+}
+
+/* In the IOThread: the poll hooks other threads' registrations asked for */
+static void pvrdma_watches_hooks(PvrdmaState *s)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    s->watches_hooks = false;
+    g_hash_table_iter_init(&it, s->watches);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        PvrdmaFdWatch *w = v;
+
+        if (w->in_dp && w->read) {
+            pvrdma_watch_poll_hooks(s, w);
+        }
     }
 }
 
@@ -235,6 +322,9 @@ static void pvrdma_dp_run(void *opaque)
     qemu_mutex_lock(&s->core_lock);
     if (s->dp_on) {
         qatomic_set(&s->dp_runs, s->dp_runs + 1);
+        if (s->watches_hooks) {
+            pvrdma_watches_hooks(s);
+        }
         pvrdma_core_run(&s->core);
         pvrdma_watches_reap(s, false);
     } else {

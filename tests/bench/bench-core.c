@@ -60,9 +60,15 @@
  *         samples (the table shows how many)
  *     -m  transports to run: l (loopback), c (co-resident, one process),
  *         p (co-resident, two processes spinning), s (two processes
- *         sleeping when idle), q (two QEMU-like processes); default lcpsq
+ *         sleeping when idle), q (two QEMU-like processes), i (two
+ *         IOThread-like processes); default lcpsqi
  *     -c  seconds per memcpy figure (default 0.5; 0: none, for profiles)
- *     -P  the QEMU-like pair's poll-max-ns
+ *     -P  the QEMU-like pair's poll-max-ns, and the IOThread-like pair's
+ *         AioContext poll-max-ns (default 32768, an IOThread's)
+ *     -g  in the QEMU-like and IOThread-like pairs the guest side sleeps
+ *         on its CQ interrupt (a completion channel) instead of spinning
+ *         on its CQs: on two cores, the two device threads then have a
+ *         core each
  *
  * Without G_SLICE=always-malloc in the environment the program runs
  * itself again with it (glib reads it before main()).
@@ -85,6 +91,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "qapi/error.h"
+#include "block/aio.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "fake-driver.h"
 #include "bench-alloc.h"
 #include "hw/rdma/pvrdma_coresident.h"
@@ -177,11 +186,39 @@ typedef struct Bench {
     QemuMutex bql;
     pthread_t dev;
     int stop;
+    /*
+     * IOThread-like (mode i, threaded too): the device thread is QEMU's
+     * own AioContext (libqemuutil's, as an IOThread has) turning
+     * aio_poll() with its adaptive polling; the transport's fds are its
+     * handlers, each with io_poll (set_fd_poll: a peer's ring), the kick
+     * its bottom half, each under the lock the guest side takes for
+     * doorbells, as pvrdma_dev_iothread.c's core_lock.
+     */
+    bool iothread;
+    AioContext *ctx;
+    QEMUBH *bh;
+    GHashTable *iow;                /* fd -> IoWatch */
+    GPtrArray *iow_gone;
 } Bench;
 
+typedef struct IoWatch {
+    EventNotifier e;        /* names fd for the poll hooks: w is &w->e */
+    int fd;
+    void (*read)(void *);
+    void (*write)(void *);
+    bool (*poll)(void *);
+    void (*poll_state)(void *, bool);
+    void *arg;
+} IoWatch;
+
+typedef struct IoPoll {
+    bool (*poll)(void *);
+    void (*state)(void *, bool);
+} IoPoll;
+
 /* transports: loopback, co-resident in one process, in two (spin, sleep) */
-#define NT      5
-#define MODES   "lcpsq"
+#define NT      6
+#define MODES   "lcpsqi"
 
 typedef struct Result {
     double mops;
@@ -193,10 +230,16 @@ typedef struct Result {
 static Ctl *g_ctl;
 static bool g_child;
 static int64_t g_irq_ns;            /* last CQ interrupt of this process */
+static int g_irq_efd = -1;          /* -g: the CQ interrupt wakes the guest */
+static bool g_guest_sleeps;         /* -g */
 static QemuMutex *g_bql;       /* the big lock of a threaded run */
 static PvrdmaHostOps bench_ops;
 static uint64_t g_poll_ns = PVRDMA_DEF_POLL_NS;  /* -P */
 static uint64_t g_node_poll;        /* what node_init_cr() sets: this mode's */
+static uint64_t g_io_poll_ns = 32768;   /* -P in mode i: an IOThread's */
+static Bench *g_io;                 /* the IOThread-like run, while it runs */
+static GHashTable *g_io_polls;      /* fd -> IoPoll, the transport's (mode i) */
+static bool g_io_hooks;             /* mode i: the thread sets poll hooks */
 
 static int64_t now_ns(void)
 {
@@ -239,6 +282,13 @@ static void bench_notify(void *opaque, unsigned vector)
 {
     if (vector == PVRDMA_INTR_VECTOR_CQ) {
         __atomic_store_n(&g_irq_ns, now_ns(), __ATOMIC_RELEASE);
+        if (g_irq_efd >= 0) {
+            uint64_t one = 1;
+
+            if (write(g_irq_efd, &one, sizeof(one)) != sizeof(one)) {
+                die("interrupt eventfd: %s", strerror(errno));
+            }
+        }
     }
     fh_ops.notify(opaque, vector);
 }
@@ -507,6 +557,43 @@ static void rsp_service(Bench *b)
     }
 }
 
+/* e's CQ has a CQE the guest has not polled */
+static bool cq_pending(End *e)
+{
+    struct pvrdma_ring_state *rs = cq_state(e->d, &e->cq);
+
+    return __atomic_load_n(&rs->rx.prod_tail, __ATOMIC_ACQUIRE) != e->cq.cons;
+}
+
+/*
+ * -g: what a verbs application with a completion channel does between
+ * polls.  Take the CQ notifications, arm this side's CQs, look once more
+ * (a CQE written before the arm raises nothing), and sleep until a CQ
+ * interrupt, at most 1 ms.
+ */
+static void guest_sleep(Bench *b)
+{
+    struct pollfd p = { .fd = g_irq_efd, .events = POLLIN };
+    bool pending = false;
+    uint64_t v;
+
+    for (unsigned k = 0; k < 2; k++) {
+        End *e = b->req[0] ? b->req[k] : b->rsp[k];
+        struct pvrdma_ring_state *cqn = fh_ptr(&e->d->h, e->d->cqn_pages[0]);
+
+        if (k == 0) {
+            cqn->rx.cons_head = __atomic_load_n(&cqn->rx.prod_tail,
+                                                __ATOMIC_ACQUIRE);
+        }
+        arm_cq(e);
+        pending |= cq_pending(e);
+    }
+    if (!pending && poll(&p, 1, 1) > 0 &&
+        read(g_irq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+        die("interrupt eventfd: %s", strerror(errno));
+    }
+}
+
 /*
  * One turn of this process's loop.  may_block: if nothing is due and no fd
  * is ready, a blocking run's loop sleeps in poll() (up to 1 ms) until one
@@ -514,7 +601,9 @@ static void rsp_service(Bench *b)
  */
 static void progress(Bench *b, bool may_block)
 {
-    if (b->threaded) {
+    if (b->threaded && g_guest_sleeps) {
+        guest_sleep(b);     /* the device thread turns the loop */
+    } else if (b->threaded) {
         /*
          * the device thread turns the loop: the guest side only polls,
          * and lets a device thread that waits for a core have it
@@ -979,12 +1068,290 @@ static void *dev_thread(void *opaque)
     return NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* IOThread-like (mode i): QEMU's AioContext as the device thread      */
+
+static void io_read(void *opaque)
+{
+    IoWatch *w = opaque;
+
+    dev_lock();
+    if (w->read) {
+        w->read(w->arg);
+    }
+    dev_unlock();
+}
+
+static void io_write(void *opaque)
+{
+    IoWatch *w = opaque;
+
+    dev_lock();
+    if (w->write) {
+        w->write(w->arg);
+    }
+    dev_unlock();
+}
+
+/* AioContext polling: the transport's poll, if the lock is free */
+static bool io_poll(void *opaque)
+{
+    IoWatch *w = opaque;
+    bool ready = false;
+
+    if (!qemu_mutex_trylock(g_bql)) {
+        ready = w->poll && w->poll(w->arg);
+        qemu_mutex_unlock(g_bql);
+    }
+    return ready;
+}
+
+static void io_poll_begin(EventNotifier *e)
+{
+    IoWatch *w = container_of(e, IoWatch, e);
+
+    dev_lock();
+    if (w->poll_state) {
+        w->poll_state(w->arg, true);
+    }
+    dev_unlock();
+}
+
+static void io_poll_end(EventNotifier *e)
+{
+    IoWatch *w = container_of(e, IoWatch, e);
+
+    dev_lock();
+    if (w->poll_state) {
+        w->poll_state(w->arg, false);
+    }
+    dev_unlock();
+}
+
+/* as pvrdma_dev_iothread.c: the hooks are set in the AioContext's thread */
+static void io_hooks(Bench *b, IoWatch *w)
+{
+    if (!w->poll_state || !w->read) {
+        return;
+    }
+    if (qemu_get_current_aio_context() != b->ctx) {
+        g_io_hooks = true;
+        qemu_bh_schedule(b->bh);
+        return;
+    }
+    event_notifier_init_fd(&w->e, w->fd);
+    aio_set_event_notifier_poll(b->ctx, &w->e, io_poll_begin, io_poll_end);
+}
+
+static void io_register(Bench *b, IoWatch *w, bool on)
+{
+    bool rd = on && w->read;
+
+    if (w->poll_state) {
+        w->poll_state(w->arg, false);
+    }
+    aio_set_fd_handler(b->ctx, w->fd, rd ? io_read : NULL,
+                       on && w->write ? io_write : NULL,
+                       rd ? io_poll : NULL, rd ? io_read : NULL, w);
+    if (rd) {
+        io_hooks(b, w);
+    }
+}
+
+static void bench_set_fd_handler(void *opaque, int fd, void (*read)(void *),
+                                 void (*write)(void *), void *arg)
+{
+    Bench *b = g_io;
+    IoWatch *w;
+
+    if (!b) {
+        fh_ops.set_fd_handler(opaque, fd, read, write, arg);
+        return;
+    }
+    w = g_hash_table_lookup(b->iow, GINT_TO_POINTER(fd));
+    if (!read && !write) {
+        if (w) {
+            io_register(b, w, false);
+            w->read = NULL;
+            w->write = NULL;
+            w->poll = NULL;
+            w->poll_state = NULL;
+            g_hash_table_remove(b->iow, GINT_TO_POINTER(fd));
+            g_ptr_array_add(b->iow_gone, w);    /* freed at the stop */
+        }
+        g_hash_table_remove(g_io_polls, GINT_TO_POINTER(fd));
+        return;
+    }
+    if (!w) {
+        IoPoll *ip = g_hash_table_lookup(g_io_polls, GINT_TO_POINTER(fd));
+
+        w = g_new0(IoWatch, 1);
+        w->fd = fd;
+        w->poll = ip ? ip->poll : NULL;
+        w->poll_state = ip ? ip->state : NULL;
+        g_hash_table_insert(b->iow, GINT_TO_POINTER(fd), w);
+    }
+    w->read = read;
+    w->write = write;
+    w->arg = arg;
+    io_register(b, w, true);
+}
+
+static void bench_set_fd_poll(void *opaque, int fd, bool (*poll)(void *),
+                              void (*state)(void *, bool))
+{
+    IoWatch *w = g_io ? g_hash_table_lookup(g_io->iow, GINT_TO_POINTER(fd))
+                      : NULL;
+    IoPoll *ip;
+
+    if (!g_io_polls) {
+        return;     /* not an IOThread-like run: nobody polls */
+    }
+    ip = g_new0(IoPoll, 1);
+    ip->poll = poll;
+    ip->state = state;
+    g_hash_table_insert(g_io_polls, GINT_TO_POINTER(fd), ip);
+    if (w) {
+        if (w->poll_state) {
+            w->poll_state(w->arg, false);
+        }
+        w->poll = poll;
+        w->poll_state = state;
+        io_hooks(g_io, w);
+    }
+}
+
+static void bench_kick(void *opaque, unsigned delay_ms)
+{
+    if (g_io && !delay_ms) {
+        qemu_bh_schedule(g_io->bh);
+        return;
+    }
+    fh_ops.kick(opaque, delay_ms);  /* the bench's clock stands still */
+}
+
+/* The kick's bottom half: a pass of the run loop. */
+static void io_run(void *opaque)
+{
+    Bench *b = opaque;
+
+    dev_lock();
+    if (g_io_hooks) {
+        GHashTableIter it;
+        gpointer v;
+
+        g_io_hooks = false;
+        g_hash_table_iter_init(&it, b->iow);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            io_hooks(b, v);
+        }
+    }
+    for (unsigned i = 0; i < b->nhosts; i++) {
+        b->hosts[i]->run_pending = false;
+        pvrdma_core_run(b->hosts[i]->core);
+    }
+    dev_unlock();
+}
+
+static void *io_thread(void *opaque)
+{
+    Bench *b = opaque;
+
+    qemu_set_current_aio_context(b->ctx);
+    while (!__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
+        aio_poll(b->ctx, true);
+    }
+    return NULL;
+}
+
+/* The fake host's watches become the AioContext's (and back: !on). */
+static void io_move(Bench *b, bool on)
+{
+    FakeHost *h = b->hosts[0];
+
+    if (on) {
+        GArray *ws = h->watches;
+
+        g_io = b;
+        for (guint i = 0; i < ws->len; i++) {
+            FhWatch *f = &g_array_index(ws, FhWatch, i);
+
+            bench_set_fd_handler(h, f->fd, f->read, f->write, f->arg);
+        }
+        g_array_set_size(ws, 0);
+        if (h->run_pending) {
+            qemu_bh_schedule(b->bh);
+        }
+        return;
+    }
+    {
+        GHashTableIter it;
+        gpointer v;
+
+        g_hash_table_iter_init(&it, b->iow);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+            IoWatch *w = v;
+
+            io_register(b, w, false);
+            fh_ops.set_fd_handler(h, w->fd, w->read, w->write, w->arg);
+            g_ptr_array_add(b->iow_gone, w);
+        }
+        g_hash_table_remove_all(b->iow);
+        g_io = NULL;
+    }
+}
+
+static void io_start(Bench *b)
+{
+    Error *err = NULL;
+
+    b->ctx = aio_context_new(&err);
+    if (!b->ctx) {
+        die("aio_context_new: %s", error_get_pretty(err));
+    }
+    aio_context_set_poll_params(b->ctx, g_io_poll_ns, 0, 0, &err);
+    if (err) {
+        die("aio_context_set_poll_params: %s", error_get_pretty(err));
+    }
+    b->bh = aio_bh_new(b->ctx, io_run, b);
+    b->iow = g_hash_table_new(NULL, NULL);
+    b->iow_gone = g_ptr_array_new_with_free_func(g_free);
+    io_move(b, true);
+    if (pthread_create(&b->dev, NULL, io_thread, b)) {
+        die("cannot start the IOThread-like thread");
+    }
+}
+
+static void io_stop(Bench *b)
+{
+    __atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
+    aio_notify(b->ctx);
+    pthread_join(b->dev, NULL);
+    io_move(b, false);
+    qemu_bh_delete(b->bh);
+    g_hash_table_destroy(b->iow);
+    g_ptr_array_free(b->iow_gone, true);
+    aio_context_unref(b->ctx);
+    b->ctx = NULL;
+}
+
 static void threads_start(Bench *b)
 {
     if (!b->threaded) {
         return;
     }
+    if (g_guest_sleeps) {   /* this process's (after the fork) */
+        g_irq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (g_irq_efd < 0) {
+            die("eventfd: %s", strerror(errno));
+        }
+    }
     qemu_mutex_init(&b->bql);
+    if (b->iothread) {
+        g_bql = &b->bql;
+        io_start(b);
+        return;
+    }
     b->hosts[0]->bql = &b->bql;
     b->hosts[0]->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->hosts[0]->wake_fd < 0) {
@@ -999,6 +1366,16 @@ static void threads_start(Bench *b)
 static void threads_stop(Bench *b)
 {
     if (!b->threaded) {
+        return;
+    }
+    if (g_irq_efd >= 0) {
+        close(g_irq_efd);
+        g_irq_efd = -1;
+    }
+    if (b->iothread) {
+        io_stop(b);
+        g_bql = NULL;
+        qemu_mutex_destroy(&b->bql);
         return;
     }
     __atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
@@ -1034,7 +1411,8 @@ static void wait_state(Bench *b, int *state, int want, const char *what)
 
 /* The responder process of the two-process run. */
 static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
-                                             bool block, bool threaded)
+                                             bool block, bool threaded,
+                                             bool iothread)
 {
     static Node nb;
     static End rsp[2];
@@ -1042,7 +1420,7 @@ static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
 
     b = (Bench) { .hosts = { &nb.d.h }, .nhosts = 1,
                   .rsp = { &rsp[0], &rsp[1] }, .ctl = ctl, .block = block,
-                  .threaded = threaded };
+                  .threaded = threaded || iothread, .iothread = iothread };
     uint8_t gid_a[16];
 
     g_child = true;
@@ -1092,7 +1470,8 @@ static void G_GNUC_NORETURN cr_two_responder(const char *dir, Ctl *ctl,
  * CPU both device threads used while both sides were idle, in % of a core.
  */
 static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
-                       bool threaded, Result res[2][2], double *idle_pct)
+                       bool threaded, bool iothread, Result res[2][2],
+                       double *idle_pct)
 {
     static Node na;
     static End req[2];
@@ -1100,7 +1479,7 @@ static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
 
     b = (Bench) { .hosts = { &na.d.h }, .nhosts = 1,
                   .req = { &req[0], &req[1] }, .ctl = ctl, .block = block,
-                  .threaded = threaded };
+                  .threaded = threaded || iothread, .iothread = iothread };
     uint8_t gid_b[16];
     int st;
     pid_t pid;
@@ -1113,7 +1492,7 @@ static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
         return false;
     }
     if (pid == 0) {
-        cr_two_responder(dir, ctl, block, threaded);
+        cr_two_responder(dir, ctl, block, threaded, iothread);
     }
     make_gid(gid_b, 2);
     node_init_cr(&na, dir, 1);
@@ -1130,7 +1509,7 @@ static bool run_cr_two(const Opts *o, Ctl *ctl, const char *dir, bool block,
     wait_state(&b, &ctl->b_state, 2, "responder's QPs in RTS");
     threads_start(&b);
     run_all_figures(&b, o, res);
-    if (threaded) {
+    if (b.threaded) {
         int64_t c0, c1;
 
         __atomic_store_n(&ctl->idle, 1, __ATOMIC_RELEASE);
@@ -1220,7 +1599,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench-core [-t SECS] [-n LAT_ITERS] "
             "[-w LAT_WARMUP] [-L LAT_SECS] [-m " MODES "] [-c MEMCPY_SECS] "
-            "[-P POLL_NS]\n");
+            "[-P POLL_NS] [-g]\n");
     exit(2);
 }
 
@@ -1229,6 +1608,7 @@ int main(int argc, char **argv)
     static const char *names[NT] = {
         "loopback (1 device)", "co-resident, 1 proc", "co-res., 2 procs spin",
         "co-res., 2 procs sleep", "co-res., 2 QEMU-like",
+        "co-res., 2 IOThread-like",
     };
     Opts o = {
         .secs = 1.0, .warm = 2000, .iters = 20000, .lat_cap = 2.0,
@@ -1237,7 +1617,8 @@ int main(int argc, char **argv)
     const char *modes = MODES;
     static Result res[NT][2][2];
     bool ran[NT] = { false };
-    double m64[2] = { 0 }, m64k[2] = { 0 }, hop[3], idle_pct = -1;
+    double m64[2] = { 0 }, m64k[2] = { 0 }, hop[3];
+    double idle_pct[NT] = { -1, -1, -1, -1, -1, -1 };
     Ctl *ctl;
     bool figures;
     int c;
@@ -1245,10 +1626,13 @@ int main(int argc, char **argv)
     alloc_env(argv);
     alloc_check();
     fh_process_init(false);
-    while ((c = getopt(argc, argv, "t:n:w:m:c:L:P:")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:w:m:c:L:P:g")) != -1) {
         switch (c) {
+        case 'g':
+            g_guest_sleeps = true;
+            break;
         case 'P':
-            g_poll_ns = g_ascii_strtoull(optarg, NULL, 0);
+            g_poll_ns = g_io_poll_ns = g_ascii_strtoull(optarg, NULL, 0);
             break;
         case 'L': o.lat_cap = atof(optarg); break;
         case 'c': o.memcpy_secs = atof(optarg); break;
@@ -1264,8 +1648,16 @@ int main(int argc, char **argv)
         usage();
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (g_guest_sleeps) {
+        printf("# -g: the QEMU-like and IOThread-like guests sleep on their "
+               "CQ interrupts\n");
+    }
     bench_ops = fh_ops;
     bench_ops.notify = bench_notify;
+    /* mode i's: the fake host's own until an IOThread-like run starts */
+    bench_ops.set_fd_handler = bench_set_fd_handler;
+    bench_ops.set_fd_poll = bench_set_fd_poll;
+    bench_ops.kick = bench_kick;
     ctl = mmap(NULL, sizeof(Ctl), PROT_READ | PROT_WRITE,
                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (ctl == MAP_FAILED) {
@@ -1300,10 +1692,20 @@ int main(int argc, char **argv)
             run_cr_one(&o, ctl, dir, res[t]);
             ran[t] = true;
         } else {
-            /* one thread for device and guest: polling would stall both */
+            /*
+             * one thread for device and guest: polling would stall both;
+             * the IOThread-like pair polls in its AioContext instead
+             */
             g_node_poll = t == 4 ? g_poll_ns : 0;
-            ran[t] = run_cr_two(&o, ctl, dir, t == 3, t == 4, res[t],
-                                &idle_pct);
+            if (t == 5) {
+                g_io_polls = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+            }
+            ran[t] = run_cr_two(&o, ctl, dir, t == 3, t == 4, t == 5, res[t],
+                                &idle_pct[t]);
+            if (g_io_polls) {
+                g_hash_table_destroy(g_io_polls);
+                g_io_polls = NULL;
+            }
         }
         if (dir) {
             char *lock = g_build_filename(dir, ".lock", NULL);
@@ -1334,11 +1736,16 @@ int main(int argc, char **argv)
         printf("  64 KiB: %7.0f / %7.0f MB/s\n", m64k[0] * 65536 / 1e6,
                m64k[1] * 65536 / 1e6);
     }
-    if (idle_pct >= 0) {
+    if (idle_pct[4] >= 0) {
         printf("idle QEMU-like pair (poll-max-ns %" PRIu64 "): its two "
                "device threads used %.3f %% of a core over %d s (this "
                "program's emulation; two real QEMUs: scripts/bench-idle.sh)"
-               "\n", g_poll_ns, idle_pct, IDLE_SECS);
+               "\n", g_poll_ns, idle_pct[4], IDLE_SECS);
+    }
+    if (idle_pct[5] >= 0) {
+        printf("idle IOThread-like pair (AioContext poll-max-ns %" PRIu64
+               ", adaptive): its two device threads used %.3f %% of a core "
+               "over %d s\n", g_io_poll_ns, idle_pct[5], IDLE_SECS);
     }
     printf("host floor of one co-resident hop (sendmsg -> poll -> recvmsg "
            "of a %zu-byte datagram), p50:\n"

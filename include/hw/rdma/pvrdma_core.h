@@ -94,10 +94,14 @@ typedef struct PvrdmaHostOps {
      * While the host polls (an IOThread's adaptive polling), poll(arg),
      * arg the watch's, says without a system call whether fd's read
      * handler has work (a ring in shared memory has a record); the host
-     * then calls that handler.  NULL poll: no more.  Optional: a host
-     * that does not poll has none.  poll() runs as the handlers do.
+     * then calls that handler.  state(arg, true) when the host starts
+     * polling fd, state(arg, false) when it stops (and before it may miss
+     * a start: the watch moves or goes), so the other side knows whether
+     * it must wake us.  NULL poll: no more.  Optional: a host that does
+     * not poll has none.  Both run as the handlers do.
      */
-    void (*set_fd_poll)(void *opaque, int fd, bool (*poll)(void *arg));
+    void (*set_fd_poll)(void *opaque, int fd, bool (*poll)(void *arg),
+                        void (*state)(void *arg, bool polling));
     /*
      * Send an Ethernet frame on the paired NIC's network.  Optional: the
      * RoCEv2 transport needs it (pvrdma_roce_new() fails without it).
