@@ -5,7 +5,7 @@
 #                tests in a nested VM
 #   make check-libvirt  two VMs under libvirt (virsh, migration)
 .PHONY: all build check unit fuzz qtest nested check-nested check-kernels check-series \
-	series check-libvirt check-compat check-tsan check-tsan-qemu check-no-rdma demo clean
+	series check-libvirt check-compat check-tsan check-tsan-qemu check-iothread check-no-rdma demo clean
 
 all: build
 
@@ -70,6 +70,11 @@ check-tsan:
 # the iothread= qtests: no race on the device's memory
 check-tsan-qemu:
 	scripts/test.sh tsan
+
+# the guest tests of one VM, two co-resident VMs, driver developers and
+# kernel protocols again with iothread= on every device (~15 minutes)
+check-iothread:
+	scripts/test.sh guest-iothread
 
 # QEMU configured --disable-rdma: the device builds and runs without
 # libibverbs, the summary says so, ibdev is refused (a cold build, ~8 min)

@@ -12,6 +12,13 @@
 #     a big lock, the guest side spinning on its CQs, the peer's ring
 #     polled for poll-max-ns (-P, default 32768) after each take; and the
 #     CPU its two device threads use while the pair is idle;
+#   - two IOThread-like processes (iothread=): the device thread is QEMU's
+#     own AioContext (libqemuutil's) turning aio_poll() with its adaptive
+#     polling (poll-max-ns -P, default 32768), the peers' rings polled
+#     through io_poll and kept awake while it polls; its idle CPU too;
+#   - with -g the guest side of those two pairs sleeps on its CQ interrupt
+#     (a completion channel) instead of spinning, so that on two cores each
+#     device thread has one;
 # ops/s (batches posted, completions polled) and doorbell-to-peer-CQE latency
 # (one op at a time; p50, p99), with the ratios to the targets (10 M ops/s
 # loopback, 5 M with 1 QP, 8 M with 64; 1 us), heap allocations per
@@ -29,9 +36,10 @@
 #   bench-core options: -t SECS (per throughput figure, default 1),
 #     -n LAT_SAMPLES (default 20000), -w LAT_WARMUP (default 2000),
 #     -L LAT_SECS (a latency figure stops early after that long, default 2),
-#     -m lcpsq (transports: loopback, co-resident 1 process, 2 processes
-#     spinning, 2 processes sleeping, 2 QEMU-like), -c MEMCPY_SECS
-#     (default 0.5), -P POLL_NS (the QEMU-like pair's poll-max-ns)
+#     -m lcpsqi (transports: loopback, co-resident 1 process, 2 processes
+#     spinning, 2 processes sleeping, 2 QEMU-like, 2 IOThread-like),
+#     -c MEMCPY_SECS (default 0.5), -P POLL_NS (the QEMU-like and
+#     IOThread-like pairs' poll-max-ns), -g (their guests sleep)
 #
 # Profiling (perf has no hardware counters in this VM; cpu-clock works):
 #   G_SLICE=always-malloc perf record -e cpu-clock --call-graph dwarf \

@@ -3,7 +3,8 @@
 # runs unit tests, fuzz targets, qtests, command-line checks and real-guest
 # tests.
 # Ends with "N passed, N failed[, N skipped]"; exit status 1 on any failure.
-#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan|series|libvirt]...
+#   scripts/test.sh [unit|fuzz|qtest|cmdline|guest|nested|asan|series|libvirt|
+#                    tsan|guest-iothread]...
 # Default: unit fuzz qtest cmdline series guest libvirt nested; with
 # PVRDMA_CHECK_ASAN=1 (CI) unit fuzz qtest cmdline series guest libvirt asan
 # nested, and nested adds test 43
@@ -393,6 +394,21 @@ for s in $suites; do
         scripts/nested/run-tests.sh $sel > build/nested.log 2>&1
         st=$?
         count_runner build/nested.log nested "scripts/nested/run-tests.sh" $st
+        ;;
+    guest-iothread)
+        # the guest suite's one-VM, co-resident, driver-developer and
+        # kernel-protocol tests again with every device's data path in an
+        # IOThread (-object iothread,id=io0 -device pvrdma,...,iothread=io0,
+        # roce=off); 56 and 57 have it already.  Not in CI (about 15
+        # minutes on 2 cores): make check-iothread
+        scripts/guest/build-image.sh > build/guest-image.log 2>&1 ||
+            bad guest-image "scripts/guest/build-image.sh failed"
+        PVRDMA_VM_ARGS="--device-args roce=off,iothread=io0" \
+        PVRDMA_QEMU_ARGS="-object iothread,id=io0" \
+            tests/guest/run.sh -j 2 --require-pvrdma "1*" "2*" "4*" 50 51 53 \
+            > build/guest-iothread.log 2>&1
+        st=$?
+        count_runner build/guest-iothread.log guest-iothread tests/guest/run.sh $st
         ;;
     guest)
         if [ -x tests/guest/run.sh ]; then

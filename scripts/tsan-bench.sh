@@ -5,7 +5,10 @@
 # lock (a QemuMutex, as QEMU's BQL), the guest side in another thread
 # ringing doorbells under that lock and polling its CQs without it, as a
 # vCPU and a verbs program do; once with the peers' rings polled (the
-# lock dropped while polling, -P), once without.  Built with clang
+# lock dropped while polling, -P), once without; then the IOThread-like
+# mode (QEMU's AioContext in the device thread, its handlers and bottom
+# half under that lock), with the guests spinning and sleeping (-g).
+# Built with clang
 # -fsanitize=thread, without bench-core's allocation count (TSan wraps
 # malloc itself).  Exit status 1 on any report.
 #
@@ -29,6 +32,18 @@ for poll in 0 50000; do
         > "$log" 2>&1 || { echo "# bench-core -m q -P $poll failed: $(tail -n 1 "$log")"; total=$((total + 1)); }
     n=$(grep -c 'WARNING: ThreadSanitizer' "$log" || true)
     echo "# QEMU-like pair, poll-max-ns $poll: $n ThreadSanitizer reports ($log)"
+    grep -A12 -m3 'WARNING: ThreadSanitizer' "$log" || true
+    total=$((total + n))
+done
+# the IOThread-like pair: libqemuutil's AioContext turning the device
+# thread, the rings polled through io_poll; guests spinning, then sleeping
+for g in "" -g; do
+    log=$out/bench-i$g.log
+    TSAN_OPTIONS="halt_on_error=0 die_after_fork=0" \
+        timeout 900 build/bench-tsan/bench-core -t 0.3 -m i -L 0.3 -c 0.1 $g \
+        > "$log" 2>&1 || { echo "# bench-core -m i $g failed: $(tail -n 1 "$log")"; total=$((total + 1)); }
+    n=$(grep -c 'WARNING: ThreadSanitizer' "$log" || true)
+    echo "# IOThread-like pair${g:+, guests sleeping}: $n ThreadSanitizer reports ($log)"
     grep -A12 -m3 'WARNING: ThreadSanitizer' "$log" || true
     total=$((total + n))
 done

@@ -433,6 +433,13 @@ void pvrdma_iothread_stop(PvrdmaState *s)
     }
     aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
                         pvrdma_dp_stop_bh, s);
+    /*
+     * What the IOThread wrote comes before what the main loop and the
+     * migration thread read next: the wait above ends on a plain flag,
+     * which ThreadSanitizer does not see; the lock it does.
+     */
+    qemu_mutex_lock(&s->core_lock);
+    qemu_mutex_unlock(&s->core_lock);
     pvrdma_watches_reap(s, true);   /* the IOThread is out of them */
     qemu_bh_schedule(s->bh);    /* a kick the IOThread had not served */
     trace_pvrdma_iothread(false);

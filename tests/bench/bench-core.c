@@ -1608,7 +1608,7 @@ int main(int argc, char **argv)
     static const char *names[NT] = {
         "loopback (1 device)", "co-resident, 1 proc", "co-res., 2 procs spin",
         "co-res., 2 procs sleep", "co-res., 2 QEMU-like",
-        "co-res., 2 IOThread-like",
+        "co-res., 2 IOThreads",
     };
     Opts o = {
         .secs = 1.0, .warm = 2000, .iters = 20000, .lat_cap = 2.0,

@@ -76,6 +76,38 @@ void qpvrdma_clock_step(QPvrdma *d, uint64_t ns)
     }
 }
 
+typedef struct TestFn {
+    void (*fn)(void);
+} TestFn;
+
+void qpvrdma_iothread_mode(bool on)
+{
+    qpvrdma_mode_device = on ? ",iothread=io0" : "";
+    qpvrdma_mode_args = on ? " -object iothread,id=io0" : "";
+    qpvrdma_mode_wait_ms = on ? 5000 : 0;
+}
+
+static void run_in_iothread(gconstpointer data)
+{
+    const TestFn *t = data;
+
+    qpvrdma_iothread_mode(true);
+    t->fn();
+    qpvrdma_iothread_mode(false);
+}
+
+void qpvrdma_add_func_both(const char *path, void (*fn)(void))
+{
+    g_autofree char *io = NULL;
+    TestFn *t = g_new(TestFn, 1);   /* lives as long as the test list */
+
+    g_assert(g_str_has_prefix(path, "/pvrdma/"));
+    io = g_strdup_printf("/pvrdma/iothread/%s", path + strlen("/pvrdma/"));
+    t->fn = fn;
+    qtest_add_func(path, fn);
+    qtest_add_data_func(io, t, run_in_iothread);
+}
+
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...)
 {
     QPvrdma *d = qpvrdma_new();

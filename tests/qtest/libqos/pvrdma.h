@@ -89,6 +89,17 @@ extern unsigned qpvrdma_mode_wait_ms;
  * does not run as it goes.
  */
 void qpvrdma_clock_step(QPvrdma *d, uint64_t ns);
+/*
+ * Every device qpvrdma_start() starts from now on has its data path in
+ * IOThread io0 (and CQEs are awaited beside it), or no longer.
+ */
+void qpvrdma_iothread_mode(bool on);
+/*
+ * Register test fn at path, and again at path with "/pvrdma/" made
+ * "/pvrdma/iothread/", where every device it starts has its data path in
+ * an IOThread (iothread=).
+ */
+void qpvrdma_add_func_both(const char *path, void (*fn)(void));
 QPvrdma *qpvrdma_start(const char *extra_fmt, ...) G_GNUC_PRINTF(1, 2);
 void qpvrdma_stop(QPvrdma *d);
 /*

@@ -318,15 +318,16 @@ static void test_cr_msix_at_own_registers(void)
 
 void pvrdma_add_coresident_faults_tests(void)
 {
-    add_func_both("/pvrdma/coresident/rnr-timeout", test_cr_rnr_timeout);
-    add_func_both("/pvrdma/coresident/destroy-under-traffic",
-                  test_cr_destroy_under_traffic);
-    add_func_both("/pvrdma/coresident/modify-reset-waits",
-                  test_cr_modify_reset_waits);
-    add_func_both("/pvrdma/coresident/unplug-during-fence",
-                  test_cr_unplug_during_fence);
-    add_func_both("/pvrdma/coresident/unplug-during-traffic",
-                  test_cr_unplug_during_traffic);
-    add_func_both("/pvrdma/coresident/msix-at-own-registers",
-                  test_cr_msix_at_own_registers);
+    qpvrdma_add_func_both("/pvrdma/coresident/rnr-timeout",
+                          test_cr_rnr_timeout);
+    qpvrdma_add_func_both("/pvrdma/coresident/destroy-under-traffic",
+                          test_cr_destroy_under_traffic);
+    qpvrdma_add_func_both("/pvrdma/coresident/modify-reset-waits",
+                          test_cr_modify_reset_waits);
+    qpvrdma_add_func_both("/pvrdma/coresident/unplug-during-fence",
+                          test_cr_unplug_during_fence);
+    qpvrdma_add_func_both("/pvrdma/coresident/unplug-during-traffic",
+                          test_cr_unplug_during_traffic);
+    qpvrdma_add_func_both("/pvrdma/coresident/msix-at-own-registers",
+                          test_cr_msix_at_own_registers);
 }

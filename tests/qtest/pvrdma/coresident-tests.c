@@ -595,7 +595,7 @@ static void test_cr_iothread_events(void)
     uint64_t ev;
     Peer a, b;
 
-    iothread_mode(true);
+    qpvrdma_iothread_mode(true);
     peers_up(&a, &b, dir, PVRDMA_QPT_RC, 7);
     peers_send(&a, &b, 1, 3, 1, 9000, 5);
     g_assert_cmpuint(qpvrdma_counter(a.d, "x-iothread-events"), >, 0);
@@ -611,7 +611,7 @@ static void test_cr_iothread_events(void)
     qmp_run(b.d, "cont");
     peers_send(&a, &b, 4, 6, 4, 3000, 8);
     g_assert_cmpuint(qpvrdma_counter(b.d, "x-iothread-events"), >, ev);
-    iothread_mode(false);
+    qpvrdma_iothread_mode(false);
     qpvrdma_stop(b.d);
     qpvrdma_stop(a.d);
     rm_dir(dir);
@@ -619,16 +619,17 @@ static void test_cr_iothread_events(void)
 
 void pvrdma_add_coresident_tests(void)
 {
-    add_func_both("/pvrdma/coresident/rc", test_cr_rc);
-    add_func_both("/pvrdma/coresident/query", test_cr_query);
+    qpvrdma_add_func_both("/pvrdma/coresident/rc", test_cr_rc);
+    qpvrdma_add_func_both("/pvrdma/coresident/query", test_cr_query);
     qtest_add_func("/pvrdma/query-none", test_query_none);
-    add_func_both("/pvrdma/coresident/access", test_cr_access);
-    add_func_both("/pvrdma/coresident/ud", test_cr_ud);
-    add_func_both("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
-    add_func_both("/pvrdma/coresident/secret", test_cr_secret);
-    add_func_both("/pvrdma/coresident/peer-add", test_cr_peer_add);
+    qpvrdma_add_func_both("/pvrdma/coresident/access", test_cr_access);
+    qpvrdma_add_func_both("/pvrdma/coresident/ud", test_cr_ud);
+    qpvrdma_add_func_both("/pvrdma/coresident/peer-gone", test_cr_peer_gone);
+    qpvrdma_add_func_both("/pvrdma/coresident/secret", test_cr_secret);
+    qpvrdma_add_func_both("/pvrdma/coresident/peer-add", test_cr_peer_add);
     qtest_add_func("/pvrdma/coresident/other-build", test_cr_other_build);
-    add_func_both("/pvrdma/migration/coresident", test_migration_coresident);
+    qpvrdma_add_func_both("/pvrdma/migration/coresident",
+                          test_migration_coresident);
     qtest_add_func("/pvrdma/iothread/coresident/events",
                    test_cr_iothread_events);
 }

@@ -707,17 +707,17 @@ static void test_pieces(void)
 
 void pvrdma_add_data_tests(void)
 {
-    add_func_both("/pvrdma/data/send-recv", test_send_recv);
-    add_func_both("/pvrdma/data/pieces", test_pieces);
-    add_func_both("/pvrdma/data/send-inline", test_send_inline);
-    add_func_both("/pvrdma/data/rdma-ops", test_rdma_ops);
-    add_func_both("/pvrdma/data/access-errors", test_access_errors);
-    add_func_both("/pvrdma/data/fast-reg", test_fast_reg);
-    add_func_both("/pvrdma/data/send-with-inv", test_send_with_inv);
-    add_func_both("/pvrdma/data/ud", test_ud);
-    add_func_both("/pvrdma/data/srq", test_srq_recv);
-    add_func_both("/pvrdma/data/rnr-wait", test_rnr_wait);
-    add_func_both("/pvrdma/data/destroy-under-traffic",
-                  test_destroy_under_traffic);
-    add_func_both("/pvrdma/data/ring-wrap", test_ring_wrap);
+    qpvrdma_add_func_both("/pvrdma/data/send-recv", test_send_recv);
+    qpvrdma_add_func_both("/pvrdma/data/pieces", test_pieces);
+    qpvrdma_add_func_both("/pvrdma/data/send-inline", test_send_inline);
+    qpvrdma_add_func_both("/pvrdma/data/rdma-ops", test_rdma_ops);
+    qpvrdma_add_func_both("/pvrdma/data/access-errors", test_access_errors);
+    qpvrdma_add_func_both("/pvrdma/data/fast-reg", test_fast_reg);
+    qpvrdma_add_func_both("/pvrdma/data/send-with-inv", test_send_with_inv);
+    qpvrdma_add_func_both("/pvrdma/data/ud", test_ud);
+    qpvrdma_add_func_both("/pvrdma/data/srq", test_srq_recv);
+    qpvrdma_add_func_both("/pvrdma/data/rnr-wait", test_rnr_wait);
+    qpvrdma_add_func_both("/pvrdma/data/destroy-under-traffic",
+                          test_destroy_under_traffic);
+    qpvrdma_add_func_both("/pvrdma/data/ring-wrap", test_ring_wrap);
 }

@@ -103,17 +103,6 @@ void peers_send(Peer *a, Peer *b, uint64_t id, uint64_t aoff,
 uint8_t qp_state(QPvrdma *d, uint32_t handle);
 
 /* Each topic's tests (pvrdma-test.c registers them in this order) */
-/*
- * Register test fn at path, and again at path with "/pvrdma/" made
- * "/pvrdma/iothread/", where every device it starts has its data path in
- * an IOThread (iothread=).
- */
-void add_func_both(const char *path, void (*fn)(void));
-/*
- * Every device qpvrdma_start() starts from now on has its data path in
- * IOThread io0 (and CQEs are awaited beside it), or no longer.
- */
-void iothread_mode(bool on);
 
 void pvrdma_add_device_tests(void);
 void pvrdma_add_commands_tests(void);

@@ -1,6 +1,7 @@
 /*
  * QTest for the pvrdma device: the data path in an IOThread (iothread=).
- * The data and migration topics run again in that mode (add_func_both());
+ * The data and migration topics run again in that mode
+ * (qpvrdma_add_func_both());
  * here, what only that mode has: the passes are the IOThread's, the data
  * path comes back to the main loop while the VM is stopped and goes again
  * with cont, and a reset or an unplug in the middle of traffic is clean.
@@ -16,7 +17,7 @@
 /* A loopback RC pair whose device has its data path in IOThread io0. */
 static void iothread_pair(Pair *p, uint64_t *buf, uint32_t *key)
 {
-    iothread_mode(true);
+    qpvrdma_iothread_mode(true);
     pair_setup(p, PVRDMA_QPT_RC, 64);
     *buf = qpvrdma_alloc(p->d, 65536);
     *key = qpvrdma_create_mr(p->d, p->pd, *buf, 65536,
@@ -78,7 +79,7 @@ static void test_iothread_passes(void)
     exchange(&p, buf, key, 8, 3);
     g_assert_cmpuint(qpvrdma_counter(p.d, "x-iothread-runs"), >, runs);
     qpvrdma_cq_empty(p.d, &p.cq);
-    iothread_mode(false);
+    qpvrdma_iothread_mode(false);
     qpvrdma_stop(p.d);
 }
 
@@ -102,7 +103,7 @@ static void test_iothread_unplug_during_traffic(void)
     iothread_pair(&p, &buf, &key);
     post_traffic(&p, buf, key);
     qpvrdma_unplug(p.d);
-    iothread_mode(false);
+    qpvrdma_iothread_mode(false);
     qpvrdma_stop(p.d);
 }
 
@@ -124,7 +125,7 @@ static void test_iothread_reset_during_traffic(void)
     buf = qpvrdma_alloc(p.d, 65536);
     key = qpvrdma_create_mr(p.d, p.pd, buf, 65536, PVRDMA_ACCESS_LOCAL_WRITE);
     exchange(&p, buf, key, 8, 4);
-    iothread_mode(false);
+    qpvrdma_iothread_mode(false);
     qpvrdma_stop(p.d);
 }
 

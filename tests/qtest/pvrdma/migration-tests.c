@@ -646,11 +646,12 @@ static void test_migration_blob_mismatch(void)
 
 void pvrdma_add_migration_tests(void)
 {
-    add_func_both("/pvrdma/migration/rc", test_migration_rc);
-    add_func_both("/pvrdma/migration/postcopy", test_migration_postcopy);
-    add_func_both("/pvrdma/migration/savevm", test_migration_savevm);
-    add_func_both("/pvrdma/migration/bg-snapshot",
-                  test_migration_bg_snapshot);
+    qpvrdma_add_func_both("/pvrdma/migration/rc", test_migration_rc);
+    qpvrdma_add_func_both("/pvrdma/migration/postcopy",
+                          test_migration_postcopy);
+    qpvrdma_add_func_both("/pvrdma/migration/savevm", test_migration_savevm);
+    qpvrdma_add_func_both("/pvrdma/migration/bg-snapshot",
+                          test_migration_bg_snapshot);
     qtest_add_func("/pvrdma/migration/hostile", test_migration_hostile);
     qtest_add_func("/pvrdma/migration/hostile-blob",
                    test_migration_hostile_blob);
@@ -659,5 +660,5 @@ void pvrdma_add_migration_tests(void)
                    test_migration_blob_mismatch);
     qtest_add_func("/pvrdma/migration/other-build",
                    test_migration_other_build);
-    add_func_both("/pvrdma/migration/dirty", test_migration_dirty);
+    qpvrdma_add_func_both("/pvrdma/migration/dirty", test_migration_dirty);
 }
