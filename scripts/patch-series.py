@@ -598,7 +598,9 @@ probe (the DSR, the command and response slots, the async and CQ
 notification rings, MSI-X, activation), with helpers for the tests of
 the next patches: commands, page directories, rings, doorbells, and the
 device's x-used-* counters (the verbs objects and migrations come in
-files of their own, later).  It registers a "pvrdma" node in the qos
+files of their own, later), and registers a test a second time under
+/pvrdma/iothread/ with every device it starts given an IOThread
+(qpvrdma_add_func_both()).  It registers a "pvrdma" node in the qos
 graph: the device at function 1 of a slot with a vmxnet3 at function
 0."""),
     dict(subject='tests/qtest: Add pvrdma-qos-test for the libqos node',
@@ -664,20 +666,21 @@ counts, huge page counts, a ring that fails to set up, UAR writes
 before setup, malformed work requests, MR sizes, the DSR's ring pages,
 a ring's init error path, commands before the DSR, a ring past its page
 directory.  Each must get an error status or an error completion, never
-a crash or a hang, and leak nothing."""),
+a crash or a hang, and leak nothing, as is and again with iothread=."""),
     dict(subject='tests/qtest/pvrdma: Test further hostile input',
          files=['tests/qtest/pvrdma/hostile-input-tests.c'],
          body="""\
 pvrdma/hostile-input-tests.c: further classes of hostile input: ring
 sizes, doorbells after a destroy, handles used again, a command
-changed while in flight, the DSR moved, a reset during traffic."""),
+changed while in flight, the DSR moved, a reset during traffic; each
+again with iothread=."""),
     dict(subject="tests/qtest/pvrdma: Test the guest's memory and DMA",
          files=['tests/qtest/pvrdma/hostile-memory-tests.c'],
          body="""\
 pvrdma/hostile-memory-tests.c: a hostile guest's memory and DMA:
 garbage ring indices, page directories in MMIO, a CQ resized to a bad
 geometry, MSI-X aimed at the device's own registers, and create/destroy
-cycles that must not leak."""),
+cycles that must not leak; each again with iothread=."""),
     dict(subject='tests/qtest/pvrdma: Test fault injection',
          files=['tests/qtest/pvrdma/inject-tests.c'],
          body="""\
