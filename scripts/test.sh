@@ -269,7 +269,8 @@ for s in $suites; do
         fi
         echo "# TSan build: $(( $(date +%s) - t0 )) s"
         tl=build/tsan-qtest
-        bin=build/qemu/tests/qtest/pvrdma-test
+        for bin in build/qemu/tests/qtest/pvrdma-test \
+                   build/qemu/tests/qtest/pvrdma-hostile-test; do
         for p in $(QTEST_QEMU_BINARY=build/qemu-tsan/qemu-system-x86_64 \
                    "$bin" -l | grep '^/x86_64/pvrdma/iothread/'); do
             rm -rf "$tl"; mkdir -p "$tl"
@@ -286,6 +287,7 @@ for s in $suites; do
             else
                 bad "tsan: $p" "$(grep -m1 'ERROR\|not ok\|Bail' build/tsan-case.log)"
             fi
+        done
         done
         ;;
     asan)

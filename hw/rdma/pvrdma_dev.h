@@ -85,6 +85,7 @@ struct PvrdmaState {
     GHashTable *watches;    /* the transports' fds: fd -> PvrdmaFdWatch */
     GPtrArray *watches_gone;    /* removed, freed when no thread is in one */
     bool watches_hooks;     /* the IOThread's next pass sets poll hooks */
+    bool watches_parked;    /* the data path moves: none is registered */
     PvrdmaLimits lim;
     bool loopback_on;       /* 'x-loopback': the loopback transport */
     GPtrArray *links;       /* PvrdmaLink: the transports' device sides */

@@ -62,7 +62,8 @@ typedef struct PvrdmaFdWatch {
     bool (*poll)(void *);   /* work for read without a system call */
     void (*poll_state)(void *, bool);   /* polling starts, stops */
     void *arg;
-    bool in_dp;             /* registered in the IOThread's AioContext */
+    bool registered;        /* in an AioContext now */
+    bool in_dp;             /* ... the IOThread's (else the main loop's) */
 } PvrdmaFdWatch;
 
 static void pvrdma_watch_read(void *opaque)
@@ -165,19 +166,33 @@ static void pvrdma_watch_poll_hooks(PvrdmaState *s, PvrdmaFdWatch *w)
                                 pvrdma_watch_poll_end);
 }
 
-/* Register w where the data path is (on) or remove it from where it is. */
+/*
+ * Remove w from where it is registered, then (on) register it where the
+ * data path is, unless the watches are parked: while the data path moves,
+ * the main loop's handlers are only touched by the main thread and the
+ * IOThread's by the IOThread.
+ */
 static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
 {
-    IOHandler *rd = on && w->read ? pvrdma_watch_read : NULL;
-    IOHandler *wr = on && w->write ? pvrdma_watch_write : NULL;
+    IOHandler *rd = w->read ? pvrdma_watch_read : NULL;
+    IOHandler *wr = w->write ? pvrdma_watch_write : NULL;
 
-    if (w->in_dp && w->poll_state) {
-        /* a new handler starts unpolled, and a gone one is never ended */
-        w->poll_state(w->arg, false);
+    if (w->registered && w->in_dp) {
+        if (w->poll_state) {
+            /* a new handler starts unpolled, a gone one is never ended */
+            w->poll_state(w->arg, false);
+        }
+        aio_set_fd_handler(iothread_get_aio_context(s->iothread), w->fd,
+                           NULL, NULL, NULL, NULL, NULL);
+    } else if (w->registered) {
+        qemu_set_fd_handler(w->fd, NULL, NULL, NULL);
     }
-    if (on) {
-        w->in_dp = s->dp_on;
+    w->registered = false;
+    if (!on || s->watches_parked || (!rd && !wr)) {
+        return;
     }
+    w->in_dp = s->dp_on;
+    w->registered = true;
     if (w->in_dp) {
         aio_set_fd_handler(iothread_get_aio_context(s->iothread), w->fd,
                            rd, wr, rd ? pvrdma_watch_poll : NULL,
@@ -233,8 +248,6 @@ void pvrdma_iothread_watch(PvrdmaState *s, int fd, void (*read)(void *),
         w->s = s;
         w->fd = fd;
         g_hash_table_insert(s->watches, GINT_TO_POINTER(fd), w);
-    } else {
-        pvrdma_watch_set(s, w, false);  /* it may be in the other context */
     }
     w->read = read;
     w->write = write;
@@ -250,12 +263,12 @@ void pvrdma_iothread_watch_poll(PvrdmaState *s, int fd, bool (*poll)(void *),
 
     if (w) {
         /* read with core_lock held, as they are set */
-        if (w->in_dp && w->poll_state) {
+        if (w->registered && w->in_dp && w->poll_state) {
             w->poll_state(w->arg, false);
         }
         w->poll = poll;
         w->poll_state = poll ? state : NULL;
-        if (w->in_dp && w->read) {
+        if (w->registered && w->in_dp && w->read) {
             pvrdma_watch_poll_hooks(s, w);
         }
     }
@@ -272,14 +285,17 @@ static void pvrdma_watches_hooks(PvrdmaState *s)
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         PvrdmaFdWatch *w = v;
 
-        if (w->in_dp && w->read) {
+        if (w->registered && w->in_dp && w->read) {
             pvrdma_watch_poll_hooks(s, w);
         }
     }
 }
 
-/* Every watch goes where the data path now is (core_lock held). */
-static void pvrdma_watches_move(PvrdmaState *s)
+/*
+ * Every watch leaves where it is and is parked (!on), or goes where the
+ * data path now is (on); core_lock held.
+ */
+static void pvrdma_watches_move(PvrdmaState *s, bool on)
 {
     GHashTableIter it;
     gpointer w;
@@ -287,10 +303,10 @@ static void pvrdma_watches_move(PvrdmaState *s)
     if (!s->watches) {
         return;
     }
+    s->watches_parked = !on;
     g_hash_table_iter_init(&it, s->watches);
     while (g_hash_table_iter_next(&it, NULL, &w)) {
-        pvrdma_watch_set(s, w, false);
-        pvrdma_watch_set(s, w, true);
+        pvrdma_watch_set(s, w, on);
     }
 }
 
@@ -390,7 +406,7 @@ static void pvrdma_dp_start_bh(void *opaque)
 
     qemu_mutex_lock(&s->core_lock);
     s->dp_on = true;
-    pvrdma_watches_move(s);
+    pvrdma_watches_move(s, true);   /* parked by pvrdma_iothread_start() */
     qemu_mutex_unlock(&s->core_lock);
     qemu_bh_schedule(s->dp_bh);     /* what the main loop still had */
 }
@@ -403,6 +419,9 @@ void pvrdma_iothread_start(PvrdmaState *s)
     }
     qemu_bh_cancel(s->bh);
     pvrdma_timer_move(s->timer, s->dp_timer);
+    qemu_mutex_lock(&s->core_lock);
+    pvrdma_watches_move(s, false);  /* out of the main loop, here */
+    qemu_mutex_unlock(&s->core_lock);
     aio_wait_bh_oneshot(iothread_get_aio_context(s->iothread),
                         pvrdma_dp_start_bh, s);
     trace_pvrdma_iothread(true);
@@ -415,7 +434,7 @@ static void pvrdma_dp_stop_bh(void *opaque)
 
     qemu_mutex_lock(&s->core_lock);
     s->dp_on = false;
-    pvrdma_watches_move(s);     /* none is left here */
+    pvrdma_watches_move(s, false);  /* none is left here */
     qemu_mutex_unlock(&s->core_lock);
     qemu_bh_cancel(s->dp_bh);
     pvrdma_timer_move(s->dp_timer, s->timer);
@@ -439,6 +458,7 @@ void pvrdma_iothread_stop(PvrdmaState *s)
      * which ThreadSanitizer does not see; the lock it does.
      */
     qemu_mutex_lock(&s->core_lock);
+    pvrdma_watches_move(s, true);   /* into the main loop, here */
     qemu_mutex_unlock(&s->core_lock);
     pvrdma_watches_reap(s, true);   /* the IOThread is out of them */
     qemu_bh_schedule(s->bh);    /* a kick the IOThread had not served */
