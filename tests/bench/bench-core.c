@@ -531,7 +531,10 @@ static void rsp_poll(Bench *b, End *e, bool probes)
             ctl->lat_poll[k] = t1 - p->t0;
             p->magic = 0;
             /* what the driver's interrupt handler does: consume, re-arm */
-            cqn->rx.cons_head = cqn->rx.prod_tail;
+            __atomic_store_n(&cqn->rx.cons_head,
+                             __atomic_load_n(&cqn->rx.prod_tail,
+                                             __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELEASE);
             __atomic_store_n(&g_irq_ns, 0, __ATOMIC_RELEASE);
             arm_cq(e);
             __atomic_store_n(&ctl->nlat, k + 1, __ATOMIC_RELEASE);
@@ -581,9 +584,11 @@ static void guest_sleep(Bench *b)
         End *e = b->req[0] ? b->req[k] : b->rsp[k];
         struct pvrdma_ring_state *cqn = fh_ptr(&e->d->h, e->d->cqn_pages[0]);
 
-        if (k == 0) {
-            cqn->rx.cons_head = __atomic_load_n(&cqn->rx.prod_tail,
-                                                __ATOMIC_ACQUIRE);
+        if (k == 0) {   /* the driver's atomic_set() */
+            __atomic_store_n(&cqn->rx.cons_head,
+                             __atomic_load_n(&cqn->rx.prod_tail,
+                                             __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELEASE);
         }
         arm_cq(e);
         pending |= cq_pending(e);
