@@ -34,7 +34,7 @@ def hook_files():
 
 
 def checker_tests():
-    runs = re.compile(r"^[^#\n]*\b(vc_2vm|vc_loopback|vc_across|"
+    runs = re.compile(r"^[^#\n]*\b(vc_2vm|vc_2vm_all|vc_loopback|vc_across|"
                       r"device_version_test|pvrdma-verbs-check)\b", re.M)
     found = []
     for t in sorted(glob.glob(os.path.join(TOP, "tests/guest/[0-9][0-9]-*.sh"))):

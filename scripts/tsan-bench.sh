@@ -25,27 +25,25 @@ make -s -C tests/bench BUILD="$top/build/bench-tsan" CC="$CLANG" \
     CFLAGS="-O1 -g -fsanitize=thread" TSAN=1 "$top/build/bench-tsan/bench-core" \
     > "$out/make.log" 2>&1 || { tail -20 "$out/make.log"; exit 1; }
 total=0
-for poll in 0 50000; do
-    log=$out/bench-q-P$poll.log
+# one run: its log's name, what it is, bench-core's options
+run() {
+    local log=$out/bench-$1.log what=$2
+    shift 2
     TSAN_OPTIONS="halt_on_error=0 die_after_fork=0" \
-        timeout 900 build/bench-tsan/bench-core -t 0.3 -m q -L 0.3 -c 0.1 -P "$poll" \
-        > "$log" 2>&1 || { echo "# bench-core -m q -P $poll failed: $(tail -n 1 "$log")"; total=$((total + 1)); }
+        timeout 900 build/bench-tsan/bench-core -t 0.3 -L 0.3 -c 0.1 "$@" \
+        > "$log" 2>&1 ||
+        { echo "# bench-core $* failed: $(tail -n 1 "$log")"; total=$((total + 1)); }
     n=$(grep -c 'WARNING: ThreadSanitizer' "$log" || true)
-    echo "# QEMU-like pair, poll-max-ns $poll: $n ThreadSanitizer reports ($log)"
+    echo "# $what: $n ThreadSanitizer reports ($log)"
     grep -A12 -m3 'WARNING: ThreadSanitizer' "$log" || true
     total=$((total + n))
+}
+for poll in 0 50000; do
+    run "q-P$poll" "QEMU-like pair, poll-max-ns $poll" -m q -P "$poll"
 done
 # the IOThread-like pair: libqemuutil's AioContext turning the device
 # thread, the rings polled through io_poll; guests spinning, then sleeping
-for g in "" -g; do
-    log=$out/bench-i$g.log
-    TSAN_OPTIONS="halt_on_error=0 die_after_fork=0" \
-        timeout 900 build/bench-tsan/bench-core -t 0.3 -m i -L 0.3 -c 0.1 $g \
-        > "$log" 2>&1 || { echo "# bench-core -m i $g failed: $(tail -n 1 "$log")"; total=$((total + 1)); }
-    n=$(grep -c 'WARNING: ThreadSanitizer' "$log" || true)
-    echo "# IOThread-like pair${g:+, guests sleeping}: $n ThreadSanitizer reports ($log)"
-    grep -A12 -m3 'WARNING: ThreadSanitizer' "$log" || true
-    total=$((total + n))
-done
+run i "IOThread-like pair" -m i
+run i-g "IOThread-like pair, guests sleeping" -m i -g
 echo "$total reports"
 [ "$total" = 0 ]

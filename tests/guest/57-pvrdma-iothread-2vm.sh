@@ -17,11 +17,6 @@
 wait_dev vmw_pvrdma0 15 || fail "vmw_pvrdma0 not registered/ACTIVE"
 gidx=$(roce_v2_gid vmw_pvrdma0)
 barrier pvrdma-up 60
-bad=0
-vc_2vm vc-rc 180 300 fwd -t rc -n 300 -g 4 -q 16 || bad=$((bad + 1))
-vc_2vm vc-srq 180 300 rev -t srq -n 300 -S 65536 || bad=$((bad + 1))
-vc_2vm vc-ud 180 300 fwd -t ud -n 300 || bad=$((bad + 1))
-vc_2vm vc-rc-4m 240 16 fwd -t rc -n 16 -S 4194304 -s 4194304,3145729 || bad=$((bad + 1))
-[ $bad = 0 ] || fail "$bad of 4 verbs checker runs failed (first: $PAIR_ERR)"
+vc_2vm_all
 perftest_2vm vmw_pvrdma0 "-x $gidx" tcp:18515 "ib_send_lat:64 ib_write_bw:65536"
 host_query_all after

@@ -822,6 +822,19 @@ _vc_judge() {
     log "$1: $_vl"
 }
 
+# vc_2vm_all: the co-resident data check of the two-VM tests: the checker
+# in rc (4 SGEs, up to 1 MiB, 16 in flight), srq (VM 1 serves) and ud, and
+# 4 MiB messages (the responder's pieces); fails with how many went wrong
+vc_2vm_all() {
+    _vb=0
+    vc_2vm vc-rc 180 300 fwd -t rc -n 300 -g 4 -q 16 || _vb=$((_vb + 1))
+    vc_2vm vc-srq 180 300 rev -t srq -n 300 -S 65536 || _vb=$((_vb + 1))
+    vc_2vm vc-ud 180 300 fwd -t ud -n 300 || _vb=$((_vb + 1))
+    # longer than the responder's byte budget per pass (1 MiB): in pieces
+    vc_2vm vc-rc-4m 240 16 fwd -t rc -n 16 -S 4194304 -s 4194304,3145729 || _vb=$((_vb + 1))
+    [ $_vb = 0 ] || fail "$_vb of 4 verbs checker runs failed (first: $PAIR_ERR)"
+}
+
 # vc_2vm NAME SECS MIN [fwd|rev] OPTIONS...: one checker run between the
 # two VMs (VM 0 serves, VM 1 with rev), both limited to SECS; each side must
 # end with "verbs-check: ok" and at least MIN messages each way (-n or -D
