@@ -205,7 +205,14 @@ static void pvrdma_watch_set(PvrdmaState *s, PvrdmaFdWatch *w, bool on)
     }
 }
 
-/* Free the removed watches no thread can be in (all: the data path is off) */
+/*
+ * Free the removed watches no thread can be in (all: the data path is
+ * off).  One removed while it was in the IOThread can go in the
+ * IOThread's pass: the AioContext skips the deleted handler from then on
+ * and frees it at the end of the aio_poll() round that runs this pass
+ * (aio_free_deleted_handlers()), before a next poll phase could call its
+ * io_poll, and only the IOThread walks that list.
+ */
 static void pvrdma_watches_reap(PvrdmaState *s, bool all)
 {
     GPtrArray *gone = s->watches_gone;
