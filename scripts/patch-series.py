@@ -666,21 +666,20 @@ counts, huge page counts, a ring that fails to set up, UAR writes
 before setup, malformed work requests, MR sizes, the DSR's ring pages,
 a ring's init error path, commands before the DSR, a ring past its page
 directory.  Each must get an error status or an error completion, never
-a crash or a hang, and leak nothing, as is and again with iothread=."""),
+a crash or a hang, and leak nothing."""),
     dict(subject='tests/qtest/pvrdma: Test further hostile input',
          files=['tests/qtest/pvrdma/hostile-input-tests.c'],
          body="""\
 pvrdma/hostile-input-tests.c: further classes of hostile input: ring
 sizes, doorbells after a destroy, handles used again, a command
-changed while in flight, the DSR moved, a reset during traffic; each
-again with iothread=."""),
+changed while in flight, the DSR moved, a reset during traffic."""),
     dict(subject="tests/qtest/pvrdma: Test the guest's memory and DMA",
          files=['tests/qtest/pvrdma/hostile-memory-tests.c'],
          body="""\
 pvrdma/hostile-memory-tests.c: a hostile guest's memory and DMA:
 garbage ring indices, page directories in MMIO, a CQ resized to a bad
 geometry, MSI-X aimed at the device's own registers, and create/destroy
-cycles that must not leak; each again with iothread=."""),
+cycles that must not leak."""),
     dict(subject='tests/qtest/pvrdma: Test fault injection',
          files=['tests/qtest/pvrdma/inject-tests.c'],
          body="""\

@@ -464,12 +464,12 @@ static void test_reset_during_traffic(void)
 
 void pvrdma_add_hostile_input_tests(void)
 {
-    qpvrdma_add_func_both("/pvrdma/hostile/ring-sizes", test_ring_sizes);
-    qpvrdma_add_func_both("/pvrdma/hostile/doorbell-after-destroy",
-                          test_doorbell_after_destroy);
-    qpvrdma_add_func_both("/pvrdma/hostile/handle-reuse", test_handle_reuse);
-    qpvrdma_add_func_both("/pvrdma/hostile/cmd-in-flight", test_cmd_in_flight);
-    qpvrdma_add_func_both("/pvrdma/hostile/dsr-moved", test_dsr_moved);
-    qpvrdma_add_func_both("/pvrdma/hostile/reset-during-traffic",
-                          test_reset_during_traffic);
+    qtest_add_func("/pvrdma/hostile/ring-sizes", test_ring_sizes);
+    qtest_add_func("/pvrdma/hostile/doorbell-after-destroy",
+                   test_doorbell_after_destroy);
+    qtest_add_func("/pvrdma/hostile/handle-reuse", test_handle_reuse);
+    qtest_add_func("/pvrdma/hostile/cmd-in-flight", test_cmd_in_flight);
+    qtest_add_func("/pvrdma/hostile/dsr-moved", test_dsr_moved);
+    qtest_add_func("/pvrdma/hostile/reset-during-traffic",
+                   test_reset_during_traffic);
 }

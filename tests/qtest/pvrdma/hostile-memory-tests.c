@@ -446,12 +446,12 @@ static void test_leak_cycles(void)
 
 void pvrdma_add_hostile_memory_tests(void)
 {
-    qpvrdma_add_func_both("/pvrdma/hostile/garbage-indices",
-                          test_garbage_indices);
-    qpvrdma_add_func_both("/pvrdma/hostile/pdir-mmio", test_pdir_mmio);
-    qpvrdma_add_func_both("/pvrdma/hostile/resize-cq-geometry",
-                          test_resize_cq_geometry);
-    qpvrdma_add_func_both("/pvrdma/hostile/msix-at-own-registers",
-                          test_msix_at_own_registers);
-    qpvrdma_add_func_both("/pvrdma/hostile/leak-cycles", test_leak_cycles);
+    qtest_add_func("/pvrdma/hostile/garbage-indices",
+                   test_garbage_indices);
+    qtest_add_func("/pvrdma/hostile/pdir-mmio", test_pdir_mmio);
+    qtest_add_func("/pvrdma/hostile/resize-cq-geometry",
+                   test_resize_cq_geometry);
+    qtest_add_func("/pvrdma/hostile/msix-at-own-registers",
+                   test_msix_at_own_registers);
+    qtest_add_func("/pvrdma/hostile/leak-cycles", test_leak_cycles);
 }
