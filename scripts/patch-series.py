@@ -913,7 +913,7 @@ go wrong: a send that waits on RNR to the end, a QP destroyed or reset
 while a peer holds its requests (the fence; a peer that never answers
 does not hold the vCPU), hot-unplug during a fence and during traffic,
 and MSI-X aimed at the device's own registers from a peer's
-completion; each again with iothread=."""),
+completion; all but the two fence cases again with iothread=."""),
     dict(subject='tests/qtest/pvrdma: Add benchmarks',
          files=['tests/qtest/pvrdma/bench-tests.c'],
          body="""\
