@@ -66,32 +66,30 @@ typedef struct PvrdmaFdWatch {
     bool in_dp;             /* ... the IOThread's (else the main loop's) */
 } PvrdmaFdWatch;
 
-static void pvrdma_watch_read(void *opaque)
+/* w's read (or write) handler, unless the watch was removed meanwhile */
+static void pvrdma_watch_call(PvrdmaFdWatch *w, bool write)
 {
-    PvrdmaFdWatch *w = opaque;
+    void (*fn)(void *);
 
     pvrdma_core_lock(w->s);
-    if (w->read) {
+    fn = write ? w->write : w->read;
+    if (fn) {
         if (w->in_dp) {
             qatomic_set(&w->s->dp_events, w->s->dp_events + 1);
         }
-        w->read(w->arg);
+        fn(w->arg);
     }
     pvrdma_core_unlock(w->s);
 }
 
+static void pvrdma_watch_read(void *opaque)
+{
+    pvrdma_watch_call(opaque, false);
+}
+
 static void pvrdma_watch_write(void *opaque)
 {
-    PvrdmaFdWatch *w = opaque;
-
-    pvrdma_core_lock(w->s);
-    if (w->write) {
-        if (w->in_dp) {
-            qatomic_set(&w->s->dp_events, w->s->dp_events + 1);
-        }
-        w->write(w->arg);
-    }
-    pvrdma_core_unlock(w->s);
+    pvrdma_watch_call(opaque, true);
 }
 
 /*
@@ -121,27 +119,25 @@ static void pvrdma_watch_poll_ready(void *opaque)
     pvrdma_watch_read(w);
 }
 
-/* The IOThread starts or stops polling w (EventNotifierHandler: e is w) */
-static void pvrdma_watch_poll_begin(EventNotifier *e)
+/* The IOThread starts (polling) or stops polling w: tell its transport */
+static void pvrdma_watch_polling(PvrdmaFdWatch *w, bool polling)
 {
-    PvrdmaFdWatch *w = container_of(e, PvrdmaFdWatch, e);
-
     pvrdma_core_lock(w->s);
     if (w->poll_state) {
-        w->poll_state(w->arg, true);
+        w->poll_state(w->arg, polling);
     }
     pvrdma_core_unlock(w->s);
 }
 
+/* EventNotifierHandlers: e is the watch's first member */
+static void pvrdma_watch_poll_begin(EventNotifier *e)
+{
+    pvrdma_watch_polling(container_of(e, PvrdmaFdWatch, e), true);
+}
+
 static void pvrdma_watch_poll_end(EventNotifier *e)
 {
-    PvrdmaFdWatch *w = container_of(e, PvrdmaFdWatch, e);
-
-    pvrdma_core_lock(w->s);
-    if (w->poll_state) {
-        w->poll_state(w->arg, false);
-    }
-    pvrdma_core_unlock(w->s);
+    pvrdma_watch_polling(container_of(e, PvrdmaFdWatch, e), false);
 }
 
 /*

@@ -1076,26 +1076,27 @@ static void *dev_thread(void *opaque)
 /* ------------------------------------------------------------------ */
 /* IOThread-like (mode i): QEMU's AioContext as the device thread      */
 
-static void io_read(void *opaque)
+/* w's read (or write) handler, unless it was removed meanwhile */
+static void io_call(IoWatch *w, bool write)
 {
-    IoWatch *w = opaque;
+    void (*fn)(void *);
 
     dev_lock();
-    if (w->read) {
-        w->read(w->arg);
+    fn = write ? w->write : w->read;
+    if (fn) {
+        fn(w->arg);
     }
     dev_unlock();
 }
 
+static void io_read(void *opaque)
+{
+    io_call(opaque, false);
+}
+
 static void io_write(void *opaque)
 {
-    IoWatch *w = opaque;
-
-    dev_lock();
-    if (w->write) {
-        w->write(w->arg);
-    }
-    dev_unlock();
+    io_call(opaque, true);
 }
 
 /* AioContext polling: the transport's poll, if the lock is free */
@@ -1111,26 +1112,24 @@ static bool io_poll(void *opaque)
     return ready;
 }
 
-static void io_poll_begin(EventNotifier *e)
+/* The AioContext starts (polling) or stops polling w: tell the transport */
+static void io_polling(IoWatch *w, bool polling)
 {
-    IoWatch *w = container_of(e, IoWatch, e);
-
     dev_lock();
     if (w->poll_state) {
-        w->poll_state(w->arg, true);
+        w->poll_state(w->arg, polling);
     }
     dev_unlock();
 }
 
+static void io_poll_begin(EventNotifier *e)
+{
+    io_polling(container_of(e, IoWatch, e), true);
+}
+
 static void io_poll_end(EventNotifier *e)
 {
-    IoWatch *w = container_of(e, IoWatch, e);
-
-    dev_lock();
-    if (w->poll_state) {
-        w->poll_state(w->arg, false);
-    }
-    dev_unlock();
+    io_polling(container_of(e, IoWatch, e), false);
 }
 
 /* as pvrdma_dev_iothread.c: the hooks are set in the AioContext's thread */
